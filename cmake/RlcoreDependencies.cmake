@@ -1,0 +1,9 @@
+# Third-party packages. All come from Debian (see scripts/setup.sh).
+# Shared by the in-tree build and the installed rlcoreConfig.cmake.
+include(CMakeFindDependencyMacro)
+find_package(Threads REQUIRED)
+find_package(Torch REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
