@@ -1,0 +1,6 @@
+// Anchors Grader's vtable in librlcore_sdk.
+#include "rlcore/grader.h"
+
+namespace rlcore {
+Grader::~Grader() = default;
+}  // namespace rlcore
