@@ -1,0 +1,10 @@
+// The rlcore executable: everything happens in librlcore_core's run_cli.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "rlcore/core/cli.h"
+
+int main(int argc, char** argv) {
+  return rlcore::run_cli(std::vector<std::string>(argv + 1, argv + argc), std::cin, std::cout, std::cerr);
+}

@@ -1,0 +1,45 @@
+// Batch-level rule reward: scores each sample with the grader named in config,
+// or (grader: auto) with the grader registered for the sample's data_source,
+// as verl's default_compute_score does.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "rlcore/export.h"
+#include "rlcore/grader.h"
+#include "rlcore/registry.h"
+
+namespace rlcore {
+
+struct RewardConfig;
+
+struct RewardSample {
+  std::string response;
+  std::string ground_truth;
+  std::string data_source;
+  const nlohmann::json* extra = nullptr;  // may be null
+};
+
+class RLCORE_API RewardRouter {
+ public:
+  // `grader` is a registered grader name or "auto"; `grader_options` maps grader
+  // names to their option subtrees.
+  RewardRouter(const Registry& registry, const RewardConfig& config);
+
+  GradeResult score(const RewardSample& sample) const;
+  std::vector<GradeResult> score(const std::vector<RewardSample>& samples) const;
+
+ private:
+  const Grader& grader_for(const std::string& data_source) const;
+
+  std::string fixed_grader_;
+  std::map<std::string, std::shared_ptr<Grader>> graders_;       // by grader name
+  std::map<std::string, std::string> grader_by_data_source_;     // data_source -> grader name
+};
+
+}  // namespace rlcore

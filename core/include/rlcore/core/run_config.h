@@ -1,0 +1,53 @@
+// The core's own config keys (verl's names where the concept is the same) and
+// resolution of a full run config: YAML file + overrides, validated against the
+// core schema and against the options of every component it selects.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rlcore/config_node.h"
+#include "rlcore/export.h"
+#include "rlcore/options.h"
+#include "rlcore/registry.h"
+
+namespace rlcore {
+
+struct TrainerConfig {
+  std::string project_name = "rlcore";
+  std::string experiment_name = "default";
+  // Empty means runs/<project_name>/<experiment_name>.
+  std::string default_local_dir;
+  std::vector<std::string> logger = {"console"};
+  std::string log_level = "info";
+};
+
+struct RewardConfig {
+  std::string grader = "auto";
+  ConfigNode graders;  // <grader name> -> that grader's options
+};
+
+struct RunConfig {
+  TrainerConfig trainer;
+  RewardConfig reward;
+
+  std::string run_dir() const;
+};
+
+RLCORE_API const OptionsSchema<RunConfig>& run_config_schema();
+
+// Where a component's options live in the config tree.
+RLCORE_API std::string component_options_path(const std::string& kind, const std::string& name);
+
+struct ResolvedConfig {
+  ConfigNode tree;  // with defaults of the core keys filled in
+  RunConfig config;
+};
+
+// Loads `config_file` (none when empty), applies `overrides`, validates every key
+// (core and selected components) and fills in defaults. Throws ConfigError or
+// PluginError naming the key and where it came from.
+RLCORE_API ResolvedConfig resolve_config(const Registry& registry, const std::string& config_file,
+                                         const std::vector<std::string>& overrides);
+
+}  // namespace rlcore

@@ -1,0 +1,40 @@
+// Private to the core: the subcommands behind run_cli and the options they share.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+namespace rlcore {
+
+struct CommandIo {
+  std::istream& in;
+  std::ostream& out;
+  std::ostream& err;
+};
+
+// Options every command accepts: --plugins (repeatable), --log-level.
+struct CommonArgs {
+  std::vector<std::string> plugin_paths;
+  std::string log_level;
+};
+
+// Adds the common options to `options`, bound to `common`.
+void add_common_options(boost::program_options::options_description& options, CommonArgs& common);
+
+// Parses `args` with `options` and positional arguments collected into `positional`;
+// throws ConfigError with the usage when something is wrong.
+void parse_command_line(const std::vector<std::string>& args, const boost::program_options::options_description& options,
+                        std::vector<std::string>& positional);
+
+void apply_log_level(const std::string& level);
+
+int run_command_plugins(const std::vector<std::string>& args, CommandIo io);
+int run_command_config(const std::vector<std::string>& args, CommandIo io);
+int run_command_grade(const std::vector<std::string>& args, CommandIo io);
+int run_command_train(const std::vector<std::string>& args, CommandIo io);
+int run_command_version(const std::vector<std::string>& args, CommandIo io);
+
+}  // namespace rlcore

@@ -1,0 +1,88 @@
+// Console and JSONL metrics sinks.
+#include "rlcore/core/metrics.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/error.h"
+
+namespace rlcore {
+
+MetricsSink::~MetricsSink() = default;
+
+ConsoleMetricsSink::ConsoleMetricsSink(std::ostream& out, std::vector<std::string> keys)
+    : out_(out), keys_(std::move(keys)) {}
+
+void ConsoleMetricsSink::log(int64_t step, const Metrics& metrics) {
+  std::ostringstream line;
+  line << "step " << step;
+  auto print = [&](const std::string& name, double value) {
+    line << " | " << name << " " << std::setprecision(4) << value;
+  };
+  if (keys_.empty()) {
+    for (const auto& [name, value] : metrics) print(name, value);
+  } else {
+    for (const auto& name : keys_) {
+      if (auto it = metrics.find(name); it != metrics.end()) print(name, it->second);
+    }
+  }
+  out_ << line.str() << std::endl;
+}
+
+struct JsonlMetricsSink::File {
+  std::ofstream stream;
+};
+
+JsonlMetricsSink::JsonlMetricsSink(const std::string& run_dir) : file_(std::make_unique<File>()) {
+  std::error_code error;
+  std::filesystem::create_directories(run_dir, error);
+  path_ = (std::filesystem::path(run_dir) / "metrics.jsonl").string();
+  file_->stream.open(path_, std::ios::app);
+  if (!file_->stream) throw IoError("cannot open metrics file '" + path_ + "' for writing");
+}
+
+JsonlMetricsSink::~JsonlMetricsSink() = default;
+
+void JsonlMetricsSink::log(int64_t step, const Metrics& metrics) {
+  nlohmann::json record = {{"step", step}};
+  for (const auto& [name, value] : metrics) {
+    record[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+  }
+  file_->stream << record.dump() << '\n';
+  file_->stream.flush();
+  if (!file_->stream) throw IoError("failed writing metrics to '" + path_ + "'");
+}
+
+void JsonlMetricsSink::flush() { file_->stream.flush(); }
+
+void MetricsLogger::add(std::unique_ptr<MetricsSink> sink) { sinks_.push_back(std::move(sink)); }
+
+void MetricsLogger::log(int64_t step, const Metrics& metrics) {
+  for (auto& sink : sinks_) sink->log(step, metrics);
+}
+
+void MetricsLogger::flush() {
+  for (auto& sink : sinks_) sink->flush();
+}
+
+MetricsLogger make_metrics_logger(const std::vector<std::string>& loggers, const std::string& run_dir,
+                                  std::ostream& console) {
+  MetricsLogger logger;
+  for (const auto& name : loggers) {
+    if (name == "console") {
+      logger.add(std::make_unique<ConsoleMetricsSink>(console));
+    } else if (name == "jsonl") {
+      logger.add(std::make_unique<JsonlMetricsSink>(run_dir));
+    } else {
+      throw ConfigError("trainer.logger: unknown sink '" + name + "'; sinks are: console, jsonl");
+    }
+  }
+  return logger;
+}
+
+}  // namespace rlcore

@@ -1,0 +1,90 @@
+// ModelConfig: the Hugging Face config.json of a Llama / Qwen2 / Qwen3 decoder,
+// parsed and validated once, written back HF-compatibly, plus named size presets.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+#include <nlohmann/json_fwd.hpp>
+
+#include "rlcore/export.h"
+
+namespace rlcore::model {
+
+inline constexpr const char* kSupportedModelTypes = "llama, qwen2, qwen3";
+
+// HF `rope_scaling` / `rope_parameters`. Only the types that change inv_freq
+// alone are supported; others (yarn, dynamic, longrope) are a ConfigError.
+struct RLCORE_API RopeScaling {
+  std::string rope_type = "default";  // "default" | "linear" | "llama3"
+  double factor = 1.0;
+  // llama3 only.
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+
+  bool operator==(const RopeScaling& other) const;
+};
+
+struct RLCORE_API ModelConfig {
+  std::string model_type;  // "llama" | "qwen2" | "qwen3"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  double initializer_range = 0.02;
+  bool tie_word_embeddings = false;
+  // Bias on q/k/v (llama/qwen3: `attention_bias`; qwen2: always) and on o_proj
+  // (llama/qwen3: `attention_bias`; qwen2: never), as the HF modules build them.
+  bool qkv_bias = false;
+  bool o_proj_bias = false;
+  bool mlp_bias = false;  // llama `mlp_bias`
+  // Qwen3 normalises q and k per head (RMSNorm over head_dim) before RoPE.
+  bool qk_norm = false;
+  std::string torch_dtype = "float32";
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;  // HF allows an int or a list
+  std::optional<int64_t> pad_token_id;
+
+  // Parses config.json text; `source` names the file in error messages.
+  // Throws ConfigError naming the field and source for a missing, mistyped,
+  // out-of-range or inconsistent field, or an unsupported model_type/feature.
+  static ModelConfig from_json(const nlohmann::json& json, const std::string& source = "config.json");
+  static ModelConfig from_json_text(const std::string& text, const std::string& source = "config.json");
+  // Throws IoError if the file cannot be read.
+  static ModelConfig from_file(const std::string& path);
+
+  // HF-compatible config.json (architectures, model_type and every field the
+  // HF config class reads), loadable by transformers' AutoConfig.
+  nlohmann::json to_json() const;
+  std::string to_json_text() const;  // 2-space indented, like save_pretrained
+
+  // Throws ConfigError naming the first inconsistent field.
+  void validate(const std::string& source = "config") const;
+
+  int64_t num_kv_groups() const { return num_attention_heads / num_key_value_heads; }
+  // torch_dtype as a ScalarType (float32 / bfloat16 / float16).
+  c10::ScalarType dtype() const;
+
+  bool operator==(const ModelConfig& other) const;
+  bool operator!=(const ModelConfig& other) const { return !(*this == other); }
+};
+
+// Named presets for `rlcore model init --arch ARCH --size SIZE`: arch is
+// llama|qwen2|qwen3, size is tiny (~1M params with a 1k vocab), 100m (~100M
+// with a 32k vocab) or 1b (~1B with a 32k vocab, Llama-3.2-1B shaped).
+// Embeddings are tied, as in the small Llama 3.2 / Qwen models.
+// Throws ConfigError for an unknown arch or size.
+RLCORE_API ModelConfig preset(const std::string& arch, const std::string& size, int64_t vocab_size);
+
+}  // namespace rlcore::model

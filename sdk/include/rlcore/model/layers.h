@@ -1,0 +1,121 @@
+// Building blocks of the Llama / Qwen2 / Qwen3 decoder as plain structs of
+// at::Tensor, so training engines can wrap or swap them (FSDP per layer, TP linears).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "rlcore/export.h"
+#include "rlcore/model/config.h"
+
+namespace rlcore::model {
+
+class KvCache;
+
+// (HF name, parameter slot): the slot lets engines replace a parameter (a
+// gathered FSDP shard, a TP slice) as well as read it.
+using ParameterSlots = std::vector<std::pair<std::string, at::Tensor*>>;
+
+// y = x W^T + b. Every projection goes through this, so a tensor-parallel
+// engine can install a column/row-parallel forward without touching the model.
+struct RLCORE_API Linear {
+  at::Tensor weight;  // [out_features, in_features]
+  at::Tensor bias;    // [out_features]; undefined when the layer has none
+  // Used instead of at::linear when set (e.g. matmul on a shard + all-reduce).
+  std::function<at::Tensor(const Linear&, const at::Tensor&)> forward_override;
+
+  at::Tensor operator()(const at::Tensor& x) const;
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
+// HF LlamaRMSNorm: normalises in fp32 and casts back before the weight multiply.
+struct RLCORE_API RmsNorm {
+  at::Tensor weight;  // [dim]
+  double eps = 1e-6;
+
+  at::Tensor operator()(const at::Tensor& x) const;
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
+// HF inv_freq: 1 / theta^(2i/d) for i < d/2, in fp32, with linear / llama3
+// rope_scaling applied.
+RLCORE_API at::Tensor rope_inv_freq(const ModelConfig& config);
+
+// Rotary position embedding. cos/sin are computed per forward from the
+// position ids (as HF does since 4.38), once for all layers: no sync, no
+// max_position-sized buffer, bitwise the same values a precomputed table gives.
+class RLCORE_API RotaryEmbedding {
+ public:
+  RotaryEmbedding() = default;
+  RotaryEmbedding(const ModelConfig& config, const at::Device& device);
+
+  // position_ids [B, T] (integer) -> cos, sin [B, T, head_dim] in `dtype`;
+  // the angle is computed in fp32 like HF, then cast.
+  std::pair<at::Tensor, at::Tensor> cos_sin(const at::Tensor& position_ids, c10::ScalarType dtype) const;
+  const at::Tensor& inv_freq() const { return inv_freq_; }
+
+ private:
+  at::Tensor inv_freq_;  // [head_dim / 2], fp32
+};
+
+// HF rotate_half: [x1, x2] -> [-x2, x1] over the last dim split in halves.
+RLCORE_API at::Tensor rotate_half(const at::Tensor& x);
+// x [B, heads, T, D] with cos/sin [B, T, D]: x*cos + rotate_half(x)*sin.
+RLCORE_API at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+// What every layer of one forward shares; built once by Transformer::prepare.
+struct RLCORE_API ForwardContext {
+  at::Tensor cos, sin;  // [B, T, head_dim], compute dtype
+  // [B or 1, 1, T, S] bool, true where query t must NOT see key s (future,
+  // padding, an empty cache slot). S = T without a cache, offset + T with one.
+  at::Tensor blocked;
+  KvCache* cache = nullptr;  // new k/v go to slots [cache_offset, cache_offset + T)
+  int64_t cache_offset = 0;
+};
+
+// Causal self-attention with grouped kv heads. Each kv head serves
+// num_heads / num_kv_heads consecutive query heads (HF repeat_kv order); the
+// grouping is done by reshaping q, so kv is never copied per query head.
+struct RLCORE_API Attention {
+  Linear q_proj, k_proj, v_proj, o_proj;
+  RmsNorm q_norm, k_norm;  // qwen3 only (undefined weight otherwise), over head_dim
+  // Heads held by this rank: a TP engine sets the local counts.
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  double scaling = 1.0;  // 1 / sqrt(head_dim)
+
+  // x [B, T, hidden] -> [B, T, hidden]; `layer` picks this layer's cache.
+  at::Tensor operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const;
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
+// SwiGLU: down(silu(gate(x)) * up(x)).
+struct RLCORE_API Mlp {
+  Linear gate_proj, up_proj, down_proj;
+
+  at::Tensor operator()(const at::Tensor& x) const;
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
+// Pre-norm block: x + attn(norm(x)), then h + mlp(norm(h)).
+struct RLCORE_API DecoderLayer {
+  RmsNorm input_layernorm;
+  Attention self_attn;
+  RmsNorm post_attention_layernorm;
+  Mlp mlp;
+
+  at::Tensor operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const;
+  // Names relative to the layer ("self_attn.q_proj.weight", ...) after `prefix`.
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
+// Allocates (uninitialised, at::empty) a layer shaped by `config`.
+RLCORE_API DecoderLayer make_decoder_layer(const ModelConfig& config, const at::TensorOptions& options);
+
+}  // namespace rlcore::model

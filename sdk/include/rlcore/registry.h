@@ -1,0 +1,94 @@
+// The registry of components, keyed by (kind, name). Plugins add factories
+// through a PluginRegistrar; the core creates components by the names a config
+// selects. Duplicate names are errors naming both files.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rlcore/config_node.h"
+#include "rlcore/export.h"
+#include "rlcore/options.h"
+
+namespace rlcore {
+
+// Every kind of component a plugin can provide.
+RLCORE_API const std::vector<std::string>& component_kinds();
+
+// Which plugin and file a component came from.
+struct PluginOrigin {
+  std::string plugin;   // plugin name from its descriptor ("builtin" for the core)
+  std::string version;  // plugin semver
+  std::string file;     // shared library path ("" for the core)
+};
+
+struct ComponentEntry {
+  std::string kind;
+  std::string name;
+  std::string doc;
+  std::vector<KeySpec> keys;
+  // For graders: the data_source values this grader handles by default.
+  std::vector<std::string> data_sources;
+  PluginOrigin origin;
+  // Validates `options` and makes the component (type-erased; see Registry::create).
+  std::function<std::shared_ptr<void>(const ConfigNode& options)> factory;
+};
+
+class RLCORE_API Registry {
+ public:
+  // Throws PluginError on an unknown kind or a duplicate (kind, name), naming both origins.
+  void add(ComponentEntry entry);
+
+  const ComponentEntry* find(const std::string& kind, const std::string& name) const;
+  // Throws PluginError listing the registered names of `kind` when absent.
+  const ComponentEntry& get(const std::string& kind, const std::string& name) const;
+  std::vector<const ComponentEntry*> entries(const std::string& kind) const;
+  std::vector<const ComponentEntry*> all() const;
+  std::vector<std::string> names(const std::string& kind) const;
+
+  // Creates the (Interface::kKind, name) component from its options subtree.
+  template <class Interface>
+  std::shared_ptr<Interface> create(const std::string& name, const ConfigNode& options = ConfigNode()) const {
+    return std::static_pointer_cast<Interface>(get(Interface::kKind, name).factory(options));
+  }
+
+ private:
+  std::map<std::pair<std::string, std::string>, ComponentEntry> entries_;
+};
+
+// What a plugin's register function receives: adds typed factories, all
+// stamped with the plugin's origin.
+class RLCORE_API PluginRegistrar {
+ public:
+  PluginRegistrar(Registry& registry, PluginOrigin origin);
+
+  // `make(const Options&)` returns std::unique_ptr<Interface> or std::shared_ptr<Interface>.
+  template <class Interface, class Options, class Make>
+  void add(std::string name, std::string doc, OptionsSchema<Options> schema, Make make,
+           std::vector<std::string> data_sources = {}) {
+    ComponentEntry entry;
+    entry.kind = Interface::kKind;
+    entry.name = std::move(name);
+    entry.doc = std::move(doc);
+    entry.keys = schema.keys();
+    entry.data_sources = std::move(data_sources);
+    entry.factory = [schema = std::move(schema), make = std::move(make)](const ConfigNode& options) {
+      std::shared_ptr<Interface> made = make(schema.parse(options));
+      return std::static_pointer_cast<void>(made);
+    };
+    add_entry(std::move(entry));
+  }
+
+  const PluginOrigin& origin() const { return origin_; }
+
+ private:
+  void add_entry(ComponentEntry entry);
+  Registry& registry_;
+  PluginOrigin origin_;
+};
+
+}  // namespace rlcore

@@ -1,0 +1,98 @@
+// Tokenizer: byte-level BPE loaded from a Hugging Face tokenizer.json (GPT-2,
+// Qwen2, Llama-3), plus the small built-in tokenizer of the project's own tasks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rlcore/export.h"
+
+namespace rlcore {
+
+class TokenizerImpl;
+
+// Which tokens play bos/eos/pad. tokenizer.json does not say; HF keeps these
+// names in tokenizer_config.json. Empty means the tokenizer has none.
+struct SpecialTokenNames {
+  std::string bos;
+  std::string eos;
+  std::string pad;
+};
+
+// Immutable once loaded and cheap to copy (copies share state); every const
+// member is safe to call from many threads at once.
+class RLCORE_API Tokenizer {
+ public:
+  // Throw IoError when the file cannot be read, FormatError naming the field
+  // for bad or unsupported JSON, ValueError when a name in `names` is not a token.
+  static Tokenizer from_file(const std::string& path, const SpecialTokenNames& names = {});
+  static Tokenizer from_json(std::string_view json_text, const SpecialTokenNames& names = {});
+  // Reads <dir>/tokenizer.json and, when present, bos/eos/pad_token from
+  // <dir>/tokenizer_config.json.
+  static Tokenizer from_pretrained_dir(const std::string& dir);
+
+  ~Tokenizer();
+  Tokenizer(const Tokenizer&);
+  Tokenizer& operator=(const Tokenizer&);
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+
+  // Any bytes are accepted, invalid UTF-8 included, and decode() gives them back
+  // exactly (unless an NFC normalizer changed the text). With
+  // parse_special_tokens false, special added tokens in `text` are encoded as
+  // plain text (HF's split_special_tokens); other added tokens still match.
+  // Like HF's encode(add_special_tokens=False): the post_processor is not run.
+  std::vector<int32_t> encode(std::string_view text, bool parse_special_tokens = true) const;
+
+  // Adds what the post_processor's TemplateProcessing puts around one sequence
+  // (e.g. Llama-3's <|begin_of_text|>); returns `ids` unchanged when there is none.
+  std::vector<int32_t> post_process(std::vector<int32_t> ids) const;
+
+  // The raw bytes the ids stand for; a token cut inside a UTF-8 character gives
+  // its bytes as they are. Throw ValueError for an id outside the vocabulary.
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
+  std::string decode(const int64_t* ids, std::size_t count, bool skip_special_tokens = false) const;
+  // As decode(), then each ill-formed UTF-8 sequence becomes U+FFFD, as HF does.
+  std::string decode_lossy(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
+  std::string decode_lossy(const int64_t* ids, std::size_t count,
+                           bool skip_special_tokens = false) const;
+
+  // The words the pre_tokenizer cuts `text` into, as raw bytes (no normalizer,
+  // no added tokens): what BPE then merges within. For inspection and tests.
+  std::vector<std::string> pre_tokenize(std::string_view text) const;
+
+  // Token strings are as stored in the vocabulary (byte-level: "Ġhello");
+  // added tokens first, then the model's vocabulary.
+  std::optional<int32_t> token_to_id(std::string_view token) const;
+  // Throws ValueError for an id outside the vocabulary.
+  std::string id_to_token(int32_t id) const;
+  // Largest id + 1: the rows an embedding table needs.
+  int32_t vocab_size() const;
+  bool is_special_token(int32_t id) const;
+
+  std::optional<int32_t> bos_token_id() const;
+  std::optional<int32_t> eos_token_id() const;
+  std::optional<int32_t> pad_token_id() const;
+
+  explicit Tokenizer(std::shared_ptr<const TokenizerImpl> impl);
+
+ private:
+  std::shared_ptr<const TokenizerImpl> impl_;
+};
+
+// tokenizer.json text (HF format, so the one loader serves both) of the
+// tokenizer for the built-in tasks: the 256 byte tokens, merges for a few task
+// words ("Question", "Answer", "####", chat roles, " +", ...) and the special
+// tokens <|endoftext|>, <|im_start|>, <|im_end|>. No merge touches a digit,
+// so numbers are always encoded digit by digit.
+RLCORE_API std::string make_builtin_tokenizer_json();
+
+// The built-in tokenizer with eos <|im_end|> and pad <|endoftext|> (as Qwen2-Instruct).
+RLCORE_API Tokenizer make_builtin_tokenizer();
+
+}  // namespace rlcore

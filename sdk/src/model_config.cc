@@ -1,0 +1,360 @@
+// ModelConfig <-> HF config.json. Defaults follow the HF config classes
+// (LlamaConfig, Qwen2Config, Qwen3Config) so a file HF accepts parses the same.
+#include "rlcore/model/config.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/error.h"
+
+namespace rlcore::model {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& source, const std::string& field, const std::string& what) {
+  throw ConfigError(source + ": field '" + field + "' " + what);
+}
+
+// HF writes null for "use the default", so null counts as absent.
+const json* find(const json& object, const std::string& key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+int64_t get_int(const json& object, const std::string& key, const std::string& source,
+                std::optional<int64_t> fallback = std::nullopt) {
+  const json* value = find(object, key);
+  if (value == nullptr) {
+    if (fallback) return *fallback;
+    fail(source, key, "is required but missing");
+  }
+  if (!value->is_number_integer()) fail(source, key, "must be an integer, got " + value->dump());
+  return value->get<int64_t>();
+}
+
+double get_double(const json& object, const std::string& key, const std::string& source,
+                  double fallback) {
+  const json* value = find(object, key);
+  if (value == nullptr) return fallback;
+  if (!value->is_number()) fail(source, key, "must be a number, got " + value->dump());
+  return value->get<double>();
+}
+
+bool get_bool(const json& object, const std::string& key, const std::string& source, bool fallback) {
+  const json* value = find(object, key);
+  if (value == nullptr) return fallback;
+  if (!value->is_boolean()) fail(source, key, "must be true or false, got " + value->dump());
+  return value->get<bool>();
+}
+
+std::string get_string(const json& object, const std::string& key, const std::string& source,
+                       std::optional<std::string> fallback = std::nullopt) {
+  const json* value = find(object, key);
+  if (value == nullptr) {
+    if (fallback) return *fallback;
+    fail(source, key, "is required but missing");
+  }
+  if (!value->is_string()) fail(source, key, "must be a string, got " + value->dump());
+  return value->get<std::string>();
+}
+
+std::optional<int64_t> get_optional_int(const json& object, const std::string& key,
+                                        const std::string& source) {
+  if (find(object, key) == nullptr) return std::nullopt;
+  return get_int(object, key, source);
+}
+
+std::vector<int64_t> get_int_list(const json& object, const std::string& key, const std::string& source) {
+  const json* value = find(object, key);
+  if (value == nullptr) return {};
+  if (value->is_number_integer()) return {value->get<int64_t>()};
+  std::vector<int64_t> out;
+  if (!value->is_array()) fail(source, key, "must be an integer or a list of integers");
+  for (const json& item : *value) {
+    if (!item.is_number_integer()) fail(source, key, "must be an integer or a list of integers");
+    out.push_back(item.get<int64_t>());
+  }
+  return out;
+}
+
+// transformers <= 4.5x: `rope_theta` + `rope_scaling`; newer: `rope_parameters`
+// holding both. Either spelling of the type key ("rope_type", older "type").
+void parse_rope(const json& j, const std::string& source, ModelConfig& c) {
+  c.rope_theta = get_double(j, "rope_theta", source, 10000.0);
+  const json* scaling = find(j, "rope_parameters");
+  std::string field = "rope_parameters";
+  if (scaling == nullptr) {
+    scaling = find(j, "rope_scaling");
+    field = "rope_scaling";
+  }
+  if (scaling == nullptr) return;
+  if (!scaling->is_object()) fail(source, field, "must be an object or null");
+  const std::string where = source + " (" + field + ")";
+  c.rope_theta = get_double(*scaling, "rope_theta", where, c.rope_theta);
+  RopeScaling& r = c.rope_scaling;
+  r.rope_type = get_string(*scaling, "rope_type", where, get_string(*scaling, "type", where, "default"));
+  if (r.rope_type == "default") return;
+  if (r.rope_type != "linear" && r.rope_type != "llama3") {
+    fail(source, field + ".rope_type",
+         "'" + r.rope_type + "' is not supported (supported: default, linear, llama3)");
+  }
+  r.factor = get_double(*scaling, "factor", where, 1.0);
+  if (r.rope_type == "llama3") {
+    r.low_freq_factor = get_double(*scaling, "low_freq_factor", where, 1.0);
+    r.high_freq_factor = get_double(*scaling, "high_freq_factor", where, 4.0);
+    r.original_max_position_embeddings =
+        get_int(*scaling, "original_max_position_embeddings", where, int64_t{8192});
+  }
+}
+
+void check_positive(const std::string& source, const std::string& field, double value) {
+  if (!(value > 0)) {
+    std::ostringstream text;
+    text << "must be positive, got " << value;
+    fail(source, field, text.str());
+  }
+}
+
+}  // namespace
+
+bool RopeScaling::operator==(const RopeScaling& o) const {
+  return std::tie(rope_type, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings) ==
+         std::tie(o.rope_type, o.factor, o.low_freq_factor, o.high_freq_factor,
+                  o.original_max_position_embeddings);
+}
+
+bool ModelConfig::operator==(const ModelConfig& o) const {
+  return std::tie(model_type, vocab_size, hidden_size, intermediate_size, num_hidden_layers,
+                  num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings,
+                  rms_norm_eps, rope_theta, rope_scaling, initializer_range, tie_word_embeddings,
+                  qkv_bias, o_proj_bias, mlp_bias, qk_norm, torch_dtype, bos_token_id, eos_token_ids,
+                  pad_token_id) ==
+         std::tie(o.model_type, o.vocab_size, o.hidden_size, o.intermediate_size, o.num_hidden_layers,
+                  o.num_attention_heads, o.num_key_value_heads, o.head_dim, o.max_position_embeddings,
+                  o.rms_norm_eps, o.rope_theta, o.rope_scaling, o.initializer_range,
+                  o.tie_word_embeddings, o.qkv_bias, o.o_proj_bias, o.mlp_bias, o.qk_norm, o.torch_dtype,
+                  o.bos_token_id, o.eos_token_ids, o.pad_token_id);
+}
+
+ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
+  if (!j.is_object()) throw ConfigError(source + ": expected a JSON object");
+  ModelConfig c;
+  c.model_type = get_string(j, "model_type", source);
+  if (c.model_type != "llama" && c.model_type != "qwen2" && c.model_type != "qwen3") {
+    fail(source, "model_type",
+         "'" + c.model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
+  }
+  const bool is_llama = c.model_type == "llama";
+  const bool is_qwen2 = c.model_type == "qwen2";
+  const bool is_qwen3 = c.model_type == "qwen3";
+
+  c.vocab_size = get_int(j, "vocab_size", source);
+  c.hidden_size = get_int(j, "hidden_size", source);
+  c.intermediate_size = get_int(j, "intermediate_size", source);
+  c.num_hidden_layers = get_int(j, "num_hidden_layers", source);
+  c.num_attention_heads = get_int(j, "num_attention_heads", source);
+  c.num_key_value_heads = get_int(j, "num_key_value_heads", source, c.num_attention_heads);
+  if (find(j, "head_dim") != nullptr) {
+    c.head_dim = get_int(j, "head_dim", source);
+  } else if (is_qwen3) {
+    c.head_dim = 128;  // Qwen3Config's default, not hidden/heads
+  } else {
+    check_positive(source, "num_attention_heads", static_cast<double>(c.num_attention_heads));
+    if (c.hidden_size % c.num_attention_heads != 0) {
+      fail(source, "hidden_size",
+           "(" + std::to_string(c.hidden_size) + ") must be divisible by num_attention_heads (" +
+               std::to_string(c.num_attention_heads) + ") when head_dim is absent");
+    }
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  const int64_t default_max_positions = is_llama ? 2048 : 32768;
+  c.max_position_embeddings = get_int(j, "max_position_embeddings", source, default_max_positions);
+  c.rms_norm_eps = get_double(j, "rms_norm_eps", source, 1e-6);
+  c.initializer_range = get_double(j, "initializer_range", source, 0.02);
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, false);
+  parse_rope(j, source, c);
+
+  const std::string act = get_string(j, "hidden_act", source, "silu");
+  if (act != "silu") fail(source, "hidden_act", "'" + act + "' is not supported (supported: silu)");
+  if (get_bool(j, "use_sliding_window", source, false)) {
+    fail(source, "use_sliding_window", "true is not supported");
+  }
+  if (is_qwen2) {
+    c.qkv_bias = true;
+    c.o_proj_bias = false;
+  } else {
+    c.qkv_bias = c.o_proj_bias = get_bool(j, "attention_bias", source, false);
+  }
+  c.mlp_bias = is_llama && get_bool(j, "mlp_bias", source, false);
+  c.qk_norm = is_qwen3;
+
+  // transformers >= 4.56 writes `dtype`; older versions `torch_dtype`.
+  const std::string dtype_key = find(j, "dtype") != nullptr ? "dtype" : "torch_dtype";
+  c.torch_dtype = get_string(j, dtype_key, source, "float32");
+  if (c.torch_dtype != "float32" && c.torch_dtype != "bfloat16" && c.torch_dtype != "float16") {
+    fail(source, dtype_key, "'" + c.torch_dtype + "' is not supported (supported: float32, bfloat16, float16)");
+  }
+  c.bos_token_id = get_optional_int(j, "bos_token_id", source);
+  c.eos_token_ids = get_int_list(j, "eos_token_id", source);
+  c.pad_token_id = get_optional_int(j, "pad_token_id", source);
+  c.validate(source);
+  return c;
+}
+
+ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(source + ": invalid JSON: " + e.what());
+  }
+  return from_json(j, source);
+}
+
+ModelConfig ModelConfig::from_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError("cannot read model config '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return from_json_text(text.str(), path);
+}
+
+void ModelConfig::validate(const std::string& source) const {
+  if (model_type != "llama" && model_type != "qwen2" && model_type != "qwen3") {
+    fail(source, "model_type", "'" + model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
+  }
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"vocab_size", vocab_size},
+      {"hidden_size", hidden_size},
+      {"intermediate_size", intermediate_size},
+      {"num_hidden_layers", num_hidden_layers},
+      {"num_attention_heads", num_attention_heads},
+      {"num_key_value_heads", num_key_value_heads},
+      {"head_dim", head_dim},
+      {"max_position_embeddings", max_position_embeddings},
+  };
+  for (const auto& [field, value] : sizes) check_positive(source, field, static_cast<double>(value));
+  check_positive(source, "rms_norm_eps", rms_norm_eps);
+  check_positive(source, "rope_theta", rope_theta);
+  check_positive(source, "rope_scaling.factor", rope_scaling.factor);
+  if (num_attention_heads % num_key_value_heads != 0) {
+    fail(source, "num_key_value_heads",
+         "(" + std::to_string(num_key_value_heads) + ") must divide num_attention_heads (" +
+             std::to_string(num_attention_heads) + ")");
+  }
+  if (head_dim % 2 != 0) fail(source, "head_dim", "must be even for rotary embeddings");
+  // The per-arch module structure is fixed by HF; a mutated config must not
+  // describe a model that HF would build differently from its config.json.
+  const bool is_qwen2 = model_type == "qwen2";
+  if (is_qwen2 ? (!qkv_bias || o_proj_bias) : qkv_bias != o_proj_bias) {
+    fail(source, "attention_bias", "does not match what " + model_type + " builds");
+  }
+  if (mlp_bias && model_type != "llama") fail(source, "mlp_bias", "is only supported by llama");
+  if (qk_norm != (model_type == "qwen3")) fail(source, "qk_norm", "is set exactly for qwen3");
+  if (rope_scaling.rope_type == "llama3" && rope_scaling.high_freq_factor <= rope_scaling.low_freq_factor) {
+    fail(source, "rope_scaling.high_freq_factor", "must exceed low_freq_factor");
+  }
+}
+
+c10::ScalarType ModelConfig::dtype() const {
+  if (torch_dtype == "bfloat16") return c10::ScalarType::BFloat16;
+  if (torch_dtype == "float16") return c10::ScalarType::Half;
+  return c10::ScalarType::Float;
+}
+
+json ModelConfig::to_json() const {
+  static const std::map<std::string, std::string> kArchitectures = {
+      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+  validate("ModelConfig::to_json");
+  json j;
+  j["architectures"] = json::array({kArchitectures.at(model_type)});
+  j["model_type"] = model_type;
+  j["vocab_size"] = vocab_size;
+  j["hidden_size"] = hidden_size;
+  j["intermediate_size"] = intermediate_size;
+  j["num_hidden_layers"] = num_hidden_layers;
+  j["num_attention_heads"] = num_attention_heads;
+  j["num_key_value_heads"] = num_key_value_heads;
+  j["head_dim"] = head_dim;
+  j["hidden_act"] = "silu";
+  j["max_position_embeddings"] = max_position_embeddings;
+  j["initializer_range"] = initializer_range;
+  j["rms_norm_eps"] = rms_norm_eps;
+  j["rope_theta"] = rope_theta;
+  if (rope_scaling.rope_type == "default") {
+    j["rope_scaling"] = nullptr;
+  } else {
+    json r = {{"rope_type", rope_scaling.rope_type}, {"factor", rope_scaling.factor}};
+    if (rope_scaling.rope_type == "llama3") {
+      r["low_freq_factor"] = rope_scaling.low_freq_factor;
+      r["high_freq_factor"] = rope_scaling.high_freq_factor;
+      r["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
+    }
+    j["rope_scaling"] = r;
+  }
+  j["tie_word_embeddings"] = tie_word_embeddings;
+  j["attention_dropout"] = 0.0;
+  j["use_cache"] = true;
+  j["torch_dtype"] = torch_dtype;
+  j["transformers_version"] = "4.51.0";  // the first release with qwen3
+  if (model_type == "llama") {
+    j["attention_bias"] = qkv_bias;
+    j["mlp_bias"] = mlp_bias;
+    j["pretraining_tp"] = 1;
+  } else {
+    if (model_type == "qwen3") j["attention_bias"] = qkv_bias;
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = nullptr;
+    j["max_window_layers"] = num_hidden_layers;
+  }
+  j["bos_token_id"] = bos_token_id ? json(*bos_token_id) : json(nullptr);
+  if (eos_token_ids.empty()) {
+    j["eos_token_id"] = nullptr;
+  } else if (eos_token_ids.size() == 1) {
+    j["eos_token_id"] = eos_token_ids.front();
+  } else {
+    j["eos_token_id"] = eos_token_ids;
+  }
+  if (pad_token_id) j["pad_token_id"] = *pad_token_id;
+  return j;
+}
+
+std::string ModelConfig::to_json_text() const { return to_json().dump(2) + "\n"; }
+
+ModelConfig preset(const std::string& arch, const std::string& size, int64_t vocab_size) {
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
+    throw ConfigError("unknown model arch '" + arch + "' (supported: " + kSupportedModelTypes + ")");
+  }
+  ModelConfig c;
+  c.model_type = arch;
+  c.vocab_size = vocab_size;
+  if (size == "tiny") {
+    c.hidden_size = 128, c.num_hidden_layers = 4, c.num_attention_heads = 4, c.num_key_value_heads = 2;
+    c.intermediate_size = 384, c.max_position_embeddings = 2048, c.torch_dtype = "float32";
+  } else if (size == "100m") {
+    c.hidden_size = 768, c.num_hidden_layers = 12, c.num_attention_heads = 12, c.num_key_value_heads = 4;
+    c.intermediate_size = 2048, c.max_position_embeddings = 4096, c.torch_dtype = "bfloat16";
+  } else if (size == "1b") {
+    c.hidden_size = 2048, c.num_hidden_layers = 16, c.num_attention_heads = 32, c.num_key_value_heads = 8;
+    c.intermediate_size = 8192, c.max_position_embeddings = 4096, c.torch_dtype = "bfloat16";
+  } else {
+    throw ConfigError("unknown model size '" + size + "' (supported: tiny, 100m, 1b)");
+  }
+  c.head_dim = c.hidden_size / c.num_attention_heads;
+  c.tie_word_embeddings = true;
+  // Llama 3 and Qwen 2/3 values.
+  c.rope_theta = arch == "llama" ? 500000.0 : 1000000.0;
+  c.rms_norm_eps = arch == "llama" ? 1e-5 : 1e-6;
+  c.qkv_bias = arch == "qwen2";
+  c.qk_norm = arch == "qwen3";
+  c.validate("preset " + arch + "/" + size);
+  return c;
+}
+
+}  // namespace rlcore::model

@@ -1,0 +1,85 @@
+// Registry bookkeeping and its error messages.
+#include "rlcore/registry.h"
+
+#include <algorithm>
+
+#include "rlcore/error.h"
+
+namespace rlcore {
+
+const std::vector<std::string>& component_kinds() {
+  static const std::vector<std::string> kinds = {
+      "train_engine", "inference_engine", "weight_adaptor",      "offloader",
+      "sharding_manager", "reward",       "advantage_estimator", "policy_loss"};
+  return kinds;
+}
+
+namespace {
+std::string describe_origin(const PluginOrigin& origin) {
+  if (origin.file.empty()) return "'" + origin.plugin + "'";
+  return "plugin '" + origin.plugin + "' (" + origin.file + ")";
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text.empty() ? "(none)" : text;
+}
+}  // namespace
+
+void Registry::add(ComponentEntry entry) {
+  const auto& kinds = component_kinds();
+  if (std::find(kinds.begin(), kinds.end(), entry.kind) == kinds.end()) {
+    throw PluginError(describe_origin(entry.origin) + " registers unknown kind '" + entry.kind +
+                      "'; kinds are: " + join(kinds));
+  }
+  if (entry.name.empty()) throw PluginError(describe_origin(entry.origin) + " registers a " + entry.kind + " with an empty name");
+  auto key = std::make_pair(entry.kind, entry.name);
+  auto existing = entries_.find(key);
+  if (existing != entries_.end()) {
+    throw PluginError("duplicate " + entry.kind + " '" + entry.name + "': registered by " +
+                      describe_origin(existing->second.origin) + " and by " + describe_origin(entry.origin));
+  }
+  entries_.emplace(std::move(key), std::move(entry));
+}
+
+const ComponentEntry* Registry::find(const std::string& kind, const std::string& name) const {
+  auto it = entries_.find({kind, name});
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+const ComponentEntry& Registry::get(const std::string& kind, const std::string& name) const {
+  if (const ComponentEntry* entry = find(kind, name)) return *entry;
+  throw PluginError("no " + kind + " named '" + name + "' is registered; registered " + kind +
+                    " names: " + join(names(kind)) + ". Run `rlcore plugins` to see what was loaded and why anything was refused.");
+}
+
+std::vector<const ComponentEntry*> Registry::entries(const std::string& kind) const {
+  std::vector<const ComponentEntry*> result;
+  for (const auto& [key, entry] : entries_) {
+    if (key.first == kind) result.push_back(&entry);
+  }
+  return result;
+}
+
+std::vector<const ComponentEntry*> Registry::all() const {
+  std::vector<const ComponentEntry*> result;
+  for (const auto& [key, entry] : entries_) result.push_back(&entry);
+  return result;
+}
+
+std::vector<std::string> Registry::names(const std::string& kind) const {
+  std::vector<std::string> result;
+  for (const auto* entry : entries(kind)) result.push_back(entry->name);
+  return result;
+}
+
+PluginRegistrar::PluginRegistrar(Registry& registry, PluginOrigin origin)
+    : registry_(registry), origin_(std::move(origin)) {}
+
+void PluginRegistrar::add_entry(ComponentEntry entry) {
+  entry.origin = origin_;
+  registry_.add(std::move(entry));
+}
+
+}  // namespace rlcore

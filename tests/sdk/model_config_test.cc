@@ -1,0 +1,206 @@
+// ModelConfig: parsing real HF config.json files, errors naming the field,
+// HF-compatible output and the size presets.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/error.h"
+#include "rlcore/model/config.h"
+#include "rlcore/model/transformer.h"
+
+using rlcore::ConfigError;
+using rlcore::model::ModelConfig;
+using rlcore::model::preset;
+
+namespace {
+
+// Trimmed copies of the published config.json files.
+const char* kQwen25Config = R"({
+  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+  "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 24,
+  "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "transformers_version": "4.43.1", "use_cache": true,
+  "use_sliding_window": false, "vocab_size": 151936})";
+
+const char* kQwen3Config = R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+  "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
+
+const char* kLlama32Config = R"({
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "head_dim": 64, "hidden_act": "silu",
+  "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192,
+  "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama", "num_attention_heads": 32,
+  "num_hidden_layers": 16, "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16", "use_cache": true,
+  "vocab_size": 128256})";
+
+std::string with(const char* base, const std::string& key, const nlohmann::json& value) {
+  nlohmann::json j = nlohmann::json::parse(base);
+  j[key] = value;
+  return j.dump();
+}
+
+std::string without(const char* base, const std::string& key) {
+  nlohmann::json j = nlohmann::json::parse(base);
+  j.erase(key);
+  return j.dump();
+}
+
+// The ConfigError message for `text`, or "" if it parses.
+std::string parse_error(const std::string& text) {
+  try {
+    ModelConfig::from_json_text(text, "/ckpt/config.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("qwen2 config.json parses with qwen2's fixed biases", "[model]") {
+  const ModelConfig c = ModelConfig::from_json_text(kQwen25Config);
+  CHECK(c.model_type == "qwen2");
+  CHECK(c.hidden_size == 896);
+  CHECK(c.num_attention_heads == 14);
+  CHECK(c.num_key_value_heads == 2);
+  CHECK(c.head_dim == 64);  // hidden / heads
+  CHECK(c.num_kv_groups() == 7);
+  CHECK(c.qkv_bias);
+  CHECK_FALSE(c.o_proj_bias);
+  CHECK_FALSE(c.qk_norm);
+  CHECK(c.tie_word_embeddings);
+  CHECK(c.rope_theta == 1e6);
+  CHECK(c.rms_norm_eps == 1e-6);
+  CHECK(c.dtype() == c10::ScalarType::BFloat16);
+  CHECK(c.bos_token_id == 151643);
+  CHECK(c.eos_token_ids == std::vector<int64_t>({151643}));
+}
+
+TEST_CASE("qwen3 config.json keeps its explicit head_dim and gets q/k norms", "[model]") {
+  const ModelConfig c = ModelConfig::from_json_text(kQwen3Config);
+  CHECK(c.head_dim == 128);  // not 1024 / 16
+  CHECK(c.qk_norm);
+  CHECK_FALSE(c.qkv_bias);
+  CHECK(c.max_position_embeddings == 40960);
+  // Qwen3Config's own default when the field is absent.
+  CHECK(ModelConfig::from_json_text(without(kQwen3Config, "head_dim")).head_dim == 128);
+  CHECK(ModelConfig::from_json_text(with(kQwen3Config, "attention_bias", true)).o_proj_bias);
+}
+
+TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[model]") {
+  const ModelConfig c = ModelConfig::from_json_text(kLlama32Config);
+  CHECK(c.rope_scaling.rope_type == "llama3");
+  CHECK(c.rope_scaling.factor == 32.0);
+  CHECK(c.rope_scaling.original_max_position_embeddings == 8192);
+  CHECK(c.eos_token_ids == std::vector<int64_t>({128001, 128008, 128009}));
+  CHECK_FALSE(c.qkv_bias);
+  const ModelConfig biased = ModelConfig::from_json_text(with(kLlama32Config, "attention_bias", true));
+  CHECK(biased.qkv_bias);
+  CHECK(biased.o_proj_bias);
+  // num_key_value_heads defaults to the head count, as in LlamaConfig.
+  CHECK(ModelConfig::from_json_text(without(kLlama32Config, "num_key_value_heads")).num_key_value_heads == 32);
+  // transformers >= 4.57 nests rope_theta in rope_parameters.
+  nlohmann::json modern = nlohmann::json::parse(kLlama32Config);
+  modern.erase("rope_theta");
+  modern.erase("rope_scaling");
+  modern["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 250000.0}};
+  const ModelConfig m = ModelConfig::from_json(modern);
+  CHECK(m.rope_theta == 250000.0);
+  CHECK(m.rope_scaling.rope_type == "default");
+}
+
+TEST_CASE("config errors name the field and the file", "[model]") {
+  std::string error = parse_error(with(kQwen25Config, "model_type", "gpt2"));
+  CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("model_type") &&
+                        Catch::Contains("gpt2") && Catch::Contains("llama, qwen2, qwen3"));
+
+  error = parse_error(with(kQwen25Config, "num_key_value_heads", 3));
+  CHECK_THAT(error, Catch::Contains("num_key_value_heads") && Catch::Contains("14"));
+
+  error = parse_error(with(kQwen25Config, "num_attention_heads", 10));  // 896 % 10 != 0
+  CHECK_THAT(error, Catch::Contains("hidden_size") && Catch::Contains("head_dim"));
+  // An explicit head_dim lifts that requirement.
+  CHECK(parse_error(with(with(kQwen25Config, "num_attention_heads", 10).c_str(), "head_dim", 64)).empty());
+
+  error = parse_error(without(kQwen25Config, "hidden_size"));
+  CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("'hidden_size'") &&
+                        Catch::Contains("missing"));
+
+  CHECK_THAT(parse_error(with(kQwen25Config, "hidden_size", "896")),
+             Catch::Contains("hidden_size") && Catch::Contains("integer"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "num_hidden_layers", 0)),
+             Catch::Contains("num_hidden_layers") && Catch::Contains("positive"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rms_norm_eps", -1.0)), Catch::Contains("rms_norm_eps"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "hidden_act", "gelu")), Catch::Contains("hidden_act"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "use_sliding_window", true)), Catch::Contains("use_sliding_window"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "torch_dtype", "int8")), Catch::Contains("torch_dtype"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}})),
+             Catch::Contains("rope_scaling.rope_type") && Catch::Contains("yarn"));
+  CHECK_THAT(parse_error("{not json"), Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON"));
+  CHECK_THROWS_AS(ModelConfig::from_file("/nonexistent/config.json"), rlcore::IoError);
+}
+
+TEST_CASE("to_json writes an HF config that parses back to the same config", "[model]") {
+  const std::pair<const char*, const char*> archs[] = {
+      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+  for (const auto& [arch, architecture] : archs) {
+    ModelConfig c = preset(arch, "tiny", 1000);
+    c.bos_token_id = 1;
+    c.eos_token_ids = {2, 3};
+    const nlohmann::json j = c.to_json();
+    CHECK(j.at("architectures") == nlohmann::json::array({architecture}));
+    CHECK(j.at("model_type") == arch);
+    CHECK(j.at("hidden_act") == "silu");
+    CHECK(j.at("eos_token_id") == nlohmann::json::array({2, 3}));
+    CHECK(j.contains("attention_bias") == (std::string(arch) != "qwen2"));
+    CHECK(ModelConfig::from_json_text(c.to_json_text()) == c);
+  }
+  // Real configs round-trip too (rope scaling, explicit head_dim).
+  for (const char* text : {kQwen25Config, kQwen3Config, kLlama32Config}) {
+    const ModelConfig c = ModelConfig::from_json_text(text);
+    CHECK(ModelConfig::from_json(c.to_json()) == c);
+  }
+}
+
+TEST_CASE("from_file reads a config.json", "[model]") {
+  const std::string path = std::string(RLCORE_BINARY_DIR) + "/model_config_test_config.json";
+  {
+    std::ofstream out(path);
+    out << kQwen3Config;
+  }
+  CHECK(ModelConfig::from_file(path).head_dim == 128);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("presets have the documented shapes and sizes", "[model]") {
+  const ModelConfig tiny = preset("llama", "tiny", 1000);
+  CHECK(tiny.hidden_size == 128);
+  CHECK(tiny.num_hidden_layers == 4);
+  CHECK(tiny.num_attention_heads == 4);
+  CHECK(tiny.num_key_value_heads == 2);
+  CHECK(tiny.intermediate_size == 384);
+  using rlcore::model::num_parameters;
+  CHECK(num_parameters(tiny) == Approx(1.0e6).epsilon(0.15));
+  CHECK(num_parameters(preset("qwen2", "100m", 32000)) == Approx(1.0e8).epsilon(0.1));
+  CHECK(num_parameters(preset("qwen3", "1b", 32000)) == Approx(1.0e9).epsilon(0.1));
+  CHECK(preset("qwen2", "tiny", 1000).qkv_bias);
+  CHECK(preset("qwen3", "tiny", 1000).qk_norm);
+  CHECK_THROWS_WITH(preset("gpt2", "tiny", 1000), Catch::Contains("gpt2") && Catch::Contains("qwen3"));
+  CHECK_THROWS_WITH(preset("llama", "7b", 1000), Catch::Contains("7b") && Catch::Contains("tiny"));
+  CHECK_THROWS_AS(preset("llama", "tiny", 0), ConfigError);
+}

@@ -1,0 +1,518 @@
+// Transformer: HF parameter layout, loading, and forward equivalences (KV cache
+// vs full sequence, left padding vs unbatched, GQA vs MHA, row removal, bf16),
+// plus golden logits from the plain-torch HF reference when python3-torch exists.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
+#include <nlohmann/json.hpp>
+
+#include "rlcore/error.h"
+#include "rlcore/model/transformer.h"
+
+using namespace rlcore::model;
+using rlcore::ValueError;
+
+namespace {
+
+constexpr int64_t kVocab = 97;
+
+// Small enough for milliseconds, large enough for GQA (4 heads / 2 kv heads).
+ModelConfig tiny(const std::string& arch) {
+  ModelConfig c = preset(arch, "tiny", kVocab);
+  c.hidden_size = 64;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = arch == "qwen3" ? 32 : 16;  // qwen3: head_dim != hidden / heads, as in real Qwen3
+  c.intermediate_size = 96;
+  c.tie_word_embeddings = arch == "qwen2";
+  return c;
+}
+
+// llama with every optional feature: biases everywhere and llama3 rope scaling.
+ModelConfig tiny_llama_full() {
+  ModelConfig c = tiny("llama");
+  c.qkv_bias = c.o_proj_bias = c.mlp_bias = true;
+  c.rope_scaling = RopeScaling{"llama3", 8.0, 1.0, 4.0, 64};
+  return c;
+}
+
+// N(0, 0.1) weights, norms 1 + N(0, 0.1), biases N(0, 0.1): larger than HF's
+// init so every term (norm weights, biases) visibly moves the logits.
+NamedTensors random_weights(const Transformer& model, uint64_t seed) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  NamedTensors out;
+  for (const auto& [name, param] : model.named_parameters()) {
+    at::Tensor value = at::randn(param.sizes(), gen) * 0.1;
+    if (name.find("norm.weight") != std::string::npos) value = value + 1.0;
+    out.emplace_back(name, value);
+  }
+  return out;
+}
+
+Transformer make_model(const ModelConfig& c, uint64_t seed = 1, ModelHead head = ModelHead::kCausalLm,
+                       at::ScalarType dtype = at::kFloat) {
+  Transformer model(c, head, at::TensorOptions().dtype(dtype));
+  model.load(random_weights(Transformer(c, head), seed));
+  return model;
+}
+
+at::Tensor random_ids(int64_t batch, int64_t len, uint64_t seed) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return at::randint(1, kVocab, {batch, len}, gen, at::kLong);
+}
+
+double max_diff(const at::Tensor& a, const at::Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  return (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
+}
+
+std::map<std::string, std::vector<int64_t>> spec_map(const ModelConfig& c, ModelHead head = ModelHead::kCausalLm) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const ParameterSpec& spec : parameter_specs(c, head)) out[spec.name] = spec.shape;
+  return out;
+}
+
+using Shape = std::vector<int64_t>;
+
+std::string load_error(Transformer& model, const NamedTensors& tensors, LoadMode mode = LoadMode::kStrict) {
+  try {
+    model.load(tensors, mode);
+  } catch (const ValueError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* const kArchs[] = {"llama", "qwen2", "qwen3"};
+
+std::vector<ModelConfig> all_variants() {
+  return {tiny("llama"), tiny_llama_full(), tiny("qwen2"), tiny("qwen3")};
+}
+
+}  // namespace
+
+TEST_CASE("parameter names and shapes follow HF per arch", "[model]") {
+  const auto llama = spec_map(tiny("llama"));
+  CHECK(llama.size() == 1 + 2 * 9 + 1 + 1);
+  CHECK(llama.at("model.embed_tokens.weight") == Shape({kVocab, 64}));
+  CHECK(llama.at("model.layers.1.input_layernorm.weight") == Shape({64}));
+  CHECK(llama.at("model.layers.1.self_attn.q_proj.weight") == Shape({64, 64}));
+  CHECK(llama.at("model.layers.1.self_attn.k_proj.weight") == Shape({32, 64}));
+  CHECK(llama.at("model.layers.1.self_attn.v_proj.weight") == Shape({32, 64}));
+  CHECK(llama.at("model.layers.1.self_attn.o_proj.weight") == Shape({64, 64}));
+  CHECK(llama.at("model.layers.1.post_attention_layernorm.weight") == Shape({64}));
+  CHECK(llama.at("model.layers.1.mlp.gate_proj.weight") == Shape({96, 64}));
+  CHECK(llama.at("model.layers.1.mlp.up_proj.weight") == Shape({96, 64}));
+  CHECK(llama.at("model.layers.1.mlp.down_proj.weight") == Shape({64, 96}));
+  CHECK(llama.at("model.norm.weight") == Shape({64}));
+  CHECK(llama.at("lm_head.weight") == Shape({kVocab, 64}));
+  CHECK(llama.count("model.layers.0.self_attn.q_proj.bias") == 0);
+
+  const auto llama_full = spec_map(tiny_llama_full());
+  CHECK(llama_full.at("model.layers.0.self_attn.o_proj.bias") == Shape({64}));
+  CHECK(llama_full.at("model.layers.0.mlp.down_proj.bias") == Shape({64}));
+
+  const auto qwen2 = spec_map(tiny("qwen2"));  // tied
+  CHECK(qwen2.size() == 1 + 2 * 12 + 1);
+  CHECK(qwen2.count("lm_head.weight") == 0);
+  CHECK(qwen2.at("model.layers.0.self_attn.q_proj.bias") == Shape({64}));
+  CHECK(qwen2.at("model.layers.0.self_attn.k_proj.bias") == Shape({32}));
+  CHECK(qwen2.at("model.layers.0.self_attn.v_proj.bias") == Shape({32}));
+  CHECK(qwen2.count("model.layers.0.self_attn.o_proj.bias") == 0);
+
+  const auto qwen3 = spec_map(tiny("qwen3"));
+  CHECK(qwen3.size() == 1 + 2 * 11 + 1 + 1);
+  CHECK(qwen3.at("model.layers.0.self_attn.q_norm.weight") == Shape({32}));
+  CHECK(qwen3.at("model.layers.0.self_attn.k_norm.weight") == Shape({32}));
+  CHECK(qwen3.at("model.layers.0.self_attn.q_proj.weight") == Shape({128, 64}));
+  CHECK(qwen3.at("model.layers.0.self_attn.k_proj.weight") == Shape({64, 64}));
+  CHECK(qwen3.at("model.layers.0.self_attn.o_proj.weight") == Shape({64, 128}));
+  CHECK(qwen3.count("model.layers.0.self_attn.q_proj.bias") == 0);
+
+  const auto critic = spec_map(tiny("qwen2"), ModelHead::kValue);
+  CHECK(critic.at("score.weight") == Shape({1, 64}));
+  CHECK(critic.at("score.bias") == Shape({1}));
+  CHECK(critic.count("lm_head.weight") == 0);
+
+  // named_parameters() lists the live tensors in parameter_specs order.
+  for (const char* arch : kArchs) {
+    const Transformer model(tiny(arch));
+    const NamedTensors named = model.named_parameters();
+    const std::vector<ParameterSpec> specs = parameter_specs(tiny(arch));
+    REQUIRE(named.size() == specs.size());
+    for (size_t i = 0; i < specs.size(); ++i) {
+      CHECK(named[i].first == specs[i].name);
+      CHECK(named[i].second.sizes().vec() == specs[i].shape);
+    }
+  }
+}
+
+TEST_CASE("init_random is seeded and HF-like", "[model]") {
+  ModelConfig c = tiny("qwen2");
+  c.num_hidden_layers = 1;
+  c.pad_token_id = 0;
+  Transformer a(c), b(c), other(c);
+  a.init_random(7);
+  b.init_random(7);
+  other.init_random(8);
+  const NamedTensors pa = a.named_parameters(), pb = b.named_parameters(), po = other.named_parameters();
+  for (size_t i = 0; i < pa.size(); ++i) CHECK(pa[i].second.equal(pb[i].second));
+  CHECK_FALSE(a.layers[0].mlp.up_proj.weight.equal(other.layers[0].mlp.up_proj.weight));
+  CHECK(a.norm.weight.eq(1).all().item<bool>());
+  CHECK(a.layers[0].input_layernorm.weight.eq(1).all().item<bool>());
+  CHECK(a.layers[0].self_attn.q_proj.bias.eq(0).all().item<bool>());
+  CHECK(a.layers[0].mlp.gate_proj.weight.std().item<double>() == Approx(0.02).epsilon(0.1));
+  CHECK(a.embed_tokens[0].eq(0).all().item<bool>());  // padding row
+  CHECK_FALSE(a.embed_tokens[1].eq(0).all().item<bool>());
+  // Values do not depend on the dtype: bf16 init = fp32 init rounded.
+  Transformer half(c, ModelHead::kCausalLm, at::TensorOptions().dtype(at::kBFloat16));
+  half.init_random(7);
+  CHECK(half.layers[0].mlp.gate_proj.weight.equal(a.layers[0].mlp.gate_proj.weight.to(at::kBFloat16)));
+}
+
+TEST_CASE("load rejects missing, unexpected and misshaped tensors", "[model]") {
+  const ModelConfig c = tiny("llama");
+  Transformer model = make_model(c, 1);
+  const at::Tensor before = model.layers[0].self_attn.q_proj.weight.clone();
+  NamedTensors weights = random_weights(model, 2);
+
+  NamedTensors missing = weights;
+  missing.erase(missing.begin() + 5);
+  CHECK_THAT(load_error(model, missing), Catch::Contains("missing") && Catch::Contains(weights[5].first));
+
+  NamedTensors unexpected = weights;
+  unexpected.emplace_back("model.layers.9.mlp.up_proj.weight", at::zeros({96, 64}));
+  CHECK_THAT(load_error(model, unexpected), Catch::Contains("unexpected") &&
+                                               Catch::Contains("model.layers.9.mlp.up_proj.weight"));
+
+  NamedTensors misshaped = weights;
+  for (auto& [name, tensor] : misshaped) {
+    if (name == "model.layers.0.self_attn.q_proj.weight") tensor = at::zeros({63, 64});
+  }
+  CHECK_THAT(load_error(model, misshaped), Catch::Contains("model.layers.0.self_attn.q_proj.weight") &&
+                                              Catch::Contains("[63, 64]") && Catch::Contains("[64, 64]"));
+  // A rejected load changes nothing.
+  CHECK(model.layers[0].self_attn.q_proj.weight.equal(before));
+
+  // A partial load (one bucket of a weight update) replaces only what it names.
+  const at::Tensor new_norm = at::full({64}, 3.0);
+  CHECK(load_error(model, {{"model.norm.weight", new_norm}}, LoadMode::kPartial).empty());
+  CHECK(model.norm.weight.equal(new_norm));
+  CHECK(model.layers[0].self_attn.q_proj.weight.equal(before));
+  CHECK_THAT(load_error(model, {{"model.norm.weight", new_norm}}), Catch::Contains("missing"));
+
+  // As in HF: lm_head of a tied model and rotary inv_freq buffers are ignored.
+  Transformer tied(tiny("qwen2"));
+  NamedTensors extra = random_weights(tied, 3);
+  extra.emplace_back("lm_head.weight", at::zeros({kVocab, 64}));
+  extra.emplace_back("model.layers.0.self_attn.rotary_emb.inv_freq", at::zeros({8}));
+  CHECK(load_error(tied, extra).empty());
+  CHECK_FALSE(tied.embed_tokens.eq(0).all().item<bool>());
+}
+
+TEST_CASE("exported parameters load into a new model with identical outputs", "[model]") {
+  for (const ModelConfig& c : all_variants()) {
+    const Transformer a = make_model(c, 11);
+    Transformer b(c);
+    b.load(a.named_parameters());
+    const at::Tensor ids = random_ids(2, 6, 1);
+    CHECK(a.forward(ids).equal(b.forward(ids)));
+  }
+}
+
+TEST_CASE("incremental KV-cache forward equals the full-sequence forward", "[model]") {
+  for (const ModelConfig& c : all_variants()) {
+    INFO(c.model_type << (c.mlp_bias ? " with biases and llama3 rope" : ""));
+    const Transformer model = make_model(c, 3);
+    const int64_t len = 10;
+    const at::Tensor ids = random_ids(2, len, 4);
+    const at::Tensor full = model.forward(ids);
+    REQUIRE(full.sizes() == at::IntArrayRef{2, len, kVocab});
+
+    KvCache cache = model.make_cache(2, 16);
+    for (int64_t t = 0; t < len; ++t) {
+      const at::Tensor step = model.forward(ids.slice(1, t, t + 1), cache);
+      CHECK(max_diff(step, full.slice(1, t, t + 1)) < 1e-5);
+    }
+    CHECK(cache.used == len);
+    CHECK(cache.lengths.equal(at::full({2}, len, at::kLong)));
+
+    // Chunked prefill + decode, keeping only the last position's logits.
+    KvCache chunked = model.make_cache(2, 16);
+    const at::Tensor last = model.forward(ids.slice(1, 0, 6), chunked, {}, {}, /*keep_last=*/1);
+    CHECK(last.size(1) == 1);
+    CHECK(max_diff(last, full.slice(1, 5, 6)) < 1e-5);
+    CHECK(max_diff(model.forward(ids.slice(1, 6, len), chunked), full.slice(1, 6, len)) < 1e-5);
+  }
+}
+
+TEST_CASE("a left-padded batch equals each sequence run alone", "[model]") {
+  const int64_t lengths[] = {3, 7, 5};
+  const int64_t width = 7;
+  for (const ModelConfig& c : all_variants()) {
+    INFO(c.model_type);
+    const Transformer model = make_model(c, 5);
+    const at::Tensor rows = random_ids(3, width + 3, 6);  // prompt + 3 generated tokens per row
+    at::Tensor ids = at::zeros({3, width}, at::kLong);
+    at::Tensor mask = at::zeros({3, width}, at::kLong);
+    for (int64_t r = 0; r < 3; ++r) {
+      ids[r].slice(0, width - lengths[r]).copy_(rows[r].slice(0, 0, lengths[r]));
+      mask[r].slice(0, width - lengths[r]).fill_(1);
+    }
+    const at::Tensor batched = model.forward(ids, mask);
+    for (int64_t r = 0; r < 3; ++r) {
+      const at::Tensor alone = model.forward(rows[r].slice(0, 0, lengths[r]).unsqueeze(0));
+      CHECK(max_diff(batched[r].slice(0, width - lengths[r]), alone[0]) < 1e-5);
+    }
+
+    // Batched generation: left-padded prefill, then one token per row per step.
+    KvCache cache = model.make_cache(3, 16);
+    at::Tensor last = model.forward(ids, cache, mask, {}, /*keep_last=*/1);
+    for (int64_t step = 0; step <= 3; ++step) {
+      for (int64_t r = 0; r < 3; ++r) {
+        const at::Tensor alone = model.forward(rows[r].slice(0, 0, lengths[r] + step).unsqueeze(0));
+        CHECK(max_diff(last[r][0], alone[0][lengths[r] + step - 1]) < 1e-5);
+      }
+      if (step == 3) break;
+      at::Tensor next = at::empty({3, 1}, at::kLong);
+      for (int64_t r = 0; r < 3; ++r) next[r][0] = rows[r][lengths[r] + step];
+      last = model.forward(next, cache);
+    }
+    CHECK(cache.lengths.equal(at::tensor({6, 10, 8}, at::kLong)));
+  }
+}
+
+TEST_CASE("removing finished rows keeps the remaining rows' outputs", "[model]") {
+  const Transformer model = make_model(tiny("qwen3"), 9);
+  const at::Tensor ids = random_ids(3, 6, 10);
+  at::Tensor mask = at::ones({3, 6}, at::kLong);
+  mask[1].slice(0, 0, 4).fill_(0);  // row 1: 2 tokens
+  mask[2].slice(0, 0, 2).fill_(0);  // row 2: 4 tokens
+  const at::Tensor steps = random_ids(3, 5, 11);
+
+  KvCache all = model.make_cache(3, 16);
+  KvCache shrunk = model.make_cache(3, 16);
+  model.forward(ids, all, mask);
+  model.forward(ids, shrunk, mask);
+  for (int64_t t = 0; t < 2; ++t) {
+    model.forward(steps.slice(1, t, t + 1), all);
+    model.forward(steps.slice(1, t, t + 1), shrunk);
+  }
+  // Row 0 (the longest) finishes: the slots only it used are dropped too.
+  shrunk.keep_rows(at::tensor({1, 2}, at::kLong));
+  CHECK(shrunk.batch_size() == 2);
+  CHECK(shrunk.used == all.used - 2);
+  CHECK(shrunk.lengths.equal(at::tensor({4, 6}, at::kLong)));
+  for (int64_t t = 2; t < 5; ++t) {
+    const at::Tensor expected = model.forward(steps.slice(1, t, t + 1), all).slice(0, 1, 3);
+    const at::Tensor got = model.forward(steps.slice(1, t, t + 1).slice(0, 1, 3), shrunk);
+    CHECK(max_diff(got, expected) < 1e-5);
+  }
+  // Down to one row, then none.
+  shrunk.keep_rows(at::tensor({0}, at::kLong));
+  CHECK(shrunk.used == all.used - 4);
+  shrunk.keep_rows(at::empty({0}, at::kLong));
+  CHECK(shrunk.batch_size() == 0);
+  CHECK(shrunk.used == 0);
+}
+
+TEST_CASE("GQA equals MHA with explicitly repeated kv weights", "[model]") {
+  for (const char* arch : {"qwen2", "qwen3"}) {  // with kv biases, with k_norm
+    INFO(arch);
+    const ModelConfig gqa_config = tiny(arch);
+    ModelConfig mha_config = gqa_config;
+    mha_config.num_key_value_heads = mha_config.num_attention_heads;
+    const Transformer gqa = make_model(gqa_config, 13);
+    const int64_t groups = gqa_config.num_kv_groups();
+    const int64_t head_dim = gqa_config.head_dim;
+    // kv head g serves query heads g*groups .. g*groups + groups - 1.
+    std::vector<int64_t> order;
+    for (int64_t h = 0; h < mha_config.num_attention_heads; ++h) order.push_back(h / groups);
+    const at::Tensor index = at::tensor(order, at::kLong);
+    NamedTensors weights;
+    for (const auto& [name, tensor] : gqa.named_parameters()) {
+      const bool kv = name.find("k_proj") != std::string::npos || name.find("v_proj") != std::string::npos;
+      if (!kv) {
+        weights.emplace_back(name, tensor);
+        continue;
+      }
+      std::vector<int64_t> shape = tensor.sizes().vec();
+      std::vector<int64_t> heads_shape = {gqa_config.num_key_value_heads, head_dim};
+      heads_shape.insert(heads_shape.end(), shape.begin() + 1, shape.end());
+      at::Tensor repeated = tensor.reshape(heads_shape).index_select(0, index);
+      shape[0] = mha_config.num_attention_heads * head_dim;
+      weights.emplace_back(name, repeated.reshape(shape));
+    }
+    Transformer mha(mha_config);
+    mha.load(weights);
+    const at::Tensor ids = random_ids(2, 8, 14);
+    CHECK(max_diff(gqa.forward(ids), mha.forward(ids)) < 1e-5);
+  }
+}
+
+TEST_CASE("outputs are causal: later tokens do not change earlier logits", "[model]") {
+  const Transformer model = make_model(tiny("llama"), 15);
+  const at::Tensor ids = random_ids(2, 8, 16);
+  at::Tensor changed = ids.clone();
+  changed.slice(1, 5).fill_(1);
+  const at::Tensor a = model.forward(ids), b = model.forward(changed);
+  CHECK(max_diff(a.slice(1, 0, 5), b.slice(1, 0, 5)) < 1e-6);
+  CHECK(max_diff(a.slice(1, 5), b.slice(1, 5)) > 1e-3);
+}
+
+TEST_CASE("bf16 forward is close to fp32", "[model]") {
+  for (const ModelConfig& c : all_variants()) {
+    INFO(c.model_type);
+    const Transformer fp32 = make_model(c, 17);
+    Transformer bf16(c, ModelHead::kCausalLm, at::TensorOptions().dtype(at::kBFloat16));
+    bf16.load(fp32.named_parameters());
+    const at::Tensor ids = random_ids(2, 8, 18);
+    const at::Tensor expected = fp32.forward(ids);
+    const at::Tensor got = bf16.forward(ids);
+    CHECK(got.scalar_type() == at::kBFloat16);
+    const double relative = (got.to(at::kFloat) - expected).norm().item<double>() / expected.norm().item<double>();
+    CHECK(relative < 0.03);
+    KvCache cache = bf16.make_cache(2, 8);
+    CHECK(cache.keys[0].scalar_type() == at::kBFloat16);
+    const at::Tensor cached = bf16.forward(ids, cache);
+    CHECK(max_diff(cached, got) < 0.05 * expected.abs().max().item<double>());
+  }
+}
+
+TEST_CASE("critic head returns one value per token from the shared trunk", "[model]") {
+  const ModelConfig c = tiny("llama");
+  const Transformer lm = make_model(c, 19);
+  Transformer critic(c, ModelHead::kValue);
+  NamedTensors weights;
+  for (const auto& entry : lm.named_parameters()) {
+    if (entry.first != "lm_head.weight") weights.push_back(entry);
+  }
+  // score = lm_head row 5 with bias 0.25: values must equal logit 5 + 0.25.
+  weights.emplace_back("score.weight", lm.head.weight.slice(0, 5, 6));
+  weights.emplace_back("score.bias", at::full({1}, 0.25));
+  critic.load(weights);
+  const at::Tensor ids = random_ids(2, 6, 20);
+  at::Tensor mask = at::ones({2, 6}, at::kLong);
+  mask[0].slice(0, 0, 2).fill_(0);
+  const at::Tensor values = critic.forward(ids, mask);
+  REQUIRE(values.sizes() == at::IntArrayRef{2, 6});
+  const at::Tensor logits = lm.forward(ids, mask);
+  CHECK(max_diff(values, logits.select(2, 5) + 0.25) < 1e-5);
+}
+
+TEST_CASE("gradients reach every parameter", "[model]") {
+  for (const char* arch : kArchs) {
+    Transformer model = make_model(tiny(arch), 21);
+    model.set_requires_grad(true);
+    model.forward(random_ids(2, 5, 22)).pow(2).mean().backward();
+    for (const auto& [name, param] : model.named_parameters()) {
+      INFO(name);
+      REQUIRE(param.grad().defined());
+      CHECK(param.grad().abs().sum().item<double>() > 0);
+    }
+  }
+}
+
+TEST_CASE("forward validates its inputs", "[model]") {
+  const Transformer model = make_model(tiny("llama"), 23);
+  const at::Tensor ids = random_ids(2, 4, 24);
+  CHECK_THROWS_WITH(model.forward(ids, at::ones({2, 5}, at::kLong)),
+                    Catch::Contains("attention_mask") && Catch::Contains("[2, 5]") && Catch::Contains("[2, 4]"));
+  CHECK_THROWS_AS(model.forward(ids.to(at::kFloat)), ValueError);
+  KvCache cache = model.make_cache(2, 6);
+  model.forward(ids, cache);
+  CHECK_THROWS_WITH(model.forward(ids, cache), Catch::Contains("KV cache full"));
+  KvCache wrong_batch = model.make_cache(3, 6);
+  CHECK_THROWS_WITH(model.forward(ids, wrong_batch), Catch::Contains("3 rows"));
+}
+
+namespace {
+
+// An interpreter with torch (the Debian package installs it for /usr/bin/python3).
+std::string python_with_torch() {
+  for (const char* python : {"python3", "/usr/bin/python3"}) {
+    const std::string probe = std::string(python) + " -c 'import torch' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return python;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("logits match the plain-torch HF reference", "[model]") {
+  const std::string python = python_with_torch();
+  if (python.empty()) {
+    WARN("skipped: python3-torch is not installed (apt-get install python3-torch)");
+    return;
+  }
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(RLCORE_BINARY_DIR) / "model_reference_test";
+  fs::create_directories(dir);
+  const at::Tensor ids = random_ids(2, 9, 25);
+  at::Tensor mask = at::ones({2, 9}, at::kLong);
+  mask[0].slice(0, 0, 3).fill_(0);  // left padding
+  const auto to_rows = [](const at::Tensor& t) {
+    std::vector<std::vector<int64_t>> rows(t.size(0));
+    for (int64_t r = 0; r < t.size(0); ++r) {
+      for (int64_t i = 0; i < t.size(1); ++i) rows[r].push_back(t[r][i].item<int64_t>());
+    }
+    return rows;
+  };
+
+  std::vector<std::pair<std::string, Transformer>> cases;
+  nlohmann::json manifest = {{"cases", nlohmann::json::array()}};
+  int index = 0;
+  for (const ModelConfig& c : all_variants()) {
+    const std::string name = c.model_type + std::to_string(index++);
+    cases.emplace_back(name, make_model(c, 26));
+    nlohmann::json entries = nlohmann::json::array();
+    std::ofstream weights(dir / (name + ".bin"), std::ios::binary);
+    int64_t offset = 0;
+    for (const auto& [param_name, tensor] : cases.back().second.named_parameters()) {
+      const at::Tensor data = tensor.contiguous();
+      weights.write(static_cast<const char*>(data.data_ptr()), data.numel() * 4);
+      entries.push_back({{"name", param_name}, {"shape", data.sizes().vec()}, {"offset", offset}});
+      offset += data.numel() * 4;
+    }
+    manifest["cases"].push_back({{"config", c.to_json()}, {"weights_file", name + ".bin"}, {"weights", entries},
+                                 {"input_ids", to_rows(ids)}, {"attention_mask", to_rows(mask)},
+                                 {"output", name + ".logits"}});
+  }
+  std::ofstream(dir / "manifest.json") << manifest.dump();
+  const fs::path script = fs::path(RLCORE_SOURCE_DIR) / "tests/sdk/reference/hf_decoder_reference.py";
+  const std::string command = python + " " + script.string() + " " + (dir / "manifest.json").string() + " > " +
+                              (dir / "reference.log").string() + " 2>&1";
+  INFO("reference log: " << (dir / "reference.log").string());
+  REQUIRE(std::system(command.c_str()) == 0);
+
+  for (const auto& [name, model] : cases) {
+    INFO(name);
+    const at::Tensor logits = model.forward(ids, mask);
+    at::Tensor golden = at::empty(logits.sizes(), at::kFloat);
+    std::ifstream in(dir / (name + ".logits"), std::ios::binary);
+    in.read(static_cast<char*>(golden.data_ptr()), golden.numel() * 4);
+    REQUIRE(in.gcount() == golden.numel() * 4);
+    // Real tokens only: padding outputs are arbitrary by design.
+    CHECK(max_diff(logits[0].slice(0, 3), golden[0].slice(0, 3)) < 1e-4);
+    CHECK(max_diff(logits[1], golden[1]) < 1e-4);
+    CHECK(golden.abs().max().item<double>() > 0.1);  // not trivially small
+  }
+  fs::remove_all(dir);
+}
