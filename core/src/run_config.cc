@@ -71,7 +71,7 @@ void validate_graders(const Registry& registry, const RunConfig& config) {
 ResolvedConfig resolve_config(const Registry& registry, const std::string& config_file,
                               const std::vector<std::string>& overrides) {
   ResolvedConfig resolved;
-  resolved.tree = config_file.empty() ? ConfigNode::parse("{}", "<defaults>") : ConfigNode::load_file(config_file);
+  resolved.tree = config_file.empty() ? ConfigNode::parse("", "<defaults>") : ConfigNode::load_file(config_file);
   apply_overrides(resolved.tree, overrides);
   resolved.config = run_config_schema().parse(resolved.tree);
   validate_graders(registry, resolved.config);

@@ -1,0 +1,131 @@
+// The rlcore command line, run in-process with the in-tree plugins it finds on
+// its own (the test binary lives in build/bin, next to build/plugins).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/core/cli.h"
+
+namespace {
+
+struct CliResult {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+CliResult run(const std::vector<std::string>& args, const std::string& input = "") {
+  std::istringstream in(input);
+  std::ostringstream out, err;
+  const int status = rlcore::run_cli(args, in, out, err);
+  return {status, out.str(), err.str()};
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("rlcore plugins lists the reward plugin's graders without --plugins", "[cli]") {
+  const auto result = run({"plugins"});
+  CHECK(result.status == 0);
+  for (const char* grader : {"gsm8k", "math", "exact_match", "arithmetic"}) {
+    CHECK_THAT(result.out, Catch::Contains(std::string("reward ") + grader));
+  }
+  CHECK_THAT(result.out, Catch::Contains("librlcore-reward.so"));
+}
+
+TEST_CASE("rlcore plugins reports refused files with their reasons", "[cli]") {
+  const auto result = run({"plugins", "--plugins", RLCORE_FIXTURE_PLUGIN_DIR "/abi_major.so"});
+  CHECK(result.status == 0);
+  CHECK_THAT(result.out, Catch::Contains("abi_major.so") && Catch::Contains("incompatible SDK ABI major"));
+}
+
+TEST_CASE("rlcore config prints the resolved config with overrides and defaults", "[cli]") {
+  const auto result = run({"config", "trainer.project_name=demo", "trainer.logger=[console,jsonl]"});
+  REQUIRE(result.status == 0);
+  CHECK_THAT(result.out, Catch::Contains("project_name: demo"));
+  CHECK_THAT(result.out, Catch::Contains("log_level: info"));
+  CHECK_THAT(result.out, Catch::Contains("jsonl"));
+}
+
+TEST_CASE("rlcore config errors name the key and where it came from", "[cli]") {
+  auto result = run({"config", "trainer.projet_name=x"});
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("unknown key 'trainer.projet_name'") &&
+                             Catch::Contains("did you mean 'project_name'"));
+  result = run({"config", "reward.grader=nope"});
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("no reward named 'nope'") && Catch::Contains("gsm8k"));
+  result = run({"config", "reward.graders.gsm8k.method=fuzzy"});
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("'reward.graders.gsm8k.method'") && Catch::Contains("strict, flexible"));
+  result = run({"config", "--config", "/nonexistent.yaml"});
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("cannot read config file '/nonexistent.yaml'"));
+}
+
+TEST_CASE("docs/config-reference.md is up to date", "[cli]") {
+  const auto result = run({"config", "--schema", "--format", "markdown"});
+  REQUIRE(result.status == 0);
+  CHECK_THAT(result.out, Catch::Contains("reward.graders.gsm8k.format_score"));
+  INFO("regenerate with: build/bin/rlcore config --schema --format markdown > docs/config-reference.md");
+  CHECK(read_file(RLCORE_SOURCE_DIR "/docs/config-reference.md") == result.out);
+}
+
+TEST_CASE("rlcore grade scores JSONL lines and prints a summary", "[cli]") {
+  const std::string input =
+      R"({"response": "6 * 7 = 42 #### 42", "ground_truth": "42", "data_source": "openai/gsm8k"})" "\n"
+      R"({"response": "I think 41", "ground_truth": "42", "data_source": "openai/gsm8k"})" "\n"
+      R"({"response": "#### 41", "ground_truth": 42, "data_source": "openai/gsm8k"})" "\n";
+  auto result = run({"grade", "--grader", "gsm8k", "format_score=0.1"}, input);
+  REQUIRE(result.status == 0);
+  std::istringstream lines(result.out);
+  std::string line;
+  std::vector<nlohmann::json> records;
+  while (std::getline(lines, line)) records.push_back(nlohmann::json::parse(line));
+  REQUIRE(records.size() == 4);
+  CHECK(records[0]["score"] == 1.0);
+  CHECK(records[1]["score"] == 0.0);
+  CHECK(records[2]["score"] == 0.1);
+  CHECK(records[3]["summary"]["count"] == 3);
+  CHECK(records[3]["summary"]["score/mean"].get<double>() == Approx(1.1 / 3));
+
+  result = run({"grade", "--grader", "gsm8k", "method=flexible"}, input);
+  REQUIRE(result.status == 0);
+  CHECK_THAT(result.out, Catch::Contains(R"("score/mean":0.3333)"));
+}
+
+TEST_CASE("rlcore grade picks graders by data_source and rejects bad input lines", "[cli]") {
+  auto result = run({"grade"}, R"({"response": "\\boxed{0.5}", "ground_truth": "\\frac{1}{2}", "data_source": "lighteval/MATH"})" "\n");
+  REQUIRE(result.status == 0);
+  CHECK_THAT(result.out, Catch::StartsWith(R"({"acc":1.0)"));
+
+  result = run({"grade"}, R"({"response": "x", "ground_truth": "y", "data_source": "unknown/source"})" "\n");
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("no grader handles data_source 'unknown/source'"));
+
+  result = run({"grade", "--grader", "exact_match"}, "{\"response\": \"a\", \"ground_truth\": \"a\"}\nnot json\n");
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("line 2 of stdin is not a JSON object"));
+
+  result = run({"grade", "--grader", "exact_match"}, "{\"ground_truth\": \"a\"}\n");
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("line 1: missing field \"response\""));
+}
+
+TEST_CASE("unknown commands and options are reported", "[cli]") {
+  auto result = run({"frobnicate"});
+  CHECK(result.status == 2);
+  CHECK_THAT(result.err, Catch::Contains("unknown command 'frobnicate'"));
+  result = run({"plugins", "--bogus"});
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("unrecognised option '--bogus'"));
+}

@@ -1,0 +1,48 @@
+// Metrics sinks: the console line and metrics.jsonl records.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/core/metrics.h"
+#include "rlcore/error.h"
+
+TEST_CASE("console sink prints one line per step in the requested order", "[metrics]") {
+  std::ostringstream out;
+  rlcore::ConsoleMetricsSink sink(out, {"b", "a"});
+  sink.log(3, {{"a", 1.5}, {"b", 0.25}, {"c", 9}});
+  CHECK(out.str() == "step 3 | b 0.25 | a 1.5\n");
+}
+
+TEST_CASE("jsonl sink appends one object per step; non-finite values become null", "[metrics]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("rlcore_metrics_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  {
+    std::ostringstream console;
+    auto logger = rlcore::make_metrics_logger({"console", "jsonl"}, dir.string(), console);
+    logger.log(1, {{"critic/score/mean", 0.5}});
+    logger.log(2, {{"critic/score/mean", 0.75}, {"actor/pg_loss", std::nan("")}});
+    CHECK_THAT(console.str(), Catch::Contains("step 2 | actor/pg_loss nan | critic/score/mean 0.75"));
+  }
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  std::vector<nlohmann::json> records;
+  while (std::getline(in, line)) records.push_back(nlohmann::json::parse(line));
+  REQUIRE(records.size() == 2);
+  CHECK(records[0]["step"] == 1);
+  CHECK(records[1]["critic/score/mean"] == 0.75);
+  CHECK(records[1]["actor/pg_loss"].is_null());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an unknown logger name is a config error naming the sinks", "[metrics]") {
+  std::ostringstream console;
+  CHECK_THROWS_WITH(rlcore::make_metrics_logger({"wandb"}, "/tmp", console),
+                    Catch::Contains("unknown sink 'wandb'") && Catch::Contains("console, jsonl"));
+}
