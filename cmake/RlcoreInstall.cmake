@@ -1,0 +1,24 @@
+# `cmake --install` lays out the SDK package: headers, librlcore_sdk and
+# librlcore_core, the rlcore executable, the in-tree plugins, and a
+# find_package(rlcore) config that provides rlcore::sdk and rlcore_add_plugin().
+include(CMakePackageConfigHelpers)
+set(RLCORE_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rlcore)
+
+set_target_properties(rlcore_sdk PROPERTIES EXPORT_NAME sdk)
+set_target_properties(rlcore_core PROPERTIES EXPORT_NAME core)
+install(TARGETS rlcore_sdk rlcore_core EXPORT rlcoreTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS rlcore RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY sdk/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT rlcoreTargets NAMESPACE rlcore:: DESTINATION ${RLCORE_CMAKE_INSTALL_DIR})
+
+configure_package_config_file(cmake/rlcoreConfig.cmake.in ${PROJECT_BINARY_DIR}/rlcoreConfig.cmake
+  INSTALL_DESTINATION ${RLCORE_CMAKE_INSTALL_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/rlcoreConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES
+  ${PROJECT_BINARY_DIR}/rlcoreConfig.cmake
+  ${PROJECT_BINARY_DIR}/rlcoreConfigVersion.cmake
+  cmake/RlcoreAddPlugin.cmake
+  DESTINATION ${RLCORE_CMAKE_INSTALL_DIR})

@@ -166,8 +166,7 @@ std::vector<std::string> plugin_search_path(const std::vector<std::string>& comm
   if (!error) {
     for (const fs::path& candidate : {exe_dir / "plugins",                           // next to the executable
                                       exe_dir.parent_path() / "plugins",             // build tree: build/bin/rlcore
-                                      exe_dir.parent_path() / "lib/rlcore/plugins",  // install prefix
-                                      exe_dir.parent_path() / "lib64/rlcore/plugins"}) {
+                                      exe_dir.parent_path() / RLCORE_INSTALL_PLUGIN_DIR}) {  // install prefix
       if (fs::is_directory(candidate, error)) paths.push_back(candidate.string());
     }
   }

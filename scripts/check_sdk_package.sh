@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the SDK package from a build tree, builds examples/hello-plugin out of
+# tree against it, and loads that plugin with the *installed* rlcore.
+# usage: scripts/check_sdk_package.sh BUILD_DIR
+set -euo pipefail
+build_dir=$(realpath "$1")
+source_dir=$(cd "$(dirname "$0")/.." && pwd)
+work="$build_dir/sdk-package"
+prefix="$work/prefix"
+rm -rf "$work"
+
+echo "[sdk-package] installing to $prefix"
+cmake --install "$build_dir" --prefix "$prefix" > "$work.install.log" 2>&1 || { cat "$work.install.log"; exit 1; }
+
+echo "[sdk-package] building examples/hello-plugin against the installed SDK"
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S "$source_dir/examples/hello-plugin" -B "$work/hello" "${generator[@]}" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; exit 1; }
+cmake --build "$work/hello" > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+
+rlcore="$prefix/bin/rlcore"
+listing=$("$rlcore" plugins --plugins "$work/hello")
+echo "$listing"
+grep -q "hello-keywords" <<< "$listing" || { echo "FAIL: installed rlcore did not load hello-keywords"; exit 1; }
+grep -q "reward gsm8k" <<< "$listing" || { echo "FAIL: installed rlcore did not find its own reward plugin"; exit 1; }
+
+scores=$(printf '%s\n' '{"response": "Paris is the capital of France", "ground_truth": "paris, france"}' \
+                       '{"response": "Berlin", "ground_truth": "paris, france"}' |
+         "$rlcore" grade --plugins "$work/hello" --grader keywords)
+echo "$scores"
+[ "$(sed -n 1p <<< "$scores")" = '{"found":2.0,"score":1.0}' ] || { echo "FAIL: unexpected score line 1"; exit 1; }
+[ "$(sed -n 2p <<< "$scores")" = '{"found":0.0,"score":0.0}' ] || { echo "FAIL: unexpected score line 2"; exit 1; }
+echo "[sdk-package] OK"
