@@ -38,8 +38,7 @@ int64_t get_int(const json& object, const std::string& key, const std::string& s
   return value->get<int64_t>();
 }
 
-double get_double(const json& object, const std::string& key, const std::string& source,
-                  double fallback) {
+double get_double(const json& object, const std::string& key, const std::string& source, double fallback) {
   const json* value = find(object, key);
   if (value == nullptr) return fallback;
   if (!value->is_number()) fail(source, key, "must be a number, got " + value->dump());
@@ -131,15 +130,14 @@ bool RopeScaling::operator==(const RopeScaling& o) const {
 
 bool ModelConfig::operator==(const ModelConfig& o) const {
   return std::tie(model_type, vocab_size, hidden_size, intermediate_size, num_hidden_layers,
-                  num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings,
-                  rms_norm_eps, rope_theta, rope_scaling, initializer_range, tie_word_embeddings,
-                  qkv_bias, o_proj_bias, mlp_bias, qk_norm, torch_dtype, bos_token_id, eos_token_ids,
-                  pad_token_id) ==
+                  num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps,
+                  rope_theta, rope_scaling, initializer_range, tie_word_embeddings, qkv_bias, o_proj_bias,
+                  mlp_bias, qk_norm, torch_dtype, bos_token_id, eos_token_ids, pad_token_id) ==
          std::tie(o.model_type, o.vocab_size, o.hidden_size, o.intermediate_size, o.num_hidden_layers,
                   o.num_attention_heads, o.num_key_value_heads, o.head_dim, o.max_position_embeddings,
-                  o.rms_norm_eps, o.rope_theta, o.rope_scaling, o.initializer_range,
-                  o.tie_word_embeddings, o.qkv_bias, o.o_proj_bias, o.mlp_bias, o.qk_norm, o.torch_dtype,
-                  o.bos_token_id, o.eos_token_ids, o.pad_token_id);
+                  o.rms_norm_eps, o.rope_theta, o.rope_scaling, o.initializer_range, o.tie_word_embeddings,
+                  o.qkv_bias, o.o_proj_bias, o.mlp_bias, o.qk_norm, o.torch_dtype, o.bos_token_id,
+                  o.eos_token_ids, o.pad_token_id);
 }
 
 ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
@@ -198,7 +196,8 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   const std::string dtype_key = find(j, "dtype") != nullptr ? "dtype" : "torch_dtype";
   c.torch_dtype = get_string(j, dtype_key, source, "float32");
   if (c.torch_dtype != "float32" && c.torch_dtype != "bfloat16" && c.torch_dtype != "float16") {
-    fail(source, dtype_key, "'" + c.torch_dtype + "' is not supported (supported: float32, bfloat16, float16)");
+    fail(source, dtype_key,
+         "'" + c.torch_dtype + "' is not supported (supported: float32, bfloat16, float16)");
   }
   c.bos_token_id = get_optional_int(j, "bos_token_id", source);
   c.eos_token_ids = get_int_list(j, "eos_token_id", source);
@@ -227,7 +226,8 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
 
 void ModelConfig::validate(const std::string& source) const {
   if (model_type != "llama" && model_type != "qwen2" && model_type != "qwen3") {
-    fail(source, "model_type", "'" + model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
+    fail(source, "model_type",
+         "'" + model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
   }
   const std::pair<const char*, int64_t> sizes[] = {
       {"vocab_size", vocab_size},

@@ -25,7 +25,8 @@ KvCache::KvCache(const ModelConfig& config, int64_t batch_size, int64_t max_len,
 
 void KvCache::keep_rows(const at::Tensor& rows) {
   const at::Tensor index = rows.to(valid.device(), at::kLong);
-  if (index.dim() != 1) throw ValueError("KvCache::keep_rows: rows must be 1-D, got " + std::to_string(index.dim()) + "-D");
+  if (index.dim() != 1)
+    throw ValueError("KvCache::keep_rows: rows must be 1-D, got " + std::to_string(index.dim()) + "-D");
   const at::Tensor kept_valid = valid.slice(1, 0, used).index_select(0, index);
   // Slots before the first one any kept row uses hold only padding now.
   const at::Tensor used_slots = kept_valid.any(0).nonzero();

@@ -115,7 +115,9 @@ void Attention::collect(const std::string& prefix, ParameterSlots& out) {
   k_norm.collect(prefix + ".k_norm", out);
 }
 
-at::Tensor Mlp::operator()(const at::Tensor& x) const { return down_proj(at::silu(gate_proj(x)) * up_proj(x)); }
+at::Tensor Mlp::operator()(const at::Tensor& x) const {
+  return down_proj(at::silu(gate_proj(x)) * up_proj(x));
+}
 
 void Mlp::collect(const std::string& prefix, ParameterSlots& out) {
   gate_proj.collect(prefix + ".gate_proj", out);

@@ -23,7 +23,8 @@ std::string shape_text(at::IntArrayRef shape) {
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 void check_tokens(const char* what, const at::Tensor& tensor, const at::Tensor& input_ids) {
@@ -73,7 +74,8 @@ Transformer::Transformer(ModelConfig config, ModelHead head_kind, const at::Tens
 ParameterSlots Transformer::parameter_slots() {
   ParameterSlots slots;
   slots.emplace_back("model.embed_tokens.weight", &embed_tokens);
-  for (size_t i = 0; i < layers.size(); ++i) layers[i].collect("model.layers." + std::to_string(i) + ".", slots);
+  for (size_t i = 0; i < layers.size(); ++i)
+    layers[i].collect("model.layers." + std::to_string(i) + ".", slots);
   norm.collect("model.norm", slots);
   head.collect(head_kind_ == ModelHead::kValue ? "score" : "lm_head", slots);
   return slots;
@@ -82,7 +84,8 @@ ParameterSlots Transformer::parameter_slots() {
 NamedTensors Transformer::named_parameters() const {
   NamedTensors out;
   // parameter_slots() only hands out tensor handles; nothing is modified.
-  for (const auto& [name, slot] : const_cast<Transformer*>(this)->parameter_slots()) out.emplace_back(name, *slot);
+  for (const auto& [name, slot] : const_cast<Transformer*>(this)->parameter_slots())
+    out.emplace_back(name, *slot);
   return out;
 }
 
@@ -117,10 +120,11 @@ void Transformer::load(const NamedTensors& tensors, LoadMode mode) {
   std::set<std::string> seen;
   // Validate everything before copying anything: a failed load leaves the model as it was.
   for (const auto& [name, tensor] : tensors) {
-    if (ends_with(name, "rotary_emb.inv_freq")) continue;  // a buffer in old HF checkpoints
+    if (ends_with(name, "rotary_emb.inv_freq")) continue;                   // a buffer in old HF checkpoints
     if (name == "lm_head.weight" && config_.tie_word_embeddings) continue;  // HF ties it
     auto it = slots.find(name);
-    if (it == slots.end()) throw ValueError("unexpected tensor '" + name + "': not a parameter of this " + model_name);
+    if (it == slots.end())
+      throw ValueError("unexpected tensor '" + name + "': not a parameter of this " + model_name);
     if (!seen.insert(name).second) throw ValueError("tensor '" + name + "' given twice");
     if (!tensor.defined() || tensor.sizes() != it->second->sizes()) {
       throw ValueError("tensor '" + name + "' has shape " +
@@ -136,8 +140,8 @@ void Transformer::load(const NamedTensors& tensors, LoadMode mode) {
       if (seen.count(entry.first)) continue;
       if (count++ < 5) missing += (missing.empty() ? "'" : ", '") + entry.first + "'";
     }
-    throw ValueError("missing " + std::to_string(count) + " tensor(s) for the " + model_name + ": " + missing +
-                     (count > 5 ? ", ..." : ""));
+    throw ValueError("missing " + std::to_string(count) + " tensor(s) for the " + model_name + ": " +
+                     missing + (count > 5 ? ", ..." : ""));
   }
   at::NoGradGuard no_grad;
   for (const auto& [slot, tensor] : copies) slot->copy_(*tensor);
@@ -151,7 +155,8 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
                                     const at::Tensor& position_ids, KvCache* cache) const {
   if (!input_ids.defined() || input_ids.dim() != 2 || !at::isIntegralType(input_ids.scalar_type(), false)) {
     throw ValueError("input_ids must be an integer tensor [batch, tokens], got " +
-                     (input_ids.defined() ? shape_text(input_ids.sizes()) + " " + std::string(c10::toString(input_ids.scalar_type()))
+                     (input_ids.defined() ? shape_text(input_ids.sizes()) + " " +
+                                                std::string(c10::toString(input_ids.scalar_type()))
                                           : std::string("<undefined>")));
   }
   check_tokens("attention_mask", attention_mask, input_ids);
@@ -163,8 +168,8 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
   const int64_t offset = cache != nullptr ? cache->used : 0;
   if (cache != nullptr) {
     if (cache->batch_size() != batch) {
-      throw ValueError("KV cache holds " + std::to_string(cache->batch_size()) + " rows, input_ids has shape " +
-                       shape_text(input_ids.sizes()));
+      throw ValueError("KV cache holds " + std::to_string(cache->batch_size()) +
+                       " rows, input_ids has shape " + shape_text(input_ids.sizes()));
     }
     if (offset + len > cache->max_len()) {
       throw ValueError("KV cache full: " + std::to_string(offset) + " + " + std::to_string(len) +
@@ -176,8 +181,9 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
   at::Tensor positions = position_ids;
   if (!positions.defined()) {
     // HF: cumsum(mask) - 1, padding set to 1 (any value: padding is never attended to).
-    positions = mask.defined() ? mask.to(at::kLong).cumsum(-1) - 1
-                               : at::arange(len, on_device.dtype(at::kLong)).unsqueeze(0).expand({batch, len});
+    positions = mask.defined()
+                    ? mask.to(at::kLong).cumsum(-1) - 1
+                    : at::arange(len, on_device.dtype(at::kLong)).unsqueeze(0).expand({batch, len});
     if (mask.defined()) positions = positions.masked_fill(mask.logical_not(), 1);
     if (cache != nullptr) positions = positions + cache->lengths.unsqueeze(1);
   }
@@ -185,10 +191,12 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
 
   // Query t sits at slot offset + t; it must not see later slots.
   const at::Tensor slots = at::arange(offset + len, on_device.dtype(at::kLong));
-  const at::Tensor future = slots.unsqueeze(0) > (at::arange(len, on_device.dtype(at::kLong)) + offset).unsqueeze(1);
+  const at::Tensor future =
+      slots.unsqueeze(0) > (at::arange(len, on_device.dtype(at::kLong)) + offset).unsqueeze(1);
   at::Tensor key_valid = mask;
   if (cache != nullptr) {
-    cache->valid.slice(1, offset, offset + len).copy_(mask.defined() ? mask : at::ones({batch, len}, on_device.dtype(at::kBool)));
+    cache->valid.slice(1, offset, offset + len)
+        .copy_(mask.defined() ? mask : at::ones({batch, len}, on_device.dtype(at::kBool)));
     cache->lengths += mask.defined() ? mask.sum(1) : at::full({batch}, len, on_device.dtype(at::kLong));
     cache->used += len;
     key_valid = cache->valid.slice(1, 0, offset + len);
@@ -196,7 +204,8 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
     ctx.cache_offset = offset;
   }
   ctx.blocked = future.view({1, 1, len, offset + len});
-  if (key_valid.defined()) ctx.blocked = ctx.blocked.logical_or(key_valid.logical_not().view({batch, 1, 1, -1}));
+  if (key_valid.defined())
+    ctx.blocked = ctx.blocked.logical_or(key_valid.logical_not().view({batch, 1, 1, -1}));
   return ctx;
 }
 
@@ -213,6 +222,11 @@ at::Tensor Transformer::hidden_states(const at::Tensor& input_ids, const Forward
   return norm(h);
 }
 
+at::Tensor Transformer::hidden_states(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                      const at::Tensor& position_ids) const {
+  return hidden_states(input_ids, prepare(input_ids, attention_mask, position_ids, nullptr));
+}
+
 at::Tensor Transformer::apply_head(const at::Tensor& hidden) const {
   if (head_kind_ == ModelHead::kValue) return head(hidden).squeeze(-1);
   if (!config_.tie_word_embeddings) return head(hidden);
@@ -223,8 +237,7 @@ at::Tensor Transformer::apply_head(const at::Tensor& hidden) const {
 
 at::Tensor Transformer::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                 const at::Tensor& position_ids) const {
-  const ForwardContext ctx = prepare(input_ids, attention_mask, position_ids, nullptr);
-  return apply_head(hidden_states(input_ids, ctx));
+  return apply_head(hidden_states(input_ids, attention_mask, position_ids));
 }
 
 at::Tensor Transformer::forward(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& attention_mask,

@@ -107,11 +107,13 @@ void reject_unknown_keys(const ConfigNode& node, const std::vector<std::string>&
     std::string best;
     std::size_t best_distance = 3;
     for (const auto& candidate : known) {
-      const std::size_t distance = edit_distance(key, candidate);
+      // A truncated key ("ppo_mini_batch") is as likely a typo as a misspelt one.
+      const bool prefix = key.size() >= 4 && candidate.compare(0, key.size(), key) == 0;
+      const std::size_t distance = prefix ? 1 : edit_distance(key, candidate);
       if (distance < best_distance) best_distance = distance, best = candidate;
     }
     if (!best.empty()) message += "; did you mean '" + best + "'?";
-    message += " Known keys here: ";
+    message += best.empty() ? ". Known keys here: " : " Known keys here: ";
     for (std::size_t i = 0; i < known.size(); ++i) message += (i ? ", " : "") + known[i];
     throw ConfigError(message);
   }

@@ -137,24 +137,49 @@ std::vector<char32_t> compose_all(const std::vector<char32_t>& units) {
   return out;
 }
 
-}  // namespace
-
-std::string nfc(std::string_view text) {
-  const bool stable = std::all_of(text.begin(), text.end(), [](char c) {
-    return static_cast<unsigned char>(c) < kFirstUnstableLeadByte;
-  });
-  if (stable) return std::string(text);
-
+// The full algorithm, for a span that may change.
+void append_nfc(std::string_view text, std::string& out) {
   std::vector<char32_t> units = decompose_all(text);
   reorder(units);
-  std::string out;
-  out.reserve(text.size());
   for (char32_t c : compose_all(units)) {
     if (c >= kInvalidByteBase) {
       out.push_back(static_cast<char>(c - kInvalidByteBase));
     } else {
       utf8::append(out, c);
     }
+  }
+}
+
+bool is_ascii(char c) { return static_cast<unsigned char>(c) < 0x80; }
+
+}  // namespace
+
+// Runs the full algorithm only from the last ASCII character before a byte
+// >= 0xCC up to the next ASCII character. An ASCII character neither
+// decomposes nor composes with what precedes it, and combining marks attach to
+// the nearest starter before them, so text on either side normalizes alone.
+std::string nfc(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t unstable = pos;
+    while (unstable < text.size() &&
+           static_cast<unsigned char>(text[unstable]) < kFirstUnstableLeadByte) {
+      ++unstable;
+    }
+    if (unstable == text.size()) {
+      out.append(text.substr(pos));
+      break;
+    }
+    std::size_t begin = unstable;
+    while (begin > pos && !is_ascii(text[begin - 1])) --begin;
+    if (begin > pos) --begin;  // the ASCII starter that marks may attach to
+    std::size_t end = unstable + 1;
+    while (end < text.size() && !is_ascii(text[end])) ++end;
+    out.append(text.substr(pos, begin - pos));
+    append_nfc(text.substr(begin, end - begin), out);
+    pos = end;
   }
   return out;
 }

@@ -37,8 +37,9 @@ MatchData make_match_data() {
 
 Regex::Regex(const std::string& pattern, bool literal, std::string field)
     : field_(std::move(field)) {
-  uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
-  if (literal) options |= PCRE2_LITERAL;
+  uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+  // PCRE2 refuses UCP with LITERAL, and a literal has no classes for it to affect.
+  options |= literal ? PCRE2_LITERAL : PCRE2_UCP;
   int error = 0;
   PCRE2_SIZE error_offset = 0;
   code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,

@@ -105,13 +105,13 @@ WireMessage encode_batch(const Batch& batch) {
   }
   json non_tensors = json::object();
   for (const auto& key : batch.non_tensor_keys()) non_tensors[key] = batch.non_tensor(key);
-  const json header = {
-      {"version", kWireVersion},
-      {"batch_size", batch.has_size() ? json(batch.size()) : json(nullptr)},
-      {"tensors", std::move(tensors)},
-      {"non_tensors", std::move(non_tensors)},
-      {"meta_info", batch.meta_info()},
-  };
+  // Assigned one by one: a braced json initializer would copy every column again.
+  json header = json::object();
+  header["version"] = kWireVersion;
+  header["batch_size"] = batch.has_size() ? json(batch.size()) : json(nullptr);
+  header["tensors"] = std::move(tensors);
+  header["non_tensors"] = std::move(non_tensors);
+  header["meta_info"] = batch.meta_info();
   try {
     message.header = header.dump();
   } catch (const json::type_error& e) {

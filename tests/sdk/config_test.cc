@@ -71,7 +71,7 @@ TEST_CASE("errors name the full key path and file:line", "[config]") {
   CHECK_THROWS_WITH(actor_schema().parse(root["actor"]), Catch::Contains("expected a list of string"));
   root = ConfigNode::parse("actor:\n  ppo_mini_batch: 3\n", "g.yaml");
   CHECK_THROWS_WITH(actor_schema().parse(root["actor"]),
-                    Catch::StartsWith("unknown key 'actor.ppo_mini_batch' (g.yaml:2:3); did you mean 'ppo_mini_batch_size'?"));
+                    Catch::StartsWith("unknown key 'actor.ppo_mini_batch' (g.yaml:2:19); did you mean 'ppo_mini_batch_size'?"));
 }
 
 TEST_CASE("malformed YAML and malformed overrides are config errors", "[config]") {

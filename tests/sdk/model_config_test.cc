@@ -1,7 +1,5 @@
 // ModelConfig: parsing real HF config.json files, errors naming the field,
 // HF-compatible output and the size presets.
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -11,6 +9,10 @@
 #include "rlcore/error.h"
 #include "rlcore/model/config.h"
 #include "rlcore/model/transformer.h"
+
+// Debian's libtorch pulls in glog, whose CHECK would replace Catch's: Catch goes last.
+#undef CHECK
+#include <catch2/catch.hpp>
 
 using rlcore::ConfigError;
 using rlcore::model::ModelConfig;
@@ -113,7 +115,8 @@ TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[mo
   CHECK(biased.qkv_bias);
   CHECK(biased.o_proj_bias);
   // num_key_value_heads defaults to the head count, as in LlamaConfig.
-  CHECK(ModelConfig::from_json_text(without(kLlama32Config, "num_key_value_heads")).num_key_value_heads == 32);
+  CHECK(ModelConfig::from_json_text(without(kLlama32Config, "num_key_value_heads")).num_key_value_heads ==
+        32);
   // transformers >= 4.57 nests rope_theta in rope_parameters.
   nlohmann::json modern = nlohmann::json::parse(kLlama32Config);
   modern.erase("rope_theta");
@@ -147,11 +150,13 @@ TEST_CASE("config errors name the field and the file", "[model]") {
              Catch::Contains("num_hidden_layers") && Catch::Contains("positive"));
   CHECK_THAT(parse_error(with(kQwen25Config, "rms_norm_eps", -1.0)), Catch::Contains("rms_norm_eps"));
   CHECK_THAT(parse_error(with(kQwen25Config, "hidden_act", "gelu")), Catch::Contains("hidden_act"));
-  CHECK_THAT(parse_error(with(kQwen25Config, "use_sliding_window", true)), Catch::Contains("use_sliding_window"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "use_sliding_window", true)),
+             Catch::Contains("use_sliding_window"));
   CHECK_THAT(parse_error(with(kQwen25Config, "torch_dtype", "int8")), Catch::Contains("torch_dtype"));
   CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}})),
              Catch::Contains("rope_scaling.rope_type") && Catch::Contains("yarn"));
-  CHECK_THAT(parse_error("{not json"), Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON"));
+  CHECK_THAT(parse_error("{not json"),
+             Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON"));
   CHECK_THROWS_AS(ModelConfig::from_file("/nonexistent/config.json"), rlcore::IoError);
 }
 

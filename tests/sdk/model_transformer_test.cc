@@ -1,8 +1,6 @@
 // Transformer: HF parameter layout, loading, and forward equivalences (KV cache
 // vs full sequence, left padding vs unbatched, GQA vs MHA, row removal, bf16),
 // plus golden logits from the plain-torch HF reference when python3-torch exists.
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -24,6 +22,10 @@
 
 #include "rlcore/error.h"
 #include "rlcore/model/transformer.h"
+
+// Debian's libtorch pulls in glog, whose CHECK would replace Catch's: Catch goes last.
+#undef CHECK
+#include <catch2/catch.hpp>
 
 using namespace rlcore::model;
 using rlcore::ValueError;
@@ -83,7 +85,8 @@ double max_diff(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
 }
 
-std::map<std::string, std::vector<int64_t>> spec_map(const ModelConfig& c, ModelHead head = ModelHead::kCausalLm) {
+std::map<std::string, std::vector<int64_t>> spec_map(const ModelConfig& c,
+                                                     ModelHead head = ModelHead::kCausalLm) {
   std::map<std::string, std::vector<int64_t>> out;
   for (const ParameterSpec& spec : parameter_specs(c, head)) out[spec.name] = spec.shape;
   return out;
@@ -199,15 +202,15 @@ TEST_CASE("load rejects missing, unexpected and misshaped tensors", "[model]") {
 
   NamedTensors unexpected = weights;
   unexpected.emplace_back("model.layers.9.mlp.up_proj.weight", at::zeros({96, 64}));
-  CHECK_THAT(load_error(model, unexpected), Catch::Contains("unexpected") &&
-                                               Catch::Contains("model.layers.9.mlp.up_proj.weight"));
+  CHECK_THAT(load_error(model, unexpected),
+             Catch::Contains("unexpected") && Catch::Contains("model.layers.9.mlp.up_proj.weight"));
 
   NamedTensors misshaped = weights;
   for (auto& [name, tensor] : misshaped) {
     if (name == "model.layers.0.self_attn.q_proj.weight") tensor = at::zeros({63, 64});
   }
   CHECK_THAT(load_error(model, misshaped), Catch::Contains("model.layers.0.self_attn.q_proj.weight") &&
-                                              Catch::Contains("[63, 64]") && Catch::Contains("[64, 64]"));
+                                               Catch::Contains("[63, 64]") && Catch::Contains("[64, 64]"));
   // A rejected load changes nothing.
   CHECK(model.layers[0].self_attn.q_proj.weight.equal(before));
 
@@ -387,7 +390,8 @@ TEST_CASE("bf16 forward is close to fp32", "[model]") {
     const at::Tensor expected = fp32.forward(ids);
     const at::Tensor got = bf16.forward(ids);
     CHECK(got.scalar_type() == at::kBFloat16);
-    const double relative = (got.to(at::kFloat) - expected).norm().item<double>() / expected.norm().item<double>();
+    const double relative =
+        (got.to(at::kFloat) - expected).norm().item<double>() / expected.norm().item<double>();
     CHECK(relative < 0.03);
     KvCache cache = bf16.make_cache(2, 8);
     CHECK(cache.keys[0].scalar_type() == at::kBFloat16);
@@ -433,8 +437,9 @@ TEST_CASE("gradients reach every parameter", "[model]") {
 TEST_CASE("forward validates its inputs", "[model]") {
   const Transformer model = make_model(tiny("llama"), 23);
   const at::Tensor ids = random_ids(2, 4, 24);
-  CHECK_THROWS_WITH(model.forward(ids, at::ones({2, 5}, at::kLong)),
-                    Catch::Contains("attention_mask") && Catch::Contains("[2, 5]") && Catch::Contains("[2, 4]"));
+  CHECK_THROWS_WITH(model.forward(ids, at::ones({2, 5}, at::kLong)), Catch::Contains("attention_mask") &&
+                                                                         Catch::Contains("[2, 5]") &&
+                                                                         Catch::Contains("[2, 4]"));
   CHECK_THROWS_AS(model.forward(ids.to(at::kFloat)), ValueError);
   KvCache cache = model.make_cache(2, 6);
   model.forward(ids, cache);
@@ -491,14 +496,17 @@ TEST_CASE("logits match the plain-torch HF reference", "[model]") {
       entries.push_back({{"name", param_name}, {"shape", data.sizes().vec()}, {"offset", offset}});
       offset += data.numel() * 4;
     }
-    manifest["cases"].push_back({{"config", c.to_json()}, {"weights_file", name + ".bin"}, {"weights", entries},
-                                 {"input_ids", to_rows(ids)}, {"attention_mask", to_rows(mask)},
+    manifest["cases"].push_back({{"config", c.to_json()},
+                                 {"weights_file", name + ".bin"},
+                                 {"weights", entries},
+                                 {"input_ids", to_rows(ids)},
+                                 {"attention_mask", to_rows(mask)},
                                  {"output", name + ".logits"}});
   }
   std::ofstream(dir / "manifest.json") << manifest.dump();
   const fs::path script = fs::path(RLCORE_SOURCE_DIR) / "tests/sdk/reference/hf_decoder_reference.py";
-  const std::string command = python + " " + script.string() + " " + (dir / "manifest.json").string() + " > " +
-                              (dir / "reference.log").string() + " 2>&1";
+  const std::string command = python + " " + script.string() + " " + (dir / "manifest.json").string() +
+                              " > " + (dir / "reference.log").string() + " 2>&1";
   INFO("reference log: " << (dir / "reference.log").string());
   REQUIRE(std::system(command.c_str()) == 0);
 
@@ -510,8 +518,8 @@ TEST_CASE("logits match the plain-torch HF reference", "[model]") {
     in.read(static_cast<char*>(golden.data_ptr()), golden.numel() * 4);
     REQUIRE(in.gcount() == golden.numel() * 4);
     // Real tokens only: padding outputs are arbitrary by design.
-    CHECK(max_diff(logits[0].slice(0, 3), golden[0].slice(0, 3)) < 1e-4);
-    CHECK(max_diff(logits[1], golden[1]) < 1e-4);
+    CHECK(max_diff(logits[0].slice(0, 3), golden[0].slice(0, 3)) < 1e-5);
+    CHECK(max_diff(logits[1], golden[1]) < 1e-5);
     CHECK(golden.abs().max().item<double>() > 0.1);  // not trivially small
   }
   fs::remove_all(dir);

@@ -38,6 +38,11 @@ TEST_CASE("NFC composes, reorders and handles Hangul", "[tokenizer]") {
   CHECK(normalized(tok, "\uAC00\u11A8") == "\uAC01");
   CHECK(normalized(tok, "\u0958") == "\u0915\u093C");  // a composition exclusion
   CHECK(normalized(tok, "\u0344") == "\u0308\u0301");  // a non-starter decomposition
+  // A precomposed letter decomposes so a later mark can sort in before its accent.
+  CHECK(normalized(tok, "\u00E9\u0323") == "\u1EB9\u0301");
+  // Marks after a non-ASCII letter in mixed text still reach it.
+  CHECK(normalized(tok, "ab e\u0301 cd \u4E16e\u0301\u0323x") ==
+        "ab \u00E9 cd \u4E16\u1EB9\u0301x");
 }
 
 TEST_CASE("NFC leaves normalized text and invalid bytes alone", "[tokenizer]") {

@@ -79,9 +79,9 @@ class RLCORE_API Tokenizer {
   std::optional<int32_t> eos_token_id() const;
   std::optional<int32_t> pad_token_id() const;
 
+ private:
   explicit Tokenizer(std::shared_ptr<const TokenizerImpl> impl);
 
- private:
   std::shared_ptr<const TokenizerImpl> impl_;
 };
 

@@ -17,6 +17,7 @@ namespace rlcore::model {
 // decode steps are plain slice copies. `valid` marks which slots hold real
 // tokens (false for padding), `lengths` counts them per row (= the next
 // position id). Rows may therefore have different lengths; padding costs slots.
+// Copies share the tensors.
 class RLCORE_API KvCache {
  public:
   KvCache() = default;

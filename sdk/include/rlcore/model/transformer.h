@@ -42,6 +42,7 @@ enum class LoadMode {
   kPartial,  // a subset (e.g. one bucket of a weight update); the rest is kept
 };
 
+// Copies are shallow (they share the parameter tensors), like a Python reference.
 class RLCORE_API Transformer {
  public:
   // Allocates uninitialised parameters in options' dtype (fp32 or bf16: the
@@ -90,8 +91,11 @@ class RLCORE_API Transformer {
   at::Tensor embed(const at::Tensor& input_ids) const;
   // Final norm already applied -> logits or values.
   at::Tensor apply_head(const at::Tensor& hidden) const;
-  // embed -> layers -> norm: [B, T, hidden].
+  // embed -> layers -> norm: [B, T, hidden] (e.g. to compute log-probs in
+  // vocabulary chunks instead of materialising [B, T, vocab] logits).
   at::Tensor hidden_states(const at::Tensor& input_ids, const ForwardContext& ctx) const;
+  at::Tensor hidden_states(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
+                           const at::Tensor& position_ids = {}) const;
 
   const ModelConfig& config() const { return config_; }
   ModelHead head_kind() const { return head_kind_; }
