@@ -11,7 +11,7 @@ namespace rlcore {
 RewardRouter::RewardRouter(const Registry& registry, const RewardConfig& config) : fixed_grader_(config.grader) {
   for (const ComponentEntry* entry : registry.entries(Grader::kKind)) {
     const ConfigNode options = config.graders[entry->name];
-    graders_[entry->name] = std::static_pointer_cast<Grader>(entry->factory(options));
+    graders_[entry->name] = std::static_pointer_cast<Grader>(entry->factory(options, ComponentContext()));
     for (const auto& source : entry->data_sources) grader_by_data_source_.emplace(source, entry->name);
   }
   if (fixed_grader_ != "auto" && !graders_.count(fixed_grader_)) registry.get(Grader::kKind, fixed_grader_);

@@ -62,7 +62,7 @@ void validate_graders(const Registry& registry, const RunConfig& config) {
                           return names;
                         }());
     }
-    registry.get("reward", name).factory(options);  // validates the options
+    registry.get("reward", name).factory(options, ComponentContext());  // validates the options
   }
 }
 

@@ -8,7 +8,6 @@
 
 #include "rlcore/error.h"
 #include "rlcore/model/config.h"
-#include "rlcore/model/transformer.h"
 
 // Debian's libtorch pulls in glog, whose CHECK would replace Catch's: Catch goes last.
 #undef CHECK
@@ -50,16 +49,18 @@ const char* kLlama32Config = R"({
   "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16", "use_cache": true,
   "vocab_size": 128256})";
 
-std::string with(const char* base, const std::string& key, const nlohmann::json& value) {
-  nlohmann::json j = nlohmann::json::parse(base);
-  j[key] = value;
-  return j.dump();
+// Text edits instead of a JSON round trip: instantiating nlohmann's parser
+// here would double this file's compile time.
+// Overrides `key` by appending it: like Python's json, nlohmann keeps the last duplicate.
+std::string with(const std::string& base, const std::string& key, const std::string& value) {
+  return base.substr(0, base.rfind('}')) + ", \"" + key + "\": " + value + "}";
 }
 
-std::string without(const char* base, const std::string& key) {
-  nlohmann::json j = nlohmann::json::parse(base);
-  j.erase(key);
-  return j.dump();
+// Removes a key whose value is a scalar (no comma inside).
+std::string without(const std::string& base, const std::string& key) {
+  const size_t begin = base.find("\"" + key + "\":");
+  REQUIRE(begin != std::string::npos);
+  return base.substr(0, begin) + base.substr(base.find(',', begin) + 1);
 }
 
 // The ConfigError message for `text`, or "" if it parses.
@@ -101,7 +102,7 @@ TEST_CASE("qwen3 config.json keeps its explicit head_dim and gets q/k norms", "[
   CHECK(c.max_position_embeddings == 40960);
   // Qwen3Config's own default when the field is absent.
   CHECK(ModelConfig::from_json_text(without(kQwen3Config, "head_dim")).head_dim == 128);
-  CHECK(ModelConfig::from_json_text(with(kQwen3Config, "attention_bias", true)).o_proj_bias);
+  CHECK(ModelConfig::from_json_text(with(kQwen3Config, "attention_bias", "true")).o_proj_bias);
 }
 
 TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[model]") {
@@ -111,49 +112,47 @@ TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[mo
   CHECK(c.rope_scaling.original_max_position_embeddings == 8192);
   CHECK(c.eos_token_ids == std::vector<int64_t>({128001, 128008, 128009}));
   CHECK_FALSE(c.qkv_bias);
-  const ModelConfig biased = ModelConfig::from_json_text(with(kLlama32Config, "attention_bias", true));
+  const ModelConfig biased = ModelConfig::from_json_text(with(kLlama32Config, "attention_bias", "true"));
   CHECK(biased.qkv_bias);
   CHECK(biased.o_proj_bias);
   // num_key_value_heads defaults to the head count, as in LlamaConfig.
   CHECK(ModelConfig::from_json_text(without(kLlama32Config, "num_key_value_heads")).num_key_value_heads ==
         32);
   // transformers >= 4.57 nests rope_theta in rope_parameters.
-  nlohmann::json modern = nlohmann::json::parse(kLlama32Config);
-  modern.erase("rope_theta");
-  modern.erase("rope_scaling");
-  modern["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 250000.0}};
-  const ModelConfig m = ModelConfig::from_json(modern);
+  const std::string modern = with(with(without(kLlama32Config, "rope_theta"), "rope_scaling", "null"),
+                                  "rope_parameters", R"({"rope_type": "default", "rope_theta": 250000.0})");
+  const ModelConfig m = ModelConfig::from_json_text(modern);
   CHECK(m.rope_theta == 250000.0);
   CHECK(m.rope_scaling.rope_type == "default");
 }
 
 TEST_CASE("config errors name the field and the file", "[model]") {
-  std::string error = parse_error(with(kQwen25Config, "model_type", "gpt2"));
+  std::string error = parse_error(with(kQwen25Config, "model_type", R"("gpt2")"));
   CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("model_type") &&
                         Catch::Contains("gpt2") && Catch::Contains("llama, qwen2, qwen3"));
 
-  error = parse_error(with(kQwen25Config, "num_key_value_heads", 3));
+  error = parse_error(with(kQwen25Config, "num_key_value_heads", "3"));
   CHECK_THAT(error, Catch::Contains("num_key_value_heads") && Catch::Contains("14"));
 
-  error = parse_error(with(kQwen25Config, "num_attention_heads", 10));  // 896 % 10 != 0
+  error = parse_error(with(kQwen25Config, "num_attention_heads", "10"));  // 896 % 10 != 0
   CHECK_THAT(error, Catch::Contains("hidden_size") && Catch::Contains("head_dim"));
   // An explicit head_dim lifts that requirement.
-  CHECK(parse_error(with(with(kQwen25Config, "num_attention_heads", 10).c_str(), "head_dim", 64)).empty());
+  CHECK(parse_error(with(with(kQwen25Config, "num_attention_heads", "10"), "head_dim", "64")).empty());
 
   error = parse_error(without(kQwen25Config, "hidden_size"));
   CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("'hidden_size'") &&
                         Catch::Contains("missing"));
 
-  CHECK_THAT(parse_error(with(kQwen25Config, "hidden_size", "896")),
+  CHECK_THAT(parse_error(with(kQwen25Config, "hidden_size", R"("896")")),
              Catch::Contains("hidden_size") && Catch::Contains("integer"));
-  CHECK_THAT(parse_error(with(kQwen25Config, "num_hidden_layers", 0)),
+  CHECK_THAT(parse_error(with(kQwen25Config, "num_hidden_layers", "0")),
              Catch::Contains("num_hidden_layers") && Catch::Contains("positive"));
-  CHECK_THAT(parse_error(with(kQwen25Config, "rms_norm_eps", -1.0)), Catch::Contains("rms_norm_eps"));
-  CHECK_THAT(parse_error(with(kQwen25Config, "hidden_act", "gelu")), Catch::Contains("hidden_act"));
-  CHECK_THAT(parse_error(with(kQwen25Config, "use_sliding_window", true)),
+  CHECK_THAT(parse_error(with(kQwen25Config, "rms_norm_eps", "-1.0")), Catch::Contains("rms_norm_eps"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "hidden_act", R"("gelu")")), Catch::Contains("hidden_act"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "use_sliding_window", "true")),
              Catch::Contains("use_sliding_window"));
-  CHECK_THAT(parse_error(with(kQwen25Config, "torch_dtype", "int8")), Catch::Contains("torch_dtype"));
-  CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}})),
+  CHECK_THAT(parse_error(with(kQwen25Config, "torch_dtype", R"("int8")")), Catch::Contains("torch_dtype"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", R"({"rope_type": "yarn", "factor": 4.0})")),
              Catch::Contains("rope_scaling.rope_type") && Catch::Contains("yarn"));
   CHECK_THAT(parse_error("{not json"),
              Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON"));
@@ -192,17 +191,13 @@ TEST_CASE("from_file reads a config.json", "[model]") {
   std::remove(path.c_str());
 }
 
-TEST_CASE("presets have the documented shapes and sizes", "[model]") {
+TEST_CASE("presets have the documented shapes", "[model]") {
   const ModelConfig tiny = preset("llama", "tiny", 1000);
   CHECK(tiny.hidden_size == 128);
   CHECK(tiny.num_hidden_layers == 4);
   CHECK(tiny.num_attention_heads == 4);
   CHECK(tiny.num_key_value_heads == 2);
   CHECK(tiny.intermediate_size == 384);
-  using rlcore::model::num_parameters;
-  CHECK(num_parameters(tiny) == Approx(1.0e6).epsilon(0.15));
-  CHECK(num_parameters(preset("qwen2", "100m", 32000)) == Approx(1.0e8).epsilon(0.1));
-  CHECK(num_parameters(preset("qwen3", "1b", 32000)) == Approx(1.0e9).epsilon(0.1));
   CHECK(preset("qwen2", "tiny", 1000).qkv_bias);
   CHECK(preset("qwen3", "tiny", 1000).qk_norm);
   CHECK_THROWS_WITH(preset("gpt2", "tiny", 1000), Catch::Contains("gpt2") && Catch::Contains("qwen3"));

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/TensorOperators.h>
@@ -18,7 +19,6 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
-#include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
 #include "rlcore/model/transformer.h"
@@ -165,6 +165,16 @@ TEST_CASE("parameter names and shapes follow HF per arch", "[model]") {
       CHECK(named[i].second.sizes().vec() == specs[i].shape);
     }
   }
+}
+
+TEST_CASE("presets have the documented parameter counts", "[model]") {
+  CHECK(num_parameters(preset("llama", "tiny", 1000)) == Approx(1.0e6).epsilon(0.15));
+  CHECK(num_parameters(preset("qwen2", "100m", 32000)) == Approx(1.0e8).epsilon(0.1));
+  CHECK(num_parameters(preset("qwen3", "1b", 32000)) == Approx(1.0e9).epsilon(0.1));
+  // Embeddings count once when tied, twice when not.
+  ModelConfig untied = preset("llama", "tiny", 1000);
+  untied.tie_word_embeddings = false;
+  CHECK(num_parameters(untied) - num_parameters(preset("llama", "tiny", 1000)) == 1000 * 128);
 }
 
 TEST_CASE("init_random is seeded and HF-like", "[model]") {
@@ -473,37 +483,42 @@ TEST_CASE("logits match the plain-torch HF reference", "[model]") {
   const at::Tensor ids = random_ids(2, 9, 25);
   at::Tensor mask = at::ones({2, 9}, at::kLong);
   mask[0].slice(0, 0, 3).fill_(0);  // left padding
-  const auto to_rows = [](const at::Tensor& t) {
-    std::vector<std::vector<int64_t>> rows(t.size(0));
+  // JSON text by hand: nlohmann's serializer would double this file's compile time.
+  const auto json_list = [](const at::Tensor& t) {
+    std::ostringstream out;
+    out << '[';
     for (int64_t r = 0; r < t.size(0); ++r) {
-      for (int64_t i = 0; i < t.size(1); ++i) rows[r].push_back(t[r][i].item<int64_t>());
+      out << (r ? ", [" : "[");
+      for (int64_t i = 0; i < t.size(1); ++i) out << (i ? ", " : "") << t[r][i].item<int64_t>();
+      out << ']';
     }
-    return rows;
+    out << ']';
+    return out.str();
   };
 
   std::vector<std::pair<std::string, Transformer>> cases;
-  nlohmann::json manifest = {{"cases", nlohmann::json::array()}};
-  int index = 0;
+  std::ostringstream manifest;
+  manifest << R"({"cases": [)";
   for (const ModelConfig& c : all_variants()) {
-    const std::string name = c.model_type + std::to_string(index++);
+    const std::string name = c.model_type + std::to_string(cases.size());
     cases.emplace_back(name, make_model(c, 26));
-    nlohmann::json entries = nlohmann::json::array();
     std::ofstream weights(dir / (name + ".bin"), std::ios::binary);
+    std::ostringstream entries;
     int64_t offset = 0;
     for (const auto& [param_name, tensor] : cases.back().second.named_parameters()) {
       const at::Tensor data = tensor.contiguous();
       weights.write(static_cast<const char*>(data.data_ptr()), data.numel() * 4);
-      entries.push_back({{"name", param_name}, {"shape", data.sizes().vec()}, {"offset", offset}});
+      entries << (offset ? ", " : "") << R"({"name": ")" << param_name << R"(", "shape": [)";
+      for (int64_t d = 0; d < data.dim(); ++d) entries << (d ? ", " : "") << data.size(d);
+      entries << R"(], "offset": )" << offset << '}';
       offset += data.numel() * 4;
     }
-    manifest["cases"].push_back({{"config", c.to_json()},
-                                 {"weights_file", name + ".bin"},
-                                 {"weights", entries},
-                                 {"input_ids", to_rows(ids)},
-                                 {"attention_mask", to_rows(mask)},
-                                 {"output", name + ".logits"}});
+    manifest << (cases.size() > 1 ? ", " : "") << R"({"config": )" << c.to_json_text() << R"(, "weights_file": ")"
+             << name << R"(.bin", "weights": [)" << entries.str() << R"(], "input_ids": )" << json_list(ids)
+             << R"(, "attention_mask": )" << json_list(mask) << R"(, "output": ")" << name << R"(.logits"})";
   }
-  std::ofstream(dir / "manifest.json") << manifest.dump();
+  manifest << "]}";
+  std::ofstream(dir / "manifest.json") << manifest.str();
   const fs::path script = fs::path(RLCORE_SOURCE_DIR) / "tests/sdk/reference/hf_decoder_reference.py";
   const std::string command = python + " " + script.string() + " " + (dir / "manifest.json").string() +
                               " > " + (dir / "reference.log").string() + " 2>&1";

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,12 @@ namespace rlcore {
 
 // Every kind of component a plugin can provide.
 RLCORE_API const std::vector<std::string>& component_kinds();
+
+// What a component may need besides its options, supplied by whoever creates it.
+struct ComponentContext {
+  std::string device = "cpu";  // torch device string
+  std::string model_path;      // HF checkpoint directory, for components that serve a model
+};
 
 // Which plugin and file a component came from.
 struct PluginOrigin {
@@ -35,7 +42,7 @@ struct ComponentEntry {
   std::vector<std::string> data_sources;
   PluginOrigin origin;
   // Validates `options` and makes the component (type-erased; see Registry::create).
-  std::function<std::shared_ptr<void>(const ConfigNode& options)> factory;
+  std::function<std::shared_ptr<void>(const ConfigNode& options, const ComponentContext& context)> factory;
 };
 
 class RLCORE_API Registry {
@@ -52,8 +59,9 @@ class RLCORE_API Registry {
 
   // Creates the (Interface::kKind, name) component from its options subtree.
   template <class Interface>
-  std::shared_ptr<Interface> create(const std::string& name, const ConfigNode& options = ConfigNode()) const {
-    return std::static_pointer_cast<Interface>(get(Interface::kKind, name).factory(options));
+  std::shared_ptr<Interface> create(const std::string& name, const ConfigNode& options = ConfigNode(),
+                                    const ComponentContext& context = ComponentContext()) const {
+    return std::static_pointer_cast<Interface>(get(Interface::kKind, name).factory(options, context));
   }
 
  private:
@@ -66,7 +74,8 @@ class RLCORE_API PluginRegistrar {
  public:
   PluginRegistrar(Registry& registry, PluginOrigin origin);
 
-  // `make(const Options&)` returns std::unique_ptr<Interface> or std::shared_ptr<Interface>.
+  // `make(const Options&)` or `make(const Options&, const ComponentContext&)` returns
+  // std::unique_ptr<Interface> or std::shared_ptr<Interface>.
   template <class Interface, class Options, class Make>
   void add(std::string name, std::string doc, OptionsSchema<Options> schema, Make make,
            std::vector<std::string> data_sources = {}) {
@@ -76,8 +85,14 @@ class RLCORE_API PluginRegistrar {
     entry.doc = std::move(doc);
     entry.keys = schema.keys();
     entry.data_sources = std::move(data_sources);
-    entry.factory = [schema = std::move(schema), make = std::move(make)](const ConfigNode& options) {
-      std::shared_ptr<Interface> made = make(schema.parse(options));
+    entry.factory = [schema = std::move(schema), make = std::move(make)](const ConfigNode& options,
+                                                                          const ComponentContext& context) {
+      std::shared_ptr<Interface> made;
+      if constexpr (std::is_invocable_v<Make, const Options&, const ComponentContext&>) {
+        made = make(schema.parse(options), context);
+      } else {
+        made = make(schema.parse(options));
+      }
       return std::static_pointer_cast<void>(made);
     };
     add_entry(std::move(entry));
