@@ -2,6 +2,8 @@
 // canonical digit strings, so products of long operands never overflow.
 #include "arithmetic_grader.h"
 
+#include "answer_score.h"
+
 #include <algorithm>
 
 #include "gsm8k_grader.h"
@@ -31,11 +33,7 @@ GradeResult ArithmeticGrader::grade(std::string_view response, std::string_view 
   const std::optional<std::string> got = answer ? canonical_integer(*answer) : std::nullopt;
   // A ground truth that is not an integer matches nothing rather than throwing.
   const bool correct = got && expected && *got == *expected;
-  GradeResult result;
-  result.score = !answer ? 0.0 : correct ? options_.score : options_.format_score;
-  result.extras["acc"] = correct ? 1.0 : 0.0;
-  result.extras["format_ok"] = answer ? 1.0 : 0.0;
-  return result;
+  return score_answer(answer.has_value(), correct, options_.score, options_.format_score);
 }
 
 }  // namespace rlcore::reward

@@ -2,6 +2,8 @@
 // are simple enough, and a plain scan cannot blow up on a 1 MB response.
 #include "gsm8k_grader.h"
 
+#include "answer_score.h"
+
 #include <algorithm>
 
 #include "python_str.h"
@@ -88,12 +90,7 @@ GradeResult Gsm8kGrader::grade(std::string_view response, std::string_view groun
                                const nlohmann::json& /*extra*/) const {
   const auto answer = extract_gsm8k_answer(response, options_.method);
   const bool correct = answer && *answer == ground_truth;
-  GradeResult result;
-  // A response with no answer scores 0, not format_score.
-  result.score = !answer ? 0.0 : correct ? options_.score : options_.format_score;
-  result.extras["acc"] = correct ? 1.0 : 0.0;
-  result.extras["format_ok"] = answer ? 1.0 : 0.0;
-  return result;
+  return score_answer(answer.has_value(), correct, options_.score, options_.format_score);
 }
 
 }  // namespace rlcore::reward

@@ -1,6 +1,7 @@
 // The `math` grader (see math_grader.h); the normalisation lives in math_normalize.cc.
 #include "math_grader.h"
 
+#include "answer_score.h"
 #include "math_normalize.h"
 
 namespace rlcore::reward {
@@ -16,11 +17,7 @@ GradeResult MathGrader::grade(std::string_view response, std::string_view ground
     answer = remove_boxed(*boxed);
   }
   const bool correct = answer && is_equiv(*answer, ground_truth);
-  GradeResult result;
-  result.score = !answer ? 0.0 : correct ? options_.score : options_.format_score;
-  result.extras["acc"] = correct ? 1.0 : 0.0;
-  result.extras["format_ok"] = answer ? 1.0 : 0.0;
-  return result;
+  return score_answer(answer.has_value(), correct, options_.score, options_.format_score);
 }
 
 }  // namespace rlcore::reward
