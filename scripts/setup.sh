@@ -9,7 +9,7 @@ PACKAGES=(
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libyaml-cpp-dev libspdlog-dev libfmt-dev catch2
   libzmq3-dev cppzmq-dev nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev
-  python3 curl
+  python3 python3-torch curl
 )
 
 missing=()

@@ -9,9 +9,7 @@
 #include <sstream>
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/ones.h>
@@ -61,8 +59,8 @@ NamedTensors random_weights(const Transformer& model, uint64_t seed) {
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   NamedTensors out;
   for (const auto& [name, param] : model.named_parameters()) {
-    at::Tensor value = at::randn(param.sizes(), gen) * 0.1;
-    if (name.find("norm.weight") != std::string::npos) value = value + 1.0;
+    at::Tensor value = at::randn(param.sizes(), gen).mul(0.1);
+    if (name.find("norm.weight") != std::string::npos) value = value.add(1.0);
     out.emplace_back(name, value);
   }
   return out;
@@ -82,7 +80,7 @@ at::Tensor random_ids(int64_t batch, int64_t len, uint64_t seed) {
 
 double max_diff(const at::Tensor& a, const at::Tensor& b) {
   REQUIRE(a.sizes() == b.sizes());
-  return (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
+  return a.to(at::kFloat).sub(b.to(at::kFloat)).abs().max().item<double>();
 }
 
 std::map<std::string, std::vector<int64_t>> spec_map(const ModelConfig& c,
@@ -312,6 +310,34 @@ TEST_CASE("a left-padded batch equals each sequence run alone", "[model]") {
   }
 }
 
+TEST_CASE("right-padded prompts also decode correctly", "[model]") {
+  // Padding slots are masked and positions count real tokens, so padding in
+  // the middle of a row's slots is harmless; only the prefill's last logits
+  // must be read at each row's own last token.
+  const int64_t lengths[] = {2, 5, 4};
+  const Transformer model = make_model(tiny("qwen2"), 27);
+  const at::Tensor rows = random_ids(3, 8, 28);
+  at::Tensor ids = at::zeros({3, 5}, at::kLong);
+  at::Tensor mask = at::zeros({3, 5}, at::kLong);
+  for (int64_t r = 0; r < 3; ++r) {
+    ids[r].slice(0, 0, lengths[r]).copy_(rows[r].slice(0, 0, lengths[r]));
+    mask[r].slice(0, 0, lengths[r]).fill_(1);
+  }
+  KvCache cache = model.make_cache(3, 8);
+  at::Tensor prefill = model.forward(ids, cache, mask);
+  for (int64_t step = 0; step < 3; ++step) {
+    at::Tensor next = at::empty({3, 1}, at::kLong);
+    for (int64_t r = 0; r < 3; ++r) {
+      const int64_t len = lengths[r] + step;
+      const at::Tensor got = step == 0 ? prefill[r][lengths[r] - 1] : prefill[r][0];
+      const at::Tensor alone = model.forward(rows[r].slice(0, 0, len).unsqueeze(0));
+      CHECK(max_diff(got, alone[0][len - 1]) < 1e-5);
+      next[r][0] = rows[r][len];
+    }
+    prefill = model.forward(next, cache);
+  }
+}
+
 TEST_CASE("removing finished rows keeps the remaining rows' outputs", "[model]") {
   const Transformer model = make_model(tiny("qwen3"), 9);
   const at::Tensor ids = random_ids(3, 6, 10);
@@ -401,7 +427,7 @@ TEST_CASE("bf16 forward is close to fp32", "[model]") {
     const at::Tensor got = bf16.forward(ids);
     CHECK(got.scalar_type() == at::kBFloat16);
     const double relative =
-        (got.to(at::kFloat) - expected).norm().item<double>() / expected.norm().item<double>();
+        got.to(at::kFloat).sub(expected).norm().item<double>() / expected.norm().item<double>();
     CHECK(relative < 0.03);
     KvCache cache = bf16.make_cache(2, 8);
     CHECK(cache.keys[0].scalar_type() == at::kBFloat16);
@@ -428,7 +454,7 @@ TEST_CASE("critic head returns one value per token from the shared trunk", "[mod
   const at::Tensor values = critic.forward(ids, mask);
   REQUIRE(values.sizes() == at::IntArrayRef{2, 6});
   const at::Tensor logits = lm.forward(ids, mask);
-  CHECK(max_diff(values, logits.select(2, 5) + 0.25) < 1e-5);
+  CHECK(max_diff(values, logits.select(2, 5).add(0.25)) < 1e-5);
 }
 
 TEST_CASE("gradients reach every parameter", "[model]") {

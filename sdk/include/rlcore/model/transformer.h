@@ -75,9 +75,12 @@ class RLCORE_API Transformer {
 
   // Incremental forward: appends input_ids [B, T] to `cache` and returns the
   // outputs for the last `keep_last` new positions (0 = all T). For batched
-  // generation pass left-padded prompts with their attention_mask first, then
-  // one token per row per step (mask omitted = all real). Positions default to
-  // the row's token count so far, so they continue across calls.
+  // generation pass left-padded prompts with their attention_mask first (HF
+  // style: then keep_last = 1 gives every row's next-token logits), then one
+  // token per row per step (mask omitted = all real). Positions default to the
+  // row's real-token count so far, so they continue across calls. Right-padded
+  // prompts work too (padding slots stay masked), but the caller must then read
+  // each row's prefill logits at its own last token.
   at::Tensor forward(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& attention_mask = {},
                      const at::Tensor& position_ids = {}, int64_t keep_last = 0) const;
 
