@@ -9,3 +9,5 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(spdlog REQUIRED)
+# The control plane between controller and workers (libzmq3-dev + cppzmq-dev).
+pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)

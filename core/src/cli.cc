@@ -22,7 +22,9 @@ commands:
   plugins   list loaded plugins and components, and every refused file with the reason
   config    print the resolved config (--config FILE [overrides]) or every key (--schema)
   grade     score a JSONL file of responses offline with a grader
+  serve     OpenAI/vLLM-compatible HTTP server over an inference engine (--model DIR)
   version   print the version and build fingerprint
+  worker    run a worker process (started by a launcher), or --check the worker runtime
 
 common options:
   --plugins PATH     plugin directory or file (repeatable; also RLCORE_PLUGIN_PATH)
@@ -81,7 +83,10 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     if (command == "plugins") return run_command_plugins(rest, io);
     if (command == "config") return run_command_config(rest, io);
     if (command == "grade") return run_command_grade(rest, io);
+    if (command == "model") return run_command_model(rest, io);
+    if (command == "serve") return run_command_serve(rest, io);
     if (command == "version") return run_command_version(rest, io);
+    if (command == "worker") return run_command_worker(rest, io);
     err << "rlcore: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const Error& e) {

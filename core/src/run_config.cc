@@ -22,7 +22,9 @@ const OptionsSchema<RunConfig>& run_config_schema() {
              "Grader for every sample, or 'auto' to pick one by each sample's data_source (verl's default_compute_score).")
         .subtree("graders", &RewardConfig::graders, "Options per grader: reward.graders.<name>.<key> (see below).");
     OptionsSchema<RunConfig> root;
-    root.section("trainer", &RunConfig::trainer, trainer).section("reward", &RunConfig::reward, reward);
+    root.section("trainer", &RunConfig::trainer, trainer)
+        .section("reward", &RunConfig::reward, reward)
+        .section("runtime", &RunConfig::runtime, runtime_config_schema());
     return root;
   }();
   return schema;
@@ -35,6 +37,8 @@ std::string RunConfig::run_dir() const {
 
 std::string component_options_path(const std::string& kind, const std::string& name) {
   if (kind == "reward") return "reward.graders." + name;
+  if (kind == "advantage_estimator") return "algorithm";
+  if (kind == "policy_loss") return "actor_rollout_ref.actor.policy_loss";
   return "plugins." + kind + "." + name;
 }
 

@@ -32,9 +32,9 @@ RLCORE_API at::Tensor masked_whiten(const at::Tensor& values, const at::Tensor& 
 // Per-row statistics of each row's group: rows with equal `index` (int64 [B],
 // verl's `uid`) are the responses to one prompt. Every field is [B].
 struct GroupStats {
-  at::Tensor count;  // rows in the row's group
-  at::Tensor mean;   // group mean of `scores`
-  at::Tensor std;    // unbiased (torch.std) group std; 0 for a single-row group
+  at::Tensor count;   // rows in the row's group
+  at::Tensor mean;    // group mean of `scores`
+  at::Tensor stddev;  // unbiased (torch.std) group std; 0 for a single-row group
 };
 RLCORE_API GroupStats group_stats(const at::Tensor& scores, const at::Tensor& index);
 

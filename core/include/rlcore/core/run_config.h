@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rlcore/config_node.h"
+#include "rlcore/core/runtime/runtime_config.h"
 #include "rlcore/export.h"
 #include "rlcore/options.h"
 #include "rlcore/registry.h"
@@ -30,6 +31,7 @@ struct RewardConfig {
 struct RunConfig {
   TrainerConfig trainer;
   RewardConfig reward;
+  RuntimeConfig runtime;  // workers: launcher, control plane, resource pools
 
   std::string run_dir() const;
 };

@@ -1,0 +1,44 @@
+// The routes of `rlcore serve` without HTTP: request body in, status and JSON
+// body out. Generation is serialised onto the engine (engines are not
+// thread-safe); everything else runs concurrently.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "rlcore/core/serve/requests.h"
+#include "rlcore/core/serve/served_model.h"
+#include "rlcore/export.h"
+#include "rlcore/inference_engine.h"
+
+namespace rlcore::serve {
+
+struct ApiResponse {
+  int status = 200;
+  std::string body;  // JSON text ("" for /health)
+};
+
+class RLCORE_API OpenAiApi {
+ public:
+  OpenAiApi(std::shared_ptr<InferenceEngine> engine, ServedModel model, RequestLimits limits = {});
+
+  ApiResponse completions(const std::string& body);
+  ApiResponse tokenize(const std::string& body);
+  ApiResponse detokenize(const std::string& body);
+  ApiResponse models() const;
+  ApiResponse version() const;
+
+  const ServedModel& model() const { return model_; }
+
+ private:
+  std::shared_ptr<InferenceEngine> engine_;
+  ServedModel model_;
+  RequestLimits limits_;
+  std::mutex engine_mutex_;
+};
+
+// The body of an error answer: vLLM's error object as JSON text.
+RLCORE_API std::string error_text(int status, const std::string& type, const std::string& message);
+
+}  // namespace rlcore::serve

@@ -1,0 +1,64 @@
+// Private to the core: what a Cluster and its WorkerGroups share: the calls in
+// flight, the workers' hellos and ready reports, and the first failure.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "rlcore/core/runtime/control_server.h"
+#include "rlcore/core/runtime/dispatch.h"
+#include "rlcore/core/runtime/errors.h"
+#include "rlcore/core/runtime/worker_group.h"
+
+namespace rlcore::runtime_detail {
+
+using Clock = std::chrono::steady_clock;
+
+struct PendingCall {
+  uint64_t id = 0;
+  std::string pool;
+  std::string method;
+  DispatchMode mode = DispatchMode::kOneToAll;
+  DispatchPlan plan;  // inputs dropped once sent
+  std::vector<WorkerAddress> workers;  // the group's, by pool rank
+  std::set<int64_t> waiting;           // pool ranks yet to reply
+  std::map<int64_t, RankReply> replies;
+  std::promise<CallOutput> promise;
+  std::optional<Clock::time_point> deadline;
+};
+
+struct ClusterState {
+  std::mutex mutex;
+  std::condition_variable changed;
+  ControlServer* server = nullptr;
+  std::chrono::milliseconds call_timeout{0};
+  std::map<uint64_t, std::shared_ptr<PendingCall>> calls;
+  uint64_t next_id = 1;
+  bool closing = false;
+  std::optional<std::string> failure;
+  WorkerAddress failed_worker;
+  std::map<int64_t, PeerInfo> peers;         // by global rank: every hello admitted
+  std::map<int64_t, nlohmann::json> ready;   // by global rank
+  std::map<int64_t, int64_t> first_rank_of;  // global rank -> first global rank of its pool
+
+  // Records the run's first failure and fails every call in flight with it.
+  void fail(const WorkerAddress& worker, const std::string& message);
+  void on_reply(const PeerInfo& peer, Envelope reply);
+  // Fails calls whose deadline has passed.
+  void expire_calls();
+  // Takes every call in flight (for shutdown).
+  std::vector<std::shared_ptr<PendingCall>> take_calls();
+};
+
+// Assembles a call's output from its replies per its dispatch mode.
+CallOutput assemble(PendingCall& call);
+
+}  // namespace rlcore::runtime_detail

@@ -1,0 +1,20 @@
+// Out-of-line members of the runtime errors, so their type info lives in librlcore_core.
+#include "rlcore/core/runtime/errors.h"
+
+namespace rlcore {
+
+std::string WorkerAddress::describe() const {
+  return "rank " + std::to_string(rank) + " (host " + (host.empty() ? "?" : host) + ", pid " + std::to_string(pid) + ")";
+}
+
+WorkerLostError::WorkerLostError(WorkerAddress worker, const std::string& message)
+    : Error(message), worker_(std::move(worker)) {}
+WorkerLostError::~WorkerLostError() = default;
+
+RemoteCallError::RemoteCallError(WorkerAddress worker, std::string method, const std::string& message)
+    : Error(message), worker_(std::move(worker)), method_(std::move(method)) {}
+RemoteCallError::~RemoteCallError() = default;
+
+TimeoutError::~TimeoutError() = default;
+
+}  // namespace rlcore

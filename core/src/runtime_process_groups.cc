@@ -1,0 +1,125 @@
+// c10d rendezvous and Gloo process groups (world + mesh sub-groups).
+// Compiled with USE_C10D_GLOO (see core/CMakeLists.txt).
+#include "rlcore/core/runtime/process_groups.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "rlcore/error.h"
+
+namespace rlcore {
+
+struct RendezvousStore::Impl {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+};
+
+RendezvousStore::RendezvousStore(const std::string& host, int port, std::chrono::milliseconds timeout)
+    : impl_(std::make_unique<Impl>()) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<uint16_t>(port);
+  options.isServer = true;
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  try {
+    impl_->store = c10::make_intrusive<c10d::TCPStore>(host, options);
+  } catch (const std::exception& e) {
+    throw IoError("cannot start the rendezvous store on " + host + ":" + std::to_string(port) + ": " + e.what());
+  }
+}
+
+RendezvousStore::~RendezvousStore() = default;
+
+int RendezvousStore::port() const { return impl_->store->getPort(); }
+
+std::string local_address_towards(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &found) != 0 || !found) {
+    throw IoError("cannot resolve host '" + host + "'");
+  }
+  std::string address;
+  const int fd = ::socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  // Connecting a UDP socket only picks a route; the kernel fills in the source address.
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_storage local{};
+    socklen_t length = sizeof(local);
+    char text[NI_MAXHOST];
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+        getnameinfo(reinterpret_cast<sockaddr*>(&local), length, text, sizeof(text), nullptr, 0, NI_NUMERICHOST) ==
+            0) {
+      address = text;
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  freeaddrinfo(found);
+  if (address.empty()) throw IoError("no local address routes to '" + host + "'");
+  return address;
+}
+
+namespace {
+
+c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                   const std::string& prefix, int64_t rank, int64_t size,
+                                                   const std::string& address, std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(address));
+  auto scoped = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(scoped, static_cast<int>(rank), static_cast<int>(size), options);
+}
+
+}  // namespace
+
+std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& options) {
+  const MeshShape mesh = mesh_or_default(options.mesh, options.world_size);
+  validate_mesh(mesh, options.world_size);
+  const std::string where = "rank " + std::to_string(options.rank) + " of '" + options.prefix + "'";
+  try {
+    const std::string address =
+        options.local_address.empty() ? local_address_towards(options.store_host) : options.local_address;
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<uint16_t>(options.store_port);
+    store_options.isServer = false;
+    store_options.timeout = options.timeout;
+    c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(options.store_host, store_options);
+
+    std::vector<CommGroup> groups;
+    std::vector<int64_t> all(static_cast<std::size_t>(options.world_size));
+    for (int64_t i = 0; i < options.world_size; ++i) all[i] = i;
+    groups.emplace_back("world",
+                        gloo_group(store, options.prefix + "/world", options.rank, options.world_size, address,
+                                   options.timeout),
+                        all, options.rank);
+    std::vector<std::pair<std::string, int64_t>> dims;
+    for (const auto& dim : mesh) {
+      dims.emplace_back(dim.name, dim.size);
+      const std::vector<int64_t> members = mesh_group_ranks(mesh, dim.name, options.rank);
+      const int64_t group_rank = std::find(members.begin(), members.end(), options.rank) - members.begin();
+      // Each sub-group rendezvouses under its own prefix, named by its first member.
+      const std::string prefix = options.prefix + "/" + dim.name + "/" + std::to_string(members.front());
+      groups.emplace_back(dim.name,
+                          gloo_group(store, prefix, group_rank, static_cast<int64_t>(members.size()), address,
+                                     options.timeout),
+                          members, group_rank);
+    }
+    return std::make_unique<CommContext>(options.rank, options.world_size, options.local_rank, std::move(dims),
+                                         std::move(groups));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw IoError(where + ": cannot create process groups through the store at " + options.store_host + ":" +
+                  std::to_string(options.store_port) + ": " + e.what());
+  }
+}
+
+}  // namespace rlcore

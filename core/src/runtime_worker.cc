@@ -1,0 +1,218 @@
+// The worker's life: hello, setup (threads, process groups, roles), the call
+// loop on the main thread while the I/O thread keeps heartbeats going, bye.
+#include "rlcore/core/runtime/worker.h"
+
+#include <cxxabi.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <typeinfo>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
+
+#include "rlcore/core/runtime/control_client.h"
+#include "rlcore/core/runtime/errors.h"
+#include "rlcore/core/runtime/local_launcher.h"
+#include "rlcore/core/runtime/mesh.h"
+#include "rlcore/core/runtime/process_groups.h"
+#include "rlcore/core/runtime/secret.h"
+#include "rlcore/error.h"
+
+namespace rlcore {
+
+namespace {
+
+std::string this_host() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string exception_type(const std::exception& e) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : typeid(e).name();
+  std::free(demangled);
+  return name;
+}
+
+// The roles, groups and methods one worker hosts, destroyed roles first.
+struct Hosted {
+  std::unique_ptr<CommContext> comm;
+  MethodTable table;
+  std::vector<std::shared_ptr<void>> roles;
+
+  ~Hosted() {
+    roles.clear();
+    comm.reset();
+  }
+};
+
+void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& options, const RoleRegistry& registry) {
+  const int64_t rank = setup.at("pool_rank").get<int64_t>();
+  const int64_t size = setup.at("pool_size").get<int64_t>();
+  const std::string pool = setup.at("pool").get<std::string>();
+  const MeshShape mesh = mesh_from_json(setup.at("mesh"));
+  // 0 (external launchers): this host's cores shared among the workers on it.
+  const int64_t threads = threads_for_worker(setup.value("threads", int64_t{0}), options.launch.local_world_size);
+  at::set_num_threads(static_cast<int>(threads));
+  if (setup.contains("store") && !setup["store"].is_null()) {
+    const auto& store = setup["store"];
+    ProcessGroupOptions groups;
+    groups.store_host = store.at("host").get<std::string>();
+    groups.store_port = store.at("port").get<int>();
+    groups.prefix = store.at("prefix").get<std::string>();
+    groups.timeout = std::chrono::milliseconds(store.at("timeout_ms").get<int64_t>());
+    groups.rank = rank;
+    groups.world_size = size;
+    groups.local_rank = options.launch.local_rank;
+    groups.mesh = mesh;
+    hosted.comm = make_comm_context(groups);
+  }
+  hosted.table.set_mesh_rank("default", default_mesh_rank(mesh_or_default(mesh, size), rank));
+  for (const auto& role : setup.at("roles")) {
+    RoleContext context;
+    context.role = role.at("name").get<std::string>();
+    context.type = role.at("type").get<std::string>();
+    context.options = role.value("options", nlohmann::json::object());
+    context.rank = rank;
+    context.world_size = size;
+    context.local_rank = options.launch.local_rank;
+    context.host = options.host.empty() ? this_host() : options.host;
+    context.pool = pool;
+    context.comm = hosted.comm.get();
+    RoleMethods methods(hosted.table, context.role);
+    hosted.roles.push_back(registry.get(context.type)(context, methods));
+  }
+}
+
+Envelope ready_message(const MethodTable& table) {
+  Envelope ready{control_header("ready"), Batch()};
+  ready.header["ok"] = true;
+  ready.header["methods"] = nlohmann::json::array();
+  for (const auto& [name, spec] : table.methods()) {
+    ready.header["methods"].push_back({{"name", name}, {"mode", to_string(spec.mode)}, {"mesh", spec.mesh}});
+  }
+  ready.header["meshes"] = nlohmann::json::object();
+  for (const auto& [name, place] : table.meshes()) {
+    ready.header["meshes"][name] = {{"dp_rank", place.dp_rank}, {"dp_size", place.dp_size}, {"collect", place.collect}};
+  }
+  return ready;
+}
+
+Envelope run_call(const MethodTable& table, const Envelope& call) {
+  Envelope reply{control_header("reply"), Batch()};
+  reply.header["id"] = call.header["id"];
+  const std::string method = call.header["method"].get<std::string>();
+  const MethodSpec* spec = table.find(method);
+  if (!spec) {
+    std::string known;
+    for (const auto& [name, s] : table.methods()) known += (known.empty() ? "" : ", ") + name;
+    reply.header["ok"] = false;
+    reply.header["error"] = "no method '" + method + "' on this worker; methods: " + known;
+    return reply;
+  }
+  try {
+    MethodResult result = spec->method(call.batch, call.header["args"]);
+    reply.header["ok"] = true;
+    reply.header["value"] = std::move(result.value);
+    // Results of non-collect ranks are dropped by the controller; do not send them.
+    const bool keep = spec->mode != DispatchMode::kMeshCompute || table.meshes().at(spec->mesh).collect;
+    if (keep) reply.batch = std::move(result.batch);
+  } catch (const std::exception& e) {
+    reply.header["ok"] = false;
+    reply.header["error"] = exception_type(e) + ": " + e.what();
+  }
+  return reply;
+}
+
+void watch_parent(int64_t parent_pid) {
+  if (parent_pid <= 0) return;
+  // Set after exec (posix_spawn cannot), hence the re-check: the parent may
+  // have died in between, and then we were re-parented already.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (static_cast<int64_t>(::getppid()) != parent_pid) {
+    spdlog::error("worker: the controller (pid {}) is gone; exiting", parent_pid);
+    std::_Exit(kWorkerExitControllerLost);
+  }
+}
+
+}  // namespace
+
+WorkerOptions worker_options_from_env(const EnvLookup& env) {
+  WorkerOptions options;
+  options.launch = parse_launch_env(env);
+  options.controller = options.launch.controller;
+  options.secret = env(kSecretEnv).value_or("");
+  if (const auto parent = env("RLCORE_PARENT_PID")) {
+    try {
+      options.parent_pid = std::stoll(*parent);
+    } catch (const std::exception&) {
+      throw ConfigError("environment variable RLCORE_PARENT_PID='" + *parent + "' is not a pid");
+    }
+  }
+  return options;
+}
+
+int run_worker(const WorkerOptions& options, const RoleRegistry& registry) {
+  if (options.controller.empty()) {
+    throw ConfigError("no controller address: pass --controller, or set RLCORE_CONTROLLER or MASTER_ADDR/MASTER_PORT");
+  }
+  watch_parent(options.parent_pid);
+  ControlClientOptions client_options;
+  client_options.endpoint = options.controller;
+  client_options.secret = options.secret;
+  client_options.connect_timeout = options.connect_timeout;
+  client_options.self = PeerInfo{options.launch.rank, options.launch.world_size, options.launch.local_rank,
+                                 options.host.empty() ? this_host() : options.host, static_cast<int64_t>(::getpid())};
+  const std::string me = "worker rank " + std::to_string(options.launch.rank);
+  ControlClient client(client_options, [me](const std::string& reason) {
+    // The executor may be stuck in a method or a collective: leave without it.
+    const bool stuck = reason.find("shutdown grace") != std::string::npos;
+    spdlog::error("{}: {}; exiting", me, reason);
+    spdlog::default_logger()->flush();
+    std::_Exit(stuck ? kWorkerExitShutdownStuck : kWorkerExitControllerLost);
+  });
+
+  Welcome welcome;
+  try {
+    welcome = client.connect();
+  } catch (const ConfigError& e) {
+    spdlog::error("{}: {}", me, e.what());
+    return kWorkerExitRefused;
+  } catch (const TimeoutError& e) {
+    spdlog::error("{}: {}", me, e.what());
+    return kWorkerExitControllerLost;
+  }
+
+  Hosted hosted;
+  try {
+    build(hosted, welcome.setup, options, registry);
+  } catch (const std::exception& e) {
+    spdlog::error("{}: setup failed: {}", me, e.what());
+    Envelope failed{control_header("ready"), Batch()};
+    failed.header["ok"] = false;
+    failed.header["error"] = e.what();
+    client.send(failed);
+    client.close(std::chrono::milliseconds(2000));
+    return kWorkerExitSetupFailed;
+  }
+  client.send(ready_message(hosted.table));
+  spdlog::debug("{}: ready with {} methods", me, hosted.table.methods().size());
+
+  for (;;) {
+    std::optional<Envelope> message = client.receive(std::chrono::milliseconds(200));
+    if (!message) continue;  // liveness is the I/O thread's job
+    if (message->type() == "shutdown") break;
+    client.send(run_call(hosted.table, *message));
+  }
+  client.send(Envelope{control_header("bye"), Batch()});
+  client.close(std::chrono::milliseconds(2000));
+  return kWorkerExitOk;
+}
+
+}  // namespace rlcore

@@ -1,0 +1,85 @@
+// OpenAiApi: parse, prepare, generate, build, and map every failure to an
+// error object: 400 for the request's fault, 500 for the engine's.
+#include "rlcore/core/serve/api.h"
+
+#include <ctime>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "rlcore/core/serve/api_error.h"
+#include "rlcore/core/serve/responses.h"
+#include "rlcore/error.h"
+
+namespace rlcore::serve {
+namespace {
+
+ApiResponse ok(const nlohmann::json& body) { return {200, body.dump()}; }
+
+// Runs `handle`, turning exceptions into error answers so no request can take
+// the server down.
+template <class Handle>
+ApiResponse answer(const char* route, Handle&& handle) {
+  try {
+    return handle();
+  } catch (const ApiError& e) {
+    return {e.status(), error_body(e).dump()};
+  } catch (const ValueError& e) {
+    // As vLLM: a ValueError from below (tokenizer, engine limits) is the request's fault.
+    return {400, error_text(400, "BadRequestError", e.what())};
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", route, e.what());
+    return {500, error_text(500, "InternalServerError", e.what())};
+  }
+}
+
+}  // namespace
+
+std::string error_text(int status, const std::string& type, const std::string& message) {
+  return error_body(status, type, message).dump();
+}
+
+OpenAiApi::OpenAiApi(std::shared_ptr<InferenceEngine> engine, ServedModel model, RequestLimits limits)
+    : engine_(std::move(engine)), model_(std::move(model)), limits_(limits) {
+  if (!engine_) throw ValueError("rlcore serve: no inference engine");
+}
+
+ApiResponse OpenAiApi::completions(const std::string& body) {
+  return answer("/v1/completions", [&] {
+    const CompletionRequest request = parse_completion_request(parse_json_object(body), limits_);
+    check_model_name(request.model, model_);
+    const PreparedCompletion prepared = prepare_completion(request, model_);
+    const std::string id = make_completion_id();
+    const auto created = static_cast<int64_t>(std::time(nullptr));
+    GenerationOutput output;
+    {
+      std::lock_guard<std::mutex> lock(engine_mutex_);
+      output = engine_->generate(prepared.prompt_token_ids, prepared.sampling);
+    }
+    return ok(build_completion_response(request, prepared, output, model_, id, created));
+  });
+}
+
+ApiResponse OpenAiApi::tokenize(const std::string& body) {
+  return answer("/tokenize", [&] {
+    const TokenizeRequest request = parse_tokenize_request(parse_json_object(body));
+    check_model_name(request.model, model_);
+    const auto tokens = serve::tokenize(request.prompt, request.add_special_tokens, model_);
+    return ok(build_tokenize_response(tokens, request.return_token_strs, model_));
+  });
+}
+
+ApiResponse OpenAiApi::detokenize(const std::string& body) {
+  return answer("/detokenize", [&] {
+    const DetokenizeRequest request = parse_detokenize_request(parse_json_object(body));
+    check_model_name(request.model, model_);
+    return ok(build_detokenize_response(request, model_));
+  });
+}
+
+ApiResponse OpenAiApi::models() const { return ok(build_models_response(model_)); }
+
+ApiResponse OpenAiApi::version() const { return ok(build_version_response()); }
+
+}  // namespace rlcore::serve

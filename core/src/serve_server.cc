@@ -1,0 +1,151 @@
+// The HTTP wiring of `rlcore serve` on cpp-httplib's thread pool: each route
+// forwards the body to OpenAiApi; auth and limits are checked before routing.
+#include "rlcore/core/serve/server.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <httplib.h>
+#include <sys/socket.h>
+#include <spdlog/spdlog.h>
+
+#include "rlcore/error.h"
+
+namespace rlcore::serve {
+namespace {
+
+constexpr const char* kJson = "application/json";
+
+// Compares every byte so the time taken does not reveal how much of the key
+// matched. `expected` is never empty (it starts with "Bearer ").
+bool same_secret(const std::string& given, const std::string& expected) {
+  unsigned char difference = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    difference |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
+  }
+  return difference == 0;
+}
+
+const char* error_type(int status) {
+  switch (status) {
+    case 401: return "AuthenticationError";
+    case 404: return "NotFoundError";
+    case 405: return "MethodNotAllowedError";
+    case 413: return "RequestTooLargeError";
+    default: return status >= 500 ? "InternalServerError" : "BadRequestError";
+  }
+}
+
+// httplib's default also sets SO_REUSEPORT, which lets a second server bind a
+// port already in use and share its traffic; keep only SO_REUSEADDR (quick restarts).
+void reuse_address_only(socket_t sock) {
+  int yes = 1;
+  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
+void reply(httplib::Response& res, const ApiResponse& answer) {
+  res.status = answer.status;
+  res.set_content(answer.body, kJson);
+}
+
+}  // namespace
+
+struct Server::Impl {
+  std::shared_ptr<OpenAiApi> api;
+  ServerOptions options;
+  httplib::Server http;
+  std::atomic<bool> stop_requested{false};
+  std::atomic<bool> serving{false};
+
+  void add_routes();
+};
+
+void Server::Impl::add_routes() {
+  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    reply(res, api->completions(req.body));
+  });
+  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { reply(res, api->models()); });
+  http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  http.Get("/version", [this](const httplib::Request&, httplib::Response& res) { reply(res, api->version()); });
+  http.Post("/tokenize",
+            [this](const httplib::Request& req, httplib::Response& res) { reply(res, api->tokenize(req.body)); });
+  http.Post("/detokenize",
+            [this](const httplib::Request& req, httplib::Response& res) { reply(res, api->detokenize(req.body)); });
+
+  // Runs before the body is read, so an unauthenticated client cannot make the server read megabytes.
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options.api_key.empty() ||
+        same_secret(req.get_header_value("Authorization"), "Bearer " + options.api_key)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.status = 401;
+    res.set_content(error_text(401, error_type(401), "Unauthorized"), kJson);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  // httplib answers unknown routes (404) and oversized bodies (413) with an
+  // empty body; give those the error object too. Bodies set by routes stay.
+  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                      httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string message = "HTTP error " + std::to_string(res.status);
+    if (res.status == 404) message = "Not Found: " + req.method + " " + req.path;
+    if (res.status == 413) {
+      message = "Request body too large: the limit is " + std::to_string(options.max_body_bytes) + " bytes.";
+    }
+    res.set_content(error_text(res.status, error_type(res.status), message), kJson);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+
+  http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
+    std::string message = "unknown error";
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      message = e.what();
+    } catch (...) {
+    }
+    spdlog::error("{} {}: {}", req.method, req.path, message);
+    res.status = 500;
+    res.set_content(error_text(500, error_type(500), message), kJson);
+  });
+
+  http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    spdlog::info("{} {} {} {}", req.remote_addr, req.method, req.path, res.status);
+  });
+}
+
+Server::Server(std::shared_ptr<OpenAiApi> api, ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  if (!api) throw ValueError("rlcore serve: Server needs an OpenAiApi");
+  impl_->api = std::move(api);
+  impl_->options = std::move(options);
+  impl_->http.set_payload_max_length(impl_->options.max_body_bytes);
+  impl_->http.set_socket_options(reuse_address_only);
+  impl_->add_routes();
+}
+
+Server::~Server() { stop(); }
+
+int Server::bind(const std::string& host, int port) {
+  const int bound = port == 0 ? impl_->http.bind_to_any_port(host) : (impl_->http.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) throw IoError("rlcore serve: cannot listen on " + host + ":" + std::to_string(port));
+  return bound;
+}
+
+bool Server::serve() {
+  impl_->serving = true;
+  const bool ok = impl_->stop_requested || impl_->http.listen_after_bind();
+  impl_->serving = false;
+  return ok || impl_->stop_requested;
+}
+
+void Server::stop() {
+  impl_->stop_requested = true;
+  // httplib's stop() does nothing until the accept loop runs; wait for it when
+  // serve() has been entered, so a stop racing with start-up is not lost.
+  while (impl_->serving && !impl_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  impl_->http.stop();
+}
+
+}  // namespace rlcore::serve

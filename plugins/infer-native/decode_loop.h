@@ -1,0 +1,31 @@
+// One batch of infer-native generation: left-padded prefill of the distinct
+// prompts, cache rows copied per sample, then batched decode steps from which
+// finished sequences leave (KvCache::keep_rows).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "rlcore/inference_engine.h"
+#include "rlcore/model/transformer.h"
+#include "sampling.h"
+
+namespace rlcore::infer_native {
+
+// One sampled response being generated.
+struct Sequence {
+  int64_t prompt = 0;  // index into the prompts given to decode_batch
+  int64_t limit = 0;   // most tokens it may generate (>= 1)
+  SequenceRng rng;
+  std::vector<int32_t> token_ids;
+  std::vector<float> logprobs;
+  FinishReason finish_reason = FinishReason::kLength;
+};
+
+// Generates every sequence of `sequences` in one batch. Prompts must be
+// non-empty, in the vocabulary, and ordered so that the sequences' prompt
+// indices are non-decreasing (prompt-major). Runs under InferenceMode.
+void decode_batch(const model::Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+                  std::vector<Sequence*>& sequences, const SamplingParams& params);
+
+}  // namespace rlcore::infer_native

@@ -1,0 +1,182 @@
+// NativeEngine: checkpoint loading, request validation and chunking, and the
+// weight lifecycle (weight_meta / load_weights / sleep / wake_up).
+#include "native_engine.h"
+
+#include <algorithm>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "checkpoint_loader.h"
+#include "decode_loop.h"
+#include "rlcore/error.h"
+#include "sampling.h"
+
+namespace rlcore::infer_native {
+namespace {
+
+at::ScalarType resolve_dtype(const std::string& option, const model::ModelConfig& config) {
+  if (option == "float32") return at::kFloat;
+  if (option == "bfloat16") return at::kBFloat16;
+  if (option != "auto") throw ConfigError("infer-native: unknown dtype '" + option + "' (auto, float32, bfloat16)");
+  // float16 checkpoints run in float32: half matmuls are slow or missing on CPU.
+  return config.dtype() == at::kBFloat16 ? at::kBFloat16 : at::kFloat;
+}
+
+at::Device parse_device(const std::string& device) {
+  try {
+    return at::Device(device);
+  } catch (const c10::Error&) {
+    throw ConfigError("infer-native: invalid device '" + device + "' (e.g. cpu, cuda:0)");
+  }
+}
+
+void check_prompts(const std::vector<std::vector<int32_t>>& prompts, int64_t vocab_size, int64_t max_model_len) {
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& prompt = prompts[i];
+    const std::string which = "prompt " + std::to_string(i);
+    if (prompt.empty()) throw ValueError(which + " is empty");
+    if (static_cast<int64_t>(prompt.size()) >= max_model_len) {
+      throw ValueError(which + " has " + std::to_string(prompt.size()) +
+                       " tokens, leaving no room to generate under max_model_len " + std::to_string(max_model_len));
+    }
+    for (size_t t = 0; t < prompt.size(); ++t) {
+      if (prompt[t] < 0 || prompt[t] >= vocab_size) {
+        throw ValueError(which + ": token " + std::to_string(t) + " has id " + std::to_string(prompt[t]) +
+                         ", outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+NativeEngine::NativeEngine(const NativeEngineOptions& options, const ComponentContext& context)
+    : options_(options) {
+  const model::ModelConfig config = read_model_config(context.model_path);
+  dtype_ = resolve_dtype(options.dtype, config);
+  max_model_len_ = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
+  if (max_model_len_ > config.max_position_embeddings) {
+    throw ConfigError("infer-native: max_model_len " + std::to_string(max_model_len_) +
+                      " exceeds the model's max_position_embeddings " +
+                      std::to_string(config.max_position_embeddings) + " (" + context.model_path + "/config.json)");
+  }
+  const at::TensorOptions tensor_options = at::TensorOptions().dtype(dtype_).device(parse_device(context.device));
+  model_ = std::make_unique<model::Transformer>(config, model::ModelHead::kCausalLm, tensor_options);
+  load_checkpoint_weights(*model_, context.model_path);
+  request_seeds_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options.seed));
+}
+
+GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>& prompts,
+                                        const SamplingParams& sampling) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (asleep_) {
+    throw ValueError("infer-native: generate() called while the engine is asleep; call wake_up() and "
+                     "load_weights() first");
+  }
+  if (!not_loaded_.empty()) {
+    throw ValueError("infer-native: generate() after wake_up() before every weight was reloaded: " +
+                     std::to_string(not_loaded_.size()) + " parameter(s) still missing, e.g. '" +
+                     *not_loaded_.begin() + "'");
+  }
+  validate_sampling(sampling);
+  check_prompts(prompts, model_->config().vocab_size, max_model_len_);
+
+  const uint64_t request_seed = sampling.seed >= 0 ? static_cast<uint64_t>(sampling.seed)
+                                                   : request_seeds_.get<at::CPUGeneratorImpl>()->random64();
+  std::vector<Sequence> sequences;
+  sequences.reserve(prompts.size() * static_cast<size_t>(sampling.n));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int64_t room = max_model_len_ - static_cast<int64_t>(prompts[i].size());
+    for (int64_t j = 0; j < sampling.n; ++j) {
+      const auto index = static_cast<int64_t>(sequences.size());
+      sequences.push_back(Sequence{static_cast<int64_t>(i), std::min(sampling.max_tokens, room),
+                                   SequenceRng(request_seed, index), {}, {}, FinishReason::kLength});
+    }
+  }
+  // Chunks of consecutive sequences: a prompt split across two chunks is prefilled in both.
+  for (size_t begin = 0; begin < sequences.size(); begin += static_cast<size_t>(options_.max_num_seqs)) {
+    const size_t end = std::min(sequences.size(), begin + static_cast<size_t>(options_.max_num_seqs));
+    std::vector<Sequence*> chunk;
+    for (size_t k = begin; k < end; ++k) chunk.push_back(&sequences[k]);
+    decode_batch(*model_, prompts, chunk, sampling);
+  }
+
+  GenerationOutput output;
+  output.weight_version = version_;
+  for (Sequence& seq : sequences) {
+    output.token_ids.push_back(std::move(seq.token_ids));
+    output.logprobs.push_back(std::move(seq.logprobs));
+    output.finish_reasons.push_back(seq.finish_reason);
+  }
+  return output;
+}
+
+std::vector<WeightMeta> NativeEngine::weight_meta() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<WeightMeta> meta;
+  for (const auto& spec : model::parameter_specs(model_->config())) meta.push_back({spec.name, spec.shape, dtype_});
+  return meta;
+}
+
+void NativeEngine::load_weights(const NamedTensorList& weights, int64_t version) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (asleep_) throw ValueError("infer-native: load_weights() called while the engine is asleep; call wake_up() first");
+  try {
+    model_->load(weights, model::LoadMode::kPartial);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string("infer-native load_weights: ") + e.what());
+  }
+  for (const auto& entry : weights) not_loaded_.erase(entry.first);
+  version_ = version;
+}
+
+int64_t NativeEngine::weight_version() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return version_;
+}
+
+void NativeEngine::sleep() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (asleep_) return;
+  bytes_released_ = held_bytes_locked();
+  // The engine is the only owner of its parameters (load copies into them),
+  // so dropping the handles frees the memory.
+  for (auto& [name, slot] : model_->parameter_slots()) *slot = at::empty({0}, slot->options());
+  asleep_ = true;
+}
+
+void NativeEngine::wake_up() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!asleep_) return;
+  const std::vector<model::ParameterSpec> specs = model::parameter_specs(model_->config());
+  auto slots = model_->parameter_slots();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    *slots[i].second = at::empty(specs[i].shape, slots[i].second->options());
+    not_loaded_.insert(slots[i].first);
+  }
+  asleep_ = false;
+}
+
+bool NativeEngine::asleep() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return asleep_;
+}
+
+int64_t NativeEngine::bytes_held() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return held_bytes_locked();
+}
+
+int64_t NativeEngine::bytes_released() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_released_;
+}
+
+int64_t NativeEngine::held_bytes_locked() const {
+  int64_t total = 0;
+  for (const auto& [name, tensor] : model_->named_parameters()) total += static_cast<int64_t>(tensor.storage().nbytes());
+  return total;
+}
+
+}  // namespace rlcore::infer_native

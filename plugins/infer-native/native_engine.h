@@ -1,0 +1,75 @@
+// NativeEngine: the `native` InferenceEngine of the infer-native plugin. Serves
+// an HF checkpoint with the SDK Transformer and a KV cache, on CPU or one device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include "rlcore/inference_engine.h"
+#include "rlcore/model/transformer.h"
+#include "rlcore/registry.h"
+
+namespace rlcore::infer_native {
+
+struct NativeEngineOptions {
+  std::string dtype = "auto";  // auto (config.json's torch_dtype) | float32 | bfloat16
+  int64_t max_model_len = 0;   // prompt + response tokens; 0: max_position_embeddings
+  int64_t max_num_seqs = 256;  // sequences per batch; bigger requests run in chunks
+  int64_t seed = 0;            // seeds requests that give no seed (SamplingParams::seed = -1)
+};
+
+class NativeEngine final : public InferenceEngine {
+ public:
+  // Loads the checkpoint at context.model_path onto context.device. Throws
+  // ConfigError for a bad option, an empty/missing model_path or device;
+  // the loaders' errors name the file or tensor.
+  NativeEngine(const NativeEngineOptions& options, const ComponentContext& context);
+
+  // Throws ValueError for invalid sampling params, an empty or out-of-vocabulary
+  // prompt, a prompt that leaves no room under max_model_len, or when asleep
+  // or woken without every weight reloaded since.
+  GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts,
+                            const SamplingParams& sampling) override;
+
+  std::vector<WeightMeta> weight_meta() const override;
+  // Partial loads are allowed; ValueError names an unknown or misshapen tensor
+  // (and nothing is loaded then), or says the engine is asleep.
+  void load_weights(const NamedTensorList& weights, int64_t version) override;
+  int64_t weight_version() const override;
+
+  // sleep() drops the parameters' storage (the KV cache only lives inside
+  // generate()); wake_up() reallocates it uninitialised: load_weights() must
+  // then supply every parameter before generate() runs again.
+  void sleep() override;
+  void wake_up() override;
+
+  bool asleep() const;
+  int64_t bytes_held() const;      // parameter storage now held
+  int64_t bytes_released() const;  // what the last sleep() freed
+  const model::ModelConfig& config() const { return model_->config(); }
+  int64_t max_model_len() const { return max_model_len_; }
+  at::ScalarType dtype() const { return dtype_; }
+
+ private:
+  int64_t held_bytes_locked() const;
+
+  mutable std::mutex mutex_;  // one call at a time (e.g. `rlcore serve` threads)
+  NativeEngineOptions options_;
+  std::unique_ptr<model::Transformer> model_;
+  at::ScalarType dtype_;
+  int64_t max_model_len_ = 0;
+  int64_t version_ = 0;
+  bool asleep_ = false;
+  int64_t bytes_released_ = 0;
+  std::set<std::string> not_loaded_;  // parameters not reloaded since wake_up()
+  at::Generator request_seeds_;        // draws the seed of each unseeded request
+};
+
+}  // namespace rlcore::infer_native

@@ -1,0 +1,30 @@
+// The `infer-native` plugin: registers the `native` inference engine and its options.
+#include "rlcore/plugin.h"
+
+#include "native_engine.h"
+
+namespace rlcore::infer_native {
+namespace {
+
+void register_engine(PluginRegistrar& registrar) {
+  registrar.add<InferenceEngine>(
+      "native", "Generation with the built-in Llama/Qwen2/Qwen3 Transformer and a KV cache (libtorch)",
+      OptionsSchema<NativeEngineOptions>()
+          .key("dtype", &NativeEngineOptions::dtype,
+               "Compute dtype; auto takes config.json's torch_dtype (float16 runs as float32).",
+               one_of({"auto", "float32", "bfloat16"}))
+          .key("max_model_len", &NativeEngineOptions::max_model_len,
+               "Most prompt + response tokens per sequence; 0 takes max_position_embeddings.", at_least(0))
+          .key("max_num_seqs", &NativeEngineOptions::max_num_seqs,
+               "Most sequences decoded in one batch; larger requests run in chunks.", at_least(1))
+          .key("seed", &NativeEngineOptions::seed,
+               "Seeds the per-request seeds of requests that give none (sampling seed -1).", at_least(0)),
+      [](const NativeEngineOptions& options, const ComponentContext& context) {
+        return std::make_unique<NativeEngine>(options, context);
+      });
+}
+
+}  // namespace
+}  // namespace rlcore::infer_native
+
+RLCORE_PLUGIN("infer-native", "0.1.0", rlcore::infer_native::register_engine)

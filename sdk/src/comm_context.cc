@@ -1,0 +1,115 @@
+// CommContext and CommGroup: named c10d process groups with blocking collectives.
+#include "rlcore/comm_context.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include "rlcore/error.h"
+
+namespace rlcore {
+
+struct CommGroup::Impl {
+  std::string name;
+  c10::intrusive_ptr<c10d::ProcessGroup> backend;
+  std::vector<int64_t> ranks;
+  int64_t rank = 0;
+};
+
+CommGroup::CommGroup(std::string name, const c10::intrusive_ptr<c10d::ProcessGroup>& backend,
+                     std::vector<int64_t> ranks, int64_t rank) {
+  if (rank < 0 || rank >= static_cast<int64_t>(ranks.size())) {
+    throw ValueError("group '" + name + "': rank " + std::to_string(rank) + " is outside its " +
+                     std::to_string(ranks.size()) + " members");
+  }
+  if (!backend && ranks.size() > 1) throw ValueError("group '" + name + "' has several members but no backend");
+  auto impl = std::make_shared<Impl>();
+  impl->name = std::move(name);
+  impl->backend = backend;
+  impl->ranks = std::move(ranks);
+  impl->rank = rank;
+  impl_ = std::move(impl);
+}
+
+CommGroup::CommGroup(std::string name, std::vector<int64_t> ranks, int64_t rank)
+    : CommGroup(std::move(name), c10::intrusive_ptr<c10d::ProcessGroup>(), std::move(ranks), rank) {}
+
+CommGroup::~CommGroup() = default;
+CommGroup::CommGroup(const CommGroup&) = default;
+CommGroup& CommGroup::operator=(const CommGroup&) = default;
+
+const std::string& CommGroup::name() const { return impl_->name; }
+int64_t CommGroup::rank() const { return impl_->rank; }
+int64_t CommGroup::size() const { return static_cast<int64_t>(impl_->ranks.size()); }
+const std::vector<int64_t>& CommGroup::ranks() const { return impl_->ranks; }
+
+c10d::ProcessGroup& CommGroup::backend() const {
+  if (!impl_->backend) throw ValueError("group '" + impl_->name + "' has no c10d backend");
+  return *impl_->backend;
+}
+
+void CommGroup::all_reduce(at::Tensor& tensor) const {
+  if (size() == 1 && !impl_->backend) return;
+  std::vector<at::Tensor> tensors{tensor};
+  backend().allreduce(tensors)->wait();
+}
+
+void CommGroup::broadcast(at::Tensor& tensor, int64_t root) const {
+  if (root < 0 || root >= size()) {
+    throw ValueError("group '" + impl_->name + "': broadcast root " + std::to_string(root) + " is outside [0, " +
+                     std::to_string(size()) + ")");
+  }
+  if (size() == 1 && !impl_->backend) return;
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::BroadcastOptions options;
+  options.rootRank = root;
+  backend().broadcast(tensors, options)->wait();
+}
+
+std::vector<at::Tensor> CommGroup::all_gather(const at::Tensor& tensor) const {
+  if (size() == 1 && !impl_->backend) return {tensor.clone()};
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int64_t i = 0; i < size(); ++i) outputs[0].push_back(at::empty_like(tensor));
+  std::vector<at::Tensor> inputs{tensor.contiguous()};
+  backend().allgather(outputs, inputs)->wait();
+  return outputs[0];
+}
+
+void CommGroup::barrier() const {
+  if (size() == 1 && !impl_->backend) return;
+  backend().barrier()->wait();
+}
+
+CommContext::CommContext(int64_t rank, int64_t world_size, int64_t local_rank,
+                         std::vector<std::pair<std::string, int64_t>> mesh, std::vector<CommGroup> groups)
+    : rank_(rank), world_size_(world_size), local_rank_(local_rank), mesh_(std::move(mesh)), groups_(std::move(groups)) {}
+
+CommContext::~CommContext() = default;
+
+int64_t CommContext::rank() const { return rank_; }
+int64_t CommContext::world_size() const { return world_size_; }
+int64_t CommContext::local_rank() const { return local_rank_; }
+const std::vector<std::pair<std::string, int64_t>>& CommContext::mesh() const { return mesh_; }
+
+bool CommContext::has_group(const std::string& name) const {
+  for (const auto& group : groups_) {
+    if (group.name() == name) return true;
+  }
+  return false;
+}
+
+const CommGroup& CommContext::group(const std::string& name) const {
+  for (const auto& group : groups_) {
+    if (group.name() == name) return group;
+  }
+  std::string names;
+  for (const auto& group : groups_) names += (names.empty() ? "" : ", ") + group.name();
+  throw ValueError("no process group named '" + name + "'; groups: " + (names.empty() ? "(none)" : names));
+}
+
+std::vector<std::string> CommContext::group_names() const {
+  std::vector<std::string> names;
+  for (const auto& group : groups_) names.push_back(group.name());
+  return names;
+}
+
+}  // namespace rlcore

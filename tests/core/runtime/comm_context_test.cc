@@ -1,0 +1,76 @@
+// c10d rendezvous through the controller's store and the CommContext plugins
+// see: named groups, ranks, and the blocking collectives (two ranks as threads).
+#include "runtime_testing.h"
+
+#include <future>
+
+#include "rlcore/comm_context.h"
+#include "rlcore/core/runtime/process_groups.h"
+#include "rlcore/error.h"
+
+using namespace std::chrono_literals;
+using namespace rlcore;
+using rlcore_test::error_of;
+
+TEST_CASE("ranks rendezvous through the store and run collectives on named groups", "[runtime][c10d]") {
+  RendezvousStore store("127.0.0.1", 0, 30s);
+  auto run_rank = [&](int64_t rank) {
+    ProcessGroupOptions options;
+    options.store_host = "127.0.0.1";
+    options.store_port = store.port();
+    options.prefix = "test/pool";
+    options.rank = rank;
+    options.world_size = 2;
+    options.mesh = {{"dp", 1}, {"tp", 2}};
+    options.timeout = 30s;
+    std::unique_ptr<CommContext> comm = make_comm_context(options);
+
+    nlohmann::json seen;
+    seen["groups"] = comm->group_names();
+    seen["tp_rank"] = comm->group("tp").rank();
+    seen["dp_size"] = comm->group("dp").size();
+    at::Tensor value = at::full({2}, static_cast<double>(rank + 1), at::kDouble);
+    comm->world().all_reduce(value);
+    seen["sum"] = value[1].item<double>();
+    at::Tensor root = rank == 1 ? at::full({1}, 42.0) : at::zeros({1});
+    comm->group("tp").broadcast(root, 1);
+    seen["broadcast"] = root.item<double>();
+    const auto gathered = comm->world().all_gather(at::full({1}, static_cast<double>(rank * 10)));
+    seen["gathered"] = {gathered[0].item<double>(), gathered[1].item<double>()};
+    comm->group("dp").all_reduce(value);  // a group of one: a no-op
+    seen["dp_sum"] = value[0].item<double>();
+    comm->world().barrier();
+    return seen;
+  };
+  auto first = std::async(std::launch::async, run_rank, 0);
+  auto second = std::async(std::launch::async, run_rank, 1);
+  REQUIRE(first.wait_for(60s) == std::future_status::ready);
+  REQUIRE(second.wait_for(60s) == std::future_status::ready);
+  const nlohmann::json a = first.get();
+  const nlohmann::json b = second.get();
+  CHECK(a["groups"] == nlohmann::json::array({"world", "dp", "tp"}));
+  CHECK(b["tp_rank"] == 1);
+  CHECK(a["dp_size"] == 1);
+  CHECK(a["sum"] == 3.0);
+  CHECK(b["sum"] == 3.0);
+  CHECK(a["broadcast"] == 42.0);
+  CHECK(a["gathered"] == nlohmann::json::array({0.0, 10.0}));
+  CHECK(b["dp_sum"] == 3.0);
+}
+
+TEST_CASE("CommContext names the missing group and checks group ranks", "[runtime][c10d]") {
+  const CommGroup solo("dp", {3}, 0);
+  CHECK(solo.size() == 1);
+  at::Tensor value = at::ones({2});
+  solo.all_reduce(value);  // single member without a backend: nothing to do
+  CHECK(value.sum().item<float>() == 2.0f);
+  CHECK_THAT(error_of<ValueError>([&] { solo.backend(); }), Catch::Contains("group 'dp' has no c10d backend"));
+  CHECK_THAT(error_of<ValueError>([&] { solo.broadcast(value, 1); }), Catch::Contains("root 1 is outside [0, 1)"));
+  CHECK_THAT(error_of<ValueError>([] { CommGroup("tp", std::vector<int64_t>{0, 1}, 0); }), Catch::Contains("no backend"));
+  CHECK_THAT(error_of<ValueError>([] { CommGroup("tp", std::vector<int64_t>{0}, 1); }), Catch::Contains("rank 1 is outside"));
+  const CommContext comm(0, 1, 0, {{"dp", 1}}, {CommGroup("world", std::vector<int64_t>{0}, 0), solo});
+  CHECK(comm.has_group("dp"));
+  CHECK(comm.world().name() == "world");
+  CHECK_THAT(error_of<ValueError>([&] { comm.group("pp"); }),
+             Catch::Contains("no process group named 'pp'; groups: world, dp"));
+}

@@ -1,0 +1,146 @@
+// Shared by the serve tests: a deterministic test engine (a test double for
+// the HTTP layer, registered into a Registry by hand) and a ServedModel over
+// the built-in tokenizer. Include it first: it orders ATen before Catch.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+// Debian's libtorch pulls in glog, whose CHECK macro would replace Catch's.
+#include "rlcore/inference_engine.h"
+#undef CHECK
+#include <catch2/catch.hpp>
+
+#include "rlcore/core/serve/served_model.h"
+#include "rlcore/options.h"
+#include "rlcore/registry.h"
+#include "rlcore/tokenizer.h"
+
+namespace rlcore_test {
+
+// The message of the E that f throws; fails the test when f throws nothing.
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  FAIL("expected an exception, none was thrown");
+  return {};
+}
+
+// Sample j of every prompt emits script[(j + k) % size] at step k, stopping
+// after a stop token (kept, as real engines do) or at max_tokens; log-prob of
+// step k is -0.5 * (k + 1). Records what it was asked and whether two calls
+// ever overlapped.
+class ScriptedEngine : public rlcore::InferenceEngine {
+ public:
+  explicit ScriptedEngine(std::vector<int32_t> script) : script_(std::move(script)) {}
+
+  rlcore::GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts,
+                                    const rlcore::SamplingParams& sampling) override {
+    if (in_flight_.fetch_add(1) != 0) overlapped_ = true;
+    // Long enough that concurrent requests would overlap if the server did not serialise them.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    rlcore::GenerationOutput output;
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      for (int64_t j = 0; j < sampling.n; ++j) {
+        std::vector<int32_t> ids;
+        std::vector<float> logprobs;
+        rlcore::FinishReason finish = rlcore::FinishReason::kLength;
+        for (int64_t k = 0; k < sampling.max_tokens; ++k) {
+          const int32_t id = script_[static_cast<std::size_t>(j + k) % script_.size()];
+          ids.push_back(id);
+          logprobs.push_back(-0.5f * static_cast<float>(k + 1));
+          const auto& stops = sampling.stop_token_ids;
+          if (std::find(stops.begin(), stops.end(), id) != stops.end()) {
+            finish = rlcore::FinishReason::kStop;
+            break;
+          }
+        }
+        output.token_ids.push_back(ids);
+        output.logprobs.push_back(logprobs);
+        output.finish_reasons.push_back(finish);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      last_prompts_ = prompts;
+      last_sampling_ = sampling;
+      ++calls_;
+    }
+    in_flight_.fetch_sub(1);
+    return output;
+  }
+
+  std::vector<rlcore::WeightMeta> weight_meta() const override { return {}; }
+  void load_weights(const rlcore::NamedTensorList&, int64_t) override {}
+  int64_t weight_version() const override { return 0; }
+  void sleep() override {}
+  void wake_up() override {}
+
+  bool overlapped() const { return overlapped_; }
+  int calls() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return calls_;
+  }
+  rlcore::SamplingParams last_sampling() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return last_sampling_;
+  }
+  std::vector<std::vector<int32_t>> last_prompts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return last_prompts_;
+  }
+
+ private:
+  std::vector<int32_t> script_;
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> overlapped_{false};
+  mutable std::mutex mutex_;
+  int calls_ = 0;
+  std::vector<std::vector<int32_t>> last_prompts_;
+  rlcore::SamplingParams last_sampling_;
+};
+
+struct ScriptedOptions {
+  std::string text = "ab";  // the script: these tokens, then EOS
+};
+
+inline rlcore::serve::ServedModel test_model(int64_t max_model_len = 64) {
+  const auto tokenizer = rlcore::make_builtin_tokenizer();
+  return rlcore::serve::ServedModel{"tiny", "/models/tiny", max_model_len, tokenizer.vocab_size(),
+                                    {*tokenizer.eos_token_id()}, tokenizer, 1700000000};
+}
+
+// The script of "ab" then EOS, in the built-in tokenizer's ids.
+inline std::vector<int32_t> scripted_tokens(const rlcore::Tokenizer& tokenizer, const std::string& text) {
+  std::vector<int32_t> script = tokenizer.encode(text);
+  script.push_back(*tokenizer.eos_token_id());
+  return script;
+}
+
+// Registers the scripted engine as inference_engine "scripted" and makes one
+// through the registry, as `rlcore serve` does with a plugin's engine.
+inline std::shared_ptr<ScriptedEngine> make_scripted_engine(rlcore::Registry& registry) {
+  rlcore::PluginRegistrar registrar(registry, rlcore::PluginOrigin{"serve-test", "0.0.0", ""});
+  if (!registry.find(rlcore::InferenceEngine::kKind, "scripted")) {
+    registrar.add<rlcore::InferenceEngine>(
+      "scripted", "Deterministic engine for the serve tests",
+      rlcore::OptionsSchema<ScriptedOptions>().key("text", &ScriptedOptions::text, "Tokens to emit before EOS."),
+      [](const ScriptedOptions& options) {
+        const auto tokenizer = rlcore::make_builtin_tokenizer();
+        return std::make_shared<ScriptedEngine>(scripted_tokens(tokenizer, options.text));
+      });
+  }
+  return std::static_pointer_cast<ScriptedEngine>(registry.create<rlcore::InferenceEngine>("scripted"));
+}
+
+}  // namespace rlcore_test
