@@ -22,8 +22,8 @@ cmake --build "$work/hello" > "$work/build.log" 2>&1 || { cat "$work/build.log";
 rlcore="$prefix/bin/rlcore"
 listing=$("$rlcore" plugins --plugins "$work/hello")
 echo "$listing"
-grep -q "hello-keywords" <<< "$listing" || { echo "FAIL: installed rlcore did not load hello-keywords"; exit 1; }
-grep -q "reward gsm8k" <<< "$listing" || { echo "FAIL: installed rlcore did not find its own reward plugin"; exit 1; }
+grep -Eq "reward +keywords +hello-keywords " <<< "$listing" || { echo "FAIL: installed rlcore did not load hello-keywords"; exit 1; }
+grep -Eq "reward +gsm8k " <<< "$listing" || { echo "FAIL: installed rlcore did not find its own reward plugin"; exit 1; }
 
 scores=$(printf '%s\n' '{"response": "Paris is the capital of France", "ground_truth": "paris, france"}' \
                        '{"response": "Berlin", "ground_truth": "paris, france"}' |
