@@ -21,7 +21,11 @@ commands:
   (none)    run training from --config FILE (the RL trainer)
   plugins   list loaded plugins and components, and every refused file with the reason
   config    print the resolved config (--config FILE [overrides]) or every key (--schema)
+  export    a train engine's sharded checkpoint -> a Hugging Face directory (--checkpoint, --model, --out)
+  data      write the built-in task's datasets (data make --task arithmetic --out DIR)
   grade     score a JSONL file of responses offline with a grader
+  report    write RUN_DIR/report.html: plots of a run's metrics.jsonl
+  sft       supervised fine-tuning on prompt/response JSONL (--config FILE), then an HF checkpoint
   serve     OpenAI/vLLM-compatible HTTP server over an inference engine (--model DIR)
   version   print the version and build fingerprint
   worker    run a worker process (started by a launcher), or --check the worker runtime
@@ -82,9 +86,13 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     if (command.empty()) return run_command_train(rest, io);
     if (command == "plugins") return run_command_plugins(rest, io);
     if (command == "config") return run_command_config(rest, io);
+    if (command == "export") return run_command_export(rest, io);
+    if (command == "data") return run_command_data(rest, io);
     if (command == "grade") return run_command_grade(rest, io);
     if (command == "model") return run_command_model(rest, io);
+    if (command == "report") return run_command_report(rest, io);
     if (command == "serve") return run_command_serve(rest, io);
+    if (command == "sft") return run_command_sft(rest, io);
     if (command == "version") return run_command_version(rest, io);
     if (command == "worker") return run_command_worker(rest, io);
     err << "rlcore: unknown command '" << command << "'\n\n" << kUsage;

@@ -12,6 +12,8 @@
 #include "commands.h"
 #include "rlcore/core/runtime/cluster.h"
 #include "rlcore/core/runtime/worker.h"
+#include "rlcore/core/session.h"
+#include "rlcore/core/trainer/roles.h"
 #include "rlcore/error.h"
 
 namespace po = boost::program_options;
@@ -157,8 +159,12 @@ int run_command_worker(const std::vector<std::string>& args, CommandIo io) {
   }
   if (!controller.empty()) worker.controller = controller;
   worker.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
+  // Plugins are loaded before connecting, so a worker that cannot build its
+  // engines fails setup with the loader's message.
+  Session session(common.plugin_paths);
   RoleRegistry roles;
   add_builtin_roles(roles);
+  add_trainer_roles(roles, session.registry());
   return run_worker(worker, roles);
 }
 

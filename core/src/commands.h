@@ -32,10 +32,14 @@ void parse_command_line(const std::vector<std::string>& args, const boost::progr
 void apply_log_level(const std::string& level);
 
 int run_command_plugins(const std::vector<std::string>& args, CommandIo io);
+int run_command_report(const std::vector<std::string>& args, CommandIo io);
 int run_command_config(const std::vector<std::string>& args, CommandIo io);
+int run_command_data(const std::vector<std::string>& args, CommandIo io);
+int run_command_export(const std::vector<std::string>& args, CommandIo io);
 int run_command_grade(const std::vector<std::string>& args, CommandIo io);
 int run_command_model(const std::vector<std::string>& args, CommandIo io);
 int run_command_serve(const std::vector<std::string>& args, CommandIo io);
+int run_command_sft(const std::vector<std::string>& args, CommandIo io);
 int run_command_train(const std::vector<std::string>& args, CommandIo io);
 int run_command_version(const std::vector<std::string>& args, CommandIo io);
 int run_command_worker(const std::vector<std::string>& args, CommandIo io);

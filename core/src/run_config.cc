@@ -15,7 +15,21 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .key("logger", &TrainerConfig::logger, "Metrics sinks: console (one line per step), jsonl (metrics.jsonl).",
              one_of({"console", "jsonl"}))
         .key("log_level", &TrainerConfig::log_level, "Log level.",
-             one_of({"trace", "debug", "info", "warn", "error", "off"}));
+             one_of({"trace", "debug", "info", "warn", "error", "off"}))
+        .key("total_epochs", &TrainerConfig::total_epochs, "Passes over the training set.", at_least(1))
+        .key("total_training_steps", &TrainerConfig::total_training_steps,
+             "Steps to train; 0: total_epochs x (prompts / data.train_batch_size).", at_least(0))
+        .key("test_freq", &TrainerConfig::test_freq, "Validate every N steps and after the last; -1: never.")
+        .key("save_freq", &TrainerConfig::save_freq, "Checkpoint every N steps and after the last; -1: never.")
+        .key("val_before_train", &TrainerConfig::val_before_train, "Validate once before the first step.")
+        .key("resume_mode", &TrainerConfig::resume_mode,
+             "auto: continue from the latest checkpoint in the run directory; disable: start fresh; "
+             "resume_path: from trainer.resume_from_path.",
+             one_of({"auto", "disable", "resume_path"}))
+        .key("resume_from_path", &TrainerConfig::resume_from_path,
+             "A global_step_N checkpoint directory (resume_mode: resume_path).")
+        .key("max_ckpt_to_keep", &TrainerConfig::max_ckpt_to_keep, "Checkpoints kept (oldest removed); 0: all.",
+             at_least(0));
     OptionsSchema<RewardConfig> reward;
     reward
         .key("grader", &RewardConfig::grader,
@@ -23,6 +37,10 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .subtree("graders", &RewardConfig::graders, "Options per grader: reward.graders.<name>.<key> (see below).");
     OptionsSchema<RunConfig> root;
     root.section("trainer", &RunConfig::trainer, trainer)
+        .section("data", &RunConfig::data, data_config_schema())
+        .section("actor_rollout_ref", &RunConfig::actor_rollout_ref, actor_rollout_ref_schema())
+        .section("critic", &RunConfig::critic, critic_schema())
+        .section("algorithm", &RunConfig::algorithm, algorithm_schema())
         .section("reward", &RunConfig::reward, reward)
         .section("runtime", &RunConfig::runtime, runtime_config_schema());
     return root;
@@ -70,6 +88,37 @@ void validate_graders(const Registry& registry, const RunConfig& config) {
   }
 }
 
+const ComponentEntry& component(const Registry& registry, const std::string& kind, const std::string& name,
+                               const std::string& key) {
+  if (const ComponentEntry* entry = registry.find(kind, name)) return *entry;
+  std::string known;
+  for (const auto& n : registry.names(kind)) known += (known.empty() ? "" : ", ") + n;
+  throw ConfigError("key " + key + ": no " + kind + " named '" + name + "' is registered (known: " +
+                    (known.empty() ? "none; is its plugin on --plugins?" : known) + ")");
+}
+
+// The engines, estimator and loss a config selects, each given its keys.
+void validate_trainer_components(const Registry& registry, const ConfigNode& tree, const RunConfig& config) {
+  if (tree.has("actor_rollout_ref")) {
+    const auto& arr = config.actor_rollout_ref;
+    component(registry, "train_engine", arr.actor.strategy, "actor_rollout_ref.actor.strategy")
+        .validate(arr.actor.engine_options);
+    component(registry, "train_engine", arr.ref.strategy, "actor_rollout_ref.ref.strategy")
+        .validate(arr.ref.engine_options);
+    component(registry, "inference_engine", arr.rollout.name, "actor_rollout_ref.rollout.name")
+        .validate(arr.rollout.engine_options);
+    component(registry, "policy_loss", arr.actor.policy_loss.loss_mode, "actor_rollout_ref.actor.policy_loss.loss_mode")
+        .validate(arr.actor.policy_loss.options);
+  }
+  if (tree.has("critic")) {
+    component(registry, "train_engine", config.critic.strategy, "critic.strategy").validate(config.critic.engine_options);
+  }
+  if (tree.has("algorithm")) {
+    component(registry, "advantage_estimator", config.algorithm.adv_estimator, "algorithm.adv_estimator")
+        .validate(config.algorithm.estimator_options);
+  }
+}
+
 }  // namespace
 
 ResolvedConfig resolve_config(const Registry& registry, const std::string& config_file,
@@ -79,6 +128,7 @@ ResolvedConfig resolve_config(const Registry& registry, const std::string& confi
   apply_overrides(resolved.tree, overrides);
   resolved.config = run_config_schema().parse(resolved.tree);
   validate_graders(registry, resolved.config);
+  validate_trainer_components(registry, resolved.tree, resolved.config);
   fill_defaults(resolved.tree, run_config_schema().keys());
   return resolved;
 }

@@ -53,7 +53,7 @@ void register_graders(PluginRegistrar& registrar) {
           .key("score", &ArithmeticOptions::score, "Score when the answer equals the ground truth as an integer.")
           .key("format_score", &ArithmeticOptions::format_score, "Score when an answer is found but wrong."),
       [](const ArithmeticOptions& options) { return std::make_unique<ArithmeticGrader>(options); },
-      {"rlcore/arithmetic"});
+      {"arithmetic", "rlcore/arithmetic"});
 }
 
 }  // namespace

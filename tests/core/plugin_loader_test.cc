@@ -9,6 +9,7 @@
 #include "rlcore/core/plugin_loader.h"
 #include "rlcore/error.h"
 #include "rlcore/grader.h"
+#include "rlcore/plugin_abi.h"
 
 namespace {
 
@@ -38,7 +39,7 @@ TEST_CASE("good plugins load next to broken ones, each refusal with its reason",
 
   CHECK_THAT(reason_for(loader, "not_a_library.so"), Catch::Contains("not a loadable shared library"));
   CHECK_THAT(reason_for(loader, "no_entry.so"), Catch::Contains("no 'rlcore_plugin_descriptor' symbol"));
-  CHECK(reason_for(loader, "abi_major.so") == "incompatible SDK ABI major (plugin: 99, rlcore: 1)");
+  CHECK(reason_for(loader, "abi_major.so") == "incompatible SDK ABI major (plugin: 99, rlcore: " + std::to_string(RLCORE_SDK_ABI_MAJOR) + ")");
   CHECK_THAT(reason_for(loader, "fingerprint.so"),
              Catch::StartsWith("fingerprint mismatch: libtorch version (plugin: 0.4, rlcore: "));
   CHECK(reason_for(loader, "register_throws.so") == "register function failed: fixture refuses to register");

@@ -45,6 +45,8 @@ inline Check one_of(std::vector<std::string> choices) {
 
 namespace detail {
 
+template <class T> struct NonDeduced { using type = T; };
+
 template <class T> struct ValueTraits;
 template <> struct ValueTraits<bool> { static constexpr const char* kType = "bool"; };
 template <> struct ValueTraits<int64_t> { static constexpr const char* kType = "int"; };
@@ -87,6 +89,15 @@ class OptionsSchema {
   // default-constructed Options.
   template <class T>
   OptionsSchema& key(std::string name, T Options::*member, std::string doc, Check check = {}) {
+    return key(std::move(name), member, std::move(doc), std::move(check),
+               [](const ConfigNode& node) { return node.as<T>(); });
+  }
+
+  // As above, with `read` turning the node into a T, for keys that accept more
+  // than one shape (e.g. data.train_files: a path or a list of paths).
+  template <class T>
+  OptionsSchema& key(std::string name, T Options::*member, std::string doc, Check check,
+                     std::function<typename detail::NonDeduced<T>::type(const ConfigNode&)> read) {
     static_assert(std::is_default_constructible_v<Options>, "Options must be default-constructible");
     const T default_value = Options{}.*member;
     KeySpec spec{name, detail::ValueTraits<T>::kType, detail::format_value(default_value), std::move(doc),
@@ -94,8 +105,8 @@ class OptionsSchema {
     fields_.push_back(Field{
         name,
         [spec]() { return std::vector<KeySpec>{spec}; },
-        [member, check](Options& options, const ConfigNode& node) {
-          T value = node.as<T>();
+        [member, check, read = std::move(read)](Options& options, const ConfigNode& node) {
+          T value = read(node);
           if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
             detail::enforce(node, static_cast<double>(value), check);
           } else {
@@ -150,12 +161,26 @@ class OptionsSchema {
     return result;
   }
 
+  // Lets parse() accept keys it does not declare and keep them in `member`,
+  // for a section shared with a component that validates them (the actor's
+  // keys and its train engine's, say).
+  OptionsSchema& other_keys_to(ConfigNode Options::*member) {
+    others_ = member;
+    return *this;
+  }
+
   // Validates `node` (a map, or absent/null for all defaults) and fills Options.
   Options parse(const ConfigNode& node) const {
     Options options{};
     if (!node.defined() || node.is_null()) return options;
     detail::require_map(node);
-    detail::reject_unknown_keys(node, names());
+    if (others_) {
+      ConfigNode others = node.clone();
+      for (const auto& name : names()) others.erase(name);
+      options.*others_ = std::move(others);
+    } else {
+      detail::reject_unknown_keys(node, names());
+    }
     for (const auto& field : fields_) {
       const ConfigNode child = node[field.name];
       if (child.defined() && !child.is_null()) field.apply(options, child);
@@ -170,6 +195,7 @@ class OptionsSchema {
     std::function<void(Options&, const ConfigNode&)> apply;
   };
   std::vector<Field> fields_;
+  ConfigNode Options::*others_ = nullptr;
 };
 
 // For components without options.

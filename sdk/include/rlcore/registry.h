@@ -17,6 +17,8 @@
 
 namespace rlcore {
 
+class CommContext;
+
 // Every kind of component a plugin can provide.
 RLCORE_API const std::vector<std::string>& component_kinds();
 
@@ -24,6 +26,14 @@ RLCORE_API const std::vector<std::string>& component_kinds();
 struct ComponentContext {
   std::string device = "cpu";  // torch device string
   std::string model_path;      // HF checkpoint directory, for components that serve a model
+  // The worker's process groups (dp, tp, ...); null outside a worker or when the run has none.
+  const CommContext* comm = nullptr;
+  // Train engines: "lm" (log-probs of the causal LM head) or "value" (a critic's scalar head).
+  std::string model_head = "lm";
+  // Train engines: false for a frozen model (the reference policy): no optimizer, no gradients.
+  bool trainable = true;
+  // Train engines: optimizer steps the run will take (learning-rate schedules need it); 0: unknown.
+  int64_t total_training_steps = 0;
 };
 
 // Which plugin and file a component came from.
@@ -41,6 +51,8 @@ struct ComponentEntry {
   // For graders: the data_source values this grader handles by default.
   std::vector<std::string> data_sources;
   PluginOrigin origin;
+  // Validates `options` (throws ConfigError naming the key) without making anything.
+  std::function<void(const ConfigNode& options)> validate;
   // Validates `options` and makes the component (type-erased; see Registry::create).
   std::function<std::shared_ptr<void>(const ConfigNode& options, const ComponentContext& context)> factory;
 };
@@ -85,6 +97,7 @@ class RLCORE_API PluginRegistrar {
     entry.doc = std::move(doc);
     entry.keys = schema.keys();
     entry.data_sources = std::move(data_sources);
+    entry.validate = [schema](const ConfigNode& options) { schema.parse(options); };
     entry.factory = [schema = std::move(schema), make = std::move(make)](const ConfigNode& options,
                                                                           const ComponentContext& context) {
       std::shared_ptr<Interface> made;

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "rlcore/config_node.h"
+#include "rlcore/core/data/dataset.h"
 #include "rlcore/core/runtime/runtime_config.h"
+#include "rlcore/core/trainer/trainer_config.h"
 #include "rlcore/export.h"
 #include "rlcore/options.h"
 #include "rlcore/registry.h"
@@ -21,6 +23,14 @@ struct TrainerConfig {
   std::string default_local_dir;
   std::vector<std::string> logger = {"console"};
   std::string log_level = "info";
+  int64_t total_epochs = 1;
+  int64_t total_training_steps = 0;  // 0: total_epochs x steps per epoch
+  int64_t test_freq = -1;            // validate every N steps (and at the end); -1: never
+  int64_t save_freq = -1;            // checkpoint every N steps (and at the end); -1: never
+  bool val_before_train = true;
+  std::string resume_mode = "auto";  // auto | disable | resume_path
+  std::string resume_from_path;      // resume_path: a global_step_N checkpoint directory
+  int64_t max_ckpt_to_keep = 0;      // 0: keep all
 };
 
 struct RewardConfig {
@@ -30,6 +40,10 @@ struct RewardConfig {
 
 struct RunConfig {
   TrainerConfig trainer;
+  DataConfig data;
+  ActorRolloutRefConfig actor_rollout_ref;
+  CriticConfig critic;
+  AlgorithmConfig algorithm;
   RewardConfig reward;
   RuntimeConfig runtime;  // workers: launcher, control plane, resource pools
 
@@ -47,8 +61,10 @@ struct ResolvedConfig {
 };
 
 // Loads `config_file` (none when empty), applies `overrides`, validates every key
-// (core and selected components) and fills in defaults. Throws ConfigError or
-// PluginError naming the key and where it came from.
+// (core and selected components) and fills in defaults. Components of the
+// trainer sections (engines, estimator, policy loss) are validated when the
+// config has that section. Throws ConfigError or PluginError naming the key
+// and where it came from.
 RLCORE_API ResolvedConfig resolve_config(const Registry& registry, const std::string& config_file,
                                          const std::vector<std::string>& overrides);
 

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# FSDP training benchmark end to end: builds bench_train_fsdp and the rlcore
+# CLI, writes random llama checkpoints with `rlcore model init`, and prints the
+# fsdp-vs-unsharded table (docs/train-fsdp.md).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=$repo/build
+work_dir=
+models=tiny,100m
+ranks=1,2,4
+steps=3
+batch=8
+prompt=32
+response=32
+threads=2
+jobs=2
+build=1
+
+usage() {
+  cat <<EOF
+usage: bench/run_train_fsdp_bench.sh [options]
+  --quick            tiny model only
+  --models LIST      tiny,100m (default: $models)
+  --ranks LIST       default: $ranks
+  --steps N          timed steps after one warm-up (default: $steps)
+  --batch N          global rows per step (default: $batch)
+  --prompt N         prompt tokens per row (default: $prompt)
+  --response N       response tokens per row (default: $response)
+  --threads N        intra-op threads, split among the ranks (default: $threads)
+  --build-dir DIR    CMake build directory (default: $build_dir; configured if needed)
+  --work-dir DIR     where checkpoints and results go (default: BUILD_DIR/bench-train-fsdp)
+  --jobs N           ninja -j (default: $jobs)
+  --no-build         use the binaries already built
+EOF
+}
+
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --quick) models=tiny; shift ;;
+    --models) models=$2; shift 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --batch) batch=$2; shift 2 ;;
+    --prompt) prompt=$2; shift 2 ;;
+    --response) response=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --build-dir) build_dir=$(realpath -m "$2"); shift 2 ;;
+    --work-dir) work_dir=$(realpath -m "$2"); shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --no-build) build=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "run_train_fsdp_bench.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+work_dir=${work_dir:-$build_dir/bench-train-fsdp}
+
+if [[ $build == 1 ]]; then
+  [[ -f $build_dir/build.ninja ]] || cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  ninja -C "$build_dir" -j "$jobs" bench_train_fsdp rlcore
+fi
+
+mkdir -p "$work_dir"
+model_args=()
+IFS=, read -ra sizes <<<"$models"
+for size in "${sizes[@]}"; do
+  dir=$work_dir/llama-$size
+  [[ -f $dir/config.json ]] || "$build_dir/bin/rlcore" model init --arch llama --size "$size" --out "$dir" >/dev/null
+  model_args+=(--model "$size=$dir")
+done
+
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) before the run"
+"$build_dir/bin/bench_train_fsdp" "${model_args[@]}" --ranks "$ranks" --steps "$steps" --batch "$batch" \
+  --prompt "$prompt" --response "$response" --threads "$threads" --work "$work_dir/results"
+echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,72 @@
+// Prompt datasets for RL and SFT: verl's dataset rows as JSON (JSONL or a JSON
+// array), read once, templated, tokenized and length-checked up front, so a bad
+// record fails before training starts with an error naming its file and line.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/export.h"
+#include "rlcore/options.h"
+#include "rlcore/tokenizer.h"
+
+namespace rlcore {
+
+// The `data` config section, with verl's key names and defaults.
+struct DataConfig {
+  std::vector<std::string> train_files;   // data.train_files: a path or a list (jsonl or json array)
+  std::vector<std::string> val_files;     // data.val_files
+  std::string prompt_key = "prompt";      // a string, or a chat message list [{role, content}, ...]
+  std::string response_key = "response";  // SFT only: a string
+  int64_t max_prompt_length = 512;        // tokens after the template
+  int64_t max_response_length = 512;      // SFT: longer responses are truncated (right)
+  int64_t train_batch_size = 1024;        // prompts per step
+  int64_t val_batch_size = 0;             // 0: whole val set in one batch
+  std::string truncation = "error";       // error | left | right  (prompts over max_prompt_length)
+  bool filter_overlong_prompts = false;   // drop instead of truncating/erroring
+  bool shuffle = true;
+  int64_t seed = 1;
+  std::string prompt_template = "chat";  // chat | plain  (rlcore/prompt_template.h)
+  std::string system_prompt;             // chat only
+};
+
+// For the trainer's config (a `section("data", ...)`); train_files/val_files accept a
+// single path as well as a list.
+RLCORE_API const OptionsSchema<DataConfig>& data_config_schema();
+
+struct Example {
+  std::vector<int32_t> prompt_ids;    // template applied, tokenized, truncated
+  std::vector<int32_t> response_ids;  // SFT only (eos appended); empty otherwise
+  std::string data_source;            // record's "data_source" (default: "unknown")
+  std::string ground_truth;           // record's reward_model.ground_truth (numbers printed), or ""
+  nlohmann::json extra_info;          // record's "extra_info" or null
+  int64_t index = 0;                  // record index in its file set (counted before filtering)
+};
+
+// Immutable once loaded; copies share the examples.
+class RLCORE_API Dataset {
+ public:
+  // Reads every file (.jsonl: one object per line, blank lines skipped; .json: an
+  // array of objects). Throws IoError for an unreadable file, FormatError naming the
+  // file, line (jsonl) or element (json) and key for a bad record, and ValueError for
+  // a prompt over max_prompt_length with truncation "error" or an empty file set.
+  static Dataset load(const std::vector<std::string>& files, const DataConfig& config, const Tokenizer& tokenizer,
+                      bool with_responses);
+
+  Dataset();
+  int64_t size() const;
+  // Throws ValueError for an index outside [0, size()).
+  const Example& at(int64_t i) const;
+  // Records dropped by filter_overlong_prompts.
+  int64_t filtered_count() const { return filtered_; }
+
+ private:
+  std::shared_ptr<const std::vector<Example>> examples_;
+  int64_t filtered_ = 0;
+};
+
+}  // namespace rlcore

@@ -1,0 +1,117 @@
+// The RL trainer's config sections, with verl's key names and defaults:
+// actor_rollout_ref.{model, actor, ref, rollout}, critic, algorithm. Sections
+// that configure a component as well (the actor's train engine, the rollout's
+// inference engine, the advantage estimator) accept the component's keys too;
+// those are kept in the section's engine_options / estimator_options and
+// validated by the component.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rlcore/config_node.h"
+#include "rlcore/export.h"
+#include "rlcore/kl_controller.h"
+#include "rlcore/options.h"
+#include "rlcore/train_engine.h"
+
+namespace rlcore {
+
+struct ModelPathConfig {
+  std::string path;  // HF checkpoint directory (config.json, weights, tokenizer)
+};
+
+// actor.policy_loss: the loss's name and its own keys.
+struct PolicyLossSection {
+  std::string loss_mode = "vanilla";  // a registered policy_loss
+  ConfigNode options;                 // every other key of the section
+};
+
+struct ActorConfig {
+  std::string strategy = "fsdp";  // the train_engine to build
+  int64_t ppo_mini_batch_size = 256;  // prompts per optimizer step (x rollout.n responses)
+  int64_t ppo_micro_batch_size_per_gpu = 0;  // 0: a worker's whole mini-batch at once
+  bool use_dynamic_bsz = false;
+  int64_t ppo_max_token_len_per_gpu = 16384;
+  int64_t ppo_epochs = 1;
+  double clip_ratio = 0.2;
+  double clip_ratio_low = 0.2;
+  double clip_ratio_high = 0.2;
+  double clip_ratio_c = 3.0;
+  std::string loss_agg_mode = "token-mean";
+  double entropy_coeff = 0.0;
+  bool use_kl_loss = false;
+  double kl_loss_coef = 0.001;
+  std::string kl_loss_type = "low_var_kl";
+  PolicyLossSection policy_loss;
+  ConfigNode engine_options;  // the train engine's keys (optim, fsdp_config, grad_clip, ...)
+};
+
+struct RefConfig {
+  std::string strategy = "fsdp";
+  int64_t log_prob_micro_batch_size_per_gpu = 0;
+  bool log_prob_use_dynamic_bsz = false;
+  int64_t log_prob_max_token_len_per_gpu = 16384;
+  ConfigNode engine_options;
+};
+
+struct ValidationSampling {
+  int64_t n = 1;
+  double temperature = 0.0;
+  int64_t top_k = -1;
+  double top_p = 1.0;
+  bool do_sample = false;  // false: greedy whatever the temperature
+};
+
+struct RolloutConfig {
+  std::string name = "native";  // the inference_engine to build
+  int64_t n = 1;                // responses per prompt
+  double temperature = 1.0;
+  int64_t top_k = -1;
+  double top_p = 1.0;
+  int64_t log_prob_micro_batch_size_per_gpu = 0;
+  bool log_prob_use_dynamic_bsz = false;
+  int64_t log_prob_max_token_len_per_gpu = 16384;
+  ValidationSampling val_kwargs;
+  ConfigNode engine_options;  // the inference engine's keys (dtype, max_num_seqs, ...)
+};
+
+struct ActorRolloutRefConfig {
+  ModelPathConfig model;
+  ActorConfig actor;
+  RefConfig ref;
+  RolloutConfig rollout;
+};
+
+struct CriticConfig {
+  std::string enable = "auto";  // auto (when the estimator needs values) | true | false
+  std::string strategy = "fsdp";
+  ModelPathConfig model;        // empty: the actor's model (trunk), fresh value head
+  int64_t ppo_mini_batch_size = 0;  // 0: the actor's
+  int64_t ppo_micro_batch_size_per_gpu = 0;
+  int64_t forward_micro_batch_size_per_gpu = 0;
+  bool use_dynamic_bsz = false;
+  int64_t ppo_max_token_len_per_gpu = 32768;
+  int64_t ppo_epochs = 0;  // 0: the actor's
+  double cliprange_value = 0.5;
+  std::string loss_agg_mode = "token-mean";
+  ConfigNode engine_options;
+};
+
+struct AlgorithmConfig {
+  std::string adv_estimator = "gae";
+  bool use_kl_in_reward = false;
+  std::string kl_penalty = "kl";
+  KlControlConfig kl_ctrl;
+  ConfigNode estimator_options;  // the advantage estimator's keys (gamma, lam, ...)
+};
+
+RLCORE_API OptionsSchema<ActorConfig> actor_schema();
+RLCORE_API OptionsSchema<RefConfig> ref_schema();
+RLCORE_API OptionsSchema<RolloutConfig> rollout_schema();
+RLCORE_API OptionsSchema<ActorRolloutRefConfig> actor_rollout_ref_schema();
+RLCORE_API OptionsSchema<CriticConfig> critic_schema();
+RLCORE_API OptionsSchema<AlgorithmConfig> algorithm_schema();
+
+}  // namespace rlcore

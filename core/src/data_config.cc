@@ -1,0 +1,50 @@
+// The `data` config section's schema (verl's key names and defaults).
+#include "rlcore/core/data/dataset.h"
+
+#include "rlcore/prompt_template.h"
+
+namespace rlcore {
+namespace {
+
+// verl accepts `train_files: path.parquet` as well as a list of paths.
+std::vector<std::string> read_path_list(const ConfigNode& node) {
+  if (node.is_scalar()) return {node.as<std::string>()};
+  return node.as<std::vector<std::string>>();
+}
+
+}  // namespace
+
+const OptionsSchema<DataConfig>& data_config_schema() {
+  static const OptionsSchema<DataConfig> schema = [] {
+    OptionsSchema<DataConfig> data;
+    data.key("train_files", &DataConfig::train_files,
+             "Training data: a .jsonl/.json file or a list of them (records as verl's parquet rows).", {},
+             read_path_list)
+        .key("val_files", &DataConfig::val_files, "Validation data: a file or a list of files.", {}, read_path_list)
+        .key("prompt_key", &DataConfig::prompt_key,
+             "Record field holding the prompt: a string or a list of chat messages [{role, content}].")
+        .key("response_key", &DataConfig::response_key, "SFT only: record field holding the response text.")
+        .key("max_prompt_length", &DataConfig::max_prompt_length, "Longest prompt in tokens, after the template.",
+             at_least(1))
+        .key("max_response_length", &DataConfig::max_response_length,
+             "Longest response in tokens (generation limit; SFT responses are cut on the right).", at_least(1))
+        .key("train_batch_size", &DataConfig::train_batch_size, "Prompts per training step.", at_least(1))
+        .key("val_batch_size", &DataConfig::val_batch_size, "Prompts per validation batch (0: all in one).",
+             at_least(0))
+        .key("truncation", &DataConfig::truncation,
+             "Prompts over max_prompt_length: error, or keep the last (left) or first (right) tokens.",
+             one_of({"error", "left", "right"}))
+        .key("filter_overlong_prompts", &DataConfig::filter_overlong_prompts,
+             "Drop prompts over max_prompt_length when loading instead of applying truncation.")
+        .key("shuffle", &DataConfig::shuffle, "Reshuffle the training set every epoch.")
+        .key("seed", &DataConfig::seed, "Seed of the shuffle: epoch e's order depends only on (seed, e).")
+        .key("prompt_template", &DataConfig::prompt_template,
+             "How prompts are wrapped: chat (ChatML) or plain (the text as is).", one_of(PromptTemplate::names()))
+        .key("system_prompt", &DataConfig::system_prompt,
+             "System message for the chat template (a record's own system message replaces it).");
+    return data;
+  }();
+  return schema;
+}
+
+}  // namespace rlcore

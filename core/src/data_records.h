@@ -1,0 +1,20 @@
+// Private to the core's data code: the JSON records of a dataset file, each with
+// where it came from, for error messages.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace rlcore::data_records {
+
+// Calls `visit(record, where)` for each record of `path`, in order: .jsonl files
+// hold one JSON object per line (blank lines skipped; `where` is "path:LINE"),
+// .json files one array of objects (`where` is "path[INDEX]"). Throws IoError when
+// the file cannot be read and FormatError, naming the file and line, for bad JSON,
+// a record that is not an object, or another extension.
+void for_each_record(const std::string& path,
+                     const std::function<void(const nlohmann::json& record, const std::string& where)>& visit);
+
+}  // namespace rlcore::data_records

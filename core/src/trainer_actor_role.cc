@@ -1,0 +1,211 @@
+// The "actor_rollout_ref" worker role: the actor's train engine, the rollout's
+// inference engine and the frozen reference, colocated in one process so the
+// weights move from training to generation without leaving it.
+#include <chrono>
+
+#include <ATen/ATen.h>
+
+#include "rlcore/core/trainer/roles.h"
+#include "rlcore/core/trainer/trainer_config.h"
+#include "rlcore/error.h"
+#include "rlcore/inference_engine.h"
+#include "trainer_losses.h"
+#include "trainer_sequences.h"
+#include "trainer_worker_common.h"
+
+namespace rlcore::trainer {
+namespace {
+
+MicroBatching micro_batching(int64_t micro_batch_size, bool dynamic, int64_t max_token_len) {
+  return MicroBatching{micro_batch_size, dynamic, max_token_len};
+}
+
+class ActorRolloutRef {
+ public:
+  ActorRolloutRef(const Registry& components, const RoleContext& context) : context_(context) {
+    const ConfigNode tree = role_config(context);
+    const ConfigNode section = tree["actor_rollout_ref"];
+    config_ = actor_rollout_ref_schema().parse(section);
+    const std::string model_path = context.options.value(role_options::kModelPath, config_.model.path);
+    const int64_t total_steps = context.options.value(role_options::kTotalSteps, int64_t{0});
+
+    EngineRequest actor{config_.actor.strategy, config_.actor.engine_options, model_path};
+    actor.total_training_steps = total_steps;
+    actor_ = make_train_engine(components, context, actor);
+    if (context.options.value(role_options::kWithRef, false)) {
+      EngineRequest ref{config_.ref.strategy, config_.ref.engine_options,
+                        model_path};
+      ref.trainable = false;
+      ref_ = make_train_engine(components, context, ref);
+    }
+    if (context.options.value(role_options::kWithRollout, true)) {
+      ComponentContext rollout_context;
+      rollout_context.model_path = model_path;
+      rollout_context.comm = context.comm;
+      rollout_ = components.create<InferenceEngine>(
+          config_.rollout.name, config_.rollout.engine_options,
+          rollout_context);
+    }
+    loss_ = make_actor_loss(components, section["actor"]);
+  }
+
+  void register_methods(RoleMethods& methods) {
+    methods.add("generate", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
+      return generate(b, a);
+    });
+    methods.add("compute_log_prob", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
+      return compute_log_prob(b, a);
+    });
+    methods.add("compute_ref_log_prob", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
+      return compute_ref_log_prob(b, a);
+    });
+    methods.add("update_actor", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
+      return update_actor(b, a);
+    });
+    methods.add("sft_step", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
+      return sft_step(b, a);
+    });
+    methods.add("sync_weights", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
+      return sync_weights(a);
+    });
+    methods.add("save_checkpoint", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
+      actor_->save_checkpoint(a.at("dir").get<std::string>());
+      return MethodResult{};
+    });
+    methods.add("load_checkpoint", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
+      actor_->load_checkpoint(a.at("dir").get<std::string>());
+      return MethodResult{Batch(), {{"step", actor_->step()}}};
+    });
+    methods.add("export_hf", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
+      actor_->export_hf(a.at("dir").get<std::string>());
+      return MethodResult{};
+    });
+    methods.add("memory", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json&) {
+      const TrainMemory memory = actor_->memory();
+      return MethodResult{Batch(),
+                          {{"param_bytes", memory.param_bytes},
+                           {"grad_bytes", memory.grad_bytes},
+                           {"optimizer_bytes", memory.optimizer_bytes},
+                           {"host_bytes", memory.host_bytes}}};
+    });
+  }
+
+ private:
+  ActorLossSettings make_actor_loss(const Registry& components, const ConfigNode& actor_section) const {
+    const ActorConfig& actor = config_.actor;
+    ActorLossSettings settings;
+    settings.policy_loss_name = actor.policy_loss.loss_mode;
+    settings.policy_loss = components.create<PolicyLoss>(actor.policy_loss.loss_mode, actor.policy_loss.options);
+    settings.policy.clip_ratio = actor.clip_ratio;
+    if (actor_section.has("clip_ratio_low")) settings.policy.clip_ratio_low = actor.clip_ratio_low;
+    if (actor_section.has("clip_ratio_high")) settings.policy.clip_ratio_high = actor.clip_ratio_high;
+    settings.policy.clip_ratio_c = actor.clip_ratio_c;
+    settings.policy.aggregation.mode = actor.loss_agg_mode;
+    settings.entropy_coeff = actor.entropy_coeff;
+    settings.use_kl_loss = actor.use_kl_loss;
+    settings.kl_loss_coef = actor.kl_loss_coef;
+    settings.kl_loss_type = actor.kl_loss_type;
+    return settings;
+  }
+
+  MethodResult generate(const Batch& prompts, const nlohmann::json& args) {
+    require(rollout_ != nullptr, "generate");
+    SamplingParams sampling;
+    sampling.n = 1;  // the controller repeats prompts n times, so every row is one sample
+    sampling.max_tokens = args.at("max_tokens").get<int64_t>();
+    sampling.temperature = args.value("greedy", false) ? 0.0 : args.value("temperature", 1.0);
+    sampling.top_k = args.value("top_k", int64_t{-1});
+    sampling.top_p = args.value("top_p", 1.0);
+    // Every rank samples its own rows: one seed per (call, rank).
+    sampling.seed = args.value("seed", int64_t{0}) * 1009 + context_.rank;
+    sampling.stop_token_ids = args.value("stop_token_ids", std::vector<int32_t>{});
+    const int64_t pad_id = args.at("pad_token_id").get<int64_t>();
+    const GenerationOutput generated = rollout_->generate(unpad_prompts(prompts), sampling);
+    Batch out = make_sequence_batch(prompts, generated, sampling.max_tokens, pad_id);
+    return MethodResult{out, {{"weight_version", generated.weight_version}}};
+  }
+
+  MethodResult compute_log_prob(const Batch& batch, const nlohmann::json& args) {
+    ForwardOptions options;
+    options.temperature = args.value("temperature", 1.0);
+    options.entropy = args.value("entropy", true);
+    const RolloutConfig& rollout = config_.rollout;
+    options.micro_batching = micro_batching(rollout.log_prob_micro_batch_size_per_gpu,
+                                            rollout.log_prob_use_dynamic_bsz, rollout.log_prob_max_token_len_per_gpu);
+    const ModelOutput output = actor_->forward(batch, options);
+    Batch out(batch.size());
+    out.set(kOldLogProbs, output.log_prob);
+    if (output.entropy.defined()) out.set("entropys", output.entropy);
+    return MethodResult{out, nullptr};
+  }
+
+  MethodResult compute_ref_log_prob(const Batch& batch, const nlohmann::json& args) {
+    require(ref_ != nullptr, "compute_ref_log_prob");
+    ForwardOptions options;
+    options.temperature = args.value("temperature", 1.0);
+    const RefConfig& ref = config_.ref;
+    options.micro_batching = micro_batching(ref.log_prob_micro_batch_size_per_gpu, ref.log_prob_use_dynamic_bsz,
+                                            ref.log_prob_max_token_len_per_gpu);
+    Batch out(batch.size());
+    out.set(kRefLogProb, ref_->forward(batch, options).log_prob);
+    return MethodResult{out, nullptr};
+  }
+
+  ForwardOptions update_options(double temperature) const {
+    ForwardOptions options;
+    options.temperature = temperature;
+    options.entropy = config_.actor.entropy_coeff != 0.0;
+    options.micro_batching = micro_batching(config_.actor.ppo_micro_batch_size_per_gpu, config_.actor.use_dynamic_bsz,
+                                            config_.actor.ppo_max_token_len_per_gpu);
+    return options;
+  }
+
+  MethodResult update_actor(const Batch& batch, const nlohmann::json& args) {
+    const auto metrics = run_updates(*actor_, batch, args.at("mini_batch_rows").get<int64_t>(),
+                                     config_.actor.ppo_epochs, update_options(args.value("temperature", 1.0)),
+                                     actor_loss(loss_));
+    return MethodResult{Batch(), to_json(metrics)};
+  }
+
+  MethodResult sft_step(const Batch& batch, const nlohmann::json&) {
+    const auto metrics = actor_->train_step(batch, update_options(1.0), sft_loss()).metrics;
+    return MethodResult{Batch(), to_json(metrics)};
+  }
+
+  // Full tensors one at a time from the actor into the rollout engine, in this process.
+  MethodResult sync_weights(const nlohmann::json& args) {
+    require(rollout_ != nullptr, "sync_weights");
+    const int64_t version = args.at("version").get<int64_t>();
+    const auto start = std::chrono::steady_clock::now();
+    int64_t bytes = 0;
+    actor_->for_each_full_parameter([&](const std::string& name, const at::Tensor& tensor) {
+      rollout_->load_weights({{name, tensor}}, version);
+      bytes += static_cast<int64_t>(tensor.numel() * tensor.element_size());
+    });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return MethodResult{Batch(), {{"bytes", bytes}, {"seconds", seconds}, {"version", rollout_->weight_version()}}};
+  }
+
+  void require(bool present, const std::string& method) const {
+    if (!present) throw ValueError("actor." + method + ": this worker was started without that engine");
+  }
+
+  RoleContext context_;
+  ActorRolloutRefConfig config_;
+  std::shared_ptr<TrainEngine> actor_;
+  std::shared_ptr<TrainEngine> ref_;
+  std::shared_ptr<InferenceEngine> rollout_;
+  ActorLossSettings loss_;
+};
+
+}  // namespace
+
+void add_actor_rollout_ref_role(RoleRegistry& roles, const Registry& components) {
+  roles.add("actor_rollout_ref", [&components](const RoleContext& context, RoleMethods& methods) {
+    auto role = std::make_shared<ActorRolloutRef>(components, context);
+    role->register_methods(methods);
+    return std::static_pointer_cast<void>(role);
+  });
+}
+
+}  // namespace rlcore::trainer

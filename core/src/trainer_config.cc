@@ -1,0 +1,145 @@
+// Schemas of the RL trainer's config sections (see trainer_config.h).
+#include "rlcore/core/trainer/trainer_config.h"
+
+#include "rlcore/rl_functional.h"
+
+namespace rlcore {
+namespace {
+
+OptionsSchema<ModelPathConfig> model_path_schema(const std::string& doc) {
+  OptionsSchema<ModelPathConfig> schema;
+  schema.key("path", &ModelPathConfig::path, doc);
+  return schema;
+}
+
+OptionsSchema<ValidationSampling> val_kwargs_schema() {
+  OptionsSchema<ValidationSampling> schema;
+  schema.key("n", &ValidationSampling::n, "Responses per validation prompt (mean@n).", at_least(1))
+      .key("temperature", &ValidationSampling::temperature, "Validation temperature (with do_sample).", at_least(0))
+      .key("top_k", &ValidationSampling::top_k, "Validation top-k (-1: off).")
+      .key("top_p", &ValidationSampling::top_p, "Validation top-p.", in_range(0, 1))
+      .key("do_sample", &ValidationSampling::do_sample, "Sample in validation; false: greedy.");
+  return schema;
+}
+
+OptionsSchema<PolicyLossSection> policy_loss_schema() {
+  OptionsSchema<PolicyLossSection> schema;
+  schema.key("loss_mode", &PolicyLossSection::loss_mode,
+             "Policy loss (a registered policy_loss: vanilla, gspo, clip_cov, kl_cov, cispo, gpg); its options live here too.")
+      .other_keys_to(&PolicyLossSection::options);
+  return schema;
+}
+
+}  // namespace
+
+OptionsSchema<ActorConfig> actor_schema() {
+  OptionsSchema<ActorConfig> schema;
+  schema.key("strategy", &ActorConfig::strategy, "Train engine of the actor (a registered train_engine, e.g. fsdp).")
+      .key("ppo_mini_batch_size", &ActorConfig::ppo_mini_batch_size,
+           "Prompts per optimizer step; each brings rollout.n responses. Must divide data.train_batch_size.",
+           at_least(1))
+      .key("ppo_micro_batch_size_per_gpu", &ActorConfig::ppo_micro_batch_size_per_gpu,
+           "Responses per forward/backward on one worker (gradient accumulation); 0: the worker's whole mini-batch.",
+           at_least(0))
+      .key("use_dynamic_bsz", &ActorConfig::use_dynamic_bsz,
+           "Pack micro-batches up to ppo_max_token_len_per_gpu tokens instead of a fixed row count.")
+      .key("ppo_max_token_len_per_gpu", &ActorConfig::ppo_max_token_len_per_gpu,
+           "Token budget of a micro-batch with use_dynamic_bsz.", at_least(1))
+      .key("ppo_epochs", &ActorConfig::ppo_epochs, "Passes over each step's batch.", at_least(1))
+      .key("clip_ratio", &ActorConfig::clip_ratio, "PPO clip range (both sides unless the next two are set).",
+           greater_than(0))
+      .key("clip_ratio_low", &ActorConfig::clip_ratio_low, "Lower clip range: ratio >= 1 - clip_ratio_low.",
+           at_least(0))
+      .key("clip_ratio_high", &ActorConfig::clip_ratio_high, "Upper clip range: ratio <= 1 + clip_ratio_high.",
+           at_least(0))
+      .key("clip_ratio_c", &ActorConfig::clip_ratio_c, "Dual-clip bound for negative advantages (> 1).",
+           greater_than(1))
+      .key("loss_agg_mode", &ActorConfig::loss_agg_mode, "How token losses become one number.",
+           one_of(loss_agg_modes()))
+      .key("entropy_coeff", &ActorConfig::entropy_coeff, "Entropy bonus coefficient (loss -= coeff * entropy).")
+      .key("use_kl_loss", &ActorConfig::use_kl_loss, "Add kl_loss_coef * KL(actor || ref) to the loss (GRPO style).")
+      .key("kl_loss_coef", &ActorConfig::kl_loss_coef, "Coefficient of the KL loss.", at_least(0))
+      .key("kl_loss_type", &ActorConfig::kl_loss_type, "KL estimator of the KL loss.", one_of(kl_penalty_types()))
+      .section("policy_loss", &ActorConfig::policy_loss, policy_loss_schema())
+      .other_keys_to(&ActorConfig::engine_options);
+  return schema;
+}
+
+OptionsSchema<RefConfig> ref_schema() {
+  OptionsSchema<RefConfig> schema;
+  schema.key("strategy", &RefConfig::strategy, "Train engine of the frozen reference policy.")
+      .key("log_prob_micro_batch_size_per_gpu", &RefConfig::log_prob_micro_batch_size_per_gpu,
+           "Responses per forward on one worker; 0: all at once.", at_least(0))
+      .key("log_prob_use_dynamic_bsz", &RefConfig::log_prob_use_dynamic_bsz, "Token-budget micro-batches.")
+      .key("log_prob_max_token_len_per_gpu", &RefConfig::log_prob_max_token_len_per_gpu,
+           "Token budget with log_prob_use_dynamic_bsz.", at_least(1))
+      .other_keys_to(&RefConfig::engine_options);
+  return schema;
+}
+
+OptionsSchema<RolloutConfig> rollout_schema() {
+  OptionsSchema<RolloutConfig> schema;
+  schema.key("name", &RolloutConfig::name, "Inference engine that generates (a registered inference_engine).")
+      .key("n", &RolloutConfig::n, "Responses per prompt (GRPO/RLOO groups).", at_least(1))
+      .key("temperature", &RolloutConfig::temperature, "Sampling temperature; also used for old log-probs.",
+           greater_than(0))
+      .key("top_k", &RolloutConfig::top_k, "Top-k sampling (-1: off).")
+      .key("top_p", &RolloutConfig::top_p, "Nucleus sampling.", in_range(0, 1))
+      .key("log_prob_micro_batch_size_per_gpu", &RolloutConfig::log_prob_micro_batch_size_per_gpu,
+           "Responses per forward when computing old log-probs on one worker; 0: all at once.", at_least(0))
+      .key("log_prob_use_dynamic_bsz", &RolloutConfig::log_prob_use_dynamic_bsz, "Token-budget micro-batches.")
+      .key("log_prob_max_token_len_per_gpu", &RolloutConfig::log_prob_max_token_len_per_gpu,
+           "Token budget with log_prob_use_dynamic_bsz.", at_least(1))
+      .section("val_kwargs", &RolloutConfig::val_kwargs, val_kwargs_schema())
+      .other_keys_to(&RolloutConfig::engine_options);
+  return schema;
+}
+
+OptionsSchema<ActorRolloutRefConfig> actor_rollout_ref_schema() {
+  OptionsSchema<ActorRolloutRefConfig> schema;
+  schema
+      .section("model", &ActorRolloutRefConfig::model,
+               model_path_schema("HF checkpoint directory the actor, reference and rollout start from."))
+      .section("actor", &ActorRolloutRefConfig::actor, actor_schema())
+      .section("ref", &ActorRolloutRefConfig::ref, ref_schema())
+      .section("rollout", &ActorRolloutRefConfig::rollout, rollout_schema());
+  return schema;
+}
+
+OptionsSchema<CriticConfig> critic_schema() {
+  OptionsSchema<CriticConfig> schema;
+  schema.key("enable", &CriticConfig::enable, "Run a critic: auto (when the estimator needs values), true, false.",
+             one_of({"auto", "true", "false"}))
+      .key("strategy", &CriticConfig::strategy, "Train engine of the critic.")
+      .section("model", &CriticConfig::model,
+               model_path_schema("Critic checkpoint; empty: the actor's model with a fresh value head."))
+      .key("ppo_mini_batch_size", &CriticConfig::ppo_mini_batch_size, "Prompts per critic step; 0: the actor's.",
+           at_least(0))
+      .key("ppo_micro_batch_size_per_gpu", &CriticConfig::ppo_micro_batch_size_per_gpu,
+           "Responses per forward/backward on one worker; 0: all at once.", at_least(0))
+      .key("forward_micro_batch_size_per_gpu", &CriticConfig::forward_micro_batch_size_per_gpu,
+           "Responses per value forward on one worker; 0: all at once.", at_least(0))
+      .key("use_dynamic_bsz", &CriticConfig::use_dynamic_bsz, "Token-budget micro-batches.")
+      .key("ppo_max_token_len_per_gpu", &CriticConfig::ppo_max_token_len_per_gpu,
+           "Token budget with use_dynamic_bsz.", at_least(1))
+      .key("ppo_epochs", &CriticConfig::ppo_epochs, "Passes over each batch; 0: the actor's.", at_least(0))
+      .key("cliprange_value", &CriticConfig::cliprange_value, "Value clipping range.", greater_than(0))
+      .key("loss_agg_mode", &CriticConfig::loss_agg_mode, "Aggregation of the value loss.", one_of(loss_agg_modes()))
+      .other_keys_to(&CriticConfig::engine_options);
+  return schema;
+}
+
+OptionsSchema<AlgorithmConfig> algorithm_schema() {
+  OptionsSchema<AlgorithmConfig> schema;
+  schema
+      .key("adv_estimator", &AlgorithmConfig::adv_estimator,
+           "Advantage estimator (a registered advantage_estimator: gae, grpo, rloo, ...); its options live here too.")
+      .key("use_kl_in_reward", &AlgorithmConfig::use_kl_in_reward, "Subtract beta * KL(actor || ref) from rewards.")
+      .key("kl_penalty", &AlgorithmConfig::kl_penalty, "KL estimator of the in-reward penalty.",
+           one_of(kl_penalty_types()))
+      .section("kl_ctrl", &AlgorithmConfig::kl_ctrl, kl_control_schema())
+      .other_keys_to(&AlgorithmConfig::estimator_options);
+  return schema;
+}
+
+}  // namespace rlcore

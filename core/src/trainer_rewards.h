@@ -1,0 +1,33 @@
+// Private to the core: turning generated responses into rewards (verl's
+// reward manager): decode, grade against each prompt's ground truth, and place
+// the score on the response's last token.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "rlcore/batch.h"
+#include "rlcore/core/data/dataset.h"
+#include "rlcore/core/reward_router.h"
+#include "rlcore/tokenizer.h"
+
+namespace rlcore::trainer {
+
+struct Rewards {
+  at::Tensor token_level_scores;  // [B, R]: the score at each response's last token, 0 elsewhere
+  std::vector<double> scores;     // [B]
+  std::vector<std::string> responses;  // decoded, special tokens skipped
+  std::map<std::string, std::vector<double>> extras;  // grader extras ("acc", ...) per row, NaN where absent
+};
+
+// `examples[i]` is the prompt of row i of `sequences` (the engine layout).
+Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*>& examples, const Tokenizer& tokenizer,
+                        const RewardRouter& router);
+
+// Decodes ids, dropping any the tokenizer does not know (a model's padded vocabulary).
+std::string decode_known(const Tokenizer& tokenizer, const std::vector<int32_t>& ids);
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,48 @@
+// Private to the core: the worker groups a trainer drives (the actor's, and
+// the critic's when there is one), started from the run config's pools.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rlcore/core/run_config.h"
+#include "rlcore/core/runtime/cluster.h"
+
+namespace rlcore::trainer {
+
+struct WorkerRoles {
+  bool critic = false;
+  bool ref = false;
+  bool rollout = true;
+  int64_t total_training_steps = 0;
+  std::string model_path;  // empty: actor_rollout_ref.model.path
+};
+
+class TrainerWorkers {
+ public:
+  // The pool sizes the config gives the roles, without starting anything.
+  // Returns {actor workers, critic workers (0 without a critic)}.
+  static std::pair<int64_t, int64_t> pool_sizes(const RunConfig& config, bool critic);
+
+  // Starts the workers (local launcher) or waits for them (external).
+  TrainerWorkers(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
+                 const WorkerRoles& roles);
+  ~TrainerWorkers();
+
+  WorkerGroup& actor() { return *actor_; }
+  WorkerGroup* critic() { return critic_; }  // null without a critic
+  void shutdown();
+
+ private:
+  std::unique_ptr<Cluster> cluster_;
+  WorkerGroup* actor_ = nullptr;
+  WorkerGroup* critic_ = nullptr;
+};
+
+// Role names of the trainer's methods: "actor.<method>", "critic.<method>".
+inline constexpr const char* kActorRole = "actor";
+inline constexpr const char* kCriticRole = "critic";
+
+}  // namespace rlcore::trainer

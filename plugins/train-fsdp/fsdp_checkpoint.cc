@@ -1,0 +1,235 @@
+// FsdpEngine's sharded checkpoints (per-rank safetensors of flat shards + JSON
+// state, resharded on load from any saved world size) and the HF export.
+//
+//   DIR/fsdp_checkpoint.json   rank 0, written last: format, world size, step, unit layout
+//   DIR/rank_<r>.safetensors   "<unit>.param" [+ ".exp_avg", ".exp_avg_sq"]: rank r's flat shards
+//   DIR/rank_<r>.json          rank r's RNG state
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <nlohmann/json.hpp>
+
+#include "fsdp_engine.h"
+#include "fsdp_engine_internal.h"
+#include "rlcore/error.h"
+#include "rlcore/safetensors.h"
+
+namespace rlcore::fsdp {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kManifest = "fsdp_checkpoint.json";
+constexpr const char* kFormat = "rlcore-fsdp/1";
+constexpr uint64_t kExportShardBytes = 2'000'000'000;
+
+fs::path rank_file(const fs::path& dir, int64_t rank, const char* ext) {
+  return dir / ("rank_" + std::to_string(rank) + ext);
+}
+
+void write_text_atomic(const fs::path& path, const std::string& text) {
+  const fs::path temp = path.string() + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw IoError(temp.string() + ": cannot write");
+  }
+  std::error_code error;
+  fs::rename(temp, path, error);
+  if (error) throw IoError(path.string() + ": cannot rename into place: " + error.message());
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path.string() + ": cannot open (missing file of an fsdp checkpoint?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+std::string to_hex(const at::Tensor& bytes) {
+  static const char* kDigits = "0123456789abcdef";
+  const at::Tensor contiguous = bytes.contiguous();
+  const auto* data = contiguous.data_ptr<uint8_t>();
+  std::string out;
+  for (int64_t i = 0; i < contiguous.numel(); ++i) {
+    out.push_back(kDigits[data[i] >> 4]);
+    out.push_back(kDigits[data[i] & 15]);
+  }
+  return out;
+}
+
+at::Tensor from_hex(const std::string& text, const fs::path& file) {
+  if (text.size() % 2 != 0) throw FormatError(file.string() + ": malformed rng state");
+  at::Tensor bytes = at::empty({static_cast<int64_t>(text.size() / 2)}, at::kByte);
+  auto* data = bytes.data_ptr<uint8_t>();
+  for (size_t i = 0; i < text.size() / 2; ++i) data[i] = static_cast<uint8_t>(std::stoi(text.substr(2 * i, 2), nullptr, 16));
+  return bytes;
+}
+
+at::Generator default_cpu_generator() { return at::detail::getDefaultCPUGenerator(); }
+
+// The saved shard of `tensor` in rank file `file`, checked against the saved layout.
+at::Tensor saved_shard(const SafetensorsFile& file, const std::string& tensor, int64_t shard_size) {
+  if (!file.contains(tensor)) throw FormatError(file.path().string() + ": missing tensor '" + tensor + "'");
+  const at::Tensor view = file.view(tensor);
+  if (view.dim() != 1 || view.size(0) != shard_size || view.scalar_type() != at::kFloat) {
+    throw FormatError(file.path().string() + ": tensor '" + tensor + "' is not a float32 shard of " +
+                      std::to_string(shard_size) + " elements");
+  }
+  return view;
+}
+
+}  // namespace
+
+void FsdpEngine::save_checkpoint(const std::string& dir_text) {
+  ResidentScope resident(*this, OffloadSet::kAll);
+  const fs::path dir(dir_text);
+  fs::create_directories(dir);
+  NamedTensors tensors;
+  for (size_t u = 0; u < layouts_.size(); ++u) {
+    const std::string& unit = layouts_[u].name;
+    tensors.emplace_back(unit + ".param", shards_[u].param.device);
+    if (trainable_) {
+      tensors.emplace_back(unit + ".exp_avg", shards_[u].exp_avg.device);
+      tensors.emplace_back(unit + ".exp_avg_sq", shards_[u].exp_avg_sq.device);
+    }
+  }
+  save_safetensors(rank_file(dir, dp_.rank(), ".safetensors"), tensors, {{"format", kFormat}});
+  const nlohmann::json rank_state = {{"rank", dp_.rank()}, {"rng", to_hex(default_cpu_generator().get_state())}};
+  write_text_atomic(rank_file(dir, dp_.rank(), ".json"), rank_state.dump(2));
+  dp_.barrier();
+  if (dp_.rank() == 0) {
+    // Written last: its presence means every rank's files are complete.
+    nlohmann::json units = nlohmann::json::array();
+    for (const UnitLayout& layout : layouts_) units.push_back(unit_layout_to_json(layout));
+    const nlohmann::json manifest = {{"format", kFormat},
+                                     {"world_size", dp_.size()},
+                                     {"step", step_},
+                                     {"adam_steps", adam_steps_},
+                                     {"optimizer", trainable_},
+                                     {"model_head", head_ == model::ModelHead::kValue ? "value" : "lm"},
+                                     {"units", units}};
+    write_text_atomic(dir / kManifest, manifest.dump(2));
+  }
+  dp_.barrier();
+}
+
+void FsdpEngine::load_checkpoint(const std::string& dir_text) {
+  ResidentScope resident(*this, OffloadSet::kAll);
+  const fs::path dir(dir_text);
+  const fs::path manifest_path = dir / kManifest;
+  const nlohmann::json manifest = read_json(manifest_path);
+  int64_t saved_world = 0;
+  std::vector<UnitLayout> saved;
+  bool has_optimizer = false;
+  try {
+    if (manifest.at("format").get<std::string>() != kFormat)
+      throw FormatError(manifest_path.string() + ": unknown format '" + manifest.at("format").get<std::string>() + "'");
+    saved_world = manifest.at("world_size").get<int64_t>();
+    has_optimizer = manifest.at("optimizer").get<bool>();
+    for (const auto& unit : manifest.at("units")) saved.push_back(unit_layout_from_json(unit, saved_world));
+    step_ = manifest.at("step").get<int64_t>();
+    adam_steps_ = manifest.at("adam_steps").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(manifest_path.string() + ": " + e.what());
+  }
+  if (saved_world < 1) throw FormatError(manifest_path.string() + ": world_size must be >= 1");
+  if (saved.size() != layouts_.size())
+    throw FormatError(manifest_path.string() + ": " + std::to_string(saved.size()) + " units, this model has " +
+                      std::to_string(layouts_.size()));
+  for (size_t u = 0; u < saved.size(); ++u) {
+    if (!(saved[u] == layouts_[u]))
+      throw FormatError(manifest_path.string() + ": unit '" + saved[u].name + "' does not match this model's '" +
+                        layouts_[u].name + "' (another model or head?)");
+  }
+  if (trainable_ && !has_optimizer)
+    throw FormatError(manifest_path.string() + ": saved by a frozen engine, no optimizer state to train from");
+
+  std::map<int64_t, std::unique_ptr<SafetensorsFile>> files;
+  auto file_of = [&](int64_t rank) -> const SafetensorsFile& {
+    auto& slot = files[rank];
+    if (!slot) {
+      const fs::path path = rank_file(dir, rank, ".safetensors");
+      if (!fs::exists(path))
+        throw IoError(path.string() + ": missing (checkpoint saved with " + std::to_string(saved_world) + " ranks)");
+      slot = std::make_unique<SafetensorsFile>(path);
+    }
+    return *slot;
+  };
+  at::NoGradGuard no_grad;
+  for (size_t u = 0; u < layouts_.size(); ++u) {
+    ShardState& state = shards_[u];
+    std::vector<std::pair<std::string, at::Tensor*>> targets = {{".param", &state.param.device}};
+    if (trainable_) {
+      targets.emplace_back(".exp_avg", &state.exp_avg.device);
+      targets.emplace_back(".exp_avg_sq", &state.exp_avg_sq.device);
+    }
+    for (auto& target : targets) target.second->zero_();
+    const ElementRange own = owned_range(layouts_[u], dp_.rank());
+    const int64_t base = dp_.rank() * layouts_[u].shard_size;
+    for (int64_t rank = 0; rank < saved_world; ++rank) {
+      const ElementRange overlap = intersect(own, owned_range(saved[u], rank));
+      if (overlap.size() == 0) continue;
+      const SafetensorsFile& file = file_of(rank);
+      for (auto& [suffix, tensor] : targets) {
+        const at::Tensor source = saved_shard(file, saved[u].name + suffix, saved[u].shard_size);
+        tensor->narrow(0, overlap.begin - base, overlap.size())
+            .copy_(source.narrow(0, overlap.begin - rank * saved[u].shard_size, overlap.size()));
+      }
+    }
+  }
+  const fs::path rng_path = rank_file(dir, dp_.rank() % saved_world, ".json");
+  try {
+    default_cpu_generator().set_state(from_hex(read_json(rng_path).at("rng").get<std::string>(), rng_path));
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(rng_path.string() + ": " + e.what());
+  }
+  zero_grads();
+  dp_.barrier();
+}
+
+void FsdpEngine::export_hf(const std::string& dir_text) {
+  const fs::path dir(dir_text);
+  const at::ScalarType dtype = config_.dtype();
+  NamedTensors tensors;
+  for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
+    if (dp_.rank() == 0) tensors.emplace_back(name, full.to(at::kCPU, dtype, false, /*copy=*/true));
+  });
+  if (dp_.rank() == 0) {
+    fs::create_directories(dir);
+    save_safetensors_checkpoint(dir, tensors, kExportShardBytes);
+    nlohmann::json json = config_.to_json();
+    if (head_ == model::ModelHead::kValue) {
+      // transformers' *ForTokenClassification with one label: verl's critic checkpoint.
+      for (auto& arch : json["architectures"]) {
+        std::string name = arch.get<std::string>();
+        const size_t at = name.find("ForCausalLM");
+        if (at != std::string::npos) arch = name.substr(0, at) + "ForTokenClassification";
+      }
+      json["num_labels"] = 1;
+    }
+    write_text_atomic(dir / "config.json", json.dump(2) + "\n");
+    // Tokenizer and generation files travel unchanged from the source checkpoint.
+    for (const auto& entry : fs::directory_iterator(model_path_)) {
+      const std::string name = entry.path().filename().string();
+      if (!entry.is_regular_file() || name == "config.json" || name == kSafetensorsIndexFile ||
+          entry.path().extension() == ".safetensors")
+        continue;
+      fs::copy_file(entry.path(), dir / name, fs::copy_options::overwrite_existing);
+    }
+  }
+  dp_.barrier();
+}
+
+}  // namespace rlcore::fsdp

@@ -1,0 +1,275 @@
+// FsdpEngine's forward and train_step. The schedule is unit-major: each unit
+// is gathered once per pass and runs every micro-batch before it is freed, so
+// the number of collectives does not depend on how rows are cut (ranks may
+// hold different micro-batch counts). Training keeps each unit's input
+// (activation checkpointing at unit boundaries) and recomputes the unit with
+// gradients in the backward pass, where the unit is gathered again.
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include "adamw.h"
+#include "fsdp_engine.h"
+#include "fsdp_engine_internal.h"
+#include "micro_batches.h"
+#include "rlcore/error.h"
+#include "rlcore/rl_functional.h"
+
+namespace rlcore::fsdp {
+namespace {
+
+const at::Tensor& require_column(const Batch& batch, const char* name) {
+  if (!batch.contains(name) || !batch.is_tensor(name))
+    throw ValueError(std::string("fsdp: the batch has no tensor column '") + name + "'");
+  return batch.tensor(name);
+}
+
+// Sum and count of each loss metric over this rank's micro-batches.
+class MetricMeans {
+ public:
+  void add(const std::map<std::string, at::Tensor>& metrics) {
+    for (const auto& [name, value] : metrics) {
+      auto& entry = sums_[name];
+      entry.first += value.detach().to(at::kDouble).item<double>();
+      entry.second += 1;
+    }
+  }
+
+  // Mean over micro-batches, then over dp ranks. Every rank must report the same names.
+  std::map<std::string, double> dp_mean(const DpComm& dp) const {
+    std::hash<std::string> hasher;
+    double name_hash = 0;
+    for (const auto& entry : sums_) name_hash += static_cast<double>(hasher(entry.first) % 1000003);
+    std::vector<double> values = {name_hash, name_hash * name_hash};
+    for (const auto& entry : sums_) values.push_back(entry.second.first / entry.second.second);
+    at::Tensor reduced = at::tensor(values, at::kDouble);
+    dp.all_reduce_sum(reduced);
+    const double n = static_cast<double>(dp.size());
+    const double mean_hash = reduced[0].item<double>() / n;
+    if (std::abs(reduced[1].item<double>() / n - mean_hash * mean_hash) > 1e-6 * (1 + mean_hash * mean_hash))
+      throw ValueError("fsdp: the loss function returned different metric names on different dp ranks");
+    std::map<std::string, double> out;
+    int64_t i = 2;
+    for (const auto& entry : sums_) out[entry.first] = reduced[i++].item<double>() / n;
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::pair<double, int64_t>> sums_;
+};
+
+at::Tensor accumulate(at::Tensor total, const at::Tensor& grad) {
+  if (!grad.defined()) return total;
+  return total.add_(grad.to(at::kFloat));
+}
+
+at::Tensor concat_or_empty(const std::vector<at::Tensor>& parts, int64_t response_len, const at::Device& device) {
+  if (parts.empty() || !parts.front().defined()) {
+    return parts.empty() ? at::zeros({0, response_len}, at::TensorOptions().dtype(at::kFloat).device(device))
+                         : at::Tensor();
+  }
+  return at::cat(parts, 0);
+}
+
+}  // namespace
+
+std::vector<FsdpEngine::MicroBatch> FsdpEngine::make_micro_batches(const Batch& batch,
+                                                                    const ForwardOptions& options) const {
+  const at::Tensor& ids = require_column(batch, columns::kInputIds);
+  const at::Tensor& mask = require_column(batch, columns::kAttentionMask);
+  const at::Tensor& responses = require_column(batch, columns::kResponses);
+  if (ids.dim() != 2 || mask.sizes() != ids.sizes() || responses.dim() != 2 || responses.size(0) != ids.size(0) ||
+      responses.size(1) < 1 || responses.size(1) >= ids.size(1)) {
+    throw ValueError("fsdp: expected input_ids and attention_mask [B, P + R] and responses [B, R] with P, R >= 1");
+  }
+  if (options.temperature <= 0) throw ValueError("fsdp: temperature must be > 0");
+  const bool has_positions = batch.contains(columns::kPositionIds) && batch.is_tensor(columns::kPositionIds);
+  std::vector<MicroBatch> micro;
+  for (const RowRange& range : micro_batch_rows(mask, options.micro_batching)) {
+    MicroBatch m;
+    m.rows = batch.slice(range.begin, range.end);
+    m.input_ids = ids.slice(0, range.begin, range.end).to(device_, at::kLong);
+    m.attention_mask = mask.slice(0, range.begin, range.end).to(device_, at::kLong);
+    if (has_positions)
+      m.position_ids = batch.tensor(columns::kPositionIds).slice(0, range.begin, range.end).to(device_, at::kLong);
+    m.responses = responses.slice(0, range.begin, range.end).to(device_, at::kLong);
+    m.response_len = responses.size(1);
+    m.prompt_len = ids.size(1) - m.response_len;
+    m.ctx = skeleton_.prepare(m.input_ids, m.attention_mask, m.position_ids, nullptr);
+    micro.push_back(std::move(m));
+  }
+  return micro;
+}
+
+std::vector<at::Tensor> FsdpEngine::forward_trunk(std::vector<MicroBatch>& micro,
+                                                  std::vector<std::vector<at::Tensor>>* stash) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> hidden(micro.size());
+  {
+    GatheredUnit embed(*this, embed_unit(), false);
+    for (size_t m = 0; m < micro.size(); ++m) hidden[m] = skeleton_.embed(micro[m].input_ids);
+  }
+  for (int64_t layer = 0; layer < config_.num_hidden_layers; ++layer) {
+    GatheredUnit unit(*this, layer_unit(layer), false);
+    for (size_t m = 0; m < micro.size(); ++m) {
+      if (stash) (*stash)[layer].push_back(hidden[m]);
+      hidden[m] = skeleton_.layers[layer](hidden[m], micro[m].ctx, layer);
+    }
+  }
+  return hidden;
+}
+
+ModelOutput FsdpEngine::head_outputs(const MicroBatch& micro, const at::Tensor& hidden,
+                                     const ForwardOptions& options) const {
+  // Position P + t - 1 predicts response token t: only those positions reach the head.
+  const at::Tensor h = hidden.slice(1, micro.prompt_len - 1, micro.prompt_len - 1 + micro.response_len);
+  const at::Tensor out = skeleton_.apply_head(skeleton_.norm(h)).to(at::kFloat);
+  ModelOutput result;
+  if (head_ == model::ModelHead::kValue) {
+    result.values = out;
+    return result;
+  }
+  const at::Tensor logits = options.temperature == 1.0 ? out : out / options.temperature;
+  result.log_prob = at::log_softmax(logits, -1).gather(-1, micro.responses.unsqueeze(-1)).squeeze(-1);
+  if (options.entropy) result.entropy = entropy_from_logits(logits);
+  return result;
+}
+
+ModelOutput FsdpEngine::forward(const Batch& batch, const ForwardOptions& options) {
+  ResidentScope resident(*this, OffloadSet::kParams);
+  at::NoGradGuard no_grad;
+  std::vector<MicroBatch> micro = make_micro_batches(batch, options);
+  std::vector<at::Tensor> hidden = forward_trunk(micro, nullptr);
+  std::vector<at::Tensor> log_prob, entropy, values;
+  {
+    GatheredUnit head(*this, head_unit(), false);
+    std::optional<GatheredUnit> embed;
+    if (tied()) embed.emplace(*this, embed_unit(), false);
+    for (size_t m = 0; m < micro.size(); ++m) {
+      ModelOutput out = head_outputs(micro[m], hidden[m], options);
+      log_prob.push_back(out.log_prob);
+      entropy.push_back(out.entropy);
+      values.push_back(out.values);
+      hidden[m] = at::Tensor();
+    }
+  }
+  const int64_t response_len = require_column(batch, columns::kResponses).size(1);
+  ModelOutput output;
+  if (head_ == model::ModelHead::kValue) {
+    output.values = concat_or_empty(values, response_len, device_);
+  } else {
+    output.log_prob = concat_or_empty(log_prob, response_len, device_);
+    if (options.entropy) output.entropy = concat_or_empty(entropy, response_len, device_);
+  }
+  return output;
+}
+
+TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) {
+  if (!trainable_)
+    throw ValueError("fsdp: train_step on a frozen engine (trainable = false, e.g. the reference policy)");
+  ResidentScope resident(*this, OffloadSet::kAll);
+  at::AutoGradMode grad_mode(true);
+  std::vector<MicroBatch> micro = make_micro_batches(batch, options);
+
+  const at::Tensor response_mask = require_column(batch, columns::kResponseMask).to(at::kDouble);
+  at::Tensor counts = at::stack({response_mask.sum(), response_mask.ne(0).any(1).sum().to(at::kDouble)}).cpu();
+  dp_.all_reduce_sum(counts);
+  GlobalBatchInfo global{dp_.size(), counts[0].item<double>(), counts[1].item<double>()};
+
+  std::vector<std::vector<at::Tensor>> stash(static_cast<size_t>(config_.num_hidden_layers));
+  std::vector<at::Tensor> hidden = forward_trunk(micro, &stash);
+  std::vector<at::Tensor> grad_hidden(micro.size());
+  MetricMeans metrics;
+  {
+    const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
+    GatheredUnit head(*this, head_unit(), true);
+    std::optional<GatheredUnit> embed;
+    if (tied()) embed.emplace(*this, embed_unit(), true);
+    at::Tensor head_grad = at::zeros({layouts_[head_unit()].padded()}, fp32);
+    at::Tensor embed_grad = tied() ? at::zeros({layouts_[embed_unit()].padded()}, fp32) : at::Tensor();
+    for (size_t m = 0; m < micro.size(); ++m) {
+      const at::Tensor x = hidden[m].detach().requires_grad_(true);
+      hidden[m] = at::Tensor();
+      const LossOutput out = loss(micro[m].rows, head_outputs(micro[m], x, options), global);
+      if (!out.loss.defined() || out.loss.numel() != 1 || !out.loss.requires_grad())
+        throw ValueError("fsdp: the loss function must return a scalar loss with gradient");
+      std::vector<at::Tensor> inputs = {head.leaf(), x};
+      if (embed) inputs.push_back(embed->leaf());
+      const auto grads = torch::autograd::grad({out.loss}, inputs, {}, false, false, /*allow_unused=*/true);
+      accumulate(head_grad, grads[0]);
+      grad_hidden[m] = grads[1].defined() ? grads[1] : at::zeros_like(x);
+      if (embed) accumulate(embed_grad, grads[2]);
+      metrics.add(out.metrics);
+    }
+    reduce_gradient(head_unit(), head_grad);
+    if (embed) reduce_gradient(embed_unit(), embed_grad);
+  }
+  backward_trunk(micro, stash, std::move(grad_hidden));
+
+  const double lr = schedule_.lr(step_);
+  const double grad_norm = clip_and_step();
+  TrainStepOutput result;
+  result.metrics = metrics.dp_mean(dp_);
+  result.metrics["grad_norm"] = grad_norm;
+  result.metrics["lr"] = lr;
+  return result;
+}
+
+void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<std::vector<at::Tensor>>& stash,
+                                std::vector<at::Tensor> grad_hidden) {
+  const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
+  for (int64_t layer = config_.num_hidden_layers - 1; layer >= 0; --layer) {
+    GatheredUnit unit(*this, layer_unit(layer), true);
+    at::Tensor unit_grad = at::zeros({layouts_[layer_unit(layer)].padded()}, fp32);
+    for (size_t m = 0; m < micro.size(); ++m) {
+      const at::Tensor x = stash[layer][m].detach().requires_grad_(true);
+      const at::Tensor y = skeleton_.layers[layer](x, micro[m].ctx, layer);
+      const auto grads = torch::autograd::grad({y}, {unit.leaf(), x}, {grad_hidden[m]}, false, false, true);
+      accumulate(unit_grad, grads[0]);
+      grad_hidden[m] = grads[1].defined() ? grads[1] : at::zeros_like(x);
+    }
+    stash[layer].clear();
+    reduce_gradient(layer_unit(layer), unit_grad);
+  }
+  GatheredUnit embed(*this, embed_unit(), true);
+  at::Tensor embed_grad = at::zeros({layouts_[embed_unit()].padded()}, fp32);
+  for (size_t m = 0; m < micro.size(); ++m) {
+    const at::Tensor y = skeleton_.embed(micro[m].input_ids);
+    const auto grads = torch::autograd::grad({y}, {embed.leaf()}, {grad_hidden[m]}, false, false, true);
+    accumulate(embed_grad, grads[0]);
+  }
+  reduce_gradient(embed_unit(), embed_grad);
+}
+
+double FsdpEngine::clip_and_step() {
+  at::Tensor squares = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
+  for (const ShardState& state : shards_) squares += state.grad.device.to(at::kDouble).pow(2).sum();
+  squares = squares.cpu();
+  dp_.all_reduce_sum(squares);
+  const double grad_norm = std::sqrt(squares.item<double>());
+  const double lr = schedule_.lr(step_);
+  ++step_;
+  if (!std::isfinite(grad_norm)) {  // verl skips the update and drops the gradients
+    zero_grads();
+    return grad_norm;
+  }
+  if (options_.grad_clip > 0) {
+    const double coef = std::min(1.0, options_.grad_clip / (grad_norm + 1e-6));
+    if (coef < 1.0)
+      for (ShardState& state : shards_) state.grad.device.mul_(coef);
+  }
+  ++adam_steps_;
+  const AdamWHyper hyper{lr, options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps,
+                         options_.optim.weight_decay, adam_steps_};
+  at::NoGradGuard no_grad;
+  for (ShardState& state : shards_)
+    adamw_update(state.param.device, state.grad.device, state.exp_avg.device, state.exp_avg_sq.device, hyper);
+  zero_grads();
+  return grad_norm;
+}
+
+}  // namespace rlcore::fsdp

@@ -1,0 +1,102 @@
+// FsdpEngine: the `fsdp` TrainEngine. ZeRO-3 over the dp group: every unit
+// (embeddings, each decoder layer, final norm + head) is one flat fp32 buffer
+// of which each rank keeps a 1/N slice plus its gradient and AdamW state.
+// Units are all-gathered for compute and freed right after; see
+// docs/train-fsdp.md for the schedule and the memory model.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "dp_comm.h"
+#include "fsdp_options.h"
+#include "lr_schedule.h"
+#include "rlcore/model/transformer.h"
+#include "rlcore/registry.h"
+#include "rlcore/train_engine.h"
+#include "shard_state.h"
+#include "unit_layout.h"
+
+namespace rlcore::fsdp {
+
+class FsdpEngine final : public TrainEngine {
+ public:
+  // Reads context.model_path (config.json + safetensors); each rank copies
+  // only its slices. A value head missing from the checkpoint is initialised
+  // from options.seed. Collective over the dp group (it ends with a barrier).
+  FsdpEngine(const FsdpOptions& options, const ComponentContext& context);
+
+  ModelOutput forward(const Batch& batch, const ForwardOptions& options) override;
+  TrainStepOutput train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) override;
+
+  std::vector<ParameterShard> parameter_shards() const override;
+  void for_each_full_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) override;
+
+  void save_checkpoint(const std::string& dir) override;
+  void load_checkpoint(const std::string& dir) override;
+  void export_hf(const std::string& dir) override;
+
+  void offload(OffloadSet what) override;
+  void reload(OffloadSet what) override;
+  TrainMemory memory() const override;
+
+  int64_t step() const override { return step_; }
+
+  const model::ModelConfig& model_config() const { return config_; }
+  const std::vector<UnitLayout>& units() const { return layouts_; }
+
+ private:
+  friend class GatheredUnit;
+  friend class ResidentScope;
+  struct MicroBatch;
+
+  int64_t embed_unit() const { return 0; }
+  int64_t layer_unit(int64_t layer) const { return 1 + layer; }
+  int64_t head_unit() const { return static_cast<int64_t>(layouts_.size()) - 1; }
+  bool tied() const;
+
+  void init_shards();
+  void load_initial_weights();
+  // The unit's full flat fp32 buffer (padded), gathered from every rank.
+  at::Tensor gather_full(int64_t unit) const;
+  // Points the skeleton's parameter slots at views of `flat` / back at meta placeholders.
+  void install(int64_t unit, const at::Tensor& flat);
+  void uninstall(int64_t unit);
+  // Averages a unit's full gradient over dp and adds this rank's slice to its grad shard.
+  void reduce_gradient(int64_t unit, at::Tensor full_grad);
+
+  std::vector<MicroBatch> make_micro_batches(const Batch& batch, const ForwardOptions& options) const;
+  // Embeddings and every layer without gradient; with `stash`, the input of
+  // every layer (and the final hidden states) is kept for the backward pass.
+  std::vector<at::Tensor> forward_trunk(std::vector<MicroBatch>& micro, std::vector<std::vector<at::Tensor>>* stash);
+  ModelOutput head_outputs(const MicroBatch& micro, const at::Tensor& hidden, const ForwardOptions& options) const;
+  void backward_trunk(std::vector<MicroBatch>& micro, std::vector<std::vector<at::Tensor>>& stash,
+                      std::vector<at::Tensor> grad_hidden);
+  double clip_and_step();  // returns the global grad norm
+  void zero_grads();
+
+  FsdpOptions options_;
+  std::string model_path_;
+  model::ModelHead head_;
+  bool trainable_;
+  at::Device device_;
+  at::ScalarType compute_dtype_;
+  DpComm dp_;
+  model::ModelConfig config_;
+  // Parameters live on the meta device except while their unit is installed.
+  model::Transformer skeleton_;
+  std::vector<UnitLayout> layouts_;
+  std::vector<std::vector<at::Tensor*>> slots_;  // per unit, per parameter
+  std::vector<std::vector<at::Tensor>> placeholders_;
+  std::vector<ShardState> shards_;
+  LrSchedule schedule_;
+  int64_t step_ = 0;          // train_step calls (drives the lr schedule)
+  int64_t adam_steps_ = 0;    // updates applied (a step with a non-finite norm is skipped)
+  OffloadSet offloaded_ = OffloadSet::kNone;
+};
+
+}  // namespace rlcore::fsdp

@@ -1,0 +1,22 @@
+// The `train-fsdp` plugin: registers the `fsdp` train engine and its options.
+#include "rlcore/plugin.h"
+
+#include "fsdp_engine.h"
+#include "fsdp_options.h"
+
+namespace rlcore::fsdp {
+namespace {
+
+void register_engine(PluginRegistrar& registrar) {
+  registrar.add<TrainEngine>(
+      "fsdp",
+      "ZeRO-3 sharded data-parallel training (verl's FSDP backend): actor, reference (frozen) and critic",
+      fsdp_options_schema(), [](const FsdpOptions& options, const ComponentContext& context) {
+        return std::make_shared<FsdpEngine>(options, context);
+      });
+}
+
+}  // namespace
+}  // namespace rlcore::fsdp
+
+RLCORE_PLUGIN("train-fsdp", "0.1.0", rlcore::fsdp::register_engine)

@@ -1,0 +1,182 @@
+// train-fsdp over real processes (gloo): 2- and 4-rank training equals 1-rank
+// training (plain, gradient accumulation, dynamic batching, value head),
+// per-rank state is 1/N, checkpoints reshard across world sizes, offload is
+// lossless, export_hf reads back identically, a frozen engine refuses to train.
+#include "fsdp_testing.h"
+
+#include <map>
+
+#include "rlcore/model/transformer.h"
+
+using namespace fsdp_test;
+
+namespace {
+
+constexpr double kTolerance = 2e-5;
+
+struct Run {
+  fs::path out;
+  std::vector<nlohmann::json> ranks;
+  rlcore::NamedTensors params() const { return load_tensors(out / "params.safetensors"); }
+  at::Tensor outputs(const std::string& name = "out") const {
+    return gathered_outputs(out, static_cast<int64_t>(ranks.size()), name);
+  }
+  double metric(size_t step, const std::string& name) const { return ranks[0]["metrics"][step][name].get<double>(); }
+};
+
+// Shared by the test cases: one checkpoint, and runs cached by their
+// arguments (Catch re-enters a test case once per section).
+struct Suite {
+  Suite() { write_tiny_checkpoint(model.path()); }
+  Run run(int64_t world, std::vector<std::string> args) {
+    std::string key = std::to_string(world);
+    for (const auto& a : args) key += " " + a;
+    auto cached = runs.find(key);
+    if (cached != runs.end()) return cached->second;
+    args.insert(args.begin(), {"--model", model.str()});
+    Run result;
+    result.out = work.path() / ("run_" + std::to_string(runs.size()));
+    result.ranks = run_ranks(world, result.out, args);
+    return runs.emplace(key, result).first->second;
+  }
+  TempDir model;
+  TempDir work;
+  std::map<std::string, Run> runs;
+};
+
+Suite& suite() {
+  static Suite instance;
+  return instance;
+}
+
+void check_same_training(const Run& reference, const Run& run, size_t steps) {
+  CHECK(max_abs_diff(reference.params(), run.params()) < kTolerance);
+  CHECK((reference.outputs() - run.outputs()).abs().max().item<double>() < kTolerance);
+  for (size_t s = 0; s < steps; ++s) {
+    INFO("step " << s);
+    CHECK(run.metric(s, "grad_norm") == Approx(reference.metric(s, "grad_norm")).epsilon(1e-5));
+    CHECK(run.metric(s, "lr") == reference.metric(s, "lr"));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("2 and 4 ranks train like 1 rank, with and without accumulation and dynamic batches", "[fsdp][dp]") {
+  Suite& s = suite();
+  const Run one = s.run(1, {"--scenario", "train", "--steps", "3"});
+  REQUIRE(one.ranks[0]["metrics"].size() == 3);
+  // The model moved, so equality below is not the trivial "nothing trained".
+  {
+    const Run zero = s.run(1, {"--scenario", "train", "--steps", "0"});
+    CHECK(max_abs_diff(zero.params(), one.params()) > 1e-3);
+  }
+  SECTION("2 ranks") { check_same_training(one, s.run(2, {"--scenario", "train", "--steps", "3"}), 3); }
+  SECTION("4 ranks") { check_same_training(one, s.run(4, {"--scenario", "train", "--steps", "3"}), 3); }
+  SECTION("2 ranks, micro-batches of one row (gradient accumulation)") {
+    check_same_training(one, s.run(2, {"--scenario", "train", "--steps", "3", "--micro", "1"}), 3);
+  }
+  SECTION("1 rank, micro-batches of three rows") {
+    check_same_training(one, s.run(1, {"--scenario", "train", "--steps", "3", "--micro", "3"}), 3);
+  }
+  SECTION("4 ranks, dynamic token-budget micro-batches") {
+    check_same_training(one, s.run(4, {"--scenario", "train", "--steps", "3", "--dynamic", "12"}), 3);
+  }
+  SECTION("2 ranks, dynamic batches, loss metric is the dp mean of micro-batch means") {
+    const Run two = s.run(2, {"--scenario", "train", "--steps", "1", "--dynamic", "12"});
+    CHECK(std::isfinite(two.metric(0, "loss")));
+    CHECK(two.ranks[0]["metrics"][0] == two.ranks[1]["metrics"][0]);  // every rank reports the same metrics
+  }
+}
+
+TEST_CASE("a critic (value head from an LM checkpoint) trains the same on 1 and 2 ranks", "[fsdp][dp][value]") {
+  Suite& s = suite();
+  const Run one = s.run(1, {"--scenario", "train", "--steps", "2", "--head", "value"});
+  const Run two = s.run(2, {"--scenario", "train", "--steps", "2", "--head", "value", "--micro", "1"});
+  check_same_training(one, two, 2);
+  const auto params = two.params();
+  CHECK(params.back().first == "score.bias");
+}
+
+TEST_CASE("per-rank parameter, gradient and optimizer bytes are 1/N of the unsharded model", "[fsdp][memory]") {
+  Suite& s = suite();
+  const int64_t total = rlcore::model::num_parameters(tiny_config()) * 4;
+  const int64_t units = tiny_config().num_hidden_layers + 2;
+  for (int64_t world : {1, 2, 4}) {
+    INFO("world " << world);
+    const Run run = s.run(world, {"--scenario", "train", "--steps", "3"});  // cached from the dp test
+    for (const auto& rank : run.ranks) {
+      const auto& m = rank["memory"];
+      // Each unit pads to a multiple of the world size: fewer than `world` elements each.
+      CHECK(m["param"].get<int64_t>() >= total / world);
+      CHECK(m["param"].get<int64_t>() <= total / world + units * 4);
+      CHECK(m["grad"] == m["param"]);
+      CHECK(m["optimizer"].get<int64_t>() == 2 * m["param"].get<int64_t>());
+      CHECK(m["host"] == 0);
+    }
+  }
+}
+
+TEST_CASE("save at step k with 2 ranks, resume with 1, 2 and 4: identical to an uninterrupted run", "[fsdp][checkpoint]") {
+  Suite& s = suite();
+  TempDir ckpt;
+  const Run uninterrupted =
+      s.run(2, {"--scenario", "train", "--steps", "4", "--save-at", "2", "--ckpt", ckpt.str()});
+  REQUIRE(fs::exists(ckpt.path() / "fsdp_checkpoint.json"));
+  REQUIRE(fs::exists(ckpt.path() / "rank_1.safetensors"));
+  for (int64_t world : {1, 2, 4}) {
+    INFO("resumed with " << world << " ranks");
+    const Run resumed = s.run(world, {"--scenario", "resume", "--ckpt", ckpt.str(), "--steps", "2"});
+    CHECK(resumed.ranks[0]["loaded_step"] == 2);
+    CHECK(resumed.ranks[0]["step"] == 4);
+    CHECK(max_abs_diff(uninterrupted.params(), resumed.params()) < kTolerance);
+    CHECK(resumed.metric(1, "lr") == uninterrupted.metric(3, "lr"));
+    CHECK(resumed.metric(1, "grad_norm") == Approx(uninterrupted.metric(3, "grad_norm")).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("offload then reload is bit-identical and moves bytes between device and host", "[fsdp][offload]") {
+  const Run run = suite().run(2, {"--scenario", "offload"});
+  for (const auto& rank : run.ranks) {
+    CHECK(rank["bit_identical"] == true);
+    const auto& resident = rank["memory_resident"];
+    const int64_t state = resident["param"].get<int64_t>() + resident["grad"].get<int64_t>() +
+                          resident["optimizer"].get<int64_t>();
+    CHECK(state > 0);
+    CHECK(rank["memory_offloaded"]["param"] == 0);
+    CHECK(rank["memory_offloaded"]["grad"] == 0);
+    CHECK(rank["memory_offloaded"]["optimizer"] == 0);
+    CHECK(rank["memory_offloaded"]["host"] == state);
+    CHECK(rank["memory_reloaded"] == resident);
+    // A train_step on offloaded state brings it back and parks it again afterwards.
+    CHECK(rank["memory_after_offloaded_step"]["param"] == 0);
+    CHECK(rank["memory_after_offloaded_step"]["optimizer"] == 0);
+    CHECK(rank["memory_after_offloaded_step"]["host"].get<int64_t>() ==
+          resident["param"].get<int64_t>() + resident["optimizer"].get<int64_t>());
+    CHECK(rank["step"] == 2);
+  }
+}
+
+TEST_CASE("export_hf writes a checkpoint rlcore's loader reads back identically", "[fsdp][export]") {
+  Suite& s = suite();
+  const Run run = s.run(2, {"--scenario", "export"});
+  const fs::path hf = run.out / "hf";
+  REQUIRE(fs::exists(hf / "config.json"));
+  REQUIRE(fs::exists(hf / "tokenizer.json"));
+  const auto config = rlcore::model::ModelConfig::from_file((hf / "config.json").string());
+  CHECK(config == rlcore::model::ModelConfig::from_file((s.model.path() / "config.json").string()));
+  rlcore::model::Transformer model(config);
+  rlcore::SafetensorsCheckpoint checkpoint(hf);
+  rlcore::NamedTensors loaded;
+  for (const auto& name : checkpoint.names()) loaded.emplace_back(name, checkpoint.load(name));
+  model.load(loaded);
+  CHECK(max_abs_diff(model.named_parameters(), run.params()) == 0);
+}
+
+TEST_CASE("a frozen engine (trainable = false) refuses train_step", "[fsdp][frozen]") {
+  const Run run = suite().run(2, {"--scenario", "frozen"});
+  for (const auto& rank : run.ranks) {
+    CHECK_THAT(rank["frozen_error"].get<std::string>(), Catch::Contains("frozen"));
+    CHECK(rank["memory"]["grad"] == 0);
+    CHECK(rank["memory"]["optimizer"] == 0);
+  }
+}

@@ -1,0 +1,225 @@
+// One rank of a train-fsdp test scenario, run as its own process by the Catch
+// tests (tests/plugins/train-fsdp/*_test.cc): rendezvous through the test's
+// TCPStore, run the scenario on this rank's rows of a fixed batch, and write
+// what the test compares into --out.
+//
+//   fsdp_rank_runner --scenario train|resume|offload|export|frozen --rank R --world N
+//                    --port P --model DIR --out DIR [--steps K] [--save-at K --ckpt DIR]
+//                    [--micro N] [--dynamic TOKENS] [--dtype float32|bfloat16] [--head lm|value]
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fsdp_engine.h"
+#include "rlcore/core/runtime/process_groups.h"
+#include "rlcore/error.h"
+#include "rlcore/safetensors.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace rlcore;
+
+constexpr int64_t kRows = 8;
+constexpr int64_t kPrompt = 6;
+constexpr int64_t kResponse = 5;
+
+std::map<std::string, std::string> parse_args(int argc, char** argv) {
+  std::map<std::string, std::string> args;
+  for (int i = 1; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
+  return args;
+}
+
+std::string arg(const std::map<std::string, std::string>& args, const std::string& key, const std::string& fallback = "") {
+  auto it = args.find(key);
+  if (it != args.end()) return it->second;
+  if (fallback.empty()) throw ConfigError("fsdp_rank_runner: --" + key + " is required");
+  return fallback;
+}
+
+// The same global batch on every rank: left-padded prompts, right-padded
+// responses of varied lengths, random advantages and returns.
+Batch global_batch(int64_t vocab) {
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(1234);
+  const int64_t len = kPrompt + kResponse;
+  at::Tensor ids = at::randint(1, vocab, {kRows, len}, generator, at::kLong);
+  at::Tensor mask = at::ones({kRows, len}, at::kLong);
+  for (int64_t row = 0; row < kRows; ++row) {
+    const int64_t prompt_pad = row % 3;
+    const int64_t response_pad = (row * 2) % kResponse;
+    mask[row].slice(0, 0, prompt_pad).zero_();
+    mask[row].slice(0, len - response_pad).zero_();
+  }
+  ids = ids * mask;
+  Batch batch(kRows);
+  batch.set("input_ids", ids);
+  batch.set("attention_mask", mask);
+  batch.set("responses", ids.slice(1, kPrompt).clone());
+  batch.set("response_mask", mask.slice(1, kPrompt).to(at::kFloat));
+  batch.set("advantages", at::randn({kRows, kResponse}, generator));
+  batch.set("returns", at::randn({kRows, kResponse}, generator));
+  return batch;
+}
+
+// verl-style token-mean losses normalised by the global token count (x dp_size,
+// as FSDP averages gradients over ranks).
+LossOutput test_loss(const Batch& micro, const ModelOutput& out, const GlobalBatchInfo& global) {
+  const at::Tensor mask = micro.tensor("response_mask");
+  const double scale = static_cast<double>(global.dp_size) / global.num_tokens;
+  at::Tensor loss;
+  if (out.values.defined()) {
+    loss = 0.5 * ((out.values - micro.tensor("returns")).pow(2) * mask).sum() * scale;
+  } else {
+    loss = -(out.log_prob * micro.tensor("advantages") * mask).sum() * scale;
+  }
+  return LossOutput{loss, {{"loss", loss.detach()}}};
+}
+
+void write_json(const fs::path& path, const nlohmann::json& json) {
+  std::ofstream(path) << json.dump(2);
+}
+
+nlohmann::json memory_json(const TrainMemory& memory) {
+  return {{"param", memory.param_bytes}, {"grad", memory.grad_bytes}, {"optimizer", memory.optimizer_bytes},
+          {"host", memory.host_bytes}};
+}
+
+// Every parameter in full (collective); rank 0 writes them.
+void write_params(fsdp::FsdpEngine& engine, const fs::path& path, int64_t rank) {
+  NamedTensors params;
+  engine.for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
+    params.emplace_back(name, full.clone());
+  });
+  if (rank == 0) save_safetensors(path, params);
+}
+
+struct Snapshot {
+  std::vector<at::Tensor> tensors;
+};
+
+Snapshot snapshot(const fsdp::FsdpEngine& engine) {
+  Snapshot out;
+  for (const ParameterShard& shard : engine.parameter_shards()) out.tensors.push_back(shard.local.clone());
+  return out;
+}
+
+int run(const std::map<std::string, std::string>& args) {
+  at::set_num_threads(1);
+  const std::string scenario = arg(args, "scenario");
+  const int64_t rank = std::stoll(arg(args, "rank"));
+  const int64_t world = std::stoll(arg(args, "world"));
+  const fs::path out_dir = arg(args, "out");
+
+  ProcessGroupOptions pg;
+  pg.store_host = "127.0.0.1";
+  pg.store_port = std::stoi(arg(args, "port"));
+  pg.prefix = "fsdp_test/" + arg(args, "prefix", "run");
+  pg.rank = rank;
+  pg.world_size = world;
+  pg.local_address = "127.0.0.1";
+  pg.timeout = std::chrono::seconds(60);
+  const std::unique_ptr<CommContext> comm = make_comm_context(pg);
+
+  ComponentContext context;
+  context.model_path = arg(args, "model");
+  context.comm = comm.get();
+  context.model_head = arg(args, "head", "lm");
+  context.trainable = scenario != "frozen";
+  context.total_training_steps = 10;
+  fsdp::FsdpOptions options;
+  options.optim.lr = 1e-2;
+  options.optim.lr_warmup_steps = 1;
+  options.optim.lr_scheduler_type = "cosine";
+  options.optim.min_lr_ratio = 0.1;
+  options.grad_clip = std::stod(arg(args, "grad-clip", "1.0"));
+  options.fsdp_config.dtype = arg(args, "dtype", "float32");
+  fsdp::FsdpEngine engine(options, context);
+
+  ForwardOptions forward;
+  forward.entropy = true;
+  forward.micro_batching.micro_batch_size = std::stoll(arg(args, "micro", "0"));
+  const int64_t dynamic = std::stoll(arg(args, "dynamic", "0"));
+  if (dynamic > 0) {
+    forward.micro_batching.dynamic = true;
+    forward.micro_batching.max_token_len = dynamic;
+  }
+  const Batch batch = global_batch(engine.model_config().vocab_size);
+  const Batch mine = batch.slice(rank * kRows / world, (rank + 1) * kRows / world);
+
+  nlohmann::json result = {{"rank", rank}, {"world", world}};
+  result["memory_initial"] = memory_json(engine.memory());
+  auto train = [&](int64_t steps) {
+    for (int64_t s = 0; s < steps; ++s) result["metrics"].push_back(engine.train_step(mine, forward, test_loss).metrics);
+  };
+
+  if (scenario == "train") {
+    const int64_t save_at = std::stoll(arg(args, "save-at", "-1"));
+    const int64_t steps = std::stoll(arg(args, "steps", "3"));
+    for (int64_t s = 0; s < steps; ++s) {
+      if (s == save_at) engine.save_checkpoint(arg(args, "ckpt"));
+      train(1);
+    }
+    if (steps == save_at) engine.save_checkpoint(arg(args, "ckpt"));
+  } else if (scenario == "resume") {
+    engine.load_checkpoint(arg(args, "ckpt"));
+    result["loaded_step"] = engine.step();
+    train(std::stoll(arg(args, "steps", "1")));
+  } else if (scenario == "offload") {
+    train(1);
+    const Snapshot before = snapshot(engine);
+    const TrainMemory resident = engine.memory();
+    engine.offload(OffloadSet::kAll);
+    result["memory_offloaded"] = memory_json(engine.memory());
+    engine.reload(OffloadSet::kAll);
+    result["memory_reloaded"] = memory_json(engine.memory());
+    const Snapshot after = snapshot(engine);
+    bool identical = before.tensors.size() == after.tensors.size();
+    for (size_t i = 0; identical && i < before.tensors.size(); ++i) identical = at::equal(before.tensors[i], after.tensors[i]);
+    result["bit_identical"] = identical;
+    result["memory_resident"] = memory_json(resident);
+    engine.offload(OffloadSet::kParams | OffloadSet::kOptimizer);  // train_step must bring them back itself
+    train(1);
+    result["memory_after_offloaded_step"] = memory_json(engine.memory());
+  } else if (scenario == "export") {
+    engine.export_hf((out_dir / "hf").string());
+  } else if (scenario == "frozen") {
+    try {
+      engine.train_step(mine, forward, test_loss);
+      result["frozen_error"] = "";
+    } catch (const ValueError& e) {
+      result["frozen_error"] = e.what();
+    }
+  } else {
+    throw ConfigError("fsdp_rank_runner: unknown scenario '" + scenario + "'");
+  }
+  result["step"] = engine.step();
+  result["memory"] = memory_json(engine.memory());
+  const ModelOutput eval = engine.forward(mine, forward);
+  save_safetensors(out_dir / ("outputs_" + std::to_string(rank) + ".safetensors"),
+                   {{"out", eval.values.defined() ? eval.values : eval.log_prob},
+                    {"entropy", eval.entropy.defined() ? eval.entropy : at::zeros({1})}});
+  write_params(engine, out_dir / "params.safetensors", rank);
+  write_json(out_dir / ("rank_" + std::to_string(rank) + ".json"), result);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::cerr << "fsdp_rank_runner: " << e.what() << "\n";
+    return 1;
+  }
+}
