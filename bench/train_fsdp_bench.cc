@@ -114,8 +114,10 @@ int run_baseline(const Args& a) {
     adamw.zero_grad();
     for (int64_t begin = 0; begin < a.batch; begin += micro) {
       const Batch rows = batch.slice(begin, std::min(a.batch, begin + micro));
-      const at::Tensor logits = transformer.forward(rows.tensor("input_ids"), rows.tensor("attention_mask"));
-      const at::Tensor logp = at::log_softmax(logits.slice(1, a.prompt - 1, a.prompt - 1 + a.response).to(at::kFloat), -1)
+      // Like the engine, only the positions that predict response tokens go through the head.
+      const at::Tensor hidden = transformer.hidden_states(rows.tensor("input_ids"), rows.tensor("attention_mask"));
+      const at::Tensor logits = transformer.apply_head(hidden.slice(1, a.prompt - 1, a.prompt - 1 + a.response));
+      const at::Tensor logp = at::log_softmax(logits.to(at::kFloat), -1)
                                   .gather(-1, rows.tensor("responses").unsqueeze(-1))
                                   .squeeze(-1);
       pg_loss_of(logp, rows, scale).backward();

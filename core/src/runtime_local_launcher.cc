@@ -153,6 +153,11 @@ LocalLauncher::LocalLauncher(LocalLaunchOptions options) : impl_(std::make_uniqu
     env["RLCORE_PARENT_PID"] = std::to_string(::getpid());
     env["RLCORE_NUM_THREADS"] = std::to_string(threads);
     env["OMP_NUM_THREADS"] = std::to_string(threads);
+    env["OPENBLAS_NUM_THREADS"] = std::to_string(threads);
+    // libgomp's threads otherwise spin between parallel regions, fighting
+    // OpenBLAS's own thread pool for the same cores (measured: 5 s -> 0.3 s
+    // per SFT step of the tiny model on 2 cores). A user's setting wins.
+    if (!std::getenv("OMP_WAIT_POLICY") && !o.env.count("OMP_WAIT_POLICY")) env["OMP_WAIT_POLICY"] = "PASSIVE";
     std::vector<std::string> argv = {o.executable};
     argv.insert(argv.end(), o.args.begin(), o.args.end());
     try {

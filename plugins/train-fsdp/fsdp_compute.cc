@@ -62,11 +62,6 @@ class MetricMeans {
   std::map<std::string, std::pair<double, int64_t>> sums_;
 };
 
-at::Tensor accumulate(at::Tensor total, const at::Tensor& grad) {
-  if (!grad.defined()) return total;
-  return total.add_(grad.to(at::kFloat));
-}
-
 at::Tensor concat_or_empty(const std::vector<at::Tensor>& parts, int64_t response_len, const at::Device& device) {
   if (parts.empty() || !parts.front().defined()) {
     return parts.empty() ? at::zeros({0, response_len}, at::TensorOptions().dtype(at::kFloat).device(device))
@@ -173,6 +168,7 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
     throw ValueError("fsdp: train_step on a frozen engine (trainable = false, e.g. the reference policy)");
   ResidentScope resident(*this, OffloadSet::kAll);
   at::AutoGradMode grad_mode(true);
+  zero_grads();  // a step that threw half-way may have left partial sums
   std::vector<MicroBatch> micro = make_micro_batches(batch, options);
 
   const at::Tensor response_mask = require_column(batch, columns::kResponseMask).to(at::kDouble);
@@ -197,12 +193,13 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
       const LossOutput out = loss(micro[m].rows, head_outputs(micro[m], x, options), global);
       if (!out.loss.defined() || out.loss.numel() != 1 || !out.loss.requires_grad())
         throw ValueError("fsdp: the loss function must return a scalar loss with gradient");
-      std::vector<at::Tensor> inputs = {head.leaf(), x};
-      if (embed) inputs.push_back(embed->leaf());
+      std::vector<at::Tensor> inputs = head.leaves();
+      if (embed) inputs.insert(inputs.end(), embed->leaves().begin(), embed->leaves().end());
+      inputs.push_back(x);
       const auto grads = torch::autograd::grad({out.loss}, inputs, {}, false, false, /*allow_unused=*/true);
-      accumulate(head_grad, grads[0]);
-      grad_hidden[m] = grads[1].defined() ? grads[1] : at::zeros_like(x);
-      if (embed) accumulate(embed_grad, grads[2]);
+      head.add_grads(head_grad, grads, 0);
+      if (embed) embed->add_grads(embed_grad, grads, head.leaves().size());
+      grad_hidden[m] = grads.back().defined() ? grads.back() : at::zeros_like(x);
       metrics.add(out.metrics);
     }
     reduce_gradient(head_unit(), head_grad);
@@ -228,9 +225,11 @@ void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<std:
     for (size_t m = 0; m < micro.size(); ++m) {
       const at::Tensor x = stash[layer][m].detach().requires_grad_(true);
       const at::Tensor y = skeleton_.layers[layer](x, micro[m].ctx, layer);
-      const auto grads = torch::autograd::grad({y}, {unit.leaf(), x}, {grad_hidden[m]}, false, false, true);
-      accumulate(unit_grad, grads[0]);
-      grad_hidden[m] = grads[1].defined() ? grads[1] : at::zeros_like(x);
+      std::vector<at::Tensor> inputs = unit.leaves();
+      inputs.push_back(x);
+      const auto grads = torch::autograd::grad({y}, inputs, {grad_hidden[m]}, false, false, true);
+      unit.add_grads(unit_grad, grads, 0);
+      grad_hidden[m] = grads.back().defined() ? grads.back() : at::zeros_like(x);
     }
     stash[layer].clear();
     reduce_gradient(layer_unit(layer), unit_grad);
@@ -239,8 +238,8 @@ void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<std:
   at::Tensor embed_grad = at::zeros({layouts_[embed_unit()].padded()}, fp32);
   for (size_t m = 0; m < micro.size(); ++m) {
     const at::Tensor y = skeleton_.embed(micro[m].input_ids);
-    const auto grads = torch::autograd::grad({y}, {embed.leaf()}, {grad_hidden[m]}, false, false, true);
-    accumulate(embed_grad, grads[0]);
+    const auto grads = torch::autograd::grad({y}, embed.leaves(), {grad_hidden[m]}, false, false, true);
+    embed.add_grads(embed_grad, grads, 0);
   }
   reduce_gradient(embed_unit(), embed_grad);
 }

@@ -156,12 +156,8 @@ at::Tensor FsdpEngine::gather_full(int64_t unit) const {
   return dp_.all_gather_flat(shard);
 }
 
-void FsdpEngine::install(int64_t unit, const at::Tensor& flat) {
-  const UnitLayout& layout = layouts_[static_cast<size_t>(unit)];
-  for (size_t i = 0; i < layout.params.size(); ++i) {
-    const UnitParam& p = layout.params[i];
-    *slots_[unit][i] = flat.narrow(0, p.offset, p.numel).view(p.shape);
-  }
+void FsdpEngine::install(int64_t unit, const std::vector<at::Tensor>& params) {
+  for (size_t i = 0; i < params.size(); ++i) *slots_[unit][i] = params[i];
 }
 
 void FsdpEngine::uninstall(int64_t unit) {
@@ -177,14 +173,22 @@ void FsdpEngine::reduce_gradient(int64_t unit, at::Tensor full_grad) {
 }
 
 GatheredUnit::GatheredUnit(FsdpEngine& engine, int64_t unit, bool requires_grad) : engine_(engine), unit_(unit) {
-  {
-    at::NoGradGuard no_grad;
-    flat_ = engine_.gather_full(unit).to(engine_.compute_dtype_).detach();
+  at::NoGradGuard no_grad;
+  const at::Tensor flat = engine_.gather_full(unit).to(engine_.compute_dtype_);
+  for (const UnitParam& p : engine_.layouts_[static_cast<size_t>(unit)].params) {
+    at::Tensor leaf = flat.narrow(0, p.offset, p.numel).view(p.shape).detach();
+    if (requires_grad) leaf.requires_grad_(true);
+    leaves_.push_back(std::move(leaf));
   }
-  // The views must be made with grad mode on, or they would not lead back to the leaf.
-  at::AutoGradMode grad_mode(requires_grad);
-  if (requires_grad) flat_.requires_grad_(true);
-  engine_.install(unit, flat_);
+  engine_.install(unit, leaves_);
+}
+
+void GatheredUnit::add_grads(at::Tensor& flat_grad, const std::vector<at::Tensor>& grads, size_t first) const {
+  const auto& params = engine_.layouts_[static_cast<size_t>(unit_)].params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const at::Tensor& grad = grads.at(first + i);
+    if (grad.defined()) flat_grad.narrow(0, params[i].offset, params[i].numel).add_(grad.reshape(-1).to(at::kFloat));
+  }
 }
 
 GatheredUnit::~GatheredUnit() { engine_.uninstall(unit_); }

@@ -47,7 +47,6 @@ class FsdpEngine final : public TrainEngine {
   int64_t step() const override { return step_; }
 
   const model::ModelConfig& model_config() const { return config_; }
-  const std::vector<UnitLayout>& units() const { return layouts_; }
 
  private:
   friend class GatheredUnit;
@@ -63,8 +62,8 @@ class FsdpEngine final : public TrainEngine {
   void load_initial_weights();
   // The unit's full flat fp32 buffer (padded), gathered from every rank.
   at::Tensor gather_full(int64_t unit) const;
-  // Points the skeleton's parameter slots at views of `flat` / back at meta placeholders.
-  void install(int64_t unit, const at::Tensor& flat);
+  // Points the skeleton's parameter slots at `params` (the unit's, in order) / back at meta placeholders.
+  void install(int64_t unit, const std::vector<at::Tensor>& params);
   void uninstall(int64_t unit);
   // Averages a unit's full gradient over dp and adds this rank's slice to its grad shard.
   void reduce_gradient(int64_t unit, at::Tensor full_grad);

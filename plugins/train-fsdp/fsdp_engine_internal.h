@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -21,8 +22,10 @@ struct FsdpEngine::MicroBatch {
 };
 
 // A unit all-gathered and installed into the skeleton for the scope's
-// lifetime, in the compute dtype. With `requires_grad` the installed
-// parameters are views of one leaf, so leaf's gradient is the unit's flat gradient.
+// lifetime, in the compute dtype. With `requires_grad` every installed
+// parameter is its own leaf (a view of the gathered buffer): gradients of
+// separate leaves cost one copy each into the flat gradient, where views of
+// one flat leaf would each back-propagate a zero-filled unit-sized tensor.
 class GatheredUnit {
  public:
   GatheredUnit(FsdpEngine& engine, int64_t unit, bool requires_grad);
@@ -30,12 +33,16 @@ class GatheredUnit {
   GatheredUnit(const GatheredUnit&) = delete;
   GatheredUnit& operator=(const GatheredUnit&) = delete;
 
-  const at::Tensor& leaf() const { return flat_; }
+  // The installed parameters, in the unit's order.
+  const std::vector<at::Tensor>& leaves() const { return leaves_; }
+  // Adds grads[first + i] (the gradient of leaves()[i]; undefined = none) into
+  // the unit's flat fp32 gradient.
+  void add_grads(at::Tensor& flat_grad, const std::vector<at::Tensor>& grads, size_t first) const;
 
  private:
   FsdpEngine& engine_;
   int64_t unit_;
-  at::Tensor flat_;
+  std::vector<at::Tensor> leaves_;
 };
 
 // Brings the offloaded parts of `needed` back for the scope and returns them

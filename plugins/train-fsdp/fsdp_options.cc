@@ -1,6 +1,8 @@
 // The options schema of the `fsdp` train engine (key names and defaults follow verl).
 #include "fsdp_options.h"
 
+#include "rlcore/error.h"
+
 namespace rlcore::fsdp {
 
 OptionsSchema<FsdpOptions> fsdp_options_schema() {
@@ -14,10 +16,10 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
            "Linear warmup steps; negative takes lr_warmup_steps_ratio * total training steps.")
       .key("lr_warmup_steps_ratio", &OptimOptions::lr_warmup_steps_ratio,
            "Warmup steps as a fraction of the total training steps.", in_range(0, 1))
-      .key("warmup_style", &OptimOptions::warmup_style, "Schedule after warmup (verl's older key).",
+      .key("lr_scheduler_type", &OptimOptions::lr_scheduler_type, "Schedule after warmup.",
            one_of({"constant", "cosine"}))
-      .key("lr_scheduler_type", &OptimOptions::lr_scheduler_type,
-           "Schedule after warmup; overrides warmup_style when set.", one_of({"", "constant", "cosine"}))
+      .key("warmup_style", &OptimOptions::warmup_style,
+           "Deprecated name of lr_scheduler_type (constant | cosine); overrides it when set, as in verl.")
       .key("min_lr_ratio", &OptimOptions::min_lr_ratio, "Cosine: the final lr as a fraction of lr.", in_range(0, 1))
       .key("num_cycles", &OptimOptions::num_cycles, "Cosine: waves over the run (0.5 = one half-wave down).",
            at_least(0))
@@ -41,7 +43,10 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
 }
 
 std::string scheduler_type(const OptimOptions& optim) {
-  return optim.lr_scheduler_type.empty() ? optim.warmup_style : optim.lr_scheduler_type;
+  if (optim.warmup_style.empty()) return optim.lr_scheduler_type;
+  if (optim.warmup_style != "constant" && optim.warmup_style != "cosine")
+    throw ConfigError("optim.warmup_style: '" + optim.warmup_style + "' is not one of: constant, cosine");
+  return optim.warmup_style;
 }
 
 }  // namespace rlcore::fsdp

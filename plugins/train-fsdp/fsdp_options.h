@@ -17,8 +17,8 @@ struct OptimOptions {
   double weight_decay = 0.01;
   int64_t lr_warmup_steps = -1;  // -1: take lr_warmup_steps_ratio * total steps
   double lr_warmup_steps_ratio = 0.0;
-  std::string warmup_style = "constant";  // verl's older name of lr_scheduler_type
-  std::string lr_scheduler_type;          // wins over warmup_style when set
+  std::string lr_scheduler_type = "constant";
+  std::string warmup_style;  // verl's deprecated name of lr_scheduler_type; wins when set (as in verl)
   double min_lr_ratio = 0.0;
   double num_cycles = 0.5;
   // verl's total_training_steps override; -1 takes ComponentContext::total_training_steps.
@@ -40,7 +40,8 @@ struct FsdpOptions {
 
 OptionsSchema<FsdpOptions> fsdp_options_schema();
 
-// The schedule type after resolving the two verl names ("constant" | "cosine").
+// The schedule type after resolving the two verl names ("constant" | "cosine");
+// ConfigError naming optim.warmup_style for another value there.
 std::string scheduler_type(const OptimOptions& optim);
 
 }  // namespace rlcore::fsdp

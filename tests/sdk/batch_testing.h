@@ -9,22 +9,10 @@
 #include <ATen/ATen.h>
 #undef CHECK
 #include <catch2/catch.hpp>
+#include "../common/error_of.h"
 #include <nlohmann/json.hpp>
 
 namespace rlcore_test {
-
-// The message of the E that f throws; fails the test when f throws nothing.
-// Any other exception type escapes and fails the test too.
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected an exception, none was thrown");
-  return {};
-}
 
 inline std::vector<int64_t> values(const at::Tensor& tensor) {
   const at::Tensor flat = tensor.to(at::kLong).contiguous();

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #undef CHECK
 #include <catch2/catch.hpp>
+#include "../../common/error_of.h"
 
 namespace rlcore_test {
 
@@ -140,17 +141,6 @@ inline Matrix broadcast(const Row& scalar, const Matrix& mask) {
     for (double& v : out[i]) v = v != 0 ? scalar[i] : 0.0;
   }
   return out;
-}
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected an exception, none was thrown");
-  return {};
 }
 
 }  // namespace rlcore_test

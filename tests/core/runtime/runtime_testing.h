@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 #undef CHECK
 #include <catch2/catch.hpp>
+#include "../../common/error_of.h"
 
 namespace rlcore_test {
 
@@ -21,18 +22,6 @@ inline bool eventually(const std::function<bool()>& done, std::chrono::milliseco
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return done();
-}
-
-// The message of the E that f throws; fails the test when f throws nothing.
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected an exception, none was thrown");
-  return {};
 }
 
 inline std::string rlcore_executable() { return RLCORE_BINARY_DIR "/bin/rlcore"; }

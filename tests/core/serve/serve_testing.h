@@ -16,6 +16,7 @@
 #include "rlcore/inference_engine.h"
 #undef CHECK
 #include <catch2/catch.hpp>
+#include "../../common/error_of.h"
 
 #include "rlcore/core/serve/served_model.h"
 #include "rlcore/options.h"
@@ -23,18 +24,6 @@
 #include "rlcore/tokenizer.h"
 
 namespace rlcore_test {
-
-// The message of the E that f throws; fails the test when f throws nothing.
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected an exception, none was thrown");
-  return {};
-}
 
 // Sample j of every prompt emits script[(j + k) % size] at step k, stopping
 // after a stop token (kept, as real engines do) or at max_tokens; log-prob of

@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 #undef CHECK
 #include <catch2/catch.hpp>
+#include "../../common/error_of.h"
 
 #include "native_engine.h"
 #include "rlcore/core/checkpoint_init.h"
@@ -21,6 +22,8 @@
 #include "rlcore/model/transformer.h"
 
 namespace infer_native_test {
+
+using rlcore_test::error_of;
 
 namespace fs = std::filesystem;
 using rlcore::model::ModelConfig;
@@ -140,18 +143,6 @@ inline const std::vector<std::vector<int32_t>>& test_prompts() {
   static const std::vector<std::vector<int32_t>> prompts = {
       {5, 17, 42}, {100, 7, 250, 33, 9, 61, 2}, {12, 220, 13, 14, 300, 15, 81, 16, 17, 18, 203, 19}};
   return prompts;
-}
-
-// The message of the E that f throws; fails the test when f throws nothing.
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected an exception, none was thrown");
-  return {};
 }
 
 }  // namespace infer_native_test

@@ -180,3 +180,19 @@ TEST_CASE("a frozen engine (trainable = false) refuses train_step", "[fsdp][froz
     CHECK(rank["memory"]["optimizer"] == 0);
   }
 }
+
+TEST_CASE("rlcore export reshards a 2-rank checkpoint onto one process and writes an HF directory", "[fsdp][export][cli]") {
+  Suite& s = suite();
+  TempDir ckpt;
+  TempDir out;
+  const Run trained = s.run(2, {"--scenario", "train", "--steps", "1", "--save-at", "1", "--ckpt", ckpt.str()});
+  const std::vector<std::string> argv = {std::string(RLCORE_BINARY_DIR) + "/bin/rlcore", "export", "--plugins",
+                                         RLCORE_PLUGIN_BUILD_DIR, "--checkpoint", ckpt.str(), "--model", s.model.str(),
+                                         "--out", (out.path() / "hf").string(), "--log-level", "error"};
+  REQUIRE(run_process(argv) == 0);
+  rlcore::SafetensorsCheckpoint exported(out.path() / "hf");
+  rlcore::NamedTensors loaded;
+  for (const auto& [name, tensor] : trained.params()) loaded.emplace_back(name, exported.load(name));
+  CHECK(max_abs_diff(loaded, trained.params()) == 0);
+  CHECK(fs::exists(out.path() / "hf" / "tokenizer_config.json"));
+}

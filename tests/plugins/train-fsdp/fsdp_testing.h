@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #undef CHECK
 #include <catch2/catch.hpp>
+#include "../../common/error_of.h"
 
 #include <signal.h>
 #include <spawn.h>
@@ -34,6 +35,7 @@ extern char** environ;
 namespace fsdp_test {
 
 namespace fs = std::filesystem;
+using rlcore_test::error_of;
 
 // A fresh directory under the system temp dir, removed with the object.
 class TempDir {
@@ -82,6 +84,16 @@ inline void write_tiny_checkpoint(const fs::path& dir, const rlcore::model::Mode
 
 inline std::string runner_path() { return std::string(RLCORE_BINARY_DIR) + "/bin/fsdp_rank_runner"; }
 
+// Starts `argv` (argv[0] is the executable's path) with this environment.
+inline pid_t spawn(std::vector<std::string> argv) {
+  std::vector<char*> raw;
+  for (auto& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, raw[0], nullptr, nullptr, raw.data(), environ) == 0);
+  return pid;
+}
+
 // Runs `world` ranks of the runner with `args` (plus rank/world/port/out) and
 // returns each rank's result JSON. Fails the test on a non-zero exit or after
 // `deadline`, killing whatever it started.
@@ -96,12 +108,7 @@ inline std::vector<nlohmann::json> run_ranks(int64_t world, const fs::path& out,
     std::vector<std::string> argv = {runner_path(), "--rank", std::to_string(rank), "--world", std::to_string(world),
                                      "--port", std::to_string(store.port()), "--prefix", prefix, "--out", out.string()};
     argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> raw;
-    for (auto& a : argv) raw.push_back(a.data());
-    raw.push_back(nullptr);
-    pid_t pid = 0;
-    REQUIRE(posix_spawn(&pid, raw[0], nullptr, nullptr, raw.data(), environ) == 0);
-    pids.push_back(pid);
+    pids.push_back(spawn(argv));
   }
   std::vector<int> status(pids.size(), -1);
   const auto until = std::chrono::steady_clock::now() + deadline;
@@ -136,6 +143,14 @@ inline std::vector<nlohmann::json> run_ranks(int64_t world, const fs::path& out,
   return results;
 }
 
+// Runs `argv` to completion and returns its exit code, -1 if it did not exit.
+inline int run_process(const std::vector<std::string>& argv) {
+  const pid_t pid = spawn(argv);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 inline rlcore::NamedTensors load_tensors(const fs::path& file) { return rlcore::SafetensorsFile(file).load_all(); }
 
 // Largest |a - b| over same-named tensors (both lists in the same order).
@@ -156,17 +171,6 @@ inline at::Tensor gathered_outputs(const fs::path& out, int64_t world, const std
   for (int64_t r = 0; r < world; ++r)
     parts.push_back(rlcore::SafetensorsFile(out / ("outputs_" + std::to_string(r) + ".safetensors")).load(name));
   return at::cat(parts, 0);
-}
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected an exception, none was thrown");
-  return {};
 }
 
 }  // namespace fsdp_test

@@ -1,0 +1,21 @@
+// Helpers shared by the trainer tests. Include it first: it orders ATen before
+// Catch (glog's CHECK would replace Catch's).
+#pragma once
+
+#include <string>
+
+#include <ATen/ATen.h>
+#undef CHECK
+#include <catch2/catch.hpp>
+
+#include "../../common/error_of.h"
+#include "rlcore/config_node.h"
+#include "rlcore/core/run_config.h"
+
+namespace rlcore_test {
+
+inline rlcore::RunConfig run_config(const std::string& yaml) {
+  return rlcore::run_config_schema().parse(rlcore::ConfigNode::parse(yaml, "test"));
+}
+
+}  // namespace rlcore_test
