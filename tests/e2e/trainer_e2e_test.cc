@@ -1,0 +1,112 @@
+// The RL trainer end to end: real worker processes (2 per run), the fsdp
+// engine, the native rollout engine and a reward a policy can certainly learn.
+#include "e2e_testing.h"
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kGrpo = R"(
+actor_rollout_ref:
+  actor:
+    ppo_mini_batch_size: 8
+    ppo_micro_batch_size_per_gpu: 16
+    optim: {lr: 0.003, weight_decay: 0.0}
+  rollout: {n: 8, temperature: 1.0}
+algorithm: {adv_estimator: grpo}
+)";
+
+}  // namespace
+
+TEST_CASE("GRPO raises a learnable reward with two workers") {
+  const std::string ws = e2e::make_workspace("grpo");
+  const std::string config = e2e::write_config(ws, "grpo", kGrpo);
+  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/grpo");
+  REQUIRE(metrics.size() == 12);
+  for (const char* key : {"critic/score/mean", "actor/pg_loss", "actor/entropy", "actor/grad_norm",
+                          "response_length/mean", "timing_s/gen", "timing_s/old_log_prob", "timing_s/adv",
+                          "timing_s/update_actor", "timing_s/step", "perf/throughput"}) {
+    CHECK(metrics.at(1).count(key) == 1);
+  }
+  const double first = e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3);
+  const double last = e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12);
+  CHECK(last > first + 0.1);
+  fs::remove_all(ws);
+}
+
+TEST_CASE("PPO trains a critic next to the actor") {
+  const std::string ws = e2e::make_workspace("ppo");
+  const std::string config = e2e::write_config(ws, "ppo", R"(
+actor_rollout_ref:
+  actor:
+    ppo_mini_batch_size: 4
+    optim: {lr: 0.003, weight_decay: 0.0}
+  rollout: {n: 4}
+critic:
+  optim: {lr: 0.003}
+algorithm: {adv_estimator: gae, gamma: 1.0, lam: 0.95}
+)");
+  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=10"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/ppo");
+  REQUIRE(metrics.size() == 10);
+  CHECK(metrics.at(1).count("critic/vf_loss") == 1);
+  CHECK(metrics.at(1).count("critic/values/mean") == 1);
+  // The value head starts at random and learns the returns.
+  CHECK(e2e::mean_over_steps(metrics, "critic/vf_loss", 8, 10) < e2e::mean_over_steps(metrics, "critic/vf_loss", 1, 3));
+  fs::remove_all(ws);
+}
+
+TEST_CASE("resuming from a checkpoint continues exactly as the uninterrupted run") {
+  const std::string ws = e2e::make_workspace("resume");
+  const std::string config = e2e::write_config(ws, "full", kGrpo);
+  const e2e::RunResult full = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4", "trainer.save_freq=2"});
+  INFO(full.output);
+  REQUIRE(full.status == 0);
+  const std::string checkpoint = ws + "/full/checkpoints/global_step_2";
+  REQUIRE(fs::exists(checkpoint + "/trainer_state.json"));
+  const e2e::RunResult resumed =
+      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4", "trainer.default_local_dir=" + ws + "/resumed",
+                       "trainer.resume_mode=resume_path", "trainer.resume_from_path=" + checkpoint});
+  INFO(resumed.output);
+  REQUIRE(resumed.status == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed from"));
+  const auto a = e2e::read_metrics(ws + "/full");
+  const auto b = e2e::read_metrics(ws + "/resumed");
+  REQUIRE(b.count(3) == 1);
+  REQUIRE(b.count(4) == 1);
+  CHECK(b.count(1) == 0);
+  for (int64_t step : {3, 4}) {
+    for (const char* key : {"critic/score/mean", "actor/pg_loss", "actor/grad_norm", "actor/entropy"}) {
+      INFO("step " << step << " " << key);
+      CHECK(b.at(step).at(key) == Approx(a.at(step).at(key)).epsilon(1e-5).margin(1e-7));
+    }
+  }
+  fs::remove_all(ws);
+}
+
+TEST_CASE("bad trainer configs fail before any worker starts, naming the keys") {
+  const std::string ws = e2e::make_workspace("bad", 8);
+  const std::string config = e2e::write_config(ws, "bad", kGrpo);
+  auto error_of = [&](std::vector<std::string> overrides) {
+    std::vector<std::string> args = {"--config", config};
+    args.insert(args.end(), overrides.begin(), overrides.end());
+    const e2e::RunResult run = e2e::run_rlcore(args);
+    CHECK(run.status != 0);
+    return run.output;
+  };
+  CHECK_THAT(error_of({"actor_rollout_ref.actor.ppo_mini_batch_size=3"}),
+             Catch::Contains("data.train_batch_size (8) must be a multiple of actor_rollout_ref.actor.ppo_mini_batch_size (3)"));
+  CHECK_THAT(error_of({"algorithm.adv_estimator=grpoo"}), Catch::Contains("grpoo"));
+  CHECK_THAT(error_of({"actor_rollout_ref.rollout.n=0"}), Catch::Contains("actor_rollout_ref.rollout.n"));
+  CHECK_THAT(error_of({"data.train_files=" + ws + "/missing.jsonl"}), Catch::Contains("missing.jsonl"));
+  CHECK_THAT(error_of({"data.train_batch_size=16"}), Catch::Contains("larger than the training set (8 prompts"));
+  CHECK_THAT(error_of({"actor_rollout_ref.actor.optim.lrr=1"}), Catch::Contains("optim.lrr"));
+  fs::remove_all(ws);
+}
