@@ -54,7 +54,11 @@ std::string config_reference_markdown(const Registry& registry) {
       << "plugins declare; `tests/cli` fails when this file is stale. Regenerate with\n"
       << "`build/bin/rlcore config --schema --format markdown > docs/config-reference.md`.\n\n"
       << "Set keys in the YAML file given to `--config`, or on the command line as `key.path=value`\n"
-      << "(typed: `3`, `0.5`, `true`, `[a,b]`). Unknown keys, wrong types and out-of-range values are errors.\n";
+      << "(typed: `3`, `0.5`, `true`, `[a,b]`). Unknown keys, wrong types and out-of-range values are errors.\n\n"
+      << "A train engine's keys (shown under `actor_rollout_ref.actor.`) are read the same way from\n"
+      << "`actor_rollout_ref.ref.` and `critic.` for the engines of those roles, selected by each\n"
+      << "section's `strategy`; the rollout's inference engine (`actor_rollout_ref.rollout.name`) reads\n"
+      << "its keys from `actor_rollout_ref.rollout.`. See docs/trainer.md.\n";
   for (const auto& section : sections(registry)) {
     out << "\n## " << section.title << "\n\n";
     if (section.keys.empty()) {

@@ -57,6 +57,9 @@ std::string component_options_path(const std::string& kind, const std::string& n
   if (kind == "reward") return "reward.graders." + name;
   if (kind == "advantage_estimator") return "algorithm";
   if (kind == "policy_loss") return "actor_rollout_ref.actor.policy_loss";
+  // The same keys are read from actor_rollout_ref.ref and critic for the engines of those roles.
+  if (kind == "train_engine") return "actor_rollout_ref.actor";
+  if (kind == "inference_engine") return "actor_rollout_ref.rollout";
   return "plugins." + kind + "." + name;
 }
 

@@ -1,4 +1,4 @@
-// How a run's batch sizes relate (see trainer_plan.h and docs/batch-sizes.md).
+// How a run's batch sizes relate (see trainer_plan.h and docs/trainer.md).
 #include "trainer_plan.h"
 
 #include "rlcore/core/trainer/trainer_config.h"

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -60,6 +61,29 @@ ConfigNode::ConfigNode(ConfigNode&&) noexcept = default;
 ConfigNode& ConfigNode::operator=(ConfigNode&&) noexcept = default;
 ConfigNode::ConfigNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+namespace {
+
+// yaml-cpp keeps every entry of a map with a repeated key and lookups see only
+// the first, so a second `actor_rollout_ref:` block would be silently ignored.
+void reject_duplicate_keys(const YAML::Node& node, const std::string& source) {
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      if (!seen.insert(key).second) {
+        const YAML::Mark mark = entry.first.Mark();
+        throw ConfigError(source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
+                          ": key '" + key + "' appears twice in the same map; merge the two");
+      }
+      reject_duplicate_keys(entry.second, source);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) reject_duplicate_keys(item, source);
+  }
+}
+
+}  // namespace
+
 ConfigNode ConfigNode::parse(const std::string& yaml_text, const std::string& source) {
   auto impl = std::make_unique<Impl>();
   try {
@@ -70,6 +94,7 @@ ConfigNode ConfigNode::parse(const std::string& yaml_text, const std::string& so
   }
   if (impl->node.IsNull() || !impl->node.IsDefined()) impl->node = YAML::Node(YAML::NodeType::Map);
   if (!impl->node.IsMap()) throw ConfigError(source + ": the top level of a config must be a map of keys");
+  reject_duplicate_keys(impl->node, source);
   impl->source = source;
   impl->set_by = std::make_shared<std::map<std::string, std::string>>();
   return ConfigNode(std::move(impl));

@@ -85,6 +85,27 @@ TEST_CASE("malformed YAML and malformed overrides are config errors", "[config]"
   CHECK_THROWS_AS(ConfigNode::load_file("/no/such/file.yaml"), rlcore::IoError);
 }
 
+TEST_CASE("a key repeated in one map is an error naming the second one", "[config]") {
+  CHECK_THROWS_WITH(ConfigNode::parse("actor:\n  lr: 1\nother: 2\nactor:\n  lr: 3\n", "dup.yaml"),
+                    Catch::Contains("dup.yaml:4:1: key 'actor' appears twice"));
+  CHECK_THROWS_WITH(ConfigNode::parse("a:\n  - {x: 1, x: 2}\n", "nested.yaml"), Catch::Contains("key 'x' appears twice"));
+  CHECK_NOTHROW(ConfigNode::parse("a: {x: 1}\nb: {x: 1}\n", "ok.yaml"));
+}
+
+TEST_CASE("keys a schema does not declare can be kept for a component", "[config]") {
+  struct Section {
+    int64_t epochs = 1;
+    ConfigNode rest;
+  };
+  rlcore::OptionsSchema<Section> schema;
+  schema.key("epochs", &Section::epochs, "Epochs.").other_keys_to(&Section::rest);
+  const Section parsed = schema.parse(ConfigNode::parse("epochs: 2\noptim: {lr: 0.1}\n", "s.yaml"));
+  CHECK(parsed.epochs == 2);
+  CHECK(parsed.rest.keys() == std::vector<std::string>{"optim"});
+  CHECK(parsed.rest["optim"]["lr"].as<double>() == 0.1);
+  CHECK_FALSE(parsed.rest.has("epochs"));
+}
+
 TEST_CASE("the schema lists every key with type, default and constraint", "[config]") {
   const auto keys = actor_schema().keys();
   REQUIRE(keys.size() == 5);
