@@ -164,7 +164,7 @@ struct ControlServer::Impl {
     post(identity, runtime_detail::to_frames(welcome, nullptr));
   }
 
-  void deliver(const PeerInfo& peer, const nlohmann::json& header, const Frames& frames) {
+  void deliver(const PeerInfo& peer, const nlohmann::json& header, Frames& frames) {
     const std::string& type = header["type"].get_ref<const std::string&>();
     if (type == "heartbeat") return;
     if (type != "ready" && type != "reply" && type != "bye") {

@@ -47,7 +47,7 @@ Frames to_frames(const Envelope& envelope) {
   return to_frames(envelope.header, &wire);
 }
 
-Batch decode_payload(const nlohmann::json& header, const Frames& frames, std::size_t first, const MessageLimits& limits) {
+Batch decode_payload(const nlohmann::json& header, Frames& frames, std::size_t first, const MessageLimits& limits) {
   const auto expected = static_cast<std::size_t>(header.at("frames").get<int64_t>());
   const std::size_t present = frames.size() - first - 1;
   if (present != expected) {
@@ -60,12 +60,14 @@ Batch decode_payload(const nlohmann::json& header, const Frames& frames, std::si
     throw FormatError("batch header of " + std::to_string(batch_header.size()) + " bytes exceeds the limit of " +
                       std::to_string(limits.max_batch_header_bytes));
   }
+  auto owned = std::make_shared<Frames>();
+  owned->reserve(present - 1);
+  for (std::size_t i = first + 2; i < frames.size(); ++i) owned->push_back(std::move(frames[i]));
   std::vector<std::string_view> buffers;
-  buffers.reserve(present - 1);
-  for (std::size_t i = first + 2; i < frames.size(); ++i) {
-    buffers.emplace_back(static_cast<const char*>(frames[i].data()), frames[i].size());
-  }
-  return decode_batch(std::string_view(static_cast<const char*>(batch_header.data()), batch_header.size()), buffers);
+  buffers.reserve(owned->size());
+  for (const auto& frame : *owned) buffers.emplace_back(static_cast<const char*>(frame.data()), frame.size());
+  return decode_batch(std::string_view(static_cast<const char*>(batch_header.data()), batch_header.size()), buffers,
+                      std::move(owned));
 }
 
 std::string peer_address(const zmq::message_t& frame) {

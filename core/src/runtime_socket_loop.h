@@ -28,8 +28,9 @@ Frames to_frames(nlohmann::json header, const WireMessage* batch);
 Frames to_frames(const Envelope& envelope);
 
 // Decodes the payload frames [first + 1, end) described by an already validated
-// header (frames[first]). Throws FormatError on any inconsistency.
-Batch decode_payload(const nlohmann::json& header, const Frames& frames, std::size_t first, const MessageLimits& limits);
+// header (frames[first]). Tensor frames are moved out of `frames` and aliased
+// by the Batch's tensors (no copy). Throws FormatError on any inconsistency.
+Batch decode_payload(const nlohmann::json& header, Frames& frames, std::size_t first, const MessageLimits& limits);
 
 // "tcp://1.2.3.4:5" for a frame's sender, when ZeroMQ knows it.
 std::string peer_address(const zmq::message_t& frame);

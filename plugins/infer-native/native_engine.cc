@@ -3,6 +3,8 @@
 #include "native_engine.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -122,13 +124,49 @@ std::vector<WeightMeta> NativeEngine::weight_meta() const {
 void NativeEngine::load_weights(const NamedTensorList& weights, int64_t version) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (asleep_) throw ValueError("infer-native: load_weights() called while the engine is asleep; call wake_up() first");
+  std::map<std::string, at::Tensor*> slots;
+  for (const auto& [name, slot] : model_->parameter_slots()) slots.emplace(name, slot);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& spec : model::parameter_specs(model_->config())) shapes.emplace(spec.name, spec.shape);
+
+  NamedTensorList copied;
+  std::vector<std::pair<at::Tensor*, at::Tensor>> adopted;
+  std::vector<std::pair<at::Tensor*, at::Tensor>> replaced;  // slot, old value: restored if the copy fails
+  for (const auto& [name, tensor] : weights) {
+    auto slot = slots.find(name);
+    const bool known = slot != slots.end() && tensor.defined() && tensor.sizes() == at::IntArrayRef(shapes.at(name));
+    if (known && adoptable(tensor, *slot->second)) {
+      adopted.emplace_back(slot->second, tensor);
+      continue;
+    }
+    copied.emplace_back(name, tensor);
+    // An unallocated slot, or one sharing a caller's storage, gets storage of its own to copy into.
+    if (known && (slot->second->sizes() != tensor.sizes() || adopted_.count(name))) {
+      replaced.emplace_back(slot->second, *slot->second);
+      *slot->second = at::empty(shapes.at(name), slot->second->options());
+    }
+  }
   try {
-    model_->load(weights, model::LoadMode::kPartial);
+    model_->load(copied, model::LoadMode::kPartial);
   } catch (const ValueError& e) {
+    for (auto& [slot, old] : replaced) *slot = old;
     throw ValueError(std::string("infer-native load_weights: ") + e.what());
   }
-  for (const auto& entry : weights) not_loaded_.erase(entry.first);
+  for (auto& [slot, tensor] : adopted) *slot = tensor;
+  for (const auto& entry : weights) {
+    not_loaded_.erase(entry.first);
+    adopted_.erase(entry.first);
+  }
+  for (const auto& [slot, tensor] : adopted) {
+    for (const auto& [name, s] : slots)
+      if (s == slot) adopted_.insert(name);
+  }
   version_ = version;
+}
+
+bool NativeEngine::adoptable(const at::Tensor& tensor, const at::Tensor& slot) const {
+  return tensor.scalar_type() == dtype_ && tensor.device() == slot.device() && tensor.is_contiguous() &&
+         !tensor.requires_grad();
 }
 
 int64_t NativeEngine::weight_version() const {
@@ -140,9 +178,10 @@ void NativeEngine::sleep() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (asleep_) return;
   bytes_released_ = held_bytes_locked();
-  // The engine is the only owner of its parameters (load copies into them),
-  // so dropping the handles frees the memory.
+  // Dropping the handles frees the memory: the engine owns its parameters,
+  // except adopted ones, whose storage the caller releases too.
   for (auto& [name, slot] : model_->parameter_slots()) *slot = at::empty({0}, slot->options());
+  adopted_.clear();
   asleep_ = true;
 }
 
@@ -155,6 +194,13 @@ void NativeEngine::wake_up() {
     *slots[i].second = at::empty(specs[i].shape, slots[i].second->options());
     not_loaded_.insert(slots[i].first);
   }
+  asleep_ = false;
+}
+
+void NativeEngine::wake_up_unallocated() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!asleep_) return;
+  for (const auto& [name, slot] : model_->parameter_slots()) not_loaded_.insert(name);
   asleep_ = false;
 }
 
@@ -174,8 +220,12 @@ int64_t NativeEngine::bytes_released() const {
 }
 
 int64_t NativeEngine::held_bytes_locked() const {
+  // Adopted parameters are views into shared buckets: count each storage once.
+  std::set<const void*> seen;
   int64_t total = 0;
-  for (const auto& [name, tensor] : model_->named_parameters()) total += static_cast<int64_t>(tensor.storage().nbytes());
+  for (const auto& [name, tensor] : model_->named_parameters()) {
+    if (seen.insert(tensor.storage().data()).second) total += static_cast<int64_t>(tensor.storage().nbytes());
+  }
   return total;
 }
 

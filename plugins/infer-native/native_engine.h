@@ -15,6 +15,7 @@
 #include "rlcore/inference_engine.h"
 #include "rlcore/model/transformer.h"
 #include "rlcore/registry.h"
+#include "rlcore/sharding_manager.h"
 
 namespace rlcore::infer_native {
 
@@ -25,7 +26,7 @@ struct NativeEngineOptions {
   int64_t seed = 0;            // seeds requests that give no seed (SamplingParams::seed = -1)
 };
 
-class NativeEngine final : public InferenceEngine {
+class NativeEngine final : public InferenceEngine, public AdoptsWeights {
  public:
   // Loads the checkpoint at context.model_path onto context.device. Throws
   // ConfigError for a bad option, an empty/missing model_path or device;
@@ -40,15 +41,21 @@ class NativeEngine final : public InferenceEngine {
 
   std::vector<WeightMeta> weight_meta() const override;
   // Partial loads are allowed; ValueError names an unknown or misshapen tensor
-  // (and nothing is loaded then), or says the engine is asleep.
+  // (and nothing is loaded then), or says the engine is asleep. A contiguous
+  // tensor already in the engine's dtype and device is adopted as the
+  // parameter (zero-copy: the engine then shares the caller's storage, which
+  // the caller must not modify); any other is copied and converted.
   void load_weights(const NamedTensorList& weights, int64_t version) override;
   int64_t weight_version() const override;
 
   // sleep() drops the parameters' storage (the KV cache only lives inside
-  // generate()); wake_up() reallocates it uninitialised: load_weights() must
-  // then supply every parameter before generate() runs again.
+  // generate()); wake_up() reallocates it uninitialised, wake_up_unallocated()
+  // does not (for adopting buckets): load_weights() must then supply every
+  // parameter before generate() runs again.
   void sleep() override;
   void wake_up() override;
+  void wake_up_unallocated() override;
+  int64_t weight_bytes_held() const override { return bytes_held(); }
 
   bool asleep() const;
   int64_t bytes_held() const;      // parameter storage now held
@@ -59,6 +66,7 @@ class NativeEngine final : public InferenceEngine {
 
  private:
   int64_t held_bytes_locked() const;
+  bool adoptable(const at::Tensor& tensor, const at::Tensor& slot) const;
 
   mutable std::mutex mutex_;  // one call at a time (e.g. `rlcore serve` threads)
   NativeEngineOptions options_;
@@ -68,6 +76,7 @@ class NativeEngine final : public InferenceEngine {
   int64_t version_ = 0;
   bool asleep_ = false;
   int64_t bytes_released_ = 0;
+  std::set<std::string> adopted_;     // parameters that are views of a caller's tensor
   std::set<std::string> not_loaded_;  // parameters not reloaded since wake_up()
   at::Generator request_seeds_;        // draws the seed of each unseeded request
 };

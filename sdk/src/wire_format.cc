@@ -240,12 +240,18 @@ void check_bool_bytes(const TensorSpec& spec, std::string_view frame) {
   }
 }
 
-at::Tensor tensor_from_frame(const TensorSpec& spec, std::string_view frame) {
+// `owner` null: the tensor gets its own copy of the frame.
+at::Tensor tensor_from_frame(const TensorSpec& spec, std::string_view frame, const std::shared_ptr<void>& owner) {
   if (static_cast<uint64_t>(spec.nbytes) != frame.size()) {
     throw FormatError("wire frame for " + spec.where + " has " + std::to_string(frame.size()) +
                       " bytes but the header says " + std::to_string(spec.nbytes));
   }
   if (spec.dtype == at::kBool) check_bool_bytes(spec, frame);
+  const auto address = reinterpret_cast<std::uintptr_t>(frame.data());
+  if (owner && !frame.empty() && address % c10::elementSize(spec.dtype) == 0) {
+    return at::from_blob(const_cast<char*>(frame.data()), spec.shape, [owner](void*) {},
+                         at::TensorOptions().dtype(spec.dtype));
+  }
   at::Tensor tensor = at::empty(spec.shape, at::TensorOptions().dtype(spec.dtype));
   if (!frame.empty()) std::memcpy(tensor.data_ptr(), frame.data(), frame.size());
   return tensor;
@@ -254,6 +260,11 @@ at::Tensor tensor_from_frame(const TensorSpec& spec, std::string_view frame) {
 }  // namespace
 
 Batch decode_batch(std::string_view header_text, const std::vector<std::string_view>& frames) {
+  return decode_batch(header_text, frames, nullptr);
+}
+
+Batch decode_batch(std::string_view header_text, const std::vector<std::string_view>& frames,
+                   std::shared_ptr<void> owner) {
   json header = parse_header(header_text);
   if (!header.is_object()) {
     throw FormatError("wire header must be a JSON object, got " + preview(header));
@@ -301,7 +312,7 @@ Batch decode_batch(std::string_view header_text, const std::vector<std::string_v
       throw FormatError("wire header: " + spec.where + " has " + std::to_string(spec.shape[0]) +
                         " rows but batch_size is " + std::to_string(batch_size));
     }
-    batch.set(spec.name, tensor_from_frame(spec, frames[i]));
+    batch.set(spec.name, tensor_from_frame(spec, frames[i], owner));
   }
   for (auto& [key, rows] : non_tensors.items()) {
     const std::string where = "non_tensors['" + key + "']";

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,11 @@ RLCORE_API WireMessage encode_batch(const Batch& batch);
 // the frames may be freed afterwards. Malformed input throws FormatError.
 RLCORE_API Batch decode_batch(std::string_view header, const std::vector<std::string_view>& frames);
 RLCORE_API Batch decode_batch(const WireView& message);
+// The same checks, but tensors alias the frames instead of copying them (a
+// frame whose address is not aligned for its dtype is copied). Every aliasing
+// tensor holds a reference to `owner`, which must keep the frames alive.
+RLCORE_API Batch decode_batch(std::string_view header, const std::vector<std::string_view>& frames,
+                              std::shared_ptr<void> owner);
 
 // Views of a message's header and buffers; valid while the message lives.
 RLCORE_API WireView view_of(const WireMessage& message);

@@ -172,6 +172,22 @@ TEST_CASE("export_hf writes a checkpoint rlcore's loader reads back identically"
   CHECK(max_abs_diff(model.named_parameters(), run.params()) == 0);
 }
 
+TEST_CASE("a critic exports as *ForTokenClassification with its score head", "[fsdp][export][value]") {
+  const Run run = suite().run(1, {"--scenario", "export", "--head", "value"});
+  const fs::path hf = run.out / "hf";
+  std::ifstream in(hf / "config.json");
+  const nlohmann::json json = nlohmann::json::parse(in);
+  CHECK(json["architectures"] == nlohmann::json::array({"LlamaForTokenClassification"}));
+  CHECK(json["num_labels"] == 1);
+  rlcore::model::Transformer model(rlcore::model::ModelConfig::from_file((hf / "config.json").string()),
+                                   rlcore::model::ModelHead::kValue);
+  rlcore::SafetensorsCheckpoint checkpoint(hf);
+  rlcore::NamedTensors loaded;
+  for (const auto& name : checkpoint.names()) loaded.emplace_back(name, checkpoint.load(name));
+  model.load(loaded);
+  CHECK(max_abs_diff(model.named_parameters(), run.params()) == 0);
+}
+
 TEST_CASE("a frozen engine (trainable = false) refuses train_step", "[fsdp][frozen]") {
   const Run run = suite().run(2, {"--scenario", "frozen"});
   for (const auto& rank : run.ranks) {
