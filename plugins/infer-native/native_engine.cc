@@ -224,7 +224,7 @@ int64_t NativeEngine::held_bytes_locked() const {
   std::set<const void*> seen;
   int64_t total = 0;
   for (const auto& [name, tensor] : model_->named_parameters()) {
-    if (seen.insert(tensor.storage().data()).second) total += static_cast<int64_t>(tensor.storage().nbytes());
+    if (seen.insert(tensor.storage().unsafeGetStorageImpl()).second) total += static_cast<int64_t>(tensor.storage().nbytes());
   }
   return total;
 }

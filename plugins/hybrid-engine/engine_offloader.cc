@@ -1,0 +1,14 @@
+// The `engine` offloader.
+#include "engine_offloader.h"
+
+namespace rlcore::hybrid {
+
+void EngineOffloader::offload(TrainEngine& engine, OffloadSet what) {
+  if (what != OffloadSet::kNone) engine.offload(what);
+}
+
+void EngineOffloader::reload(TrainEngine& engine, OffloadSet what) {
+  if (what != OffloadSet::kNone) engine.reload(what);
+}
+
+}  // namespace rlcore::hybrid

@@ -1,0 +1,29 @@
+// The sharding managers' option keys.
+#include "hybrid_options.h"
+
+namespace rlcore::hybrid {
+
+OptionsSchema<HybridOptions> hybrid_options_schema() {
+  OptionsSchema<HybridOptions> schema;
+  schema
+      .key("offload_train_param", &HybridOptions::offload_train_param,
+           "Move the actor's parameters to host memory while the rollout runs.")
+      .key("offload_train_grad", &HybridOptions::offload_train_grad,
+           "Move the actor's gradients to host memory while the rollout runs.")
+      .key("offload_train_optimizer", &HybridOptions::offload_train_optimizer,
+           "Move the actor's optimizer state to host memory while the rollout runs.")
+      .key("param_offload", &HybridOptions::param_offload, "verl-style alias of offload_train_param.")
+      .key("grad_offload", &HybridOptions::grad_offload, "verl-style alias of offload_train_grad.")
+      .key("optimizer_offload", &HybridOptions::optimizer_offload, "verl-style alias of offload_train_optimizer.");
+  return schema;
+}
+
+OffloadSet offload_set(const HybridOptions& options) {
+  OffloadSet set = OffloadSet::kNone;
+  if (options.offload_train_param || options.param_offload) set = set | OffloadSet::kParams;
+  if (options.offload_train_grad || options.grad_offload) set = set | OffloadSet::kGrads;
+  if (options.offload_train_optimizer || options.optimizer_offload) set = set | OffloadSet::kOptimizer;
+  return set;
+}
+
+}  // namespace rlcore::hybrid

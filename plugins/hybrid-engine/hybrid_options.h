@@ -1,0 +1,23 @@
+// The sharding managers' options: what training state leaves the device while
+// the rollout runs (MindSpeed-RL's generate_config keys, with verl-style aliases).
+#pragma once
+
+#include "rlcore/options.h"
+#include "rlcore/train_engine.h"
+
+namespace rlcore::hybrid {
+
+struct HybridOptions {
+  bool offload_train_param = false;
+  bool offload_train_grad = false;
+  bool offload_train_optimizer = false;
+  // verl-style aliases (fsdp_config.param_offload ...); either name switches it on.
+  bool param_offload = false;
+  bool grad_offload = false;
+  bool optimizer_offload = false;
+};
+
+OptionsSchema<HybridOptions> hybrid_options_schema();
+OffloadSet offload_set(const HybridOptions& options);
+
+}  // namespace rlcore::hybrid
