@@ -1,0 +1,35 @@
+// The `hybrid-engine` plugin: the `bucketed` and `naive` sharding managers, the
+// `identity` weight adaptor and the `engine` offloader.
+#include "rlcore/plugin.h"
+
+#include "engine_offloader.h"
+#include "identity_adaptor.h"
+#include "sharding_manager_impl.h"
+
+namespace rlcore::hybrid {
+namespace {
+
+struct NoOptions {};
+
+void register_hybrid_engine(PluginRegistrar& registrar) {
+  registrar.add<ShardingManager>(
+      "bucketed",
+      "Zero-redundancy swap: one exactly-sized bucket per PP stage, filled as the trainer gathers, adopted by the "
+      "rollout without a copy; the rollout sleeps during training.",
+      hybrid_options_schema(),
+      [](const HybridOptions& options) { return std::make_unique<HybridShardingManager>(options, SwapMode::kBucketed); });
+  registrar.add<ShardingManager>(
+      "naive",
+      "Baseline: gather the whole model, convert, copy into an always-awake rollout that keeps its own full copy.",
+      hybrid_options_schema(),
+      [](const HybridOptions& options) { return std::make_unique<HybridShardingManager>(options, SwapMode::kNaive); });
+  registrar.add<WeightAdaptor>("identity", "Full HF-named training tensors -> same-named rollout tensors (tp 1).",
+                               OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<IdentityAdaptor>(); });
+  registrar.add<Offloader>("engine", "Training state to host and back through the TrainEngine's offload()/reload().",
+                           OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<EngineOffloader>(); });
+}
+
+}  // namespace
+}  // namespace rlcore::hybrid
+
+RLCORE_PLUGIN("hybrid-engine", "0.1.0", rlcore::hybrid::register_hybrid_engine)

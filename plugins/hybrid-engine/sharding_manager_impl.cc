@@ -1,0 +1,196 @@
+// The sharding managers: planning at attach, the two swaps, their stats and ledger.
+#include "sharding_manager_impl.h"
+
+#include <ATen/ATen.h>
+
+#include "rlcore/error.h"
+
+namespace rlcore::hybrid {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+int64_t tensor_bytes(const at::Tensor& t) { return static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()); }
+
+}  // namespace
+
+HybridShardingManager::HybridShardingManager(const HybridOptions& options, SwapMode mode)
+    : offload_(offload_set(options)), mode_(mode) {}
+
+void HybridShardingManager::require_attached(const char* method) const {
+  if (!engines_.train || !engines_.rollout || !engines_.adaptor || !engines_.offloader) {
+    throw ValueError(std::string("sharding_manager.") + method + ": attach() was not called with all four engines");
+  }
+}
+
+void HybridShardingManager::attach(HybridEngines engines) {
+  engines_ = std::move(engines);
+  require_attached("attach");
+  plan_ = plan_swap(engines_.rollout->weight_meta(), *engines_.adaptor, engines_.layout);
+  for (const ParameterShard& shard : engines_.train->parameter_shards()) {
+    local_bytes_[shard.name] = tensor_bytes(shard.local);
+    device_ = shard.local.device();
+  }
+  for (const auto& [name, targets] : plan_.targets_of) {
+    if (!local_bytes_.count(name)) {
+      throw ValueError("sharding_manager: the rollout needs training parameter '" + name + "' (for '" +
+                       plan_.tensors[targets.front()].meta.name + "'), which the training engine does not have");
+    }
+  }
+  if (mode_ == SwapMode::kBucketed) {
+    engines_.rollout->sleep();
+    ledger_.set("rollout_weights", 0);
+  } else {
+    ledger_.set("rollout_weights", plan_.bucket_bytes);
+  }
+  note_train_state();
+  in_rollout_ = false;
+}
+
+void HybridShardingManager::note_train_state() {
+  const TrainMemory memory = engines_.train->memory();
+  ledger_.set("train_state", memory.param_bytes + memory.grad_bytes + memory.optimizer_bytes);
+}
+
+void HybridShardingManager::fill(std::vector<at::Tensor>& outputs, SwapStats& stats) {
+  std::map<size_t, std::vector<at::Tensor>> pending;  // tensor -> its sources gathered so far
+  int64_t pending_bytes = 0;
+  std::vector<bool> filled(plan_.tensors.size(), false);
+  const auto start = Clock::now();
+  engines_.train->for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
+    const auto visit_start = Clock::now();
+    stats.bytes_gathered += tensor_bytes(full) - local_bytes_[name];
+    auto targets = plan_.targets_of.find(name);
+    if (targets == plan_.targets_of.end()) return;  // e.g. a head the rollout does not serve
+    for (size_t index : targets->second) {
+      const PlannedTensor& planned = plan_.tensors[index];
+      std::vector<at::Tensor>& sources = pending[index];
+      sources.push_back(full);
+      pending_bytes += tensor_bytes(full);
+      ledger_.set("gathered", pending_bytes);
+      if (sources.size() < planned.sources.size()) continue;
+      engines_.adaptor->convert(planned.meta, engines_.layout, sources, outputs[index]);
+      stats.bytes_moved += planned.bytes;
+      for (const at::Tensor& s : sources) pending_bytes -= tensor_bytes(s);
+      pending.erase(index);
+      filled[index] = true;
+    }
+    ledger_.set("gathered", pending_bytes);
+    stats.convert_s += seconds_since(visit_start);
+  });
+  stats.gather_s = seconds_since(start) - stats.convert_s;
+  for (size_t i = 0; i < filled.size(); ++i) {
+    if (!filled[i]) {
+      throw ValueError("sharding_manager: rollout tensor '" + plan_.tensors[i].meta.name +
+                       "' was not built: the training engine never visited all of its sources");
+    }
+  }
+}
+
+void HybridShardingManager::hand_over(const std::vector<at::Tensor>& outputs, int64_t version, SwapStats& stats) {
+  const auto start = Clock::now();
+  NamedTensorList named;
+  for (size_t i = 0; i < outputs.size(); ++i) named.emplace_back(plan_.tensors[i].meta.name, outputs[i]);
+  auto* adopter = dynamic_cast<AdoptsWeights*>(engines_.rollout.get());
+  if (mode_ == SwapMode::kBucketed) {
+    if (adopter) {
+      adopter->wake_up_unallocated();
+    } else {
+      engines_.rollout->wake_up();
+    }
+  }
+  engines_.rollout->load_weights(named, version);
+  if (engines_.rollout->weight_version() != version) {
+    throw ValueError("sharding_manager: the rollout reports weight version " +
+                     std::to_string(engines_.rollout->weight_version()) + " after loading version " +
+                     std::to_string(version));
+  }
+  stats.copy_s = seconds_since(start);
+}
+
+SwapStats HybridShardingManager::to_rollout(int64_t version) {
+  require_attached("to_rollout");
+  if (in_rollout_) throw ValueError("sharding_manager.to_rollout: already in rollout mode (version " +
+                                    std::to_string(engines_.rollout->weight_version()) + ")");
+  const auto start = Clock::now();
+  ledger_.reset_peak();
+  SwapStats stats;
+  stats.version = version;
+  std::vector<at::Tensor> outputs;
+  if (mode_ == SwapMode::kBucketed) {
+    // One allocation, exactly the rollout's shard; the engine adopts views of it.
+    at::Tensor bucket = at::empty({plan_.bucket_bytes}, at::TensorOptions().dtype(at::kByte).device(device_));
+    ledger_.set("bucket", plan_.bucket_bytes);
+    outputs = bucket_views(plan_, bucket);
+    fill(outputs, stats);
+    hand_over(outputs, version, stats);
+    outputs.clear();
+    bucket.reset();
+    auto* adopter = dynamic_cast<AdoptsWeights*>(engines_.rollout.get());
+    ledger_.set("bucket", 0);
+    ledger_.set("rollout_weights", adopter ? adopter->weight_bytes_held() : plan_.bucket_bytes);
+  } else {
+    // Naive: materialise every full tensor first, then convert each into its own tensor.
+    std::vector<at::Tensor> gathered(plan_.tensors.size());
+    for (size_t i = 0; i < plan_.tensors.size(); ++i) {
+      gathered[i] = at::empty(plan_.tensors[i].meta.shape, at::TensorOptions().dtype(plan_.tensors[i].meta.dtype).device(device_));
+    }
+    ledger_.set("bucket", plan_.bucket_bytes);
+    std::vector<std::pair<std::string, at::Tensor>> full_model;
+    int64_t full_bytes = 0;
+    const auto gather_start = Clock::now();
+    engines_.train->for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
+      stats.bytes_gathered += tensor_bytes(full) - local_bytes_[name];
+      full_model.emplace_back(name, full.clone());
+      full_bytes += tensor_bytes(full);
+      ledger_.set("gathered", full_bytes);
+    });
+    stats.gather_s = seconds_since(gather_start);
+    const auto convert_start = Clock::now();
+    std::map<std::string, at::Tensor> by_name(full_model.begin(), full_model.end());
+    for (size_t i = 0; i < plan_.tensors.size(); ++i) {
+      std::vector<at::Tensor> sources;
+      for (const std::string& s : plan_.tensors[i].sources) sources.push_back(by_name.at(s));
+      engines_.adaptor->convert(plan_.tensors[i].meta, engines_.layout, sources, gathered[i]);
+      stats.bytes_moved += plan_.tensors[i].bytes;
+    }
+    stats.convert_s = seconds_since(convert_start);
+    hand_over(gathered, version, stats);
+  }
+  ledger_.set("gathered", 0);
+  ledger_.set("bucket", 0);
+  const auto offload_start = Clock::now();
+  engines_.offloader->offload(*engines_.train, offload_);
+  stats.offload_s = seconds_since(offload_start);
+  note_train_state();
+  in_rollout_ = true;
+  stats.seconds = seconds_since(start);
+  stats.peak_bytes = ledger_.peak();
+  return stats;
+}
+
+SwapStats HybridShardingManager::to_train() {
+  require_attached("to_train");
+  if (!in_rollout_) throw ValueError("sharding_manager.to_train: not in rollout mode");
+  const auto start = Clock::now();
+  ledger_.reset_peak();
+  SwapStats stats;
+  stats.version = engines_.rollout->weight_version();
+  // Release the rollout first, so the reloaded training state never overlaps it.
+  if (mode_ == SwapMode::kBucketed) {
+    engines_.rollout->sleep();
+    ledger_.set("rollout_weights", 0);
+  }
+  const auto reload_start = Clock::now();
+  engines_.offloader->reload(*engines_.train, offload_);
+  stats.reload_s = seconds_since(reload_start);
+  note_train_state();
+  in_rollout_ = false;
+  stats.seconds = seconds_since(start);
+  stats.peak_bytes = ledger_.peak();
+  return stats;
+}
+
+}  // namespace rlcore::hybrid

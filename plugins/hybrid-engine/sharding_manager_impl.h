@@ -1,0 +1,49 @@
+// The `bucketed` and `naive` sharding managers.
+//   bucketed: one bucket per PP stage, allocated at to_rollout, filled tensor
+//     by tensor as the trainer gathers its units, adopted by the engine
+//     (zero-copy); to_train puts the engine to sleep, so no rollout byte stays.
+//   naive: the full-gather baseline: every full training tensor is gathered
+//     and kept, then converted into separate tensors the awake engine copies;
+//     the rollout keeps its own full copy between swaps.
+#pragma once
+
+#include <chrono>
+
+#include "hybrid_options.h"
+#include "rlcore/sharding_manager.h"
+#include "swap_plan.h"
+
+namespace rlcore::hybrid {
+
+enum class SwapMode { kBucketed, kNaive };
+
+class HybridShardingManager final : public ShardingManager {
+ public:
+  HybridShardingManager(const HybridOptions& options, SwapMode mode);
+
+  void attach(HybridEngines engines) override;
+  SwapStats to_rollout(int64_t version) override;
+  SwapStats to_train() override;
+  bool in_rollout() const override { return in_rollout_; }
+  const MemoryLedger& ledger() const override { return ledger_; }
+
+  const SwapPlan& plan() const { return plan_; }
+
+ private:
+  // Gathers, converts into `outputs` (one per planned tensor) and times it.
+  void fill(std::vector<at::Tensor>& outputs, SwapStats& stats);
+  void hand_over(const std::vector<at::Tensor>& outputs, int64_t version, SwapStats& stats);
+  void note_train_state();
+  void require_attached(const char* method) const;
+
+  OffloadSet offload_;
+  SwapMode mode_;
+  HybridEngines engines_;
+  SwapPlan plan_;
+  std::map<std::string, int64_t> local_bytes_;  // this rank's shard of each training tensor
+  at::Device device_ = at::kCPU;
+  MemoryLedger ledger_;
+  bool in_rollout_ = false;
+};
+
+}  // namespace rlcore::hybrid
