@@ -165,7 +165,17 @@ struct RlTrainer::Impl {
     args["max_tokens"] = plan.response_length;
     args["stop_token_ids"] = stop_ids;
     args["pad_token_id"] = pad_id;
-    rollout.batch = workers->actor().call("actor.generate", trainer::make_prompt_batch(ids, pad_id), args).get().batch;
+    CallOutput generated = workers->actor().call("actor.generate", trainer::make_prompt_batch(ids, pad_id), args).get();
+    // Every swap carries the version of the last sync_weights (= step): stale weights must never pass silently.
+    for (const auto& reply : generated.replies) {
+      const int64_t version = reply.value.at("weight_version").get<int64_t>();
+      if (version != step) {
+        throw ValueError("actor.generate on rank " + std::to_string(reply.rank) + " used weight version " +
+                         std::to_string(version) + ", expected " + std::to_string(step) +
+                         " (the weights synced after the last update): stale rollout weights");
+      }
+    }
+    rollout.batch = std::move(generated.batch);
     rollout.batch.set("uid", at::tensor(uid, at::kLong));
     return rollout;
   }
@@ -281,8 +291,25 @@ struct RlTrainer::Impl {
     });
     ++step;
     timed("sync_weights", [&] {
+      // The reply carries the stats of this step's swaps (train <-> rollout around each generate);
+      // ranks swap in lockstep, so the slowest rank's times and the largest peak are reported.
       const CallOutput synced = workers->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
-      metrics["perf/sync_weights_bytes"] = synced.replies.front().value["bytes"].get<double>();
+      double to_rollout = 0, to_train = 0, bytes_moved = 0, peak = 0;
+      for (const auto& reply : synced.replies) {
+        to_rollout = std::max(to_rollout, reply.value["to_rollout_s"].get<double>());
+        to_train = std::max(to_train, reply.value["to_train_s"].get<double>());
+        bytes_moved = std::max(bytes_moved, reply.value["bytes_moved"].get<double>());
+        peak = std::max(peak, reply.value["peak_bytes"].get<double>());
+        for (const auto& [phase, seconds] : reply.value["phases"].items()) {
+          double& slot = metrics["timing_s/reshard_" + phase];
+          slot = std::max(slot, seconds.get<double>());
+        }
+      }
+      metrics["timing_s/reshard_to_rollout"] = to_rollout;
+      metrics["timing_s/reshard_to_train"] = to_train;
+      metrics["perf/swap_GBps"] = to_rollout > 0 ? bytes_moved / to_rollout / 1e9 : 0.0;
+      metrics["perf/swap_bytes"] = bytes_moved;
+      metrics["memory/peak_swap_bytes"] = peak;
     });
     metrics["actor/lr"] = metrics.count("lr") ? metrics["lr"] : 0.0;
     metrics.erase("lr");

@@ -110,6 +110,12 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
         .validate(arr.ref.engine_options);
     component(registry, "inference_engine", arr.rollout.name, "actor_rollout_ref.rollout.name")
         .validate(arr.rollout.engine_options);
+    component(registry, "sharding_manager", arr.rollout.sharding_manager, "actor_rollout_ref.rollout.sharding_manager")
+        .validate(arr.hybrid_engine.options);
+    component(registry, "weight_adaptor", arr.hybrid_engine.weight_adaptor, "actor_rollout_ref.hybrid_engine.weight_adaptor")
+        .validate(ConfigNode());
+    component(registry, "offloader", arr.hybrid_engine.offloader, "actor_rollout_ref.hybrid_engine.offloader")
+        .validate(ConfigNode());
     component(registry, "policy_loss", arr.actor.policy_loss.loss_mode, "actor_rollout_ref.actor.policy_loss.loss_mode")
         .validate(arr.actor.policy_loss.options);
   }

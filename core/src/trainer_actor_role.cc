@@ -1,7 +1,8 @@
 // The "actor_rollout_ref" worker role: the actor's train engine, the rollout's
 // inference engine and the frozen reference, colocated in one process so the
 // weights move from training to generation without leaving it.
-#include <chrono>
+#include <algorithm>
+#include <map>
 
 #include <ATen/ATen.h>
 
@@ -9,6 +10,7 @@
 #include "rlcore/core/trainer/trainer_config.h"
 #include "rlcore/error.h"
 #include "rlcore/inference_engine.h"
+#include "rlcore/sharding_manager.h"
 #include "trainer_losses.h"
 #include "trainer_sequences.h"
 #include "trainer_worker_common.h"
@@ -45,6 +47,7 @@ class ActorRolloutRef {
       rollout_ = components.create<InferenceEngine>(
           config_.rollout.name, config_.rollout.engine_options,
           rollout_context);
+      attach_sharding_manager(components);
     }
     loss_ = make_actor_loss(components, section["actor"]);
   }
@@ -120,7 +123,13 @@ class ActorRolloutRef {
     sampling.seed = args.value("seed", int64_t{0}) * 1009 + context_.rank;
     sampling.stop_token_ids = args.value("stop_token_ids", std::vector<int32_t>{});
     const int64_t pad_id = args.at("pad_token_id").get<int64_t>();
-    const GenerationOutput generated = rollout_->generate(unpad_prompts(prompts), sampling);
+    GenerationOutput generated;
+    {
+      RolloutScope scope(*sharding_manager_, version_);
+      swaps_.add_to_rollout(scope.entered());
+      generated = rollout_->generate(unpad_prompts(prompts), sampling);
+      swaps_.add_to_train(scope.finish());
+    }
     Batch out = make_sequence_batch(prompts, generated, sampling.max_tokens, pad_id);
     return MethodResult{out, {{"weight_version", generated.weight_version}}};
   }
@@ -172,19 +181,61 @@ class ActorRolloutRef {
     return MethodResult{Batch(), to_json(metrics)};
   }
 
-  // Full tensors one at a time from the actor into the rollout engine, in this process.
+  // The train <-> rollout switch around every generate() call, with the
+  // weight version set by the last sync_weights.
+  void attach_sharding_manager(const Registry& components) {
+    const HybridEngineConfig& hybrid = config_.hybrid_engine;
+    sharding_manager_ = components.create<ShardingManager>(config_.rollout.sharding_manager, hybrid.options);
+    HybridEngines engines;
+    engines.train = actor_;
+    engines.rollout = rollout_;
+    engines.adaptor = components.create<WeightAdaptor>(hybrid.weight_adaptor);
+    engines.offloader = components.create<Offloader>(hybrid.offloader);
+    sharding_manager_->attach(std::move(engines));
+  }
+
+  // Sets the version the next swaps carry and returns the stats of the swaps
+  // since the previous call (summed; peak: the largest).
   MethodResult sync_weights(const nlohmann::json& args) {
     require(rollout_ != nullptr, "sync_weights");
-    const int64_t version = args.at("version").get<int64_t>();
-    const auto start = std::chrono::steady_clock::now();
-    int64_t bytes = 0;
-    actor_->for_each_full_parameter([&](const std::string& name, const at::Tensor& tensor) {
-      rollout_->load_weights({{name, tensor}}, version);
-      bytes += static_cast<int64_t>(tensor.numel() * tensor.element_size());
-    });
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return MethodResult{Batch(), {{"bytes", bytes}, {"seconds", seconds}, {"version", rollout_->weight_version()}}};
+    version_ = args.at("version").get<int64_t>();
+    nlohmann::json stats = swaps_.to_json();
+    stats["version"] = version_;
+    swaps_ = SwapTotals();
+    return MethodResult{Batch(), stats};
   }
+
+  struct SwapTotals {
+    int64_t swaps = 0;
+    double to_rollout_s = 0;
+    double to_train_s = 0;
+    int64_t bytes_moved = 0;
+    int64_t bytes_gathered = 0;
+    int64_t peak_bytes = 0;
+    std::map<std::string, double> phases;
+
+    void add_to_rollout(const SwapStats& s) {
+      ++swaps;
+      to_rollout_s += s.seconds;
+      bytes_moved += s.bytes_moved;
+      bytes_gathered += s.bytes_gathered;
+      peak_bytes = std::max(peak_bytes, s.peak_bytes);
+      phases["gather"] += s.gather_s;
+      phases["convert"] += s.convert_s;
+      phases["copy"] += s.copy_s;
+      phases["offload"] += s.offload_s;
+    }
+    void add_to_train(const SwapStats& s) {
+      to_train_s += s.seconds;
+      peak_bytes = std::max(peak_bytes, s.peak_bytes);
+      phases["reload"] += s.reload_s;
+    }
+    nlohmann::json to_json() const {
+      return {{"swaps", swaps},           {"to_rollout_s", to_rollout_s},     {"to_train_s", to_train_s},
+              {"bytes_moved", bytes_moved}, {"bytes_gathered", bytes_gathered}, {"peak_bytes", peak_bytes},
+              {"phases", phases}};
+    }
+  };
 
   void require(bool present, const std::string& method) const {
     if (!present) throw ValueError("actor." + method + ": this worker was started without that engine");
@@ -195,6 +246,9 @@ class ActorRolloutRef {
   std::shared_ptr<TrainEngine> actor_;
   std::shared_ptr<TrainEngine> ref_;
   std::shared_ptr<InferenceEngine> rollout_;
+  std::shared_ptr<ShardingManager> sharding_manager_;
+  int64_t version_ = 0;  // what the next swap carries: set by sync_weights
+  SwapTotals swaps_;
   ActorLossSettings loss_;
 };
 

@@ -91,7 +91,17 @@ OptionsSchema<RolloutConfig> rollout_schema() {
       .key("log_prob_max_token_len_per_gpu", &RolloutConfig::log_prob_max_token_len_per_gpu,
            "Token budget with log_prob_use_dynamic_bsz.", at_least(1))
       .section("val_kwargs", &RolloutConfig::val_kwargs, val_kwargs_schema())
+      .key("sharding_manager", &RolloutConfig::sharding_manager,
+           "How weights move between actor and rollout (a registered sharding_manager: bucketed | naive).")
       .other_keys_to(&RolloutConfig::engine_options);
+  return schema;
+}
+
+OptionsSchema<HybridEngineConfig> hybrid_engine_schema() {
+  OptionsSchema<HybridEngineConfig> schema;
+  schema.key("weight_adaptor", &HybridEngineConfig::weight_adaptor, "Actor -> rollout layout (a weight_adaptor).")
+      .key("offloader", &HybridEngineConfig::offloader, "Moves actor state to host during rollout (an offloader).")
+      .other_keys_to(&HybridEngineConfig::options);
   return schema;
 }
 
@@ -102,7 +112,8 @@ OptionsSchema<ActorRolloutRefConfig> actor_rollout_ref_schema() {
                model_path_schema("HF checkpoint directory the actor, reference and rollout start from."))
       .section("actor", &ActorRolloutRefConfig::actor, actor_schema())
       .section("ref", &ActorRolloutRefConfig::ref, ref_schema())
-      .section("rollout", &ActorRolloutRefConfig::rollout, rollout_schema());
+      .section("rollout", &ActorRolloutRefConfig::rollout, rollout_schema())
+      .section("hybrid_engine", &ActorRolloutRefConfig::hybrid_engine, hybrid_engine_schema());
   return schema;
 }
 

@@ -30,11 +30,11 @@ void HybridShardingManager::attach(HybridEngines engines) {
   require_attached("attach");
   plan_ = plan_swap(engines_.rollout->weight_meta(), *engines_.adaptor, engines_.layout);
   for (const ParameterShard& shard : engines_.train->parameter_shards()) {
-    local_bytes_[shard.name] = tensor_bytes(shard.local);
+    local_numel_[shard.name] = shard.local.numel();
     device_ = shard.local.device();
   }
   for (const auto& [name, targets] : plan_.targets_of) {
-    if (!local_bytes_.count(name)) {
+    if (!local_numel_.count(name)) {
       throw ValueError("sharding_manager: the rollout needs training parameter '" + name + "' (for '" +
                        plan_.tensors[targets.front()].meta.name + "'), which the training engine does not have");
     }
@@ -49,6 +49,12 @@ void HybridShardingManager::attach(HybridEngines engines) {
   in_rollout_ = false;
 }
 
+int64_t HybridShardingManager::received_bytes(const std::string& name, const at::Tensor& full) const {
+  auto local = local_numel_.find(name);
+  const int64_t mine = local == local_numel_.end() ? 0 : local->second;
+  return (static_cast<int64_t>(full.numel()) - mine) * static_cast<int64_t>(full.element_size());
+}
+
 void HybridShardingManager::note_train_state() {
   const TrainMemory memory = engines_.train->memory();
   ledger_.set("train_state", memory.param_bytes + memory.grad_bytes + memory.optimizer_bytes);
@@ -61,7 +67,7 @@ void HybridShardingManager::fill(std::vector<at::Tensor>& outputs, SwapStats& st
   const auto start = Clock::now();
   engines_.train->for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
     const auto visit_start = Clock::now();
-    stats.bytes_gathered += tensor_bytes(full) - local_bytes_[name];
+    stats.bytes_gathered += received_bytes(name, full);
     auto targets = plan_.targets_of.find(name);
     if (targets == plan_.targets_of.end()) return;  // e.g. a head the rollout does not serve
     for (size_t index : targets->second) {
@@ -142,7 +148,7 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
     int64_t full_bytes = 0;
     const auto gather_start = Clock::now();
     engines_.train->for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
-      stats.bytes_gathered += tensor_bytes(full) - local_bytes_[name];
+      stats.bytes_gathered += received_bytes(name, full);
       full_model.emplace_back(name, full.clone());
       full_bytes += tensor_bytes(full);
       ledger_.set("gathered", full_bytes);

@@ -7,7 +7,9 @@
 //     the rollout keeps its own full copy between swaps.
 #pragma once
 
-#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "hybrid_options.h"
 #include "rlcore/sharding_manager.h"
@@ -40,7 +42,10 @@ class HybridShardingManager final : public ShardingManager {
   SwapMode mode_;
   HybridEngines engines_;
   SwapPlan plan_;
-  std::map<std::string, int64_t> local_bytes_;  // this rank's shard of each training tensor
+  // What of a gathered tensor came from other ranks (full minus this rank's piece).
+  int64_t received_bytes(const std::string& name, const at::Tensor& full) const;
+
+  std::map<std::string, int64_t> local_numel_;  // this rank's piece of each training tensor
   at::Device device_ = at::kCPU;
   MemoryLedger ledger_;
   bool in_rollout_ = false;

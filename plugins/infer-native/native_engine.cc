@@ -135,7 +135,10 @@ void NativeEngine::load_weights(const NamedTensorList& weights, int64_t version)
   for (const auto& [name, tensor] : weights) {
     auto slot = slots.find(name);
     const bool known = slot != slots.end() && tensor.defined() && tensor.sizes() == at::IntArrayRef(shapes.at(name));
-    if (known && adoptable(tensor, *slot->second)) {
+    // Only a slot without storage (after wake_up_unallocated) adopts: an awake
+    // engine keeps copying into its own storage, as callers expect.
+    const bool unallocated = known && slot->second->sizes() != tensor.sizes();
+    if (unallocated && adoptable(tensor, *slot->second)) {
       adopted.emplace_back(slot->second, tensor);
       continue;
     }
@@ -207,6 +210,11 @@ void NativeEngine::wake_up_unallocated() {
 bool NativeEngine::asleep() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return asleep_;
+}
+
+model::NamedTensors NativeEngine::parameters() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return model_->named_parameters();
 }
 
 int64_t NativeEngine::bytes_held() const {

@@ -41,10 +41,11 @@ class NativeEngine final : public InferenceEngine, public AdoptsWeights {
 
   std::vector<WeightMeta> weight_meta() const override;
   // Partial loads are allowed; ValueError names an unknown or misshapen tensor
-  // (and nothing is loaded then), or says the engine is asleep. A contiguous
-  // tensor already in the engine's dtype and device is adopted as the
-  // parameter (zero-copy: the engine then shares the caller's storage, which
-  // the caller must not modify); any other is copied and converted.
+  // (and nothing is loaded then), or says the engine is asleep. After
+  // wake_up_unallocated(), a contiguous tensor already in the engine's dtype
+  // and device is adopted as the parameter (zero-copy: the engine then shares
+  // the caller's storage, which the caller must not modify); anything else is
+  // copied and converted into storage the engine owns.
   void load_weights(const NamedTensorList& weights, int64_t version) override;
   int64_t weight_version() const override;
 
@@ -58,6 +59,8 @@ class NativeEngine final : public InferenceEngine, public AdoptsWeights {
   int64_t weight_bytes_held() const override { return bytes_held(); }
 
   bool asleep() const;
+  // The live parameters (views, not copies), e.g. to check a weight swap.
+  model::NamedTensors parameters() const;
   int64_t bytes_held() const;      // parameter storage now held
   int64_t bytes_released() const;  // what the last sleep() freed
   const model::ModelConfig& config() const { return model_->config(); }

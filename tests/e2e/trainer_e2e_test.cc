@@ -3,6 +3,7 @@
 #include "e2e_testing.h"
 
 #include <filesystem>
+#include <fstream>
 
 namespace fs = std::filesystem;
 
@@ -30,9 +31,13 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
   REQUIRE(metrics.size() == 12);
   for (const char* key : {"critic/score/mean", "actor/pg_loss", "actor/entropy", "actor/grad_norm",
                           "response_length/mean", "timing_s/gen", "timing_s/old_log_prob", "timing_s/adv",
-                          "timing_s/update_actor", "timing_s/step", "perf/throughput"}) {
+                          "timing_s/update_actor", "timing_s/step", "perf/throughput", "timing_s/reshard_to_rollout",
+                          "timing_s/reshard_to_train", "perf/swap_GBps", "memory/peak_swap_bytes"}) {
     CHECK(metrics.at(1).count(key) == 1);
   }
+  // The bucketed hybrid engine swaps around every generate: real bytes, real time.
+  CHECK(metrics.at(1).at("memory/peak_swap_bytes") > 0);
+  CHECK(metrics.at(1).at("perf/swap_GBps") > 0);
   const double first = e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3);
   const double last = e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12);
   CHECK(last > first + 0.1);
@@ -108,5 +113,39 @@ TEST_CASE("bad trainer configs fail before any worker starts, naming the keys") 
   CHECK_THAT(error_of({"data.train_files=" + ws + "/missing.jsonl"}), Catch::Contains("missing.jsonl"));
   CHECK_THAT(error_of({"data.train_batch_size=16"}), Catch::Contains("larger than the training set (8 prompts"));
   CHECK_THAT(error_of({"actor_rollout_ref.actor.optim.lrr=1"}), Catch::Contains("optim.lrr"));
+  fs::remove_all(ws);
+}
+
+TEST_CASE("SFT lowers the loss and writes an HF checkpoint an RL run starts from") {
+  const std::string ws = e2e::make_workspace("sft");
+  {
+    std::ofstream data(ws + "/sft.jsonl");
+    for (int i = 0; i < 32; ++i) {
+      data << R"({"prompt": "Say something )" << i << R"(:", "response": "hello", "data_source": "letters"})" << "\n";
+    }
+  }
+  const std::string config = e2e::write_config(ws, "sft", R"(
+actor_rollout_ref:
+  actor:
+    optim: {lr: 0.01, weight_decay: 0.0}
+)");
+  const e2e::RunResult sft = e2e::run_rlcore({"sft", "--config", config, "data.train_files=" + ws + "/sft.jsonl",
+                                              "trainer.total_training_steps=20"});
+  INFO(sft.output);
+  REQUIRE(sft.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/sft");
+  REQUIRE(metrics.size() == 20);
+  CHECK(metrics.at(20).at("sft/loss") < 0.5 * metrics.at(1).at("sft/loss"));
+  REQUIRE(fs::exists(ws + "/sft/hf/config.json"));
+  REQUIRE(fs::exists(ws + "/sft/hf/model.safetensors"));
+  REQUIRE(fs::exists(ws + "/sft/hf/tokenizer.json"));
+
+  // The fine-tuned model answers "hello": a lowercase-letter reward starts high from it.
+  const std::string rl = e2e::write_config(ws, "rl", kGrpo);
+  const e2e::RunResult run = e2e::run_rlcore({"--config", rl, "trainer.total_training_steps=1",
+                                              "actor_rollout_ref.model.path=" + ws + "/sft/hf"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  CHECK(e2e::read_metrics(ws + "/rl").at(1).at("critic/score/mean") > 0.6);
   fs::remove_all(ws);
 }

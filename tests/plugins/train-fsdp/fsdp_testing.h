@@ -98,14 +98,15 @@ inline pid_t spawn(std::vector<std::string> argv) {
 // returns each rank's result JSON. Fails the test on a non-zero exit or after
 // `deadline`, killing whatever it started.
 inline std::vector<nlohmann::json> run_ranks(int64_t world, const fs::path& out, std::vector<std::string> args,
-                                             std::chrono::seconds deadline = std::chrono::seconds(120)) {
+                                             std::chrono::seconds deadline = std::chrono::seconds(120),
+                                             const std::string& runner = runner_path()) {
   static std::atomic<int> run_counter{0};
   fs::create_directories(out);
   rlcore::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
   const std::string prefix = std::to_string(::getpid()) + "_" + std::to_string(run_counter++);
   std::vector<pid_t> pids;
   for (int64_t rank = 0; rank < world; ++rank) {
-    std::vector<std::string> argv = {runner_path(), "--rank", std::to_string(rank), "--world", std::to_string(world),
+    std::vector<std::string> argv = {runner, "--rank", std::to_string(rank), "--world", std::to_string(world),
                                      "--port", std::to_string(store.port()), "--prefix", prefix, "--out", out.string()};
     argv.insert(argv.end(), args.begin(), args.end());
     pids.push_back(spawn(argv));
@@ -130,7 +131,7 @@ inline std::vector<nlohmann::json> run_ranks(int64_t world, const fs::path& out,
       ::kill(pids[i], SIGKILL);
       ::waitpid(pids[i], nullptr, 0);
     }
-    FAIL("fsdp_rank_runner did not finish within the deadline (world " << world << ")");
+    FAIL(runner << " did not finish within the deadline (world " << world << ")");
   }
   std::vector<nlohmann::json> results;
   for (size_t i = 0; i < pids.size(); ++i) {

@@ -74,7 +74,16 @@ struct RolloutConfig {
   bool log_prob_use_dynamic_bsz = false;
   int64_t log_prob_max_token_len_per_gpu = 16384;
   ValidationSampling val_kwargs;
+  std::string sharding_manager = "bucketed";  // the sharding_manager switching actor <-> rollout
   ConfigNode engine_options;  // the inference engine's keys (dtype, max_num_seqs, ...)
+};
+
+// The hybrid engine's parts (see docs/hybrid-engine.md); `options` are the
+// sharding manager's keys (offload_train_param, ...).
+struct HybridEngineConfig {
+  std::string weight_adaptor = "identity";
+  std::string offloader = "engine";
+  ConfigNode options;
 };
 
 struct ActorRolloutRefConfig {
@@ -82,6 +91,7 @@ struct ActorRolloutRefConfig {
   ActorConfig actor;
   RefConfig ref;
   RolloutConfig rollout;
+  HybridEngineConfig hybrid_engine;
 };
 
 struct CriticConfig {
@@ -110,6 +120,7 @@ struct AlgorithmConfig {
 RLCORE_API OptionsSchema<ActorConfig> actor_schema();
 RLCORE_API OptionsSchema<RefConfig> ref_schema();
 RLCORE_API OptionsSchema<RolloutConfig> rollout_schema();
+RLCORE_API OptionsSchema<HybridEngineConfig> hybrid_engine_schema();
 RLCORE_API OptionsSchema<ActorRolloutRefConfig> actor_rollout_ref_schema();
 RLCORE_API OptionsSchema<CriticConfig> critic_schema();
 RLCORE_API OptionsSchema<AlgorithmConfig> algorithm_schema();

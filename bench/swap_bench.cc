@@ -1,0 +1,107 @@
+// Weight-swap benchmark of the hybrid engine: an fsdp actor and a native
+// rollout in one process (dp 1), swapped train -> rollout -> train by the
+// `bucketed` or `naive` sharding manager. Prints one table row: swap times,
+// effective GB/s against a memcpy of the same bytes measured in this run,
+// ledger peak and peak-RSS growth during the swaps (bench/run_swap_bench.sh).
+//
+//   bench_swap --model DIR --mode bucketed|naive [--reps N] [--threads N] [--header]
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include <boost/program_options.hpp>
+
+#include "engine_offloader.h"
+#include "fsdp_engine.h"
+#include "identity_adaptor.h"
+#include "native_engine.h"
+#include "sharding_manager_impl.h"
+
+namespace {
+
+namespace po = boost::program_options;
+using Clock = std::chrono::steady_clock;
+using namespace rlcore;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+int64_t max_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// Best-of-reps bandwidth of one memcpy of `bytes` between two touched buffers.
+double memcpy_gbps(int64_t bytes, int reps) {
+  std::vector<char> from(static_cast<size_t>(bytes), 1), to(static_cast<size_t>(bytes), 0);
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = Clock::now();
+    std::memcpy(to.data(), from.data(), from.size());
+    best = std::min(best, seconds_since(start));
+  }
+  return static_cast<double>(bytes) / best / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model, mode = "bucketed";
+  int reps = 3, threads = 2;
+  po::options_description options("bench_swap");
+  options.add_options()("help,h", "this text")("model", po::value(&model)->required(), "HF checkpoint directory")(
+      "mode", po::value(&mode), "bucketed | naive (default bucketed)")("reps", po::value(&reps), "swaps (default 3)")(
+      "threads", po::value(&threads), "intra-op threads (default 2)")("header", "print the table header first");
+  try {
+    po::variables_map values;
+    po::store(po::parse_command_line(argc, argv, options), values);
+    if (values.count("help")) {
+      std::cout << options;
+      return 0;
+    }
+    po::notify(values);
+    at::set_num_threads(threads);
+    ComponentContext context;
+    context.model_path = model;
+    fsdp::FsdpOptions train_options;
+    train_options.fsdp_config.dtype = "bfloat16";
+    auto actor = std::make_shared<fsdp::FsdpEngine>(train_options, context);
+    infer_native::NativeEngineOptions rollout_options;
+    rollout_options.dtype = "bfloat16";
+    auto rollout = std::make_shared<infer_native::NativeEngine>(rollout_options, context);
+    hybrid::HybridShardingManager manager({}, mode == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed);
+    manager.attach({actor, rollout, std::make_shared<hybrid::IdentityAdaptor>(),
+                    std::make_shared<hybrid::EngineOffloader>(), {}});
+    const int64_t bytes = manager.plan().bucket_bytes;
+    const double memcpy = memcpy_gbps(bytes, reps);
+    const int64_t rss_before = max_rss_bytes();
+    double to_rollout = 1e30, to_train = 1e30;
+    int64_t peak = 0;
+    for (int r = 0; r < reps; ++r) {
+      const SwapStats in = manager.to_rollout(r + 1);
+      const SwapStats out = manager.to_train();
+      to_rollout = std::min(to_rollout, in.seconds);
+      to_train = std::min(to_train, out.seconds);
+      peak = std::max({peak, in.peak_bytes, out.peak_bytes});
+    }
+    const double gbps = static_cast<double>(bytes) / to_rollout / 1e9;
+    if (values.count("header")) {
+      std::printf("| model | mode | rollout bytes | to_rollout s | to_train s | swap GB/s | memcpy GB/s | ratio | "
+                  "ledger peak MB | peak RSS growth MB |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    }
+    std::printf("| %s | %s | %.1f MB | %.4f | %.4f | %.2f | %.2f | %.2f | %.1f | %.1f |\n",
+                model.substr(model.find_last_of('/') + 1).c_str(), mode.c_str(), bytes / 1e6, to_rollout, to_train,
+                gbps, memcpy, gbps / memcpy, peak / 1e6, (max_rss_bytes() - rss_before) / 1e6);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "bench_swap: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,187 @@
+// One rank of a hybrid-engine test: an fsdp actor (dp = world) and a native
+// rollout (tp 1) colocated in this process, switched by a sharding manager.
+// Trains one step, checkpoints, swaps to rollout, generates, swaps back,
+// checkpoints again and scores the generated tokens with the trainer; writes
+// what the tests compare into --out.
+//
+//   hybrid_rank_runner --rank R --world N --port P --prefix S --out DIR --model DIR
+//                      [--mode bucketed|naive] [--dtype float32|bfloat16] [--offload none|all]
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine_offloader.h"
+#include "fsdp_engine.h"
+#include "identity_adaptor.h"
+#include "native_engine.h"
+#include "rlcore/core/runtime/process_groups.h"
+#include "rlcore/error.h"
+#include "rlcore/safetensors.h"
+#include "sharding_manager_impl.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace rlcore;
+
+constexpr int64_t kRowsPerRank = 2;
+constexpr int64_t kPrompt = 5;
+constexpr int64_t kResponse = 6;
+
+std::map<std::string, std::string> parse_args(int argc, char** argv) {
+  std::map<std::string, std::string> args;
+  for (int i = 1; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
+  return args;
+}
+
+std::string arg(const std::map<std::string, std::string>& args, const std::string& key, const std::string& fallback = "") {
+  auto it = args.find(key);
+  if (it != args.end()) return it->second;
+  if (fallback.empty()) throw ConfigError("hybrid_rank_runner: --" + key + " is required");
+  return fallback;
+}
+
+// Prompts and responses of fixed lengths, no padding: the columns engines read.
+Batch sequence_batch(const at::Tensor& prompts, const at::Tensor& responses) {
+  Batch batch(prompts.size(0));
+  const at::Tensor ids = at::cat({prompts, responses}, 1);
+  batch.set(columns::kInputIds, ids);
+  batch.set(columns::kAttentionMask, at::ones_like(ids));
+  batch.set(columns::kResponses, responses);
+  batch.set(columns::kResponseMask, at::ones_like(responses));
+  return batch;
+}
+
+LossOutput mean_nll(const Batch&, const ModelOutput& output, const GlobalBatchInfo& global) {
+  return LossOutput{-output.log_prob.sum() / global.num_tokens * static_cast<double>(global.dp_size), {}};
+}
+
+nlohmann::json stats_json(const SwapStats& s) {
+  return {{"version", s.version},       {"seconds", s.seconds},         {"bytes_moved", s.bytes_moved},
+          {"bytes_gathered", s.bytes_gathered}, {"peak_bytes", s.peak_bytes}, {"offload_s", s.offload_s},
+          {"reload_s", s.reload_s}};
+}
+
+int64_t train_state_bytes(const TrainEngine& engine) {
+  const TrainMemory m = engine.memory();
+  return m.param_bytes + m.grad_bytes + m.optimizer_bytes;
+}
+
+int run(const std::map<std::string, std::string>& args) {
+  at::set_num_threads(1);
+  const int64_t rank = std::stoll(arg(args, "rank"));
+  const int64_t world = std::stoll(arg(args, "world"));
+  const fs::path out = arg(args, "out");
+  const std::string dtype = arg(args, "dtype", "float32");
+
+  ProcessGroupOptions pg;
+  pg.store_host = "127.0.0.1";
+  pg.store_port = std::stoi(arg(args, "port"));
+  pg.prefix = "hybrid_test/" + arg(args, "prefix", "run");
+  pg.rank = rank;
+  pg.world_size = world;
+  pg.local_address = "127.0.0.1";
+  pg.timeout = std::chrono::seconds(60);
+  const std::unique_ptr<CommContext> comm = make_comm_context(pg);
+
+  ComponentContext context;
+  context.model_path = arg(args, "model");
+  context.comm = comm.get();
+  context.total_training_steps = 10;
+  fsdp::FsdpOptions train_options;
+  train_options.optim.lr = 1e-2;
+  auto actor = std::make_shared<fsdp::FsdpEngine>(train_options, context);
+  infer_native::NativeEngineOptions rollout_options;
+  rollout_options.dtype = dtype;
+  auto rollout = std::make_shared<infer_native::NativeEngine>(rollout_options, context);
+
+  // One step first, so gradients and optimizer state are not trivially zero.
+  const int64_t vocab = rollout->config().vocab_size;
+  at::manual_seed(100 + rank);
+  const at::Tensor prompts = at::randint(1, vocab, {kRowsPerRank, kPrompt}, at::kLong);
+  actor->train_step(sequence_batch(prompts, at::randint(1, vocab, {kRowsPerRank, kResponse}, at::kLong)), {},
+                    mean_nll);
+  actor->save_checkpoint((out / "before").string());
+
+  hybrid::HybridOptions options;
+  const bool offload = arg(args, "offload", "none") == "all";
+  options.offload_train_param = options.offload_train_grad = options.offload_train_optimizer = offload;
+  const auto mode = arg(args, "mode", "bucketed") == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed;
+  hybrid::HybridShardingManager manager(options, mode);
+  const int64_t train_bytes = train_state_bytes(*actor);
+  manager.attach({actor, rollout, std::make_shared<hybrid::IdentityAdaptor>(), std::make_shared<hybrid::EngineOffloader>(), {}});
+  nlohmann::json result;
+  result["train_state_bytes"] = train_bytes;
+  result["bucket_bytes"] = manager.plan().bucket_bytes;
+  result["rollout_bytes_at_attach"] = rollout->bytes_held();
+
+  const SwapStats entered = manager.to_rollout(7);
+  result["to_rollout"] = stats_json(entered);
+  result["train_state_bytes_in_rollout"] = train_state_bytes(*actor);
+  result["host_bytes_in_rollout"] = actor->memory().host_bytes;
+  result["rollout_bytes_in_rollout"] = rollout->bytes_held();
+  bool shares_bucket = true;  // every parameter a view into one storage
+  const auto params = rollout->parameters();
+  for (const auto& [name, tensor] : params)
+    shares_bucket = shares_bucket && tensor.storage().unsafeGetStorageImpl() == params.front().second.storage().unsafeGetStorageImpl();
+  result["rollout_shares_one_storage"] = shares_bucket;
+  save_safetensors(out / ("rollout_" + std::to_string(rank) + ".safetensors"), params);
+
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  greedy.max_tokens = kResponse;
+  std::vector<std::vector<int32_t>> prompt_ids;
+  for (int64_t row = 0; row < kRowsPerRank; ++row) {
+    const at::Tensor p = prompts[row].to(at::kInt).contiguous();
+    prompt_ids.emplace_back(p.data_ptr<int32_t>(), p.data_ptr<int32_t>() + kPrompt);
+  }
+  const GenerationOutput generated = rollout->generate(prompt_ids, greedy);
+  result["generated_version"] = generated.weight_version;
+
+  const SwapStats left = manager.to_train();
+  result["to_train"] = stats_json(left);
+  result["rollout_bytes_after"] = rollout->bytes_held();
+  result["rollout_asleep_after"] = rollout->asleep();
+  result["ledger_peak"] = manager.ledger().peak();
+  actor->save_checkpoint((out / "after").string());
+
+  // The trainer's log-probs of the generated tokens (full length: no stop tokens).
+  std::vector<at::Tensor> rows;
+  std::vector<at::Tensor> rollout_logprobs;
+  for (size_t i = 0; i < generated.token_ids.size(); ++i) {
+    rows.push_back(at::tensor(std::vector<int64_t>(generated.token_ids[i].begin(), generated.token_ids[i].end())));
+    rollout_logprobs.push_back(at::tensor(generated.logprobs[i]));
+  }
+  const ModelOutput scored = actor->forward(sequence_batch(prompts, at::stack(rows)), {});
+  save_safetensors(out / ("logprobs_" + std::to_string(rank) + ".safetensors"),
+                   {{"rollout", at::stack(rollout_logprobs)}, {"trainer", scored.log_prob.contiguous()}});
+
+  // The full training parameters in the rollout dtype, for the bit-exact comparison.
+  NamedTensors full;
+  const at::ScalarType rollout_dtype = rollout->dtype();
+  actor->for_each_full_parameter([&](const std::string& name, const at::Tensor& t) {
+    full.emplace_back(name, t.to(rollout_dtype).clone());
+  });
+  if (rank == 0) save_safetensors(out / "full.safetensors", full);
+
+  std::ofstream(out / ("rank_" + std::to_string(rank) + ".json")) << result.dump(2);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::cerr << "hybrid_rank_runner: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,159 @@
+// The hybrid engine in one process (dp 1): bucket planning, the identity
+// adaptor, offload keys and aliases, zero-copy adoption by the native engine,
+// the RAII scope, mode errors and stale-version detection.
+#include "../train-fsdp/fsdp_testing.h"
+
+#include "engine_offloader.h"
+#include "fsdp_engine.h"
+#include "hybrid_options.h"
+#include "identity_adaptor.h"
+#include "native_engine.h"
+#include "rlcore/config_node.h"
+#include "rlcore/error.h"
+#include "sharding_manager_impl.h"
+#include "swap_plan.h"
+
+using namespace fsdp_test;
+using rlcore::ValueError;
+using rlcore::WeightMeta;
+using rlcore::hybrid::HybridShardingManager;
+using rlcore::hybrid::SwapMode;
+
+namespace {
+
+struct Engines {
+  Engines() {
+    write_tiny_checkpoint(dir.path());
+    rlcore::ComponentContext context;
+    context.model_path = dir.str();
+    actor = std::make_shared<rlcore::fsdp::FsdpEngine>(rlcore::fsdp::FsdpOptions(), context);
+    rollout = std::make_shared<rlcore::infer_native::NativeEngine>(rlcore::infer_native::NativeEngineOptions(), context);
+  }
+  rlcore::HybridEngines parts(std::shared_ptr<rlcore::InferenceEngine> engine = nullptr) const {
+    return {actor, engine ? engine : rollout, std::make_shared<rlcore::hybrid::IdentityAdaptor>(),
+            std::make_shared<rlcore::hybrid::EngineOffloader>(), {}};
+  }
+  TempDir dir;
+  std::shared_ptr<rlcore::fsdp::FsdpEngine> actor;
+  std::shared_ptr<rlcore::infer_native::NativeEngine> rollout;
+};
+
+// Loads weights but keeps reporting the version it had: a stale rollout.
+class StaleEngine final : public rlcore::InferenceEngine {
+ public:
+  explicit StaleEngine(std::shared_ptr<rlcore::InferenceEngine> inner) : inner_(std::move(inner)) {}
+  rlcore::GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts,
+                                    const rlcore::SamplingParams& sampling) override {
+    return inner_->generate(prompts, sampling);
+  }
+  std::vector<WeightMeta> weight_meta() const override { return inner_->weight_meta(); }
+  void load_weights(const rlcore::NamedTensorList& weights, int64_t) override { inner_->load_weights(weights, 0); }
+  int64_t weight_version() const override { return inner_->weight_version(); }
+  void sleep() override { inner_->sleep(); }
+  void wake_up() override { inner_->wake_up(); }
+
+ private:
+  std::shared_ptr<rlcore::InferenceEngine> inner_;
+};
+
+}  // namespace
+
+TEST_CASE("the bucket plan is exactly the rollout's weights, packed without padding", "[hybrid][plan]") {
+  const std::vector<WeightMeta> meta = {{"a", {3, 5}, at::kBFloat16}, {"b", {7}, at::kBFloat16}, {"c", {2, 2}, at::kFloat}};
+  const auto plan = rlcore::hybrid::plan_swap(meta, rlcore::hybrid::IdentityAdaptor(), {});
+  CHECK(plan.tensors[1].byte_offset == 30);
+  CHECK(plan.tensors[2].byte_offset == 44);  // 44 is already 4-byte aligned: no padding
+  CHECK(plan.bucket_bytes == 30 + 14 + 16);
+  CHECK(plan.targets_of.at("b") == std::vector<size_t>{1});
+  const at::Tensor bucket = at::zeros({plan.bucket_bytes}, at::kByte);
+  const auto views = rlcore::hybrid::bucket_views(plan, bucket);
+  views[2].fill_(1.5);
+  CHECK(views[2].sizes() == at::IntArrayRef({2, 2}));
+  CHECK(views[2].scalar_type() == at::kFloat);
+  CHECK(bucket.narrow(0, 44, 16).view(at::kFloat).eq(1.5).all().item<bool>());
+  CHECK(bucket.narrow(0, 0, 44).eq(0).all().item<bool>());
+}
+
+TEST_CASE("the identity adaptor converts dtype and refuses what it cannot map", "[hybrid][adaptor]") {
+  const rlcore::hybrid::IdentityAdaptor adaptor;
+  const WeightMeta meta{"model.norm.weight", {4}, at::kBFloat16};
+  rlcore::RolloutLayout tp2;
+  tp2.tp_size = 2;
+  CHECK_THAT(error_of<ValueError>([&] { adaptor.sources(meta, tp2); }),
+             Catch::Contains("model.norm.weight") && Catch::Contains("tp_size 2"));
+  at::Tensor out = at::empty({4}, at::kBFloat16);
+  const at::Tensor full = at::tensor({1.0f, 2.5f, -3.0f, 0.125f});
+  adaptor.convert(meta, {}, {full}, out);
+  CHECK(at::equal(out, full.to(at::kBFloat16)));
+  CHECK_THAT(error_of<ValueError>([&] { adaptor.convert(meta, {}, {at::zeros({5})}, out); }),
+             Catch::Contains("model.norm.weight") && Catch::Contains("[5]"));
+}
+
+TEST_CASE("offload keys and their verl-style aliases select the same state", "[hybrid][options]") {
+  const auto schema = rlcore::hybrid::hybrid_options_schema();
+  using rlcore::OffloadSet;
+  auto set_of = [&](const std::string& yaml) {
+    return rlcore::hybrid::offload_set(schema.parse(rlcore::ConfigNode::parse(yaml, "test")));
+  };
+  CHECK(set_of("{}") == OffloadSet::kNone);
+  CHECK(set_of("{offload_train_param: true, offload_train_optimizer: true}") ==
+        (OffloadSet::kParams | OffloadSet::kOptimizer));
+  CHECK(set_of("{param_offload: true, grad_offload: true, optimizer_offload: true}") == OffloadSet::kAll);
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { set_of("{offload_params: true}"); }), Catch::Contains("offload_params"));
+}
+
+TEST_CASE("the native engine adopts matching tensors zero-copy and copies the rest", "[hybrid][infer-native]") {
+  Engines engines;
+  auto& engine = *engines.rollout;
+  engine.sleep();
+  engine.wake_up_unallocated();
+  CHECK(engine.bytes_held() == 0);
+  rlcore::NamedTensorList weights;
+  for (const auto& meta : engine.weight_meta()) weights.emplace_back(meta.name, at::randn(meta.shape, meta.dtype));
+  // A transposed (non-contiguous) tensor cannot be adopted: it is copied.
+  const auto& first = weights.front();
+  REQUIRE(first.second.dim() == 2);
+  const at::Tensor transposed = first.second.t().contiguous().t();
+  weights.front().second = transposed;
+  engine.load_weights(weights, 3);
+  const auto params = engine.parameters();
+  CHECK(params.front().second.data_ptr() != transposed.data_ptr());
+  CHECK(at::equal(params.front().second, transposed));
+  for (size_t i = 1; i < params.size(); ++i) CHECK(params[i].second.data_ptr() == weights[i].second.data_ptr());
+  int64_t bytes = 0;
+  for (const auto& [name, tensor] : weights) bytes += tensor.numel() * tensor.element_size();
+  CHECK(engine.bytes_held() == bytes);
+  CHECK(engine.weight_version() == 3);
+  // Reloading into an adopted slot with a copy must not write into the caller's tensor.
+  const at::Tensor adopted = weights[1].second.clone();
+  engine.load_weights({{weights[1].first, at::zeros(weights[1].second.sizes(), at::kBFloat16)}}, 4);
+  CHECK(at::equal(weights[1].second, adopted));
+  CHECK(engine.parameters()[1].second.eq(0).all().item<bool>());
+}
+
+TEST_CASE("the scope swaps in and out, also on an exception, and modes are enforced", "[hybrid][scope]") {
+  Engines engines;
+  HybridShardingManager manager({}, SwapMode::kBucketed);
+  manager.attach(engines.parts());
+  CHECK(engines.rollout->asleep());
+  CHECK_THAT(error_of<ValueError>([&] { manager.to_train(); }), Catch::Contains("not in rollout"));
+  try {
+    rlcore::RolloutScope scope(manager, 5);
+    CHECK(manager.in_rollout());
+    CHECK(engines.rollout->weight_version() == 5);
+    CHECK_THAT(error_of<ValueError>([&] { manager.to_rollout(6); }), Catch::Contains("already in rollout"));
+    throw std::runtime_error("generation failed");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK_FALSE(manager.in_rollout());
+  CHECK(engines.rollout->asleep());
+  CHECK(engines.rollout->bytes_held() == 0);
+}
+
+TEST_CASE("a rollout that does not take the swapped version is an error, never silent", "[hybrid][version]") {
+  Engines engines;
+  HybridShardingManager manager({}, SwapMode::kBucketed);
+  manager.attach(engines.parts(std::make_shared<StaleEngine>(engines.rollout)));
+  CHECK_THAT(error_of<ValueError>([&] { manager.to_rollout(9); }),
+             Catch::Contains("weight version 0") && Catch::Contains("version 9"));
+}
