@@ -23,7 +23,7 @@ done
 case "$seed" in ''|*[!0-9]*) echo "quickstart: --seed must be a non-negative integer, got '$seed'" >&2; exit 2 ;; esac
 case "$out" in ''|/|.) echo "quickstart: refusing --out '$out' (it is deleted before the run)" >&2; exit 2 ;; esac
 
-bash scripts/build.sh rlcore rlcore-train-fsdp rlcore-infer-native rlcore-reward
+bash scripts/build.sh rlcore rlcore-train-fsdp rlcore-infer-native rlcore-reward rlcore-hybrid-engine
 rlcore=${RLCORE_BUILD_DIR:-build}/bin/rlcore
 
 rm -rf "$out"

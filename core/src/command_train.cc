@@ -2,14 +2,8 @@
 #include <iomanip>
 #include <ostream>
 
-#include <spdlog/spdlog.h>
-
 #include "commands.h"
-#include "rlcore/core/run_config.h"
-#include "rlcore/core/session.h"
 #include "rlcore/core/trainer/rl_trainer.h"
-
-namespace po = boost::program_options;
 
 namespace rlcore {
 namespace {
@@ -26,19 +20,8 @@ void print_validation(std::ostream& out, const std::string& label, const std::ma
 }  // namespace
 
 int run_command_train(const std::vector<std::string>& args, CommandIo io) {
-  CommonArgs common;
-  std::string config_file;
-  po::options_description options("rlcore --config FILE [--plugins PATH]... [key=value ...]");
-  add_common_options(options, common);
-  options.add_options()("config", po::value(&config_file), "YAML config file");
-  std::vector<std::string> overrides;
-  parse_command_line(args, options, overrides);
-  apply_log_level(common.log_level);
-
-  Session session(common.plugin_paths);
-  const ResolvedConfig resolved = resolve_config(session.registry(), config_file, overrides);
-  if (common.log_level.empty()) apply_log_level(resolved.config.trainer.log_level);
-  RlTrainer trainer(session.registry(), resolved, common.plugin_paths, io.out);
+  const ConfiguredRun run = configure_run(args, "rlcore --config FILE [--plugins PATH]... [key=value ...]");
+  RlTrainer trainer(run.session->registry(), run.resolved, run.common.plugin_paths, io.out);
   const FitSummary summary = trainer.fit();
 
   io.out << "\nrlcore: trained " << summary.steps - summary.resumed_from << " steps"

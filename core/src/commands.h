@@ -2,10 +2,14 @@
 #pragma once
 
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <boost/program_options.hpp>
+
+#include "rlcore/core/run_config.h"
+#include "rlcore/core/session.h"
 
 namespace rlcore {
 
@@ -30,6 +34,15 @@ void parse_command_line(const std::vector<std::string>& args, const boost::progr
                         std::vector<std::string>& positional);
 
 void apply_log_level(const std::string& level);
+
+// What the training commands (train, sft) share: parses --config, --plugins,
+// --log-level and key=value overrides, loads the plugins and resolves the config.
+struct ConfiguredRun {
+  CommonArgs common;
+  std::unique_ptr<Session> session;
+  ResolvedConfig resolved;
+};
+ConfiguredRun configure_run(const std::vector<std::string>& args, const std::string& usage);
 
 int run_command_plugins(const std::vector<std::string>& args, CommandIo io);
 int run_command_report(const std::vector<std::string>& args, CommandIo io);

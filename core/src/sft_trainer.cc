@@ -14,9 +14,7 @@
 
 namespace rlcore {
 
-SftSummary run_sft(const Registry& components, const ResolvedConfig& resolved,
-                   const std::vector<std::string>& plugin_paths, std::ostream& out) {
-  (void)components;
+SftSummary run_sft(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths, std::ostream& out) {
   const RunConfig& config = resolved.config;
   const std::string& model_path = config.actor_rollout_ref.model.path;
   if (model_path.empty()) throw ConfigError("actor_rollout_ref.model.path is required: the HF checkpoint to fine-tune");

@@ -29,15 +29,10 @@ void HybridShardingManager::attach(HybridEngines engines) {
   engines_ = std::move(engines);
   require_attached("attach");
   plan_ = plan_swap(engines_.rollout->weight_meta(), *engines_.adaptor, engines_.layout);
+  // A rank may hold no piece of some tensors; sources are checked as they are visited (fill()).
   for (const ParameterShard& shard : engines_.train->parameter_shards()) {
     local_numel_[shard.name] = shard.local.numel();
     device_ = shard.local.device();
-  }
-  for (const auto& [name, targets] : plan_.targets_of) {
-    if (!local_numel_.count(name)) {
-      throw ValueError("sharding_manager: the rollout needs training parameter '" + name + "' (for '" +
-                       plan_.tensors[targets.front()].meta.name + "'), which the training engine does not have");
-    }
   }
   if (mode_ == SwapMode::kBucketed) {
     engines_.rollout->sleep();

@@ -1,4 +1,5 @@
 // Shared by the data tests: a scratch directory removed at the end of a test.
+// Include after catch.hpp.
 #pragma once
 
 #include <filesystem>
@@ -7,19 +8,9 @@
 
 #include <unistd.h>
 
-namespace rlcore::testing {
+#include "../../common/error_of.h"
 
-// The message of the E that `call` throws, or "(nothing thrown)"; any other
-// exception escapes and fails the test.
-template <class E, class F>
-std::string message_of(F&& call) {
-  try {
-    call();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
-}
+namespace rlcore::testing {
 
 class ScratchDir {
  public:

@@ -8,6 +8,8 @@
 #include "rlcore/error.h"
 #include "rlcore/tokenizer.h"
 
+using rlcore_test::error_of;
+
 using rlcore::DataConfig;
 using rlcore::Dataset;
 
@@ -104,7 +106,7 @@ TEST_CASE("prompts over max_prompt_length: error, left, right or filtered", "[da
   SECTION("error names the file, line and the keys to change") {
     using Catch::Matchers::Contains;
     CHECK_THAT(
-        rlcore::testing::message_of<rlcore::ValueError>([&] { Dataset::load({file}, config, tokenizer(), false); }),
+        error_of<rlcore::ValueError>([&] { Dataset::load({file}, config, tokenizer(), false); }),
         Contains(file + ":2") && Contains("10 tokens") && Contains("data.max_prompt_length=4"));
   }
   SECTION("left keeps the end") {
@@ -135,7 +137,7 @@ TEST_CASE("bad records are errors naming the file, line and key", "[data]") {
     return Dataset::load({dir.write(name, text)}, config, tokenizer(), false);
   };
   auto format_error = [&](const std::string& name, const std::string& text) {
-    return rlcore::testing::message_of<rlcore::FormatError>([&] { load(name, text); });
+    return error_of<rlcore::FormatError>([&] { load(name, text); });
   };
   using Catch::Matchers::Contains;
   const std::string missing = (dir.path() / "missing.jsonl").string();
@@ -170,7 +172,7 @@ TEST_CASE("SFT responses are tokenized with eos and cut on the right", "[data]")
         std::vector<int32_t>(expected.begin(), expected.begin() + 2));
   config.response_key = "answer";
   CHECK_THAT(
-      rlcore::testing::message_of<rlcore::FormatError>([&] { Dataset::load({file}, config, tokenizer(), true); }),
+      error_of<rlcore::FormatError>([&] { Dataset::load({file}, config, tokenizer(), true); }),
       Catch::Contains("sft.jsonl:1") && Catch::Contains("'answer'"));
 }
 

@@ -10,7 +10,6 @@
 
 #include "rlcore/core/run_config.h"
 #include "rlcore/export.h"
-#include "rlcore/registry.h"
 
 namespace rlcore {
 
@@ -24,7 +23,7 @@ struct SftSummary {
 // Reads data.train_files with data.response_key, trains the actor's engine
 // for trainer.total_training_steps (or total_epochs) steps of
 // data.train_batch_size examples, and exports <run_dir>/hf.
-RLCORE_API SftSummary run_sft(const Registry& components, const ResolvedConfig& resolved,
-                              const std::vector<std::string>& plugin_paths, std::ostream& out);
+RLCORE_API SftSummary run_sft(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
+                              std::ostream& out);
 
 }  // namespace rlcore
