@@ -65,7 +65,7 @@ vals = [(r["step"], r[key]) for r in rows if key in r]
 print(f"{100 * vals[0][1]:.1f} {100 * vals[-1][1]:.1f} {vals[-1][0]}")
 EOF
 )
-checkpoint=$(ls -d "$out"/grpo/global_step_* 2>/dev/null | sort -t_ -k3 -n | tail -1)
+checkpoint=$(ls -d "$out"/grpo/checkpoints/global_step_* 2>/dev/null | sort -t_ -k3 -n | tail -1 || true)
 
 echo
 echo "quickstart (seed $seed) finished in $((wall / 60))m$((wall % 60))s"

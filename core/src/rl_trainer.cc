@@ -268,6 +268,7 @@ struct RlTrainer::Impl {
     });
     metrics["actor/entropy"] =
         masked_mean(batch.tensor("entropys"), batch.tensor(columns::kResponseMask)).item<double>();
+    add_rollout_probs_diff(batch, metrics);
 
     timed("adv", [&] { compute_advantages(batch, metrics); });
 
@@ -323,6 +324,18 @@ struct RlTrainer::Impl {
     const auto perf = trainer::throughput_metrics(batch, metrics["timing_s/step"], plan.actor_workers);
     metrics.insert(perf.begin(), perf.end());
     return metrics;
+  }
+
+  // verl's training/rollout_probs_diff_*: how far the rollout engine's token
+  // probabilities are from the trainer's for the same tokens (a mismatch
+  // makes the update off-policy without anyone noticing).
+  static void add_rollout_probs_diff(const Batch& batch, StepMetrics& metrics) {
+    const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
+    const at::Tensor diff =
+        (batch.tensor(trainer::kRolloutLogProbs).exp() - batch.tensor(trainer::kOldLogProbs).exp()).abs().masked_select(mask);
+    if (diff.numel() == 0) return;
+    metrics["training/rollout_probs_diff_max"] = diff.max().item<double>();
+    metrics["training/rollout_probs_diff_mean"] = diff.mean().item<double>();
   }
 
   // ReMax: the reward of each prompt's greedy response is its rows' baseline.
