@@ -19,23 +19,6 @@ void require_object(const nlohmann::json& record, const std::string& where) {
   }
 }
 
-void read_jsonl(std::istream& in, const std::string& path,
-                const std::function<void(const nlohmann::json&, const std::string&)>& visit) {
-  std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ":" + std::to_string(number);
-    nlohmann::json record;
-    try {
-      record = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw FormatError(where + ": bad JSON: " + e.what());
-    }
-    require_object(record, where);
-    visit(record, where);
-  }
-}
-
 void read_json_array(std::istream& in, const std::string& path,
                      const std::function<void(const nlohmann::json&, const std::string&)>& visit) {
   nlohmann::json records;
@@ -55,6 +38,23 @@ void read_json_array(std::istream& in, const std::string& path,
 }
 
 }  // namespace
+
+void read_jsonl(std::istream& in, const std::string& path,
+                const std::function<void(const nlohmann::json&, const std::string&)>& visit) {
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(number);
+    nlohmann::json record;
+    try {
+      record = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw FormatError(where + ": bad JSON: " + e.what());
+    }
+    require_object(record, where);
+    visit(record, where);
+  }
+}
 
 void for_each_record(const std::string& path,
                      const std::function<void(const nlohmann::json& record, const std::string& where)>& visit) {

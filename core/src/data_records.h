@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <istream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,5 +17,10 @@ namespace rlcore::data_records {
 // a record that is not an object, or another extension.
 void for_each_record(const std::string& path,
                      const std::function<void(const nlohmann::json& record, const std::string& where)>& visit);
+
+// One JSON object per non-blank line of `in` (JSONL); `where` is "path:line".
+// FormatError naming the line for bad JSON or a value that is not an object.
+void read_jsonl(std::istream& in, const std::string& path,
+                const std::function<void(const nlohmann::json& record, const std::string& where)>& visit);
 
 }  // namespace rlcore::data_records

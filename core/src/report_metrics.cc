@@ -1,6 +1,7 @@
 // Reading metrics.jsonl for the report (see report.h).
 #include <fstream>
 
+#include "data_records.h"
 #include "rlcore/core/report/report.h"
 #include "rlcore/error.h"
 
@@ -11,17 +12,7 @@ MetricsHistory read_metrics_history(const std::string& path) {
   if (!in) throw IoError("cannot read metrics file '" + path + "'");
   MetricsHistory history;
   history.source = path;
-  std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ":" + std::to_string(number);
-    nlohmann::json record;
-    try {
-      record = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw FormatError(where + ": bad JSON: " + e.what());
-    }
-    if (!record.is_object()) throw FormatError(where + ": expected a JSON object per line");
+  data_records::read_jsonl(in, path, [&history](const nlohmann::json& record, const std::string& where) {
     const auto step = record.find("step");
     if (step == record.end() || !step->is_number_integer()) {
       throw FormatError(where + ": missing or non-integer \"step\"");
@@ -31,9 +22,9 @@ MetricsHistory read_metrics_history(const std::string& path) {
       if (!value.is_number()) throw FormatError(where + ": metric \"" + name + "\" is not a number or null");
       history.series[name].emplace_back(step->get<int64_t>(), value.get<double>());
     }
-    history.last_record = std::move(record);
+    history.last_record = record;
     ++history.records;
-  }
+  });
   return history;
 }
 
