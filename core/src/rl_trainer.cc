@@ -21,15 +21,18 @@
 #include "rlcore/kl_controller.h"
 #include "rlcore/rl_functional.h"
 #include "trainer_checkpoint.h"
+#include "trainer_generation.h"
 #include "trainer_losses.h"
 #include "trainer_plan.h"
 #include "trainer_rewards.h"
 #include "trainer_sequences.h"
 #include "trainer_step_metrics.h"
+#include "trainer_validation.h"
 #include "trainer_workers.h"
 
 namespace rlcore {
 
+using trainer::Rollout;
 using trainer::StepMetrics;
 
 namespace {
@@ -75,11 +78,10 @@ struct RlTrainer::Impl {
   trainer::CheckpointStore checkpoints;
   std::unique_ptr<trainer::TrainerWorkers> workers;
   MetricsLogger logger;
-  std::vector<std::string> validation_keys;
+  trainer::GenerationLimits limits;
+  std::unique_ptr<trainer::Validator> validator;
   int64_t step = 0;
   int64_t resumed_from = 0;
-  int64_t pad_id = 0;
-  std::vector<int32_t> stop_ids;
 
   Impl(const Registry& registry, const ResolvedConfig& resolved_config, const std::vector<std::string>& plugin_paths,
        std::ostream& console)
@@ -100,10 +102,9 @@ struct RlTrainer::Impl {
     estimator = components.create<AdvantageEstimator>(config.algorithm.adv_estimator,
                                                       config.algorithm.estimator_options);
     kl_controller = make_kl_controller(config.algorithm.kl_ctrl);
-    pad_id = tokenizer.pad_token_id().value_or(tokenizer.eos_token_id().value_or(0));
-    if (tokenizer.eos_token_id()) stop_ids.push_back(*tokenizer.eos_token_id());
-    validation_keys = validation_metric_names();
-    logger.add(std::make_unique<ConsoleMetricsSink>(out, console_keys(validation_keys)));
+    limits = trainer::generation_limits(tokenizer, plan.response_length);
+    validator = std::make_unique<trainer::Validator>(config, val_set, tokenizer, rewards, limits);
+    logger.add(std::make_unique<ConsoleMetricsSink>(out, console_keys(validator->core_metric_names())));
     for (const auto& sink : config.trainer.logger) {
       if (sink == "jsonl") logger.add(std::make_unique<JsonlMetricsSink>(config.run_dir()));
     }
@@ -133,51 +134,8 @@ struct RlTrainer::Impl {
     return Dataset::load(files, config.data, tokenizer, /*with_responses=*/false);
   }
 
-  std::vector<std::string> validation_metric_names() const {
-    std::vector<std::string> names;
-    const int64_t n = config.actor_rollout_ref.rollout.val_kwargs.n;
-    for (int64_t i = 0; i < val_set.size(); ++i) {
-      const std::string name = "val-core/" + val_set.at(i).data_source + "/reward/mean@" + std::to_string(n);
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    }
-    return names;
-  }
-
-  // ---- generation ------------------------------------------------------------
-
-  struct Rollout {
-    Batch batch;                               // the engine layout + rollout columns
-    std::vector<const Example*> examples;      // row -> prompt
-  };
-
   Rollout generate(const std::vector<const Example*>& prompts, int64_t n, const nlohmann::json& sampling) {
-    Rollout rollout;
-    std::vector<std::vector<int32_t>> ids;
-    std::vector<int64_t> uid;
-    for (size_t p = 0; p < prompts.size(); ++p) {
-      for (int64_t j = 0; j < n; ++j) {
-        rollout.examples.push_back(prompts[p]);
-        ids.push_back(prompts[p]->prompt_ids);
-        uid.push_back(static_cast<int64_t>(p));
-      }
-    }
-    nlohmann::json args = sampling;
-    args["max_tokens"] = plan.response_length;
-    args["stop_token_ids"] = stop_ids;
-    args["pad_token_id"] = pad_id;
-    CallOutput generated = workers->actor().call("actor.generate", trainer::make_prompt_batch(ids, pad_id), args).get();
-    // Every swap carries the version of the last sync_weights (= step): stale weights must never pass silently.
-    for (const auto& reply : generated.replies) {
-      const int64_t version = reply.value.at("weight_version").get<int64_t>();
-      if (version != step) {
-        throw ValueError("actor.generate on rank " + std::to_string(reply.rank) + " used weight version " +
-                         std::to_string(version) + ", expected " + std::to_string(step) +
-                         " (the weights synced after the last update): stale rollout weights");
-      }
-    }
-    rollout.batch = std::move(generated.batch);
-    rollout.batch.set("uid", at::tensor(uid, at::kLong));
-    return rollout;
+    return trainer::generate_rollout(workers->actor(), prompts, n, sampling, limits, step);
   }
 
   nlohmann::json train_sampling() const {
@@ -188,41 +146,7 @@ struct RlTrainer::Impl {
             {"seed", config.data.seed * 1000003 + step}};
   }
 
-  // ---- validation ------------------------------------------------------------
-
-  StepMetrics validate() {
-    if (val_set.size() == 0) return {};
-    const auto& val = config.actor_rollout_ref.rollout.val_kwargs;
-    const nlohmann::json sampling = {{"greedy", !val.do_sample},
-                                     {"temperature", val.temperature > 0 ? val.temperature : 1.0},
-                                     {"top_k", val.top_k},
-                                     {"top_p", val.top_p},
-                                     {"seed", config.data.seed * 7919 + step}};
-    const int64_t chunk = config.data.val_batch_size > 0 ? config.data.val_batch_size : val_set.size();
-    std::map<std::string, std::pair<double, int64_t>> sums;  // metric -> (sum, count)
-    for (int64_t start = 0; start < val_set.size(); start += chunk) {
-      std::vector<const Example*> prompts;
-      for (int64_t i = start; i < std::min(val_set.size(), start + chunk); ++i) prompts.push_back(&val_set.at(i));
-      const Rollout rollout = generate(prompts, val.n, sampling);
-      const trainer::Rewards scored = trainer::compute_rewards(rollout.batch, rollout.examples, tokenizer, rewards);
-      for (size_t i = 0; i < rollout.examples.size(); ++i) {
-        const std::string prefix = "/" + rollout.examples[i]->data_source + "/";
-        const std::string at_n = "/mean@" + std::to_string(val.n);
-        auto& reward = sums["val-core" + prefix + "reward" + at_n];
-        reward.first += scored.scores[i];
-        reward.second += 1;
-        for (const auto& [name, column] : scored.extras) {
-          if (std::isnan(column[i])) continue;
-          auto& extra = sums["val-aux" + prefix + name + at_n];
-          extra.first += column[i];
-          extra.second += 1;
-        }
-      }
-    }
-    StepMetrics metrics;
-    for (const auto& [name, sum] : sums) metrics[name] = sum.first / static_cast<double>(sum.second);
-    return metrics;
-  }
+  StepMetrics validate() { return validator->run(workers->actor(), step); }
 
   // ---- one step --------------------------------------------------------------
 
@@ -428,7 +352,8 @@ struct RlTrainer::Impl {
       summary.first_validation = validate();
       if (!summary.first_validation.empty()) logger.log(step, summary.first_validation);
     }
-    while (step < plan.total_steps) {
+    bool stop = false;
+    while (step < plan.total_steps && !stop) {
       StepMetrics metrics = train_step(sampler->next());
       metrics["training/global_step"] = static_cast<double>(step);
       metrics["training/epoch"] = static_cast<double>(sampler->state().epoch);
@@ -439,13 +364,18 @@ struct RlTrainer::Impl {
         metrics["timing_s/testing"] = seconds_since(start);
         if (summary.first_validation.empty()) summary.first_validation = validation;
         summary.last_validation = validation;
+        stop = trainer::reached_stop_reward(config.trainer, validation);
       }
-      if (due(config.trainer.save_freq, step, plan.total_steps)) {
+      if (due(config.trainer.save_freq, step, plan.total_steps) || (stop && config.trainer.save_freq > 0)) {
         const auto start = Clock::now();
         summary.last_checkpoint = save_checkpoint();
         metrics["timing_s/save_checkpoint"] = seconds_since(start);
       }
       logger.log(step, metrics);
+      if (stop) {
+        out << "rlcore: validation reward reached trainer.stop_at_val_reward (" << config.trainer.stop_at_val_reward
+            << ") at step " << step << "; stopping\n";
+      }
     }
     logger.flush();
     summary.steps = step;

@@ -22,6 +22,10 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .key("test_freq", &TrainerConfig::test_freq, "Validate every N steps and after the last; -1: never.")
         .key("save_freq", &TrainerConfig::save_freq, "Checkpoint every N steps and after the last; -1: never.")
         .key("val_before_train", &TrainerConfig::val_before_train, "Validate once before the first step.")
+        .key("stop_at_val_reward", &TrainerConfig::stop_at_val_reward,
+             "Stop (and save, export) after the first validation whose val-core reward, averaged over data "
+             "sources, is at least this; 0: never. SFT uses it to stop at a chosen warm-start accuracy.",
+             at_least(0))
         .key("resume_mode", &TrainerConfig::resume_mode,
              "auto: continue from the latest checkpoint in the run directory; disable: start fresh; "
              "resume_path: from trainer.resume_from_path.",

@@ -149,3 +149,39 @@ actor_rollout_ref:
   CHECK(e2e::read_metrics(ws + "/rl").at(1).at("critic/score/mean") > 0.6);
   fs::remove_all(ws);
 }
+
+TEST_CASE("SFT validates by generation and stops at trainer.stop_at_val_reward") {
+  const std::string ws = e2e::make_workspace("sft_val");
+  {
+    std::ofstream data(ws + "/sft.jsonl");
+    for (int i = 0; i < 32; ++i) {
+      data << R"({"prompt": "Say something )" << i << R"(:", "response": "hello", "data_source": "letters"})" << "\n";
+    }
+  }
+  const std::string config = e2e::write_config(ws, "sft", R"(
+actor_rollout_ref:
+  actor:
+    optim: {lr: 0.01, weight_decay: 0.0}
+)");
+  const double stop_at = 0.9;
+  const e2e::RunResult sft = e2e::run_rlcore(
+      {"sft", "--config", config, "data.train_files=" + ws + "/sft.jsonl", "data.val_files=" + ws + "/prompts.jsonl",
+       "trainer.total_training_steps=60", "trainer.test_freq=5", "trainer.stop_at_val_reward=" + std::to_string(stop_at)});
+  INFO(sft.output);
+  REQUIRE(sft.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/sft");
+  const std::string key = "val-core/letters/reward/mean@1";
+  // Every 5th step is validated; the run ends at the first validation that reaches the threshold.
+  const int64_t last = metrics.rbegin()->first;
+  CHECK(last < 60);
+  CHECK(last % 5 == 0);
+  for (const auto& [step, values] : metrics) {
+    INFO("step " << step);
+    CHECK(values.count(key) == (step % 5 == 0 ? 1u : 0u));
+    if (step % 5 == 0 && step < last) CHECK(values.at(key) < stop_at);
+  }
+  CHECK(metrics.at(last).at(key) >= stop_at);
+  CHECK_THAT(sft.output, Catch::Contains("stopped at trainer.stop_at_val_reward"));
+  CHECK(fs::exists(ws + "/sft/hf/model.safetensors"));
+  fs::remove_all(ws);
+}

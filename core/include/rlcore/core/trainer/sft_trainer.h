@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "rlcore/core/run_config.h"
 #include "rlcore/export.h"
+#include "rlcore/registry.h"
 
 namespace rlcore {
 
@@ -17,13 +19,18 @@ struct SftSummary {
   int64_t steps = 0;
   double first_loss = 0.0;
   double last_loss = 0.0;
-  std::string model_dir;  // the exported HF checkpoint: <run_dir>/hf
+  std::map<std::string, double> last_validation;  // empty without data.val_files
+  bool stopped_at_val_reward = false;              // trainer.stop_at_val_reward was reached
+  std::string model_dir;                           // the exported HF checkpoint: <run_dir>/hf
 };
 
-// Reads data.train_files with data.response_key, trains the actor's engine
+// Reads data.train_files with data.response_key and trains the actor's engine
 // for trainer.total_training_steps (or total_epochs) steps of
-// data.train_batch_size examples, and exports <run_dir>/hf.
-RLCORE_API SftSummary run_sft(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
-                              std::ostream& out);
+// data.train_batch_size examples, then exports <run_dir>/hf. With
+// data.val_files, validates by generation like the RL trainer (test_freq,
+// val_before_train, graded by the reward plugins in `components`) and stops
+// early once trainer.stop_at_val_reward is reached.
+RLCORE_API SftSummary run_sft(const Registry& components, const ResolvedConfig& resolved,
+                              const std::vector<std::string>& plugin_paths, std::ostream& out);
 
 }  // namespace rlcore
