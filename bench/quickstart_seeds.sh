@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the quickstart for several seeds (default 1 2 3) and prints a markdown table:
-# seed | SFT acc | GRPO acc | gain | wall time, plus the date and the machine's load.
+# seed | SFT steps | SFT acc | GRPO acc | gain | wall time, plus the date and the machine's load.
 #
 #   bash bench/quickstart_seeds.sh [SEED ...]      (runs go to runs/quickstart-seed-N)
 #
@@ -18,12 +18,13 @@ for seed in "${seeds[@]}"; do
   mkdir -p runs
   bash scripts/quickstart.sh --seed "$seed" --out "$out" > "$out.log" 2>&1 \
     || { echo "seed $seed failed; the end of $out.log:" >&2; tail -20 "$out.log" >&2; exit 1; }
+  sft_steps=$(sed -n 's/^rlcore sft: \([0-9]*\) steps.*/\1/p' "$out.log")
   sft=$(sed -n 's/^  val accuracy, SFT: *\([0-9.]*\)%.*/\1/p' "$out.log")
   grpo=$(sed -n 's/^  val accuracy, GRPO: *\([0-9.]*\)%.*/\1/p' "$out.log")
   wall=$(sed -n 's/^quickstart (seed [0-9]*) finished in \(.*\)$/\1/p' "$out.log")
   phases=$(sed -n 's/^  phases (s): *//p' "$out.log")
   gain=$(python3 -c "print(f'{$grpo - $sft:+.1f}')")
-  rows+=("| $seed | $sft% | $grpo% | $gain | $wall | $phases |")
+  rows+=("| $seed | $sft_steps | $sft% | $grpo% | $gain | $wall | $phases |")
   echo "   SFT $sft% -> GRPO $grpo% ($gain points) in $wall"
 done
 
@@ -31,6 +32,6 @@ echo
 echo "quickstart seeds, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average before: $load_before," \
   "after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| seed | SFT acc | GRPO acc | gain (points) | wall time | phases (s) |"
-echo "|---|---|---|---|---|---|"
+echo "| seed | SFT steps | SFT acc | GRPO acc | gain (points) | wall time | phases (s) |"
+echo "|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"

@@ -46,7 +46,7 @@ phase model "$rlcore" model init --arch qwen2 --size tiny --seed "$seed" --out "
 phase data "$rlcore" data make --task arithmetic --seed "$seed" --val 300 --out "$out/data"
 phase sft "$rlcore" sft --config configs/quickstart_sft.yaml \
   trainer.default_local_dir="$out/sft" data.seed="$seed" \
-  data.train_files="$out/data/sft.jsonl" actor_rollout_ref.model.path="$out/model"
+  data.train_files="$out/data/sft.jsonl" data.val_files="$out/data/val.jsonl" actor_rollout_ref.model.path="$out/model"
 phase grpo "$rlcore" --config configs/quickstart.yaml \
   trainer.default_local_dir="$out/grpo" data.seed="$seed" \
   data.train_files="$out/data/train.jsonl" data.val_files="$out/data/val.jsonl" \
