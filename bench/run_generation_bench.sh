@@ -84,7 +84,9 @@ fi
 # Before the exports below: nproc honours OMP_NUM_THREADS.
 machine="$(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
 # Same thread settings for both processes (libtorch's OpenMP pool and BLAS).
-export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
+# PASSIVE: idle libgomp threads sleep instead of spinning against OpenBLAS's
+# pool on 2 cores (as the worker launcher sets it).
+export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE
 
 results=$work_dir/results.md
 {

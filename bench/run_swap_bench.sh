@@ -1,35 +1,54 @@
 #!/usr/bin/env bash
 # Hybrid-engine swap benchmark: builds bench_swap and the rlcore CLI, writes
-# random bf16 llama checkpoints with `rlcore model init`, and prints the
-# bucketed-vs-naive table of docs/hybrid-engine.md. Each row is its own process
-# (peak RSS is per process).
-#   bench/run_swap_bench.sh [--build-dir DIR] [--models tiny,100m] [--reps N] [--threads N] [--no-build]
+# random bf16 llama checkpoints with `rlcore model init` (kept in
+# BUILD_DIR/bench-swap and reused: seeded), and prints the bucketed-vs-naive
+# table of docs/hybrid-engine.md for each (training compute dtype : rollout
+# dtype) pair. fsdp keeps fp32 masters, so every pair swaps from fp32: to bf16
+# (a cast) or to fp32 (a plain copy). Each row is its own process (peak RSS is per process).
+#   bench/run_swap_bench.sh [--build-dir DIR] [--models tiny,100m,1b] [--pairs float32:bfloat16,...]
+#                           [--modes bucketed,naive] [--reps N] [--threads N] [--no-build]
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=$repo/build
 models=tiny,100m
+# float32:bfloat16 is the quickstart (fp32 training, bf16 checkpoint served in bf16).
+pairs=float32:bfloat16,bfloat16:bfloat16,float32:float32
+modes=bucketed,naive
 reps=3
-threads=2
+threads=1
 build=1
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --build-dir) build_dir=$2; shift 2 ;;
+    --build-dir) build_dir=$(realpath -m "$2"); shift 2 ;;
     --models) models=$2; shift 2 ;;
+    --pairs) pairs=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --no-build) build=0; shift ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    *) echo "run_swap_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 if [[ $build == 1 ]]; then ninja -C "$build_dir" -j2 bench_swap rlcore; fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work=$build_dir/bench-swap
+mkdir -p "$work"
+# Idle libgomp threads must sleep, not spin against the copy threads (2 cores).
+export OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
+
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(free -g | awk '/^Mem:/ {print $7}') GiB available"
 header=--header
 for size in ${models//,/ }; do
-  "$build_dir/bin/rlcore" model init --arch llama --size "$size" --dtype bfloat16 --out "$work/$size" >/dev/null
-  for mode in bucketed naive; do
-    "$build_dir/bin/bench_swap" --model "$work/$size" --mode "$mode" --reps "$reps" --threads "$threads" $header
-    header=
+  if [[ ! -f $work/$size/config.json ]]; then
+    "$build_dir/bin/rlcore" model init --arch llama --size "$size" --dtype bfloat16 --seed 0 --out "$work/$size" --force >/dev/null
+  fi
+  for pair in ${pairs//,/ }; do
+    train_dtype=${pair%%:*} rollout_dtype=${pair##*:}
+    for mode in ${modes//,/ }; do
+      "$build_dir/bin/bench_swap" --model "$work/$size" --mode "$mode" --reps "$reps" --threads "$threads" \
+        --train-dtype "$train_dtype" --rollout-dtype "$rollout_dtype" $header
+      header=
+    done
   done
 done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,10 +1,12 @@
 // Weight-swap benchmark of the hybrid engine: an fsdp actor and a native
 // rollout in one process (dp 1), swapped train -> rollout -> train by the
 // `bucketed` or `naive` sharding manager. Prints one table row: swap times,
-// effective GB/s against a memcpy of the same bytes measured in this run,
-// ledger peak and peak-RSS growth during the swaps (bench/run_swap_bench.sh).
+// effective GB/s against memcpy of the same bytes measured in this run (warm
+// buffers, and into freshly allocated memory as a bucket is), ledger peak and
+// peak-RSS growth during the swaps (bench/run_swap_bench.sh).
 //
-//   bench_swap --model DIR --mode bucketed|naive [--reps N] [--threads N] [--header]
+//   bench_swap --model DIR --mode bucketed|naive [--train-dtype D] [--rollout-dtype D]
+//              [--reps N] [--threads N] [--header]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include <boost/program_options.hpp>
@@ -38,26 +41,50 @@ int64_t max_rss_bytes() {
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }
 
-// Best-of-reps bandwidth of one memcpy of `bytes` between two touched buffers.
-double memcpy_gbps(int64_t bytes, int reps) {
+// memcpy split like the swap's copies (at::parallel_for over the intra-op
+// threads, 1 MiB grain), so both sides use the same number of threads.
+void parallel_memcpy(char* to, const char* from, int64_t bytes) {
+  at::parallel_for(0, bytes, int64_t{1} << 20, [&](int64_t begin, int64_t end) {
+    std::memcpy(to + begin, from + begin, static_cast<size_t>(end - begin));
+  });
+}
+
+// Best-of-reps bandwidth of one memcpy of `bytes`: between two touched buffers
+// (`fresh` false), or into a buffer allocated just before (`fresh` true: the
+// page faults a swap pays on its new bucket are included).
+double memcpy_gbps(int64_t bytes, int reps, bool fresh) {
   std::vector<char> from(static_cast<size_t>(bytes), 1), to(static_cast<size_t>(bytes), 0);
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     const auto start = Clock::now();
-    std::memcpy(to.data(), from.data(), from.size());
-    best = std::min(best, seconds_since(start));
+    if (fresh) {
+      std::unique_ptr<char[]> target(new char[static_cast<size_t>(bytes)]);
+      parallel_memcpy(target.get(), from.data(), bytes);
+      best = std::min(best, seconds_since(start));
+    } else {
+      parallel_memcpy(to.data(), from.data(), bytes);
+      best = std::min(best, seconds_since(start));
+    }
   }
   return static_cast<double>(bytes) / best / 1e9;
+}
+
+std::string short_dtype(const std::string& dtype) {
+  if (dtype == "bfloat16") return "bf16";
+  if (dtype == "float32") return "fp32";
+  return dtype;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model, mode = "bucketed";
+  std::string model, mode = "bucketed", train_dtype = "bfloat16", rollout_dtype = "bfloat16";
   int reps = 3, threads = 2;
   po::options_description options("bench_swap");
   options.add_options()("help,h", "this text")("model", po::value(&model)->required(), "HF checkpoint directory")(
-      "mode", po::value(&mode), "bucketed | naive (default bucketed)")("reps", po::value(&reps), "swaps (default 3)")(
+      "mode", po::value(&mode), "bucketed | naive (default bucketed)")(
+      "train-dtype", po::value(&train_dtype), "fsdp compute dtype; masters are fp32 (default bfloat16)")(
+      "rollout-dtype", po::value(&rollout_dtype), "infer-native dtype (default bfloat16)")("reps", po::value(&reps), "swaps (default 3)")(
       "threads", po::value(&threads), "intra-op threads (default 2)")("header", "print the table header first");
   try {
     po::variables_map values;
@@ -71,16 +98,15 @@ int main(int argc, char** argv) {
     ComponentContext context;
     context.model_path = model;
     fsdp::FsdpOptions train_options;
-    train_options.fsdp_config.dtype = "bfloat16";
+    train_options.fsdp_config.dtype = train_dtype;
     auto actor = std::make_shared<fsdp::FsdpEngine>(train_options, context);
     infer_native::NativeEngineOptions rollout_options;
-    rollout_options.dtype = "bfloat16";
+    rollout_options.dtype = rollout_dtype;
     auto rollout = std::make_shared<infer_native::NativeEngine>(rollout_options, context);
     hybrid::HybridShardingManager manager({}, mode == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed);
     manager.attach({actor, rollout, std::make_shared<hybrid::IdentityAdaptor>(),
                     std::make_shared<hybrid::EngineOffloader>(), {}});
     const int64_t bytes = manager.plan().bucket_bytes;
-    const double memcpy = memcpy_gbps(bytes, reps);
     const int64_t rss_before = max_rss_bytes();
     double to_rollout = 1e30, to_train = 1e30;
     SwapStats best;
@@ -94,14 +120,22 @@ int main(int argc, char** argv) {
       peak = std::max({peak, in.peak_bytes, out.peak_bytes});
     }
     const double gbps = static_cast<double>(bytes) / to_rollout / 1e9;
+    const double rss_growth = static_cast<double>(max_rss_bytes() - rss_before);
+    // After the swaps, so the reference's buffers do not raise the RSS high-water mark first.
+    const double memcpy = memcpy_gbps(bytes, reps, /*fresh=*/false);
+    const double memcpy_fresh = memcpy_gbps(bytes, reps, /*fresh=*/true);
     if (values.count("header")) {
-      std::printf("| model | mode | rollout bytes | to_rollout s | to_train s | swap GB/s | memcpy GB/s | ratio | "
-                  "gather / convert / copy s | ledger peak MB | peak RSS growth MB |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+      std::printf("| model | train master (compute) -> rollout | mode | threads | rollout bytes | to_rollout s | to_train s | swap GB/s | "
+                  "memcpy GB/s | ratio | fresh memcpy GB/s | ratio fresh | gather / convert / copy s | ledger peak MB | "
+                  "peak RSS growth MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     }
-    std::printf("| %s | %s | %.1f MB | %.4f | %.4f | %.2f | %.2f | %.2f | %.3f / %.3f / %.3f | %.1f | %.1f |\n",
-                model.substr(model.find_last_of('/') + 1).c_str(), mode.c_str(), bytes / 1e6, to_rollout, to_train,
-                gbps, memcpy, gbps / memcpy, best.gather_s, best.convert_s, best.copy_s, peak / 1e6,
-                (max_rss_bytes() - rss_before) / 1e6);
+    std::printf("| %s | fp32 (%s compute) -> %s | %s | %d | %.1f MB | %.4f | %.4f | %.2f | %.2f | %.2f | %.2f | %.2f | "
+                "%.3f / %.3f / %.3f | %.1f | %.1f |\n",
+                model.substr(model.find_last_of('/') + 1).c_str(), short_dtype(train_dtype).c_str(),
+                short_dtype(rollout_dtype).c_str(),
+                mode.c_str(), threads, bytes / 1e6, to_rollout, to_train, gbps, memcpy, gbps / memcpy, memcpy_fresh,
+                gbps / memcpy_fresh, best.gather_s, best.convert_s, best.copy_s, peak / 1e6,
+                rss_growth / 1e6);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "bench_swap: " << e.what() << "\n";

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include "rlcore/comm_context.h"
 #include "rlcore/core/trainer/roles.h"
 #include "rlcore/core/trainer/trainer_config.h"
 #include "rlcore/error.h"
@@ -20,6 +21,22 @@ namespace {
 
 MicroBatching micro_batching(int64_t micro_batch_size, bool dynamic, int64_t max_token_len) {
   return MicroBatching{micro_batch_size, dynamic, max_token_len};
+}
+
+// Where this worker sits in the rollout: its kRolloutTpGroup (tp 1 without one).
+RolloutLayout rollout_layout(const CommContext* comm) {
+  RolloutLayout layout;
+  if (comm != nullptr && comm->has_group(kRolloutTpGroup)) {
+    layout.tp_size = comm->group(kRolloutTpGroup).size();
+    layout.tp_rank = comm->group(kRolloutTpGroup).rank();
+  }
+  return layout;
+}
+
+// The rollout's data-parallel view of the pool: a TP group (consecutive ranks)
+// is one dp rank, and only its tp rank 0 returns the rows.
+MeshRank rollout_mesh_rank(const RoleContext& context, const RolloutLayout& layout) {
+  return MeshRank{context.rank / layout.tp_size, context.world_size / layout.tp_size, layout.tp_rank == 0};
 }
 
 class ActorRolloutRef {
@@ -47,13 +64,17 @@ class ActorRolloutRef {
       rollout_ = components.create<InferenceEngine>(
           config_.rollout.name, config_.rollout.engine_options,
           rollout_context);
+      layout_ = rollout_layout(context.comm);
       attach_sharding_manager(components);
     }
     loss_ = make_actor_loss(components, section["actor"]);
   }
 
   void register_methods(RoleMethods& methods) {
-    methods.add("generate", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
+    // Every rank of a rollout TP group generates the same prompts (mesh_compute
+    // sends each group one shard); with tp 1 this is dp_compute over all ranks.
+    methods.set_mesh_rank(kRolloutMesh, rollout_mesh_rank(context_, layout_));
+    methods.add_mesh("generate", kRolloutMesh, [this](const Batch& b, const nlohmann::json& a) {
       return generate(b, a);
     });
     methods.add("compute_log_prob", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
@@ -119,8 +140,9 @@ class ActorRolloutRef {
     sampling.temperature = args.value("greedy", false) ? 0.0 : args.value("temperature", 1.0);
     sampling.top_k = args.value("top_k", int64_t{-1});
     sampling.top_p = args.value("top_p", 1.0);
-    // Every rank samples its own rows: one seed per (call, rank).
-    sampling.seed = args.value("seed", int64_t{0}) * 1009 + context_.rank;
+    // Every rollout dp rank samples its own rows: one seed per (call, dp rank),
+    // the same on every rank of a TP group.
+    sampling.seed = args.value("seed", int64_t{0}) * 1009 + rollout_mesh_rank(context_, layout_).dp_rank;
     sampling.stop_token_ids = args.value("stop_token_ids", std::vector<int32_t>{});
     const int64_t pad_id = args.at("pad_token_id").get<int64_t>();
     GenerationOutput generated;
@@ -191,6 +213,7 @@ class ActorRolloutRef {
     engines.rollout = rollout_;
     engines.adaptor = components.create<WeightAdaptor>(hybrid.weight_adaptor);
     engines.offloader = components.create<Offloader>(hybrid.offloader);
+    engines.layout = layout_;
     sharding_manager_->attach(std::move(engines));
   }
 
@@ -241,8 +264,11 @@ class ActorRolloutRef {
     if (!present) throw ValueError("actor." + method + ": this worker was started without that engine");
   }
 
+  static constexpr const char* kRolloutMesh = "rollout";
+
   RoleContext context_;
   ActorRolloutRefConfig config_;
+  RolloutLayout layout_;
   std::shared_ptr<TrainEngine> actor_;
   std::shared_ptr<TrainEngine> ref_;
   std::shared_ptr<InferenceEngine> rollout_;

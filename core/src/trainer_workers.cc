@@ -5,6 +5,8 @@
 
 #include "rlcore/core/runtime/runtime_config.h"
 #include "rlcore/core/trainer/roles.h"
+#include "rlcore/error.h"
+#include "rlcore/inference_engine.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -24,6 +26,29 @@ const PoolSpec& pool_of(const std::vector<PoolSpec>& pools, const std::string& r
   throw ConfigError("no pool hosts the role '" + role + "'");
 }
 
+// A tensor-parallel rollout runs its collectives in kRolloutTpGroup, so the
+// actor pool's mesh becomes {rollout_dp, rollout_tp}: TP groups of consecutive
+// ranks. There is no "dp" dimension, so the train engines keep sharding over
+// the whole pool (train-fsdp uses "dp" when present, else "world").
+void add_rollout_mesh(PoolSpec& pool, const RunConfig& config) {
+  const ConfigNode node = config.actor_rollout_ref.rollout.engine_options["tensor_model_parallel_size"];
+  const int64_t tp = node.defined() ? node.as<int64_t>() : 1;
+  if (tp <= 1) return;
+  const std::string key = "actor_rollout_ref.rollout.tensor_model_parallel_size (" + std::to_string(tp) + ")";
+  if (!pool.mesh.empty()) {
+    for (const MeshDim& dim : pool.mesh) {
+      if (dim.name == kRolloutTpGroup && dim.size == tp) return;
+    }
+    throw ConfigError(key + ": the mesh of pool '" + pool.name + "' needs a '" + kRolloutTpGroup +
+                      "' dimension of that size (or leave its mesh unset)");
+  }
+  if (pool.size() % tp != 0) {
+    throw ConfigError(key + " must divide the " + std::to_string(pool.size()) + " workers of pool '" + pool.name +
+                      "', which hosts the rollout");
+  }
+  pool.mesh = {MeshDim{"rollout_dp", pool.size() / tp}, MeshDim{kRolloutTpGroup, tp}};
+}
+
 }  // namespace
 
 std::pair<int64_t, int64_t> TrainerWorkers::pool_sizes(const RunConfig& config, bool critic) {
@@ -41,6 +66,7 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
   std::vector<PoolSpec> pools = resolve_pools(resolved.config.runtime, role_specs(roles.critic));
   for (auto& pool : pools) {
     for (auto& role : pool.roles) role.options = options;
+    if (&pool == &pool_of(pools, kActorRole) && roles.rollout) add_rollout_mesh(pool, resolved.config);
   }
   ClusterOptions cluster = cluster_options(resolved.config.runtime, std::move(pools));
   for (const auto& path : plugin_paths) {

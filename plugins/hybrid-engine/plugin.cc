@@ -23,7 +23,9 @@ void register_hybrid_engine(PluginRegistrar& registrar) {
       "Baseline: gather the whole model, convert, copy into an always-awake rollout that keeps its own full copy.",
       hybrid_options_schema(),
       [](const HybridOptions& options) { return std::make_unique<HybridShardingManager>(options, SwapMode::kNaive); });
-  registrar.add<WeightAdaptor>("identity", "Full HF-named training tensors -> same-named rollout tensors (tp 1).",
+  registrar.add<WeightAdaptor>("identity",
+                               "Full HF-named training tensors -> same-named rollout tensors, sliced to the rollout "
+                               "rank's tensor-parallel shard.",
                                OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<IdentityAdaptor>(); });
   registrar.add<Offloader>("engine", "Training state to host and back through the TrainEngine's offload()/reload().",
                            OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<EngineOffloader>(); });

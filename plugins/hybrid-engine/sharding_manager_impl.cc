@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include "bucket_memory.h"
 #include "rlcore/error.h"
 
 namespace rlcore::hybrid {
@@ -122,7 +123,7 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
   std::vector<at::Tensor> outputs;
   if (mode_ == SwapMode::kBucketed) {
     // One allocation, exactly the rollout's shard; the engine adopts views of it.
-    at::Tensor bucket = at::empty({plan_.bucket_bytes}, at::TensorOptions().dtype(at::kByte).device(device_));
+    at::Tensor bucket = allocate_bucket(plan_.bucket_bytes, device_);
     ledger_.set("bucket", plan_.bucket_bytes);
     outputs = bucket_views(plan_, bucket);
     fill(outputs, stats);

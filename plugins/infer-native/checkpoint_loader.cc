@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "rlcore/error.h"
+#include "rlcore/model/tensor_parallel.h"
 #include "rlcore/safetensors.h"
 
 namespace rlcore::infer_native {
@@ -26,12 +27,14 @@ model::ModelConfig read_model_config(const std::string& model_path) {
   return model::ModelConfig::from_file((std::filesystem::path(model_path) / "config.json").string());
 }
 
-void load_checkpoint_weights(model::Transformer& model, const std::string& model_path) {
+void load_checkpoint_weights(model::Transformer& model, const std::string& model_path, int64_t tp_rank,
+                             int64_t tp_size) {
   const SafetensorsCheckpoint checkpoint(model_path);
   model::NamedTensors views;
   views.reserve(checkpoint.names().size());
-  for (const std::string& name : checkpoint.names()) views.emplace_back(name, checkpoint.view(name));
   try {
+    for (const std::string& name : checkpoint.names())
+      views.emplace_back(name, model::tp_slice(name, checkpoint.view(name), tp_rank, tp_size));
     model.load(views, model::LoadMode::kStrict);
   } catch (const ValueError& e) {
     throw ValueError("checkpoint '" + model_path + "': " + e.what());

@@ -14,9 +14,11 @@ namespace rlcore::infer_native {
 model::ModelConfig read_model_config(const std::string& model_path);
 
 // Strictly loads every parameter of `model` from the directory's safetensors
-// files (memory-mapped, converted to the model's dtype and device). IoError /
+// files (memory-mapped, converted to the model's dtype and device), each
+// sliced to tensor-parallel rank tp_rank's shard (tp_slice). IoError /
 // FormatError name the file; a missing, unexpected or misshapen tensor is a
 // ValueError naming the tensor and the directory.
-void load_checkpoint_weights(model::Transformer& model, const std::string& model_path);
+void load_checkpoint_weights(model::Transformer& model, const std::string& model_path, int64_t tp_rank = 0,
+                             int64_t tp_size = 1);
 
 }  // namespace rlcore::infer_native

@@ -1,8 +1,10 @@
-// NativeEngine: checkpoint loading, request validation and chunking, and the
-// weight lifecycle (weight_meta / load_weights / sleep / wake_up).
+// NativeEngine: checkpoint loading (whole or one tensor-parallel shard),
+// request validation and chunking, and the weight lifecycle (weight_meta /
+// load_weights / sleep / wake_up).
 #include "native_engine.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -12,7 +14,9 @@
 #include "checkpoint_loader.h"
 #include "decode_loop.h"
 #include "rlcore/error.h"
+#include "rlcore/model/tensor_parallel.h"
 #include "sampling.h"
+#include "tensor_parallel_model.h"
 
 namespace rlcore::infer_native {
 namespace {
@@ -51,6 +55,54 @@ void check_prompts(const std::vector<std::vector<int32_t>>& prompts, int64_t voc
   }
 }
 
+// The kRolloutTpGroup of `comm`, checked against the option and the model.
+CommGroup tensor_parallel_group(int64_t tp_size, const CommContext* comm, const model::ModelConfig& config,
+                                const std::string& model_path) {
+  const std::string key = "infer-native tensor_model_parallel_size " + std::to_string(tp_size);
+  try {
+    model::validate_tp(config, tp_size);
+  } catch (const ValueError& e) {
+    throw ConfigError(key + ": " + e.what() + " (" + model_path + "/config.json)");
+  }
+  if (comm == nullptr || !comm->has_group(kRolloutTpGroup)) {
+    throw ConfigError(key + " needs the process group '" + kRolloutTpGroup +
+                      "' (the trainer adds it to the actor pool's mesh; a hand-written pool mesh needs a '" +
+                      kRolloutTpGroup + "' dimension of that size)");
+  }
+  const CommGroup& group = comm->group(kRolloutTpGroup);
+  const std::vector<int64_t>& ranks = group.ranks();
+  if (group.size() != tp_size) {
+    throw ConfigError(key + ": the '" + kRolloutTpGroup + "' group of rank " + std::to_string(comm->rank()) + " has " +
+                      std::to_string(group.size()) + " ranks");
+  }
+  for (size_t i = 1; i < ranks.size(); ++i) {
+    if (ranks[i] != ranks[0] + static_cast<int64_t>(i)) {
+      throw ConfigError(key + ": the '" + kRolloutTpGroup + "' group of rank " + std::to_string(comm->rank()) +
+                        " must be consecutive pool ranks, got " + c10::str(at::IntArrayRef(ranks)));
+    }
+  }
+  return group;
+}
+
+// FNV-1a over the words of a request: equal requests on every TP rank hash equally.
+class RequestHash {
+ public:
+  void add(uint64_t word) {
+    for (int byte = 0; byte < 8; ++byte) {
+      value_ = (value_ ^ ((word >> (8 * byte)) & 0xff)) * 1099511628211ULL;
+    }
+  }
+  void add_double(double value) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(bits));
+    add(bits);
+  }
+  int64_t value() const { return static_cast<int64_t>(value_); }
+
+ private:
+  uint64_t value_ = 14695981039346656037ULL;
+};
+
 }  // namespace
 
 NativeEngine::NativeEngine(const NativeEngineOptions& options, const ComponentContext& context)
@@ -65,7 +117,12 @@ NativeEngine::NativeEngine(const NativeEngineOptions& options, const ComponentCo
   }
   const at::TensorOptions tensor_options = at::TensorOptions().dtype(dtype_).device(parse_device(context.device));
   model_ = std::make_unique<model::Transformer>(config, model::ModelHead::kCausalLm, tensor_options);
-  load_checkpoint_weights(*model_, context.model_path);
+  if (options.tensor_model_parallel_size > 1) {
+    tp_group_ = tensor_parallel_group(options.tensor_model_parallel_size, context.comm, config, context.model_path);
+    make_tensor_parallel(*model_, *tp_group_);
+  }
+  local_specs_ = local_parameter_specs(config, tp_size());
+  load_checkpoint_weights(*model_, context.model_path, tp_rank(), tp_size());
   request_seeds_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options.seed));
 }
 
@@ -81,6 +138,8 @@ GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>&
                      std::to_string(not_loaded_.size()) + " parameter(s) still missing, e.g. '" +
                      *not_loaded_.begin() + "'");
   }
+  // Before validating: a rank that threw alone would leave the others waiting in a collective.
+  if (tp_group_) check_same_request_across_tp(prompts, sampling);
   validate_sampling(sampling);
   check_prompts(prompts, model_->config().vocab_size, max_model_len_);
 
@@ -114,10 +173,37 @@ GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>&
   return output;
 }
 
+// Rank-divergent requests would deadlock or mix different batches in the
+// row-parallel all-reduces: compare every rank's request hash first.
+void NativeEngine::check_same_request_across_tp(const std::vector<std::vector<int32_t>>& prompts,
+                                                const SamplingParams& sampling) const {
+  RequestHash hash;
+  hash.add(prompts.size());
+  for (const auto& prompt : prompts) {
+    hash.add(prompt.size());
+    for (int32_t token : prompt) hash.add(static_cast<uint64_t>(token));
+  }
+  hash.add(static_cast<uint64_t>(sampling.n));
+  hash.add(static_cast<uint64_t>(sampling.max_tokens));
+  hash.add_double(sampling.temperature);
+  hash.add(static_cast<uint64_t>(sampling.top_k));
+  hash.add_double(sampling.top_p);
+  hash.add(static_cast<uint64_t>(sampling.seed));  // -1: drawn from request_seeds_, in step on every rank
+  for (int32_t token : sampling.stop_token_ids) hash.add(static_cast<uint64_t>(token));
+  const std::vector<at::Tensor> hashes = tp_group_->all_gather(at::full({1}, hash.value(), at::kLong));
+  for (size_t r = 1; r < hashes.size(); ++r) {
+    if (!at::equal(hashes[r], hashes[0])) {
+      throw ValueError("infer-native: tensor-parallel rank " + std::to_string(r) + " of the '" + kRolloutTpGroup +
+                       "' group got different prompts or sampling params than rank 0; every rank of a TP group "
+                       "must generate the same request");
+    }
+  }
+}
+
 std::vector<WeightMeta> NativeEngine::weight_meta() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<WeightMeta> meta;
-  for (const auto& spec : model::parameter_specs(model_->config())) meta.push_back({spec.name, spec.shape, dtype_});
+  for (const auto& spec : local_specs_) meta.push_back({spec.name, spec.shape, dtype_});
   return meta;
 }
 
@@ -127,7 +213,7 @@ void NativeEngine::load_weights(const NamedTensorList& weights, int64_t version)
   std::map<std::string, at::Tensor*> slots;
   for (const auto& [name, slot] : model_->parameter_slots()) slots.emplace(name, slot);
   std::map<std::string, std::vector<int64_t>> shapes;
-  for (const auto& spec : model::parameter_specs(model_->config())) shapes.emplace(spec.name, spec.shape);
+  for (const auto& spec : local_specs_) shapes.emplace(spec.name, spec.shape);
 
   NamedTensorList copied;
   std::vector<std::pair<at::Tensor*, at::Tensor>> adopted;
@@ -191,10 +277,17 @@ void NativeEngine::sleep() {
 void NativeEngine::wake_up() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!asleep_) return;
-  const std::vector<model::ParameterSpec> specs = model::parameter_specs(model_->config());
   auto slots = model_->parameter_slots();
+  // One allocation in parameter order, as a swap bucket lays weights out: q/k/v
+  // and gate/up stay adjacent, so they run as one GEMM exactly as before sleep().
+  int64_t total = 0;
+  for (const auto& spec : local_specs_) total += c10::multiply_integers(spec.shape);
+  const at::Tensor flat = at::empty({total}, slots.front().second->options());
+  int64_t offset = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
-    *slots[i].second = at::empty(specs[i].shape, slots[i].second->options());
+    const int64_t numel = c10::multiply_integers(local_specs_[i].shape);
+    *slots[i].second = flat.narrow(0, offset, numel).view(local_specs_[i].shape);
+    offset += numel;
     not_loaded_.insert(slots[i].first);
   }
   asleep_ = false;

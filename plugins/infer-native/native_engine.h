@@ -1,10 +1,12 @@
 // NativeEngine: the `native` InferenceEngine of the infer-native plugin. Serves
-// an HF checkpoint with the SDK Transformer and a KV cache, on CPU or one device.
+// an HF checkpoint with the SDK Transformer and a KV cache, on CPU or one
+// device, optionally tensor-parallel over the pool's kRolloutTpGroup.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
+#include "rlcore/comm_context.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/model/transformer.h"
 #include "rlcore/registry.h"
@@ -24,21 +27,29 @@ struct NativeEngineOptions {
   int64_t max_model_len = 0;   // prompt + response tokens; 0: max_position_embeddings
   int64_t max_num_seqs = 256;  // sequences per batch; bigger requests run in chunks
   int64_t seed = 0;            // seeds requests that give no seed (SamplingParams::seed = -1)
+  int64_t tensor_model_parallel_size = 1;  // ranks of kRolloutTpGroup sharing one model (Megatron layout)
 };
 
 class NativeEngine final : public InferenceEngine, public AdoptsWeights {
  public:
-  // Loads the checkpoint at context.model_path onto context.device. Throws
-  // ConfigError for a bad option, an empty/missing model_path or device;
-  // the loaders' errors name the file or tensor.
+  // Loads the checkpoint at context.model_path onto context.device (this
+  // rank's tensor-parallel shard when tensor_model_parallel_size > 1: the
+  // group is context.comm's kRolloutTpGroup, of exactly that size). Throws
+  // ConfigError for a bad option (a TP size that does not divide the heads or
+  // intermediate_size, a missing group), an empty/missing model_path or
+  // device; the loaders' errors name the file or tensor.
   NativeEngine(const NativeEngineOptions& options, const ComponentContext& context);
 
   // Throws ValueError for invalid sampling params, an empty or out-of-vocabulary
   // prompt, a prompt that leaves no room under max_model_len, or when asleep
-  // or woken without every weight reloaded since.
+  // or woken without every weight reloaded since. With tensor parallelism it
+  // is collective: every rank of the TP group must call it with the same
+  // prompts and sampling (checked: a mismatch is a ValueError on every rank),
+  // and every rank returns the same output.
   GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts,
                             const SamplingParams& sampling) override;
 
+  // This rank's shard shapes (tp_shard_shape) under their HF names.
   std::vector<WeightMeta> weight_meta() const override;
   // Partial loads are allowed; ValueError names an unknown or misshapen tensor
   // (and nothing is loaded then), or says the engine is asleep. After
@@ -66,14 +77,20 @@ class NativeEngine final : public InferenceEngine, public AdoptsWeights {
   const model::ModelConfig& config() const { return model_->config(); }
   int64_t max_model_len() const { return max_model_len_; }
   at::ScalarType dtype() const { return dtype_; }
+  int64_t tp_size() const { return tp_group_ ? tp_group_->size() : 1; }
+  int64_t tp_rank() const { return tp_group_ ? tp_group_->rank() : 0; }
 
  private:
   int64_t held_bytes_locked() const;
   bool adoptable(const at::Tensor& tensor, const at::Tensor& slot) const;
+  void check_same_request_across_tp(const std::vector<std::vector<int32_t>>& prompts,
+                                    const SamplingParams& sampling) const;
 
   mutable std::mutex mutex_;  // one call at a time (e.g. `rlcore serve` threads)
   NativeEngineOptions options_;
   std::unique_ptr<model::Transformer> model_;
+  std::optional<CommGroup> tp_group_;            // set when tensor_model_parallel_size > 1
+  std::vector<model::ParameterSpec> local_specs_;  // this rank's parameter shapes
   at::ScalarType dtype_;
   int64_t max_model_len_ = 0;
   int64_t version_ = 0;

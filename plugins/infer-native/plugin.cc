@@ -18,7 +18,11 @@ void register_engine(PluginRegistrar& registrar) {
           .key("max_num_seqs", &NativeEngineOptions::max_num_seqs,
                "Most sequences decoded in one batch; larger requests run in chunks.", at_least(1))
           .key("seed", &NativeEngineOptions::seed,
-               "Seeds the per-request seeds of requests that give none (sampling seed -1).", at_least(0)),
+               "Seeds the per-request seeds of requests that give none (sampling seed -1).", at_least(0))
+          .key("tensor_model_parallel_size", &NativeEngineOptions::tensor_model_parallel_size,
+               "Ranks sharing one model copy (Megatron TP layout) over the pool's rollout_tp group; must divide "
+               "the model's attention heads, kv heads and intermediate_size.",
+               at_least(1)),
       [](const NativeEngineOptions& options, const ComponentContext& context) {
         return std::make_unique<NativeEngine>(options, context);
       });

@@ -64,22 +64,26 @@ SampledTokens sample_tokens(const at::Tensor& logits, const SamplingParams& para
     return out;
   }
   const at::Tensor scaled = logits32 / params.temperature;
+  const at::Tensor logprobs = at::log_softmax(scaled, -1);
   at::Tensor filtered = scaled;
   const int64_t vocab = scaled.size(-1);
-  if (params.top_k > 0 && params.top_k < vocab) {
+  const bool top_k = params.top_k > 0 && params.top_k < vocab;
+  const bool top_p = params.top_p < 1.0;
+  if (top_k) {
     const at::Tensor kth = std::get<0>(scaled.topk(params.top_k, -1)).narrow(-1, params.top_k - 1, 1);
     filtered = filtered.masked_fill(filtered < kth, -std::numeric_limits<float>::infinity());
   }
-  if (params.top_p < 1.0) filtered = apply_top_p(filtered, params.top_p);
+  if (top_p) filtered = apply_top_p(filtered, params.top_p);
   // Inverse CDF: the first token whose cumulative mass exceeds u * total. A
   // token of probability 0 never exceeds its predecessor, so it is never drawn
   // as long as the target stays strictly below the total.
-  const at::Tensor cdf = at::softmax(filtered, -1).cumsum(-1);
+  // Unfiltered, the distribution is exp of the log-probs already computed.
+  const at::Tensor cdf = (!top_k && !top_p ? logprobs.exp() : at::softmax(filtered, -1)).cumsum(-1);
   const at::Tensor total = cdf.narrow(-1, vocab - 1, 1);
   const at::Tensor target = at::minimum(uniforms.to(cdf.device(), at::kFloat).unsqueeze(-1) * total,
                                         at::nextafter(total, at::zeros_like(total)));
   out.tokens = at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(vocab - 1);
-  out.logprobs = at::log_softmax(scaled, -1).gather(-1, out.tokens.unsqueeze(-1)).squeeze(-1);
+  out.logprobs = logprobs.gather(-1, out.tokens.unsqueeze(-1)).squeeze(-1);
   return out;
 }
 

@@ -7,9 +7,58 @@
 
 #include <ATen/ATen.h>
 
+#include "model_cpu_kernels.h"
 #include "rlcore/model/kv_cache.h"
 
 namespace rlcore::model {
+namespace {
+
+// In-place updates of intermediates are only safe when autograd does not record them.
+bool without_autograd(const at::Tensor& a, const at::Tensor& b) {
+  return !at::GradMode::is_enabled() || !((a.defined() && a.requires_grad()) || (b.defined() && b.requires_grad()));
+}
+
+// The weights of `linears` as one [sum of out_features, in_features] matrix
+// when they lie back to back in one storage (make_decoder_layer allocates them
+// so, and a swap bucket lays them out so): one GEMM instead of several, and no
+// copy. Undefined when anything differs (a bias, an override, gradients, a gap).
+at::Tensor adjacent_weights(std::initializer_list<const Linear*> linears) {
+  const at::Tensor& first = (*linears.begin())->weight;
+  if (!first.defined() || first.dim() != 2 || first.device().is_meta()) return {};
+  const int64_t in = first.size(1);
+  const char* next = static_cast<const char*>(first.data_ptr());
+  int64_t rows = 0;
+  for (const Linear* linear : linears) {
+    const at::Tensor& w = linear->weight;
+    if (linear->forward_override || linear->bias.defined() || !w.defined() || w.dim() != 2 || w.size(1) != in ||
+        w.scalar_type() != first.scalar_type() || !w.is_contiguous() || w.requires_grad() ||
+        !w.storage().is_alias_of(first.storage()) || static_cast<const char*>(w.data_ptr()) != next) {
+      return {};
+    }
+    next += w.nbytes();
+    rows += w.size(0);
+  }
+  return first.as_strided({rows, in}, {in, 1});
+}
+
+// Each of `linears` applied to x, through one GEMM when their weights are adjacent.
+std::vector<at::Tensor> project(std::initializer_list<const Linear*> linears, const at::Tensor& x) {
+  std::vector<at::Tensor> out;
+  const at::Tensor fused = adjacent_weights(linears);
+  if (!fused.defined()) {
+    for (const Linear* linear : linears) out.push_back((*linear)(x));
+    return out;
+  }
+  const at::Tensor y = at::linear(x, fused);
+  int64_t start = 0;
+  for (const Linear* linear : linears) {
+    out.push_back(y.narrow(-1, start, linear->weight.size(0)));
+    start += linear->weight.size(0);
+  }
+  return out;
+}
+
+}  // namespace
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   if (forward_override) return forward_override(*this, x);
@@ -22,9 +71,17 @@ void Linear::collect(const std::string& prefix, ParameterSlots& out) {
 }
 
 at::Tensor RmsNorm::operator()(const at::Tensor& x) const {
+  if (at::Tensor fused = cpu::rms_norm(x, weight, eps); fused.defined()) return fused;
   const at::Tensor xf = x.to(at::kFloat);
-  const at::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);
-  return weight * (xf * at::rsqrt(variance + eps)).to(x.scalar_type());
+  if (!without_autograd(x, weight)) {
+    const at::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);
+    return weight * (xf * at::rsqrt(variance + eps)).to(x.scalar_type());
+  }
+  // The same ops and values, with fewer temporaries (decode runs this 2L + 1 times a step).
+  at::Tensor normed = xf * xf.pow(2).mean(-1, /*keepdim=*/true).add_(eps).rsqrt_();
+  normed = normed.to(x.scalar_type());
+  if (normed.scalar_type() != weight.scalar_type() || normed.sizes() != x.sizes()) return weight * normed;
+  return normed.mul_(weight);
 }
 
 void RmsNorm::collect(const std::string& prefix, ParameterSlots& out) {
@@ -68,6 +125,7 @@ at::Tensor rotate_half(const at::Tensor& x) {
 }
 
 at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  if (at::Tensor fused = cpu::rotary(x, cos, sin); fused.defined()) return fused;
   const at::Tensor c = cos.unsqueeze(1);
   const at::Tensor s = sin.unsqueeze(1);
   return x * c + rotate_half(x) * s;
@@ -76,9 +134,10 @@ at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Te
 at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
   const int64_t batch = x.size(0);
   const int64_t len = x.size(1);
-  at::Tensor q = q_proj(x).view({batch, len, num_heads, head_dim});
-  at::Tensor k = k_proj(x).view({batch, len, num_kv_heads, head_dim});
-  at::Tensor v = v_proj(x).view({batch, len, num_kv_heads, head_dim}).transpose(1, 2);
+  const std::vector<at::Tensor> qkv = project({&q_proj, &k_proj, &v_proj}, x);
+  at::Tensor q = qkv[0].view({batch, len, num_heads, head_dim});
+  at::Tensor k = qkv[1].view({batch, len, num_kv_heads, head_dim});
+  at::Tensor v = qkv[2].view({batch, len, num_kv_heads, head_dim}).transpose(1, 2);
   if (q_norm.weight.defined()) {
     q = q_norm(q);
     k = k_norm(k);
@@ -100,7 +159,8 @@ at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx,
   scores = scores.view({batch, num_heads, len, keys_len}).to(at::kFloat);
   // A finite fill (HF uses finfo.min) keeps fully masked rows (padding
   // queries) uniform instead of NaN, so a masked loss never sees NaN.
-  scores = scores.masked_fill(ctx.blocked, std::numeric_limits<float>::lowest());
+  // Undefined: no key is blocked (a decode step over a cache without padding).
+  if (ctx.blocked.defined()) scores = scores.masked_fill(ctx.blocked, std::numeric_limits<float>::lowest());
   const at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
   const at::Tensor out = at::matmul(probs.view({batch, num_kv_heads, groups * len, keys_len}), v);
   return o_proj(out.view({batch, num_heads, len, head_dim}).transpose(1, 2).reshape({batch, len, -1}));
@@ -116,7 +176,8 @@ void Attention::collect(const std::string& prefix, ParameterSlots& out) {
 }
 
 at::Tensor Mlp::operator()(const at::Tensor& x) const {
-  return down_proj(at::silu(gate_proj(x)) * up_proj(x));
+  const std::vector<at::Tensor> gate_up = project({&gate_proj, &up_proj}, x);
+  return down_proj(at::silu(gate_up[0]) * gate_up[1]);
 }
 
 void Mlp::collect(const std::string& prefix, ParameterSlots& out) {
@@ -139,11 +200,31 @@ void DecoderLayer::collect(const std::string& prefix, ParameterSlots& out) {
 
 namespace {
 
-Linear make_linear(int64_t in, int64_t out, bool bias, const at::TensorOptions& options) {
+Linear make_linear(at::Tensor weight, bool bias, const at::TensorOptions& options) {
   Linear linear;
-  linear.weight = at::empty({out, in}, options);
-  if (bias) linear.bias = at::empty({out}, options);
+  if (bias) linear.bias = at::empty({weight.size(0)}, options);
+  linear.weight = std::move(weight);
   return linear;
+}
+
+Linear make_linear(int64_t in, int64_t out, bool bias, const at::TensorOptions& options) {
+  return make_linear(at::empty({out, in}, options), bias, options);
+}
+
+// [rows[i], in] weights as consecutive row blocks of one allocation, so
+// project() can run them as one GEMM.
+std::vector<at::Tensor> adjacent_matrices(const std::vector<int64_t>& rows, int64_t in,
+                                          const at::TensorOptions& options) {
+  int64_t total = 0;
+  for (int64_t r : rows) total += r;
+  const at::Tensor block = at::empty({total, in}, options);
+  std::vector<at::Tensor> parts;
+  int64_t start = 0;
+  for (int64_t r : rows) {
+    parts.push_back(block.narrow(0, start, r));
+    start += r;
+  }
+  return parts;
 }
 
 RmsNorm make_norm(int64_t dim, double eps, const at::TensorOptions& options) {
@@ -159,9 +240,10 @@ DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& o
   Attention& attn = layer.self_attn;
   const int64_t q_dim = c.num_attention_heads * c.head_dim;
   const int64_t kv_dim = c.num_key_value_heads * c.head_dim;
-  attn.q_proj = make_linear(c.hidden_size, q_dim, c.qkv_bias, options);
-  attn.k_proj = make_linear(c.hidden_size, kv_dim, c.qkv_bias, options);
-  attn.v_proj = make_linear(c.hidden_size, kv_dim, c.qkv_bias, options);
+  std::vector<at::Tensor> qkv = adjacent_matrices({q_dim, kv_dim, kv_dim}, c.hidden_size, options);
+  attn.q_proj = make_linear(std::move(qkv[0]), c.qkv_bias, options);
+  attn.k_proj = make_linear(std::move(qkv[1]), c.qkv_bias, options);
+  attn.v_proj = make_linear(std::move(qkv[2]), c.qkv_bias, options);
   attn.o_proj = make_linear(q_dim, c.hidden_size, c.o_proj_bias, options);
   if (c.qk_norm) {
     attn.q_norm = make_norm(c.head_dim, c.rms_norm_eps, options);
@@ -171,8 +253,10 @@ DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& o
   attn.num_kv_heads = c.num_key_value_heads;
   attn.head_dim = c.head_dim;
   attn.scaling = std::pow(static_cast<double>(c.head_dim), -0.5);  // HF: head_dim**-0.5
-  layer.mlp.gate_proj = make_linear(c.hidden_size, c.intermediate_size, c.mlp_bias, options);
-  layer.mlp.up_proj = make_linear(c.hidden_size, c.intermediate_size, c.mlp_bias, options);
+  std::vector<at::Tensor> gate_up =
+      adjacent_matrices({c.intermediate_size, c.intermediate_size}, c.hidden_size, options);
+  layer.mlp.gate_proj = make_linear(std::move(gate_up[0]), c.mlp_bias, options);
+  layer.mlp.up_proj = make_linear(std::move(gate_up[1]), c.mlp_bias, options);
   layer.mlp.down_proj = make_linear(c.intermediate_size, c.hidden_size, c.mlp_bias, options);
   return layer;
 }

@@ -148,7 +148,10 @@ void Transformer::load(const NamedTensors& tensors, LoadMode mode) {
 }
 
 KvCache Transformer::make_cache(int64_t batch_size, int64_t max_len) const {
-  return KvCache(config_, batch_size, max_len, options_);
+  // Sized by the layers' kv heads: a tensor-parallel engine sets local counts.
+  ModelConfig local = config_;
+  if (!layers.empty()) local.num_key_value_heads = layers.front().self_attn.num_kv_heads;
+  return KvCache(local, batch_size, max_len, options_);
 }
 
 ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tensor& attention_mask,
@@ -179,7 +182,9 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
 
   ForwardContext ctx;
   at::Tensor positions = position_ids;
-  if (!positions.defined()) {
+  if (!positions.defined() && !mask.defined() && cache != nullptr && len == 1) {
+    positions = cache->lengths.unsqueeze(1);  // a decode step: the next position of every row
+  } else if (!positions.defined()) {
     // HF: cumsum(mask) - 1, padding set to 1 (any value: padding is never attended to).
     positions = mask.defined()
                     ? mask.to(at::kLong).cumsum(-1) - 1
@@ -189,23 +194,34 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
   }
   std::tie(ctx.cos, ctx.sin) = rotary.cos_sin(positions, options_.dtype().toScalarType());
 
-  // Query t sits at slot offset + t; it must not see later slots.
-  const at::Tensor slots = at::arange(offset + len, on_device.dtype(at::kLong));
-  const at::Tensor future =
-      slots.unsqueeze(0) > (at::arange(len, on_device.dtype(at::kLong)) + offset).unsqueeze(1);
   at::Tensor key_valid = mask;
   if (cache != nullptr) {
-    cache->valid.slice(1, offset, offset + len)
-        .copy_(mask.defined() ? mask : at::ones({batch, len}, on_device.dtype(at::kBool)));
-    cache->lengths += mask.defined() ? mask.sum(1) : at::full({batch}, len, on_device.dtype(at::kLong));
+    if (mask.defined()) {
+      cache->valid.slice(1, offset, offset + len).copy_(mask);
+      cache->lengths += mask.sum(1);
+    } else {
+      cache->valid.slice(1, offset, offset + len).fill_(true);
+      cache->lengths.add_(len);
+    }
     cache->used += len;
     key_valid = cache->valid.slice(1, 0, offset + len);
     ctx.cache = cache;
     ctx.cache_offset = offset;
   }
-  ctx.blocked = future.view({1, 1, len, offset + len});
-  if (key_valid.defined())
-    ctx.blocked = ctx.blocked.logical_or(key_valid.logical_not().view({batch, 1, 1, -1}));
+  // On CPU a check is cheaper than masking every layer's scores; elsewhere it would sync.
+  if (key_valid.defined() && key_valid.device().is_cpu() && key_valid.all().item<bool>()) key_valid = at::Tensor();
+  at::Tensor blocked;  // undefined: every query sees every key
+  if (len > 1) {
+    // Query t sits at slot offset + t; it must not see later slots.
+    const at::Tensor slots = at::arange(offset + len, on_device.dtype(at::kLong));
+    blocked = (slots.unsqueeze(0) > (at::arange(len, on_device.dtype(at::kLong)) + offset).unsqueeze(1))
+                  .view({1, 1, len, offset + len});
+  }
+  if (key_valid.defined()) {
+    const at::Tensor invalid = key_valid.logical_not().view({batch, 1, 1, -1});
+    blocked = blocked.defined() ? blocked.logical_or(invalid) : invalid;
+  }
+  ctx.blocked = blocked;
   return ctx;
 }
 

@@ -45,6 +45,11 @@ struct WeightMeta {
 
 using NamedTensorList = std::vector<std::pair<std::string, at::Tensor>>;
 
+// The process group (CommContext) a tensor-parallel rollout runs its
+// collectives in: tensor_model_parallel_size consecutive ranks of the pool.
+// The trainer adds it to the actor pool's mesh (see docs/hybrid-engine.md).
+inline constexpr const char* kRolloutTpGroup = "rollout_tp";
+
 class RLCORE_API InferenceEngine {
  public:
   static constexpr const char* kKind = "inference_engine";

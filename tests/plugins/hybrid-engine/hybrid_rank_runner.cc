@@ -1,11 +1,12 @@
 // One rank of a hybrid-engine test: an fsdp actor (dp = world) and a native
-// rollout (tp 1) colocated in this process, switched by a sharding manager.
+// rollout (--tp ranks per model copy, pool mesh {rollout_dp, rollout_tp})
+// colocated in this process, switched by a sharding manager.
 // Trains one step, checkpoints, swaps to rollout, generates, swaps back,
 // checkpoints again and scores the generated tokens with the trainer; writes
 // what the tests compare into --out.
 //
 //   hybrid_rank_runner --rank R --world N --port P --prefix S --out DIR --model DIR
-//                      [--mode bucketed|naive] [--dtype float32|bfloat16] [--offload none|all]
+//                      [--mode bucketed|naive] [--dtype float32|bfloat16] [--offload none|all] [--tp T]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -22,6 +23,7 @@
 #include "identity_adaptor.h"
 #include "native_engine.h"
 #include "rlcore/core/runtime/process_groups.h"
+#include "../../common/rank_runner.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
 #include "sharding_manager_impl.h"
@@ -35,17 +37,8 @@ constexpr int64_t kRowsPerRank = 2;
 constexpr int64_t kPrompt = 5;
 constexpr int64_t kResponse = 6;
 
-std::map<std::string, std::string> parse_args(int argc, char** argv) {
-  std::map<std::string, std::string> args;
-  for (int i = 1; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
-  return args;
-}
-
-std::string arg(const std::map<std::string, std::string>& args, const std::string& key, const std::string& fallback = "") {
-  auto it = args.find(key);
-  if (it != args.end()) return it->second;
-  if (fallback.empty()) throw ConfigError("hybrid_rank_runner: --" + key + " is required");
-  return fallback;
+std::string arg(const testing::RunnerArgs& args, const std::string& key, const std::string& fallback = "") {
+  return testing::runner_arg("hybrid_rank_runner", args, key, fallback);
 }
 
 // Prompts and responses of fixed lengths, no padding: the columns engines read.
@@ -80,6 +73,7 @@ int run(const std::map<std::string, std::string>& args) {
   const int64_t world = std::stoll(arg(args, "world"));
   const fs::path out = arg(args, "out");
   const std::string dtype = arg(args, "dtype", "float32");
+  const int64_t tp = std::stoll(arg(args, "tp", "1"));
 
   ProcessGroupOptions pg;
   pg.store_host = "127.0.0.1";
@@ -89,6 +83,8 @@ int run(const std::map<std::string, std::string>& args) {
   pg.world_size = world;
   pg.local_address = "127.0.0.1";
   pg.timeout = std::chrono::seconds(60);
+  // No "dp" dimension: train-fsdp shards over the whole pool (world).
+  if (tp > 1) pg.mesh = {{"rollout_dp", world / tp}, {kRolloutTpGroup, tp}};
   const std::unique_ptr<CommContext> comm = make_comm_context(pg);
 
   ComponentContext context;
@@ -100,11 +96,13 @@ int run(const std::map<std::string, std::string>& args) {
   auto actor = std::make_shared<fsdp::FsdpEngine>(train_options, context);
   infer_native::NativeEngineOptions rollout_options;
   rollout_options.dtype = dtype;
+  rollout_options.tensor_model_parallel_size = tp;
   auto rollout = std::make_shared<infer_native::NativeEngine>(rollout_options, context);
 
   // One step first, so gradients and optimizer state are not trivially zero.
+  // The ranks of a TP group share their prompts: they generate together.
   const int64_t vocab = rollout->config().vocab_size;
-  at::manual_seed(100 + rank);
+  at::manual_seed(100 + rank / tp);
   const at::Tensor prompts = at::randint(1, vocab, {kRowsPerRank, kPrompt}, at::kLong);
   actor->train_step(sequence_batch(prompts, at::randint(1, vocab, {kRowsPerRank, kResponse}, at::kLong)), {},
                     mean_nll);
@@ -116,8 +114,12 @@ int run(const std::map<std::string, std::string>& args) {
   const auto mode = arg(args, "mode", "bucketed") == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed;
   hybrid::HybridShardingManager manager(options, mode);
   const int64_t train_bytes = train_state_bytes(*actor);
-  manager.attach({actor, rollout, std::make_shared<hybrid::IdentityAdaptor>(), std::make_shared<hybrid::EngineOffloader>(), {}});
+  RolloutLayout layout;
+  layout.tp_size = rollout->tp_size();
+  layout.tp_rank = rollout->tp_rank();
+  manager.attach({actor, rollout, std::make_shared<hybrid::IdentityAdaptor>(), std::make_shared<hybrid::EngineOffloader>(), layout});
   nlohmann::json result;
+  result["tp_rank"] = layout.tp_rank;
   result["train_state_bytes"] = train_bytes;
   result["bucket_bytes"] = manager.plan().bucket_bytes;
   result["rollout_bytes_at_attach"] = rollout->bytes_held();
@@ -177,11 +179,4 @@ int run(const std::map<std::string, std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    std::cerr << "hybrid_rank_runner: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return rlcore::testing::run_rank_main("hybrid_rank_runner", argc, argv, run); }

@@ -1,10 +1,14 @@
 // The hybrid engine over real processes (gloo): an fsdp actor at dp=2 swaps
-// into a native rollout (tp 1, full model on each rank) and back. Rollout
-// weights are bit-exact, the round trip leaves training state bit-identical,
-// rollout log-probs match the trainer's, the ledger stays within bounds.
+// into a native rollout (tp 1, full model on each rank) and back, and an fsdp
+// actor at dp=4 (and 2) into a tp=2 rollout (each rank holds its TP shard).
+// Rollout weights are bit-exact, the round trip leaves training state
+// bit-identical, rollout log-probs match the trainer's, the ledger stays
+// within bounds.
 #include "../train-fsdp/fsdp_testing.h"
 
 #include <map>
+
+#include "rlcore/model/tensor_parallel.h"
 
 using namespace fsdp_test;
 
@@ -22,15 +26,15 @@ struct Run {
 // One checkpoint, runs cached by arguments (Catch re-enters test cases per section).
 struct Suite {
   Suite() { write_tiny_checkpoint(model.path()); }
-  const Run& run(std::vector<std::string> args) {
-    std::string key;
+  const Run& run(std::vector<std::string> args, int64_t world = kWorld) {
+    std::string key = std::to_string(world);
     for (const auto& a : args) key += " " + a;
     auto cached = runs.find(key);
     if (cached != runs.end()) return cached->second;
     args.insert(args.begin(), {"--model", model.str()});
     Run result;
     result.out = work.path() / ("run_" + std::to_string(runs.size()));
-    result.ranks = run_ranks(kWorld, result.out, args, std::chrono::seconds(120), hybrid_runner());
+    result.ranks = run_ranks(world, result.out, args, std::chrono::seconds(120), hybrid_runner());
     return runs.emplace(key, result).first->second;
   }
   TempDir model;
@@ -48,7 +52,7 @@ std::map<std::string, at::Tensor> by_name(const rlcore::NamedTensors& list) {
 }
 
 // Every tensor of every rank's checkpoint file in `a` equals the one in `b`, bit for bit.
-void require_same_checkpoint(const fs::path& a, const fs::path& b) {
+void require_same_checkpoint(const fs::path& a, const fs::path& b, int64_t world = kWorld) {
   int64_t files = 0;
   for (const auto& entry : fs::directory_iterator(a)) {
     if (entry.path().extension() != ".safetensors") continue;
@@ -61,7 +65,13 @@ void require_same_checkpoint(const fs::path& a, const fs::path& b) {
       CHECK(at::equal(tensor, after.at(name)));
     }
   }
-  CHECK(files >= kWorld);
+  CHECK(files >= world);
+}
+
+int64_t bytes_of(const std::vector<int64_t>& shape, const at::Tensor& like) {
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  return numel * static_cast<int64_t>(like.element_size());
 }
 
 }  // namespace
@@ -141,4 +151,61 @@ TEST_CASE("peak ledger bytes <= train shard + inference shard + one bucket; the 
     // The naive rollout keeps its full copy through training.
     CHECK(naive.ranks[rank]["rollout_bytes_after"].get<int64_t>() == b["bucket_bytes"].get<int64_t>());
   }
+}
+
+TEST_CASE("fsdp dp=4 -> native tp=2 dp=2 (and dp=2 -> tp=2 dp=1): each rank's rollout weights are tp_slice(full), "
+          "bit-exact, and only that shard is held",
+          "[hybrid][tp]") {
+  int64_t world = 0;
+  std::string dtype;
+  std::tie(world, dtype) = GENERATE(table<int64_t, std::string>({{4, "float32"}, {4, "bfloat16"}, {2, "float32"}}));
+  INFO("world " << world << ", rollout dtype " << dtype);
+  const Run& run = suite().run({"--dtype", dtype, "--tp", "2"}, world);
+  const auto full = by_name(load_tensors(run.out / "full.safetensors"));
+  int64_t shard_bytes = 0, full_bytes = 0;
+  for (const auto& [name, tensor] : full) {
+    shard_bytes += bytes_of(rlcore::model::tp_shard_shape(name, tensor.sizes(), 2), tensor);
+    full_bytes += bytes_of(tensor.sizes().vec(), tensor);
+  }
+  std::vector<int64_t> tp_ranks;
+  for (int64_t rank = 0; rank < world; ++rank) {
+    INFO("rank " << rank);
+    const nlohmann::json& r = run.ranks[rank];
+    const int64_t tp_rank = r["tp_rank"].get<int64_t>();
+    tp_ranks.push_back(tp_rank);
+    const auto rollout = by_name(load_tensors(run.out / ("rollout_" + std::to_string(rank) + ".safetensors")));
+    REQUIRE(rollout.size() == full.size());
+    for (const auto& [name, tensor] : rollout) {
+      INFO(name);
+      CHECK(at::equal(tensor, rlcore::model::tp_slice(name, full.at(name), tp_rank, 2)));
+    }
+    // Zero redundancy: the bucket is exactly this rank's TP shard, adopted without a copy.
+    CHECK(r["bucket_bytes"].get<int64_t>() == shard_bytes);
+    CHECK(shard_bytes < full_bytes);
+    CHECK(r["rollout_shares_one_storage"].get<bool>());
+    CHECK(r["rollout_bytes_in_rollout"].get<int64_t>() == shard_bytes);
+    CHECK(r["rollout_bytes_after"].get<int64_t>() == 0);
+    CHECK(r["generated_version"].get<int64_t>() == 7);
+  }
+  // TP groups are consecutive ranks: tp ranks 0, 1, 0, 1, ...
+  for (int64_t rank = 0; rank < world; ++rank) CHECK(tp_ranks[rank] == rank % 2);
+}
+
+TEST_CASE("fsdp dp=4 -> native tp=2 dp=2: log-probs match the trainer, the round trip is bit-identical, the ledger "
+          "stays within train shard + inference shard + one bucket",
+          "[hybrid][tp]") {
+  const Run& run = suite().run({"--dtype", "float32", "--tp", "2"}, 4);
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    INFO("rank " << rank);
+    const auto logprobs = by_name(load_tensors(run.out / ("logprobs_" + std::to_string(rank) + ".safetensors")));
+    REQUIRE(logprobs.at("rollout").sizes() == logprobs.at("trainer").sizes());
+    CHECK((logprobs.at("rollout") - logprobs.at("trainer")).abs().max().item<double>() < 1e-4);
+    const nlohmann::json& r = run.ranks[rank];
+    const int64_t train = r["train_state_bytes"].get<int64_t>();
+    const int64_t bucket = r["bucket_bytes"].get<int64_t>();
+    CHECK(r["to_rollout"]["peak_bytes"].get<int64_t>() <= train + 2 * bucket);
+    CHECK(r["to_rollout"]["peak_bytes"].get<int64_t>() >= train + bucket);
+    CHECK(r["ledger_peak"].get<int64_t>() <= train + 2 * bucket);
+  }
+  require_same_checkpoint(run.out / "before", run.out / "after", 4);
 }

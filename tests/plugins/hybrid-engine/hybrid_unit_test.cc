@@ -77,16 +77,40 @@ TEST_CASE("the bucket plan is exactly the rollout's weights, packed without padd
 TEST_CASE("the identity adaptor converts dtype and refuses what it cannot map", "[hybrid][adaptor]") {
   const rlcore::hybrid::IdentityAdaptor adaptor;
   const WeightMeta meta{"model.norm.weight", {4}, at::kBFloat16};
-  rlcore::RolloutLayout tp2;
-  tp2.tp_size = 2;
-  CHECK_THAT(error_of<ValueError>([&] { adaptor.sources(meta, tp2); }),
-             Catch::Contains("model.norm.weight") && Catch::Contains("tp_size 2"));
   at::Tensor out = at::empty({4}, at::kBFloat16);
   const at::Tensor full = at::tensor({1.0f, 2.5f, -3.0f, 0.125f});
   adaptor.convert(meta, {}, {full}, out);
   CHECK(at::equal(out, full.to(at::kBFloat16)));
   CHECK_THAT(error_of<ValueError>([&] { adaptor.convert(meta, {}, {at::zeros({5})}, out); }),
              Catch::Contains("model.norm.weight") && Catch::Contains("[5]"));
+}
+
+TEST_CASE("the identity adaptor re-slices by tp rank: column dim 0, row dim 1, replicated whole", "[hybrid][adaptor][tp]") {
+  const rlcore::hybrid::IdentityAdaptor adaptor;
+  const at::Tensor full = at::arange(24, at::kFloat).view({4, 6});
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    rlcore::RolloutLayout layout;
+    layout.tp_size = 2;
+    layout.tp_rank = rank;
+    INFO("tp rank " << rank);
+    const WeightMeta column{"model.layers.0.mlp.up_proj.weight", {2, 6}, at::kFloat};
+    CHECK(adaptor.sources(column, layout) == std::vector<std::string>{column.name});
+    at::Tensor out = at::empty({2, 6}, at::kFloat);
+    adaptor.convert(column, layout, {full}, out);
+    CHECK(at::equal(out, full.slice(0, 2 * rank, 2 * rank + 2)));
+    const WeightMeta row{"model.layers.0.mlp.down_proj.weight", {4, 3}, at::kBFloat16};
+    out = at::empty({4, 3}, at::kBFloat16);
+    adaptor.convert(row, layout, {full}, out);
+    CHECK(at::equal(out, full.slice(1, 3 * rank, 3 * rank + 3).to(at::kBFloat16)));
+    const WeightMeta replicated{"model.embed_tokens.weight", {4, 6}, at::kFloat};
+    out = at::empty({4, 6}, at::kFloat);
+    adaptor.convert(replicated, layout, {full}, out);
+    CHECK(at::equal(out, full));
+    // A rollout shard shape that is not this layout's slice is refused, naming the tensor and layout.
+    out = at::empty({4, 6}, at::kFloat);
+    CHECK_THAT(error_of<ValueError>([&] { adaptor.convert({column.name, {4, 6}, at::kFloat}, layout, {full}, out); }),
+               Catch::Contains(column.name) && Catch::Contains("of 2"));
+  }
 }
 
 TEST_CASE("offload keys and their verl-style aliases select the same state", "[hybrid][options]") {

@@ -22,6 +22,7 @@
 
 #include "fsdp_engine.h"
 #include "rlcore/core/runtime/process_groups.h"
+#include "../../common/rank_runner.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
 
@@ -34,17 +35,8 @@ constexpr int64_t kRows = 8;
 constexpr int64_t kPrompt = 6;
 constexpr int64_t kResponse = 5;
 
-std::map<std::string, std::string> parse_args(int argc, char** argv) {
-  std::map<std::string, std::string> args;
-  for (int i = 1; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
-  return args;
-}
-
-std::string arg(const std::map<std::string, std::string>& args, const std::string& key, const std::string& fallback = "") {
-  auto it = args.find(key);
-  if (it != args.end()) return it->second;
-  if (fallback.empty()) throw ConfigError("fsdp_rank_runner: --" + key + " is required");
-  return fallback;
+std::string arg(const testing::RunnerArgs& args, const std::string& key, const std::string& fallback = "") {
+  return testing::runner_arg("fsdp_rank_runner", args, key, fallback);
 }
 
 // The same global batch on every rank: left-padded prompts, right-padded
@@ -215,11 +207,4 @@ int run(const std::map<std::string, std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    std::cerr << "fsdp_rank_runner: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return rlcore::testing::run_rank_main("fsdp_rank_runner", argc, argv, run); }

@@ -71,8 +71,8 @@ RLCORE_API at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, c
 // What every layer of one forward shares; built once by Transformer::prepare.
 struct RLCORE_API ForwardContext {
   at::Tensor cos, sin;  // [B, T, head_dim], compute dtype
-  // [B or 1, 1, T, S] bool, true where query t must NOT see key s (future,
-  // padding, an empty cache slot). S = T without a cache, offset + T with one.
+  // [B or 1, 1, T, S] bool, true where query t must NOT see key s (future, padding,
+  // an empty cache slot); undefined when none is. S = T, or offset + T with a cache.
   at::Tensor blocked;
   KvCache* cache = nullptr;  // new k/v go to slots [cache_offset, cache_offset + T)
   int64_t cache_offset = 0;

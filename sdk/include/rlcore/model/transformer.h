@@ -84,6 +84,7 @@ class RLCORE_API Transformer {
   at::Tensor forward(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& attention_mask = {},
                      const at::Tensor& position_ids = {}, int64_t keep_last = 0) const;
 
+  // Sized by the layers' (possibly tensor-parallel local) kv head count.
   KvCache make_cache(int64_t batch_size, int64_t max_len) const;
 
   // The pieces of forward, for engines that run the layer loop themselves

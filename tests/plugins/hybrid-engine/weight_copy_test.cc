@@ -1,0 +1,93 @@
+// The swap's copy fast paths (weight_copy.h) write exactly what copy_ writes,
+// and the CPU bucket (bucket_memory.h) is usable, exactly sized memory.
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <limits>
+
+#include <catch2/catch.hpp>
+
+#include "bucket_memory.h"
+#include "weight_copy.h"
+
+using rlcore::hybrid::allocate_bucket;
+using rlcore::hybrid::copy_weight;
+
+namespace {
+
+// Values where rounding to bf16 is delicate: ties to even both ways, values
+// that round up into the next binade or to infinity, denormals, signed zeros.
+at::Tensor awkward_floats() {
+  const float max = std::numeric_limits<float>::max();
+  const float denormal = std::numeric_limits<float>::denorm_min();
+  std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, max, -max, denormal, -denormal * 3,
+                               std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                               1.0f + 1.0f / 256, 1.0f + 3.0f / 256, 1.0f + 1.0f / 512, 255.9f, 3.0e-39f};
+  // Exact ties (low 16 bits 0x8000) with an even and an odd bf16 mantissa.
+  for (uint32_t bits : {0x3F808000u, 0x3F818000u, 0x7F7F8000u, 0x007F8000u}) {
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    values.push_back(f);
+  }
+  at::Tensor out = at::tensor(values, at::kFloat);
+  // Plus enough random values of every magnitude to cover the vectorised body.
+  return at::cat({out, at::randn({4099}) * at::pow(10.0, at::randint(-30, 30, {4099}).to(at::kFloat))});
+}
+
+}  // namespace
+
+TEST_CASE("copy_weight casts fp32 to bf16 bit for bit like copy_", "[hybrid]") {
+  const at::Tensor src = awkward_floats();
+  at::Tensor fast = at::empty(src.sizes(), at::kBFloat16);
+  copy_weight(src, fast);
+  const at::Tensor reference = at::empty(src.sizes(), at::kBFloat16).copy_(src);
+  CHECK(fast.view(at::kShort).equal(reference.view(at::kShort)));
+}
+
+TEST_CASE("copy_weight maps NaN to a bf16 NaN", "[hybrid]") {
+  const at::Tensor src = at::full({3}, std::numeric_limits<float>::quiet_NaN());
+  at::Tensor out = at::zeros({3}, at::kBFloat16);
+  copy_weight(src, out);
+  CHECK(out.isnan().all().item<bool>());
+}
+
+TEST_CASE("copy_weight copies same-dtype tensors, split over threads when large", "[hybrid]") {
+  for (const int64_t n : {int64_t{7}, (int64_t{1} << 21) + 5}) {
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+      const at::Tensor src = at::randn({n}).to(dtype);
+      at::Tensor out = at::zeros({n}, dtype);
+      copy_weight(src, out);
+      CHECK(out.equal(src));
+    }
+  }
+}
+
+TEST_CASE("copy_weight falls back to copy_ for strided sources and other dtype pairs", "[hybrid]") {
+  const at::Tensor wide = at::randn({6, 8});
+  const at::Tensor strided = wide.t();
+  at::Tensor out = at::empty({8, 6}, at::kBFloat16);
+  copy_weight(strided, out);
+  CHECK(out.equal(strided.to(at::kBFloat16)));
+
+  const at::Tensor half = at::randn({5}).to(at::kBFloat16);
+  at::Tensor widened = at::empty({5}, at::kFloat);
+  copy_weight(half, widened);
+  CHECK(widened.equal(half.to(at::kFloat)));
+}
+
+TEST_CASE("a CPU bucket is writable memory of exactly the requested size", "[hybrid]") {
+  // From the heap, and large enough for its own huge-page mapping; neither a multiple of a page.
+  for (const int64_t bytes : {(int64_t{1} << 20) + 3, (int64_t{33} << 20) + 3}) {
+    at::Tensor bucket = allocate_bucket(bytes, at::Device(at::kCPU));
+    REQUIRE(bucket.numel() == bytes);
+    CHECK(bucket.scalar_type() == at::kByte);
+    CHECK(reinterpret_cast<uintptr_t>(bucket.data_ptr()) % 64 == 0);
+    bucket.fill_(7);
+    CHECK(bucket.sum().item<int64_t>() == 7 * bytes);
+    // Views outlive the handle they came from, as the rollout's adopted weights do.
+    at::Tensor tail = bucket.narrow(0, bytes - 16, 16);
+    bucket.reset();
+    tail.fill_(1);
+    CHECK(tail.sum().item<int64_t>() == 16);
+  }
+}

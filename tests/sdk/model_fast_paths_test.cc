@@ -1,0 +1,102 @@
+// The inference fast paths of the decoder blocks (fused CPU RMSNorm and rotary
+// loops, one GEMM for adjacent q/k/v and gate/up weights, no mask when nothing
+// is blocked) give what the plain ATen op sequence gives.
+#include <ATen/ATen.h>
+
+#include <catch2/catch.hpp>
+
+#include "rlcore/model/layers.h"
+#include "rlcore/model/transformer.h"
+
+using namespace rlcore::model;
+
+namespace {
+
+double max_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+// HF's RMSNorm as separate ATen ops.
+at::Tensor reference_rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  const at::Tensor xf = x.to(at::kFloat);
+  return weight * (xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps)).to(x.scalar_type());
+}
+
+ModelConfig tiny_llama() {
+  ModelConfig c;
+  c.model_type = "llama";
+  c.vocab_size = 64;
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 8;
+  c.max_position_embeddings = 64;
+  c.tie_word_embeddings = true;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("fused RMSNorm equals the ATen op sequence", "[model]") {
+  at::manual_seed(3);
+  for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+    INFO(c10::toString(dtype));
+    const at::Tensor x = (at::randn({3, 5, 96}) * 4).to(dtype);
+    const RmsNorm norm{(at::rand({96}) + 0.5).to(dtype), 1e-5};
+    const at::Tensor fused = norm(x);
+    CHECK(fused.scalar_type() == dtype);
+    // Only the sum of squares is accumulated in another order: at most one bf16 step apart.
+    CHECK(max_diff(fused, reference_rms_norm(x, norm.weight, norm.eps)) < (dtype == at::kFloat ? 1e-5 : 0.05));
+  }
+}
+
+TEST_CASE("fused rotary equals x*cos + rotate_half(x)*sin bit for bit, also on strided views", "[model]") {
+  at::manual_seed(4);
+  for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+    INFO(c10::toString(dtype));
+    // [B, T, H, D] transposed to [B, H, T, D], as attention hands it over.
+    const at::Tensor x = at::randn({2, 7, 3, 16}).to(dtype).transpose(1, 2);
+    const at::Tensor angles = at::randn({2, 7, 16});
+    const at::Tensor cos = angles.cos().to(dtype), sin = angles.sin().to(dtype);
+    const at::Tensor expected = x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1);
+    CHECK(apply_rotary(x, cos, sin).equal(expected));
+  }
+}
+
+TEST_CASE("a layer gives the same outputs with adjacent and with separately allocated projections", "[model]") {
+  at::manual_seed(5);
+  Transformer fused(tiny_llama());
+  fused.init_random(11);
+  Transformer separate(tiny_llama());
+  separate.load(fused.named_parameters());
+  // Fresh storage for each projection: nothing is adjacent any more, so each runs alone.
+  for (auto& [name, slot] : separate.parameter_slots()) *slot = slot->clone();
+  const at::Tensor ids = at::randint(0, 64, {2, 9}, at::kLong);
+  at::NoGradGuard no_grad;
+  CHECK(max_diff(fused.forward(ids), separate.forward(ids)) < 1e-5);
+  // Training needs gradients per weight: the fused path steps aside.
+  fused.set_requires_grad(true);
+  at::AutoGradMode grad(true);
+  const at::Tensor loss = fused.forward(ids).sum();
+  loss.backward();
+  CHECK(fused.layers[0].self_attn.k_proj.weight.grad().defined());
+  CHECK(fused.layers[0].mlp.up_proj.weight.grad().defined());
+}
+
+TEST_CASE("a decode step over a cache without padding masks nothing; padding is still masked", "[model]") {
+  Transformer model(tiny_llama());
+  model.init_random(2);
+  at::NoGradGuard no_grad;
+  KvCache plain = model.make_cache(2, 16);
+  model.forward(at::ones({2, 4}, at::kLong), plain);
+  CHECK_FALSE(model.prepare(at::ones({2, 1}, at::kLong), {}, {}, &plain).blocked.defined());
+
+  KvCache padded = model.make_cache(2, 16);
+  model.forward(at::ones({2, 4}, at::kLong), padded, at::tensor({0, 1, 1, 1, 1, 1, 1, 1}, at::kLong).view({2, 4}));
+  const ForwardContext step = model.prepare(at::ones({2, 1}, at::kLong), {}, {}, &padded);
+  REQUIRE(step.blocked.defined());
+  CHECK(step.blocked.view({2, -1})[0][0].item<bool>());        // row 0's padding slot
+  CHECK_FALSE(step.blocked.view({2, -1})[1][0].item<bool>());  // row 1 has none
+}
