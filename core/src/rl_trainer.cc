@@ -92,6 +92,7 @@ struct RlTrainer::Impl {
         tokenizer(load_tokenizer(resolved.config)),
         rewards(registry, resolved.config.reward),
         checkpoints(resolved.config.run_dir()) {
+    trainer::check_stop_rule(config);
     train_set = load_dataset(config.data.train_files, "data.train_files");
     val_set = config.data.val_files.empty() ? Dataset() : load_dataset(config.data.val_files, "data.val_files");
     const bool critic = trainer::uses_critic(config, components);

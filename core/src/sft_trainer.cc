@@ -49,6 +49,7 @@ class SftRun {
         rewards_(components, config_.reward) {
     const int64_t workers = trainer::TrainerWorkers::pool_sizes(config_, false).first;
     check_batch_sizes(config_, workers, train_set_.size());
+    trainer::check_stop_rule(config_);
     sampler_ = std::make_unique<EpochSampler>(train_set_.size(), config_.data.train_batch_size, config_.data.shuffle,
                                               config_.data.seed);
     total_steps_ = config_.trainer.total_training_steps > 0

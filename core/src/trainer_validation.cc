@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "rlcore/error.h"
 #include "trainer_rewards.h"
 
 namespace rlcore::trainer {
@@ -69,6 +70,16 @@ double mean_val_core_reward(const StepMetrics& metrics) {
     if (name.rfind(kValCorePrefix, 0) == 0) sum += value, ++count;
   }
   return count > 0 ? sum / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN();
+}
+
+void check_stop_rule(const RunConfig& config) {
+  if (config.trainer.stop_at_val_reward <= 0) return;
+  const std::string rule = "trainer.stop_at_val_reward (" + std::to_string(config.trainer.stop_at_val_reward) + ")";
+  if (config.data.val_files.empty()) throw ConfigError(rule + " needs data.val_files: it stops on validation");
+  if (config.trainer.test_freq <= 0) {
+    throw ConfigError(rule + " needs trainer.test_freq > 0 (it is " + std::to_string(config.trainer.test_freq) +
+                      "): it is checked after each validation");
+  }
 }
 
 bool reached_stop_reward(const TrainerConfig& trainer, const StepMetrics& validation) {

@@ -42,6 +42,10 @@ class Validator {
 // The mean of the val-core metrics in `metrics` (one per data_source); NaN when there are none.
 double mean_val_core_reward(const StepMetrics& metrics);
 
+// ConfigError when trainer.stop_at_val_reward is set but nothing validates
+// (no data.val_files, or trainer.test_freq <= 0): the rule could never fire.
+void check_stop_rule(const RunConfig& config);
+
 // trainer.stop_at_val_reward: true when it is set and `validation` reaches it.
 bool reached_stop_reward(const TrainerConfig& trainer, const StepMetrics& validation);
 

@@ -19,6 +19,19 @@ actor_rollout_ref:
 algorithm: {adv_estimator: grpo}
 )";
 
+// SFT pairs that always answer "hello" (ws/sft.jsonl) and the SFT config; returns the config path.
+std::string write_sft_workspace(const std::string& ws) {
+  std::ofstream data(ws + "/sft.jsonl");
+  for (int i = 0; i < 32; ++i) {
+    data << R"({"prompt": "Say something )" << i << R"(:", "response": "hello", "data_source": "letters"})" << "\n";
+  }
+  return e2e::write_config(ws, "sft", R"(
+actor_rollout_ref:
+  actor:
+    optim: {lr: 0.01, weight_decay: 0.0}
+)");
+}
+
 }  // namespace
 
 TEST_CASE("GRPO raises a learnable reward with two workers") {
@@ -113,22 +126,14 @@ TEST_CASE("bad trainer configs fail before any worker starts, naming the keys") 
   CHECK_THAT(error_of({"data.train_files=" + ws + "/missing.jsonl"}), Catch::Contains("missing.jsonl"));
   CHECK_THAT(error_of({"data.train_batch_size=16"}), Catch::Contains("larger than the training set (8 prompts"));
   CHECK_THAT(error_of({"actor_rollout_ref.actor.optim.lrr=1"}), Catch::Contains("optim.lrr"));
+  CHECK_THAT(error_of({"trainer.stop_at_val_reward=0.5"}),
+             Catch::Contains("trainer.stop_at_val_reward (0.500000) needs data.val_files"));
   fs::remove_all(ws);
 }
 
 TEST_CASE("SFT lowers the loss and writes an HF checkpoint an RL run starts from") {
   const std::string ws = e2e::make_workspace("sft");
-  {
-    std::ofstream data(ws + "/sft.jsonl");
-    for (int i = 0; i < 32; ++i) {
-      data << R"({"prompt": "Say something )" << i << R"(:", "response": "hello", "data_source": "letters"})" << "\n";
-    }
-  }
-  const std::string config = e2e::write_config(ws, "sft", R"(
-actor_rollout_ref:
-  actor:
-    optim: {lr: 0.01, weight_decay: 0.0}
-)");
+  const std::string config = write_sft_workspace(ws);
   const e2e::RunResult sft = e2e::run_rlcore({"sft", "--config", config, "data.train_files=" + ws + "/sft.jsonl",
                                               "trainer.total_training_steps=20"});
   INFO(sft.output);
@@ -152,17 +157,7 @@ actor_rollout_ref:
 
 TEST_CASE("SFT validates by generation and stops at trainer.stop_at_val_reward") {
   const std::string ws = e2e::make_workspace("sft_val");
-  {
-    std::ofstream data(ws + "/sft.jsonl");
-    for (int i = 0; i < 32; ++i) {
-      data << R"({"prompt": "Say something )" << i << R"(:", "response": "hello", "data_source": "letters"})" << "\n";
-    }
-  }
-  const std::string config = e2e::write_config(ws, "sft", R"(
-actor_rollout_ref:
-  actor:
-    optim: {lr: 0.01, weight_decay: 0.0}
-)");
+  const std::string config = write_sft_workspace(ws);
   const double stop_at = 0.9;
   const e2e::RunResult sft = e2e::run_rlcore(
       {"sft", "--config", config, "data.train_files=" + ws + "/sft.jsonl", "data.val_files=" + ws + "/prompts.jsonl",
