@@ -96,7 +96,7 @@ struct RlTrainer::Impl {
     train_set = load_dataset(config.data.train_files, "data.train_files");
     val_set = config.data.val_files.empty() ? Dataset() : load_dataset(config.data.val_files, "data.val_files");
     const bool critic = trainer::uses_critic(config, components);
-    const auto [actor_workers, critic_workers] = trainer::TrainerWorkers::pool_sizes(config, critic);
+    const auto [actor_workers, critic_workers] = trainer::TrainerWorkers::data_parallel_sizes(config, critic);
     plan = trainer::make_train_plan(config, components, train_set.size(), actor_workers, critic_workers);
     sampler = std::make_unique<EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle,
                                              config.data.seed);
@@ -112,7 +112,7 @@ struct RlTrainer::Impl {
 
     out << "rlcore: " << config.algorithm.adv_estimator << " on " << train_set.size() << " prompts, "
         << plan.prompts_per_step << " x " << config.actor_rollout_ref.rollout.n << " responses per step, "
-        << plan.total_steps << " steps; " << actor_workers << " actor worker(s)"
+        << plan.total_steps << " steps; " << actor_workers << " actor data-parallel rank(s)"
         << (critic ? ", " + std::to_string(critic_workers) + " critic worker(s)" : std::string()) << "\n";
     const auto start = Clock::now();
     trainer::WorkerRoles roles;

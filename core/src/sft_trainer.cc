@@ -24,13 +24,13 @@ void check_batch_sizes(const RunConfig& config, int64_t workers, int64_t train_e
   const int64_t batch_size = config.data.train_batch_size;
   if (batch_size % workers != 0) {
     throw ConfigError("data.train_batch_size (" + std::to_string(batch_size) + ") must split evenly over the " +
-                      std::to_string(workers) + " actor workers");
+                      std::to_string(workers) + " data-parallel ranks of the actor");
   }
   const int64_t micro = config.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu;
   if (micro > 0 && (batch_size / workers) % micro != 0) {
     throw ConfigError("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu (" + std::to_string(micro) +
                       ") must divide the " + std::to_string(batch_size / workers) +
-                      " examples each worker gets per step (data.train_batch_size / workers)");
+                      " examples each data-parallel rank gets per step (data.train_batch_size / data-parallel ranks)");
   }
   if (train_examples < batch_size) {
     throw ConfigError("data.train_batch_size (" + std::to_string(batch_size) + ") is larger than the training set (" +
@@ -47,7 +47,7 @@ class SftRun {
         tokenizer_(load_tokenizer(resolved.config)),
         train_set_(Dataset::load(config_.data.train_files, config_.data, tokenizer_, /*with_responses=*/true)),
         rewards_(components, config_.reward) {
-    const int64_t workers = trainer::TrainerWorkers::pool_sizes(config_, false).first;
+    const int64_t workers = trainer::TrainerWorkers::data_parallel_sizes(config_, false).first;
     check_batch_sizes(config_, workers, train_set_.size());
     trainer::check_stop_rule(config_);
     sampler_ = std::make_unique<EpochSampler>(train_set_.size(), config_.data.train_batch_size, config_.data.shuffle,
@@ -62,7 +62,7 @@ class SftRun {
         config_, val_set_, tokenizer_, rewards_, trainer::generation_limits(tokenizer_, config_.data.max_response_length));
 
     out_ << "rlcore sft: " << train_set_.size() << " examples, " << config_.data.train_batch_size << " per step, "
-         << total_steps_ << " steps, " << workers << " worker(s)"
+         << total_steps_ << " steps, " << workers << " data-parallel rank(s)"
          << (validator_->enabled() ? ", " + std::to_string(val_set_.size()) + " validation prompts" : std::string())
          << "\n";
     std::vector<std::string> console = {"sft/loss", "actor/grad_norm", "actor/lr"};

@@ -13,6 +13,7 @@
 #include "rlcore/inference_engine.h"
 #include "rlcore/sharding_manager.h"
 #include "trainer_losses.h"
+#include "trainer_parallel.h"
 #include "trainer_sequences.h"
 #include "trainer_worker_common.h"
 
@@ -60,12 +61,16 @@ class ActorRolloutRef {
     if (context.options.value(role_options::kWithRollout, true)) {
       ComponentContext rollout_context;
       rollout_context.model_path = model_path;
-      rollout_context.comm = context.comm;
+      if (context.comm != nullptr) {
+        rollout_comm_ = std::make_unique<CommContext>(
+            rollout_comm(*context.comm, actor_parallelism(config_).rollout_tp));
+        rollout_context.comm = rollout_comm_.get();
+      }
       rollout_ = components.create<InferenceEngine>(
           config_.rollout.name, config_.rollout.engine_options,
           rollout_context);
-      layout_ = rollout_layout(context.comm);
-      attach_sharding_manager(components);
+      layout_ = rollout_layout(rollout_context.comm);
+      attach_sharding_manager(components, rollout_context);
     }
     loss_ = make_actor_loss(components, section["actor"]);
   }
@@ -77,16 +82,19 @@ class ActorRolloutRef {
     methods.add_mesh("generate", kRolloutMesh, [this](const Batch& b, const nlohmann::json& a) {
       return generate(b, a);
     });
-    methods.add("compute_log_prob", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
+    // Every rank of a model-parallel replica (train-megatron's tp x pp group)
+    // gets the replica's rows; without one this is dp_compute over all ranks.
+    methods.set_mesh_rank(kTrainMesh, train_mesh_rank(context_.comm, context_.rank, context_.world_size));
+    methods.add_mesh("compute_log_prob", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
       return compute_log_prob(b, a);
     });
-    methods.add("compute_ref_log_prob", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
+    methods.add_mesh("compute_ref_log_prob", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
       return compute_ref_log_prob(b, a);
     });
-    methods.add("update_actor", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
+    methods.add_mesh("update_actor", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
       return update_actor(b, a);
     });
-    methods.add("sft_step", DispatchMode::kDpCompute, [this](const Batch& b, const nlohmann::json& a) {
+    methods.add_mesh("sft_step", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
       return sft_step(b, a);
     });
     methods.add("sync_weights", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
@@ -205,13 +213,13 @@ class ActorRolloutRef {
 
   // The train <-> rollout switch around every generate() call, with the
   // weight version set by the last sync_weights.
-  void attach_sharding_manager(const Registry& components) {
+  void attach_sharding_manager(const Registry& components, const ComponentContext& context) {
     const HybridEngineConfig& hybrid = config_.hybrid_engine;
     sharding_manager_ = components.create<ShardingManager>(config_.rollout.sharding_manager, hybrid.options);
     HybridEngines engines;
     engines.train = actor_;
     engines.rollout = rollout_;
-    engines.adaptor = components.create<WeightAdaptor>(hybrid.weight_adaptor);
+    engines.adaptor = components.create<WeightAdaptor>(weight_adaptor_for(config_), ConfigNode(), context);
     engines.offloader = components.create<Offloader>(hybrid.offloader);
     engines.layout = layout_;
     sharding_manager_->attach(std::move(engines));
@@ -265,10 +273,12 @@ class ActorRolloutRef {
   }
 
   static constexpr const char* kRolloutMesh = "rollout";
+  static constexpr const char* kTrainMesh = "train";
 
   RoleContext context_;
   ActorRolloutRefConfig config_;
   RolloutLayout layout_;
+  std::unique_ptr<CommContext> rollout_comm_;  // the pool's groups, plus the rollout's TP group
   std::shared_ptr<TrainEngine> actor_;
   std::shared_ptr<TrainEngine> ref_;
   std::shared_ptr<InferenceEngine> rollout_;

@@ -97,9 +97,15 @@ OptionsSchema<RolloutConfig> rollout_schema() {
   return schema;
 }
 
+std::string weight_adaptor_for(const ActorRolloutRefConfig& config) {
+  if (!config.hybrid_engine.weight_adaptor.empty()) return config.hybrid_engine.weight_adaptor;
+  return config.actor.strategy == "megatron" ? "megatron" : "identity";
+}
+
 OptionsSchema<HybridEngineConfig> hybrid_engine_schema() {
   OptionsSchema<HybridEngineConfig> schema;
-  schema.key("weight_adaptor", &HybridEngineConfig::weight_adaptor, "Actor -> rollout layout (a weight_adaptor).")
+  schema.key("weight_adaptor", &HybridEngineConfig::weight_adaptor,
+             "Actor -> rollout layout (a weight_adaptor); empty: megatron for actor.strategy megatron, else identity.")
       .key("offloader", &HybridEngineConfig::offloader, "Moves actor state to host during rollout (an offloader).")
       .other_keys_to(&HybridEngineConfig::options);
   return schema;

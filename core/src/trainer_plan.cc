@@ -33,7 +33,7 @@ void check_mini_batches(const std::string& role, int64_t prompts_per_step, int64
   if (responses % workers != 0) {
     throw ConfigError(mini_key + " (" + str(mini_batch_prompts) + ") x actor_rollout_ref.rollout.n (" + str(n) +
                       ") = " + str(responses) + " responses per mini-batch must split evenly over the " +
-                      str(workers) + " workers of the " + role + " (runtime pools)");
+                      str(workers) + " data-parallel ranks of the " + role + " (runtime pools / model-parallel size)");
   }
   *rows_per_worker = responses / workers;
   if (micro_batch > 0 && *rows_per_worker % micro_batch != 0) {

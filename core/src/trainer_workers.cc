@@ -7,6 +7,7 @@
 #include "rlcore/core/trainer/roles.h"
 #include "rlcore/error.h"
 #include "rlcore/inference_engine.h"
+#include "trainer_parallel.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -26,34 +27,35 @@ const PoolSpec& pool_of(const std::vector<PoolSpec>& pools, const std::string& r
   throw ConfigError("no pool hosts the role '" + role + "'");
 }
 
-// A tensor-parallel rollout runs its collectives in kRolloutTpGroup, so the
-// actor pool's mesh becomes {rollout_dp, rollout_tp}: TP groups of consecutive
-// ranks. There is no "dp" dimension, so the train engines keep sharding over
-// the whole pool (train-fsdp uses "dp" when present, else "world").
-void add_rollout_mesh(PoolSpec& pool, const RunConfig& config) {
-  const ConfigNode node = config.actor_rollout_ref.rollout.engine_options["tensor_model_parallel_size"];
-  const int64_t tp = node.defined() ? node.as<int64_t>() : 1;
-  if (tp <= 1) return;
-  const std::string key = "actor_rollout_ref.rollout.tensor_model_parallel_size (" + std::to_string(tp) + ")";
-  if (!pool.mesh.empty()) {
-    for (const MeshDim& dim : pool.mesh) {
-      if (dim.name == kRolloutTpGroup && dim.size == tp) return;
+// The mesh the actor's layout needs (trainer_parallel.h); a mesh written in the
+// config is kept when it has the dimensions that layout needs.
+void set_actor_mesh(PoolSpec& pool, const RunConfig& config, bool rollout) {
+  ActorParallelism parallel = actor_parallelism(config.actor_rollout_ref);
+  if (!rollout) parallel.rollout_tp = 1;
+  const MeshShape wanted = actor_pool_mesh(parallel, pool.size());
+  if (wanted.empty()) return;
+  if (pool.mesh.empty()) {
+    pool.mesh = wanted;
+    return;
+  }
+  for (const MeshDim& need : wanted) {
+    if (need.name.rfind("dp") != std::string::npos) continue;  // dp / rollout_dp follow from the rest
+    bool found = false;
+    for (const MeshDim& dim : pool.mesh) found = found || (dim.name == need.name && dim.size == need.size);
+    if (!found) {
+      throw ConfigError("the mesh of pool '" + pool.name + "' needs a '" + need.name + "' dimension of size " +
+                        std::to_string(need.size) + " for the actor's parallel layout (or leave its mesh unset)");
     }
-    throw ConfigError(key + ": the mesh of pool '" + pool.name + "' needs a '" + kRolloutTpGroup +
-                      "' dimension of that size (or leave its mesh unset)");
   }
-  if (pool.size() % tp != 0) {
-    throw ConfigError(key + " must divide the " + std::to_string(pool.size()) + " workers of pool '" + pool.name +
-                      "', which hosts the rollout");
-  }
-  pool.mesh = {MeshDim{"rollout_dp", pool.size() / tp}, MeshDim{kRolloutTpGroup, tp}};
 }
 
 }  // namespace
 
-std::pair<int64_t, int64_t> TrainerWorkers::pool_sizes(const RunConfig& config, bool critic) {
+std::pair<int64_t, int64_t> TrainerWorkers::data_parallel_sizes(const RunConfig& config, bool critic) {
   const std::vector<PoolSpec> pools = resolve_pools(config.runtime, role_specs(critic));
-  return {pool_of(pools, kActorRole).size(), critic ? pool_of(pools, kCriticRole).size() : 0};
+  const int64_t actor_dp =
+      actor_data_parallel_size(actor_parallelism(config.actor_rollout_ref), pool_of(pools, kActorRole).size());
+  return {actor_dp, critic ? pool_of(pools, kCriticRole).size() : 0};
 }
 
 TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
@@ -66,7 +68,7 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
   std::vector<PoolSpec> pools = resolve_pools(resolved.config.runtime, role_specs(roles.critic));
   for (auto& pool : pools) {
     for (auto& role : pool.roles) role.options = options;
-    if (&pool == &pool_of(pools, kActorRole) && roles.rollout) add_rollout_mesh(pool, resolved.config);
+    if (&pool == &pool_of(pools, kActorRole)) set_actor_mesh(pool, resolved.config, roles.rollout);
   }
   ClusterOptions cluster = cluster_options(resolved.config.runtime, std::move(pools));
   for (const auto& path : plugin_paths) {

@@ -22,9 +22,10 @@ struct WorkerRoles {
 
 class TrainerWorkers {
  public:
-  // The pool sizes the config gives the roles, without starting anything.
-  // Returns {actor workers, critic workers (0 without a critic)}.
-  static std::pair<int64_t, int64_t> pool_sizes(const RunConfig& config, bool critic);
+  // How many ways the config splits each role's rows, without starting
+  // anything: {actor data-parallel size (its workers / (tp x pp)), critic
+  // workers (0 without a critic)}.
+  static std::pair<int64_t, int64_t> data_parallel_sizes(const RunConfig& config, bool critic);
 
   // Starts the workers (local launcher) or waits for them (external).
   TrainerWorkers(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,

@@ -1,15 +1,25 @@
 // The `hybrid-engine` plugin: the `bucketed` and `naive` sharding managers, the
-// `identity` weight adaptor and the `engine` offloader.
+// `identity` and `megatron` weight adaptors and the `engine` offloader.
 #include "rlcore/plugin.h"
 
 #include "engine_offloader.h"
 #include "identity_adaptor.h"
+#include "megatron_adaptor.h"
+#include "rlcore/error.h"
 #include "sharding_manager_impl.h"
 
 namespace rlcore::hybrid {
 namespace {
 
 struct NoOptions {};
+
+// The Megatron layout depends on the model's head counts and sizes.
+std::unique_ptr<MegatronAdaptor> make_megatron_adaptor(const ComponentContext& context) {
+  if (context.model_path.empty()) {
+    throw ConfigError("weight_adaptor megatron: needs the actor's model path (its config.json) in its context");
+  }
+  return std::make_unique<MegatronAdaptor>(model::ModelConfig::from_file(context.model_path + "/config.json"));
+}
 
 void register_hybrid_engine(PluginRegistrar& registrar) {
   registrar.add<ShardingManager>(
@@ -27,6 +37,12 @@ void register_hybrid_engine(PluginRegistrar& registrar) {
                                "Full HF-named training tensors -> same-named rollout tensors, sliced to the rollout "
                                "rank's tensor-parallel shard.",
                                OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<IdentityAdaptor>(); });
+  registrar.add<WeightAdaptor>(
+      "megatron",
+      "Full Megatron-layout training tensors (train-megatron: fused QKV per query group, fused gate/up) -> HF-named "
+      "rollout tensors, sliced to the rollout rank's tensor-parallel shard.",
+      OptionsSchema<NoOptions>(),
+      [](const NoOptions&, const ComponentContext& context) { return make_megatron_adaptor(context); });
   registrar.add<Offloader>("engine", "Training state to host and back through the TrainEngine's offload()/reload().",
                            OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<EngineOffloader>(); });
 }

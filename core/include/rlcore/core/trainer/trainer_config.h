@@ -81,7 +81,7 @@ struct RolloutConfig {
 // The hybrid engine's parts (see docs/hybrid-engine.md); `options` are the
 // sharding manager's keys (offload_train_param, ...).
 struct HybridEngineConfig {
-  std::string weight_adaptor = "identity";
+  std::string weight_adaptor;  // empty: chosen by the actor's strategy (weight_adaptor_for)
   std::string offloader = "engine";
   ConfigNode options;
 };
@@ -116,6 +116,11 @@ struct AlgorithmConfig {
   KlControlConfig kl_ctrl;
   ConfigNode estimator_options;  // the advantage estimator's keys (gamma, lam, ...)
 };
+
+// The weight adaptor the hybrid engine uses: hybrid_engine.weight_adaptor when
+// set, else the one matching the actor's layout (megatron for the megatron
+// strategy, identity for HF-named trainers such as fsdp).
+RLCORE_API std::string weight_adaptor_for(const ActorRolloutRefConfig& config);
 
 RLCORE_API OptionsSchema<ActorConfig> actor_schema();
 RLCORE_API OptionsSchema<RefConfig> ref_schema();
