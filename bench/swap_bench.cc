@@ -9,7 +9,6 @@
 //              [--reps N] [--threads N] [--header]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +23,7 @@
 #include "engine_offloader.h"
 #include "fsdp_engine.h"
 #include "identity_adaptor.h"
+#include "memory_reference.h"
 #include "native_engine.h"
 #include "sharding_manager_impl.h"
 
@@ -32,42 +32,10 @@ namespace {
 namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
 using namespace rlcore;
+using bench::max_rss_bytes;
+using bench::memcpy_gbps;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-int64_t max_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
-}
-
-// memcpy split like the swap's copies (at::parallel_for over the intra-op
-// threads, 1 MiB grain), so both sides use the same number of threads.
-void parallel_memcpy(char* to, const char* from, int64_t bytes) {
-  at::parallel_for(0, bytes, int64_t{1} << 20, [&](int64_t begin, int64_t end) {
-    std::memcpy(to + begin, from + begin, static_cast<size_t>(end - begin));
-  });
-}
-
-// Best-of-reps bandwidth of one memcpy of `bytes`: between two touched buffers
-// (`fresh` false), or into a buffer allocated just before (`fresh` true: the
-// page faults a swap pays on its new bucket are included).
-double memcpy_gbps(int64_t bytes, int reps, bool fresh) {
-  std::vector<char> from(static_cast<size_t>(bytes), 1), to(static_cast<size_t>(bytes), 0);
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const auto start = Clock::now();
-    if (fresh) {
-      std::unique_ptr<char[]> target(new char[static_cast<size_t>(bytes)]);
-      parallel_memcpy(target.get(), from.data(), bytes);
-      best = std::min(best, seconds_since(start));
-    } else {
-      parallel_memcpy(to.data(), from.data(), bytes);
-      best = std::min(best, seconds_since(start));
-    }
-  }
-  return static_cast<double>(bytes) / best / 1e9;
-}
 
 std::string short_dtype(const std::string& dtype) {
   if (dtype == "bfloat16") return "bf16";

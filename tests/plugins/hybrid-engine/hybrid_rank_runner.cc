@@ -1,12 +1,15 @@
-// One rank of a hybrid-engine test: an fsdp actor (dp = world) and a native
-// rollout (--tp ranks per model copy, pool mesh {rollout_dp, rollout_tp})
-// colocated in this process, switched by a sharding manager.
-// Trains one step, checkpoints, swaps to rollout, generates, swaps back,
-// checkpoints again and scores the generated tokens with the trainer; writes
-// what the tests compare into --out.
+// One rank of a hybrid-engine test: an actor and a native rollout (--tp ranks
+// per model copy) colocated in this process, switched by a sharding manager.
+// The actor is fsdp (dp = world) or, with --trainer megatron, train-megatron
+// loaded from its plugin (--train-tp x --train-pp ranks per replica, pool mesh
+// {dp, pp, tp}) with the megatron weight adaptor. Trains one step,
+// checkpoints, swaps to rollout, generates, swaps back, checkpoints again and
+// scores the generated tokens with the trainer; writes what the tests compare
+// into --out.
 //
 //   hybrid_rank_runner --rank R --world N --port P --prefix S --out DIR --model DIR
 //                      [--mode bucketed|naive] [--dtype float32|bfloat16] [--offload none|all] [--tp T]
+//                      [--trainer fsdp|megatron --plugin FILE --train-tp T --train-pp P]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -21,10 +24,15 @@
 #include "engine_offloader.h"
 #include "fsdp_engine.h"
 #include "identity_adaptor.h"
+#include "megatron_adaptor.h"
 #include "native_engine.h"
+#include "rlcore/core/plugin_loader.h"
 #include "rlcore/core/runtime/process_groups.h"
 #include "../../common/rank_runner.h"
+#include "rlcore/config_node.h"
 #include "rlcore/error.h"
+#include "rlcore/model/megatron_layout.h"
+#include "rlcore/registry.h"
 #include "rlcore/safetensors.h"
 #include "sharding_manager_impl.h"
 
@@ -67,6 +75,30 @@ int64_t train_state_bytes(const TrainEngine& engine) {
   return m.param_bytes + m.grad_bytes + m.optimizer_bytes;
 }
 
+// The actor and what the swap needs to read it: fsdp visits HF names,
+// train-megatron its own layout (converted back to HF names for the checks).
+struct Actor {
+  std::shared_ptr<TrainEngine> engine;
+  std::shared_ptr<WeightAdaptor> adaptor;
+  bool megatron = false;
+};
+
+Actor make_actor(const std::map<std::string, std::string>& args, const ComponentContext& context, Registry& registry) {
+  if (arg(args, "trainer", "fsdp") == "fsdp") {
+    fsdp::FsdpOptions options;
+    options.optim.lr = 1e-2;
+    return {std::make_shared<fsdp::FsdpEngine>(options, context), std::make_shared<hybrid::IdentityAdaptor>(), false};
+  }
+  PluginLoader(registry).load_path(arg(args, "plugin"));
+  const ConfigNode options = ConfigNode::parse("{megatron: {tensor_model_parallel_size: " + arg(args, "train-tp", "1") +
+                                                   ", pipeline_model_parallel_size: " + arg(args, "train-pp", "1") +
+                                                   "}, optim: {lr: 0.01}}",
+                                               "hybrid_rank_runner");
+  return {registry.create<TrainEngine>("megatron", options, context),
+          std::make_shared<hybrid::MegatronAdaptor>(model::ModelConfig::from_file(context.model_path + "/config.json")),
+          true};
+}
+
 int run(const std::map<std::string, std::string>& args) {
   at::set_num_threads(1);
   const int64_t rank = std::stoll(arg(args, "rank"));
@@ -74,6 +106,9 @@ int run(const std::map<std::string, std::string>& args) {
   const fs::path out = arg(args, "out");
   const std::string dtype = arg(args, "dtype", "float32");
   const int64_t tp = std::stoll(arg(args, "tp", "1"));
+  const int64_t replica = std::stoll(arg(args, "train-tp", "1")) * std::stoll(arg(args, "train-pp", "1"));
+  // Ranks that must see the same rows: a rollout TP group, a trainer replica.
+  const int64_t row_group = rank / std::max(tp, replica);
 
   ProcessGroupOptions pg;
   pg.store_host = "127.0.0.1";
@@ -83,17 +118,23 @@ int run(const std::map<std::string, std::string>& args) {
   pg.world_size = world;
   pg.local_address = "127.0.0.1";
   pg.timeout = std::chrono::seconds(60);
-  // No "dp" dimension: train-fsdp shards over the whole pool (world).
-  if (tp > 1) pg.mesh = {{"rollout_dp", world / tp}, {kRolloutTpGroup, tp}};
+  // No "dp" dimension without a model-parallel trainer: the trainer spans the whole pool (world).
+  if (replica > 1) {
+    if (tp != 1) throw ValueError("hybrid_rank_runner: a model-parallel trainer is tested with --tp 1");
+    pg.mesh = {{"dp", world / replica}, {"pp", std::stoll(arg(args, "train-pp", "1"))},
+               {"tp", std::stoll(arg(args, "train-tp", "1"))}};
+  } else if (tp > 1) {
+    pg.mesh = {{"rollout_dp", world / tp}, {kRolloutTpGroup, tp}};
+  }
   const std::unique_ptr<CommContext> comm = make_comm_context(pg);
 
   ComponentContext context;
   context.model_path = arg(args, "model");
   context.comm = comm.get();
   context.total_training_steps = 10;
-  fsdp::FsdpOptions train_options;
-  train_options.optim.lr = 1e-2;
-  auto actor = std::make_shared<fsdp::FsdpEngine>(train_options, context);
+  Registry registry;
+  const Actor made = make_actor(args, context, registry);
+  const std::shared_ptr<TrainEngine>& actor = made.engine;
   infer_native::NativeEngineOptions rollout_options;
   rollout_options.dtype = dtype;
   rollout_options.tensor_model_parallel_size = tp;
@@ -102,7 +143,7 @@ int run(const std::map<std::string, std::string>& args) {
   // One step first, so gradients and optimizer state are not trivially zero.
   // The ranks of a TP group share their prompts: they generate together.
   const int64_t vocab = rollout->config().vocab_size;
-  at::manual_seed(100 + rank / tp);
+  at::manual_seed(100 + row_group);
   const at::Tensor prompts = at::randint(1, vocab, {kRowsPerRank, kPrompt}, at::kLong);
   actor->train_step(sequence_batch(prompts, at::randint(1, vocab, {kRowsPerRank, kResponse}, at::kLong)), {},
                     mean_nll);
@@ -117,7 +158,7 @@ int run(const std::map<std::string, std::string>& args) {
   RolloutLayout layout;
   layout.tp_size = rollout->tp_size();
   layout.tp_rank = rollout->tp_rank();
-  manager.attach({actor, rollout, std::make_shared<hybrid::IdentityAdaptor>(), std::make_shared<hybrid::EngineOffloader>(), layout});
+  manager.attach({actor, rollout, made.adaptor, std::make_shared<hybrid::EngineOffloader>(), layout});
   nlohmann::json result;
   result["tp_rank"] = layout.tp_rank;
   result["train_state_bytes"] = train_bytes;
@@ -165,11 +206,17 @@ int run(const std::map<std::string, std::string>& args) {
   save_safetensors(out / ("logprobs_" + std::to_string(rank) + ".safetensors"),
                    {{"rollout", at::stack(rollout_logprobs)}, {"trainer", scored.log_prob.contiguous()}});
 
-  // The full training parameters in the rollout dtype, for the bit-exact comparison.
+  // The full training parameters by HF name in the rollout dtype, for the bit-exact comparison.
   NamedTensors full;
   const at::ScalarType rollout_dtype = rollout->dtype();
+  const model::ModelConfig& config = rollout->config();
   actor->for_each_full_parameter([&](const std::string& name, const at::Tensor& t) {
-    full.emplace_back(name, t.to(rollout_dtype).clone());
+    if (!made.megatron) {
+      full.emplace_back(name, t.to(rollout_dtype).clone());
+      return;
+    }
+    for (const std::string& hf : model::megatron::hf_sources(config, name))
+      full.emplace_back(hf, model::megatron::to_hf(config, hf, t).to(rollout_dtype).clone());
   });
   if (rank == 0) save_safetensors(out / "full.safetensors", full);
 
