@@ -4,6 +4,7 @@
 // vectorises runs at memory speed. Built with -O3 (CMakeLists.txt).
 #include "weight_copy.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <ATen/ATen.h>
@@ -28,7 +29,20 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void float_to_bf16(
   }
 }
 
-bool plain_cpu(const at::Tensor& t) { return t.device().is_cpu() && t.is_contiguous() && !t.is_conj() && !t.is_neg(); }
+bool plain_cpu(const at::Tensor& t) { return t.device().is_cpu() && !t.is_conj() && !t.is_neg(); }
+
+// A 2-D tensor whose rows are each contiguous but not adjacent: a dim-1
+// narrow, i.e. a row-parallel tensor-parallel slice.
+bool contiguous_rows(const at::Tensor& t) { return t.dim() == 2 && t.stride(1) == 1 && t.stride(0) >= t.size(1); }
+
+// Copies n elements from `from` to `to`, same dtype or fp32 -> bf16.
+void copy_run(const at::Tensor& src, const at::Tensor& out, const char* from, char* to, int64_t n) {
+  if (src.scalar_type() == out.scalar_type()) {
+    std::memcpy(to, from, static_cast<size_t>(n * static_cast<int64_t>(out.element_size())));
+  } else {
+    float_to_bf16(reinterpret_cast<const float*>(from), reinterpret_cast<uint16_t*>(to), n);
+  }
+}
 
 }  // namespace
 
@@ -36,23 +50,30 @@ void copy_weight(const at::Tensor& src, at::Tensor& out) {
   const int64_t n = out.numel();
   const bool same = src.scalar_type() == out.scalar_type();
   const bool to_bf16 = src.scalar_type() == at::kFloat && out.scalar_type() == at::kBFloat16;
-  if (!plain_cpu(src) || !plain_cpu(out) || src.numel() != n || !(same || to_bf16)) {
+  const bool fast_layout = src.is_contiguous() || (contiguous_rows(src) && src.sizes() == out.sizes());
+  if (!plain_cpu(src) || !plain_cpu(out) || !out.is_contiguous() || !fast_layout || src.numel() != n ||
+      !(same || to_bf16)) {
     out.copy_(src);
     return;
   }
-  if (same) {
-    const auto element = static_cast<int64_t>(out.element_size());
-    const char* from = static_cast<const char*>(src.data_ptr());
-    char* to = static_cast<char*>(out.data_ptr());
+  const auto in_size = static_cast<int64_t>(src.element_size());
+  const auto out_size = static_cast<int64_t>(out.element_size());
+  const char* from = static_cast<const char*>(src.data_ptr());
+  char* to = static_cast<char*>(out.data_ptr());
+  if (src.is_contiguous()) {
     at::parallel_for(0, n, kParallelGrain, [&](int64_t begin, int64_t end) {
-      std::memcpy(to + begin * element, from + begin * element, static_cast<size_t>((end - begin) * element));
+      copy_run(src, out, from + begin * in_size, to + begin * out_size, end - begin);
     });
     return;
   }
-  const float* from = src.data_ptr<float>();
-  auto* to = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
-  at::parallel_for(0, n, kParallelGrain,
-                   [&](int64_t begin, int64_t end) { float_to_bf16(from + begin, to + begin, end - begin); });
+  const int64_t cols = src.size(1);
+  const int64_t row_stride = src.stride(0);
+  at::parallel_for(0, src.size(0), std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t row = begin; row < end; ++row) {
+                       copy_run(src, out, from + row * row_stride * in_size, to + row * cols * out_size, cols);
+                     }
+                   });
 }
 
 }  // namespace rlcore::hybrid

@@ -7,8 +7,9 @@
 namespace rlcore::hybrid {
 
 // out <- src converted to out's dtype, bitwise what out.copy_(src) writes for
-// every non-NaN value (bf16 rounds to nearest even). Anything but contiguous
-// CPU tensors of one dtype, or fp32 -> bf16, falls back to copy_.
+// every non-NaN value (bf16 rounds to nearest even). Fast paths: CPU tensors
+// of one dtype or fp32 -> bf16, the source contiguous or a 2-D tensor with
+// contiguous rows (a row-parallel TP slice); anything else falls back to copy_.
 void copy_weight(const at::Tensor& src, at::Tensor& out);
 
 }  // namespace rlcore::hybrid

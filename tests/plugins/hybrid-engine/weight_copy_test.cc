@@ -62,6 +62,20 @@ TEST_CASE("copy_weight copies same-dtype tensors, split over threads when large"
   }
 }
 
+TEST_CASE("copy_weight copies row-parallel slices (contiguous rows, strided between them)", "[hybrid]") {
+  const at::Tensor full = at::randn({300, 4096});
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    const at::Tensor slice = full.narrow(1, rank * 2048, 2048);  // 614400 elements per rank
+    REQUIRE_FALSE(slice.is_contiguous());
+    at::Tensor bf16 = at::empty({300, 2048}, at::kBFloat16);
+    copy_weight(slice, bf16);
+    CHECK(bf16.equal(slice.to(at::kBFloat16)));
+    at::Tensor fp32 = at::empty({300, 2048}, at::kFloat);
+    copy_weight(slice, fp32);
+    CHECK(fp32.equal(slice));
+  }
+}
+
 TEST_CASE("copy_weight falls back to copy_ for strided sources and other dtype pairs", "[hybrid]") {
   const at::Tensor wide = at::randn({6, 8});
   const at::Tensor strided = wide.t();
