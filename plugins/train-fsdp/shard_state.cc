@@ -7,13 +7,20 @@ namespace rlcore::fsdp {
 
 void Placed::offload() {
   if (!device.defined()) return;
-  host = device.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+  if (device.is_cuda()) {
+    // Pinned, so the copy back in reload() is an asynchronous DMA on the stream.
+    host = at::empty(device.sizes(), device.options().device(at::kCPU).pinned_memory(true));
+    host.copy_(device);
+  } else {
+    host = device.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+  }
   device = at::Tensor();
 }
 
 void Placed::reload(const at::Device& to) {
   if (!host.defined()) return;
-  device = host.to(to, /*non_blocking=*/false, /*copy=*/true);
+  // Stream-ordered: kernels that read `device` run after the copy lands.
+  device = host.to(to, /*non_blocking=*/host.is_pinned(), /*copy=*/true);
   host = at::Tensor();
 }
 
