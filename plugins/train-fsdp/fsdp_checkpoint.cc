@@ -169,7 +169,7 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
   };
   at::NoGradGuard no_grad;
   for (size_t u = 0; u < layouts_.size(); ++u) {
-    ShardState& state = shards_[u];
+    train::ShardState& state = shards_[u];
     std::vector<std::pair<std::string, at::Tensor*>> targets = {{".param", &state.param.device}};
     if (trainable_) {
       targets.emplace_back(".exp_avg", &state.exp_avg.device);

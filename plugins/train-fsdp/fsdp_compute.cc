@@ -84,7 +84,7 @@ std::vector<FsdpEngine::MicroBatch> FsdpEngine::make_micro_batches(const Batch& 
   if (options.temperature <= 0) throw ValueError("fsdp: temperature must be > 0");
   const bool has_positions = batch.contains(columns::kPositionIds) && batch.is_tensor(columns::kPositionIds);
   std::vector<MicroBatch> micro;
-  for (const RowRange& range : micro_batch_rows(mask, options.micro_batching)) {
+  for (const train::RowRange& range : train::micro_batch_rows(mask, options.micro_batching)) {
     MicroBatch m;
     m.rows = batch.slice(range.begin, range.end);
     m.input_ids = ids.slice(0, range.begin, range.end).to(device_, at::kLong);
@@ -246,7 +246,7 @@ void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<std:
 
 double FsdpEngine::clip_and_step() {
   at::Tensor squares = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
-  for (const ShardState& state : shards_) squares += state.grad.device.to(at::kDouble).pow(2).sum();
+  for (const train::ShardState& state : shards_) squares += state.grad.device.to(at::kDouble).pow(2).sum();
   squares = squares.cpu();
   dp_.all_reduce_sum(squares);
   const double grad_norm = std::sqrt(squares.item<double>());
@@ -259,14 +259,14 @@ double FsdpEngine::clip_and_step() {
   if (options_.grad_clip > 0) {
     const double coef = std::min(1.0, options_.grad_clip / (grad_norm + 1e-6));
     if (coef < 1.0)
-      for (ShardState& state : shards_) state.grad.device.mul_(coef);
+      for (train::ShardState& state : shards_) state.grad.device.mul_(coef);
   }
   ++adam_steps_;
-  const AdamWHyper hyper{lr, options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps,
+  const train::AdamWHyper hyper{lr, options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps,
                          options_.optim.weight_decay, adam_steps_};
   at::NoGradGuard no_grad;
-  for (ShardState& state : shards_)
-    adamw_update(state.param.device, state.grad.device, state.exp_avg.device, state.exp_avg_sq.device, hyper);
+  for (train::ShardState& state : shards_)
+    train::adamw_update(state.param.device, state.grad.device, state.exp_avg.device, state.exp_avg_sq.device, hyper);
   zero_grads();
   return grad_norm;
 }

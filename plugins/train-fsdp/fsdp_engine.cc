@@ -33,23 +33,6 @@ model::ModelHead parse_head(const std::string& head) {
   throw ConfigError("fsdp: model_head must be 'lm' or 'value', got '" + head + "'");
 }
 
-int64_t total_steps(const FsdpOptions& options, const ComponentContext& context) {
-  return options.optim.total_training_steps > 0 ? options.optim.total_training_steps : context.total_training_steps;
-}
-
-LrSchedule make_schedule(const FsdpOptions& options, const ComponentContext& context) {
-  const OptimOptions& o = options.optim;
-  const int64_t total = total_steps(options, context);
-  const int64_t warmup = o.lr_warmup_steps >= 0 ? o.lr_warmup_steps
-                                                : static_cast<int64_t>(o.lr_warmup_steps_ratio * static_cast<double>(total));
-  return LrSchedule(o.lr, scheduler_type(o), warmup, total, o.min_lr_ratio, o.num_cycles);
-}
-
-void check_betas(const std::vector<double>& betas) {
-  if (betas.size() != 2 || betas[0] < 0 || betas[0] >= 1 || betas[1] < 0 || betas[1] >= 1)
-    throw ConfigError("optim.betas: expected two values in [0, 1), e.g. [0.9, 0.999]");
-}
-
 bool is_ignorable(const std::string& name, model::ModelHead head, bool tied) {
   if (name.size() >= 19 && name.compare(name.size() - 19, 19, "rotary_emb.inv_freq") == 0) return true;
   // A critic starts from an LM checkpoint: its lm_head is not part of the value model.
@@ -68,8 +51,7 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       dp_(context.comm),
       config_(read_config(context.model_path)),
       skeleton_(config_, head_, at::TensorOptions().device(at::kMeta).dtype(compute_dtype_)),
-      schedule_(make_schedule(options, context)) {
-  check_betas(options_.optim.betas);
+      schedule_(train::make_lr_schedule(options.optim, context.total_training_steps)) {
   if (!device_.is_cpu()) skeleton_.rotary = model::RotaryEmbedding(config_, device_);
   layouts_ = build_unit_layouts(model::parameter_specs(config_, head_), dp_.size());
   if (layouts_.size() != static_cast<size_t>(config_.num_hidden_layers) + 2 || layouts_.front().name != "embed" ||
@@ -101,7 +83,7 @@ void FsdpEngine::init_shards() {
   const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
   shards_.clear();
   for (const UnitLayout& layout : layouts_) {
-    ShardState state;
+    train::ShardState state;
     state.param.device = at::zeros({layout.shard_size}, fp32);
     if (trainable_) {
       state.grad.device = at::zeros({layout.shard_size}, fp32);
@@ -227,7 +209,7 @@ void FsdpEngine::for_each_full_parameter(const std::function<void(const std::str
 }
 
 void FsdpEngine::offload(OffloadSet what) {
-  for (ShardState& state : shards_) {
+  for (train::ShardState& state : shards_) {
     if (contains(what, OffloadSet::kParams)) state.param.offload();
     if (contains(what, OffloadSet::kGrads)) state.grad.offload();
     if (contains(what, OffloadSet::kOptimizer)) {
@@ -239,7 +221,7 @@ void FsdpEngine::offload(OffloadSet what) {
 }
 
 void FsdpEngine::reload(OffloadSet what) {
-  for (ShardState& state : shards_) {
+  for (train::ShardState& state : shards_) {
     if (contains(what, OffloadSet::kParams)) state.param.reload(device_);
     if (contains(what, OffloadSet::kGrads)) state.grad.reload(device_);
     if (contains(what, OffloadSet::kOptimizer)) {
@@ -252,7 +234,7 @@ void FsdpEngine::reload(OffloadSet what) {
 
 TrainMemory FsdpEngine::memory() const {
   TrainMemory memory;
-  for (const ShardState& state : shards_) {
+  for (const train::ShardState& state : shards_) {
     memory.param_bytes += state.param.device_bytes();
     memory.grad_bytes += state.grad.device_bytes();
     memory.optimizer_bytes += state.exp_avg.device_bytes() + state.exp_avg_sq.device_bytes();
@@ -263,7 +245,7 @@ TrainMemory FsdpEngine::memory() const {
 }
 
 void FsdpEngine::zero_grads() {
-  for (ShardState& state : shards_)
+  for (train::ShardState& state : shards_)
     if (state.grad.device.defined()) state.grad.device.zero_();
 }
 

@@ -91,8 +91,8 @@ class FsdpEngine final : public TrainEngine {
   std::vector<UnitLayout> layouts_;
   std::vector<std::vector<at::Tensor*>> slots_;  // per unit, per parameter
   std::vector<std::vector<at::Tensor>> placeholders_;
-  std::vector<ShardState> shards_;
-  LrSchedule schedule_;
+  std::vector<train::ShardState> shards_;
+  train::LrSchedule schedule_;
   int64_t step_ = 0;          // train_step calls (drives the lr schedule)
   int64_t adam_steps_ = 0;    // updates applied (a step with a non-finite norm is skipped)
   OffloadSet offloaded_ = OffloadSet::kNone;

@@ -9,7 +9,7 @@
 
 #include "rlcore/train_engine.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train {
 
 struct RowRange {
   int64_t begin = 0;
@@ -21,4 +21,4 @@ struct RowRange {
 // for a negative size or a dynamic budget <= 0.
 std::vector<RowRange> micro_batch_rows(const at::Tensor& attention_mask, const MicroBatching& batching);
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train

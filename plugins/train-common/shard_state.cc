@@ -3,7 +3,7 @@
 
 #include <ATen/ATen.h>
 
-namespace rlcore::fsdp {
+namespace rlcore::train {
 
 void Placed::offload() {
   if (!device.defined()) return;
@@ -27,4 +27,4 @@ void Placed::reload(const at::Device& to) {
 int64_t Placed::device_bytes() const { return device.defined() ? static_cast<int64_t>(device.nbytes()) : 0; }
 int64_t Placed::host_bytes() const { return host.defined() ? static_cast<int64_t>(host.nbytes()) : 0; }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train

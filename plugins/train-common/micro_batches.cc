@@ -7,7 +7,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train {
 
 std::vector<RowRange> micro_batch_rows(const at::Tensor& attention_mask, const MicroBatching& batching) {
   const int64_t rows = attention_mask.size(0);
@@ -37,4 +37,4 @@ std::vector<RowRange> micro_batch_rows(const at::Tensor& attention_mask, const M
   return ranges;
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train

@@ -6,7 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace rlcore::fsdp {
+namespace rlcore::train {
 
 struct AdamWHyper {
   double lr = 0;
@@ -20,4 +20,4 @@ struct AdamWHyper {
 void adamw_update(at::Tensor& param, const at::Tensor& grad, at::Tensor& exp_avg, at::Tensor& exp_avg_sq,
                   const AdamWHyper& hyper);
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train

@@ -5,7 +5,7 @@
 
 #include <ATen/ATen.h>
 
-namespace rlcore::fsdp {
+namespace rlcore::train {
 
 void adamw_update(at::Tensor& param, const at::Tensor& grad, at::Tensor& exp_avg, at::Tensor& exp_avg_sq,
                   const AdamWHyper& hyper) {
@@ -18,4 +18,4 @@ void adamw_update(at::Tensor& param, const at::Tensor& grad, at::Tensor& exp_avg
   param.addcdiv_(exp_avg, denom, -hyper.lr / bias_correction1);
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train

@@ -6,7 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace rlcore::fsdp {
+namespace rlcore::train {
 
 // A tensor that lives on the device or, while offloaded, as a separate host copy.
 struct Placed {
@@ -30,4 +30,4 @@ struct ShardState {
   Placed exp_avg_sq;  // AdamW second moment; trainable only
 };
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train
