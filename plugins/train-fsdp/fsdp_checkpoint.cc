@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fsdp_engine.h"
+#include "checkpoint_files.h"
 #include "fsdp_engine_internal.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
@@ -23,38 +24,13 @@ namespace rlcore::fsdp {
 namespace {
 
 namespace fs = std::filesystem;
+using train::write_text_atomic;
 
 constexpr const char* kManifest = "fsdp_checkpoint.json";
 constexpr const char* kFormat = "rlcore-fsdp/1";
-constexpr uint64_t kExportShardBytes = 2'000'000'000;
 
 fs::path rank_file(const fs::path& dir, int64_t rank, const char* ext) {
   return dir / ("rank_" + std::to_string(rank) + ext);
-}
-
-void write_text_atomic(const fs::path& path, const std::string& text) {
-  const fs::path temp = path.string() + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw IoError(temp.string() + ": cannot write");
-  }
-  std::error_code error;
-  fs::rename(temp, path, error);
-  if (error) throw IoError(path.string() + ": cannot rename into place: " + error.message());
-}
-
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path.string() + ": cannot open (missing file of an fsdp checkpoint?)");
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError(path.string() + ": not valid JSON: " + e.what());
-  }
 }
 
 std::string to_hex(const at::Tensor& bytes) {
@@ -129,7 +105,7 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
   ResidentScope resident(*this, OffloadSet::kAll);
   const fs::path dir(dir_text);
   const fs::path manifest_path = dir / kManifest;
-  const nlohmann::json manifest = read_json(manifest_path);
+  const nlohmann::json manifest = train::read_json(manifest_path, "an fsdp checkpoint");
   int64_t saved_world = 0;
   std::vector<UnitLayout> saved;
   bool has_optimizer = false;
@@ -191,7 +167,7 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
   }
   const fs::path rng_path = rank_file(dir, dp_.rank() % saved_world, ".json");
   try {
-    default_cpu_generator().set_state(from_hex(read_json(rng_path).at("rng").get<std::string>(), rng_path));
+    default_cpu_generator().set_state(from_hex(train::read_json(rng_path, "an fsdp checkpoint").at("rng").get<std::string>(), rng_path));
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(rng_path.string() + ": " + e.what());
   }
@@ -207,8 +183,6 @@ void FsdpEngine::export_hf(const std::string& dir_text) {
     if (dp_.rank() == 0) tensors.emplace_back(name, full.to(at::kCPU, dtype, false, /*copy=*/true));
   });
   if (dp_.rank() == 0) {
-    fs::create_directories(dir);
-    save_safetensors_checkpoint(dir, tensors, kExportShardBytes);
     nlohmann::json json = config_.to_json();
     if (head_ == model::ModelHead::kValue) {
       // transformers' *ForTokenClassification with one label: verl's critic checkpoint.
@@ -219,15 +193,7 @@ void FsdpEngine::export_hf(const std::string& dir_text) {
       }
       json["num_labels"] = 1;
     }
-    write_text_atomic(dir / "config.json", json.dump(2) + "\n");
-    // Tokenizer and generation files travel unchanged from the source checkpoint.
-    for (const auto& entry : fs::directory_iterator(model_path_)) {
-      const std::string name = entry.path().filename().string();
-      if (!entry.is_regular_file() || name == "config.json" || name == kSafetensorsIndexFile ||
-          entry.path().extension() == ".safetensors")
-        continue;
-      fs::copy_file(entry.path(), dir / name, fs::copy_options::overwrite_existing);
-    }
+    train::write_hf_export(dir, json, tensors, model_path_);
   }
   dp_.barrier();
 }

@@ -131,6 +131,28 @@ at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Te
   return x * c + rotate_half(x) * s;
 }
 
+at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& blocked, double scaling) {
+  const int64_t batch = q.size(0);
+  const int64_t num_heads = q.size(1);
+  const int64_t len = q.size(2);
+  const int64_t head_dim = q.size(3);
+  const int64_t num_kv_heads = k.size(1);
+  const int64_t keys_len = k.size(2);
+  // [B, H, T, D] -> [B, KV, G*T, D]: query heads h of group g = h / G share kv head g.
+  const int64_t groups = num_heads / num_kv_heads;
+  const at::Tensor q_grouped = q.reshape({batch, num_kv_heads, groups * len, head_dim});
+  at::Tensor scores = at::matmul(q_grouped, k.transpose(-1, -2)) * scaling;
+  scores = scores.view({batch, num_heads, len, keys_len}).to(at::kFloat);
+  // A finite fill (HF uses finfo.min) keeps fully masked rows (padding
+  // queries) uniform instead of NaN, so a masked loss never sees NaN.
+  // Undefined: no key is blocked (a decode step over a cache without padding).
+  if (blocked.defined()) scores = scores.masked_fill(blocked, std::numeric_limits<float>::lowest());
+  const at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
+  const at::Tensor out = at::matmul(probs.view({batch, num_kv_heads, groups * len, keys_len}), v);
+  return out.view({batch, num_heads, len, head_dim}).transpose(1, 2).reshape({batch, len, -1});
+}
+
 at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
   const int64_t batch = x.size(0);
   const int64_t len = x.size(1);
@@ -151,19 +173,7 @@ at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx,
     k = ctx.cache->keys[layer].slice(2, 0, end);
     v = ctx.cache->values[layer].slice(2, 0, end);
   }
-  const int64_t keys_len = k.size(2);
-  // [B, H, T, D] -> [B, KV, G*T, D]: query heads h of group g = h / G share kv head g.
-  const int64_t groups = num_heads / num_kv_heads;
-  const at::Tensor q_grouped = q.reshape({batch, num_kv_heads, groups * len, head_dim});
-  at::Tensor scores = at::matmul(q_grouped, k.transpose(-1, -2)) * scaling;
-  scores = scores.view({batch, num_heads, len, keys_len}).to(at::kFloat);
-  // A finite fill (HF uses finfo.min) keeps fully masked rows (padding
-  // queries) uniform instead of NaN, so a masked loss never sees NaN.
-  // Undefined: no key is blocked (a decode step over a cache without padding).
-  if (ctx.blocked.defined()) scores = scores.masked_fill(ctx.blocked, std::numeric_limits<float>::lowest());
-  const at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
-  const at::Tensor out = at::matmul(probs.view({batch, num_kv_heads, groups * len, keys_len}), v);
-  return o_proj(out.view({batch, num_heads, len, head_dim}).transpose(1, 2).reshape({batch, len, -1}));
+  return o_proj(grouped_attention(q, k, v, ctx.blocked, scaling));
 }
 
 void Attention::collect(const std::string& prefix, ParameterSlots& out) {

@@ -78,6 +78,14 @@ struct RLCORE_API ForwardContext {
   int64_t cache_offset = 0;
 };
 
+// Softmax attention with grouped kv heads, HF's op order (fp32 softmax).
+// q [B, H, T, D], k and v [B, KV, S, D]: query heads h of group g = h / (H / KV)
+// share kv head g (HF repeat_kv order), without copying kv per query head.
+// `blocked` as ForwardContext::blocked (undefined: nothing blocked).
+// Returns [B, T, H * D].
+RLCORE_API at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                        const at::Tensor& blocked, double scaling);
+
 // Causal self-attention with grouped kv heads. Each kv head serves
 // num_heads / num_kv_heads consecutive query heads (HF repeat_kv order); the
 // grouping is done by reshaping q, so kv is never copied per query head.
