@@ -1,0 +1,331 @@
+// MegatronEngine's forward and train_step: micro-batches through the pipeline
+// stages (GPipe: every forward, then every backward), the loss on the last
+// stage, gradients summed for the tied embedding copies, averaged over dp,
+// clipped by the global norm and applied by AdamW on the fp32 masters.
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include "adamw.h"
+#include "megatron_engine.h"
+#include "megatron_internal.h"
+#include "micro_batches.h"
+#include "rlcore/error.h"
+
+namespace rlcore::megatron {
+namespace {
+
+const at::Tensor& require_column(const Batch& batch, const char* name) {
+  if (!batch.contains(name) || !batch.is_tensor(name))
+    throw ValueError(std::string("megatron: the batch has no tensor column '") + name + "'");
+  return batch.tensor(name);
+}
+
+// Point-to-point transfers between neighbouring stages; sends complete when waited for.
+class StageLink {
+ public:
+  explicit StageLink(const CommGroup& pp) : pp_(pp) {}
+  void send(const at::Tensor& tensor, int64_t to, int tag) {
+    std::vector<at::Tensor> buffer = {tensor.detach().to(at::kFloat).contiguous()};
+    pending_.push_back(pp_.backend().send(buffer, static_cast<int>(to), tag));
+    buffers_.push_back(buffer.front());
+  }
+  at::Tensor recv(at::IntArrayRef shape, const at::Device& device, int64_t from, int tag) {
+    std::vector<at::Tensor> buffer = {at::empty(shape, at::TensorOptions().dtype(at::kFloat).device(device))};
+    pp_.backend().recv(buffer, static_cast<int>(from), tag)->wait();
+    return buffer.front();
+  }
+  void wait_sends() {
+    for (auto& work : pending_) work->wait();
+    pending_.clear();
+    buffers_.clear();
+  }
+
+ private:
+  const CommGroup& pp_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> pending_;
+  std::vector<at::Tensor> buffers_;  // alive until their sends complete
+};
+
+// The last stage's [rows, R] outputs on every stage.
+at::Tensor share_from_last_stage(const ParallelGroups& groups, at::Tensor local, at::IntArrayRef shape,
+                                 const at::Device& device) {
+  if (groups.pp.size() == 1) return local;
+  at::Tensor shared =
+      groups.last_stage() ? local.contiguous() : at::empty(shape, at::TensorOptions().dtype(at::kFloat).device(device));
+  groups.pp.broadcast(shared, groups.pp.size() - 1);
+  return shared;
+}
+
+// Loss metrics: summed over micro-batches on the last stage, then the mean over
+// micro-batches and dp ranks on every rank.
+class MetricSums {
+ public:
+  void add(const std::map<std::string, at::Tensor>& metrics) {
+    for (const auto& [name, value] : metrics) {
+      sums_[name] += value.detach().to(at::kDouble).item<double>();
+      counts_[name] += 1;
+    }
+  }
+  std::map<std::string, double> mean(const ParallelGroups& groups) const {
+    // Names travel as text from the last stage, which alone ran the loss.
+    std::string names;
+    std::vector<double> values;
+    for (const auto& [name, sum] : sums_) {
+      names += name + '\n';
+      values.push_back(sum / counts_.at(name));
+    }
+    at::Tensor size = at::tensor({static_cast<int64_t>(names.size()), static_cast<int64_t>(values.size())}, at::kLong);
+    const int64_t last = groups.pp.size() - 1;
+    if (groups.pp.size() > 1) groups.pp.broadcast(size, last);
+    at::Tensor text = at::zeros({size[0].item<int64_t>()}, at::kByte);
+    at::Tensor numbers = at::zeros({size[1].item<int64_t>()}, at::kDouble);
+    if (groups.last_stage()) {
+      std::memcpy(text.data_ptr(), names.data(), names.size());
+      numbers.copy_(at::tensor(values, at::kDouble));
+    }
+    if (groups.pp.size() > 1) {
+      groups.pp.broadcast(text, last);
+      groups.pp.broadcast(numbers, last);
+    }
+    groups.dp.all_reduce(numbers);
+    numbers.div_(static_cast<double>(groups.dp.size()));
+    std::map<std::string, double> out;
+    const std::string received(static_cast<const char*>(text.data_ptr()), static_cast<size_t>(text.numel()));
+    size_t start = 0;
+    for (int64_t i = 0; i < numbers.numel(); ++i) {
+      const size_t end = received.find('\n', start);
+      out[received.substr(start, end - start)] = numbers[i].item<double>();
+      start = end + 1;
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::string, double> sums_;
+  std::map<std::string, int64_t> counts_;
+};
+
+}  // namespace
+
+struct MegatronEngine::PipelineResult {
+  std::vector<TokenLogProbs> outputs;  // last stage, forward only: one per micro-batch
+  MetricSums metrics;
+};
+
+std::vector<MegatronEngine::MicroBatch> MegatronEngine::make_micro_batches(const Batch& batch,
+                                                                          const ForwardOptions& options) const {
+  const at::Tensor& ids = require_column(batch, columns::kInputIds);
+  const at::Tensor& mask = require_column(batch, columns::kAttentionMask);
+  const at::Tensor& responses = require_column(batch, columns::kResponses);
+  if (ids.dim() != 2 || mask.sizes() != ids.sizes() || responses.dim() != 2 || responses.size(0) != ids.size(0) ||
+      responses.size(1) < 1 || responses.size(1) >= ids.size(1)) {
+    throw ValueError("megatron: expected input_ids and attention_mask [B, P + R] and responses [B, R] with P, R >= 1");
+  }
+  if (options.temperature <= 0) throw ValueError("megatron: temperature must be > 0");
+  const bool has_positions = batch.contains(columns::kPositionIds) && batch.is_tensor(columns::kPositionIds);
+  std::vector<MicroBatch> micro;
+  for (const train::RowRange& range : train::micro_batch_rows(mask, options.micro_batching)) {
+    MicroBatch m;
+    m.rows = batch.slice(range.begin, range.end);
+    m.input_ids = ids.slice(0, range.begin, range.end).to(device_, at::kLong);
+    m.attention_mask = mask.slice(0, range.begin, range.end).to(device_, at::kLong);
+    if (has_positions)
+      m.position_ids = batch.tensor(columns::kPositionIds).slice(0, range.begin, range.end).to(device_, at::kLong);
+    m.responses = responses.slice(0, range.begin, range.end).to(device_, at::kLong);
+    m.response_len = responses.size(1);
+    m.prompt_len = ids.size(1) - m.response_len;
+    m.ctx = skeleton_.prepare(m.input_ids, m.attention_mask, m.position_ids, nullptr);
+    micro.push_back(std::move(m));
+  }
+  return micro;
+}
+
+MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBatch>& micro,
+                                                           const ForwardOptions& options, const LossFunction* loss,
+                                                           const GlobalBatchInfo& global,
+                                                           const std::vector<at::Tensor>& weights) {
+  const bool training = loss != nullptr;
+  const int64_t stage = groups_.pp.rank();
+  const int tag_base = static_cast<int>(micro.size());
+  StageLink link(groups_.pp);
+  std::vector<LayerWeights> layers;
+  for (int64_t layer = first_layer_; layer < end_layer_; ++layer) layers.push_back(layer_weights(weights, layer));
+  PipelineResult result;
+  std::vector<at::Tensor> inputs(micro.size()), outputs(micro.size()), losses(micro.size());
+  for (size_t m = 0; m < micro.size(); ++m) {
+    const MicroBatch& mb = micro[m];
+    at::Tensor x;
+    if (groups_.first_stage()) {
+      x = stage_.embed(mb.input_ids, weight(weights, "embedding.word_embeddings.weight"));
+    } else {
+      inputs[m] = link.recv({mb.input_ids.size(0), mb.input_ids.size(1), config_.hidden_size}, device_, stage - 1,
+                            static_cast<int>(m));
+      if (training) inputs[m].requires_grad_(true);
+      x = inputs[m].to(compute_dtype_);
+    }
+    for (size_t l = 0; l < layers.size(); ++l) x = stage_.layer(x, layers[l], mb.ctx);
+    if (!groups_.last_stage()) {
+      link.send(x, stage + 1, static_cast<int>(m));
+      outputs[m] = x;
+      continue;
+    }
+    // Position P + t - 1 predicts response token t: only those positions reach the head.
+    const at::Tensor h = x.slice(1, mb.prompt_len - 1, mb.prompt_len - 1 + mb.response_len);
+    TokenLogProbs out = stage_.head(h, weight(weights, "decoder.final_layernorm.weight"), output_weight(weights),
+                                    mb.responses, options.temperature, options.entropy);
+    if (!training) {
+      result.outputs.push_back(std::move(out));
+      continue;
+    }
+    ModelOutput model_output;
+    model_output.log_prob = out.log_prob;
+    model_output.entropy = out.entropy;
+    const LossOutput l = (*loss)(mb.rows, model_output, global);
+    if (!l.loss.defined() || l.loss.numel() != 1 || !l.loss.requires_grad())
+      throw ValueError("megatron: the loss function must return a scalar loss with gradient");
+    losses[m] = l.loss;
+    result.metrics.add(l.metrics);
+  }
+  link.wait_sends();
+  if (!training) return result;
+  for (size_t m = 0; m < micro.size(); ++m) {
+    if (groups_.last_stage()) {
+      torch::autograd::backward({losses[m]});
+    } else {
+      const at::Tensor grad = link.recv(outputs[m].sizes(), device_, stage + 1, tag_base + static_cast<int>(m));
+      torch::autograd::backward({outputs[m]}, {grad.to(outputs[m].scalar_type())});
+    }
+    outputs[m] = losses[m] = at::Tensor();
+    if (!groups_.first_stage()) link.send(inputs[m].grad(), stage - 1, tag_base + static_cast<int>(m));
+  }
+  link.wait_sends();
+  return result;
+}
+
+ModelOutput MegatronEngine::forward(const Batch& batch, const ForwardOptions& options) {
+  Resident resident(*this, OffloadSet::kParams);
+  at::NoGradGuard no_grad;
+  std::vector<MicroBatch> micro = make_micro_batches(batch, options);
+  const PipelineResult result = run_pipeline(micro, options, nullptr, {}, compute_weights(false));
+  const int64_t rows = require_column(batch, columns::kResponses).size(0);
+  const int64_t response_len = require_column(batch, columns::kResponses).size(1);
+  at::Tensor log_prob, entropy;
+  if (groups_.last_stage()) {
+    std::vector<at::Tensor> lp, ent;
+    for (const TokenLogProbs& out : result.outputs) {
+      lp.push_back(out.log_prob);
+      if (options.entropy) ent.push_back(out.entropy);
+    }
+    const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
+    log_prob = lp.empty() ? at::zeros({0, response_len}, fp32) : at::cat(lp, 0);
+    if (options.entropy) entropy = ent.empty() ? at::zeros({0, response_len}, fp32) : at::cat(ent, 0);
+  }
+  ModelOutput output;
+  output.log_prob = share_from_last_stage(groups_, log_prob, {rows, response_len}, device_);
+  if (options.entropy) output.entropy = share_from_last_stage(groups_, entropy, {rows, response_len}, device_);
+  return output;
+}
+
+TrainStepOutput MegatronEngine::train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) {
+  if (!trainable_)
+    throw ValueError("megatron: train_step on a frozen engine (trainable = false, e.g. the reference policy)");
+  Resident resident(*this, OffloadSet::kAll);
+  at::AutoGradMode grad_mode(true);
+  zero_grads();  // a step that threw half-way may have left partial sums
+  std::vector<MicroBatch> micro = make_micro_batches(batch, options);
+
+  const at::Tensor response_mask = require_column(batch, columns::kResponseMask).to(at::kDouble);
+  at::Tensor counts = at::stack({response_mask.sum(), response_mask.ne(0).any(1).sum().to(at::kDouble)}).cpu();
+  groups_.dp.all_reduce(counts);
+  const GlobalBatchInfo global{groups_.dp.size(), counts[0].item<double>(), counts[1].item<double>()};
+
+  const std::vector<at::Tensor> leaves = compute_weights(true);
+  PipelineResult result = run_pipeline(micro, options, &loss, global, leaves);
+  accumulate_gradients(leaves);
+  reduce_gradients();
+  const double lr = schedule_.lr(step_);
+  const double grad_norm = clip_and_step();
+  TrainStepOutput out;
+  out.metrics = result.metrics.mean(groups_);
+  out.metrics["grad_norm"] = grad_norm;
+  out.metrics["lr"] = lr;
+  return out;
+}
+
+void MegatronEngine::accumulate_gradients(const std::vector<at::Tensor>& leaves) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const at::Tensor& grad = leaves[i].grad();
+    if (grad.defined()) params_[i].state.grad.device.add_(grad.to(at::kFloat));
+  }
+}
+
+void MegatronEngine::reduce_gradients() {
+  at::NoGradGuard no_grad;
+  // Tied embeddings over stages: stage 0's and the last stage's copies get the sum.
+  if (config_.tie_word_embeddings && groups_.pp.size() > 1) {
+    const std::string name = "embedding.word_embeddings.weight";
+    at::Tensor* grad = nullptr;
+    for (LocalParam& p : params_)
+      if (p.meta.name == name) grad = &p.state.grad.device;
+    at::Tensor shared = grad ? grad->clone()
+                             : at::zeros({config_.vocab_size / groups_.tp.size(), config_.hidden_size},
+                                         at::TensorOptions().dtype(at::kFloat).device(device_));
+    groups_.pp.all_reduce(shared);
+    for (LocalParam& p : params_)
+      if (p.meta.name == name) p.state.grad.device.copy_(shared);
+  }
+  if (groups_.dp.size() == 1) return;
+  std::vector<at::Tensor> grads;
+  for (LocalParam& p : params_) grads.push_back(p.state.grad.device.reshape(-1));
+  at::Tensor flat = at::cat(grads);
+  groups_.dp.all_reduce(flat);
+  flat.div_(static_cast<double>(groups_.dp.size()));
+  int64_t offset = 0;
+  for (LocalParam& p : params_) {
+    const int64_t n = p.state.grad.device.numel();
+    p.state.grad.device.copy_(flat.narrow(0, offset, n).view_as(p.state.grad.device));
+    offset += n;
+  }
+}
+
+double MegatronEngine::clip_and_step() {
+  at::Tensor squares = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
+  for (const LocalParam& p : params_)
+    if (p.counted_in_norm) squares += p.state.grad.device.to(at::kDouble).pow(2).sum();
+  squares = squares.cpu();
+  groups_.tp.all_reduce(squares);
+  groups_.pp.all_reduce(squares);
+  const double grad_norm = std::sqrt(squares.item<double>());
+  const double lr = schedule_.lr(step_);
+  ++step_;
+  if (!std::isfinite(grad_norm)) {  // verl skips the update and drops the gradients
+    zero_grads();
+    return grad_norm;
+  }
+  if (options_.grad_clip > 0) {
+    const double coef = std::min(1.0, options_.grad_clip / (grad_norm + 1e-6));
+    if (coef < 1.0)
+      for (LocalParam& p : params_) p.state.grad.device.mul_(coef);
+  }
+  ++adam_steps_;
+  const train::AdamWHyper hyper{lr, options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps,
+                                options_.optim.weight_decay, adam_steps_};
+  at::NoGradGuard no_grad;
+  for (LocalParam& p : params_)
+    train::adamw_update(p.state.param.device, p.state.grad.device, p.state.exp_avg.device, p.state.exp_avg_sq.device,
+                        hyper);
+  zero_grads();
+  return grad_norm;
+}
+
+void MegatronEngine::zero_grads() {
+  for (LocalParam& p : params_)
+    if (p.state.grad.device.defined()) p.state.grad.device.zero_();
+}
+
+}  // namespace rlcore::megatron

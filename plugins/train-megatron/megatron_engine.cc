@@ -1,0 +1,245 @@
+// MegatronEngine: construction (groups, stage, shards of the checkpoint),
+// compute weights, gathering full parameters, shards, offload and memory.
+#include "megatron_engine.h"
+
+#include <filesystem>
+
+#include <ATen/ATen.h>
+
+#include "megatron_internal.h"
+#include "rlcore/error.h"
+#include "rlcore/safetensors.h"
+
+namespace rlcore::megatron {
+namespace {
+
+namespace mg = model::megatron;
+
+model::ModelConfig read_config(const std::string& model_path) {
+  if (model_path.empty()) {
+    throw ConfigError("megatron: model_path is empty; the engine trains a Hugging Face checkpoint directory "
+                      "(config.json + model.safetensors), e.g. one written by `rlcore model init`");
+  }
+  std::error_code error;
+  if (!std::filesystem::is_directory(model_path, error))
+    throw ConfigError("megatron: model_path '" + model_path + "' is not a directory");
+  return model::ModelConfig::from_file((std::filesystem::path(model_path) / "config.json").string());
+}
+
+void check_supported(const ComponentContext& context, const model::ModelConfig& config,
+                     const MegatronConfigOptions& options) {
+  if (context.model_head != "lm") {
+    throw ConfigError("megatron: model_head '" + context.model_head +
+                      "' is not supported (the megatron engine has the causal-LM head only; use strategy fsdp for a "
+                      "critic)");
+  }
+  try {
+    mg::validate_parallel(config, options.tensor_model_parallel_size, options.pipeline_model_parallel_size);
+  } catch (const ValueError& e) {
+    throw ConfigError(std::string("megatron: ") + e.what());
+  }
+}
+
+}  // namespace
+
+MegatronEngine::MegatronEngine(const MegatronOptions& options, const ComponentContext& context)
+    : options_(options),
+      model_path_(context.model_path),
+      trainable_(context.trainable),
+      device_(context.device.empty() ? std::string("cpu") : context.device),
+      compute_dtype_(options.megatron.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat),
+      config_(read_config(context.model_path)),
+      groups_(parallel_groups(context.comm, options.megatron.tensor_model_parallel_size,
+                              options.megatron.pipeline_model_parallel_size)),
+      stage_(config_, groups_.tp),
+      skeleton_(config_, model::ModelHead::kCausalLm, at::TensorOptions().device(at::kMeta).dtype(compute_dtype_)),
+      schedule_(train::make_lr_schedule(options.optim, context.total_training_steps)) {
+  check_supported(context, config_, options.megatron);
+  if (!device_.is_cpu()) skeleton_.rotary = model::RotaryEmbedding(config_, device_);
+  std::tie(first_layer_, end_layer_) = mg::pp_layer_range(config_.num_hidden_layers, groups_.pp.rank(), groups_.pp.size());
+  load_initial_weights(model_path_);
+  OffloadSet parked = OffloadSet::kNone;
+  if (options_.megatron.param_offload) parked = parked | OffloadSet::kParams;
+  if (options_.megatron.grad_offload && trainable_) parked = parked | OffloadSet::kGrads;
+  if (options_.megatron.optimizer_offload && trainable_) parked = parked | OffloadSet::kOptimizer;
+  offload(parked);
+}
+
+int64_t MegatronEngine::owner_stage(const mg::MegatronParam& param) const {
+  if (param.layer >= 0) {
+    for (int64_t stage = 0; stage < groups_.pp.size(); ++stage) {
+      const auto [begin, end] = mg::pp_layer_range(config_.num_hidden_layers, stage, groups_.pp.size());
+      if (param.layer >= begin && param.layer < end) return stage;
+    }
+  }
+  return param.name == "embedding.word_embeddings.weight" ? 0 : groups_.pp.size() - 1;
+}
+
+void MegatronEngine::load_initial_weights(const std::string& model_path) {
+  const SafetensorsCheckpoint checkpoint(model_path);
+  const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
+  auto add = [&](const mg::MegatronParam& meta, bool tied_output) {
+    std::vector<at::Tensor> hf;
+    for (const std::string& name : mg::hf_sources(config_, meta.name)) {
+      if (!checkpoint.contains(name))
+        throw ValueError("megatron: checkpoint " + model_path + " has no tensor '" + name + "' (for " + meta.name + ")");
+      hf.push_back(checkpoint.view(name).to(at::kFloat));
+    }
+    const at::Tensor full = mg::from_hf(config_, meta.name, hf);
+    LocalParam local;
+    local.meta = meta;
+    local.state.param.device =
+        mg::tp_shard(config_, meta, full, groups_.tp.rank(), groups_.tp.size()).to(fp32).contiguous().clone();
+    if (trainable_) {
+      local.state.grad.device = at::zeros_like(local.state.param.device);
+      local.state.exp_avg.device = at::zeros_like(local.state.param.device);
+      local.state.exp_avg_sq.device = at::zeros_like(local.state.param.device);
+    }
+    local.tied_output = tied_output;
+    local.counted_in_norm = !tied_output && (meta.split != model::TpSplit::kReplicated || groups_.tp.rank() == 0);
+    if (!tied_output) index_[meta.name] = params_.size();
+    params_.push_back(std::move(local));
+  };
+  for (const mg::MegatronParam& meta : mg::megatron_parameters(config_)) {
+    if (owner_stage(meta) == groups_.pp.rank()) add(meta, false);
+  }
+  // Tied embeddings across stages: the last stage keeps its own output copy
+  // whose gradient is summed with stage 0's every step (Megatron's embedding group).
+  if (config_.tie_word_embeddings && groups_.pp.size() > 1 && groups_.last_stage())
+    add(mg::megatron_parameter(config_, "embedding.word_embeddings.weight"), true);
+}
+
+std::vector<at::Tensor> MegatronEngine::compute_weights(bool requires_grad) const {
+  std::vector<at::Tensor> weights;
+  for (const LocalParam& p : params_) {
+    const at::Tensor& master = p.state.param.device;
+    if (!master.defined()) throw ValueError("megatron: parameter '" + p.meta.name + "' is offloaded");
+    at::Tensor w = master.detach().to(compute_dtype_);
+    if (requires_grad) w.requires_grad_(true);
+    weights.push_back(w);
+  }
+  return weights;
+}
+
+at::Tensor MegatronEngine::weight(const std::vector<at::Tensor>& weights, const std::string& name) const {
+  auto found = index_.find(name);
+  return found == index_.end() ? at::Tensor() : weights[found->second];
+}
+
+LayerWeights MegatronEngine::layer_weights(const std::vector<at::Tensor>& weights, int64_t layer) const {
+  const std::string p = "decoder.layers." + std::to_string(layer) + ".";
+  LayerWeights w;
+  w.input_norm = weight(weights, p + "input_layernorm.weight");
+  w.qkv_weight = weight(weights, p + "self_attention.linear_qkv.weight");
+  w.qkv_bias = weight(weights, p + "self_attention.linear_qkv.bias");
+  w.q_norm = weight(weights, p + "self_attention.q_layernorm.weight");
+  w.k_norm = weight(weights, p + "self_attention.k_layernorm.weight");
+  w.proj_weight = weight(weights, p + "self_attention.linear_proj.weight");
+  w.proj_bias = weight(weights, p + "self_attention.linear_proj.bias");
+  w.pre_mlp_norm = weight(weights, p + "pre_mlp_layernorm.weight");
+  w.fc1_weight = weight(weights, p + "mlp.linear_fc1.weight");
+  w.fc1_bias = weight(weights, p + "mlp.linear_fc1.bias");
+  w.fc2_weight = weight(weights, p + "mlp.linear_fc2.weight");
+  w.fc2_bias = weight(weights, p + "mlp.linear_fc2.bias");
+  return w;
+}
+
+at::Tensor MegatronEngine::output_weight(const std::vector<at::Tensor>& weights) const {
+  if (!config_.tie_word_embeddings) return weight(weights, "output_layer.weight");
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].tied_output) return weights[i];
+  return weight(weights, "embedding.word_embeddings.weight");  // one stage: the embedding itself
+}
+
+at::Tensor MegatronEngine::gather_full(const mg::MegatronParam& param,
+                                       const std::function<const at::Tensor&(const LocalParam&)>& part) const {
+  const int64_t owner = owner_stage(param);
+  at::Tensor full;
+  if (owner == groups_.pp.rank()) {
+    const at::Tensor& local = part(params_[index_.at(param.name)]);
+    if (!local.defined()) throw ValueError("megatron: '" + param.name + "' is offloaded; reload it first");
+    std::vector<at::Tensor> shards = {local.contiguous()};
+    if (groups_.tp.size() > 1) shards = groups_.tp.all_gather(shards.front());
+    full = mg::merge_tp_shards(config_, param, shards).contiguous();
+  } else {
+    full = at::empty(param.shape, at::TensorOptions().dtype(at::kFloat).device(device_));
+  }
+  if (groups_.pp.size() > 1) groups_.pp.broadcast(full, owner);
+  return full;
+}
+
+void MegatronEngine::for_each_full_parameter(
+    const std::function<void(const std::string&, const at::Tensor&)>& visit) {
+  Resident resident(*this, OffloadSet::kParams);
+  for (const mg::MegatronParam& param : mg::megatron_parameters(config_)) {
+    const at::Tensor full = gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.param.device; });
+    visit(param.name, full);
+  }
+}
+
+std::vector<ParameterShard> MegatronEngine::parameter_shards() const {
+  std::vector<ParameterShard> shards;
+  for (const LocalParam& p : params_) {
+    if (p.tied_output) continue;
+    ParameterShard shard;
+    shard.name = p.meta.name;
+    shard.shape = p.meta.shape;
+    shard.local = p.state.param.any().reshape(-1);
+    const bool dim0 = p.meta.split == model::TpSplit::kColumn && p.meta.name.find(".mlp.linear_fc1.") == std::string::npos;
+    if (p.meta.split == model::TpSplit::kReplicated) {
+      shard.offset = 0;
+    } else if (dim0) {
+      shard.offset = groups_.tp.rank() * shard.local.numel();
+    } else {
+      shard.offset = -1;  // a dim-1 slice or [gate; up] per rank: not one contiguous range
+    }
+    shards.push_back(std::move(shard));
+  }
+  return shards;
+}
+
+void MegatronEngine::offload(OffloadSet what) {
+  for (LocalParam& p : params_) {
+    if (contains(what, OffloadSet::kParams)) p.state.param.offload();
+    if (contains(what, OffloadSet::kGrads)) p.state.grad.offload();
+    if (contains(what, OffloadSet::kOptimizer)) {
+      p.state.exp_avg.offload();
+      p.state.exp_avg_sq.offload();
+    }
+  }
+  offloaded_ = offloaded_ | what;
+}
+
+void MegatronEngine::reload(OffloadSet what) {
+  for (LocalParam& p : params_) {
+    if (contains(what, OffloadSet::kParams)) p.state.param.reload(device_);
+    if (contains(what, OffloadSet::kGrads)) p.state.grad.reload(device_);
+    if (contains(what, OffloadSet::kOptimizer)) {
+      p.state.exp_avg.reload(device_);
+      p.state.exp_avg_sq.reload(device_);
+    }
+  }
+  offloaded_ = static_cast<OffloadSet>(static_cast<unsigned>(offloaded_) & ~static_cast<unsigned>(what));
+}
+
+TrainMemory MegatronEngine::memory() const {
+  TrainMemory memory;
+  for (const LocalParam& p : params_) {
+    const train::ShardState& s = p.state;
+    memory.param_bytes += s.param.device_bytes();
+    memory.grad_bytes += s.grad.device_bytes();
+    memory.optimizer_bytes += s.exp_avg.device_bytes() + s.exp_avg_sq.device_bytes();
+    memory.host_bytes += s.param.host_bytes() + s.grad.host_bytes() + s.exp_avg.host_bytes() + s.exp_avg_sq.host_bytes();
+  }
+  return memory;
+}
+
+MegatronEngine::Resident::Resident(MegatronEngine& engine, OffloadSet needed)
+    : engine_(engine),
+      moved_(static_cast<OffloadSet>(static_cast<unsigned>(needed) & static_cast<unsigned>(engine.offloaded_))) {
+  engine_.reload(moved_);
+}
+
+MegatronEngine::Resident::~Resident() { engine_.offload(moved_); }
+
+}  // namespace rlcore::megatron

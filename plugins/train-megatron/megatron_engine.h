@@ -1,0 +1,106 @@
+// MegatronEngine: the `megatron` TrainEngine. Tensor x pipeline x data
+// parallel in Megatron-core's layout: each rank holds fp32 master weights,
+// gradients and AdamW state of its TP shards of its pipeline stage's
+// parameters (rlcore/model/megatron_layout.h); micro-batches flow through the
+// stages GPipe-style (every forward, then every backward); gradients are
+// averaged over dp. See docs/train-megatron.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "lr_schedule.h"
+#include "megatron_options.h"
+#include "parallel_groups.h"
+#include "rlcore/model/megatron_layout.h"
+#include "rlcore/model/transformer.h"
+#include "rlcore/registry.h"
+#include "rlcore/train_engine.h"
+#include "shard_state.h"
+#include "stage_model.h"
+
+namespace rlcore::megatron {
+
+class MegatronEngine final : public TrainEngine {
+ public:
+  // Reads context.model_path (HF config.json + safetensors); each rank reads
+  // only the tensors of its stage and keeps its TP shards. Collective.
+  MegatronEngine(const MegatronOptions& options, const ComponentContext& context);
+
+  ModelOutput forward(const Batch& batch, const ForwardOptions& options) override;
+  TrainStepOutput train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) override;
+
+  std::vector<ParameterShard> parameter_shards() const override;
+  // Megatron names, canonical (tp = 1) layout, fp32; gathered inside the tp x pp replica.
+  void for_each_full_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) override;
+
+  void save_checkpoint(const std::string& dir) override;
+  void load_checkpoint(const std::string& dir) override;
+  void export_hf(const std::string& dir) override;
+
+  void offload(OffloadSet what) override;
+  void reload(OffloadSet what) override;
+  TrainMemory memory() const override;
+
+  int64_t step() const override { return step_; }
+
+  const model::ModelConfig& model_config() const { return config_; }
+
+ private:
+  // A parameter piece this rank holds.
+  struct LocalParam {
+    model::megatron::MegatronParam meta;
+    train::ShardState state;
+    bool counted_in_norm = true;  // false for replicated copies on tp ranks > 0 and the tied output copy
+    bool tied_output = false;     // the last stage's copy of the tied word embeddings
+  };
+  struct MicroBatch;
+  struct PipelineResult;
+  class Resident;
+
+  int64_t owner_stage(const model::megatron::MegatronParam& param) const;
+  void load_initial_weights(const std::string& model_path);
+  // The compute-dtype tensors of every local parameter (leaves with gradients when asked).
+  std::vector<at::Tensor> compute_weights(bool requires_grad) const;
+  at::Tensor weight(const std::vector<at::Tensor>& weights, const std::string& name) const;
+  LayerWeights layer_weights(const std::vector<at::Tensor>& weights, int64_t layer) const;
+  at::Tensor output_weight(const std::vector<at::Tensor>& weights) const;
+
+  std::vector<MicroBatch> make_micro_batches(const Batch& batch, const ForwardOptions& options) const;
+  PipelineResult run_pipeline(std::vector<MicroBatch>& micro, const ForwardOptions& options, const LossFunction* loss,
+                              const GlobalBatchInfo& global, const std::vector<at::Tensor>& weights);
+  void accumulate_gradients(const std::vector<at::Tensor>& leaves);
+  void reduce_gradients();
+  double clip_and_step();
+  void zero_grads();
+
+  // The canonical full tensor of `param` (one of master / exp_avg / exp_avg_sq
+  // chosen by `part`), assembled on every rank of the replica.
+  at::Tensor gather_full(const model::megatron::MegatronParam& param,
+                         const std::function<const at::Tensor&(const LocalParam&)>& part) const;
+
+  MegatronOptions options_;
+  std::string model_path_;
+  bool trainable_;
+  at::Device device_;
+  at::ScalarType compute_dtype_;
+  model::ModelConfig config_;
+  ParallelGroups groups_;
+  StageModel stage_;
+  model::Transformer skeleton_;  // meta device: masks and rotary angles only
+  int64_t first_layer_ = 0, end_layer_ = 0;
+  std::vector<LocalParam> params_;
+  std::map<std::string, size_t> index_;  // name -> params_ index (the tied output copy is not indexed)
+  train::LrSchedule schedule_;
+  int64_t step_ = 0;
+  int64_t adam_steps_ = 0;
+  OffloadSet offloaded_ = OffloadSet::kNone;
+};
+
+}  // namespace rlcore::megatron

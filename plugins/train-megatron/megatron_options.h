@@ -1,0 +1,31 @@
+// The `megatron` train engine's options: verl's megatron actor keys
+// (megatron.tensor_model_parallel_size, ...) plus the shared optim.* keys.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "optim_options.h"
+#include "rlcore/options.h"
+
+namespace rlcore::megatron {
+
+struct MegatronConfigOptions {
+  int64_t tensor_model_parallel_size = 1;
+  int64_t pipeline_model_parallel_size = 1;
+  std::string dtype = "float32";  // compute dtype; master weights and AdamW state stay fp32
+  bool param_offload = false;
+  bool grad_offload = false;
+  bool optimizer_offload = false;
+  int64_t seed = 1;
+};
+
+struct MegatronOptions {
+  train::OptimOptions optim;
+  double grad_clip = 1.0;  // <= 0 disables clipping (the norm is still reported)
+  MegatronConfigOptions megatron;
+};
+
+OptionsSchema<MegatronOptions> megatron_options_schema();
+
+}  // namespace rlcore::megatron

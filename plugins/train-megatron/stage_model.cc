@@ -1,0 +1,62 @@
+// One pipeline stage's forward on one tensor-parallel rank.
+#include "stage_model.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+namespace rlcore::megatron {
+
+StageModel::StageModel(const model::ModelConfig& config, const CommGroup& tp)
+    : config_(config),
+      tp_(tp),
+      local_groups_(config.num_key_value_heads / tp.size()),
+      heads_per_group_(config.num_attention_heads / config.num_key_value_heads),
+      scaling_(std::pow(static_cast<double>(config.head_dim), -0.5)) {}
+
+at::Tensor StageModel::embed(const at::Tensor& input_ids, const at::Tensor& embedding_shard) const {
+  return vocab_parallel_embedding(input_ids, embedding_shard, vocab_start(), tp_);
+}
+
+at::Tensor StageModel::layer(const at::Tensor& x, const LayerWeights& w, const model::ForwardContext& ctx) const {
+  const int64_t batch = x.size(0);
+  const int64_t len = x.size(1);
+  const int64_t dim = config_.head_dim;
+  const double eps = config_.rms_norm_eps;
+  const at::Tensor h = copy_to_tp(model::RmsNorm{w.input_norm, eps}(x), tp_);
+  // [B, T, groups, q heads of the group + k + v, D]: Megatron's per-group fusion.
+  const at::Tensor qkv =
+      at::linear(h, w.qkv_weight, w.qkv_bias).view({batch, len, local_groups_, heads_per_group_ + 2, dim});
+  at::Tensor q = qkv.narrow(3, 0, heads_per_group_).reshape({batch, len, local_groups_ * heads_per_group_, dim});
+  at::Tensor k = qkv.select(3, heads_per_group_);
+  at::Tensor v = qkv.select(3, heads_per_group_ + 1).transpose(1, 2);
+  if (w.q_norm.defined()) {
+    q = model::RmsNorm{w.q_norm, eps}(q);
+    k = model::RmsNorm{w.k_norm, eps}(k);
+  }
+  q = model::apply_rotary(q.transpose(1, 2), ctx.cos, ctx.sin);
+  k = model::apply_rotary(k.transpose(1, 2), ctx.cos, ctx.sin);
+  at::Tensor attention = reduce_from_tp(
+      at::linear(model::grouped_attention(q, k, v, ctx.blocked, scaling_), w.proj_weight), tp_);
+  if (w.proj_bias.defined()) attention = attention + w.proj_bias;
+  const at::Tensor mid = x + attention;
+
+  const at::Tensor m = copy_to_tp(model::RmsNorm{w.pre_mlp_norm, eps}(mid), tp_);
+  const at::Tensor gate_up = at::linear(m, w.fc1_weight, w.fc1_bias);
+  const int64_t channels = gate_up.size(-1) / 2;
+  at::Tensor mlp = reduce_from_tp(
+      at::linear(at::silu(gate_up.narrow(-1, 0, channels)) * gate_up.narrow(-1, channels, channels), w.fc2_weight),
+      tp_);
+  if (w.fc2_bias.defined()) mlp = mlp + w.fc2_bias;
+  return mid + mlp;
+}
+
+TokenLogProbs StageModel::head(const at::Tensor& hidden, const at::Tensor& final_norm, const at::Tensor& output_shard,
+                               const at::Tensor& targets, double temperature, bool entropy) const {
+  const at::Tensor h = copy_to_tp(model::RmsNorm{final_norm, config_.rms_norm_eps}(hidden), tp_);
+  at::Tensor logits = at::linear(h, output_shard).to(at::kFloat);
+  if (temperature != 1.0) logits = logits / temperature;
+  return vocab_parallel_log_probs(logits, targets, vocab_start(), tp_, entropy);
+}
+
+}  // namespace rlcore::megatron

@@ -1,0 +1,48 @@
+// The computation of one pipeline stage on one tensor-parallel rank, in
+// Megatron-core's layout: fused linear_qkv split per query group, fused
+// linear_fc1 = [gate; up], row-parallel outputs reduced over tp, a
+// vocabulary-parallel embedding and head. Weights (this rank's shards, in the
+// compute dtype) are passed per call, so the engine owns all parameter state.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+#include "rlcore/comm_context.h"
+#include "rlcore/model/config.h"
+#include "rlcore/model/layers.h"
+#include "tensor_parallel_ops.h"
+
+namespace rlcore::megatron {
+
+// One decoder layer's shards; optional tensors are undefined when the model has none.
+struct LayerWeights {
+  at::Tensor input_norm, qkv_weight, qkv_bias, q_norm, k_norm, proj_weight, proj_bias;
+  at::Tensor pre_mlp_norm, fc1_weight, fc1_bias, fc2_weight, fc2_bias;
+};
+
+class StageModel {
+ public:
+  // `tp` must outlive the model (backward passes refer to it).
+  StageModel(const model::ModelConfig& config, const CommGroup& tp);
+
+  at::Tensor embed(const at::Tensor& input_ids, const at::Tensor& embedding_shard) const;
+  // x [B, T, hidden] -> [B, T, hidden].
+  at::Tensor layer(const at::Tensor& x, const LayerWeights& w, const model::ForwardContext& ctx) const;
+  // hidden [B, R, hidden] at the positions that predict `targets` [B, R]; logits are divided by `temperature`.
+  TokenLogProbs head(const at::Tensor& hidden, const at::Tensor& final_norm, const at::Tensor& output_shard,
+                     const at::Tensor& targets, double temperature, bool entropy) const;
+
+  // The first vocabulary id of this rank's embedding / output shard.
+  int64_t vocab_start() const { return tp_.rank() * (config_.vocab_size / tp_.size()); }
+
+ private:
+  model::ModelConfig config_;
+  const CommGroup& tp_;
+  int64_t local_groups_;     // query groups (= kv heads) on this rank
+  int64_t heads_per_group_;  // query heads per group
+  double scaling_;
+};
+
+}  // namespace rlcore::megatron

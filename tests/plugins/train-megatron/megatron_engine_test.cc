@@ -1,0 +1,224 @@
+// The `megatron` train engine over real processes (gloo): tp=2, pp=2,
+// tp=2 x pp=2 and dp=2 x tp=2 give the same log-probs, losses, gradient norms
+// and updated weights as one process; one process equals the fsdp engine
+// (itself tested against torch AdamW); checkpoints load into another layout;
+// bad layouts are errors that name the key.
+#include "../train-fsdp/fsdp_testing.h"
+
+#include <map>
+
+#include "fsdp_engine.h"
+#include "megatron_engine.h"
+#include "rlcore/error.h"
+#include "rlcore/model/megatron_layout.h"
+
+using namespace fsdp_test;
+namespace mg = rlcore::model::megatron;
+
+namespace {
+
+// qwen2 (q/k/v biases), tied embeddings (the pipeline's embedding group), 4 layers for pp = 2.
+rlcore::model::ModelConfig test_config() {
+  rlcore::model::ModelConfig c = tiny_config();
+  c.model_type = "qwen2";
+  c.qkv_bias = true;
+  c.num_hidden_layers = 4;
+  c.validate("megatron test config");
+  return c;
+}
+
+std::string megatron_runner() { return std::string(RLCORE_BINARY_DIR) + "/bin/megatron_rank_runner"; }
+
+struct Layout {
+  int64_t tp, pp, world;
+};
+
+struct Run {
+  fs::path out;
+  std::vector<nlohmann::json> ranks;
+  Layout layout;
+};
+
+struct Suite {
+  Suite() { write_tiny_checkpoint(model.path(), test_config()); }
+  Run run(const Layout& layout, std::vector<std::string> extra = {}) {
+    Run result;
+    result.layout = layout;
+    result.out = work.path() / ("run_" + std::to_string(counter++));
+    std::vector<std::string> args = {"--model", model.str(), "--tp", std::to_string(layout.tp), "--pp",
+                                     std::to_string(layout.pp)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    result.ranks = run_ranks(layout.world, result.out, args, std::chrono::seconds(180), megatron_runner());
+    return result;
+  }
+  TempDir model;
+  TempDir work;
+  int counter = 0;
+};
+
+Suite& suite() {
+  static Suite instance;
+  return instance;
+}
+
+std::map<std::string, at::Tensor> by_name(const rlcore::NamedTensors& list) {
+  return std::map<std::string, at::Tensor>(list.begin(), list.end());
+}
+
+// The run's output `name` for the whole batch: dp ranks' rows in order (from each replica's rank 0).
+at::Tensor whole_batch(const Run& run, const std::string& name) {
+  const int64_t replica = run.layout.tp * run.layout.pp;
+  std::vector<at::Tensor> parts;
+  for (int64_t rank = 0; rank < run.layout.world; rank += replica) {
+    parts.push_back(by_name(load_tensors(run.out / ("outputs_" + std::to_string(rank) + ".safetensors"))).at(name));
+  }
+  return at::cat(parts, 0);
+}
+
+double max_diff(const at::Tensor& a, const at::Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  return (a - b).abs().max().item<double>();
+}
+
+// Before any update outputs agree to 2e-5; after AdamW steps (which turn
+// reduction-order noise in small gradients into full-size steps) to 1e-4.
+constexpr double kBeforeTolerance = 2e-5;
+constexpr double kAfterTolerance = 1e-4;
+
+void require_same_training(const Run& run, const Run& reference) {
+  CHECK(max_diff(whole_batch(run, "log_prob_before"), whole_batch(reference, "log_prob_before")) < kBeforeTolerance);
+  CHECK(max_diff(whole_batch(run, "entropy_before"), whole_batch(reference, "entropy_before")) < kBeforeTolerance);
+  CHECK(max_diff(whole_batch(run, "log_prob_after"), whole_batch(reference, "log_prob_after")) < kAfterTolerance);
+  // Every rank of every replica reports the same step metrics as one process.
+  for (const nlohmann::json& rank : run.ranks) {
+    INFO("rank " << rank["rank"]);
+    REQUIRE(rank["metrics"].size() == reference.ranks[0]["metrics"].size());
+    for (size_t step = 0; step < rank["metrics"].size(); ++step) {
+      for (const char* key : {"loss", "grad_norm", "entropy"}) {
+        INFO("step " << step << " " << key);
+        // The test loss is scaled by dp_size (gradients are averaged over dp), and so is its metric.
+        const double dp = static_cast<double>(run.layout.world / (run.layout.tp * run.layout.pp));
+        const double expected =
+            reference.ranks[0]["metrics"][step][key].get<double>() * (std::string(key) == "loss" ? dp : 1.0);
+        const double tolerance = step == 0 ? kBeforeTolerance : kAfterTolerance;
+        CHECK(std::abs(rank["metrics"][step][key].get<double>() - expected) <= tolerance * std::max(1.0, std::abs(expected)));
+      }
+    }
+  }
+  const auto params = by_name(load_tensors(run.out / "params.safetensors"));
+  const auto expected = by_name(load_tensors(reference.out / "params.safetensors"));
+  REQUIRE(params.size() == expected.size());
+  for (const auto& [name, tensor] : expected) {
+    INFO(name);
+    CHECK(max_diff(params.at(name), tensor) < kAfterTolerance);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("megatron tp=2, pp=2, tp=2 x pp=2 and dp=2 x tp=2 train exactly like one process", "[megatron]") {
+  static const Run reference = suite().run({1, 1, 1}, {"--micro", "2"});
+  const Layout layout = GENERATE(Layout{2, 1, 2}, Layout{1, 2, 2}, Layout{2, 2, 4}, Layout{2, 1, 4});
+  INFO("tp " << layout.tp << " pp " << layout.pp << " world " << layout.world);
+  require_same_training(suite().run(layout, {"--micro", "2"}), reference);
+}
+
+TEST_CASE("megatron in one process equals the fsdp engine: outputs, metrics, updated weights", "[megatron]") {
+  const Run run = suite().run({1, 1, 1});
+  rlcore::ComponentContext context;
+  context.model_path = suite().model.str();
+  context.total_training_steps = 10;
+  rlcore::fsdp::FsdpOptions options;
+  options.optim.lr = 1e-2;
+  options.optim.lr_warmup_steps = 1;
+  options.optim.lr_scheduler_type = "cosine";
+  options.optim.min_lr_ratio = 0.1;
+  rlcore::fsdp::FsdpEngine fsdp(options, context);
+  // The runner's batch, loss and steps (see megatron_rank_runner.cc), run here through fsdp.
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(1234);
+  const int64_t rows = 8, prompt = 6, response = 5, len = prompt + response;
+  at::Tensor ids = at::randint(1, test_config().vocab_size, {rows, len}, generator, at::kLong);
+  at::Tensor mask = at::ones({rows, len}, at::kLong);
+  for (int64_t row = 0; row < rows; ++row) {
+    mask[row].slice(0, 0, row % 3).zero_();
+    mask[row].slice(0, len - (row * 2) % response).zero_();
+  }
+  ids = ids * mask;
+  rlcore::Batch batch(rows);
+  batch.set("input_ids", ids);
+  batch.set("attention_mask", mask);
+  batch.set("responses", ids.slice(1, prompt).clone());
+  batch.set("response_mask", mask.slice(1, prompt).to(at::kFloat));
+  batch.set("advantages", at::randn({rows, response}, generator));
+  rlcore::ForwardOptions forward;
+  forward.entropy = true;
+  const auto loss = [](const rlcore::Batch& micro, const rlcore::ModelOutput& out, const rlcore::GlobalBatchInfo& g) {
+    const double scale = static_cast<double>(g.dp_size) / g.num_tokens;
+    const at::Tensor l = -(out.log_prob * micro.tensor("advantages") * micro.tensor("response_mask")).sum() * scale;
+    return rlcore::LossOutput{l, {{"loss", l.detach()}}};
+  };
+  CHECK(max_diff(fsdp.forward(batch, forward).log_prob, whole_batch(run, "log_prob_before")) < kBeforeTolerance);
+  for (size_t step = 0; step < 2; ++step) {
+    const auto metrics = fsdp.train_step(batch, forward, loss).metrics;
+    INFO("step " << step);
+    const double tolerance = step == 0 ? kBeforeTolerance : kAfterTolerance;
+    CHECK(std::abs(metrics.at("grad_norm") - run.ranks[0]["metrics"][step]["grad_norm"].get<double>()) < tolerance);
+    CHECK(std::abs(metrics.at("loss") - run.ranks[0]["metrics"][step]["loss"].get<double>()) < tolerance);
+  }
+  const auto megatron = by_name(load_tensors(run.out / "params.safetensors"));
+  const rlcore::model::ModelConfig config = test_config();
+  int64_t compared = 0;
+  fsdp.for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
+    INFO(name);
+    CHECK(max_diff(mg::to_hf(config, name, megatron.at(mg::megatron_source(config, name))), full) < kAfterTolerance);
+    ++compared;
+  });
+  CHECK(compared == static_cast<int64_t>(rlcore::model::parameter_specs(config).size()));
+}
+
+TEST_CASE("a megatron checkpoint saved at tp=2 resumes at tp=1 and at tp=2 x pp=2 exactly", "[megatron][checkpoint]") {
+  const Run uninterrupted = suite().run({1, 1, 1}, {"--steps", "2"});
+  const fs::path ckpt = suite().work.path() / "tp2_ckpt";
+  suite().run({2, 1, 2}, {"--steps", "1", "--save", ckpt.string()});
+  for (const Layout& layout : {Layout{1, 1, 1}, Layout{2, 2, 4}}) {
+    INFO("resume at tp " << layout.tp << " pp " << layout.pp);
+    const Run resumed = suite().run(layout, {"--steps", "1", "--load", ckpt.string()});
+    CHECK(resumed.ranks[0]["step_at_start"].get<int64_t>() == 1);
+    CHECK(max_diff(whole_batch(resumed, "log_prob_after"), whole_batch(uninterrupted, "log_prob_after")) <
+          kAfterTolerance);
+    CHECK(std::abs(resumed.ranks[0]["metrics"][0]["grad_norm"].get<double>() -
+                   uninterrupted.ranks[0]["metrics"][1]["grad_norm"].get<double>()) < kAfterTolerance);
+  }
+  // A checkpoint that is not one names the missing file.
+  rlcore::ComponentContext context;
+  context.model_path = suite().model.str();
+  rlcore::megatron::MegatronEngine engine({}, context);
+  CHECK_THAT(error_of<rlcore::IoError>([&] { engine.load_checkpoint((suite().work.path() / "nothing").string()); }),
+             Catch::Contains("megatron_checkpoint.json"));
+}
+
+TEST_CASE("megatron layouts the workers cannot hold are errors naming the key", "[megatron][config]") {
+  rlcore::ComponentContext context;
+  context.model_path = suite().model.str();
+  rlcore::megatron::MegatronOptions options;
+  options.megatron.tensor_model_parallel_size = 2;  // one process: no "tp" group of size 2
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::megatron::MegatronEngine(options, context); }),
+             Catch::Contains("megatron.tensor_model_parallel_size = 2") && Catch::Contains("'tp' process group"));
+  options.megatron.tensor_model_parallel_size = 1;
+  options.megatron.pipeline_model_parallel_size = 9;
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::megatron::MegatronEngine(options, context); }),
+             Catch::Contains("pipeline_model_parallel_size"));
+  options.megatron.pipeline_model_parallel_size = 1;
+  context.model_head = "value";
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::megatron::MegatronEngine(options, context); }),
+             Catch::Contains("model_head 'value'"));
+}
+
+TEST_CASE("megatron in bf16 compute trains close to fp32 and keeps fp32 masters", "[megatron][bf16]") {
+  const Run fp32 = suite().run({2, 1, 2});
+  const Run bf16 = suite().run({2, 1, 2}, {"--dtype", "bfloat16"});
+  CHECK(max_diff(whole_batch(bf16, "log_prob_before"), whole_batch(fp32, "log_prob_before")) < 0.1);
+  const auto params = by_name(load_tensors(bf16.out / "params.safetensors"));
+  for (const auto& [name, tensor] : params) CHECK(tensor.scalar_type() == at::kFloat);
+  CHECK(bf16.ranks[0]["metrics"][1]["grad_norm"].get<double>() > 0);
+}
