@@ -15,8 +15,7 @@ OptionsSchema<MegatronOptions> megatron_options_schema() {
       .key("param_offload", &MegatronConfigOptions::param_offload, "Keep parameters in host memory between calls.")
       .key("grad_offload", &MegatronConfigOptions::grad_offload, "Keep gradients in host memory between calls.")
       .key("optimizer_offload", &MegatronConfigOptions::optimizer_offload,
-           "Keep AdamW state in host memory between optimizer steps.")
-      .key("seed", &MegatronConfigOptions::seed, "Seed of the engine's random state.", at_least(0));
+           "Keep AdamW state in host memory between optimizer steps.");
   OptionsSchema<MegatronOptions> schema;
   schema.section("optim", &MegatronOptions::optim, train::optim_options_schema())
       .key("grad_clip", &MegatronOptions::grad_clip, "Global gradient-norm clip; <= 0 disables clipping.")

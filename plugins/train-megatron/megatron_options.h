@@ -17,7 +17,6 @@ struct MegatronConfigOptions {
   bool param_offload = false;
   bool grad_offload = false;
   bool optimizer_offload = false;
-  int64_t seed = 1;
 };
 
 struct MegatronOptions {
