@@ -37,4 +37,39 @@ std::vector<RowRange> micro_batch_rows(const at::Tensor& attention_mask, const M
   return ranges;
 }
 
+const at::Tensor& require_column(const Batch& batch, const char* name, const std::string& engine) {
+  if (!batch.contains(name) || !batch.is_tensor(name))
+    throw ValueError(engine + ": the batch has no tensor column '" + name + "'");
+  return batch.tensor(name);
+}
+
+std::vector<MicroBatch> make_micro_batches(const Batch& batch, const ForwardOptions& options,
+                                           const model::Transformer& model, const at::Device& device,
+                                           const std::string& engine) {
+  const at::Tensor& ids = require_column(batch, columns::kInputIds, engine);
+  const at::Tensor& mask = require_column(batch, columns::kAttentionMask, engine);
+  const at::Tensor& responses = require_column(batch, columns::kResponses, engine);
+  if (ids.dim() != 2 || mask.sizes() != ids.sizes() || responses.dim() != 2 || responses.size(0) != ids.size(0) ||
+      responses.size(1) < 1 || responses.size(1) >= ids.size(1)) {
+    throw ValueError(engine + ": expected input_ids and attention_mask [B, P + R] and responses [B, R] with P, R >= 1");
+  }
+  if (options.temperature <= 0) throw ValueError(engine + ": temperature must be > 0");
+  const bool has_positions = batch.contains(columns::kPositionIds) && batch.is_tensor(columns::kPositionIds);
+  std::vector<MicroBatch> micro;
+  for (const RowRange& range : micro_batch_rows(mask, options.micro_batching)) {
+    MicroBatch m;
+    m.rows = batch.slice(range.begin, range.end);
+    m.input_ids = ids.slice(0, range.begin, range.end).to(device, at::kLong);
+    m.attention_mask = mask.slice(0, range.begin, range.end).to(device, at::kLong);
+    if (has_positions)
+      m.position_ids = batch.tensor(columns::kPositionIds).slice(0, range.begin, range.end).to(device, at::kLong);
+    m.responses = responses.slice(0, range.begin, range.end).to(device, at::kLong);
+    m.response_len = responses.size(1);
+    m.prompt_len = ids.size(1) - m.response_len;
+    m.ctx = model.prepare(m.input_ids, m.attention_mask, m.position_ids, nullptr);
+    micro.push_back(std::move(m));
+  }
+  return micro;
+}
+
 }  // namespace rlcore::train

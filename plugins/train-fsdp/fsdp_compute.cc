@@ -22,12 +22,6 @@
 namespace rlcore::fsdp {
 namespace {
 
-const at::Tensor& require_column(const Batch& batch, const char* name) {
-  if (!batch.contains(name) || !batch.is_tensor(name))
-    throw ValueError(std::string("fsdp: the batch has no tensor column '") + name + "'");
-  return batch.tensor(name);
-}
-
 // Sum and count of each loss metric over this rank's micro-batches.
 class MetricMeans {
  public:
@@ -72,34 +66,6 @@ at::Tensor concat_or_empty(const std::vector<at::Tensor>& parts, int64_t respons
 
 }  // namespace
 
-std::vector<FsdpEngine::MicroBatch> FsdpEngine::make_micro_batches(const Batch& batch,
-                                                                    const ForwardOptions& options) const {
-  const at::Tensor& ids = require_column(batch, columns::kInputIds);
-  const at::Tensor& mask = require_column(batch, columns::kAttentionMask);
-  const at::Tensor& responses = require_column(batch, columns::kResponses);
-  if (ids.dim() != 2 || mask.sizes() != ids.sizes() || responses.dim() != 2 || responses.size(0) != ids.size(0) ||
-      responses.size(1) < 1 || responses.size(1) >= ids.size(1)) {
-    throw ValueError("fsdp: expected input_ids and attention_mask [B, P + R] and responses [B, R] with P, R >= 1");
-  }
-  if (options.temperature <= 0) throw ValueError("fsdp: temperature must be > 0");
-  const bool has_positions = batch.contains(columns::kPositionIds) && batch.is_tensor(columns::kPositionIds);
-  std::vector<MicroBatch> micro;
-  for (const train::RowRange& range : train::micro_batch_rows(mask, options.micro_batching)) {
-    MicroBatch m;
-    m.rows = batch.slice(range.begin, range.end);
-    m.input_ids = ids.slice(0, range.begin, range.end).to(device_, at::kLong);
-    m.attention_mask = mask.slice(0, range.begin, range.end).to(device_, at::kLong);
-    if (has_positions)
-      m.position_ids = batch.tensor(columns::kPositionIds).slice(0, range.begin, range.end).to(device_, at::kLong);
-    m.responses = responses.slice(0, range.begin, range.end).to(device_, at::kLong);
-    m.response_len = responses.size(1);
-    m.prompt_len = ids.size(1) - m.response_len;
-    m.ctx = skeleton_.prepare(m.input_ids, m.attention_mask, m.position_ids, nullptr);
-    micro.push_back(std::move(m));
-  }
-  return micro;
-}
-
 std::vector<at::Tensor> FsdpEngine::forward_trunk(std::vector<MicroBatch>& micro,
                                                   std::vector<std::vector<at::Tensor>>* stash) {
   at::NoGradGuard no_grad;
@@ -137,7 +103,7 @@ ModelOutput FsdpEngine::head_outputs(const MicroBatch& micro, const at::Tensor& 
 ModelOutput FsdpEngine::forward(const Batch& batch, const ForwardOptions& options) {
   ResidentScope resident(*this, OffloadSet::kParams);
   at::NoGradGuard no_grad;
-  std::vector<MicroBatch> micro = make_micro_batches(batch, options);
+  std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
   std::vector<at::Tensor> hidden = forward_trunk(micro, nullptr);
   std::vector<at::Tensor> log_prob, entropy, values;
   {
@@ -152,7 +118,7 @@ ModelOutput FsdpEngine::forward(const Batch& batch, const ForwardOptions& option
       hidden[m] = at::Tensor();
     }
   }
-  const int64_t response_len = require_column(batch, columns::kResponses).size(1);
+  const int64_t response_len = train::require_column(batch, columns::kResponses, "fsdp").size(1);
   ModelOutput output;
   if (head_ == model::ModelHead::kValue) {
     output.values = concat_or_empty(values, response_len, device_);
@@ -169,9 +135,9 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
   ResidentScope resident(*this, OffloadSet::kAll);
   at::AutoGradMode grad_mode(true);
   zero_grads();  // a step that threw half-way may have left partial sums
-  std::vector<MicroBatch> micro = make_micro_batches(batch, options);
+  std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
 
-  const at::Tensor response_mask = require_column(batch, columns::kResponseMask).to(at::kDouble);
+  const at::Tensor response_mask = train::require_column(batch, columns::kResponseMask, "fsdp").to(at::kDouble);
   at::Tensor counts = at::stack({response_mask.sum(), response_mask.ne(0).any(1).sum().to(at::kDouble)}).cpu();
   dp_.all_reduce_sum(counts);
   GlobalBatchInfo global{dp_.size(), counts[0].item<double>(), counts[1].item<double>()};

@@ -15,6 +15,7 @@
 #include "dp_comm.h"
 #include "fsdp_options.h"
 #include "lr_schedule.h"
+#include "micro_batches.h"
 #include "rlcore/model/transformer.h"
 #include "rlcore/registry.h"
 #include "rlcore/train_engine.h"
@@ -51,7 +52,7 @@ class FsdpEngine final : public TrainEngine {
  private:
   friend class GatheredUnit;
   friend class ResidentScope;
-  struct MicroBatch;
+  using MicroBatch = train::MicroBatch;
 
   int64_t embed_unit() const { return 0; }
   int64_t layer_unit(int64_t layer) const { return 1 + layer; }
@@ -68,7 +69,6 @@ class FsdpEngine final : public TrainEngine {
   // Averages a unit's full gradient over dp and adds this rank's slice to its grad shard.
   void reduce_gradient(int64_t unit, at::Tensor full_grad);
 
-  std::vector<MicroBatch> make_micro_batches(const Batch& batch, const ForwardOptions& options) const;
   // Embeddings and every layer without gradient; with `stash`, the input of
   // every layer (and the final hidden states) is kept for the backward pass.
   std::vector<at::Tensor> forward_trunk(std::vector<MicroBatch>& micro, std::vector<std::vector<at::Tensor>>* stash);

@@ -1,5 +1,5 @@
-// Pieces shared by the FsdpEngine source files: a micro-batch on the device,
-// the RAII scope of a gathered unit, and the scope that keeps state resident.
+// Pieces shared by the FsdpEngine source files: the RAII scope of a gathered
+// unit, and the scope that keeps state resident.
 #pragma once
 
 #include <cstdint>
@@ -12,14 +12,6 @@
 #include "rlcore/model/layers.h"
 
 namespace rlcore::fsdp {
-
-struct FsdpEngine::MicroBatch {
-  Batch rows;  // the micro-batch's rows of the caller's Batch, every column
-  at::Tensor input_ids, attention_mask, position_ids, responses;  // on the engine's device
-  model::ForwardContext ctx;
-  int64_t prompt_len = 0;
-  int64_t response_len = 0;
-};
 
 // A unit all-gathered and installed into the skeleton for the scope's
 // lifetime, in the compute dtype. With `requires_grad` every installed

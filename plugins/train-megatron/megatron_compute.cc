@@ -19,12 +19,6 @@
 namespace rlcore::megatron {
 namespace {
 
-const at::Tensor& require_column(const Batch& batch, const char* name) {
-  if (!batch.contains(name) || !batch.is_tensor(name))
-    throw ValueError(std::string("megatron: the batch has no tensor column '") + name + "'");
-  return batch.tensor(name);
-}
-
 // Point-to-point transfers between neighbouring stages; sends complete when waited for.
 class StageLink {
  public:
@@ -117,34 +111,6 @@ struct MegatronEngine::PipelineResult {
   MetricSums metrics;
 };
 
-std::vector<MegatronEngine::MicroBatch> MegatronEngine::make_micro_batches(const Batch& batch,
-                                                                          const ForwardOptions& options) const {
-  const at::Tensor& ids = require_column(batch, columns::kInputIds);
-  const at::Tensor& mask = require_column(batch, columns::kAttentionMask);
-  const at::Tensor& responses = require_column(batch, columns::kResponses);
-  if (ids.dim() != 2 || mask.sizes() != ids.sizes() || responses.dim() != 2 || responses.size(0) != ids.size(0) ||
-      responses.size(1) < 1 || responses.size(1) >= ids.size(1)) {
-    throw ValueError("megatron: expected input_ids and attention_mask [B, P + R] and responses [B, R] with P, R >= 1");
-  }
-  if (options.temperature <= 0) throw ValueError("megatron: temperature must be > 0");
-  const bool has_positions = batch.contains(columns::kPositionIds) && batch.is_tensor(columns::kPositionIds);
-  std::vector<MicroBatch> micro;
-  for (const train::RowRange& range : train::micro_batch_rows(mask, options.micro_batching)) {
-    MicroBatch m;
-    m.rows = batch.slice(range.begin, range.end);
-    m.input_ids = ids.slice(0, range.begin, range.end).to(device_, at::kLong);
-    m.attention_mask = mask.slice(0, range.begin, range.end).to(device_, at::kLong);
-    if (has_positions)
-      m.position_ids = batch.tensor(columns::kPositionIds).slice(0, range.begin, range.end).to(device_, at::kLong);
-    m.responses = responses.slice(0, range.begin, range.end).to(device_, at::kLong);
-    m.response_len = responses.size(1);
-    m.prompt_len = ids.size(1) - m.response_len;
-    m.ctx = skeleton_.prepare(m.input_ids, m.attention_mask, m.position_ids, nullptr);
-    micro.push_back(std::move(m));
-  }
-  return micro;
-}
-
 MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBatch>& micro,
                                                            const ForwardOptions& options, const LossFunction* loss,
                                                            const GlobalBatchInfo& global,
@@ -210,10 +176,10 @@ MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBat
 ModelOutput MegatronEngine::forward(const Batch& batch, const ForwardOptions& options) {
   Resident resident(*this, OffloadSet::kParams);
   at::NoGradGuard no_grad;
-  std::vector<MicroBatch> micro = make_micro_batches(batch, options);
+  std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "megatron");
   const PipelineResult result = run_pipeline(micro, options, nullptr, {}, compute_weights(false));
-  const int64_t rows = require_column(batch, columns::kResponses).size(0);
-  const int64_t response_len = require_column(batch, columns::kResponses).size(1);
+  const int64_t rows = train::require_column(batch, columns::kResponses, "megatron").size(0);
+  const int64_t response_len = train::require_column(batch, columns::kResponses, "megatron").size(1);
   at::Tensor log_prob, entropy;
   if (groups_.last_stage()) {
     std::vector<at::Tensor> lp, ent;
@@ -237,9 +203,9 @@ TrainStepOutput MegatronEngine::train_step(const Batch& batch, const ForwardOpti
   Resident resident(*this, OffloadSet::kAll);
   at::AutoGradMode grad_mode(true);
   zero_grads();  // a step that threw half-way may have left partial sums
-  std::vector<MicroBatch> micro = make_micro_batches(batch, options);
+  std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "megatron");
 
-  const at::Tensor response_mask = require_column(batch, columns::kResponseMask).to(at::kDouble);
+  const at::Tensor response_mask = train::require_column(batch, columns::kResponseMask, "megatron").to(at::kDouble);
   at::Tensor counts = at::stack({response_mask.sum(), response_mask.ne(0).any(1).sum().to(at::kDouble)}).cpu();
   groups_.dp.all_reduce(counts);
   const GlobalBatchInfo global{groups_.dp.size(), counts[0].item<double>(), counts[1].item<double>()};

@@ -16,6 +16,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "lr_schedule.h"
+#include "micro_batches.h"
 #include "megatron_options.h"
 #include "parallel_groups.h"
 #include "rlcore/model/megatron_layout.h"
@@ -60,7 +61,7 @@ class MegatronEngine final : public TrainEngine {
     bool counted_in_norm = true;  // false for replicated copies on tp ranks > 0 and the tied output copy
     bool tied_output = false;     // the last stage's copy of the tied word embeddings
   };
-  struct MicroBatch;
+  using MicroBatch = train::MicroBatch;
   struct PipelineResult;
   class Resident;
 
@@ -72,7 +73,6 @@ class MegatronEngine final : public TrainEngine {
   LayerWeights layer_weights(const std::vector<at::Tensor>& weights, int64_t layer) const;
   at::Tensor output_weight(const std::vector<at::Tensor>& weights) const;
 
-  std::vector<MicroBatch> make_micro_batches(const Batch& batch, const ForwardOptions& options) const;
   PipelineResult run_pipeline(std::vector<MicroBatch>& micro, const ForwardOptions& options, const LossFunction* loss,
                               const GlobalBatchInfo& global, const std::vector<at::Tensor>& weights);
   void accumulate_gradients(const std::vector<at::Tensor>& leaves);

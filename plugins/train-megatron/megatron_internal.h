@@ -11,14 +11,6 @@
 
 namespace rlcore::megatron {
 
-struct MegatronEngine::MicroBatch {
-  Batch rows;  // the micro-batch's rows of the caller's Batch, every column
-  at::Tensor input_ids, attention_mask, position_ids, responses;  // on the engine's device
-  model::ForwardContext ctx;
-  int64_t prompt_len = 0;
-  int64_t response_len = 0;
-};
-
 // Brings the offloaded parts of `needed` back for the scope and parks them again at its end.
 class MegatronEngine::Resident {
  public:

@@ -1,13 +1,17 @@
 // What the multi-process test runners (one rank per process) share: their
-// `--key value` arguments and a main() that reports errors with the runner's name.
+// `--key value` arguments, the loopback rendezvous, and a main() that reports
+// errors with the runner's name.
 #pragma once
 
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/error.h"
 
 namespace rlcore::testing {
@@ -27,6 +31,22 @@ inline std::string runner_arg(const std::string& runner, const RunnerArgs& args,
   if (it != args.end()) return it->second;
   if (fallback.empty()) throw ConfigError(runner + ": --" + key + " is required");
   return fallback;
+}
+
+// Joins the test's TCPStore on loopback (--rank, --world, --port, --prefix) as
+// a pool with `mesh`; groups of one test (`test`) never meet another test's.
+inline std::unique_ptr<CommContext> loopback_comm(const std::string& runner, const RunnerArgs& args,
+                                                  const std::string& test, MeshShape mesh = {}) {
+  ProcessGroupOptions pg;
+  pg.store_host = "127.0.0.1";
+  pg.store_port = std::stoi(runner_arg(runner, args, "port"));
+  pg.prefix = test + "/" + runner_arg(runner, args, "prefix", "run");
+  pg.rank = std::stoll(runner_arg(runner, args, "rank"));
+  pg.world_size = std::stoll(runner_arg(runner, args, "world"));
+  pg.local_address = "127.0.0.1";
+  pg.timeout = std::chrono::seconds(60);
+  pg.mesh = std::move(mesh);
+  return make_comm_context(pg);
 }
 
 // Runs `run` on the parsed arguments; an exception becomes "<runner>: <what>" on stderr and exit code 1.

@@ -27,7 +27,6 @@
 #include "megatron_adaptor.h"
 #include "native_engine.h"
 #include "rlcore/core/plugin_loader.h"
-#include "rlcore/core/runtime/process_groups.h"
 #include "../../common/rank_runner.h"
 #include "rlcore/config_node.h"
 #include "rlcore/error.h"
@@ -110,23 +109,16 @@ int run(const std::map<std::string, std::string>& args) {
   // Ranks that must see the same rows: a rollout TP group, a trainer replica.
   const int64_t row_group = rank / std::max(tp, replica);
 
-  ProcessGroupOptions pg;
-  pg.store_host = "127.0.0.1";
-  pg.store_port = std::stoi(arg(args, "port"));
-  pg.prefix = "hybrid_test/" + arg(args, "prefix", "run");
-  pg.rank = rank;
-  pg.world_size = world;
-  pg.local_address = "127.0.0.1";
-  pg.timeout = std::chrono::seconds(60);
   // No "dp" dimension without a model-parallel trainer: the trainer spans the whole pool (world).
+  MeshShape mesh;
   if (replica > 1) {
     if (tp != 1) throw ValueError("hybrid_rank_runner: a model-parallel trainer is tested with --tp 1");
-    pg.mesh = {{"dp", world / replica}, {"pp", std::stoll(arg(args, "train-pp", "1"))},
-               {"tp", std::stoll(arg(args, "train-tp", "1"))}};
+    mesh = {{"dp", world / replica}, {"pp", std::stoll(arg(args, "train-pp", "1"))},
+            {"tp", std::stoll(arg(args, "train-tp", "1"))}};
   } else if (tp > 1) {
-    pg.mesh = {{"rollout_dp", world / tp}, {kRolloutTpGroup, tp}};
+    mesh = {{"rollout_dp", world / tp}, {kRolloutTpGroup, tp}};
   }
-  const std::unique_ptr<CommContext> comm = make_comm_context(pg);
+  const std::unique_ptr<CommContext> comm = testing::loopback_comm("hybrid_rank_runner", args, "hybrid_test", mesh);
 
   ComponentContext context;
   context.model_path = arg(args, "model");

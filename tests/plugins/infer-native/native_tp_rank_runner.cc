@@ -17,7 +17,6 @@
 #include <nlohmann/json.hpp>
 
 #include "native_engine.h"
-#include "rlcore/core/runtime/process_groups.h"
 #include "../../common/rank_runner.h"
 #include "rlcore/error.h"
 
@@ -46,16 +45,8 @@ int run(const std::map<std::string, std::string>& args) {
   const int64_t tp = std::stoll(arg(args, "tp"));
   const fs::path out = arg(args, "out");
 
-  ProcessGroupOptions pg;
-  pg.store_host = "127.0.0.1";
-  pg.store_port = std::stoi(arg(args, "port"));
-  pg.prefix = "native_tp_test/" + arg(args, "prefix");
-  pg.rank = rank;
-  pg.world_size = world;
-  pg.local_address = "127.0.0.1";
-  pg.timeout = std::chrono::seconds(60);
-  pg.mesh = {{"rollout_dp", world / tp}, {kRolloutTpGroup, tp}};
-  const std::unique_ptr<CommContext> comm = make_comm_context(pg);
+  const std::unique_ptr<CommContext> comm = testing::loopback_comm(
+      "native_tp_rank_runner", args, "native_tp_test", {{"rollout_dp", world / tp}, {kRolloutTpGroup, tp}});
 
   ComponentContext context;
   context.model_path = arg(args, "model");

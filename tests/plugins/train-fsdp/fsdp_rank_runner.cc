@@ -7,7 +7,6 @@
 //                    --port P --model DIR --out DIR [--steps K] [--save-at K --ckpt DIR]
 //                    [--micro N] [--dynamic TOKENS] [--dtype float32|bfloat16] [--head lm|value]
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -21,8 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fsdp_engine.h"
-#include "rlcore/core/runtime/process_groups.h"
 #include "../../common/rank_runner.h"
+#include "../../common/train_batch.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
 
@@ -31,50 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace rlcore;
 
-constexpr int64_t kRows = 8;
-constexpr int64_t kPrompt = 6;
-constexpr int64_t kResponse = 5;
-
 std::string arg(const testing::RunnerArgs& args, const std::string& key, const std::string& fallback = "") {
   return testing::runner_arg("fsdp_rank_runner", args, key, fallback);
-}
-
-// The same global batch on every rank: left-padded prompts, right-padded
-// responses of varied lengths, random advantages and returns.
-Batch global_batch(int64_t vocab) {
-  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(1234);
-  const int64_t len = kPrompt + kResponse;
-  at::Tensor ids = at::randint(1, vocab, {kRows, len}, generator, at::kLong);
-  at::Tensor mask = at::ones({kRows, len}, at::kLong);
-  for (int64_t row = 0; row < kRows; ++row) {
-    const int64_t prompt_pad = row % 3;
-    const int64_t response_pad = (row * 2) % kResponse;
-    mask[row].slice(0, 0, prompt_pad).zero_();
-    mask[row].slice(0, len - response_pad).zero_();
-  }
-  ids = ids * mask;
-  Batch batch(kRows);
-  batch.set("input_ids", ids);
-  batch.set("attention_mask", mask);
-  batch.set("responses", ids.slice(1, kPrompt).clone());
-  batch.set("response_mask", mask.slice(1, kPrompt).to(at::kFloat));
-  batch.set("advantages", at::randn({kRows, kResponse}, generator));
-  batch.set("returns", at::randn({kRows, kResponse}, generator));
-  return batch;
-}
-
-// verl-style token-mean losses normalised by the global token count (x dp_size,
-// as FSDP averages gradients over ranks).
-LossOutput test_loss(const Batch& micro, const ModelOutput& out, const GlobalBatchInfo& global) {
-  const at::Tensor mask = micro.tensor("response_mask");
-  const double scale = static_cast<double>(global.dp_size) / global.num_tokens;
-  at::Tensor loss;
-  if (out.values.defined()) {
-    loss = 0.5 * ((out.values - micro.tensor("returns")).pow(2) * mask).sum() * scale;
-  } else {
-    loss = -(out.log_prob * micro.tensor("advantages") * mask).sum() * scale;
-  }
-  return LossOutput{loss, {{"loss", loss.detach()}}};
 }
 
 void write_json(const fs::path& path, const nlohmann::json& json) {
@@ -112,15 +69,7 @@ int run(const std::map<std::string, std::string>& args) {
   const int64_t world = std::stoll(arg(args, "world"));
   const fs::path out_dir = arg(args, "out");
 
-  ProcessGroupOptions pg;
-  pg.store_host = "127.0.0.1";
-  pg.store_port = std::stoi(arg(args, "port"));
-  pg.prefix = "fsdp_test/" + arg(args, "prefix", "run");
-  pg.rank = rank;
-  pg.world_size = world;
-  pg.local_address = "127.0.0.1";
-  pg.timeout = std::chrono::seconds(60);
-  const std::unique_ptr<CommContext> comm = make_comm_context(pg);
+  const std::unique_ptr<CommContext> comm = testing::loopback_comm("fsdp_rank_runner", args, "fsdp_test");
 
   ComponentContext context;
   context.model_path = arg(args, "model");
@@ -145,13 +94,13 @@ int run(const std::map<std::string, std::string>& args) {
     forward.micro_batching.dynamic = true;
     forward.micro_batching.max_token_len = dynamic;
   }
-  const Batch batch = global_batch(engine.model_config().vocab_size);
-  const Batch mine = batch.slice(rank * kRows / world, (rank + 1) * kRows / world);
+  const Batch batch = testing::train_batch(engine.model_config().vocab_size);
+  const Batch mine = batch.slice(rank * testing::kTrainRows / world, (rank + 1) * testing::kTrainRows / world);
 
   nlohmann::json result = {{"rank", rank}, {"world", world}};
   result["memory_initial"] = memory_json(engine.memory());
   auto train = [&](int64_t steps) {
-    for (int64_t s = 0; s < steps; ++s) result["metrics"].push_back(engine.train_step(mine, forward, test_loss).metrics);
+    for (int64_t s = 0; s < steps; ++s) result["metrics"].push_back(engine.train_step(mine, forward, testing::train_loss).metrics);
   };
 
   if (scenario == "train") {
@@ -186,7 +135,7 @@ int run(const std::map<std::string, std::string>& args) {
     engine.export_hf((out_dir / "hf").string());
   } else if (scenario == "frozen") {
     try {
-      engine.train_step(mine, forward, test_loss);
+      engine.train_step(mine, forward, testing::train_loss);
       result["frozen_error"] = "";
     } catch (const ValueError& e) {
       result["frozen_error"] = e.what();

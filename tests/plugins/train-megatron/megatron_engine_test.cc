@@ -9,6 +9,7 @@
 
 #include "fsdp_engine.h"
 #include "megatron_engine.h"
+#include "../../common/train_batch.h"
 #include "rlcore/error.h"
 #include "rlcore/model/megatron_layout.h"
 
@@ -134,32 +135,13 @@ TEST_CASE("megatron in one process equals the fsdp engine: outputs, metrics, upd
   options.optim.lr_scheduler_type = "cosine";
   options.optim.min_lr_ratio = 0.1;
   rlcore::fsdp::FsdpEngine fsdp(options, context);
-  // The runner's batch, loss and steps (see megatron_rank_runner.cc), run here through fsdp.
-  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(1234);
-  const int64_t rows = 8, prompt = 6, response = 5, len = prompt + response;
-  at::Tensor ids = at::randint(1, test_config().vocab_size, {rows, len}, generator, at::kLong);
-  at::Tensor mask = at::ones({rows, len}, at::kLong);
-  for (int64_t row = 0; row < rows; ++row) {
-    mask[row].slice(0, 0, row % 3).zero_();
-    mask[row].slice(0, len - (row * 2) % response).zero_();
-  }
-  ids = ids * mask;
-  rlcore::Batch batch(rows);
-  batch.set("input_ids", ids);
-  batch.set("attention_mask", mask);
-  batch.set("responses", ids.slice(1, prompt).clone());
-  batch.set("response_mask", mask.slice(1, prompt).to(at::kFloat));
-  batch.set("advantages", at::randn({rows, response}, generator));
+  // The runner's batch, loss and steps (megatron_rank_runner.cc), run here through fsdp.
+  const rlcore::Batch batch = rlcore::testing::train_batch(test_config().vocab_size);
   rlcore::ForwardOptions forward;
   forward.entropy = true;
-  const auto loss = [](const rlcore::Batch& micro, const rlcore::ModelOutput& out, const rlcore::GlobalBatchInfo& g) {
-    const double scale = static_cast<double>(g.dp_size) / g.num_tokens;
-    const at::Tensor l = -(out.log_prob * micro.tensor("advantages") * micro.tensor("response_mask")).sum() * scale;
-    return rlcore::LossOutput{l, {{"loss", l.detach()}}};
-  };
   CHECK(max_diff(fsdp.forward(batch, forward).log_prob, whole_batch(run, "log_prob_before")) < kBeforeTolerance);
   for (size_t step = 0; step < 2; ++step) {
-    const auto metrics = fsdp.train_step(batch, forward, loss).metrics;
+    const auto metrics = fsdp.train_step(batch, forward, rlcore::testing::train_loss).metrics;
     INFO("step " << step);
     const double tolerance = step == 0 ? kBeforeTolerance : kAfterTolerance;
     CHECK(std::abs(metrics.at("grad_norm") - run.ranks[0]["metrics"][step]["grad_norm"].get<double>()) < tolerance);

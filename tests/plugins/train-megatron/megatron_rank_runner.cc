@@ -6,7 +6,6 @@
 //   megatron_rank_runner --rank R --world N --port P --model DIR --out DIR --tp T --pp P
 //                        [--steps K] [--micro N] [--dtype float32|bfloat16] [--save DIR] [--load DIR]
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -16,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "megatron_engine.h"
-#include "rlcore/core/runtime/process_groups.h"
 #include "../../common/rank_runner.h"
+#include "../../common/train_batch.h"
 #include "rlcore/safetensors.h"
 
 namespace {
@@ -25,39 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace rlcore;
 
-constexpr int64_t kRows = 8;
-constexpr int64_t kPrompt = 6;
-constexpr int64_t kResponse = 5;
-
 std::string arg(const testing::RunnerArgs& args, const std::string& key, const std::string& fallback = "") {
   return testing::runner_arg("megatron_rank_runner", args, key, fallback);
-}
-
-// The same global batch everywhere: left-padded prompts, right-padded responses, random advantages.
-Batch global_batch(int64_t vocab) {
-  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(1234);
-  const int64_t len = kPrompt + kResponse;
-  at::Tensor ids = at::randint(1, vocab, {kRows, len}, generator, at::kLong);
-  at::Tensor mask = at::ones({kRows, len}, at::kLong);
-  for (int64_t row = 0; row < kRows; ++row) {
-    mask[row].slice(0, 0, row % 3).zero_();
-    mask[row].slice(0, len - (row * 2) % kResponse).zero_();
-  }
-  ids = ids * mask;
-  Batch batch(kRows);
-  batch.set("input_ids", ids);
-  batch.set("attention_mask", mask);
-  batch.set("responses", ids.slice(1, kPrompt).clone());
-  batch.set("response_mask", mask.slice(1, kPrompt).to(at::kFloat));
-  batch.set("advantages", at::randn({kRows, kResponse}, generator));
-  return batch;
-}
-
-// A token-mean policy-gradient loss over the global batch (x dp_size: gradients are averaged over dp).
-LossOutput test_loss(const Batch& micro, const ModelOutput& out, const GlobalBatchInfo& global) {
-  const double scale = static_cast<double>(global.dp_size) / global.num_tokens;
-  const at::Tensor loss = -(out.log_prob * micro.tensor("advantages") * micro.tensor("response_mask")).sum() * scale;
-  return LossOutput{loss, {{"loss", loss.detach()}, {"entropy", out.entropy.mean().detach()}}};
 }
 
 int run(const testing::RunnerArgs& args) {
@@ -68,16 +36,8 @@ int run(const testing::RunnerArgs& args) {
   const int64_t pp = std::stoll(arg(args, "pp", "1"));
   const fs::path out = arg(args, "out");
 
-  ProcessGroupOptions pg;
-  pg.store_host = "127.0.0.1";
-  pg.store_port = std::stoi(arg(args, "port"));
-  pg.prefix = "megatron_test/" + arg(args, "prefix", "run");
-  pg.rank = rank;
-  pg.world_size = world;
-  pg.local_address = "127.0.0.1";
-  pg.timeout = std::chrono::seconds(60);
-  pg.mesh = {{"dp", world / (tp * pp)}, {"pp", pp}, {"tp", tp}};
-  const std::unique_ptr<CommContext> comm = make_comm_context(pg);
+  const std::unique_ptr<CommContext> comm = testing::loopback_comm(
+      "megatron_rank_runner", args, "megatron_test", {{"dp", world / (tp * pp)}, {"pp", pp}, {"tp", tp}});
 
   ComponentContext context;
   context.model_path = arg(args, "model");
@@ -99,12 +59,13 @@ int run(const testing::RunnerArgs& args) {
   forward.micro_batching.micro_batch_size = std::stoll(arg(args, "micro", "0"));
   const int64_t dp = world / (tp * pp);
   const int64_t dp_rank = rank / (tp * pp);
-  const Batch mine = global_batch(engine.model_config().vocab_size).slice(dp_rank * kRows / dp, (dp_rank + 1) * kRows / dp);
+  const Batch mine = testing::train_batch(engine.model_config().vocab_size)
+                         .slice(dp_rank * testing::kTrainRows / dp, (dp_rank + 1) * testing::kTrainRows / dp);
 
   nlohmann::json result = {{"rank", rank}, {"dp_rank", dp_rank}, {"step_at_start", engine.step()}};
   const ModelOutput before = engine.forward(mine, forward);
   for (int64_t s = 0, steps = std::stoll(arg(args, "steps", "2")); s < steps; ++s)
-    result["metrics"].push_back(engine.train_step(mine, forward, test_loss).metrics);
+    result["metrics"].push_back(engine.train_step(mine, forward, testing::train_loss).metrics);
   if (args.count("save")) engine.save_checkpoint(arg(args, "save"));
   const ModelOutput after = engine.forward(mine, forward);
   save_safetensors(out / ("outputs_" + std::to_string(rank) + ".safetensors"),
