@@ -43,6 +43,11 @@ const at::Tensor& require_column(const Batch& batch, const char* name, const std
   return batch.tensor(name);
 }
 
+at::Tensor response_counts(const Batch& batch, const std::string& engine) {
+  const at::Tensor mask = require_column(batch, columns::kResponseMask, engine).to(at::kDouble);
+  return at::stack({mask.sum(), mask.ne(0).any(1).sum().to(at::kDouble)}).cpu();
+}
+
 std::vector<MicroBatch> make_micro_batches(const Batch& batch, const ForwardOptions& options,
                                            const model::Transformer& model, const at::Device& device,
                                            const std::string& engine) {

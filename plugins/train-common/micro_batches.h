@@ -41,6 +41,10 @@ std::vector<MicroBatch> make_micro_batches(const Batch& batch, const ForwardOpti
                                            const model::Transformer& model, const at::Device& device,
                                            const std::string& engine);
 
+// This rank's {response tokens, rows with a response token} as a [2] double
+// CPU tensor: summed over dp it gives GlobalBatchInfo's counts.
+at::Tensor response_counts(const Batch& batch, const std::string& engine);
+
 // The tensor column `name`; ValueError prefixed by `engine` when absent.
 const at::Tensor& require_column(const Batch& batch, const char* name, const std::string& engine);
 

@@ -137,8 +137,7 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
   zero_grads();  // a step that threw half-way may have left partial sums
   std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
 
-  const at::Tensor response_mask = train::require_column(batch, columns::kResponseMask, "fsdp").to(at::kDouble);
-  at::Tensor counts = at::stack({response_mask.sum(), response_mask.ne(0).any(1).sum().to(at::kDouble)}).cpu();
+  at::Tensor counts = train::response_counts(batch, "fsdp");
   dp_.all_reduce_sum(counts);
   GlobalBatchInfo global{dp_.size(), counts[0].item<double>(), counts[1].item<double>()};
 

@@ -205,8 +205,7 @@ TrainStepOutput MegatronEngine::train_step(const Batch& batch, const ForwardOpti
   zero_grads();  // a step that threw half-way may have left partial sums
   std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "megatron");
 
-  const at::Tensor response_mask = train::require_column(batch, columns::kResponseMask, "megatron").to(at::kDouble);
-  at::Tensor counts = at::stack({response_mask.sum(), response_mask.ne(0).any(1).sum().to(at::kDouble)}).cpu();
+  at::Tensor counts = train::response_counts(batch, "megatron");
   groups_.dp.all_reduce(counts);
   const GlobalBatchInfo global{groups_.dp.size(), counts[0].item<double>(), counts[1].item<double>()};
 

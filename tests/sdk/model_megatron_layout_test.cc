@@ -14,28 +14,15 @@
 #undef CHECK
 #include <catch2/catch.hpp>
 #include "../common/error_of.h"
+#include "full_featured_config.h"
 
 using namespace rlcore::model;
 using rlcore_test::error_of;
 
 namespace {
 
-// Every optional tensor present: biases everywhere, qwen3's q/k norms, an untied head.
-ModelConfig full_featured(const std::string& arch) {
-  ModelConfig c = preset(arch, "tiny", 96);
-  c.hidden_size = 32;
-  c.num_attention_heads = 8;
-  c.num_key_value_heads = 4;
-  c.head_dim = 4;
-  c.intermediate_size = 48;
-  c.num_hidden_layers = 3;
-  c.qkv_bias = true;
-  c.o_proj_bias = arch != "qwen2";
-  c.mlp_bias = arch == "llama";
-  c.tie_word_embeddings = false;
-  c.validate("megatron test config");
-  return c;
-}
+// 8 query heads in 4 groups of head_dim 4, over 3 layers.
+ModelConfig full_featured(const std::string& arch) { return rlcore_test::full_featured(arch, {8, 4, 4, 3}); }
 
 // Distinct values everywhere, so any misplaced element shows.
 std::map<std::string, at::Tensor> random_hf(const ModelConfig& config) {

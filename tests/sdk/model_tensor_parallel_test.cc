@@ -10,28 +10,14 @@
 #undef CHECK
 #include <catch2/catch.hpp>
 #include "../common/error_of.h"
+#include "full_featured_config.h"
 
 using namespace rlcore::model;
 using rlcore_test::error_of;
 
 namespace {
 
-// Every optional tensor present: biases everywhere, qwen3's q/k norms, an untied head.
-ModelConfig full_featured(const std::string& arch) {
-  ModelConfig c = preset(arch, "tiny", 96);
-  c.hidden_size = 32;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 8;
-  c.intermediate_size = 48;
-  c.num_hidden_layers = 1;
-  c.qkv_bias = true;
-  c.o_proj_bias = arch != "qwen2";
-  c.mlp_bias = arch == "llama";
-  c.tie_word_embeddings = false;
-  c.validate("tp test config");
-  return c;
-}
+using rlcore_test::full_featured;
 
 TpSplit expected_split(const std::string& name) {
   for (const char* column : {".q_proj.", ".k_proj.", ".v_proj.", ".gate_proj.", ".up_proj."}) {
