@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "model_cpu_kernels.h"
+#include "model_gemv.h"
 #include "rlcore/model/kv_cache.h"
 
 namespace rlcore::model {
@@ -49,7 +50,8 @@ std::vector<at::Tensor> project(std::initializer_list<const Linear*> linears, co
     for (const Linear* linear : linears) out.push_back((*linear)(x));
     return out;
   }
-  const at::Tensor y = at::linear(x, fused);
+  at::Tensor y = cpu::gemv_bf16(x, fused, {});
+  if (!y.defined()) y = at::linear(x, fused);
   int64_t start = 0;
   for (const Linear* linear : linears) {
     out.push_back(y.narrow(-1, start, linear->weight.size(0)));
@@ -62,6 +64,7 @@ std::vector<at::Tensor> project(std::initializer_list<const Linear*> linears, co
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   if (forward_override) return forward_override(*this, x);
+  if (at::Tensor y = cpu::gemv_bf16(x, weight, bias); y.defined()) return y;  // bf16 decode rows
   return at::linear(x, weight, bias);
 }
 

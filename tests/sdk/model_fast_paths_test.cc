@@ -100,3 +100,31 @@ TEST_CASE("a decode step over a cache without padding masks nothing; padding is 
   CHECK(step.blocked.view({2, -1})[0][0].item<bool>());        // row 0's padding slot
   CHECK_FALSE(step.blocked.view({2, -1})[1][0].item<bool>());  // row 1 has none
 }
+
+TEST_CASE("bf16 linear of a few rows (the decode GEMV) rounds the fp32 product once", "[model][fast]") {
+  at::manual_seed(5);
+  // Odd sizes: input not a multiple of the 32-lane dot product, output not of the 4-row block.
+  for (const auto& [rows, in, out] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 768, 2048}, {1, 37, 13}, {3, 130, 67}, {4, 64, 5}, {2, 31, 1}}) {
+    for (bool with_bias : {false, true}) {
+      INFO(rows << " x " << in << " -> " << out << (with_bias ? " with bias" : ""));
+      Linear linear;
+      linear.weight = at::randn({out, in}).to(at::kBFloat16);
+      if (with_bias) linear.bias = at::randn({out}).to(at::kBFloat16);
+      const at::Tensor x = at::randn({rows, 1, in}).to(at::kBFloat16);
+      const at::Tensor y = linear(x);
+      REQUIRE(y.sizes() == at::IntArrayRef({rows, 1, out}));
+      REQUIRE(y.scalar_type() == at::kBFloat16);
+      // The exact product of the bf16 inputs, in double: the result is it rounded to bf16,
+      // up to one bf16 step for fp32 accumulation order.
+      const at::Tensor exact = at::linear(x.to(at::kDouble), linear.weight.to(at::kDouble),
+                                          with_bias ? linear.bias.to(at::kDouble) : at::Tensor());
+      const at::Tensor step = exact.abs().clamp_min(1e-3) * std::pow(2.0, -7);
+      CHECK(((y.to(at::kDouble) - exact).abs() <= step).all().item<bool>());
+      // And it agrees with at::linear (oneDNN) the same way.
+      CHECK(((y.to(at::kDouble) - at::linear(x, linear.weight, linear.bias).to(at::kDouble)).abs() <= 2 * step)
+                .all()
+                .item<bool>());
+    }
+  }
+}
