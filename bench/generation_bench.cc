@@ -18,6 +18,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include "memory_reference.h"
 #include "rlcore/config_node.h"
 #include "rlcore/core/session.h"
 #include "rlcore/error.h"
@@ -79,23 +80,14 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Bytes copied per second by memcpy of a buffer far larger than the caches,
-// split over the same intra-op thread pool the engine uses; best of 5.
-double measure_copy_bandwidth(int64_t bytes) {
-  const at::Tensor src = at::ones({bytes}, at::kByte);
-  const at::Tensor dst = at::zeros({bytes}, at::kByte);
-  const auto* from = src.data_ptr<uint8_t>();
-  auto* to = dst.data_ptr<uint8_t>();
-  double best = std::numeric_limits<double>::max();
-  for (int i = 0; i < 5; ++i) {
-    const auto start = Clock::now();
-    at::parallel_for(0, bytes, 1 << 22, [&](int64_t begin, int64_t end) {
-      std::memcpy(to + begin, from + begin, static_cast<size_t>(end - begin));
-    });
-    best = std::min(best, seconds_since(start));
-  }
-  if (to[bytes - 1] != 1) throw ValueError("bench_generation: memcpy bandwidth check copied wrong bytes");
-  return static_cast<double>(bytes) / best;
+// The memory references a decode step is measured against, in bytes per second.
+struct Bandwidth {
+  double read = 0;  // streaming reads only: the floor of a step that reads its weights
+  double copy = 0;  // memcpy, bytes copied: for comparison with earlier tables
+};
+
+Bandwidth measure_bandwidth(int64_t bytes) {
+  return {bench::read_gbps(bytes, 5) * 1e9, bench::memcpy_gbps(bytes, 5, /*fresh=*/false) * 1e9};
 }
 
 double timed_generate(InferenceEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
@@ -243,7 +235,7 @@ int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>&
   return static_cast<int64_t>(mismatch.first - a.begin());
 }
 
-void print_tables(const std::vector<Row>& rows, double bandwidth, const BenchOptions& options) {
+void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, const BenchOptions& options) {
   std::cout << "### Generation speed (prompt " << options.prompt_len << ", " << options.max_tokens
             << " new tokens, greedy, " << options.threads << " threads, best of " << options.repeats << ")\n\n"
             << "| model | dtype | batch | rlcore tok/s | rlcore ms/step | python tok/s | python ms/step | "
@@ -267,15 +259,15 @@ void print_tables(const std::vector<Row>& rows, double bandwidth, const BenchOpt
               << common_prefix(row.rlcore.row0_tokens, row.python->row0_tokens) << "/" << options.max_tokens << ";";
   }
   std::cout << "\n\n### Memory-bandwidth floor of a decode step\n\n"
-            << "copy bandwidth: " << fixed(bandwidth / 1e9, 2) << " GB/s (memcpy of " << options.bandwidth_mib
-            << " MiB, " << at::get_num_threads() << " threads, best of 5); floor = bytes read per step / "
-               "that bandwidth\n\n"
+            << "read bandwidth: " << fixed(bandwidth.read / 1e9, 2) << " GB/s (sum of " << options.bandwidth_mib
+            << " MiB, " << at::get_num_threads() << " threads, best of 5; memcpy: " << fixed(bandwidth.copy / 1e9, 2)
+            << " GB/s copied); floor = bytes read per step / read bandwidth\n\n"
             << "| model | dtype | batch | weights MB/step | KV MB/step (mean) | floor ms (weights) | "
                "floor ms (weights+KV) | rlcore ms/step | rlcore / floor | python ms/step | python / floor |\n"
             << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Row& row : rows) {
-    const double floor_ms = 1000.0 * row.weight_bytes / bandwidth;
-    const double floor_kv_ms = 1000.0 * (row.weight_bytes + row.kv_bytes) / bandwidth;
+    const double floor_ms = 1000.0 * row.weight_bytes / bandwidth.read;
+    const double floor_kv_ms = 1000.0 * (row.weight_bytes + row.kv_bytes) / bandwidth.read;
     std::cout << "| " << row.model << " | " << row.dtype << " | " << row.batch << " | "
               << fixed(row.weight_bytes / 1e6, 1) << " | " << fixed(row.kv_bytes / 1e6, 1) << " | "
               << fixed(floor_ms, 3) << " | " << fixed(floor_kv_ms, 3) << " | " << fixed(row.rlcore.ms_per_step, 2)
@@ -327,7 +319,7 @@ std::optional<BenchOptions> parse_options(int argc, char** argv) {
       "python", po::value(&options.python), "python with torch for the baseline (e.g. /usr/bin/python3); "
                                             "none: rlcore only")(
       "baseline-script", po::value(&options.baseline_script), "the baseline script")(
-      "bandwidth-mib", po::value(&options.bandwidth_mib), "memcpy buffer size for the bandwidth (default 512)")(
+      "bandwidth-mib", po::value(&options.bandwidth_mib), "buffer size for the read and memcpy bandwidths (default 512)")(
       "plugins", po::value(&options.plugin_paths), "extra plugin directories");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -363,7 +355,7 @@ int run(int argc, char** argv) {
   if (!options) return 0;
   at::set_num_threads(options->threads);
   Session session(options->plugin_paths);
-  const double bandwidth = measure_copy_bandwidth(options->bandwidth_mib << 20);
+  const Bandwidth bandwidth = measure_bandwidth(options->bandwidth_mib << 20);
   const std::vector<Row> rows = run_benchmarks(session, *options);
   print_tables(rows, bandwidth, *options);
   return 0;

@@ -1,13 +1,15 @@
-// memcpy and RSS references for the swap benchmarks.
+// memcpy, read and RSS references for the benchmarks.
 #include "memory_reference.h"
 
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 namespace rlcore::bench {
@@ -22,7 +24,37 @@ void parallel_memcpy(char* to, const char* from, int64_t bytes) {
   });
 }
 
+// Four independent sums, so the loads, not the adds, set the pace.
+uint64_t sum_words(const uint64_t* words, int64_t count) {
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  int64_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    a += words[i];
+    b += words[i + 1];
+    c += words[i + 2];
+    d += words[i + 3];
+  }
+  for (; i < count; ++i) a += words[i];
+  return a + b + c + d;
+}
+
 }  // namespace
+
+double read_gbps(int64_t bytes, int reps) {
+  const int64_t count = bytes / 8;
+  std::vector<uint64_t> words(static_cast<size_t>(count), 1);
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    std::atomic<uint64_t> total{0};
+    const auto start = Clock::now();
+    at::parallel_for(0, count, int64_t{1} << 17, [&](int64_t begin, int64_t end) {
+      total += sum_words(words.data() + begin, end - begin);
+    });
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+    if (total.load() != static_cast<uint64_t>(count)) throw std::logic_error("read_gbps: wrong sum");
+  }
+  return static_cast<double>(count * 8) / best / 1e9;
+}
 
 double memcpy_gbps(int64_t bytes, int reps, bool fresh) {
   std::vector<char> from(static_cast<size_t>(bytes), 1), to(static_cast<size_t>(bytes), 0);

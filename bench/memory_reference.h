@@ -1,5 +1,6 @@
-// Memory references the swap benchmarks measure in the same run as the swaps:
-// memcpy bandwidth (warm, or into freshly allocated memory) and peak RSS.
+// Memory references the benchmarks measure in the same run as what they time:
+// memcpy bandwidth (warm, or into freshly allocated memory), read bandwidth
+// and peak RSS.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,12 @@ namespace rlcore::bench {
 // touched buffers (`fresh` false), or into a buffer allocated just before
 // (`fresh` true: the page faults a swap pays on its new bucket are included).
 double memcpy_gbps(int64_t bytes, int reps, bool fresh);
+
+// Best-of-reps bandwidth (bytes read per second / 1e9) of summing `bytes` of
+// touched memory, split over the intra-op threads: what a step that only
+// streams weights in (a decode step's GEMVs) can reach at best. Nothing is
+// written, so it exceeds memcpy's bytes copied per second.
+double read_gbps(int64_t bytes, int reps);
 
 // The process's peak resident set so far, in bytes.
 int64_t max_rss_bytes();

@@ -6,7 +6,9 @@
 # dtype) pair. fsdp keeps fp32 masters, so every pair swaps from fp32: to bf16
 # (a cast) or to fp32 (a plain copy). Each row is its own process (peak RSS is per process).
 #   bench/run_swap_bench.sh [--build-dir DIR] [--models tiny,100m,1b] [--pairs float32:bfloat16,...]
-#                           [--modes bucketed,naive] [--reps N] [--threads N] [--no-build]
+#                           [--modes bucketed,naive] [--releases lazy_free,unmap] [--reps N]
+#                           [--threads N] [--no-build]
+# --releases applies to bucketed rows (hybrid_engine.bucket_release).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,6 +17,7 @@ models=tiny,100m
 # float32:bfloat16 is the quickstart (fp32 training, bf16 checkpoint served in bf16).
 pairs=float32:bfloat16,bfloat16:bfloat16,float32:float32
 modes=bucketed,naive
+releases=lazy_free,unmap
 reps=3
 threads=1
 build=1
@@ -24,6 +27,7 @@ while [[ $# -gt 0 ]]; do
     --models) models=$2; shift 2 ;;
     --pairs) pairs=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
+    --releases) releases=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --no-build) build=0; shift ;;
@@ -45,9 +49,13 @@ for size in ${models//,/ }; do
   for pair in ${pairs//,/ }; do
     train_dtype=${pair%%:*} rollout_dtype=${pair##*:}
     for mode in ${modes//,/ }; do
-      "$build_dir/bin/bench_swap" --model "$work/$size" --mode "$mode" --reps "$reps" --threads "$threads" \
-        --train-dtype "$train_dtype" --rollout-dtype "$rollout_dtype" $header
-      header=
+      mode_releases=$releases
+      [[ $mode == naive ]] && mode_releases=unmap  # naive keeps no bucket
+      for release in ${mode_releases//,/ }; do
+        "$build_dir/bin/bench_swap" --model "$work/$size" --mode "$mode" --bucket-release "$release" --reps "$reps" \
+          --threads "$threads" --train-dtype "$train_dtype" --rollout-dtype "$rollout_dtype" $header
+        header=
+      done
     done
   done
 done

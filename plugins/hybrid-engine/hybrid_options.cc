@@ -14,7 +14,11 @@ OptionsSchema<HybridOptions> hybrid_options_schema() {
            "Move the actor's optimizer state to host memory while the rollout runs.")
       .key("param_offload", &HybridOptions::param_offload, "verl-style alias of offload_train_param.")
       .key("grad_offload", &HybridOptions::grad_offload, "verl-style alias of offload_train_grad.")
-      .key("optimizer_offload", &HybridOptions::optimizer_offload, "verl-style alias of offload_train_optimizer.");
+      .key("optimizer_offload", &HybridOptions::optimizer_offload, "verl-style alias of offload_train_optimizer.")
+      .key("bucket_release", &HybridOptions::bucket_release,
+           "What a CPU bucket's pages become when the rollout sleeps: lazy_free (MADV_FREE: the kernel may "
+           "take them, and the next swap reuses those it did not) or unmap (fresh pages every swap).",
+           one_of({"lazy_free", "unmap"}));
   return schema;
 }
 
@@ -24,6 +28,10 @@ OffloadSet offload_set(const HybridOptions& options) {
   if (options.offload_train_grad || options.grad_offload) set = set | OffloadSet::kGrads;
   if (options.offload_train_optimizer || options.optimizer_offload) set = set | OffloadSet::kOptimizer;
   return set;
+}
+
+BucketRelease bucket_release(const HybridOptions& options) {
+  return options.bucket_release == "unmap" ? BucketRelease::kUnmap : BucketRelease::kLazyFree;
 }
 
 }  // namespace rlcore::hybrid

@@ -1,7 +1,11 @@
 // The sharding managers' options: what training state leaves the device while
-// the rollout runs (MindSpeed-RL's generate_config keys, with verl-style aliases).
+// the rollout runs (MindSpeed-RL's generate_config keys, with verl-style aliases),
+// and what happens to the bucket's pages between swaps.
 #pragma once
 
+#include <string>
+
+#include "bucket_memory.h"
 #include "rlcore/options.h"
 #include "rlcore/train_engine.h"
 
@@ -15,9 +19,12 @@ struct HybridOptions {
   bool param_offload = false;
   bool grad_offload = false;
   bool optimizer_offload = false;
+  // lazy_free | unmap: see BucketRelease.
+  std::string bucket_release = "lazy_free";
 };
 
 OptionsSchema<HybridOptions> hybrid_options_schema();
 OffloadSet offload_set(const HybridOptions& options);
+BucketRelease bucket_release(const HybridOptions& options);
 
 }  // namespace rlcore::hybrid

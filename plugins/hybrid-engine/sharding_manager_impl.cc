@@ -3,7 +3,6 @@
 
 #include <ATen/ATen.h>
 
-#include "bucket_memory.h"
 #include "rlcore/error.h"
 
 namespace rlcore::hybrid {
@@ -18,7 +17,7 @@ int64_t tensor_bytes(const at::Tensor& t) { return static_cast<int64_t>(t.numel(
 }  // namespace
 
 HybridShardingManager::HybridShardingManager(const HybridOptions& options, SwapMode mode)
-    : offload_(offload_set(options)), mode_(mode) {}
+    : offload_(offload_set(options)), mode_(mode), bucket_memory_(bucket_release(options)) {}
 
 void HybridShardingManager::require_attached(const char* method) const {
   if (!engines_.train || !engines_.rollout || !engines_.adaptor || !engines_.offloader) {
@@ -123,7 +122,7 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
   std::vector<at::Tensor> outputs;
   if (mode_ == SwapMode::kBucketed) {
     // One allocation, exactly the rollout's shard; the engine adopts views of it.
-    at::Tensor bucket = allocate_bucket(plan_.bucket_bytes, device_);
+    at::Tensor bucket = bucket_memory_.allocate(plan_.bucket_bytes, device_);
     ledger_.set("bucket", plan_.bucket_bytes);
     outputs = bucket_views(plan_, bucket);
     fill(outputs, stats);

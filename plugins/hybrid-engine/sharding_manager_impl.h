@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bucket_memory.h"
 #include "hybrid_options.h"
 #include "rlcore/sharding_manager.h"
 #include "swap_plan.h"
@@ -40,6 +41,7 @@ class HybridShardingManager final : public ShardingManager {
 
   OffloadSet offload_;
   SwapMode mode_;
+  BucketMemory bucket_memory_;
   HybridEngines engines_;
   SwapPlan plan_;
   // What of a gathered tensor came from other ranks (full minus this rank's piece).

@@ -2,7 +2,11 @@
 // exactly where the ATen op sequence it replaces produces a tensor.
 #include "model_cpu_kernels.h"
 
+#include <immintrin.h>
+
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -73,6 +77,77 @@ void rotary_rows(const at::Tensor& x, const T* cos, const T* sin, T* out) {
   });
 }
 
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
+// 16 elements of T as fp32 lanes.
+__attribute__((target("avx512f"))) inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+__attribute__((target("avx512f"))) inline __m512 load16(const at::BFloat16* p) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
+
+// One query head against `keys` cached positions of its kv head: scores,
+// softmax and the weighted sum of values, rounding to T where the ATen
+// sequence (bmm, * scaling, fp32 softmax, cast, bmm) produces a T tensor.
+// `scores` is scratch space for `keys` floats; dim is a multiple of 16.
+template <typename T>
+__attribute__((target("avx512f"))) void attend_one_head(const T* q, const T* k, const T* v, int64_t key_stride,
+                                                         const bool* blocked, int64_t keys, int64_t dim,
+                                                         float scaling, float* scores, T* out) {
+  float top = std::numeric_limits<float>::lowest();
+  for (int64_t s = 0; s < keys; ++s) {
+    const T* key = k + s * key_stride;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t d = 0; d < dim; d += 16) acc = _mm512_fmadd_ps(load16(q + d), load16(key + d), acc);
+    float score = round_to<T>(round_to<T>(_mm512_reduce_add_ps(acc)) * scaling);
+    if (blocked != nullptr && blocked[s]) score = std::numeric_limits<float>::lowest();
+    scores[s] = score;
+    top = std::max(top, score);
+  }
+  float total = 0;
+  for (int64_t s = 0; s < keys; ++s) {
+    scores[s] = std::exp(scores[s] - top);
+    total += scores[s];
+  }
+  constexpr int kMaxDim = 256;
+  __m512 acc[kMaxDim / 16];
+  const int64_t vectors = dim / 16;
+  for (int64_t i = 0; i < vectors; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < keys; ++s) {
+    const __m512 p = _mm512_set1_ps(round_to<T>(scores[s] / total));
+    const T* value = v + s * key_stride;
+    for (int64_t i = 0; i < vectors; ++i) acc[i] = _mm512_fmadd_ps(p, load16(value + 16 * i), acc[i]);
+  }
+  alignas(64) float lanes[kMaxDim];
+  for (int64_t i = 0; i < vectors; ++i) _mm512_store_ps(lanes + 16 * i, acc[i]);
+  for (int64_t d = 0; d < dim; ++d) out[d] = static_cast<T>(lanes[d]);
+}
+
+template <typename T>
+void decode_attention_heads(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const bool* blocked,
+                            float scaling, at::Tensor& out) {
+  const int64_t batch = q.size(0), heads = q.size(1), dim = q.size(3);
+  const int64_t kv_heads = k.size(1), keys = k.size(2), group = heads / kv_heads;
+  const T* qp = q.data_ptr<T>();
+  const T* kp = k.data_ptr<T>();
+  const T* vp = v.data_ptr<T>();
+  T* op = out.data_ptr<T>();
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, keys * dim));
+  at::parallel_for(0, batch * heads, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(static_cast<size_t>(keys));
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / heads, h = row % heads, g = h / group;
+      attend_one_head(qp + b * q.stride(0) + h * q.stride(1), kp + b * k.stride(0) + g * k.stride(1),
+                      vp + b * v.stride(0) + g * v.stride(1), k.stride(2),
+                      blocked != nullptr ? blocked + b * keys : nullptr, keys, dim, scaling, scores.data(),
+                      op + (b * heads + h) * dim);
+    }
+  });
+}
+
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
@@ -107,6 +182,35 @@ at::Tensor rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
   } else {
     rotary_rows<at::BFloat16>(x, cos.data_ptr<at::BFloat16>(), sin.data_ptr<at::BFloat16>(),
                               out.data_ptr<at::BFloat16>());
+  }
+  return out;
+}
+
+}  // namespace rlcore::model::cpu
+
+namespace rlcore::model::cpu {
+
+at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocked,
+                            double scaling) {
+  const at::ScalarType dtype = q.scalar_type();
+  if (!cpu_has_avx512() || !supported(dtype) || !eligible(q, dtype) || !eligible(k, dtype) || !eligible(v, dtype) ||
+      q.dim() != 4 || k.dim() != 4 || q.size(2) != 1 || q.size(3) % 16 != 0 || q.size(3) > 256 ||
+      k.sizes() != v.sizes() || k.strides() != v.strides() || k.size(0) != q.size(0) || k.size(3) != q.size(3) ||
+      k.size(1) == 0 || q.size(1) % k.size(1) != 0 || q.stride(3) != 1 || k.stride(3) != 1 || k.size(2) == 0) {
+    return {};
+  }
+  const int64_t batch = q.size(0), keys = k.size(2);
+  if (blocked.defined() && (!blocked.device().is_cpu() || blocked.scalar_type() != at::kBool ||
+                            !blocked.is_contiguous() || blocked.sizes() != at::IntArrayRef({batch, 1, 1, keys}))) {
+    return {};
+  }
+  at::Tensor out = at::empty({batch, 1, q.size(1) * q.size(3)}, q.options());
+  const bool* blocked_keys = blocked.defined() ? blocked.data_ptr<bool>() : nullptr;
+  const auto scale = static_cast<float>(scaling);
+  if (dtype == at::kFloat) {
+    decode_attention_heads<float>(q, k, v, blocked_keys, scale, out);
+  } else {
+    decode_attention_heads<at::BFloat16>(q, k, v, blocked_keys, scale, out);
   }
   return out;
 }

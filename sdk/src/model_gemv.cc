@@ -1,4 +1,4 @@
-// AVX512-BF16 matrix-vector products (see model_gemv.h).
+// AVX-512 matrix-vector products for decode rows (see model_gemv.h).
 #include "model_gemv.h"
 
 #include <immintrin.h>
@@ -11,94 +11,126 @@
 namespace rlcore::model::cpu {
 namespace {
 
-// Output rows one thread takes at least: below this, waking the pool costs more than it saves.
-constexpr int64_t kRowsPerTask = 64;
+// Weight bytes one thread reads at least: below this, waking the pool costs
+// more than the second thread saves.
+constexpr int64_t kBytesPerTask = int64_t{256} << 10;
 
-bool cpu_has_bf16_dot() {
-  static const bool has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
-  return has;
-}
+// One 64-byte vector of weights or inputs and its products, per dtype.
+struct Bf16Lanes {
+  using Element = at::BFloat16;
+  static constexpr int64_t kLanes = 32;
+  __attribute__((target("avx512f,avx512bw,avx512bf16"))) static __m512 fma(__m512 acc, const Element* w,
+                                                                          const Element* x, __mmask32 mask) {
+    const __m512i wv = _mm512_maskz_loadu_epi16(mask, w);
+    const __m512i xv = _mm512_maskz_loadu_epi16(mask, x);
+    return _mm512_dpbf16_ps(acc, (__m512bh)wv, (__m512bh)xv);
+  }
+};
 
-bool qualifies(const at::Tensor& t) {
-  return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kBFloat16 && t.is_contiguous() &&
-         !t.requires_grad();
-}
+struct F32Lanes {
+  using Element = float;
+  static constexpr int64_t kLanes = 16;
+  __attribute__((target("avx512f,avx512bw,avx512bf16"))) static __m512 fma(__m512 acc, const Element* w,
+                                                                          const Element* x, __mmask32 mask) {
+    const auto m16 = static_cast<__mmask16>(mask);
+    return _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m16, w), _mm512_maskz_loadu_ps(m16, x), acc);
+  }
+};
 
-// Rows [begin, end) of y [M, out] for x [M, in]: blocks of B weight rows,
-// each weight vector loaded once and multiplied with every row of x. M x B
-// independent accumulators keep the dot-product units busy while the weight
-// streams in from memory (the decode step is bound by reading the weights).
-template <int M, int B>
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) void gemv_rows(const uint16_t* x, int64_t in,
-                                                                     const uint16_t* w, const at::BFloat16* bias,
-                                                                     at::BFloat16* y, int64_t out, int64_t begin,
-                                                                     int64_t end) {
-  const int64_t full = in / 32 * 32;
-  const __mmask32 tail_mask = static_cast<__mmask32>((uint64_t{1} << (in - full)) - 1);
-  for (int64_t o = begin; o < end; o += B) {
-    const int64_t block = std::min<int64_t>(B, end - o);
-    __m512 acc[M][B];
+// Output columns [begin, end) of y [M, out] for x [M, in]. Each weight row is
+// streamed front to back exactly once (one sequential stream per thread: the
+// hardware prefetcher keeps DRAM busy) and multiplied with all M inputs, which
+// stay in L1. Four accumulators per input hide the FMA latency.
+template <typename Lanes, int M>
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void gemv_rows(const typename Lanes::Element* x, int64_t in,
+                                                                     const typename Lanes::Element* w,
+                                                                     const typename Lanes::Element* bias,
+                                                                     typename Lanes::Element* y, int64_t out,
+                                                                     int64_t begin, int64_t end) {
+  constexpr int64_t kStep = 4 * Lanes::kLanes;
+  constexpr __mmask32 kAll = ~__mmask32{0};
+  const int64_t unrolled = in / kStep * kStep;
+  for (int64_t o = begin; o < end; ++o) {
+    const typename Lanes::Element* row = w + o * in;
+    __m512 acc[M][4];
     for (int m = 0; m < M; ++m)
-      for (int r = 0; r < B; ++r) acc[m][r] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < in; k += 32) {
-      const bool tail = k == full;
-      __m512bh wv[B];
-      for (int r = 0; r < B; ++r) {
-        // A short last block repeats its first row (in bounds); those sums are dropped.
-        const uint16_t* p = w + (o + (r < block ? r : 0)) * in + k;
-        // The next block's row (B rows further: B * in elements), streamed in from memory meanwhile.
-        if (o + B + r < end) _mm_prefetch(reinterpret_cast<const char*>(p + B * in), _MM_HINT_T0);
-        wv[r] = (__m512bh)(tail ? _mm512_maskz_loadu_epi16(tail_mask, p) : _mm512_loadu_si512(p));
-      }
-      for (int m = 0; m < M; ++m) {
-        const uint16_t* p = x + m * in + k;
-        const __m512bh xv = (__m512bh)(tail ? _mm512_maskz_loadu_epi16(tail_mask, p) : _mm512_loadu_si512(p));
-        for (int r = 0; r < B; ++r) acc[m][r] = _mm512_dpbf16_ps(acc[m][r], wv[r], xv);
-      }
+      for (int u = 0; u < 4; ++u) acc[m][u] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k < unrolled; k += kStep) {
+      for (int m = 0; m < M; ++m)
+        for (int u = 0; u < 4; ++u)
+          acc[m][u] = Lanes::fma(acc[m][u], row + k + u * Lanes::kLanes, x + m * in + k + u * Lanes::kLanes, kAll);
+    }
+    for (; k < in; k += Lanes::kLanes) {
+      const int64_t left = std::min<int64_t>(Lanes::kLanes, in - k);
+      const auto mask = static_cast<__mmask32>((uint64_t{1} << left) - 1);
+      for (int m = 0; m < M; ++m) acc[m][0] = Lanes::fma(acc[m][0], row + k, x + m * in + k, mask);
     }
     for (int m = 0; m < M; ++m) {
-      for (int64_t r = 0; r < block; ++r) {
-        float sum = _mm512_reduce_add_ps(acc[m][r]);
-        if (bias != nullptr) sum += static_cast<float>(bias[o + r]);
-        y[m * out + o + r] = at::BFloat16(sum);  // round to nearest even
-      }
+      float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[m][0], acc[m][1]),
+                                                     _mm512_add_ps(acc[m][2], acc[m][3])));
+      if (bias != nullptr) sum += static_cast<float>(bias[o]);
+      y[m * out + o] = typename Lanes::Element(sum);  // bf16: round to nearest even
     }
   }
 }
 
-using GemvRows = void (*)(const uint16_t*, int64_t, const uint16_t*, const at::BFloat16*, at::BFloat16*, int64_t,
-                          int64_t, int64_t);
+template <typename Lanes>
+using GemvRows = void (*)(const typename Lanes::Element*, int64_t, const typename Lanes::Element*,
+                          const typename Lanes::Element*, typename Lanes::Element*, int64_t, int64_t, int64_t);
 
-// Block sizes that keep M x B accumulators + B weights + 1 input in 32 registers.
-constexpr int64_t kBlockFor[kGemvRows + 1] = {0, 8, 8, 4, 4};
-constexpr GemvRows kKernelFor[kGemvRows + 1] = {nullptr, gemv_rows<1, 8>, gemv_rows<2, 8>, gemv_rows<3, 4>,
-                                                gemv_rows<4, 4>};
+template <typename Lanes>
+GemvRows<Lanes> kernel_for(int64_t rows) {
+  static constexpr GemvRows<Lanes> kKernels[kGemvRows + 1] = {nullptr, gemv_rows<Lanes, 1>, gemv_rows<Lanes, 2>,
+                                                              gemv_rows<Lanes, 3>, gemv_rows<Lanes, 4>};
+  return kKernels[rows];
+}
+
+bool cpu_supports(at::ScalarType dtype) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  static const bool bf16_dot = avx512 && __builtin_cpu_supports("avx512bf16");
+  return dtype == at::kFloat ? avx512 : dtype == at::kBFloat16 && bf16_dot;
+}
+
+bool qualifies(const at::Tensor& t, at::ScalarType dtype) {
+  return t.defined() && t.device().is_cpu() && t.scalar_type() == dtype && t.is_contiguous() && !t.requires_grad();
+}
+
+template <typename Lanes>
+void run(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y, int64_t rows) {
+  using Element = typename Lanes::Element;
+  const int64_t in = weight.size(1);
+  const int64_t out = weight.size(0);
+  const Element* xp = x.data_ptr<Element>();
+  const Element* wp = weight.data_ptr<Element>();
+  const Element* bp = bias.defined() ? bias.data_ptr<Element>() : nullptr;
+  Element* yp = y.data_ptr<Element>();
+  const GemvRows<Lanes> kernel = kernel_for<Lanes>(rows);
+  const int64_t grain = std::max<int64_t>(1, kBytesPerTask / (in * static_cast<int64_t>(sizeof(Element))));
+  at::parallel_for(0, out, grain, [&](int64_t begin, int64_t end) { kernel(xp, in, wp, bp, yp, out, begin, end); });
+}
 
 }  // namespace
 
-at::Tensor gemv_bf16(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  if (!cpu_has_bf16_dot() || !qualifies(x) || !qualifies(weight) || weight.dim() != 2 || x.dim() < 1 ||
-      x.size(-1) != weight.size(1) || (bias.defined() && (!qualifies(bias) || bias.numel() != weight.size(0)))) {
+at::Tensor gemv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  if (!x.defined()) return {};
+  const at::ScalarType dtype = x.scalar_type();
+  if (!cpu_supports(dtype) || !qualifies(x, dtype) || !qualifies(weight, dtype) || weight.dim() != 2 ||
+      x.dim() < 1 || x.size(-1) != weight.size(1) ||
+      (bias.defined() && (!qualifies(bias, dtype) || bias.numel() != weight.size(0)))) {
     return {};
   }
   const int64_t in = weight.size(1);
-  const int64_t out = weight.size(0);
   const int64_t rows = in == 0 ? 0 : x.numel() / in;
-  if (rows < 1 || rows > kGemvRows || in < 1) return {};
+  if (rows < 1 || rows > kGemvRows) return {};
   std::vector<int64_t> shape = x.sizes().vec();
-  shape.back() = out;
+  shape.back() = weight.size(0);
   at::Tensor y = at::empty(shape, x.options());
-  const auto* xp = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
-  const auto* wp = reinterpret_cast<const uint16_t*>(weight.data_ptr<at::BFloat16>());
-  const at::BFloat16* bp = bias.defined() ? bias.data_ptr<at::BFloat16>() : nullptr;
-  at::BFloat16* yp = y.data_ptr<at::BFloat16>();
-  // Blocks never straddle two tasks: split in whole blocks.
-  const int64_t block = kBlockFor[rows];
-  const GemvRows kernel = kKernelFor[rows];
-  const int64_t blocks = (out + block - 1) / block;
-  at::parallel_for(0, blocks, kRowsPerTask / block, [&](int64_t begin, int64_t end) {
-    kernel(xp, in, wp, bp, yp, out, begin * block, std::min(out, end * block));
-  });
+  if (dtype == at::kFloat) {
+    run<F32Lanes>(x, weight, bias, y, rows);
+  } else {
+    run<Bf16Lanes>(x, weight, bias, y, rows);
+  }
   return y;
 }
 

@@ -1,8 +1,10 @@
 // Matrix-vector products for the decode step: y = x W^T (+ b) for a few rows
-// of bf16 x against a bf16 weight, accumulated in fp32 with AVX512-BF16 dot
-// products and rounded to bf16 once. oneDNN's bf16 GEMM is built for large M
-// and costs more per call than a decode step's GEMV of a small model moves in
-// data. Internal to the sdk library.
+// of x against a weight of the same dtype (bf16 with AVX512-BF16 dot products,
+// fp32 with AVX-512 FMAs), accumulated in fp32 and rounded once. A decode step
+// is bound by reading the weights; libtorch's GEMMs (oneDNN for bf16, OpenBLAS
+// sgemm for fp32) read them at half the speed this does for one row and cost
+// more per call than a small model's GEMV moves in data. Internal to the sdk
+// library.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -10,10 +12,10 @@
 namespace rlcore::model::cpu {
 
 // x [..., in] (at most kGemvRows rows, contiguous), weight [out, in] (contiguous),
-// bias [out] or undefined, all bf16 on the CPU and without autograd. Undefined
-// when the inputs do not qualify or the CPU lacks AVX512-BF16 (the caller falls
-// back to at::linear).
-at::Tensor gemv_bf16(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+// bias [out] or undefined, all float or all bfloat16 on the CPU and without
+// autograd. Undefined when the inputs do not qualify or the CPU lacks the
+// instructions (the caller falls back to at::linear).
+at::Tensor gemv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 inline constexpr int64_t kGemvRows = 4;
 

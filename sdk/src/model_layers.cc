@@ -50,7 +50,7 @@ std::vector<at::Tensor> project(std::initializer_list<const Linear*> linears, co
     for (const Linear* linear : linears) out.push_back((*linear)(x));
     return out;
   }
-  at::Tensor y = cpu::gemv_bf16(x, fused, {});
+  at::Tensor y = cpu::gemv(x, fused, {});
   if (!y.defined()) y = at::linear(x, fused);
   int64_t start = 0;
   for (const Linear* linear : linears) {
@@ -64,7 +64,7 @@ std::vector<at::Tensor> project(std::initializer_list<const Linear*> linears, co
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   if (forward_override) return forward_override(*this, x);
-  if (at::Tensor y = cpu::gemv_bf16(x, weight, bias); y.defined()) return y;  // bf16 decode rows
+  if (at::Tensor y = cpu::gemv(x, weight, bias); y.defined()) return y;  // decode rows
   return at::linear(x, weight, bias);
 }
 
@@ -136,6 +136,7 @@ at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Te
 
 at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                              const at::Tensor& blocked, double scaling) {
+  if (at::Tensor fused = cpu::decode_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
   const int64_t batch = q.size(0);
   const int64_t num_heads = q.size(1);
   const int64_t len = q.size(2);

@@ -1,6 +1,11 @@
 // The inference fast paths of the decoder blocks (fused CPU RMSNorm and rotary
 // loops, one GEMM for adjacent q/k/v and gate/up weights, no mask when nothing
 // is blocked) give what the plain ATen op sequence gives.
+#include <cmath>
+#include <limits>
+#include <tuple>
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
@@ -65,6 +70,44 @@ TEST_CASE("fused rotary equals x*cos + rotate_half(x)*sin bit for bit, also on s
   }
 }
 
+// HF's eager attention for one query per row: repeat_kv, matmul, fp32 softmax.
+at::Tensor reference_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const at::Tensor& blocked, double scaling) {
+  const int64_t group = q.size(1) / k.size(1);
+  const at::Tensor keys = k.repeat_interleave(group, 1), values = v.repeat_interleave(group, 1);
+  at::Tensor scores = (at::matmul(q, keys.transpose(-1, -2)) * scaling).to(at::kFloat);
+  if (blocked.defined()) scores = scores.masked_fill(blocked, std::numeric_limits<float>::lowest());
+  const at::Tensor out = at::matmul(at::softmax(scores, -1).to(q.scalar_type()), values);
+  return out.transpose(1, 2).reshape({q.size(0), 1, -1});
+}
+
+TEST_CASE("decode-step attention equals HF's eager attention over a strided cache with padding", "[model]") {
+  at::manual_seed(6);
+  for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+    for (const auto& [heads, kv_heads, dim, keys] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
+             {4, 2, 32, 1}, {4, 2, 32, 37}, {6, 6, 64, 100}, {8, 1, 128, 9}}) {
+      INFO(c10::toString(dtype) << " heads " << heads << "/" << kv_heads << " dim " << dim << " keys " << keys);
+      const double scaling = std::pow(static_cast<double>(dim), -0.5);
+      const at::Tensor q = at::randn({3, heads, 1, dim}).to(dtype);
+      // The used slots of a larger cache, as Attention hands them over.
+      const at::Tensor cache_k = at::randn({3, kv_heads, keys + 5, dim}).to(dtype);
+      const at::Tensor cache_v = at::randn({3, kv_heads, keys + 5, dim}).to(dtype);
+      const at::Tensor k = cache_k.slice(2, 0, keys), v = cache_v.slice(2, 0, keys);
+      // Row 1 has its first key padded (a left-padded prompt).
+      at::Tensor blocked = at::zeros({3, 1, 1, keys}, at::kBool);
+      if (keys > 1) blocked[1][0][0][0] = true;
+      for (const at::Tensor& mask : {at::Tensor(), blocked}) {
+        const at::Tensor got = grouped_attention(q, k, v, mask, scaling);
+        const at::Tensor expected = reference_attention(q, k, v, mask, scaling);
+        REQUIRE(got.sizes() == expected.sizes());
+        CHECK(got.scalar_type() == dtype);
+        // bf16: a probability may round to the neighbouring bf16 value, one step in the output.
+        CHECK(max_diff(got, expected) < (dtype == at::kFloat ? 1e-5 : 0.05));
+      }
+    }
+  }
+}
+
 TEST_CASE("a layer gives the same outputs with adjacent and with separately allocated projections", "[model]") {
   at::manual_seed(5);
   Transformer fused(tiny_llama());
@@ -101,30 +144,36 @@ TEST_CASE("a decode step over a cache without padding masks nothing; padding is 
   CHECK_FALSE(step.blocked.view({2, -1})[1][0].item<bool>());  // row 1 has none
 }
 
-TEST_CASE("bf16 linear of a few rows (the decode GEMV) rounds the fp32 product once", "[model][fast]") {
+TEST_CASE("linear of a few rows (the decode GEMV) equals the exact product rounded once", "[model][fast]") {
   at::manual_seed(5);
-  // Odd sizes: input not a multiple of the 32-lane dot product, output not of the 4-row block.
-  for (const auto& [rows, in, out] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {1, 768, 2048}, {1, 37, 13}, {3, 130, 67}, {4, 64, 5}, {2, 31, 1}}) {
-    for (bool with_bias : {false, true}) {
-      INFO(rows << " x " << in << " -> " << out << (with_bias ? " with bias" : ""));
-      Linear linear;
-      linear.weight = at::randn({out, in}).to(at::kBFloat16);
-      if (with_bias) linear.bias = at::randn({out}).to(at::kBFloat16);
-      const at::Tensor x = at::randn({rows, 1, in}).to(at::kBFloat16);
-      const at::Tensor y = linear(x);
-      REQUIRE(y.sizes() == at::IntArrayRef({rows, 1, out}));
-      REQUIRE(y.scalar_type() == at::kBFloat16);
-      // The exact product of the bf16 inputs, in double: the result is it rounded to bf16,
-      // up to one bf16 step for fp32 accumulation order.
-      const at::Tensor exact = at::linear(x.to(at::kDouble), linear.weight.to(at::kDouble),
-                                          with_bias ? linear.bias.to(at::kDouble) : at::Tensor());
-      const at::Tensor step = exact.abs().clamp_min(1e-3) * std::pow(2.0, -7);
-      CHECK(((y.to(at::kDouble) - exact).abs() <= step).all().item<bool>());
-      // And it agrees with at::linear (oneDNN) the same way.
-      CHECK(((y.to(at::kDouble) - at::linear(x, linear.weight, linear.bias).to(at::kDouble)).abs() <= 2 * step)
-                .all()
-                .item<bool>());
+  // Odd sizes: input not a multiple of the vector width or of the 4-vector unroll.
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kFloat}) {
+    // bf16: up to one bf16 step for the fp32 accumulation order; fp32: a few ulps of the sum.
+    const double relative = dtype == at::kBFloat16 ? std::pow(2.0, -7) : 1e-5;
+    for (const auto& [rows, in, out] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {1, 768, 2048}, {1, 37, 13}, {3, 130, 67}, {4, 64, 5}, {2, 31, 1}, {1, 2048, 300}}) {
+      for (bool with_bias : {false, true}) {
+        INFO(c10::toString(dtype) << " " << rows << " x " << in << " -> " << out << (with_bias ? " with bias" : ""));
+        Linear linear;
+        linear.weight = at::randn({out, in}).to(dtype);
+        if (with_bias) linear.bias = at::randn({out}).to(dtype);
+        const at::Tensor x = at::randn({rows, 1, in}).to(dtype);
+        const at::Tensor y = linear(x);
+        REQUIRE(y.sizes() == at::IntArrayRef({rows, 1, out}));
+        REQUIRE(y.scalar_type() == dtype);
+        const at::Tensor exact = at::linear(x.to(at::kDouble), linear.weight.to(at::kDouble),
+                                            with_bias ? linear.bias.to(at::kDouble) : at::Tensor());
+        // Scale of the rounding error: the sum of the terms' magnitudes.
+        const at::Tensor magnitude = at::linear(x.to(at::kDouble).abs(), linear.weight.to(at::kDouble).abs(),
+                                                with_bias ? linear.bias.to(at::kDouble).abs() : at::Tensor());
+        const at::Tensor step = dtype == at::kBFloat16 ? exact.abs().clamp_min(1e-3) * relative
+                                                       : magnitude.clamp_min(1e-3) * relative;
+        CHECK(((y.to(at::kDouble) - exact).abs() <= step).all().item<bool>());
+        // And it agrees with at::linear (oneDNN / OpenBLAS) the same way.
+        CHECK(((y.to(at::kDouble) - at::linear(x, linear.weight, linear.bias).to(at::kDouble)).abs() <= 2 * step)
+                  .all()
+                  .item<bool>());
+      }
     }
   }
 }

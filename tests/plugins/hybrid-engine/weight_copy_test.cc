@@ -1,16 +1,19 @@
 // The swap's copy fast paths (weight_copy.h) write exactly what copy_ writes,
-// and the CPU bucket (bucket_memory.h) is usable, exactly sized memory.
+// and the CPU bucket (bucket_memory.h) is usable, exactly sized memory whose
+// range a lazily freeing BucketMemory reuses.
 #include <ATen/ATen.h>
 
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include <catch2/catch.hpp>
 
 #include "bucket_memory.h"
 #include "weight_copy.h"
 
-using rlcore::hybrid::allocate_bucket;
+using rlcore::hybrid::BucketMemory;
+using rlcore::hybrid::BucketRelease;
 using rlcore::hybrid::copy_weight;
 
 namespace {
@@ -90,18 +93,49 @@ TEST_CASE("copy_weight falls back to copy_ for strided sources and other dtype p
 }
 
 TEST_CASE("a CPU bucket is writable memory of exactly the requested size", "[hybrid]") {
-  // From the heap, and large enough for its own huge-page mapping; neither a multiple of a page.
-  for (const int64_t bytes : {(int64_t{1} << 20) + 3, (int64_t{33} << 20) + 3}) {
-    at::Tensor bucket = allocate_bucket(bytes, at::Device(at::kCPU));
-    REQUIRE(bucket.numel() == bytes);
-    CHECK(bucket.scalar_type() == at::kByte);
-    CHECK(reinterpret_cast<uintptr_t>(bucket.data_ptr()) % 64 == 0);
-    bucket.fill_(7);
-    CHECK(bucket.sum().item<int64_t>() == 7 * bytes);
-    // Views outlive the handle they came from, as the rollout's adopted weights do.
-    at::Tensor tail = bucket.narrow(0, bytes - 16, 16);
-    bucket.reset();
-    tail.fill_(1);
-    CHECK(tail.sum().item<int64_t>() == 16);
+  for (const BucketRelease release : {BucketRelease::kLazyFree, BucketRelease::kUnmap}) {
+    BucketMemory memory(release);
+    // From the heap, and large enough for its own huge-page mapping; neither a multiple of a page.
+    for (const int64_t bytes : {(int64_t{1} << 20) + 3, (int64_t{33} << 20) + 3}) {
+      at::Tensor bucket = memory.allocate(bytes, at::Device(at::kCPU));
+      REQUIRE(bucket.numel() == bytes);
+      CHECK(bucket.scalar_type() == at::kByte);
+      CHECK(reinterpret_cast<uintptr_t>(bucket.data_ptr()) % 64 == 0);
+      bucket.fill_(7);
+      CHECK(bucket.sum().item<int64_t>() == 7 * bytes);
+      // Views outlive the handle they came from, as the rollout's adopted weights do.
+      at::Tensor tail = bucket.narrow(0, bytes - 16, 16);
+      bucket.reset();
+      tail.fill_(1);
+      CHECK(tail.sum().item<int64_t>() == 16);
+    }
   }
+}
+
+TEST_CASE("a lazily freed bucket range is reused by the next swap and never shared", "[hybrid]") {
+  const int64_t bytes = (int64_t{40} << 20) + 5;
+  auto memory = std::make_unique<BucketMemory>(BucketRelease::kLazyFree);
+  at::Tensor first = memory->allocate(bytes, at::Device(at::kCPU));
+  void* const range = first.data_ptr();
+  first.fill_(3);
+  // While a bucket is alive, another one gets memory of its own.
+  at::Tensor second = memory->allocate(bytes, at::Device(at::kCPU));
+  CHECK(second.data_ptr() != range);
+  second.fill_(4);
+  CHECK(first.sum().item<int64_t>() == 3 * bytes);
+  second.reset();
+  first.reset();  // MADV_FREE: the contents are dead from here on
+
+  // The next swap's bucket is the same range, and holds what it is given.
+  at::Tensor again = memory->allocate(bytes, at::Device(at::kCPU));
+  CHECK(again.data_ptr() == range);
+  again.fill_(9);
+  CHECK(again.sum().item<int64_t>() == 9 * bytes);
+
+  // A bucket may outlive the memory it came from.
+  at::Tensor view = again.narrow(0, 0, 64);
+  again.reset();
+  memory.reset();
+  view.fill_(2);
+  CHECK(view.sum().item<int64_t>() == 128);
 }
