@@ -137,17 +137,20 @@ int run_rank(const Args& a) {
   const double memcpy_s = reduce(world, bucket_bytes / 1e9 / bench::memcpy_gbps(best.bytes_moved, a.reps, false), true);
   const double gathered = reduce(world, static_cast<double>(best.bytes_gathered), true);
   const double peak_max = reduce(world, static_cast<double>(peak), true);
+  const double gather_s = reduce(world, best.gather_s, true);
+  const double convert_s = reduce(world, best.convert_s + best.copy_s, true);
   if (a.rank != 0) return 0;
   if (a.header) {
     std::printf("| layout | rollout dtype | mode | ranks | bucket MB/rank | to_rollout s | to_train s | swap GB/s | memcpy GB/s | "
-                "ratio | gathered MB/rank | ledger peak MB/rank | RSS growth MB/rank |\n"
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                "ratio | gather s | convert + copy s | gathered MB/rank | ledger peak MB/rank | RSS growth MB/rank |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   }
   const double swap_gbps = all_bytes / to_rollout / 1e9;
   const double memcpy_gbps = all_bytes / memcpy_s / 1e9;
-  std::printf("| %s | %s | %s | %lld | %.1f | %.4f | %.4f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f |\n",
+  std::printf("| %s | %s | %s | %lld | %.1f | %.4f | %.4f | %.2f | %.2f | %.2f | %.4f | %.4f | %.1f | %.1f | %.1f |\n",
               layout_name(a).c_str(), a.rollout_dtype.c_str(), a.mode.c_str(), static_cast<long long>(a.world),
-              bucket_bytes / 1e6, to_rollout, to_train, swap_gbps, memcpy_gbps, swap_gbps / memcpy_gbps, gathered / 1e6,
+              bucket_bytes / 1e6, to_rollout, to_train, swap_gbps, memcpy_gbps, swap_gbps / memcpy_gbps, gather_s,
+              convert_s, gathered / 1e6,
               peak_max / 1e6, rss_growth / 1e6);
   std::fflush(stdout);
   return 0;

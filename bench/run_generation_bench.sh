@@ -85,7 +85,8 @@ fi
 machine="$(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
 # Same thread settings for both processes (libtorch's OpenMP pool and BLAS).
 # PASSIVE: idle libgomp threads sleep instead of spinning against OpenBLAS's
-# pool on 2 cores (as the worker launcher sets it).
+# pool on 2 cores (as the worker launcher sets it). A GOMP_SPINCOUNT set by the
+# caller reaches both processes (docs/bench-generation.md compares the two).
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE
 
 results=$work_dir/results.md

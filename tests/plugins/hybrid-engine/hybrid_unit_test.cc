@@ -22,8 +22,8 @@ using rlcore::hybrid::SwapMode;
 namespace {
 
 struct Engines {
-  Engines() {
-    write_tiny_checkpoint(dir.path());
+  explicit Engines(const rlcore::model::ModelConfig& config = tiny_config()) {
+    write_tiny_checkpoint(dir.path(), config);
     rlcore::ComponentContext context;
     context.model_path = dir.str();
     actor = std::make_shared<rlcore::fsdp::FsdpEngine>(rlcore::fsdp::FsdpOptions(), context);
@@ -180,4 +180,39 @@ TEST_CASE("a rollout that does not take the swapped version is an error, never s
   manager.attach(engines.parts(std::make_shared<StaleEngine>(engines.rollout)));
   CHECK_THAT(error_of<ValueError>([&] { manager.to_rollout(9); }),
              Catch::Contains("weight version 0") && Catch::Contains("version 9"));
+}
+
+TEST_CASE("consecutive swaps through the reused bucket range carry each version's weights", "[hybrid][bucket]") {
+  // Wide enough that the rollout bucket is its own mapping (>= 32 MiB), which lazy_free keeps.
+  rlcore::model::ModelConfig config = tiny_config();
+  config.hidden_size = 1024;
+  config.head_dim = 256;
+  config.intermediate_size = 2816;
+  Engines engines(config);
+  for (const std::string release : {"lazy_free", "unmap"}) {
+    INFO("bucket_release " << release);
+    rlcore::hybrid::HybridOptions options;
+    options.bucket_release = release;
+    HybridShardingManager manager(options, SwapMode::kBucketed);
+    manager.attach(engines.parts());
+    REQUIRE(manager.plan().bucket_bytes >= (int64_t{32} << 20));
+    const void* first_range = nullptr;
+    for (int64_t version = 1; version <= 3; ++version) {
+      manager.to_rollout(version);
+      const auto rollout = engines.rollout->parameters();
+      if (version == 1) first_range = rollout.front().second.data_ptr();
+      if (release == "lazy_free") CHECK(rollout.front().second.data_ptr() == first_range);
+      size_t index = 0;
+      engines.actor->for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
+        REQUIRE(index < rollout.size());
+        CHECK(rollout[index].first == name);
+        CHECK(rollout[index].second.equal(full.to(rollout[index].second.scalar_type())));
+        ++index;
+      });
+      CHECK(index == rollout.size());
+      manager.to_train();
+      // The next version: every training value changes.
+      for (const auto& shard : engines.actor->parameter_shards()) shard.local.add_(0.5);
+    }
+  }
 }
