@@ -43,6 +43,12 @@ void* map_aligned(size_t bytes) {
   return reinterpret_cast<void*>(aligned);
 }
 
+// A bucket in a mapping of its own, unmapped with its last view.
+at::Tensor mapped_bucket(int64_t bytes, const at::TensorOptions& options) {
+  const auto size = static_cast<size_t>(bytes);
+  return at::from_blob(map_aligned(size), {bytes}, [size](void* p) { munmap(p, page_rounded(size)); }, options);
+}
+
 }  // namespace
 
 // One kept range, unmapped by whichever of the BucketMemory and the live
@@ -64,19 +70,13 @@ BucketMemory::BucketMemory(BucketRelease release)
 at::Tensor BucketMemory::allocate(int64_t bytes, const at::Device& device) {
   const at::TensorOptions options = at::TensorOptions().dtype(at::kByte).device(device);
   if (!device.is_cpu() || bytes < kOwnMappingBytes) return at::empty({bytes}, options);
+  if (release_ == BucketRelease::kUnmap) return mapped_bucket(bytes, options);
   const auto size = static_cast<size_t>(bytes);
-  if (release_ == BucketRelease::kUnmap) {
-    void* data = map_aligned(size);
-    return at::from_blob(data, {bytes}, [size](void* p) { munmap(p, page_rounded(size)); }, options);
-  }
   std::shared_ptr<Reserved> reserved = reserved_;
   {
     std::lock_guard<std::mutex> lock(reserved->mutex);
-    if (reserved->in_use) {
-      // A second live bucket (never the case in the managers' swaps): its own range.
-      void* data = map_aligned(size);
-      return at::from_blob(data, {bytes}, [size](void* p) { munmap(p, page_rounded(size)); }, options);
-    }
+    // A second live bucket (never the case in the managers' swaps) gets its own range.
+    if (reserved->in_use) return mapped_bucket(bytes, options);
     if (reserved->bytes != size) {
       if (reserved->data != nullptr) munmap(reserved->data, page_rounded(reserved->bytes));
       reserved->data = nullptr;  // stays null if the new mapping fails

@@ -15,7 +15,9 @@ namespace {
 // more than the second thread saves.
 constexpr int64_t kBytesPerTask = int64_t{256} << 10;
 
-// One 64-byte vector of weights or inputs and its products, per dtype.
+// One 64-byte vector of weights or inputs and its products, per dtype. Both
+// carry the bf16 target attributes so that one kernel template serves both;
+// the fp32 code uses AVX-512F instructions only and runs on any AVX-512 CPU.
 struct Bf16Lanes {
   using Element = at::BFloat16;
   static constexpr int64_t kLanes = 32;
@@ -122,7 +124,9 @@ at::Tensor gemv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor&
   }
   const int64_t in = weight.size(1);
   const int64_t rows = in == 0 ? 0 : x.numel() / in;
-  if (rows < 1 || rows > kGemvRows) return {};
+  // One token per sequence only: a trainer's forward of a few short rows keeps
+  // libtorch's GEMM, so its numbers do not depend on how rows split over ranks.
+  if (rows < 1 || rows > kGemvRows || x.dim() < 2 || x.size(-2) != 1) return {};
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight.size(0);
   at::Tensor y = at::empty(shape, x.options());

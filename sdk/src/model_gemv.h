@@ -11,7 +11,8 @@
 
 namespace rlcore::model::cpu {
 
-// x [..., in] (at most kGemvRows rows, contiguous), weight [out, in] (contiguous),
+// x [..., 1, in] (one token per sequence, as in a decode step; at most
+// kGemvRows rows, contiguous), weight [out, in] (contiguous),
 // bias [out] or undefined, all float or all bfloat16 on the CPU and without
 // autograd. Undefined when the inputs do not qualify or the CPU lacks the
 // instructions (the caller falls back to at::linear).

@@ -152,7 +152,11 @@ TEST_CASE("megatron in one process equals the fsdp engine: outputs, metrics, upd
   int64_t compared = 0;
   fsdp.for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
     INFO(name);
-    CHECK(max_diff(mg::to_hf(config, name, megatron.at(mg::megatron_source(config, name))), full) < kAfterTolerance);
+    // A key bias adds the same amount to every score of a query, which softmax ignores: its
+    // gradient is zero up to rounding, and Adam turns that rounding noise into steps of up to
+    // lr (1e-2) whose size depends on the kernels' summation order.
+    const double tolerance = name.find("k_proj.bias") != std::string::npos ? 10 * kAfterTolerance : kAfterTolerance;
+    CHECK(max_diff(mg::to_hf(config, name, megatron.at(mg::megatron_source(config, name))), full) < tolerance);
     ++compared;
   });
   CHECK(compared == static_cast<int64_t>(rlcore::model::parameter_specs(config).size()));
