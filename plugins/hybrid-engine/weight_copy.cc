@@ -17,8 +17,14 @@ namespace {
 // the pool costs more than it saves, and a loaded machine makes that worse.
 constexpr int64_t kParallelGrain = int64_t{1} << 20;
 
+#if defined(__x86_64__)
+#define RLCORE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RLCORE_VECTOR_CLONES
+#endif
+
 // c10::BFloat16's round-to-nearest-even, written branch-free so it vectorises.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void float_to_bf16(const float* __restrict in,
+RLCORE_VECTOR_CLONES void float_to_bf16(const float* __restrict in,
                                                                                   uint16_t* __restrict out,
                                                                                   int64_t n) {
   for (int64_t i = 0; i < n; ++i) {

@@ -2,7 +2,9 @@
 // exactly where the ATen op sequence it replaces produces a tensor.
 #include "model_cpu_kernels.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <cmath>
 #include <limits>
@@ -77,6 +79,7 @@ void rotary_rows(const at::Tensor& x, const T* cos, const T* sin, T* out) {
   });
 }
 
+#if defined(__x86_64__)
 bool cpu_has_avx512() {
   static const bool has = __builtin_cpu_supports("avx512f");
   return has;
@@ -148,6 +151,8 @@ void decode_attention_heads(const at::Tensor& q, const at::Tensor& k, const at::
   });
 }
 
+#endif  // __x86_64__
+
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
@@ -186,12 +191,9 @@ at::Tensor rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
   return out;
 }
 
-}  // namespace rlcore::model::cpu
-
-namespace rlcore::model::cpu {
-
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocked,
                             double scaling) {
+#if defined(__x86_64__)
   const at::ScalarType dtype = q.scalar_type();
   if (!cpu_has_avx512() || !supported(dtype) || !eligible(q, dtype) || !eligible(k, dtype) || !eligible(v, dtype) ||
       q.dim() != 4 || k.dim() != 4 || q.size(2) != 1 || q.size(3) % 16 != 0 || q.size(3) > 256 ||
@@ -213,6 +215,9 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k, const at::
     decode_attention_heads<at::BFloat16>(q, k, v, blocked_keys, scale, out);
   }
   return out;
+#else
+  return {};  // the ATen ops
+#endif
 }
 
 }  // namespace rlcore::model::cpu

@@ -1,7 +1,9 @@
 // AVX-512 matrix-vector products for decode rows (see model_gemv.h).
 #include "model_gemv.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 
@@ -9,6 +11,7 @@
 #include <ATen/Parallel.h>
 
 namespace rlcore::model::cpu {
+#if defined(__x86_64__)
 namespace {
 
 // Weight bytes one thread reads at least: below this, waking the pool costs
@@ -137,5 +140,11 @@ at::Tensor gemv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor&
   }
   return y;
 }
+
+#else  // not x86-64: the caller's at::linear
+
+at::Tensor gemv(const at::Tensor&, const at::Tensor&, const at::Tensor&) { return {}; }
+
+#endif
 
 }  // namespace rlcore::model::cpu
