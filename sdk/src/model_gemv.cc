@@ -121,15 +121,15 @@ at::Tensor gemv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor&
   if (!x.defined()) return {};
   const at::ScalarType dtype = x.scalar_type();
   if (!cpu_supports(dtype) || !qualifies(x, dtype) || !qualifies(weight, dtype) || weight.dim() != 2 ||
-      x.dim() < 1 || x.size(-1) != weight.size(1) ||
+      x.dim() < 2 || x.size(-1) != weight.size(1) ||
       (bias.defined() && (!qualifies(bias, dtype) || bias.numel() != weight.size(0)))) {
     return {};
   }
   const int64_t in = weight.size(1);
   const int64_t rows = in == 0 ? 0 : x.numel() / in;
-  // One token per sequence only: a trainer's forward of a few short rows keeps
-  // libtorch's GEMM, so its numbers do not depend on how rows split over ranks.
-  if (rows < 1 || rows > kGemvRows || x.dim() < 2 || x.size(-2) != 1) return {};
+  // A decode step's shape only (one token per sequence): a trainer's no-grad
+  // forward of a few short rows keeps the GEMM its gradient forward uses.
+  if (rows < 1 || rows > kGemvRows || x.size(-2) != 1) return {};
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight.size(0);
   at::Tensor y = at::empty(shape, x.options());
