@@ -1,0 +1,47 @@
+// The device backend of the CUDA flavour. Only calls present in both libtorch
+// 1.13 and 2.x: device_count/set_device (c10/cuda), getDeviceProperties (ATen),
+// and the caching allocator's getDeviceStats/resetPeakStats/emptyCache.
+#include "backend.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+
+namespace rlcore::device_backend {
+namespace {
+
+// StatType::AGGREGATE (all pools): 0 in both 1.13 (c10::cuda::CUDACachingAllocator)
+// and 2.x (c10::CachingAllocator), whose namespaces differ.
+constexpr std::size_t kAggregate = 0;
+
+c10::DeviceIndex index_of(int64_t index) { return static_cast<c10::DeviceIndex>(index); }
+
+}  // namespace
+
+bool has_cuda() { return true; }
+
+int64_t device_count() { return static_cast<int64_t>(c10::cuda::device_count()); }
+
+void set_device(int64_t index) { c10::cuda::set_device(index_of(index)); }
+
+std::string device_name(int64_t index) { return at::cuda::getDeviceProperties(index_of(index))->name; }
+
+std::pair<int, int> compute_capability(int64_t index) {
+  const auto* properties = at::cuda::getDeviceProperties(index_of(index));
+  return {properties->major, properties->minor};
+}
+
+AllocatorStats allocator_stats(int64_t index) {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index_of(index));
+  AllocatorStats out;
+  out.allocated = stats.allocated_bytes[kAggregate].current;
+  out.reserved = stats.reserved_bytes[kAggregate].current;
+  out.peak_allocated = stats.allocated_bytes[kAggregate].peak;
+  return out;
+}
+
+void reset_peak(int64_t index) { c10::cuda::CUDACachingAllocator::resetPeakStats(index_of(index)); }
+
+void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+
+}  // namespace rlcore::device_backend
