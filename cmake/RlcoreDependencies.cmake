@@ -7,9 +7,12 @@ find_package(Torch REQUIRED)
 # brings through Torch_DIR). Device-specific sources are chosen from this, not
 # guarded by #ifdefs across the engines (docs/gpu.md).
 if(CAFFE2_USE_CUDA AND TORCH_CUDA_LIBRARIES)
-  set(RLCORE_WITH_CUDA ON)
+  set(RLCORE_WITH_CUDA ON CACHE INTERNAL "libtorch has CUDA")
 else()
-  set(RLCORE_WITH_CUDA OFF)
+  set(RLCORE_WITH_CUDA OFF CACHE INTERNAL "libtorch has CUDA")
+endif()
+if(NOT rlcore_FIND_QUIETLY)
+  message(STATUS "rlcore: libtorch ${Torch_VERSION} (${TORCH_INSTALL_PREFIX}), CUDA flavour: ${RLCORE_WITH_CUDA}")
 endif()
 find_package(nlohmann_json 3 REQUIRED)
 find_package(yaml-cpp REQUIRED)
@@ -19,3 +22,33 @@ find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(spdlog REQUIRED)
 # The control plane between controller and workers (libzmq3-dev + cppzmq-dev).
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+
+# rlcore_use_system_fmt(<sources...>): Debian's spdlog is built against Debian's
+# fmt, while a libtorch 2.x puts its own, newer fmt headers on the -isystem path
+# ahead of /usr/include. The given sources (those including spdlog) see the fmt
+# spdlog was built with through a directory given with -I, which the compiler
+# searches before every -isystem one. A no-op when libtorch has no fmt.
+function(rlcore_use_system_fmt)
+  set(torch_fmt FALSE)
+  foreach(dir ${TORCH_INCLUDE_DIRS})
+    if(EXISTS ${dir}/fmt/core.h)
+      set(torch_fmt TRUE)
+    endif()
+  endforeach()
+  if(NOT torch_fmt)
+    return()
+  endif()
+  get_target_property(fmt_dirs fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+  list(GET fmt_dirs 0 fmt_dir)
+  set(shim ${PROJECT_BINARY_DIR}/system-fmt)
+  if(NOT EXISTS ${shim}/fmt)
+    file(MAKE_DIRECTORY ${shim})
+    file(CREATE_LINK ${fmt_dir}/fmt ${shim}/fmt SYMBOLIC)
+  endif()
+  foreach(source ${ARGN})
+    file(STRINGS ${source} uses_spdlog REGEX "#include [<\"]spdlog/")
+    if(uses_spdlog)
+      set_property(SOURCE ${source} APPEND PROPERTY COMPILE_OPTIONS "-I${shim}")
+    endif()
+  endforeach()
+endfunction()

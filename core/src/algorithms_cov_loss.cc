@@ -1,6 +1,7 @@
 // Built-in covariance-guided policy losses from "The Entropy Mechanism of RL
 // for Reasoning LMs" (arXiv 2505.22617): clip_cov and kl_cov, as in verl.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <limits>

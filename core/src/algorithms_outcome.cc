@@ -2,6 +2,7 @@
 // other responses to its prompt (rows sharing an index): grpo, rloo, opo, gpg
 // and reinforce_plus_plus_baseline (verl's core_algos.py).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 

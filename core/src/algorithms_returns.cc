@@ -1,6 +1,7 @@
 // Built-in estimators that discount rewards along the response: gae,
 // reinforce_plus_plus and remax (verl's core_algos.py).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "algorithms_internal.h"
 #include "rlcore/advantage_estimator.h"

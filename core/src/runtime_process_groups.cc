@@ -1,5 +1,6 @@
-// c10d rendezvous and Gloo process groups (world + mesh sub-groups).
-// Compiled with USE_C10D_GLOO (see core/CMakeLists.txt).
+// c10d rendezvous and process groups (world + mesh sub-groups): Gloo for host
+// tensors, NCCL or Gloo for device tensors. Compiled with USE_C10D_GLOO (see
+// core/CMakeLists.txt).
 #include "rlcore/core/runtime/process_groups.h"
 
 #include <netdb.h>
@@ -13,7 +14,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
 
+#include "device/nccl_backend.h"
 #include "rlcore/error.h"
 
 namespace rlcore {
@@ -69,20 +72,55 @@ std::string local_address_towards(const std::string& host) {
 
 namespace {
 
-c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                   const std::string& prefix, int64_t rank, int64_t size,
-                                                   const std::string& address, std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_backend(const c10::intrusive_ptr<c10d::Store>& store, int64_t rank,
+                                                        int64_t size, const std::string& address,
+                                                        std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(address));
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(rank), static_cast<int>(size), options);
+}
+
+// One group: Gloo for host tensors, plus the device backend for CUDA tensors.
+// The only place that knows how libtorch 1.13 and 2.x differ here: in 2.x a
+// ProcessGroup holds one backend per device type and dispatches by tensor.
+c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                  const std::string& prefix, int64_t rank, int64_t size,
+                                                  const std::string& address, const ProcessGroupOptions& options) {
   auto scoped = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(scoped, static_cast<int>(rank), static_cast<int>(size), options);
+  auto gloo = gloo_backend(scoped, rank, size, address, options.timeout);
+#if TORCH_VERSION_MAJOR >= 2
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(scoped, static_cast<int>(rank), static_cast<int>(size));
+  group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+  group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  if (options.device_backend == "gloo") {
+    group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::GLOO, gloo);
+  } else if (options.device_backend == "nccl") {
+    // NCCL rendezvouses under its own prefix so its keys never meet Gloo's.
+    device::add_nccl_backend(*group, c10::make_intrusive<c10d::PrefixStore>("nccl", scoped), static_cast<int>(rank),
+                             static_cast<int>(size), options.timeout, prefix);
+  }
+  return group;
+#else
+  if (!options.device_backend.empty()) {
+    throw ConfigError("a '" + options.device_backend + "' backend for device tensors needs libtorch 2.x (this is " +
+                      std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + ")");
+  }
+  return gloo;
+#endif
 }
 
 }  // namespace
 
+void validate_device_backend(const std::string& device_backend) {
+  if (device_backend != "" && device_backend != "nccl" && device_backend != "gloo") {
+    throw ConfigError("unknown device backend '" + device_backend + "' (nccl, gloo, or empty for host tensors only)");
+  }
+}
+
 std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& options) {
   const MeshShape mesh = mesh_or_default(options.mesh, options.world_size);
   validate_mesh(mesh, options.world_size);
+  validate_device_backend(options.device_backend);
   const std::string where = "rank " + std::to_string(options.rank) + " of '" + options.prefix + "'";
   try {
     const std::string address =
@@ -97,8 +135,7 @@ std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& option
     std::vector<int64_t> all(static_cast<std::size_t>(options.world_size));
     for (int64_t i = 0; i < options.world_size; ++i) all[i] = i;
     groups.emplace_back("world",
-                        gloo_group(store, options.prefix + "/world", options.rank, options.world_size, address,
-                                   options.timeout),
+                        make_group(store, options.prefix + "/world", options.rank, options.world_size, address, options),
                         all, options.rank);
     std::vector<std::pair<std::string, int64_t>> dims;
     for (const auto& dim : mesh) {
@@ -108,8 +145,7 @@ std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& option
       // Each sub-group rendezvouses under its own prefix, named by its first member.
       const std::string prefix = options.prefix + "/" + dim.name + "/" + std::to_string(members.front());
       groups.emplace_back(dim.name,
-                          gloo_group(store, prefix, group_rank, static_cast<int64_t>(members.size()), address,
-                                     options.timeout),
+                          make_group(store, prefix, group_rank, static_cast<int64_t>(members.size()), address, options),
                           members, group_rank);
     }
     return std::make_unique<CommContext>(options.rank, options.world_size, options.local_rank, std::move(dims),

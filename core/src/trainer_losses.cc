@@ -2,6 +2,7 @@
 #include "trainer_losses.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "rlcore/rl_functional.h"
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 

@@ -6,8 +6,10 @@
 #include <limits>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "model_cpu_kernels.h"
+#include "model_fused_attention.h"
 #include "model_gemv.h"
 #include "rlcore/model/kv_cache.h"
 
@@ -137,6 +139,7 @@ at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Te
 at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                              const at::Tensor& blocked, double scaling) {
   if (at::Tensor fused = cpu::decode_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
+  if (at::Tensor fused = fused_grouped_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
   const int64_t batch = q.size(0);
   const int64_t num_heads = q.size(1);
   const int64_t len = q.size(2);

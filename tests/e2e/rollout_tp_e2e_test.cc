@@ -131,3 +131,4 @@ algorithm: {adv_estimator: grpo}
   }
   std::filesystem::remove_all(workspace);
 }
+#include <ATen/core/grad_mode.h>

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #undef CHECK
 #include <catch2/catch.hpp>
 #include "../../common/error_of.h"

@@ -1,6 +1,8 @@
 // The data plane's rendezvous: the controller hosts a c10d TCPStore; each worker
-// joins it and builds Gloo process groups for its pool ("world") and for every
-// dimension of the pool's mesh, handed to plugins as a CommContext.
+// joins it and builds process groups for its pool ("world") and for every
+// dimension of the pool's mesh, handed to plugins as a CommContext. Host tensors
+// go through Gloo; device tensors through NCCL (or Gloo) when a device backend
+// is asked for.
 #pragma once
 
 #include <chrono>
@@ -39,7 +41,14 @@ struct ProcessGroupOptions {
   // The address Gloo listens on; empty: the local address that routes to store_host.
   std::string local_address;
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+  // Backend for CUDA tensors: "" (host tensors only), "nccl", or "gloo" (when
+  // several ranks share one GPU, which NCCL refuses). The caller binds the
+  // worker's CUDA device before make_comm_context.
+  std::string device_backend;
 };
+
+// "nccl", "gloo" or "": the device backends make_comm_context accepts.
+RLCORE_API void validate_device_backend(const std::string& device_backend);
 
 // Joins the store and creates the groups ("world" plus one per mesh dimension).
 // Every rank of the pool must call it; throws Error naming the rank on failure.

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The GPU checks of rlcore (docs/gpu.md): builds the CUDA flavour, runs the
+# ctest label `cuda` and the GPU benchmarks, on whatever machine it runs on.
+# Fails when no GPU is visible: the checks never skip themselves.
+#
+#   bash scripts/gpu-check.sh [--out DIR] [--no-bench]
+#
+# Dependencies: Debian's packages through scripts/setup.sh where apt works;
+# on a machine without a registry (the lent H100), the .deb files of
+# scripts/make_gpu_bundle.sh in gpu-bundle/, unpacked into gpu-bundle/prefix.
+# libtorch: $Torch_DIR, else .venv's torch (scripts/setup_python.sh), else the
+# torch of `python3` on PATH (the GPU image's own PyTorch).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-check-out}
+bench=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift ;;
+    --no-bench) bench=0 ;;
+    *) echo "gpu-check: error: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$out"
+log() { echo "[gpu-check] $*" | tee -a "$out/gpu-check.log"; }
+
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  log "error: no GPU is visible (nvidia-smi -L fails): the cuda checks need one"
+  exit 1
+fi
+nvidia-smi -L | tee -a "$out/gpu-check.log"
+export PATH=$PATH:/usr/local/cuda/bin
+
+# Dependencies.
+if [ -d gpu-bundle ] && ls gpu-bundle/*.deb >/dev/null 2>&1 && ! dpkg-query -W libyaml-cpp-dev >/dev/null 2>&1; then
+  prefix=$PWD/gpu-bundle/prefix
+  if [ ! -d "$prefix" ]; then
+    log "unpacking $(ls gpu-bundle/*.deb | wc -l) packages into $prefix"
+    for deb in gpu-bundle/*.deb; do dpkg-deb -x "$deb" "$prefix"; done
+  fi
+  multiarch=$prefix/usr/lib/x86_64-linux-gnu
+  export CMAKE_PREFIX_PATH=$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export PKG_CONFIG_PATH=$multiarch/pkgconfig:$prefix/usr/share/pkgconfig
+  export PKG_CONFIG_SYSROOT_DIR=$prefix
+  export LD_LIBRARY_PATH=$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export CPLUS_INCLUDE_PATH=$prefix/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
+  export RLCORE_SKIP_SETUP=1
+fi
+
+# libtorch.
+if [ -z "${Torch_DIR:-}" ] && [ ! -x .venv/bin/python ]; then
+  Torch_DIR=$(python3 -c 'import torch, os; print(os.path.join(torch.utils.cmake_prefix_path, "Torch"))')
+fi
+[ -n "${Torch_DIR:-}" ] && export Torch_DIR
+log "building the CUDA flavour (Torch_DIR=${Torch_DIR:-.venv})"
+bash scripts/build.sh --cuda 2>&1 | tail -n 5 | tee -a "$out/gpu-check.log"
+build_dir=${RLCORE_BUILD_DIR:-build-cuda}
+
+status=0
+log "ctest -L cuda"
+(cd "$build_dir" && ctest -L cuda --output-on-failure --no-tests=error) 2>&1 | tee "$out/ctest-cuda.log" || status=1
+if [ "$bench" = 1 ]; then
+  log "GPU benchmarks"
+  bash bench/run_gpu_bench.sh --build-dir "$build_dir" 2>&1 | tee "$out/bench-gpu.log" || status=1
+fi
+log "done: $([ $status = 0 ] && echo PASS || echo FAIL)"
+exit $status
