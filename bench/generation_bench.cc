@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "memory_reference.h"
+#include "python_baseline.h"
 #include "rlcore/config_node.h"
 #include "rlcore/core/session.h"
 #include "rlcore/error.h"
@@ -134,33 +135,20 @@ Timing time_engine(InferenceEngine& engine, const std::vector<std::vector<int32_
   return timing;
 }
 
-std::string shell_quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 // Runs the baseline for one configuration; nullopt (with a warning) if it fails.
 std::optional<Timing> time_python(const std::string& model_dir, const std::string& dtype, int64_t batch,
                                   const BenchOptions& options) {
+  using bench::shell_quote;
   const std::string command = shell_quote(options.python) + " " + shell_quote(options.baseline_script) +
                               " --model " + shell_quote(model_dir) + " --dtype " + dtype +
                               " --batches " + std::to_string(batch) + " --prompt-len " +
                               std::to_string(options.prompt_len) + " --max-tokens " +
                               std::to_string(options.max_tokens) + " --threads " + std::to_string(options.threads) +
                               " --repeats " + std::to_string(options.repeats);
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    std::cerr << "bench_generation: cannot run the baseline: " << command << "\n";
-    return std::nullopt;
-  }
-  char buffer[4096];
-  while (size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
-  const int status = pclose(pipe);
+  const std::optional<nlohmann::json> output = bench::run_python_json(command, "bench_generation");
+  if (!output) return std::nullopt;
   try {
-    if (status != 0) throw ValueError("exit status " + std::to_string(status));
-    const nlohmann::json result = nlohmann::json::parse(output).at("results").at(0);
+    const nlohmann::json& result = output->at("results").at(0);
     Timing timing;
     timing.prefill_s = result.at("prefill_s").get<double>();
     timing.total_s = result.at("total_s").get<double>();
@@ -169,7 +157,7 @@ std::optional<Timing> time_python(const std::string& model_dir, const std::strin
     timing.row0_tokens = result.at("row0_tokens").get<std::vector<int32_t>>();
     return timing;
   } catch (const std::exception& e) {
-    std::cerr << "bench_generation: baseline failed (" << e.what() << "): " << command << "\n";
+    std::cerr << "bench_generation: baseline output unreadable (" << e.what() << "): " << command << "\n";
     return std::nullopt;
   }
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # FSDP training benchmark end to end: builds bench_train_fsdp and the rlcore
 # CLI, writes random llama checkpoints with `rlcore model init`, and prints the
-# fsdp-vs-unsharded table (docs/train-fsdp.md).
+# fsdp vs eager-PyTorch table with the fraction of the matmul roofline, in fp32
+# and bf16 (docs/train-fsdp.md).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -9,6 +10,8 @@ build_dir=$repo/build
 work_dir=
 models=tiny,100m
 ranks=1,2,4
+dtypes=float32,bfloat16
+python=/usr/bin/python3
 steps=3
 batch=8
 prompt=32
@@ -23,6 +26,8 @@ usage: bench/run_train_fsdp_bench.sh [options]
   --quick            tiny model only
   --models LIST      tiny,100m (default: $models)
   --ranks LIST       default: $ranks
+  --dtypes LIST      float32,bfloat16 (default: $dtypes)
+  --python PATH      python with torch for the eager baseline (default: $python); "none" skips it
   --steps N          timed steps after one warm-up (default: $steps)
   --batch N          global rows per step (default: $batch)
   --prompt N         prompt tokens per row (default: $prompt)
@@ -40,6 +45,8 @@ while [[ $# -gt 0 ]]; do
     --quick) models=tiny; shift ;;
     --models) models=$2; shift 2 ;;
     --ranks) ranks=$2; shift 2 ;;
+    --dtypes) dtypes=$2; shift 2 ;;
+    --python) python=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --prompt) prompt=$2; shift 2 ;;
@@ -65,11 +72,24 @@ model_args=()
 IFS=, read -ra sizes <<<"$models"
 for size in "${sizes[@]}"; do
   dir=$work_dir/llama-$size
-  [[ -f $dir/config.json ]] || "$build_dir/bin/rlcore" model init --arch llama --size "$size" --out "$dir" >/dev/null
+  # Seeded, so a checkpoint left by an earlier run is the same one.
+  [[ -f $dir/config.json ]] || "$build_dir/bin/rlcore" model init --arch llama --size "$size" --seed 0 --out "$dir" >/dev/null
   model_args+=(--model "$size=$dir")
 done
 
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) before the run"
-"$build_dir/bin/bench_train_fsdp" "${model_args[@]}" --ranks "$ranks" --steps "$steps" --batch "$batch" \
-  --prompt "$prompt" --response "$response" --threads "$threads" --work "$work_dir/results"
+python_args=()
+if [[ $python != none ]]; then
+  "$python" -c 'import torch' || { echo "run_train_fsdp_bench.sh: $python has no torch (use Debian's /usr/bin/python3 or --python none)" >&2; exit 1; }
+  python_args=(--python "$python" --baseline-script "$repo/bench/python/train_baseline.py")
+fi
+
+# Before the exports below: nproc honours OMP_NUM_THREADS.
+echo "machine: $(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p')), load average $(cut -d' ' -f1-3 /proc/loadavg) before the run"
+# The same thread settings for every process, C++ and Python (libtorch's OpenMP
+# pool and OpenBLAS's): PASSIVE keeps idle OpenMP threads from spinning against
+# OpenBLAS's pool on 2 cores, which costs fp32 GEMMs several times over.
+export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE
+"$build_dir/bin/bench_train_fsdp" "${model_args[@]}" --ranks "$ranks" --dtypes "$dtypes" --steps "$steps" \
+  --batch "$batch" --prompt "$prompt" --response "$response" --threads "$threads" --work "$work_dir/results" \
+  "${python_args[@]}"
 echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"

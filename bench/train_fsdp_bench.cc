@@ -1,10 +1,15 @@
 // bench_train_fsdp: step time, tokens/s and peak RSS per rank of the `fsdp`
-// train engine at 1, 2, 4 ranks (one process each, gloo over loopback) next to
-// an unsharded single-process baseline (plain Transformer + torch AdamW) on the
-// same global batch. Prints a markdown table (docs/train-fsdp.md).
+// train engine at 1, 2, 4 ranks (one process each, gloo over loopback), in fp32
+// and bf16 mixed precision, next to an eager-PyTorch training step of the same
+// model (bench/python/train_baseline.py: fp32, or autocast bf16) and, in fp32,
+// an unsharded libtorch baseline (plain Transformer + torch AdamW), all on the
+// same global batch. The fraction of the FLOP roofline is 6 * params * tokens /
+// step time over a big at::matmul's rate in that dtype, measured in the same
+// run. Prints a markdown table (docs/train-fsdp.md).
 //
-//   bench_train_fsdp --model tiny=DIR --model 100m=DIR [--ranks 1,2,4] [--steps 3]
-//                    [--batch 8] [--prompt 32] [--response 32] [--micro 0] [--threads 2]
+//   bench_train_fsdp --model tiny=DIR --model 100m=DIR [--ranks 1,2,4] [--dtypes float32,bfloat16]
+//                    [--steps 3] [--batch 8] [--prompt 32] [--response 32] [--micro 0] [--threads 2]
+//                    [--python /usr/bin/python3]
 // Internally it re-runs itself with --role baseline|rank for each measured process.
 #include <spawn.h>
 #include <sys/resource.h>
@@ -17,6 +22,8 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,6 +36,7 @@
 #include <torch/optim/adamw.h>
 
 #include "fsdp_engine.h"
+#include "python_baseline.h"
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
@@ -45,6 +53,9 @@ namespace {
 struct Args {
   std::vector<std::string> models;  // name=dir
   std::string ranks = "1,2,4";
+  std::string dtypes = "float32,bfloat16";
+  std::string python;  // empty: no eager-PyTorch baseline
+  std::string baseline_script = std::string(RLCORE_SOURCE_DIR) + "/bench/python/train_baseline.py";
   int64_t steps = 3;
   int64_t batch = 8;
   int64_t prompt = 32;
@@ -55,22 +66,35 @@ struct Args {
   // Internal (one measured process).
   std::string role;
   std::string model_dir;
+  std::string dtype = "float32";
+  int checkpointing = 1;  // enable_gradient_checkpointing of the ranks
   int64_t rank = 0;
   int64_t world = 1;
   int port = 0;
   std::string result;
 };
 
+// Must match train_token() and advantage() in bench/python/train_baseline.py:
+// both sides train on the same tokens.
+int64_t train_token(int64_t row, int64_t position, int64_t vocab) {
+  return 1 + (row * 7919 + position * 131 + 17) % (vocab - 1);
+}
+double advantage(int64_t row, int64_t position) { return static_cast<double>((row * 31 + position * 17) % 13) / 6.0 - 1.0; }
+
 Batch make_batch(const Args& a, int64_t vocab) {
-  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(7);
   const int64_t len = a.prompt + a.response;
-  const at::Tensor ids = at::randint(1, vocab, {a.batch, len}, generator, at::kLong);
+  at::Tensor ids = at::empty({a.batch, len}, at::kLong);
+  at::Tensor adv = at::empty({a.batch, a.response}, at::kFloat);
+  for (int64_t r = 0; r < a.batch; ++r) {
+    for (int64_t t = 0; t < len; ++t) ids[r][t] = train_token(r, t, vocab);
+    for (int64_t t = 0; t < a.response; ++t) adv[r][t] = advantage(r, t);
+  }
   Batch batch(a.batch);
   batch.set("input_ids", ids);
   batch.set("attention_mask", at::ones({a.batch, len}, at::kLong));
   batch.set("responses", ids.slice(1, a.prompt).clone());
   batch.set("response_mask", at::ones({a.batch, a.response}));
-  batch.set("advantages", at::randn({a.batch, a.response}, generator));
+  batch.set("advantages", adv);
   return batch;
 }
 
@@ -147,7 +171,10 @@ int run_rank(const Args& a) {
   ComponentContext context;
   context.model_path = a.model_dir;
   context.comm = comm.get();
-  fsdp::FsdpEngine engine(fsdp::FsdpOptions{}, context);
+  fsdp::FsdpOptions options;
+  options.fsdp_config.mixed_precision.param_dtype = a.dtype;
+  options.enable_gradient_checkpointing = a.checkpointing != 0;
+  fsdp::FsdpEngine engine(options, context);
   const Batch all = make_batch(a, engine.model_config().vocab_size);
   const Batch mine = all.slice(a.rank * a.batch / a.world, (a.rank + 1) * a.batch / a.world);
   ForwardOptions forward;
@@ -162,12 +189,33 @@ int run_rank(const Args& a) {
   return 0;
 }
 
+// This process's environment with the thread counts of OpenMP and OpenBLAS set
+// to `threads` (OpenBLAS reads them when it loads, before main).
+std::vector<std::string> environment_with_threads(int threads) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("OMP_NUM_THREADS=", 0) != 0 && entry.rfind("OPENBLAS_NUM_THREADS=", 0) != 0) env.push_back(entry);
+  }
+  env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+  env.push_back("OPENBLAS_NUM_THREADS=" + std::to_string(threads));
+  return env;
+}
+
+std::vector<char*> as_argv(std::vector<std::string>& strings) {
+  std::vector<char*> raw;
+  for (auto& s : strings) raw.push_back(s.data());
+  raw.push_back(nullptr);
+  return raw;
+}
+
 // Runs this executable once per rank with `extra` arguments; returns their results.
 std::vector<nlohmann::json> spawn_processes(const std::string& self, const Args& a, const std::string& model_dir,
                                             const std::string& role, int64_t world) {
   std::unique_ptr<RendezvousStore> store;
   if (role == "rank") store = std::make_unique<RendezvousStore>("127.0.0.1", 0, std::chrono::minutes(10));
   const int threads = std::max(1, a.threads / static_cast<int>(world));
+  std::vector<std::string> env = environment_with_threads(threads);
   std::vector<pid_t> pids;
   std::vector<std::string> results;
   for (int64_t rank = 0; rank < world; ++rank) {
@@ -177,12 +225,12 @@ std::vector<nlohmann::json> spawn_processes(const std::string& self, const Args&
                                      "--result", results.back(), "--steps", std::to_string(a.steps),
                                      "--batch", std::to_string(a.batch), "--prompt", std::to_string(a.prompt),
                                      "--response", std::to_string(a.response), "--micro", std::to_string(a.micro),
-                                     "--threads", std::to_string(threads)};
-    std::vector<char*> raw;
-    for (auto& s : argv) raw.push_back(s.data());
-    raw.push_back(nullptr);
+                                     "--threads", std::to_string(threads), "--dtype", a.dtype,
+                                     "--checkpointing", std::to_string(a.checkpointing)};
+    std::vector<char*> raw = as_argv(argv);
+    std::vector<char*> raw_env = as_argv(env);
     pid_t pid = 0;
-    if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, raw.data(), environ) != 0)
+    if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, raw.data(), raw_env.data()) != 0)
       throw IoError("bench_train_fsdp: cannot spawn " + self);
     pids.push_back(pid);
   }
@@ -198,18 +246,57 @@ std::vector<nlohmann::json> spawn_processes(const std::string& self, const Args&
   return out;
 }
 
-void print_row(const std::string& model, const std::string& what, const std::vector<nlohmann::json>& ranks,
-               double tokens, double baseline_seconds) {
+// The best of a few big square matmuls in `dtype`, in FLOP/s: the roofline the
+// training steps are compared with (same threads, same process settings).
+double peak_matmul_flops(at::ScalarType dtype) {
+  constexpr int64_t n = 2048;
+  const at::Tensor x = at::randn({n, n}).to(dtype);
+  const at::Tensor y = at::randn({n, n}).to(dtype);
+  const double seconds = time_steps(5, [&] { at::matmul(x, y); });
+  return 2.0 * n * n * n / seconds;
+}
+
+// One table row; eager seconds <= 0: no eager-PyTorch time to compare with.
+struct RowSpec {
+  std::string model, dtype, run;
+  double tokens = 0, flops_per_step = 0, peak_flops = 0;
+  double eager_seconds = 0, eager_checkpointed_seconds = 0;
+};
+
+// `value` with `digits` decimals, or "-" when there is none (<= 0).
+std::string fixed_or_dash(double value, int digits, const char* suffix = "") {
+  if (value <= 0) return "-";
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f%s", digits, value, suffix);
+  return text;
+}
+
+void print_row(const RowSpec& row, const std::vector<nlohmann::json>& ranks) {
   double seconds = 0, rss = 0, state = 0;
   for (const auto& r : ranks) {
     seconds = std::max(seconds, r["seconds"].get<double>());
-    rss = std::max(rss, r["rss_mb"].get<double>());
-    state = std::max(state, r["state_mb"].get<double>());
+    rss = std::max(rss, r.value("rss_mb", 0.0));
+    state = std::max(state, r.value("state_mb", 0.0));
   }
-  char line[256];
-  std::snprintf(line, sizeof(line), "| %s | %s | %.3f | %.0f | %.2fx | %.0f | %.1f |", model.c_str(), what.c_str(),
-                seconds, tokens / seconds, baseline_seconds / seconds, rss, state);
-  std::cout << line << std::endl;
+  const double vs_eager = row.eager_seconds > 0 ? row.eager_seconds / seconds : 0;
+  const double vs_checkpointed = row.eager_checkpointed_seconds > 0 ? row.eager_checkpointed_seconds / seconds : 0;
+  std::cout << "| " << row.model << " | " << row.dtype << " | " << row.run << " | " << fixed_or_dash(seconds, 3)
+            << " | " << fixed_or_dash(row.tokens / seconds, 0) << " | " << fixed_or_dash(vs_eager, 2, "x") << " | "
+            << fixed_or_dash(vs_checkpointed, 2, "x") << " | "
+            << fixed_or_dash(100.0 * row.flops_per_step / seconds / row.peak_flops, 1, "%") << " | "
+            << fixed_or_dash(rss, 0) << " | " << fixed_or_dash(state, 1) << " |" << std::endl;
+}
+
+// The eager-PyTorch step of `dir` in `dtype`, as a result row; nullopt when it could not run.
+std::optional<nlohmann::json> time_eager(const Args& a, const std::string& dir, const std::string& dtype,
+                                         bool checkpointing) {
+  using bench::shell_quote;
+  const std::string command = shell_quote(a.python) + " " + shell_quote(a.baseline_script) + " --model " +
+                              shell_quote(dir) + " --dtype " + dtype + " --batch " + std::to_string(a.batch) +
+                              " --prompt " + std::to_string(a.prompt) + " --response " + std::to_string(a.response) +
+                              " --steps " + std::to_string(a.steps) + " --threads " + std::to_string(a.threads) +
+                              (checkpointing ? " --checkpointing" : "");
+  return bench::run_python_json(command, "bench_train_fsdp");
 }
 
 int run_driver(const Args& a, const std::string& self) {
@@ -217,22 +304,57 @@ int run_driver(const Args& a, const std::string& self) {
   std::vector<int64_t> worlds;
   std::stringstream list(a.ranks);
   for (std::string item; std::getline(list, item, ',');) worlds.push_back(std::stoll(item));
+  std::vector<std::string> dtypes;
+  std::stringstream dtype_list(a.dtypes);
+  for (std::string item; std::getline(dtype_list, item, ',');) dtypes.push_back(item);
   const double tokens = static_cast<double>(a.batch * (a.prompt + a.response));
-  std::cout << "global batch " << a.batch << " x " << a.prompt + a.response << " tokens, " << a.steps
-            << " timed steps after 1 warm-up (fastest reported), " << a.threads << " threads shared by the ranks\n\n"
-            << "| model | run | step s | tokens/s | speed vs baseline | peak RSS/rank MB | train state/rank MB |\n"
-            << "|---|---|---|---|---|---|---|" << std::endl;
+  std::map<std::string, double> peak;
+  std::cout << "peak matmul (2048^3, " << a.threads << " threads):";
+  for (const std::string& dtype : dtypes) {
+    peak[dtype] = peak_matmul_flops(dtype == "bfloat16" ? at::kBFloat16 : at::kFloat);
+    std::cout << " " << dtype << " " << static_cast<int64_t>(peak[dtype] / 1e9) << " GFLOP/s;";
+  }
+  std::cout << "\nglobal batch " << a.batch << " x " << a.prompt + a.response << " tokens, " << a.steps
+            << " timed steps after 1 warm-up (fastest reported), " << a.threads
+            << " threads shared by the ranks; % of peak = 6 x params x tokens / step s / peak matmul of the dtype\n\n"
+            << "| model | dtype | run | step s | tokens/s | vs eager | vs eager + ckpt | % of peak | "
+               "peak RSS/rank MB | train state/rank MB |\n"
+            << "|---|---|---|---|---|---|---|---|---|---|" << std::endl;
   for (const std::string& spec : a.models) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos) throw ConfigError("--model takes NAME=DIR, got '" + spec + "'");
     const std::string name = spec.substr(0, eq);
     const std::string dir = spec.substr(eq + 1);
-    const auto baseline = spawn_processes(self, a, dir, "baseline", 1);
-    const double base_seconds = baseline[0]["seconds"].get<double>();
-    print_row(name, "unsharded baseline (1 process)", baseline, tokens, base_seconds);
-    for (int64_t world : worlds)
-      print_row(name, "fsdp " + std::to_string(world) + " rank(s)", spawn_processes(self, a, dir, "rank", world), tokens,
-                base_seconds);
+    const auto config = model::ModelConfig::from_file((fs::path(dir) / "config.json").string());
+    const double flops = 6.0 * static_cast<double>(model::num_parameters(config)) * tokens;
+    for (const std::string& dtype : dtypes) {
+      Args run = a;
+      run.dtype = dtype;
+      RowSpec row{name, dtype, "", tokens, flops, peak[dtype], 0, 0};
+      if (!a.python.empty()) {
+        const std::string eager_name = dtype == "bfloat16" ? "eager PyTorch autocast" : "eager PyTorch";
+        const auto eager = time_eager(a, dir, dtype, false);
+        const auto checkpointed = time_eager(a, dir, dtype, true);
+        if (eager) row.eager_seconds = eager->at("seconds").get<double>();
+        if (checkpointed) row.eager_checkpointed_seconds = checkpointed->at("seconds").get<double>();
+        row.run = eager_name + " (1 process)";
+        if (eager) print_row(row, {*eager});
+        row.run = eager_name + " + layer checkpointing (1 process)";
+        if (checkpointed) print_row(row, {*checkpointed});
+      }
+      if (dtype == "float32") {
+        row.run = "unsharded libtorch (1 process)";
+        print_row(row, spawn_processes(self, run, dir, "baseline", 1));
+      }
+      for (int64_t world : worlds) {
+        row.run = "fsdp " + std::to_string(world) + " rank(s)";
+        print_row(row, spawn_processes(self, run, dir, "rank", world));
+      }
+      // Like-for-like with the plain eager step: the graph kept from the forward, no recompute.
+      run.checkpointing = 0;
+      row.run = "fsdp 1 rank, no checkpointing";
+      print_row(row, spawn_processes(self, run, dir, "rank", 1));
+    }
   }
   return 0;
 }
@@ -245,6 +367,9 @@ int main(int argc, char** argv) {
   po::options_description options("bench_train_fsdp");
   options.add_options()("help,h", "this text")("model", po::value(&a.models)->composing(), "NAME=DIR (repeatable)")(
       "ranks", po::value(&a.ranks), "comma-separated rank counts (default 1,2,4)")(
+      "dtypes", po::value(&a.dtypes), "compute dtypes, float32 and/or bfloat16 (default both)")(
+      "python", po::value(&a.python), "python with torch for the eager baseline (e.g. /usr/bin/python3)")(
+      "baseline-script", po::value(&a.baseline_script), "the eager baseline script")(
       "steps", po::value(&a.steps), "timed steps (default 3)")("batch", po::value(&a.batch), "global rows (default 8)")(
       "prompt", po::value(&a.prompt), "prompt tokens per row (default 32)")(
       "response", po::value(&a.response), "response tokens per row (default 32)")(
@@ -252,6 +377,7 @@ int main(int argc, char** argv) {
       "threads", po::value(&a.threads), "intra-op threads, split among the ranks (default 2)")(
       "work", po::value(&a.work), "directory for per-process results")(
       "role", po::value(&a.role), "internal")("model-dir", po::value(&a.model_dir), "internal")(
+      "dtype", po::value(&a.dtype), "internal")("checkpointing", po::value(&a.checkpointing), "internal")(
       "rank", po::value(&a.rank), "internal")("world", po::value(&a.world), "internal")(
       "port", po::value(&a.port), "internal")("result", po::value(&a.result), "internal");
   try {

@@ -242,6 +242,17 @@ def run(args):
     }
 
 
+def print_json_result(script, run, args):
+    """Prints run(args) as JSON (exit status 0), or the error naming the model (1)."""
+    try:
+        out = run(args)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"{script}: {args.model}: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(out))
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", required=True, help="HF checkpoint directory (config.json + safetensors)")
@@ -255,13 +266,7 @@ def main():
     args.batches = [int(b) for b in args.batches.split(",") if b]
     if args.prompt_len < 1 or args.max_tokens < 1 or args.repeats < 1 or args.threads < 1 or not args.batches:
         parser.error("--prompt-len, --max-tokens, --repeats, --threads and --batches must be positive")
-    try:
-        out = run(args)
-    except (OSError, ValueError, KeyError) as e:
-        print(f"generate_baseline.py: {args.model}: {e}", file=sys.stderr)
-        return 1
-    print(json.dumps(out))
-    return 0
+    return print_json_result("generate_baseline.py", run, args)
 
 
 if __name__ == "__main__":

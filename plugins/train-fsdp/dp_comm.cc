@@ -2,6 +2,7 @@
 #include "dp_comm.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "rlcore/comm_context.h"
 
@@ -10,7 +11,11 @@ namespace rlcore::fsdp {
 DpComm::DpComm(const CommContext* comm) {
   if (comm == nullptr) return;
   group_ = comm->has_group("dp") ? &comm->group("dp") : &comm->world();
-  if (group_->size() == 1) group_ = nullptr;
+  if (group_->size() == 1) {
+    group_ = nullptr;
+    return;
+  }
+  sums_16bit_ = group_->backend().getBackendName().find("nccl") != std::string::npos;
 }
 
 int64_t DpComm::size() const { return group_ ? group_->size() : 1; }
@@ -20,8 +25,26 @@ void DpComm::all_reduce_sum(at::Tensor& tensor) const {
   if (group_) group_->all_reduce(tensor);
 }
 
+void DpComm::all_reduce_mean(at::Tensor& tensor, at::ScalarType dtype) const {
+  if (dtype == tensor.scalar_type()) {
+    all_reduce_sum(tensor);
+  } else if (sums_16bit_ && tensor.is_cuda()) {
+    at::Tensor low = tensor.to(dtype);
+    all_reduce_sum(low);
+    tensor.copy_(low);
+  } else {
+    tensor.copy_(tensor.to(dtype));
+    all_reduce_sum(tensor);
+    tensor.copy_(tensor.to(dtype));
+  }
+  if (size() > 1) tensor.div_(static_cast<double>(size()));
+}
+
 at::Tensor DpComm::all_gather_flat(const at::Tensor& shard) const {
   if (!group_) return shard;
+  // Gathering only moves bytes: bf16 travels as fp16 bits, which Gloo can carry and bf16 it cannot.
+  if (shard.scalar_type() == at::kBFloat16)
+    return at::cat(group_->all_gather(shard.contiguous().view(at::kHalf))).view(at::kBFloat16);
   return at::cat(group_->all_gather(shard.contiguous()));
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
 
 namespace rlcore {
 class CommContext;
@@ -21,12 +22,19 @@ class DpComm {
   int64_t rank() const;
   // In place, summed over the group.
   void all_reduce_sum(at::Tensor& tensor) const;
-  // Every rank's 1-D `shard` (equal sizes), concatenated in rank order.
+  // In place, `tensor` (fp32) averaged over the group at the precision of
+  // `dtype`: summed in `dtype` where the backend can (NCCL), else each rank's
+  // value and the sum are rounded to `dtype` around an fp32 sum (Gloo has no
+  // bf16 sum). Rounded the same way with one rank, so results do not depend
+  // on the group's size.
+  void all_reduce_mean(at::Tensor& tensor, at::ScalarType dtype) const;
+  // Every rank's 1-D `shard` (equal sizes, any dtype), concatenated in rank order.
   at::Tensor all_gather_flat(const at::Tensor& shard) const;
   void barrier() const;
 
  private:
   const CommGroup* group_ = nullptr;
+  bool sums_16bit_ = false;  // the backend sums bf16/fp16 CUDA tensors itself (NCCL)
 };
 
 }  // namespace rlcore::fsdp

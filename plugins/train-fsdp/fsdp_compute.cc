@@ -66,20 +66,27 @@ at::Tensor concat_or_empty(const std::vector<at::Tensor>& parts, int64_t respons
 
 }  // namespace
 
-std::vector<at::Tensor> FsdpEngine::forward_trunk(std::vector<MicroBatch>& micro,
-                                                  std::vector<std::vector<at::Tensor>>* stash) {
-  at::NoGradGuard no_grad;
+std::vector<at::Tensor> FsdpEngine::forward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>* stash) {
+  // Each layer's graph starts at its own detached input, so the backward can
+  // run (and free) one layer at a time, as with checkpointing.
+  const bool record = stash != nullptr && !options_.enable_gradient_checkpointing;
+  at::AutoGradMode grad_mode(record);
   std::vector<at::Tensor> hidden(micro.size());
   {
+    at::NoGradGuard no_grad;
     GatheredUnit embed(*this, embed_unit(), false);
     for (size_t m = 0; m < micro.size(); ++m) hidden[m] = skeleton_.embed(micro[m].input_ids);
   }
   for (int64_t layer = 0; layer < config_.num_hidden_layers; ++layer) {
-    GatheredUnit unit(*this, layer_unit(layer), false);
+    auto unit = std::make_unique<GatheredUnit>(*this, layer_unit(layer), record);
     for (size_t m = 0; m < micro.size(); ++m) {
-      if (stash) (*stash)[layer].push_back(hidden[m]);
-      hidden[m] = skeleton_.layers[layer](hidden[m], micro[m].ctx, layer);
+      const at::Tensor x = record ? hidden[m].detach().requires_grad_(true) : hidden[m];
+      hidden[m] = skeleton_.layers[layer](x, micro[m].ctx, layer);
+      if (!stash) continue;
+      (*stash)[layer].inputs.push_back(x);
+      if (record) (*stash)[layer].outputs.push_back(hidden[m]);
     }
+    if (record) (*stash)[layer].unit = std::move(unit);
   }
   return hidden;
 }
@@ -134,14 +141,14 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
     throw ValueError("fsdp: train_step on a frozen engine (trainable = false, e.g. the reference policy)");
   ResidentScope resident(*this, OffloadSet::kAll);
   at::AutoGradMode grad_mode(true);
-  zero_grads();  // a step that threw half-way may have left partial sums
+  if (grads_dirty_) zero_grads();  // a step that threw half-way left partial sums
   std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
 
   at::Tensor counts = train::response_counts(batch, "fsdp");
   dp_.all_reduce_sum(counts);
   GlobalBatchInfo global{dp_.size(), counts[0].item<double>(), counts[1].item<double>()};
 
-  std::vector<std::vector<at::Tensor>> stash(static_cast<size_t>(config_.num_hidden_layers));
+  std::vector<LayerStash> stash(static_cast<size_t>(config_.num_hidden_layers));
   std::vector<at::Tensor> hidden = forward_trunk(micro, &stash);
   std::vector<at::Tensor> grad_hidden(micro.size());
   MetricMeans metrics;
@@ -181,22 +188,25 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
   return result;
 }
 
-void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<std::vector<at::Tensor>>& stash,
+void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>& stash,
                                 std::vector<at::Tensor> grad_hidden) {
   const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
   for (int64_t layer = config_.num_hidden_layers - 1; layer >= 0; --layer) {
-    GatheredUnit unit(*this, layer_unit(layer), true);
+    LayerStash& saved = stash[layer];
+    const bool recorded = saved.unit != nullptr;  // else checkpointing: gather again and recompute
+    const std::unique_ptr<GatheredUnit> unit =
+        recorded ? std::move(saved.unit) : std::make_unique<GatheredUnit>(*this, layer_unit(layer), true);
     at::Tensor unit_grad = at::zeros({layouts_[layer_unit(layer)].padded()}, fp32);
     for (size_t m = 0; m < micro.size(); ++m) {
-      const at::Tensor x = stash[layer][m].detach().requires_grad_(true);
-      const at::Tensor y = skeleton_.layers[layer](x, micro[m].ctx, layer);
-      std::vector<at::Tensor> inputs = unit.leaves();
+      const at::Tensor x = recorded ? saved.inputs[m] : saved.inputs[m].detach().requires_grad_(true);
+      const at::Tensor y = recorded ? saved.outputs[m] : skeleton_.layers[layer](x, micro[m].ctx, layer);
+      std::vector<at::Tensor> inputs = unit->leaves();
       inputs.push_back(x);
       const auto grads = torch::autograd::grad({y}, inputs, {grad_hidden[m]}, false, false, true);
-      unit.add_grads(unit_grad, grads, 0);
+      unit->add_grads(unit_grad, grads, 0);
       grad_hidden[m] = grads.back().defined() ? grads.back() : at::zeros_like(x);
     }
-    stash[layer].clear();
+    saved = LayerStash{};
     reduce_gradient(layer_unit(layer), unit_grad);
   }
   GatheredUnit embed(*this, embed_unit(), true);
@@ -210,8 +220,9 @@ void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<std:
 }
 
 double FsdpEngine::clip_and_step() {
+  // Each shard's fp32 norm (no shard-sized double copy), squared and summed in double.
   at::Tensor squares = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
-  for (const train::ShardState& state : shards_) squares += state.grad.device.to(at::kDouble).pow(2).sum();
+  for (const train::ShardState& state : shards_) squares += state.grad.device.norm().to(at::kDouble).square();
   squares = squares.cpu();
   dp_.all_reduce_sum(squares);
   const double grad_norm = std::sqrt(squares.item<double>());

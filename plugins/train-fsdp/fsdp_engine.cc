@@ -47,11 +47,12 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       head_(parse_head(context.model_head)),
       trainable_(context.trainable),
       device_(context.device.empty() ? std::string("cpu") : context.device),
-      compute_dtype_(options.fsdp_config.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat),
+      precision_(resolve_mixed_precision(options.fsdp_config)),
       dp_(context.comm),
       config_(read_config(context.model_path)),
-      skeleton_(config_, head_, at::TensorOptions().device(at::kMeta).dtype(compute_dtype_)),
+      skeleton_(config_, head_, at::TensorOptions().device(at::kMeta).dtype(precision_.param)),
       schedule_(train::make_lr_schedule(options.optim, context.total_training_steps)) {
+  require_compute_dtype(precision_.param, device_);
   if (!device_.is_cpu()) skeleton_.rotary = model::RotaryEmbedding(config_, device_);
   layouts_ = build_unit_layouts(model::parameter_specs(config_, head_), dp_.size());
   if (layouts_.size() != static_cast<size_t>(config_.num_hidden_layers) + 2 || layouts_.front().name != "embed" ||
@@ -132,10 +133,10 @@ void FsdpEngine::load_initial_weights() {
   }
 }
 
-at::Tensor FsdpEngine::gather_full(int64_t unit) const {
+at::Tensor FsdpEngine::gather_full(int64_t unit, at::ScalarType dtype) const {
   const at::Tensor& shard = shards_[static_cast<size_t>(unit)].param.device;
   if (!shard.defined()) throw ValueError("fsdp: parameters of unit '" + layouts_[unit].name + "' are offloaded");
-  return dp_.all_gather_flat(shard);
+  return dp_.all_gather_flat(shard.to(dtype));
 }
 
 void FsdpEngine::install(int64_t unit, const std::vector<at::Tensor>& params) {
@@ -148,15 +149,15 @@ void FsdpEngine::uninstall(int64_t unit) {
 
 void FsdpEngine::reduce_gradient(int64_t unit, at::Tensor full_grad) {
   // Gloo in libtorch 1.13 has no reduce_scatter: all-reduce, then keep this rank's slice.
-  dp_.all_reduce_sum(full_grad);
-  if (dp_.size() > 1) full_grad.div_(static_cast<double>(dp_.size()));
+  dp_.all_reduce_mean(full_grad, precision_.reduce);
   const UnitLayout& layout = layouts_[static_cast<size_t>(unit)];
   shards_[unit].grad.device.add_(full_grad.narrow(0, dp_.rank() * layout.shard_size, layout.shard_size));
+  grads_dirty_ = true;
 }
 
 GatheredUnit::GatheredUnit(FsdpEngine& engine, int64_t unit, bool requires_grad) : engine_(engine), unit_(unit) {
   at::NoGradGuard no_grad;
-  const at::Tensor flat = engine_.gather_full(unit).to(engine_.compute_dtype_);
+  const at::Tensor flat = engine_.gather_full(unit, engine_.precision_.param);
   for (const UnitParam& p : engine_.layouts_[static_cast<size_t>(unit)].params) {
     at::Tensor leaf = flat.narrow(0, p.offset, p.numel).view(p.shape).detach();
     if (requires_grad) leaf.requires_grad_(true);
@@ -247,6 +248,7 @@ TrainMemory FsdpEngine::memory() const {
 void FsdpEngine::zero_grads() {
   for (train::ShardState& state : shards_)
     if (state.grad.device.defined()) state.grad.device.zero_();
+  grads_dirty_ = false;
 }
 
 }  // namespace rlcore::fsdp

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "fsdp_options.h"
 #include "lr_schedule.h"
 #include "micro_batches.h"
+#include "mixed_precision.h"
 #include "rlcore/model/transformer.h"
 #include "rlcore/registry.h"
 #include "rlcore/train_engine.h"
@@ -23,6 +25,8 @@
 #include "unit_layout.h"
 
 namespace rlcore::fsdp {
+
+class GatheredUnit;
 
 class FsdpEngine final : public TrainEngine {
  public:
@@ -53,6 +57,14 @@ class FsdpEngine final : public TrainEngine {
   friend class GatheredUnit;
   friend class ResidentScope;
   using MicroBatch = train::MicroBatch;
+  // What the forward of train_step keeps of one decoder layer for its backward:
+  // the inputs (per micro-batch); without checkpointing also the outputs with
+  // their autograd graph and the gathered unit those graphs hold.
+  struct LayerStash {
+    std::vector<at::Tensor> inputs;
+    std::vector<at::Tensor> outputs;
+    std::unique_ptr<GatheredUnit> unit;
+  };
 
   int64_t embed_unit() const { return 0; }
   int64_t layer_unit(int64_t layer) const { return 1 + layer; }
@@ -61,19 +73,21 @@ class FsdpEngine final : public TrainEngine {
 
   void init_shards();
   void load_initial_weights();
-  // The unit's full flat fp32 buffer (padded), gathered from every rank.
-  at::Tensor gather_full(int64_t unit) const;
+  // The unit's full flat buffer (padded) in `dtype`, gathered from every rank
+  // (the shards are cast before the gather: 16-bit halves the traffic).
+  at::Tensor gather_full(int64_t unit, at::ScalarType dtype = at::kFloat) const;
   // Points the skeleton's parameter slots at `params` (the unit's, in order) / back at meta placeholders.
   void install(int64_t unit, const std::vector<at::Tensor>& params);
   void uninstall(int64_t unit);
-  // Averages a unit's full gradient over dp and adds this rank's slice to its grad shard.
+  // Averages a unit's full gradient over dp (in the reduce dtype) and adds this rank's slice to its grad shard.
   void reduce_gradient(int64_t unit, at::Tensor full_grad);
 
-  // Embeddings and every layer without gradient; with `stash`, the input of
-  // every layer (and the final hidden states) is kept for the backward pass.
-  std::vector<at::Tensor> forward_trunk(std::vector<MicroBatch>& micro, std::vector<std::vector<at::Tensor>>* stash);
+  // Embeddings and every layer; with `stash` (training) what the backward
+  // needs of each layer is kept there, recorded with autograd when
+  // checkpointing is off.
+  std::vector<at::Tensor> forward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>* stash);
   ModelOutput head_outputs(const MicroBatch& micro, const at::Tensor& hidden, const ForwardOptions& options) const;
-  void backward_trunk(std::vector<MicroBatch>& micro, std::vector<std::vector<at::Tensor>>& stash,
+  void backward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>& stash,
                       std::vector<at::Tensor> grad_hidden);
   double clip_and_step();  // returns the global grad norm
   void zero_grads();
@@ -83,7 +97,7 @@ class FsdpEngine final : public TrainEngine {
   model::ModelHead head_;
   bool trainable_;
   at::Device device_;
-  at::ScalarType compute_dtype_;
+  MixedPrecision precision_;  // param: compute dtype of gathered units; reduce: of the gradient average
   DpComm dp_;
   model::ModelConfig config_;
   // Parameters live on the meta device except while their unit is installed.
@@ -96,6 +110,8 @@ class FsdpEngine final : public TrainEngine {
   int64_t step_ = 0;          // train_step calls (drives the lr schedule)
   int64_t adam_steps_ = 0;    // updates applied (a step with a non-finite norm is skipped)
   OffloadSet offloaded_ = OffloadSet::kNone;
+  // Gradient shards hold sums (zero_grads() clears it): zeroing 4 bytes per parameter twice a step is not free.
+  bool grads_dirty_ = false;
 };
 
 }  // namespace rlcore::fsdp

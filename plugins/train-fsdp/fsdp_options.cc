@@ -1,15 +1,32 @@
 // The options schema of the `fsdp` train engine (key names and defaults follow verl).
 #include "fsdp_options.h"
 
+#include "mixed_precision.h"
 #include "rlcore/error.h"
 
 namespace rlcore::fsdp {
 
 OptionsSchema<FsdpOptions> fsdp_options_schema() {
+  OptionsSchema<MixedPrecisionOptions> mixed_precision;
+  mixed_precision
+      .key("param_dtype", &MixedPrecisionOptions::param_dtype,
+           "Compute dtype of gathered parameters and activations (torch FSDP's MixedPrecision.param_dtype); "
+           "unset: fsdp_config.dtype, else float32. Masters, gradient shards and AdamW stay float32.",
+           one_of(precision_names()))
+      .key("reduce_dtype", &MixedPrecisionOptions::reduce_dtype,
+           "Dtype gradients are averaged over dp in. 16-bit halves NCCL traffic; Gloo cannot sum bf16, so there "
+           "each rank's gradient and the sum are rounded to it around an fp32 sum.",
+           one_of(precision_names()))
+      .key("buffer_dtype", &MixedPrecisionOptions::buffer_dtype,
+           "Dtype of model buffers: float32 only (the one buffer, the rotary inv_freq, feeds fp32 angles as in HF).",
+           one_of({"fp32", "float32"}));
   OptionsSchema<FsdpConfigOptions> fsdp_config;
   fsdp_config
-      .key("dtype", &FsdpConfigOptions::dtype, "Compute dtype of gathered parameters; masters stay float32.",
-           one_of({"float32", "bfloat16"}))
+      .key("dtype", &FsdpConfigOptions::dtype,
+           "Alias of mixed_precision.param_dtype (verl reads it when mixed_precision is absent); both unset: "
+           "float32. Setting both to different dtypes is an error.",
+           one_of(precision_names()))
+      .section("mixed_precision", &FsdpConfigOptions::mixed_precision, mixed_precision)
       .key("param_offload", &FsdpConfigOptions::param_offload,
            "Keep parameter shards in host memory between calls.")
       .key("optimizer_offload", &FsdpConfigOptions::optimizer_offload,
@@ -17,6 +34,10 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
   OptionsSchema<FsdpOptions> schema;
   schema.section("optim", &FsdpOptions::optim, train::optim_options_schema())
       .key("grad_clip", &FsdpOptions::grad_clip, "Global gradient-norm clip; <= 0 disables clipping.")
+      .key("enable_gradient_checkpointing", &FsdpOptions::enable_gradient_checkpointing,
+           "Recompute each decoder layer in the backward pass (verl's model.enable_gradient_checkpointing). "
+           "false keeps every layer's activations and gathered parameters from the forward: one forward "
+           "fewer, the memory of an unsharded model in the compute dtype.")
       .section("fsdp_config", &FsdpOptions::fsdp_config, fsdp_config)
       .key("seed", &FsdpOptions::seed, "Seed of a value head initialised fresh (critic from an LM checkpoint).",
            at_least(0));

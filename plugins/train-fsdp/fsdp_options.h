@@ -13,8 +13,17 @@ namespace rlcore::fsdp {
 
 using train::OptimOptions;
 
+// verl's fsdp_config.mixed_precision (torch FSDP's MixedPrecision); the
+// strings are resolved and checked by resolve_mixed_precision().
+struct MixedPrecisionOptions {
+  std::string param_dtype;  // compute dtype of gathered parameters; "" = fsdp_config.dtype
+  std::string reduce_dtype = "float32";  // gradients are averaged over dp in this dtype
+  std::string buffer_dtype = "float32";  // model buffers (the rotary inv_freq): float32 only
+};
+
 struct FsdpConfigOptions {
-  std::string dtype = "float32";  // compute dtype; master weights and optimizer stay fp32
+  std::string dtype;  // alias of mixed_precision.param_dtype; both unset: float32
+  MixedPrecisionOptions mixed_precision;
   bool param_offload = false;
   bool optimizer_offload = false;
 };
@@ -22,6 +31,8 @@ struct FsdpConfigOptions {
 struct FsdpOptions {
   OptimOptions optim;
   double grad_clip = 1.0;  // <= 0 disables clipping (the norm is still reported)
+  // Recompute each decoder layer in the backward pass (verl's model.enable_gradient_checkpointing).
+  bool enable_gradient_checkpointing = true;
   FsdpConfigOptions fsdp_config;
   int64_t seed = 1;  // initialises a value head absent from the checkpoint
 };

@@ -206,7 +206,8 @@ TEST_CASE("the options schema has verl's keys and defaults and rejects unknown k
   CHECK(defaults.optim.weight_decay == 0.01);
   CHECK(defaults.optim.lr_warmup_steps == -1);
   CHECK(defaults.grad_clip == 1.0);
-  CHECK(defaults.fsdp_config.dtype == "float32");
+  CHECK(defaults.fsdp_config.dtype.empty());  // unset: mixed_precision.param_dtype, else float32
+  CHECK(defaults.fsdp_config.mixed_precision.reduce_dtype == "float32");
   const FsdpOptions set = schema.parse(rlcore::ConfigNode::parse(
       "optim: {lr: 1.0e-5, warmup_style: cosine, min_lr_ratio: 0.1}\nfsdp_config: {dtype: bfloat16}\ngrad_clip: 0.5",
       "test"));
@@ -215,7 +216,7 @@ TEST_CASE("the options schema has verl's keys and defaults and rejects unknown k
   CHECK(set.fsdp_config.dtype == "bfloat16");
   CHECK_THAT(error_of<rlcore::ConfigError>([&] { schema.parse(rlcore::ConfigNode::parse("optim: {lrr: 1}", "test")); }),
              Catch::Contains("optim.lrr"));
-  CHECK_THROWS_AS(schema.parse(rlcore::ConfigNode::parse("fsdp_config: {dtype: float16}", "test")), rlcore::ConfigError);
+  CHECK_THROWS_AS(schema.parse(rlcore::ConfigNode::parse("fsdp_config: {dtype: int8}", "test")), rlcore::ConfigError);
   CHECK(rlcore::train::scheduler_type(defaults.optim) == "constant");
   const FsdpOptions bad = schema.parse(rlcore::ConfigNode::parse("optim: {warmup_style: linear}", "test"));
   CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train::scheduler_type(bad.optim); }),

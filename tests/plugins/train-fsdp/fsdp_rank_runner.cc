@@ -3,9 +3,10 @@
 // TCPStore, run the scenario on this rank's rows of a fixed batch, and write
 // what the test compares into --out.
 //
-//   fsdp_rank_runner --scenario train|resume|offload|export|frozen --rank R --world N
+//   fsdp_rank_runner --scenario train|resume|offload|export|frozen|reduce --rank R --world N
 //                    --port P --model DIR --out DIR [--steps K] [--save-at K --ckpt DIR]
 //                    [--micro N] [--dynamic TOKENS] [--dtype float32|bfloat16] [--head lm|value]
+//                    [--reduce-dtype float32|bfloat16]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -19,9 +20,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dp_comm.h"
 #include "fsdp_engine.h"
 #include "../../common/rank_runner.h"
 #include "../../common/train_batch.h"
+#include "fsdp_reduce_input.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
 
@@ -56,6 +59,20 @@ struct Snapshot {
   std::vector<at::Tensor> tensors;
 };
 
+// DpComm::all_reduce_mean of a rank-dependent tensor whose values bf16 cannot
+// hold, in fp32 and in bf16; the test recomputes both results from reduce_input().
+void write_reductions(const CommContext& comm, const fs::path& path, int64_t rank) {
+  const fsdp::DpComm dp(&comm);
+  const at::Tensor input = testing::reduce_input(rank);
+  NamedTensors out = {{"input", input}};
+  for (const auto& [name, dtype] : {std::pair{"float32", at::kFloat}, std::pair{"bfloat16", at::kBFloat16}}) {
+    at::Tensor mean = input.clone();
+    dp.all_reduce_mean(mean, dtype);
+    out.emplace_back(name, mean);
+  }
+  save_safetensors(path, out);
+}
+
 Snapshot snapshot(const fsdp::FsdpEngine& engine) {
   Snapshot out;
   for (const ParameterShard& shard : engine.parameter_shards()) out.tensors.push_back(shard.local.clone());
@@ -84,6 +101,7 @@ int run(const std::map<std::string, std::string>& args) {
   options.optim.min_lr_ratio = 0.1;
   options.grad_clip = std::stod(arg(args, "grad-clip", "1.0"));
   options.fsdp_config.dtype = arg(args, "dtype", "float32");
+  options.fsdp_config.mixed_precision.reduce_dtype = arg(args, "reduce-dtype", "float32");
   fsdp::FsdpEngine engine(options, context);
 
   ForwardOptions forward;
@@ -133,6 +151,8 @@ int run(const std::map<std::string, std::string>& args) {
     result["memory_after_offloaded_step"] = memory_json(engine.memory());
   } else if (scenario == "export") {
     engine.export_hf((out_dir / "hf").string());
+  } else if (scenario == "reduce") {
+    write_reductions(*comm, out_dir / ("reduce_" + std::to_string(rank) + ".safetensors"), rank);
   } else if (scenario == "frozen") {
     try {
       engine.train_step(mine, forward, testing::train_loss);
