@@ -127,7 +127,7 @@ int run_rank(const Args& a) {
     if (slowest_in < to_rollout) best = in;
     to_rollout = std::min(to_rollout, slowest_in);
     to_train = std::min(to_train, reduce(world, out.seconds, true));
-    peak = std::max({peak, in.peak_bytes, out.peak_bytes});
+    peak = std::max({peak, in.planned_peak_bytes, out.planned_peak_bytes});
   }
   const double rss_growth = reduce(world, static_cast<double>(bench::max_rss_bytes() - rss_before), true);
   const double bucket_bytes = static_cast<double>(best.bytes_moved);

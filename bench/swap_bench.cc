@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
       if (in.seconds < to_rollout) best = in;
       to_rollout = std::min(to_rollout, in.seconds);
       to_train = std::min(to_train, out.seconds);
-      peak = std::max({peak, in.peak_bytes, out.peak_bytes});
+      peak = std::max({peak, in.planned_peak_bytes, out.planned_peak_bytes});
     }
     const double gbps = static_cast<double>(bytes) / to_rollout / 1e9;
     const double rss_growth = static_cast<double>(max_rss_bytes() - rss_before);

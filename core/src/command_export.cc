@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "rlcore/config_node.h"
 #include "rlcore/core/session.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/registry.h"
 #include "rlcore/train_engine.h"
@@ -41,7 +42,7 @@ int run_command_export(const std::vector<std::string>& args, CommandIo io) {
       "out", po::value(&request.out)->required(), "HF checkpoint directory to write")(
       "engine", po::value(&request.engine), "train engine that saved the checkpoint (default fsdp)")(
       "head", po::value(&request.head), "lm (actor, reference) | value (critic); default lm")(
-      "device", po::value(&request.device), "torch device of the export engine (default cpu)");
+      "device", po::value(&request.device), "auto | cpu | cuda | cuda:N (default cpu)");
   for (const auto& arg : args) {
     if (arg == "--help" || arg == "-h") {
       io.out << options << "\n";
@@ -57,7 +58,7 @@ int run_command_export(const std::vector<std::string>& args, CommandIo io) {
 
   Session session(common.plugin_paths);
   ComponentContext context;
-  context.device = request.device;
+  context.device = resolve_device(request.device, 0, "--device").str();
   context.model_path = request.model;
   context.model_head = request.head;
   context.trainable = false;  // parameters only: the optimizer state is not exported

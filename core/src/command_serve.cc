@@ -16,6 +16,7 @@
 #include "rlcore/core/serve/api.h"
 #include "rlcore/core/serve/server.h"
 #include "rlcore/core/session.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/model/config.h"
 
@@ -140,7 +141,7 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
       "api-key", po::value(&serve.api_key), "require 'Authorization: Bearer KEY' (default: $RLCORE_API_KEY)")(
       "engine", po::value(&serve.engine), "inference_engine plugin name (default native)")(
       "served-model-name", po::value(&serve.served_model_name), "model id clients send (default: --model)")(
-      "device", po::value(&serve.device), "torch device for the engine (default cpu)");
+      "device", po::value(&serve.device), "auto | cpu | cuda | cuda:N (default cpu)");
   if (std::find(args.begin(), args.end(), "--help") != args.end() ||
       std::find(args.begin(), args.end(), "-h") != args.end()) {
     io.out << options << "\nSee docs/serve.md for the routes and fields.\n";
@@ -170,7 +171,7 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
   const int64_t max_model_len = resolve_max_model_len(engine_entry, engine_options, config, config_path);
 
   auto engine = session.registry().create<InferenceEngine>(serve.engine, engine_options,
-                                                           ComponentContext{serve.device, serve.model_dir});
+                                                           ComponentContext{resolve_device(serve.device, 0, "--device").str(), serve.model_dir});
   auto api = std::make_shared<serve::OpenAiApi>(
       std::move(engine), serve::load_served_model(serve.model_dir, serve.served_model_name, max_model_len));
   serve::Server server(api, serve::ServerOptions{serve.api_key});

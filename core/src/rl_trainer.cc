@@ -220,12 +220,15 @@ struct RlTrainer::Impl {
       // The reply carries the stats of this step's swaps (train <-> rollout around each generate);
       // ranks swap in lockstep, so the slowest rank's times and the largest peak are reported.
       const CallOutput synced = workers->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
-      double to_rollout = 0, to_train = 0, bytes_moved = 0, peak = 0;
+      double to_rollout = 0, to_train = 0, bytes_moved = 0;
+      std::map<std::string, double> memory;  // the largest of each over the workers
       for (const auto& reply : synced.replies) {
         to_rollout = std::max(to_rollout, reply.value["to_rollout_s"].get<double>());
         to_train = std::max(to_train, reply.value["to_train_s"].get<double>());
         bytes_moved = std::max(bytes_moved, reply.value["bytes_moved"].get<double>());
-        peak = std::max(peak, reply.value["peak_bytes"].get<double>());
+        for (const char* key : {"planned_peak_bytes", "measured_peak_bytes", "allocated_bytes", "reserved_bytes"}) {
+          memory[key] = std::max(memory[key], reply.value[key].get<double>());
+        }
         for (const auto& [phase, seconds] : reply.value["phases"].items()) {
           double& slot = metrics["timing_s/reshard_" + phase];
           slot = std::max(slot, seconds.get<double>());
@@ -235,7 +238,10 @@ struct RlTrainer::Impl {
       metrics["timing_s/reshard_to_train"] = to_train;
       metrics["perf/swap_GBps"] = to_rollout > 0 ? bytes_moved / to_rollout / 1e9 : 0.0;
       metrics["perf/swap_bytes"] = bytes_moved;
-      metrics["memory/peak_swap_bytes"] = peak;
+      metrics["memory/peak_swap_bytes"] = memory["measured_peak_bytes"];
+      metrics["memory/planned_peak_swap_bytes"] = memory["planned_peak_bytes"];
+      metrics["memory/allocated_bytes"] = memory["allocated_bytes"];
+      metrics["memory/reserved_bytes"] = memory["reserved_bytes"];
     });
     metrics["actor/lr"] = metrics.count("lr") ? metrics["lr"] : 0.0;
     metrics.erase("lr");

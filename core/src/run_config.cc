@@ -1,6 +1,9 @@
 // Core config schema and whole-config validation.
 #include "rlcore/core/run_config.h"
 
+#include <algorithm>
+
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 
 namespace rlcore {
@@ -33,7 +36,18 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .key("resume_from_path", &TrainerConfig::resume_from_path,
              "A global_step_N checkpoint directory (resume_mode: resume_path).")
         .key("max_ckpt_to_keep", &TrainerConfig::max_ckpt_to_keep, "Checkpoints kept (oldest removed); 0: all.",
-             at_least(0));
+             at_least(0))
+        .key("device", &TrainerConfig::device,
+             "Device of every worker's engines: cuda (each worker binds cuda:<its local rank>), cpu, or auto "
+             "(cuda when this build has CUDA and a GPU is visible, else cpu). See docs/launch.md.",
+             one_of({"auto", "cpu", "cuda"}))
+        .key("nnodes", &TrainerConfig::nnodes,
+             "Nodes of the default pool 'global'; the same number as runtime.nnodes: set either (docs/launch.md).",
+             at_least(1))
+        .key("n_gpus_per_node", &TrainerConfig::n_gpus_per_node,
+             "Workers (one device each) per node of the default pool 'global'; the same number as "
+             "runtime.n_workers_per_node: set either (docs/launch.md).",
+             at_least(1));
     OptionsSchema<RewardConfig> reward;
     reward
         .key("grader", &RewardConfig::grader,
@@ -132,6 +146,48 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
   }
 }
 
+// Where a key's value came from: 2 an override on the command line, 1 the
+// config file, 0 neither (the schema default).
+int where_set(const ConfigNode& tree, const std::vector<std::string>& overrides, const std::string& key) {
+  for (const auto& text : overrides) {
+    if (text.compare(0, text.find('='), key) == 0) return 2;
+  }
+  return tree.at_path(key).defined() ? 1 : 0;
+}
+
+// One size of the default pool under its two names (verl's trainer.<name>,
+// rlcore's runtime.<name>): the one set closer to the command line wins, so an
+// override of either name beats the file's; both set at the same level and
+// different is an error. Both keys of the tree then show the size used.
+void reconcile_pool_size(ConfigNode& tree, const std::vector<std::string>& overrides, const std::string& trainer_key,
+                         int64_t& trainer_value, const std::string& runtime_key, int64_t& runtime_value) {
+  const int trainer_level = where_set(tree, overrides, trainer_key);
+  const int runtime_level = where_set(tree, overrides, runtime_key);
+  if (trainer_level > 0 && trainer_level == runtime_level && trainer_value != runtime_value) {
+    throw ConfigError("keys " + tree.at_path(trainer_key).describe() + " = " + std::to_string(trainer_value) +
+                      " and " + tree.at_path(runtime_key).describe() + " = " + std::to_string(runtime_value) +
+                      " both size the default pool and differ; set one of them (" + trainer_key +
+                      " is verl's name)");
+  }
+  const bool from_trainer = trainer_level >= runtime_level;
+  if (from_trainer) {
+    runtime_value = trainer_value;
+  } else {
+    trainer_value = runtime_value;
+  }
+  const std::string source = std::max(trainer_level, runtime_level) == 0 ? "default"
+                             : from_trainer                            ? trainer_key
+                                                                       : runtime_key;
+  tree.set(trainer_key, std::to_string(trainer_value), source);
+  tree.set(runtime_key, std::to_string(runtime_value), source);
+}
+
+// What can be told without a worker: a CPU build has no CUDA to give (the
+// GPU count is checked where the workers start, trainer_workers.cc).
+void validate_device(const RunConfig& config) {
+  if (!cuda_build()) resolve_device(config.trainer.device, 0, "trainer.device");
+}
+
 }  // namespace
 
 ResolvedConfig resolve_config(const Registry& registry, const std::string& config_file,
@@ -140,6 +196,12 @@ ResolvedConfig resolve_config(const Registry& registry, const std::string& confi
   resolved.tree = config_file.empty() ? ConfigNode::parse("", "<defaults>") : ConfigNode::load_file(config_file);
   apply_overrides(resolved.tree, overrides);
   resolved.config = run_config_schema().parse(resolved.tree);
+  RunConfig& config = resolved.config;
+  reconcile_pool_size(resolved.tree, overrides, "trainer.nnodes", config.trainer.nnodes, "runtime.nnodes",
+                      config.runtime.nnodes);
+  reconcile_pool_size(resolved.tree, overrides, "trainer.n_gpus_per_node", config.trainer.n_gpus_per_node,
+                      "runtime.n_workers_per_node", config.runtime.n_workers_per_node);
+  validate_device(config);
   validate_graders(registry, resolved.config);
   validate_trainer_components(registry, resolved.tree, resolved.config);
   fill_defaults(resolved.tree, run_config_schema().keys());

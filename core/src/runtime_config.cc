@@ -40,10 +40,14 @@ const OptionsSchema<RuntimeConfig>& runtime_config_schema() {
              "Timeout of the rendezvous and of each collective.", greater_than(0))
         .key("threads_per_worker", &RuntimeConfig::threads_per_worker,
              "Intra-op CPU threads per worker (0: this host's cores / workers on it).", at_least(0))
-        .key("nnodes", &RuntimeConfig::nnodes, "Nodes of the default pool 'global' (verl: trainer.nnodes).",
+        .key("nnodes", &RuntimeConfig::nnodes,
+             "Nodes of the default pool 'global'; the same number as trainer.nnodes (verl's name): set either "
+             "(docs/launch.md).",
              at_least(1))
         .key("n_workers_per_node", &RuntimeConfig::n_workers_per_node,
-             "Workers per node of the default pool 'global' (verl: trainer.n_gpus_per_node).", at_least(1))
+             "Workers per node of the default pool 'global'; the same number as trainer.n_gpus_per_node (verl's name): "
+             "set either (docs/launch.md).",
+             at_least(1))
         .subtree("pools", &RuntimeConfig::pools,
                  "Named resource pools: runtime.pools.<name>.{nodes, roles, mesh, threads_per_worker} (docs/launch.md).");
     return s;

@@ -9,6 +9,7 @@
 #include "rlcore/comm_context.h"
 #include "rlcore/core/trainer/roles.h"
 #include "rlcore/core/trainer/trainer_config.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/sharding_manager.h"
@@ -42,7 +43,8 @@ MeshRank rollout_mesh_rank(const RoleContext& context, const RolloutLayout& layo
 
 class ActorRolloutRef {
  public:
-  ActorRolloutRef(const Registry& components, const RoleContext& context) : context_(context) {
+  ActorRolloutRef(const Registry& components, const RoleContext& context)
+      : context_(context), device_(worker_device(context)) {
     const ConfigNode tree = role_config(context);
     const ConfigNode section = tree["actor_rollout_ref"];
     config_ = actor_rollout_ref_schema().parse(section);
@@ -60,6 +62,7 @@ class ActorRolloutRef {
     }
     if (context.options.value(role_options::kWithRollout, true)) {
       ComponentContext rollout_context;
+      rollout_context.device = device_;
       rollout_context.model_path = model_path;
       if (context.comm != nullptr) {
         rollout_comm_ = std::make_unique<CommContext>(
@@ -215,12 +218,12 @@ class ActorRolloutRef {
   // weight version set by the last sync_weights.
   void attach_sharding_manager(const Registry& components, const ComponentContext& context) {
     const HybridEngineConfig& hybrid = config_.hybrid_engine;
-    sharding_manager_ = components.create<ShardingManager>(config_.rollout.sharding_manager, hybrid.options);
+    sharding_manager_ = components.create<ShardingManager>(config_.rollout.sharding_manager, hybrid.options, context);
     HybridEngines engines;
     engines.train = actor_;
     engines.rollout = rollout_;
     engines.adaptor = components.create<WeightAdaptor>(weight_adaptor_for(config_), ConfigNode(), context);
-    engines.offloader = components.create<Offloader>(hybrid.offloader);
+    engines.offloader = components.create<Offloader>(hybrid.offloader, ConfigNode(), context);
     engines.layout = layout_;
     sharding_manager_->attach(std::move(engines));
   }
@@ -232,6 +235,10 @@ class ActorRolloutRef {
     version_ = args.at("version").get<int64_t>();
     nlohmann::json stats = swaps_.to_json();
     stats["version"] = version_;
+    // This worker's device memory now, measured (rlcore/device.h).
+    const DeviceMemoryStats memory = device_memory_stats(at::Device(device_));
+    stats["allocated_bytes"] = memory.allocated;
+    stats["reserved_bytes"] = memory.reserved;
     swaps_ = SwapTotals();
     return MethodResult{Batch(), stats};
   }
@@ -242,15 +249,20 @@ class ActorRolloutRef {
     double to_train_s = 0;
     int64_t bytes_moved = 0;
     int64_t bytes_gathered = 0;
-    int64_t peak_bytes = 0;
+    int64_t planned_peak_bytes = 0;
+    int64_t measured_peak_bytes = 0;
     std::map<std::string, double> phases;
 
+    void add_peaks(const SwapStats& s) {
+      planned_peak_bytes = std::max(planned_peak_bytes, s.planned_peak_bytes);
+      measured_peak_bytes = std::max(measured_peak_bytes, s.measured_peak_bytes);
+    }
     void add_to_rollout(const SwapStats& s) {
       ++swaps;
       to_rollout_s += s.seconds;
       bytes_moved += s.bytes_moved;
       bytes_gathered += s.bytes_gathered;
-      peak_bytes = std::max(peak_bytes, s.peak_bytes);
+      add_peaks(s);
       phases["gather"] += s.gather_s;
       phases["convert"] += s.convert_s;
       phases["copy"] += s.copy_s;
@@ -258,12 +270,17 @@ class ActorRolloutRef {
     }
     void add_to_train(const SwapStats& s) {
       to_train_s += s.seconds;
-      peak_bytes = std::max(peak_bytes, s.peak_bytes);
+      add_peaks(s);
       phases["reload"] += s.reload_s;
     }
     nlohmann::json to_json() const {
-      return {{"swaps", swaps},           {"to_rollout_s", to_rollout_s},     {"to_train_s", to_train_s},
-              {"bytes_moved", bytes_moved}, {"bytes_gathered", bytes_gathered}, {"peak_bytes", peak_bytes},
+      return {{"swaps", swaps},
+              {"to_rollout_s", to_rollout_s},
+              {"to_train_s", to_train_s},
+              {"bytes_moved", bytes_moved},
+              {"bytes_gathered", bytes_gathered},
+              {"planned_peak_bytes", planned_peak_bytes},
+              {"measured_peak_bytes", measured_peak_bytes},
               {"phases", phases}};
     }
   };
@@ -276,6 +293,7 @@ class ActorRolloutRef {
   static constexpr const char* kTrainMesh = "train";
 
   RoleContext context_;
+  std::string device_;  // trainer.device as this worker resolved it ("cpu", "cuda:1")
   ActorRolloutRefConfig config_;
   RolloutLayout layout_;
   std::unique_ptr<CommContext> rollout_comm_;  // the pool's groups, plus the rollout's TP group

@@ -3,6 +3,7 @@
 
 #include "rlcore/comm_context.h"
 #include "rlcore/core/trainer/roles.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 
 namespace rlcore::trainer {
@@ -14,9 +15,16 @@ ConfigNode role_config(const RoleContext& context) {
   return ConfigNode::parse(context.options.at(role_options::kConfig).get<std::string>(), "the controller's run config");
 }
 
+std::string worker_device(const RoleContext& context) {
+  const ConfigNode device = role_config(context).at_path("trainer.device");
+  const std::string requested = device.defined() ? device.as<std::string>() : "auto";
+  return resolve_device(requested, context.local_rank, "trainer.device").str();
+}
+
 std::shared_ptr<TrainEngine> make_train_engine(const Registry& components, const RoleContext& context,
                                                const EngineRequest& request) {
   ComponentContext component;
+  component.device = worker_device(context);
   component.model_path = request.model_path;
   component.comm = context.comm;
   component.model_head = request.model_head;

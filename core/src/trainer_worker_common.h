@@ -18,6 +18,12 @@ namespace rlcore::trainer {
 // The run config a role was started with (role_options::kConfig).
 ConfigNode role_config(const RoleContext& context);
 
+// The device this worker's engines use: trainer.device resolved with the
+// worker's local rank (a GPU is bound as the current device), as a torch
+// device string ("cpu", "cuda:1").
+std::string worker_device(const RoleContext& context);
+
+// Makes a train engine on worker_device(context).
 struct EngineRequest {
   std::string strategy;       // registered train_engine name
   ConfigNode options;         // the engine's keys

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rlcore/core/runtime/runtime_config.h"
+#include "rlcore/device.h"
 #include "rlcore/core/trainer/roles.h"
 #include "rlcore/error.h"
 #include "rlcore/inference_engine.h"
@@ -49,6 +50,18 @@ void set_actor_mesh(PoolSpec& pool, const RunConfig& config, bool rollout) {
   }
 }
 
+// Before the local launcher starts anything: one GPU per worker it would
+// start on this host (external launchers place workers on other hosts, which
+// each worker checks for itself).
+void check_local_devices(const RunConfig& config, const std::vector<PoolSpec>& pools) {
+  if (config.runtime.launcher != "local") return;
+  int64_t workers = 0;
+  for (const PoolSpec& pool : pools) workers += pool.size();
+  const std::string sizes = pools.size() == 1 ? "trainer.n_gpus_per_node x trainer.nnodes"
+                                              : "trainer.n_gpus_per_node x trainer.nnodes plus runtime.pools";
+  check_device_slots(config.trainer.device, workers, "trainer.device", sizes);
+}
+
 }  // namespace
 
 std::pair<int64_t, int64_t> TrainerWorkers::data_parallel_sizes(const RunConfig& config, bool critic) {
@@ -70,7 +83,9 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
     for (auto& role : pool.roles) role.options = options;
     if (&pool == &pool_of(pools, kActorRole)) set_actor_mesh(pool, resolved.config, roles.rollout);
   }
+  check_local_devices(resolved.config, pools);
   ClusterOptions cluster = cluster_options(resolved.config.runtime, std::move(pools));
+  cluster.device = resolved.config.trainer.device;
   for (const auto& path : plugin_paths) {
     cluster.worker_args.push_back("--plugins");
     cluster.worker_args.push_back(path);

@@ -1,8 +1,10 @@
-// The sharding managers: planning at attach, the two swaps, their stats and ledger.
+// The sharding managers: planning at attach, the two swaps, their stats, the
+// ledger (planned memory) and the measured memory peak of each swap.
 #include "sharding_manager_impl.h"
 
 #include <ATen/ATen.h>
 
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 
 namespace rlcore::hybrid {
@@ -53,6 +55,12 @@ int64_t HybridShardingManager::received_bytes(const std::string& name, const at:
 void HybridShardingManager::note_train_state() {
   const TrainMemory memory = engines_.train->memory();
   ledger_.set("train_state", memory.param_bytes + memory.grad_bytes + memory.optimizer_bytes);
+}
+
+void HybridShardingManager::note_peaks(const PeakMemoryMeter& meter, SwapStats& stats) const {
+  stats.planned_peak_bytes = ledger_.peak();
+  stats.measured_peak_bytes = meter.peak_above_start();
+  stats.measured_per_swap = meter.per_phase();
 }
 
 void HybridShardingManager::fill(std::vector<at::Tensor>& outputs, SwapStats& stats) {
@@ -117,6 +125,7 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
                                     std::to_string(engines_.rollout->weight_version()) + ")");
   const auto start = Clock::now();
   ledger_.reset_peak();
+  const PeakMemoryMeter meter(device_);
   SwapStats stats;
   stats.version = version;
   std::vector<at::Tensor> outputs;
@@ -168,7 +177,7 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
   note_train_state();
   in_rollout_ = true;
   stats.seconds = seconds_since(start);
-  stats.peak_bytes = ledger_.peak();
+  note_peaks(meter, stats);
   return stats;
 }
 
@@ -177,6 +186,7 @@ SwapStats HybridShardingManager::to_train() {
   if (!in_rollout_) throw ValueError("sharding_manager.to_train: not in rollout mode");
   const auto start = Clock::now();
   ledger_.reset_peak();
+  const PeakMemoryMeter meter(device_);
   SwapStats stats;
   stats.version = engines_.rollout->weight_version();
   // Release the rollout first, so the reloaded training state never overlaps it.
@@ -190,7 +200,7 @@ SwapStats HybridShardingManager::to_train() {
   note_train_state();
   in_rollout_ = false;
   stats.seconds = seconds_since(start);
-  stats.peak_bytes = ledger_.peak();
+  note_peaks(meter, stats);
   return stats;
 }
 

@@ -13,6 +13,7 @@
 
 #include "bucket_memory.h"
 #include "hybrid_options.h"
+#include "rlcore/device.h"
 #include "rlcore/sharding_manager.h"
 #include "swap_plan.h"
 
@@ -37,6 +38,8 @@ class HybridShardingManager final : public ShardingManager {
   void fill(std::vector<at::Tensor>& outputs, SwapStats& stats);
   void hand_over(const std::vector<at::Tensor>& outputs, int64_t version, SwapStats& stats);
   void note_train_state();
+  // The swap's planned (ledger) and measured (device) peaks into `stats`.
+  void note_peaks(const PeakMemoryMeter& meter, SwapStats& stats) const;
   void require_attached(const char* method) const;
 
   OffloadSet offload_;

@@ -95,8 +95,8 @@ void check_device_slots(const std::string& requested, int64_t workers, const std
   if (workers > count) {
     throw ConfigError("key " + key + "=" + requested + ": " + std::to_string(workers) + " workers on this host (" +
                       workers_key + ") need one GPU each, but this process sees " + std::to_string(count) + " (" +
-                      visible_devices_env() + "); lower " + workers_key + " to at most " + std::to_string(count) +
-                      " or make more GPUs visible");
+                      visible_devices_env() + "); lower " + workers_key + " to " + std::to_string(count) +
+                      " workers at most, or make more GPUs visible");
   }
 }
 

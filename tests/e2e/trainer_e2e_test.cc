@@ -45,11 +45,17 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
   for (const char* key : {"critic/score/mean", "actor/pg_loss", "actor/entropy", "actor/grad_norm",
                           "response_length/mean", "timing_s/gen", "timing_s/old_log_prob", "timing_s/adv",
                           "timing_s/update_actor", "timing_s/step", "perf/throughput", "timing_s/reshard_to_rollout",
-                          "timing_s/reshard_to_train", "perf/swap_GBps", "memory/peak_swap_bytes"}) {
+                          "timing_s/reshard_to_train", "perf/swap_GBps", "memory/peak_swap_bytes",
+                          "memory/planned_peak_swap_bytes", "memory/allocated_bytes", "memory/reserved_bytes"}) {
     CHECK(metrics.at(1).count(key) == 1);
   }
-  // The bucketed hybrid engine swaps around every generate: real bytes, real time.
+  // The bucketed hybrid engine swaps around every generate: real bytes, real
+  // time, real memory (measured on each worker; the bounds are checked in
+  // tests/plugins/hybrid-engine).
   CHECK(metrics.at(1).at("memory/peak_swap_bytes") > 0);
+  CHECK(metrics.at(1).at("memory/planned_peak_swap_bytes") > 0);
+  CHECK(metrics.at(1).at("memory/allocated_bytes") > 0);
+  CHECK(metrics.at(1).at("memory/reserved_bytes") >= metrics.at(1).at("memory/allocated_bytes"));
   CHECK(metrics.at(1).at("perf/swap_GBps") > 0);
   const double first = e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3);
   const double last = e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12);

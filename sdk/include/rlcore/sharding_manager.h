@@ -42,7 +42,8 @@ class RLCORE_API MemoryLedger {
   int64_t peak_ = 0;
 };
 
-// Per swap: seconds per phase, bytes, and the ledger peak during the swap.
+// Per swap: seconds per phase, bytes, and its memory peak twice: planned
+// (the ledger, from tensor sizes) and measured (rlcore/device.h).
 struct SwapStats {
   int64_t version = 0;
   double seconds = 0;          // the whole swap
@@ -53,7 +54,11 @@ struct SwapStats {
   double reload_s = 0;         // training state back
   int64_t bytes_moved = 0;     // inference bytes written into buckets
   int64_t bytes_gathered = 0;  // bytes received from other ranks
-  int64_t peak_bytes = 0;      // MemoryLedger peak during the swap
+  int64_t planned_peak_bytes = 0;  // MemoryLedger peak during the swap (all it counts, train state too)
+  // Measured: the device's peak during the swap above its use when the swap
+  // began (PeakMemoryMeter: CUDA allocator peak; CPU resident high-water mark).
+  int64_t measured_peak_bytes = 0;
+  bool measured_per_swap = true;  // false: the peak could not be reset (CPU: /proc/self/clear_refs)
 };
 
 // Optional capability of an InferenceEngine (found with dynamic_cast): wake

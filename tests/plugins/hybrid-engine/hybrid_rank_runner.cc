@@ -9,7 +9,10 @@
 //
 //   hybrid_rank_runner --rank R --world N --port P --prefix S --out DIR --model DIR
 //                      [--mode bucketed|naive] [--dtype float32|bfloat16] [--offload none|all] [--tp T]
+//                      [--swaps N]   (N train -> rollout -> train round trips; the first is checked in full)
 //                      [--trainer fsdp|megatron --plugin FILE --train-tp T --train-pp P]
+#include <malloc.h>
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -29,6 +32,7 @@
 #include "rlcore/core/plugin_loader.h"
 #include "../../common/rank_runner.h"
 #include "rlcore/config_node.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/model/megatron_layout.h"
 #include "rlcore/registry.h"
@@ -64,8 +68,14 @@ LossOutput mean_nll(const Batch&, const ModelOutput& output, const GlobalBatchIn
 }
 
 nlohmann::json stats_json(const SwapStats& s) {
-  return {{"version", s.version},       {"seconds", s.seconds},         {"bytes_moved", s.bytes_moved},
-          {"bytes_gathered", s.bytes_gathered}, {"peak_bytes", s.peak_bytes}, {"offload_s", s.offload_s},
+  return {{"version", s.version},
+          {"seconds", s.seconds},
+          {"bytes_moved", s.bytes_moved},
+          {"bytes_gathered", s.bytes_gathered},
+          {"planned_peak_bytes", s.planned_peak_bytes},
+          {"measured_peak_bytes", s.measured_peak_bytes},
+          {"measured_per_swap", s.measured_per_swap},
+          {"offload_s", s.offload_s},
           {"reload_s", s.reload_s}};
 }
 
@@ -100,6 +110,11 @@ Actor make_actor(const std::map<std::string, std::string>& args, const Component
 
 int run(const std::map<std::string, std::string>& args) {
   at::set_num_threads(1);
+  // Every buffer of 1 MiB or more its own mapping, unmapped when freed (glibc
+  // otherwise raises this threshold as big buffers are freed and keeps them in
+  // its per-thread arenas): the resident set then follows the memory in use,
+  // which the measured-peak tests compare with their bounds.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   const int64_t rank = std::stoll(arg(args, "rank"));
   const int64_t world = std::stoll(arg(args, "world"));
   const fs::path out = arg(args, "out");
@@ -157,17 +172,23 @@ int run(const std::map<std::string, std::string>& args) {
   result["bucket_bytes"] = manager.plan().bucket_bytes;
   result["rollout_bytes_at_attach"] = rollout->bytes_held();
 
+  // On the CPU a swap's measured peak is new resident memory: what malloc
+  // still caches from the training step above would be reused without
+  // showing. Trimming it first makes the figure the swap's whole need.
+  release_cached_memory(at::kCPU);
   const SwapStats entered = manager.to_rollout(7);
   result["to_rollout"] = stats_json(entered);
   result["train_state_bytes_in_rollout"] = train_state_bytes(*actor);
   result["host_bytes_in_rollout"] = actor->memory().host_bytes;
   result["rollout_bytes_in_rollout"] = rollout->bytes_held();
-  bool shares_bucket = true;  // every parameter a view into one storage
-  const auto params = rollout->parameters();
-  for (const auto& [name, tensor] : params)
-    shares_bucket = shares_bucket && tensor.storage().unsafeGetStorageImpl() == params.front().second.storage().unsafeGetStorageImpl();
-  result["rollout_shares_one_storage"] = shares_bucket;
-  save_safetensors(out / ("rollout_" + std::to_string(rank) + ".safetensors"), params);
+  {  // No view of the bucket may outlive the rollout: the next swap reuses its pages.
+    bool shares_bucket = true;  // every parameter a view into one storage
+    const auto params = rollout->parameters();
+    for (const auto& [name, tensor] : params)
+      shares_bucket = shares_bucket && tensor.storage().unsafeGetStorageImpl() == params.front().second.storage().unsafeGetStorageImpl();
+    result["rollout_shares_one_storage"] = shares_bucket;
+    save_safetensors(out / ("rollout_" + std::to_string(rank) + ".safetensors"), params);
+  }
 
   SamplingParams greedy;
   greedy.temperature = 0;
@@ -185,6 +206,13 @@ int run(const std::map<std::string, std::string>& args) {
   result["rollout_bytes_after"] = rollout->bytes_held();
   result["rollout_asleep_after"] = rollout->asleep();
   result["ledger_peak"] = manager.ledger().peak();
+  // Later swaps run on what the first left behind (e.g. a lazily freed
+  // bucket's pages): their measured peaks are checked too.
+  for (int64_t swap = 1; swap < std::stoll(arg(args, "swaps", "1")); ++swap) {
+    release_cached_memory(at::kCPU);
+    result["last_to_rollout"] = stats_json(manager.to_rollout(7 + swap));
+    result["last_to_train"] = stats_json(manager.to_train());
+  }
   actor->save_checkpoint((out / "after").string());
 
   // The trainer's log-probs of the generated tokens (full length: no stop tokens).
