@@ -123,9 +123,9 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
   require_attached("to_rollout");
   if (in_rollout_) throw ValueError("sharding_manager.to_rollout: already in rollout mode (version " +
                                     std::to_string(engines_.rollout->weight_version()) + ")");
+  const PeakMemoryMeter meter(device_);  // before the clock: reading the baseline takes a while on the CPU
   const auto start = Clock::now();
   ledger_.reset_peak();
-  const PeakMemoryMeter meter(device_);
   SwapStats stats;
   stats.version = version;
   std::vector<at::Tensor> outputs;
@@ -184,9 +184,9 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
 SwapStats HybridShardingManager::to_train() {
   require_attached("to_train");
   if (!in_rollout_) throw ValueError("sharding_manager.to_train: not in rollout mode");
+  const PeakMemoryMeter meter(device_);
   const auto start = Clock::now();
   ledger_.reset_peak();
-  const PeakMemoryMeter meter(device_);
   SwapStats stats;
   stats.version = engines_.rollout->weight_version();
   // Release the rollout first, so the reloaded training state never overlaps it.
