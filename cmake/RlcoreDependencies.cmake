@@ -6,11 +6,23 @@ find_package(Torch REQUIRED)
 # The CUDA flavour: a libtorch built with CUDA (the PyPI wheel's, or one a user
 # brings through Torch_DIR). Device-specific sources are chosen from this, not
 # guarded by #ifdefs across the engines (docs/gpu.md).
+# Recorded in the installed rlcoreConfig.cmake, so plugins find the same libtorch.
+set(RLCORE_TORCH_PREFIX "${TORCH_INSTALL_PREFIX}")
 if(CAFFE2_USE_CUDA AND TORCH_CUDA_LIBRARIES)
   set(RLCORE_WITH_CUDA ON CACHE INTERNAL "libtorch has CUDA")
 else()
   set(RLCORE_WITH_CUDA OFF CACHE INTERNAL "libtorch has CUDA")
 endif()
+# The PyPI wheel's libtorch exports its own, partial copy of std::filesystem
+# (libtorch.so calls a null pointer in remove_all). Naming libstdc++ before any
+# library makes it the first provider in every program's lookup scope, so
+# rlcore and its plugins use the real one. Harmless where libtorch exports none.
+foreach(kind EXE SHARED MODULE)
+  string(FIND "${CMAKE_${kind}_LINKER_FLAGS}" "-lstdc++" found)
+  if(found EQUAL -1)
+    set(CMAKE_${kind}_LINKER_FLAGS "${CMAKE_${kind}_LINKER_FLAGS} -Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state")
+  endif()
+endforeach()
 if(NOT rlcore_FIND_QUIETLY)
   message(STATUS "rlcore: libtorch ${Torch_VERSION} (${TORCH_INSTALL_PREFIX}), CUDA flavour: ${RLCORE_WITH_CUDA}")
 endif()

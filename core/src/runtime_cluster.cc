@@ -110,12 +110,14 @@ struct Cluster::Impl {
     for (const auto& role : pool.roles) {
       setup["roles"].push_back({{"name", role.name}, {"type", role.type}, {"options", role.options}});
     }
+    setup["device"] = options.device;
     setup["store"] = nullptr;
     if (store) {
       setup["store"] = {{"host", advertise_host},
                         {"port", store->port()},
                         {"prefix", "rlcore/" + pool.name},
-                        {"timeout_ms", options.collective_timeout.count()}};
+                        {"timeout_ms", options.collective_timeout.count()},
+                        {"device_backend", options.device_backend}};
     }
     return setup;
   }

@@ -20,6 +20,7 @@
 #include "rlcore/core/runtime/mesh.h"
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/core/runtime/secret.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 
 namespace rlcore {
@@ -60,6 +61,9 @@ void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& opt
   // 0 (external launchers): this host's cores shared among the workers on it.
   const int64_t threads = threads_for_worker(setup.value("threads", int64_t{0}), options.launch.local_world_size);
   at::set_num_threads(static_cast<int>(threads));
+  // Bound before the process groups: NCCL uses the current CUDA device.
+  const at::Device device =
+      resolve_device(setup.value("device", std::string("cpu")), options.launch.local_rank, "trainer.device");
   if (setup.contains("store") && !setup["store"].is_null()) {
     const auto& store = setup["store"];
     ProcessGroupOptions groups;
@@ -71,6 +75,7 @@ void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& opt
     groups.world_size = size;
     groups.local_rank = options.launch.local_rank;
     groups.mesh = mesh;
+    if (device.is_cuda()) groups.device_backend = store.value("device_backend", std::string("nccl"));
     hosted.comm = make_comm_context(groups);
   }
   hosted.table.set_mesh_rank("default", default_mesh_rank(mesh_or_default(mesh, size), rank));

@@ -13,6 +13,7 @@
 
 #include "checkpoint_loader.h"
 #include "decode_loop.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/model/tensor_parallel.h"
 #include "sampling.h"
@@ -27,14 +28,6 @@ at::ScalarType resolve_dtype(const std::string& option, const model::ModelConfig
   if (option != "auto") throw ConfigError("infer-native: unknown dtype '" + option + "' (auto, float32, bfloat16)");
   // float16 checkpoints run in float32: half matmuls are slow or missing on CPU.
   return config.dtype() == at::kBFloat16 ? at::kBFloat16 : at::kFloat;
-}
-
-at::Device parse_device(const std::string& device) {
-  try {
-    return at::Device(device);
-  } catch (const c10::Error&) {
-    throw ConfigError("infer-native: invalid device '" + device + "' (e.g. cpu, cuda:0)");
-  }
 }
 
 void check_prompts(const std::vector<std::vector<int32_t>>& prompts, int64_t vocab_size, int64_t max_model_len) {
@@ -115,7 +108,10 @@ NativeEngine::NativeEngine(const NativeEngineOptions& options, const ComponentCo
                       " exceeds the model's max_position_embeddings " +
                       std::to_string(config.max_position_embeddings) + " (" + context.model_path + "/config.json)");
   }
-  const at::TensorOptions tensor_options = at::TensorOptions().dtype(dtype_).device(parse_device(context.device));
+  const at::Device device =
+      resolve_device(context.device, context.comm != nullptr ? context.comm->local_rank() : 0, "infer-native device");
+  check_dtype_supported(device, dtype_, "infer-native dtype");
+  const at::TensorOptions tensor_options = at::TensorOptions().dtype(dtype_).device(device);
   model_ = std::make_unique<model::Transformer>(config, model::ModelHead::kCausalLm, tensor_options);
   if (options.tensor_model_parallel_size > 1) {
     tp_group_ = tensor_parallel_group(options.tensor_model_parallel_size, context.comm, config, context.model_path);
@@ -269,9 +265,13 @@ void NativeEngine::sleep() {
   bytes_released_ = held_bytes_locked();
   // Dropping the handles frees the memory: the engine owns its parameters,
   // except adopted ones, whose storage the caller releases too.
+  const at::Device device = model_->parameter_slots().front().second->device();
   for (auto& [name, slot] : model_->parameter_slots()) *slot = at::empty({0}, slot->options());
   adopted_.clear();
   asleep_ = true;
+  // CUDA's caching allocator keeps freed blocks for this process; sleeping is
+  // for handing the memory to the trainer, so give the cache back too.
+  if (device.is_cuda()) release_cached_memory(device);
 }
 
 void NativeEngine::wake_up() {

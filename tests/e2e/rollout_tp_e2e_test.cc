@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
 #include "rlcore/batch.h"
@@ -131,4 +132,3 @@ algorithm: {adv_estimator: grpo}
   }
   std::filesystem::remove_all(workspace);
 }
-#include <ATen/core/grad_mode.h>

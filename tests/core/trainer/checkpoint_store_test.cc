@@ -2,6 +2,8 @@
 #include "../../../core/src/trainer_checkpoint.h"
 #include "trainer_testing.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 

@@ -61,6 +61,12 @@ struct ClusterOptions {
   std::chrono::milliseconds shutdown_grace{5000};
   bool process_groups = true;
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(30)};
+  // The workers' device (trainer.device: auto, cpu, cuda): each worker resolves
+  // it with its local rank and binds it before it creates its process groups.
+  std::string device = "cpu";
+  // The process groups' backend for CUDA tensors: nccl, or gloo (several ranks
+  // sharing one GPU, which NCCL refuses).
+  std::string device_backend = "nccl";
   std::vector<PoolSpec> pools;
 };
 

@@ -33,6 +33,7 @@ struct RuntimeConfig {
   double shutdown_grace_s = 5.0;
   bool process_groups = true;
   double collective_timeout_s = 1800.0;
+  std::string device_backend = "nccl";
   int64_t threads_per_worker = 0;
   int64_t nnodes = 1;
   int64_t n_workers_per_node = 1;

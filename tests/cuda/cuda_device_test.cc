@@ -1,0 +1,36 @@
+// The device layer on a real GPU: binding, the caching allocator's statistics
+// as rlcore reports them, and memory really returned by release_cached_memory.
+#include "cuda_testing.h"
+
+using namespace cuda_test;
+
+TEST_CASE("cuda devices resolve and bind by local rank", "[cuda]") {
+  const at::Device device = require_gpu();
+  CHECK(device == at::Device(at::kCUDA, 0));
+  CHECK(rlcore::resolve_device("auto", 0, "test") == device);
+  CHECK_THROWS_WITH(rlcore::resolve_device("cuda", rlcore::cuda_device_count(), "trainer.device"),
+                    Catch::Contains("trainer.device"));
+}
+
+TEST_CASE("allocator statistics follow allocations, peaks reset, caches are returned", "[cuda]") {
+  const at::Device device = require_gpu();
+  rlcore::release_cached_memory(device);
+  const rlcore::DeviceMemoryStats before = rlcore::device_memory_stats(device);
+  constexpr int64_t kBytes = 256 << 20;
+  {
+    rlcore::PeakMemoryMeter meter(device);
+    at::Tensor block = at::empty({kBytes}, at::TensorOptions().dtype(at::kByte).device(device));
+    const rlcore::DeviceMemoryStats during = rlcore::device_memory_stats(device);
+    CHECK(during.allocated - before.allocated >= kBytes);
+    CHECK(during.reserved >= during.allocated);
+    block.reset();
+    CHECK(meter.per_phase());
+    CHECK(meter.peak_above_start() >= kBytes);
+    CHECK(meter.peak_above_start() < 2 * kBytes);
+  }
+  const rlcore::DeviceMemoryStats cached = rlcore::device_memory_stats(device);
+  CHECK(cached.allocated == before.allocated);
+  CHECK(cached.reserved - before.reserved >= kBytes);  // the allocator keeps the block
+  rlcore::release_cached_memory(device);
+  CHECK(rlcore::device_memory_stats(device).reserved < cached.reserved);
+}

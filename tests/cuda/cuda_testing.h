@@ -1,0 +1,33 @@
+// Helpers for the GPU tests (ctest label `cuda`, scripts/gpu-check.sh): they
+// need a CUDA build and a visible GPU, and fail, never skip, without them.
+// Include it (or another test header that does the same) first: it orders ATen
+// before Catch, whose CHECK glog's would otherwise replace.
+#pragma once
+
+#include <ATen/ATen.h>
+#ifndef TWOBLUECUBES_SINGLE_INCLUDE_CATCH_HPP_INCLUDED  // not when another test header included Catch first
+#undef CHECK
+#endif
+#include <catch2/catch.hpp>
+
+#include "rlcore/device.h"
+
+namespace cuda_test {
+
+// cuda:0, or a failed test saying why there is none.
+inline at::Device require_gpu() {
+  INFO("the cuda tests need a CUDA build of rlcore and a visible GPU (docs/gpu.md)");
+  REQUIRE(rlcore::cuda_build());
+  REQUIRE(rlcore::cuda_device_count() > 0);
+  // Exact fp32 matmuls, so CPU and GPU agree to fp32 rounding, not TF32's.
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+  return rlcore::resolve_device("cuda", 0, "test");
+}
+
+inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  return (a.to(at::kCPU, at::kDouble) - b.to(at::kCPU, at::kDouble)).abs().max().item<double>();
+}
+
+}  // namespace cuda_test
