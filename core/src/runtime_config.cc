@@ -35,9 +35,15 @@ const OptionsSchema<RuntimeConfig>& runtime_config_schema() {
         .key("shutdown_grace_s", &RuntimeConfig::shutdown_grace_s,
              "Seconds a worker may take to stop before it is killed.", at_least(0))
         .key("process_groups", &RuntimeConfig::process_groups,
-             "Create c10d process groups (gloo) for each pool and its mesh dimensions.")
+             "Create c10d process groups for each pool and its mesh dimensions (gloo for host tensors, "
+             "runtime.device_backend for CUDA tensors).")
         .key("collective_timeout_s", &RuntimeConfig::collective_timeout_s,
-             "Timeout of the rendezvous and of each collective.", greater_than(0))
+             "Timeout of the rendezvous and of each collective (NCCL's watchdog aborts a collective past it).",
+             greater_than(0))
+        .key("device_backend", &RuntimeConfig::device_backend,
+             "Collectives on CUDA tensors: nccl, or gloo for several workers sharing one GPU (NCCL refuses that). "
+             "Host tensors always use gloo (docs/gpu.md).",
+             one_of({"nccl", "gloo"}))
         .key("threads_per_worker", &RuntimeConfig::threads_per_worker,
              "Intra-op CPU threads per worker (0: this host's cores / workers on it).", at_least(0))
         .key("nnodes", &RuntimeConfig::nnodes,
@@ -149,6 +155,7 @@ ClusterOptions cluster_options(const RuntimeConfig& config, std::vector<PoolSpec
   options.shutdown_grace = ms(config.shutdown_grace_s);
   options.process_groups = config.process_groups;
   options.collective_timeout = ms(config.collective_timeout_s);
+  options.device_backend = config.device_backend;
   options.pools = std::move(pools);
   return options;
 }

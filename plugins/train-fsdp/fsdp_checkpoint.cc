@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 
