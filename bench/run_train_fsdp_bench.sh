@@ -13,6 +13,7 @@ ranks=1,2,4
 dtypes=float32,bfloat16
 python=/usr/bin/python3
 steps=3
+rounds=2
 batch=8
 prompt=32
 response=32
@@ -29,6 +30,8 @@ usage: bench/run_train_fsdp_bench.sh [options]
   --dtypes LIST      float32,bfloat16 (default: $dtypes)
   --python PATH      python with torch for the eager baseline (default: $python); "none" skips it
   --steps N          timed steps after one warm-up (default: $steps)
+  --rounds N         times every run is repeated, interleaved with the others; the fastest
+                     is kept, as the machine may be shared (default: $rounds)
   --batch N          global rows per step (default: $batch)
   --prompt N         prompt tokens per row (default: $prompt)
   --response N       response tokens per row (default: $response)
@@ -48,6 +51,7 @@ while [[ $# -gt 0 ]]; do
     --dtypes) dtypes=$2; shift 2 ;;
     --python) python=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --prompt) prompt=$2; shift 2 ;;
     --response) response=$2; shift 2 ;;
@@ -89,7 +93,7 @@ echo "machine: $(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p
 # pool and OpenBLAS's): PASSIVE keeps idle OpenMP threads from spinning against
 # OpenBLAS's pool on 2 cores, which costs fp32 GEMMs several times over.
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE
-"$build_dir/bin/bench_train_fsdp" "${model_args[@]}" --ranks "$ranks" --dtypes "$dtypes" --steps "$steps" \
+"$build_dir/bin/bench_train_fsdp" "${model_args[@]}" --ranks "$ranks" --dtypes "$dtypes" --steps "$steps" --rounds "$rounds" \
   --batch "$batch" --prompt "$prompt" --response "$response" --threads "$threads" --work "$work_dir/results" \
   "${python_args[@]}"
 echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -8,7 +8,7 @@
 // run. Prints a markdown table (docs/train-fsdp.md).
 //
 //   bench_train_fsdp --model tiny=DIR --model 100m=DIR [--ranks 1,2,4] [--dtypes float32,bfloat16]
-//                    [--steps 3] [--batch 8] [--prompt 32] [--response 32] [--micro 0] [--threads 2]
+//                    [--steps 3] [--rounds 1] [--batch 8] [--prompt 32] [--response 32] [--micro 0] [--threads 2]
 //                    [--python /usr/bin/python3]
 // Internally it re-runs itself with --role baseline|rank for each measured process.
 #include <spawn.h>
@@ -57,6 +57,7 @@ struct Args {
   std::string python;  // empty: no eager-PyTorch baseline
   std::string baseline_script = std::string(RLCORE_SOURCE_DIR) + "/bench/python/train_baseline.py";
   int64_t steps = 3;
+  int64_t rounds = 1;
   int64_t batch = 8;
   int64_t prompt = 32;
   int64_t response = 32;
@@ -299,6 +300,58 @@ std::optional<nlohmann::json> time_eager(const Args& a, const std::string& dir, 
   return bench::run_python_json(command, "bench_train_fsdp");
 }
 
+// One configuration of the table (a model, a dtype, a kind of run) and its
+// fastest result over the rounds.
+struct Config {
+  std::string model, dir, dtype, run;
+  std::string role;     // eager | eager_checkpointed | baseline | rank
+  int64_t world = 1;
+  int checkpointing = 1;
+  std::vector<nlohmann::json> best;  // per process, of the round whose slowest process was fastest
+};
+
+double slowest(const std::vector<nlohmann::json>& results) {
+  double seconds = 0;
+  for (const auto& r : results) seconds = std::max(seconds, r["seconds"].get<double>());
+  return seconds;
+}
+
+std::vector<Config> table_configs(const Args& a, const std::vector<int64_t>& worlds,
+                                  const std::vector<std::string>& dtypes) {
+  std::vector<Config> configs;
+  for (const std::string& spec : a.models) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos) throw ConfigError("--model takes NAME=DIR, got '" + spec + "'");
+    const std::string name = spec.substr(0, eq);
+    const std::string dir = spec.substr(eq + 1);
+    for (const std::string& dtype : dtypes) {
+      const std::string eager = dtype == "bfloat16" ? "eager PyTorch autocast" : "eager PyTorch";
+      if (!a.python.empty()) {
+        configs.push_back({name, dir, dtype, eager + " (1 process)", "eager"});
+        configs.push_back({name, dir, dtype, eager + " + layer checkpointing (1 process)", "eager_checkpointed"});
+      }
+      if (dtype == "float32") configs.push_back({name, dir, dtype, "unsharded libtorch (1 process)", "baseline"});
+      for (int64_t world : worlds)
+        configs.push_back({name, dir, dtype, "fsdp " + std::to_string(world) + " rank(s)", "rank", world});
+      // Like-for-like with the plain eager step: the graph kept from the forward, no recompute.
+      configs.push_back({name, dir, dtype, "fsdp 1 rank, no checkpointing", "rank", 1, 0});
+    }
+  }
+  return configs;
+}
+
+// Runs `config` once; empty when the eager baseline could not run.
+std::vector<nlohmann::json> measure(const Args& a, const std::string& self, const Config& config) {
+  if (config.role == "eager" || config.role == "eager_checkpointed") {
+    const auto eager = time_eager(a, config.dir, config.dtype, config.role == "eager_checkpointed");
+    return eager ? std::vector<nlohmann::json>{*eager} : std::vector<nlohmann::json>{};
+  }
+  Args run = a;
+  run.dtype = config.dtype;
+  run.checkpointing = config.checkpointing;
+  return spawn_processes(self, run, config.dir, config.role, config.world);
+}
+
 int run_driver(const Args& a, const std::string& self) {
   fs::create_directories(a.work);
   std::vector<int64_t> worlds;
@@ -308,53 +361,39 @@ int run_driver(const Args& a, const std::string& self) {
   std::stringstream dtype_list(a.dtypes);
   for (std::string item; std::getline(dtype_list, item, ',');) dtypes.push_back(item);
   const double tokens = static_cast<double>(a.batch * (a.prompt + a.response));
+  std::vector<Config> configs = table_configs(a, worlds, dtypes);
+  // Rounds interleave the configurations, so that each gets its share of the
+  // machine's quieter moments; the peak is measured once per round too.
   std::map<std::string, double> peak;
-  std::cout << "peak matmul (2048^3, " << a.threads << " threads):";
-  for (const std::string& dtype : dtypes) {
-    peak[dtype] = peak_matmul_flops(dtype == "bfloat16" ? at::kBFloat16 : at::kFloat);
-    std::cout << " " << dtype << " " << static_cast<int64_t>(peak[dtype] / 1e9) << " GFLOP/s;";
+  for (int64_t round = 0; round < a.rounds; ++round) {
+    for (const std::string& dtype : dtypes)
+      peak[dtype] = std::max(peak[dtype], peak_matmul_flops(dtype == "bfloat16" ? at::kBFloat16 : at::kFloat));
+    for (Config& config : configs) {
+      std::vector<nlohmann::json> results = measure(a, self, config);
+      if (!results.empty() && (config.best.empty() || slowest(results) < slowest(config.best)))
+        config.best = std::move(results);
+    }
   }
-  std::cout << "\nglobal batch " << a.batch << " x " << a.prompt + a.response << " tokens, " << a.steps
-            << " timed steps after 1 warm-up (fastest reported), " << a.threads
-            << " threads shared by the ranks; % of peak = 6 x params x tokens / step s / peak matmul of the dtype\n\n"
+  std::cout << "peak matmul (2048^3, " << a.threads << " threads, best of the rounds):";
+  for (const std::string& dtype : dtypes) std::cout << " " << dtype << " " << static_cast<int64_t>(peak[dtype] / 1e9) << " GFLOP/s;";
+  std::cout << "\nglobal batch " << a.batch << " x " << a.prompt + a.response << " tokens; " << a.rounds
+            << " round(s) of every run, each " << a.steps << " timed steps after 1 warm-up; the fastest step of all "
+            << "is reported; " << a.threads << " threads shared by the ranks; % of peak = 6 x params x tokens / "
+            << "step s / peak matmul of the dtype\n\n"
             << "| model | dtype | run | step s | tokens/s | vs eager | vs eager + ckpt | % of peak | "
                "peak RSS/rank MB | train state/rank MB |\n"
             << "|---|---|---|---|---|---|---|---|---|---|" << std::endl;
-  for (const std::string& spec : a.models) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos) throw ConfigError("--model takes NAME=DIR, got '" + spec + "'");
-    const std::string name = spec.substr(0, eq);
-    const std::string dir = spec.substr(eq + 1);
-    const auto config = model::ModelConfig::from_file((fs::path(dir) / "config.json").string());
-    const double flops = 6.0 * static_cast<double>(model::num_parameters(config)) * tokens;
-    for (const std::string& dtype : dtypes) {
-      Args run = a;
-      run.dtype = dtype;
-      RowSpec row{name, dtype, "", tokens, flops, peak[dtype], 0, 0};
-      if (!a.python.empty()) {
-        const std::string eager_name = dtype == "bfloat16" ? "eager PyTorch autocast" : "eager PyTorch";
-        const auto eager = time_eager(a, dir, dtype, false);
-        const auto checkpointed = time_eager(a, dir, dtype, true);
-        if (eager) row.eager_seconds = eager->at("seconds").get<double>();
-        if (checkpointed) row.eager_checkpointed_seconds = checkpointed->at("seconds").get<double>();
-        row.run = eager_name + " (1 process)";
-        if (eager) print_row(row, {*eager});
-        row.run = eager_name + " + layer checkpointing (1 process)";
-        if (checkpointed) print_row(row, {*checkpointed});
-      }
-      if (dtype == "float32") {
-        row.run = "unsharded libtorch (1 process)";
-        print_row(row, spawn_processes(self, run, dir, "baseline", 1));
-      }
-      for (int64_t world : worlds) {
-        row.run = "fsdp " + std::to_string(world) + " rank(s)";
-        print_row(row, spawn_processes(self, run, dir, "rank", world));
-      }
-      // Like-for-like with the plain eager step: the graph kept from the forward, no recompute.
-      run.checkpointing = 0;
-      row.run = "fsdp 1 rank, no checkpointing";
-      print_row(row, spawn_processes(self, run, dir, "rank", 1));
+  for (const Config& config : configs) {
+    if (config.best.empty()) continue;
+    RowSpec row{config.model, config.dtype, config.run, tokens, 0, peak[config.dtype], 0, 0};
+    const auto model_config = model::ModelConfig::from_file((fs::path(config.dir) / "config.json").string());
+    row.flops_per_step = 6.0 * static_cast<double>(model::num_parameters(model_config)) * tokens;
+    for (const Config& other : configs) {
+      if (other.model != config.model || other.dtype != config.dtype || other.best.empty()) continue;
+      if (other.role == "eager") row.eager_seconds = slowest(other.best);
+      if (other.role == "eager_checkpointed") row.eager_checkpointed_seconds = slowest(other.best);
     }
+    print_row(row, config.best);
   }
   return 0;
 }
@@ -370,7 +409,8 @@ int main(int argc, char** argv) {
       "dtypes", po::value(&a.dtypes), "compute dtypes, float32 and/or bfloat16 (default both)")(
       "python", po::value(&a.python), "python with torch for the eager baseline (e.g. /usr/bin/python3)")(
       "baseline-script", po::value(&a.baseline_script), "the eager baseline script")(
-      "steps", po::value(&a.steps), "timed steps (default 3)")("batch", po::value(&a.batch), "global rows (default 8)")(
+      "steps", po::value(&a.steps), "timed steps (default 3)")(
+      "rounds", po::value(&a.rounds), "times every run is repeated, interleaved; the fastest is kept (default 1)")("batch", po::value(&a.batch), "global rows (default 8)")(
       "prompt", po::value(&a.prompt), "prompt tokens per row (default 32)")(
       "response", po::value(&a.response), "response tokens per row (default 32)")(
       "micro", po::value(&a.micro), "micro-batch rows (0: all; default 0)")(

@@ -10,7 +10,6 @@
 #include <optional>
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "adamw.h"
@@ -142,7 +141,8 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
     throw ValueError("fsdp: train_step on a frozen engine (trainable = false, e.g. the reference policy)");
   ResidentScope resident(*this, OffloadSet::kAll);
   at::AutoGradMode grad_mode(true);
-  if (grads_dirty_) zero_grads();  // a step that threw half-way left partial sums
+  zero_grads();  // a step that threw half-way left partial sums
+  GradWorkspace workspace(max_padded_numel(), device_);
   std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
 
   at::Tensor counts = train::response_counts(batch, "fsdp");
@@ -154,12 +154,11 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
   std::vector<at::Tensor> grad_hidden(micro.size());
   MetricMeans metrics;
   {
-    const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
     GatheredUnit head(*this, head_unit(), true);
     std::optional<GatheredUnit> embed;
     if (tied()) embed.emplace(*this, embed_unit(), true);
-    at::Tensor head_grad = at::zeros({layouts_[head_unit()].padded()}, fp32);
-    at::Tensor embed_grad = tied() ? at::zeros({layouts_[embed_unit()].padded()}, fp32) : at::Tensor();
+    UnitGrad head_grad = start_unit_grad(head_unit(), workspace, 0);
+    UnitGrad embed_grad = tied() ? start_unit_grad(embed_unit(), workspace, 1) : UnitGrad{};
     for (size_t m = 0; m < micro.size(); ++m) {
       const at::Tensor x = hidden[m].detach().requires_grad_(true);
       hidden[m] = at::Tensor();
@@ -175,10 +174,10 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
       grad_hidden[m] = grads.back().defined() ? grads.back() : at::zeros_like(x);
       metrics.add(out.metrics);
     }
-    reduce_gradient(head_unit(), head_grad);
-    if (embed) reduce_gradient(embed_unit(), embed_grad);
+    finish_unit_grad(head_unit(), head_grad);
+    if (embed) finish_unit_grad(embed_unit(), embed_grad);
   }
-  backward_trunk(micro, stash, std::move(grad_hidden));
+  backward_trunk(micro, stash, std::move(grad_hidden), workspace);
 
   const double lr = schedule_.lr(step_);
   const double grad_norm = clip_and_step();
@@ -190,14 +189,13 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
 }
 
 void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>& stash,
-                                std::vector<at::Tensor> grad_hidden) {
-  const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
+                                std::vector<at::Tensor> grad_hidden, GradWorkspace& workspace) {
   for (int64_t layer = config_.num_hidden_layers - 1; layer >= 0; --layer) {
     LayerStash& saved = stash[layer];
     const bool recorded = saved.unit != nullptr;  // else checkpointing: gather again and recompute
     const std::unique_ptr<GatheredUnit> unit =
         recorded ? std::move(saved.unit) : std::make_unique<GatheredUnit>(*this, layer_unit(layer), true);
-    at::Tensor unit_grad = at::zeros({layouts_[layer_unit(layer)].padded()}, fp32);
+    UnitGrad unit_grad = start_unit_grad(layer_unit(layer), workspace, 0);
     for (size_t m = 0; m < micro.size(); ++m) {
       const at::Tensor x = recorded ? saved.inputs[m] : saved.inputs[m].detach().requires_grad_(true);
       const at::Tensor y = recorded ? saved.outputs[m] : skeleton_.layers[layer](x, micro[m].ctx, layer);
@@ -208,19 +206,20 @@ void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<Laye
       grad_hidden[m] = grads.back().defined() ? grads.back() : at::zeros_like(x);
     }
     saved = LayerStash{};
-    reduce_gradient(layer_unit(layer), unit_grad);
+    finish_unit_grad(layer_unit(layer), unit_grad);
   }
   GatheredUnit embed(*this, embed_unit(), true);
-  at::Tensor embed_grad = at::zeros({layouts_[embed_unit()].padded()}, fp32);
+  UnitGrad embed_grad = start_unit_grad(embed_unit(), workspace, 0);
   for (size_t m = 0; m < micro.size(); ++m) {
     const at::Tensor y = skeleton_.embed(micro[m].input_ids);
     const auto grads = torch::autograd::grad({y}, embed.leaves(), {grad_hidden[m]}, false, false, true);
     embed.add_grads(embed_grad, grads, 0);
   }
-  reduce_gradient(embed_unit(), embed_grad);
+  finish_unit_grad(embed_unit(), embed_grad);
 }
 
 double FsdpEngine::clip_and_step() {
+  materialize_cleared_grads();
   // Each shard's fp32 norm (no shard-sized double copy), squared and summed in double.
   at::Tensor squares = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
   for (const train::ShardState& state : shards_) squares += state.grad.device.norm().to(at::kDouble).square();

@@ -7,7 +7,6 @@
 #include <set>
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "fsdp_engine_internal.h"
@@ -79,6 +78,12 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
   dp_.barrier();
 }
 
+int64_t FsdpEngine::max_padded_numel() const {
+  int64_t most = 0;
+  for (const UnitLayout& layout : layouts_) most = std::max(most, layout.padded());
+  return most;
+}
+
 bool FsdpEngine::tied() const { return config_.tie_word_embeddings && head_ == model::ModelHead::kCausalLm; }
 
 void FsdpEngine::init_shards() {
@@ -94,6 +99,7 @@ void FsdpEngine::init_shards() {
     }
     shards_.push_back(std::move(state));
   }
+  grad_cleared_.assign(shards_.size(), false);  // at::zeros: really zero
 }
 
 void FsdpEngine::load_initial_weights() {
@@ -149,11 +155,46 @@ void FsdpEngine::uninstall(int64_t unit) {
 }
 
 void FsdpEngine::reduce_gradient(int64_t unit, at::Tensor full_grad) {
-  // Gloo in libtorch 1.13 has no reduce_scatter: all-reduce, then keep this rank's slice.
-  dp_.all_reduce_mean(full_grad, precision_.reduce);
   const UnitLayout& layout = layouts_[static_cast<size_t>(unit)];
-  shards_[unit].grad.device.add_(full_grad.narrow(0, dp_.rank() * layout.shard_size, layout.shard_size));
-  grads_dirty_ = true;
+  at::Tensor mine = at::empty({layout.shard_size}, full_grad.options());
+  dp_.reduce_scatter_mean(full_grad, precision_.reduce, mine);
+  at::Tensor& grad = shards_[unit].grad.device;
+  grad_cleared_[unit] ? grad.copy_(mine) : grad.add_(mine);
+  grad_cleared_[unit] = false;
+}
+
+void FsdpEngine::materialize_cleared_grads() {
+  for (size_t u = 0; u < shards_.size(); ++u) {
+    if (grad_cleared_[u] && shards_[u].grad.device.defined()) shards_[u].grad.device.zero_();
+    grad_cleared_[u] = false;
+  }
+}
+
+at::Tensor GradWorkspace::take(int64_t numel, int slot) {
+  at::Tensor& buffer = slots_[slot];
+  if (!buffer.defined()) buffer = at::empty({max_numel_}, at::TensorOptions().dtype(at::kFloat).device(device_));
+  return buffer.narrow(0, 0, numel);
+}
+
+UnitGrad FsdpEngine::start_unit_grad(int64_t unit, GradWorkspace& workspace, int slot) {
+  UnitGrad grad;
+  if (dp_.size() == 1 && precision_.reduce == at::kFloat) {
+    grad.flat = shards_[unit].grad.device;
+    grad.direct = true;
+    grad.written = !grad_cleared_[unit];
+  } else {
+    grad.flat = workspace.take(layouts_[unit].padded(), slot);
+  }
+  return grad;
+}
+
+void FsdpEngine::finish_unit_grad(int64_t unit, UnitGrad& grad) {
+  if (!grad.written) grad.flat.zero_();  // this rank had no rows: it still takes part in the reduction
+  if (grad.direct) {
+    grad_cleared_[unit] = false;
+  } else {
+    reduce_gradient(unit, grad.flat);
+  }
 }
 
 GatheredUnit::GatheredUnit(FsdpEngine& engine, int64_t unit, bool requires_grad) : engine_(engine), unit_(unit) {
@@ -167,12 +208,20 @@ GatheredUnit::GatheredUnit(FsdpEngine& engine, int64_t unit, bool requires_grad)
   engine_.install(unit, leaves_);
 }
 
-void GatheredUnit::add_grads(at::Tensor& flat_grad, const std::vector<at::Tensor>& grads, size_t first) const {
-  const auto& params = engine_.layouts_[static_cast<size_t>(unit_)].params;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const at::Tensor& grad = grads.at(first + i);
-    if (grad.defined()) flat_grad.narrow(0, params[i].offset, params[i].numel).add_(grad.reshape(-1).to(at::kFloat));
+void GatheredUnit::add_grads(UnitGrad& grad, const std::vector<at::Tensor>& grads, size_t first) const {
+  const UnitLayout& layout = engine_.layouts_[static_cast<size_t>(unit_)];
+  for (size_t i = 0; i < layout.params.size(); ++i) {
+    at::Tensor range = grad.flat.narrow(0, layout.params[i].offset, layout.params[i].numel);
+    // copy_ and add_ convert a 16-bit gradient on the fly, without a converted temporary.
+    const at::Tensor& g = grads.at(first + i);
+    if (g.defined()) {
+      grad.written ? range.add_(g.reshape(-1)) : range.copy_(g.reshape(-1));
+    } else if (!grad.written) {
+      range.zero_();
+    }
   }
+  if (!grad.written) grad.flat.narrow(0, layout.numel, grad.flat.numel() - layout.numel).zero_();  // padding
+  grad.written = true;
 }
 
 GatheredUnit::~GatheredUnit() { engine_.uninstall(unit_); }
@@ -246,10 +295,6 @@ TrainMemory FsdpEngine::memory() const {
   return memory;
 }
 
-void FsdpEngine::zero_grads() {
-  for (train::ShardState& state : shards_)
-    if (state.grad.device.defined()) state.grad.device.zero_();
-  grads_dirty_ = false;
-}
+void FsdpEngine::zero_grads() { grad_cleared_.assign(shards_.size(), true); }
 
 }  // namespace rlcore::fsdp

@@ -27,6 +27,8 @@
 namespace rlcore::fsdp {
 
 class GatheredUnit;
+class GradWorkspace;
+struct UnitGrad;
 
 class FsdpEngine final : public TrainEngine {
  public:
@@ -79,7 +81,8 @@ class FsdpEngine final : public TrainEngine {
   // Points the skeleton's parameter slots at `params` (the unit's, in order) / back at meta placeholders.
   void install(int64_t unit, const std::vector<at::Tensor>& params);
   void uninstall(int64_t unit);
-  // Averages a unit's full gradient over dp (in the reduce dtype) and adds this rank's slice to its grad shard.
+  // Averages a unit's full gradient over dp (in the reduce dtype) and adds this rank's slice to its grad shard
+  // (copies it into a cleared one). `full_grad` is overwritten.
   void reduce_gradient(int64_t unit, at::Tensor full_grad);
 
   // Embeddings and every layer; with `stash` (training) what the backward
@@ -88,9 +91,14 @@ class FsdpEngine final : public TrainEngine {
   std::vector<at::Tensor> forward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>* stash);
   ModelOutput head_outputs(const MicroBatch& micro, const at::Tensor& hidden, const ForwardOptions& options) const;
   void backward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>& stash,
-                      std::vector<at::Tensor> grad_hidden);
+                      std::vector<at::Tensor> grad_hidden, GradWorkspace& workspace);
+  int64_t max_padded_numel() const;
+  // Where `unit`'s gradient of this step goes (see UnitGrad), and its reduction once complete.
+  UnitGrad start_unit_grad(int64_t unit, GradWorkspace& workspace, int slot);
+  void finish_unit_grad(int64_t unit, UnitGrad& grad);
   double clip_and_step();  // returns the global grad norm
-  void zero_grads();
+  void zero_grads();                 // logically: see grad_cleared_
+  void materialize_cleared_grads();  // writes the zeros of the units no reduce_gradient reached
 
   FsdpOptions options_;
   std::string model_path_;
@@ -110,8 +118,10 @@ class FsdpEngine final : public TrainEngine {
   int64_t step_ = 0;          // train_step calls (drives the lr schedule)
   int64_t adam_steps_ = 0;    // updates applied (a step with a non-finite norm is skipped)
   OffloadSet offloaded_ = OffloadSet::kNone;
-  // Gradient shards hold sums (zero_grads() clears it): zeroing 4 bytes per parameter twice a step is not free.
-  bool grads_dirty_ = false;
+  // Per unit: the gradient shard is logically zero but not written (zero_grads()
+  // only sets these); the next reduce_gradient copies instead of adding, so no
+  // step spends a pass over 4 bytes per parameter on zeroing.
+  std::vector<bool> grad_cleared_;
 };
 
 }  // namespace rlcore::fsdp
