@@ -26,9 +26,10 @@ void adamw_cpu_fused(float* param, const float* grad, float* exp_avg, float* exp
   const float sqrt_bc2 = static_cast<float>(std::sqrt(bias_correction2));
   const float eps = static_cast<float>(hyper.eps);
   const float step_size = static_cast<float>(-hyper.lr / bias_correction1);
+  const float scale = static_cast<float>(hyper.grad_scale);  // times 1.0f is exact: unclipped steps are unchanged
   at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const float g = grad[i];
+      const float g = grad[i] * scale;
       const float p = param[i] * decay;
       const float m = exp_avg[i] * beta1 + one_minus_beta1 * g;
       const float v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
@@ -52,9 +53,10 @@ void adamw_update(at::Tensor& param, const at::Tensor& grad, at::Tensor& exp_avg
                     exp_avg_sq.data_ptr<float>(), param.numel(), hyper, bias_correction1, bias_correction2);
     return;
   }
+  const at::Tensor g = hyper.grad_scale != 1.0 ? grad * hyper.grad_scale : grad;
   param.mul_(1.0 - hyper.lr * hyper.weight_decay);
-  exp_avg.mul_(hyper.beta1).add_(grad, 1.0 - hyper.beta1);
-  exp_avg_sq.mul_(hyper.beta2).addcmul_(grad, grad, 1.0 - hyper.beta2);
+  exp_avg.mul_(hyper.beta1).add_(g, 1.0 - hyper.beta1);
+  exp_avg_sq.mul_(hyper.beta2).addcmul_(g, g, 1.0 - hyper.beta2);
   const at::Tensor denom = (exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(hyper.eps);
   param.addcdiv_(exp_avg, denom, -hyper.lr / bias_correction1);
 }

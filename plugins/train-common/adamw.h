@@ -15,6 +15,8 @@ struct AdamWHyper {
   double eps = 1e-8;
   double weight_decay = 0;
   int64_t step = 1;  // 1-based count of updates including this one
+  // The gradient is used times this (global-norm clipping), as if grad.mul_(grad_scale) had run first.
+  double grad_scale = 1.0;
 };
 
 void adamw_update(at::Tensor& param, const at::Tensor& grad, at::Tensor& exp_avg, at::Tensor& exp_avg_sq,

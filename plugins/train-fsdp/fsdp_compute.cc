@@ -232,14 +232,11 @@ double FsdpEngine::clip_and_step() {
     zero_grads();
     return grad_norm;
   }
-  if (options_.grad_clip > 0) {
-    const double coef = std::min(1.0, options_.grad_clip / (grad_norm + 1e-6));
-    if (coef < 1.0)
-      for (train::ShardState& state : shards_) state.grad.device.mul_(coef);
-  }
   ++adam_steps_;
-  const train::AdamWHyper hyper{lr, options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps,
-                         options_.optim.weight_decay, adam_steps_};
+  train::AdamWHyper hyper{lr, options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps,
+                          options_.optim.weight_decay, adam_steps_};
+  // Clipping scales the gradient inside the update's own pass over it (the gradients are dropped after).
+  if (options_.grad_clip > 0) hyper.grad_scale = std::min(1.0, options_.grad_clip / (grad_norm + 1e-6));
   at::NoGradGuard no_grad;
   for (train::ShardState& state : shards_)
     train::adamw_update(state.param.device, state.grad.device, state.exp_avg.device, state.exp_avg_sq.device, hyper);
