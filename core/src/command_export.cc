@@ -56,9 +56,10 @@ int run_command_export(const std::vector<std::string>& args, CommandIo io) {
   if (request.head != "lm" && request.head != "value")
     throw ConfigError("rlcore export: --head must be lm or value, got '" + request.head + "'");
 
+  const at::Device device = resolve_device(request.device, 0, "--device");  // before loading anything
   Session session(common.plugin_paths);
   ComponentContext context;
-  context.device = resolve_device(request.device, 0, "--device").str();
+  context.device = device.str();
   context.model_path = request.model;
   context.model_head = request.head;
   context.trainable = false;  // parameters only: the optimizer state is not exported

@@ -161,6 +161,8 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
   if (serve.api_key.empty()) {
     if (const char* key = std::getenv("RLCORE_API_KEY")) serve.api_key = key;
   }
+  // Before anything is loaded: a device this build or machine cannot give fails at once.
+  const at::Device device = resolve_device(serve.device, 0, "--device");
 
   Session session(common.plugin_paths);
   const ComponentEntry& engine_entry = session.registry().get(InferenceEngine::kKind, serve.engine);
@@ -171,7 +173,7 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
   const int64_t max_model_len = resolve_max_model_len(engine_entry, engine_options, config, config_path);
 
   auto engine = session.registry().create<InferenceEngine>(serve.engine, engine_options,
-                                                           ComponentContext{resolve_device(serve.device, 0, "--device").str(), serve.model_dir});
+                                                           ComponentContext{device.str(), serve.model_dir});
   auto api = std::make_shared<serve::OpenAiApi>(
       std::move(engine), serve::load_served_model(serve.model_dir, serve.served_model_name, max_model_len));
   serve::Server server(api, serve::ServerOptions{serve.api_key});

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/core/cli.h"
+#include "rlcore/device.h"
 
 namespace {
 
@@ -70,6 +71,22 @@ TEST_CASE("rlcore config errors name the key and where it came from", "[cli]") {
   result = run({"config", "--config", "/nonexistent.yaml"});
   CHECK(result.status == 1);
   CHECK_THAT(result.err, Catch::Contains("cannot read config file '/nonexistent.yaml'"));
+}
+
+TEST_CASE("serve and export check --device before loading anything", "[cli]") {
+  for (const char* command : {"serve", "export"}) {
+    INFO(command);
+    std::vector<std::string> args = {command, "--model", "/nonexistent", "--device", "gpu"};
+    if (std::string(command) == "export") args.insert(args.end(), {"--checkpoint", "/nonexistent", "--out", "/tmp/x"});
+    auto result = run(args);
+    CHECK(result.status == 1);
+    CHECK_THAT(result.err, Catch::Contains("key --device: unknown device 'gpu'"));
+    if (rlcore::cuda_build()) continue;
+    args[4] = "cuda";
+    result = run(args);
+    CHECK(result.status == 1);
+    CHECK_THAT(result.err, Catch::Contains("key --device=cuda: this rlcore build has no CUDA"));
+  }
 }
 
 TEST_CASE("docs/config-reference.md is up to date", "[cli]") {
