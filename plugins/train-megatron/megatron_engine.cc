@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "megatron_internal.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
 
@@ -55,6 +56,7 @@ MegatronEngine::MegatronEngine(const MegatronOptions& options, const ComponentCo
       skeleton_(config_, model::ModelHead::kCausalLm, at::TensorOptions().device(at::kMeta).dtype(compute_dtype_)),
       schedule_(train::make_lr_schedule(options.optim, context.total_training_steps)) {
   check_supported(context, config_, options.megatron);
+  check_dtype_supported(device_, compute_dtype_, "megatron.dtype");
   if (!device_.is_cpu()) skeleton_.rotary = model::RotaryEmbedding(config_, device_);
   std::tie(first_layer_, end_layer_) = mg::pp_layer_range(config_.num_hidden_layers, groups_.pp.rank(), groups_.pp.size());
   load_initial_weights(model_path_);
