@@ -5,6 +5,7 @@
 #include <map>
 
 #include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
 
 #include "rlcore/comm_context.h"
 #include "rlcore/core/trainer/roles.h"
@@ -235,6 +236,12 @@ class ActorRolloutRef {
     version_ = args.at("version").get<int64_t>();
     nlohmann::json stats = swaps_.to_json();
     stats["version"] = version_;
+    if (!swaps_.measured_per_swap && !warned_peak_not_reset_) {
+      spdlog::warn("rank {}: the memory peak could not be reset before a swap (/proc/self/clear_refs is not "
+                   "writable here); memory/peak_swap_bytes is the peak since the process started",
+                   context_.rank);
+      warned_peak_not_reset_ = true;
+    }
     // This worker's device memory now, measured (rlcore/device.h).
     const DeviceMemoryStats memory = device_memory_stats(at::Device(device_));
     stats["allocated_bytes"] = memory.allocated;
@@ -251,11 +258,14 @@ class ActorRolloutRef {
     int64_t bytes_gathered = 0;
     int64_t planned_peak_bytes = 0;
     int64_t measured_peak_bytes = 0;
+
+    bool measured_per_swap = true;  // false: some peak could not be reset, so it is the process's
     std::map<std::string, double> phases;
 
     void add_peaks(const SwapStats& s) {
       planned_peak_bytes = std::max(planned_peak_bytes, s.planned_peak_bytes);
       measured_peak_bytes = std::max(measured_peak_bytes, s.measured_peak_bytes);
+      measured_per_swap = measured_per_swap && s.measured_per_swap;
     }
     void add_to_rollout(const SwapStats& s) {
       ++swaps;
@@ -303,6 +313,7 @@ class ActorRolloutRef {
   std::shared_ptr<ShardingManager> sharding_manager_;
   int64_t version_ = 0;  // what the next swap carries: set by sync_weights
   SwapTotals swaps_;
+  bool warned_peak_not_reset_ = false;
   ActorLossSettings loss_;
 };
 
