@@ -44,6 +44,7 @@ struct BenchOptions {
   std::string baseline_script;  // generate_baseline.py
   int64_t bandwidth_mib = 512;
   std::vector<std::string> plugin_paths;
+  std::string device = "cpu";  // the engine's (and the baseline's) device
 };
 
 // One implementation's numbers for one (model, dtype, batch).
@@ -144,7 +145,8 @@ std::optional<Timing> time_python(const std::string& model_dir, const std::strin
                               " --batches " + std::to_string(batch) + " --prompt-len " +
                               std::to_string(options.prompt_len) + " --max-tokens " +
                               std::to_string(options.max_tokens) + " --threads " + std::to_string(options.threads) +
-                              " --repeats " + std::to_string(options.repeats);
+                              " --repeats " + std::to_string(options.repeats) +
+                              (options.device == "cpu" ? "" : " --device " + shell_quote(options.device));
   const std::optional<nlohmann::json> output = bench::run_python_json(command, "bench_generation");
   if (!output) return std::nullopt;
   try {
@@ -192,7 +194,7 @@ std::vector<Row> run_benchmarks(Session& session, const BenchOptions& options) {
               "\nmax_num_seqs: " + std::to_string(max_batch) + "\n",
           "bench_generation engine options");
       const auto engine =
-          session.registry().create<InferenceEngine>("native", engine_options, ComponentContext{"cpu", dir});
+          session.registry().create<InferenceEngine>("native", engine_options, ComponentContext{options.device, dir});
       const at::ScalarType scalar_type = dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
       for (int64_t batch : options.batches) {
         std::cerr << "bench_generation: " << name << " " << dtype << " batch " << batch << "\n";
@@ -223,8 +225,10 @@ int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>&
   return static_cast<int64_t>(mismatch.first - a.begin());
 }
 
+void print_floor_table(const std::vector<Row>& rows, const Bandwidth& bandwidth, const BenchOptions& options);
+
 void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, const BenchOptions& options) {
-  std::cout << "### Generation speed (prompt " << options.prompt_len << ", " << options.max_tokens
+  std::cout << "### Generation speed (" << options.device << ", prompt " << options.prompt_len << ", " << options.max_tokens
             << " new tokens, greedy, " << options.threads << " threads, best of " << options.repeats << ")\n\n"
             << "| model | dtype | batch | rlcore tok/s | rlcore ms/step | python tok/s | python ms/step | "
                "ratio (rlcore/python) |\n"
@@ -246,7 +250,13 @@ void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, cons
     std::cout << " " << row.model << "/" << row.dtype << "/" << row.batch << " "
               << common_prefix(row.rlcore.row0_tokens, row.python->row0_tokens) << "/" << options.max_tokens << ";";
   }
-  std::cout << "\n\n### Memory-bandwidth floor of a decode step\n\n"
+  std::cout << "\n";
+  // The floor is the host's read bandwidth: it says nothing of a GPU's step.
+  if (options.device == "cpu") print_floor_table(rows, bandwidth, options);
+}
+
+void print_floor_table(const std::vector<Row>& rows, const Bandwidth& bandwidth, const BenchOptions& options) {
+  std::cout << "\n### Memory-bandwidth floor of a decode step\n\n"
             << "read bandwidth: " << fixed(bandwidth.read / 1e9, 2) << " GB/s (sum of " << options.bandwidth_mib
             << " MiB, " << at::get_num_threads() << " threads, best of 5; memcpy: " << fixed(bandwidth.copy / 1e9, 2)
             << " GB/s copied); floor = bytes read per step / read bandwidth\n\n"
@@ -308,7 +318,10 @@ std::optional<BenchOptions> parse_options(int argc, char** argv) {
                                             "none: rlcore only")(
       "baseline-script", po::value(&options.baseline_script), "the baseline script")(
       "bandwidth-mib", po::value(&options.bandwidth_mib), "buffer size for the read and memcpy bandwidths (default 512)")(
-      "plugins", po::value(&options.plugin_paths), "extra plugin directories");
+      "plugins", po::value(&options.plugin_paths), "extra plugin directories")(
+      "device", po::value(&options.device),
+      "the engine's device, cpu or cuda[:N]; the baseline runs there too (default cpu; on a GPU use "
+      "--baseline-script bench/python/hf_generate_baseline.py)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
   if (vm.count("help")) {
@@ -343,7 +356,7 @@ int run(int argc, char** argv) {
   if (!options) return 0;
   at::set_num_threads(options->threads);
   Session session(options->plugin_paths);
-  const Bandwidth bandwidth = measure_bandwidth(options->bandwidth_mib << 20);
+  const Bandwidth bandwidth = options->device == "cpu" ? measure_bandwidth(options->bandwidth_mib << 20) : Bandwidth{};
   const std::vector<Row> rows = run_benchmarks(session, *options);
   print_tables(rows, bandwidth, *options);
   return 0;

@@ -1,6 +1,7 @@
 // memcpy, read and RSS references for the benchmarks.
 #include "memory_reference.h"
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
 
@@ -69,6 +70,28 @@ double memcpy_gbps(int64_t bytes, int reps, bool fresh) {
       parallel_memcpy(to.data(), from.data(), bytes);
       best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
     }
+  }
+  return static_cast<double>(bytes) / best / 1e9;
+}
+
+void wait_for_device(const at::Device& device) {
+  // A one-element copy to the host is ordered after everything queued before
+  // it and blocks until it lands: a synchronize without device-specific APIs.
+  if (!device.is_cpu()) (void)at::empty({1}, at::TensorOptions().device(device)).cpu();
+}
+
+double device_copy_gbps(int64_t bytes, int reps, const at::Device& device) {
+  const at::TensorOptions options = at::TensorOptions().dtype(at::kByte).device(device);
+  const at::Tensor from = at::ones({bytes}, options);
+  at::Tensor to = at::empty({bytes}, options);
+  to.copy_(from);  // warm-up
+  wait_for_device(device);
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = Clock::now();
+    to.copy_(from);
+    wait_for_device(device);
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
   }
   return static_cast<double>(bytes) / best / 1e9;
 }

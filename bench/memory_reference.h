@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include <c10/core/Device.h>
+
 namespace rlcore::bench {
 
 // Best-of-reps bandwidth (bytes copied per second / 1e9) of one memcpy of
@@ -18,6 +20,14 @@ double memcpy_gbps(int64_t bytes, int reps, bool fresh);
 // streams weights in (a decode step's GEMVs) can reach at best. Nothing is
 // written, so it exceeds memcpy's bytes copied per second.
 double read_gbps(int64_t bytes, int reps);
+
+// Best-of-reps bandwidth (bytes copied per second / 1e9) of copying `bytes`
+// between two buffers on `device` (a GPU's device-to-device copy), timed to
+// the copy's completion.
+double device_copy_gbps(int64_t bytes, int reps, const at::Device& device);
+
+// Waits until the work queued on `device` so far is done (a no-op on the CPU).
+void wait_for_device(const at::Device& device);
 
 // The process's peak resident set so far, in bytes.
 int64_t max_rss_bytes();

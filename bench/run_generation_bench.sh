@@ -15,6 +15,7 @@ repeats=3
 jobs=2
 python=/usr/bin/python3
 build=1
+device=cpu
 
 usage() {
   cat <<EOF
@@ -30,6 +31,8 @@ usage: bench/run_generation_bench.sh [options]
   --jobs N           ninja -j (default: $jobs)
   --python PATH      python with torch for the baseline (default: $python); "none" skips it
   --no-build         use the binaries already built
+  --device DEV       cpu (default) or cuda: on a GPU the baseline is transformers' eager generate
+                     (bench/python/hf_generate_baseline.py; --python must have transformers)
 EOF
 }
 
@@ -46,6 +49,7 @@ while [[ $# -gt 0 ]]; do
     --jobs) jobs=$2; shift 2 ;;
     --python) python=$2; shift 2 ;;
     --no-build) build=0; shift ;;
+    --device) device=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run_generation_bench.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -78,11 +82,15 @@ done
 python_args=()
 if [[ $python != none ]]; then
   "$python" -c 'import torch' || { echo "run_generation_bench.sh: $python has no torch (use Debian's /usr/bin/python3 or --python none)" >&2; exit 1; }
-  python_args=(--python "$python" --baseline-script "$repo/bench/python/generate_baseline.py")
+  baseline=$repo/bench/python/generate_baseline.py
+  [[ $device == cpu ]] || baseline=$repo/bench/python/hf_generate_baseline.py
+  python_args=(--python "$python" --baseline-script "$baseline")
 fi
 
 # Before the exports below: nproc honours OMP_NUM_THREADS.
-machine="$(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
+gpu=
+[[ $device == cpu ]] || gpu="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1); "
+machine="$gpu$(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
 # Same thread settings for both processes (libtorch's OpenMP pool and BLAS).
 # PASSIVE: idle libgomp threads sleep instead of spinning against OpenBLAS's
 # pool on 2 cores (as the worker launcher sets it). A GOMP_SPINCOUNT set by the
@@ -94,7 +102,7 @@ results=$work_dir/results.md
   echo "machine: $machine; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
   "$build_dir/bin/bench_generation" "${model_args[@]}" --dtypes "$dtypes" --batches "$batches" \
-    --threads "$threads" --repeats "$repeats" "${python_args[@]}"
+    --threads "$threads" --repeats "$repeats" --device "$device" "${python_args[@]}"
   echo
   echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$results"

@@ -7,7 +7,7 @@
 # (a cast) or to fp32 (a plain copy). Each row is its own process (peak RSS is per process).
 #   bench/run_swap_bench.sh [--build-dir DIR] [--models tiny,100m,1b] [--pairs float32:bfloat16,...]
 #                           [--modes bucketed,naive] [--releases lazy_free,unmap] [--reps N]
-#                           [--threads N] [--no-build]
+#                           [--threads N] [--device cpu|cuda] [--no-build]
 # --releases applies to bucketed rows (hybrid_engine.bucket_release).
 set -euo pipefail
 
@@ -21,6 +21,7 @@ releases=lazy_free,unmap
 reps=3
 threads=1
 build=1
+device=cpu
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build-dir) build_dir=$(realpath -m "$2"); shift 2 ;;
@@ -30,6 +31,7 @@ while [[ $# -gt 0 ]]; do
     --releases) releases=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --device) device=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     *) echo "run_swap_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -53,7 +55,7 @@ for size in ${models//,/ }; do
       [[ $mode == naive ]] && mode_releases=unmap  # naive keeps no bucket
       for release in ${mode_releases//,/ }; do
         "$build_dir/bin/bench_swap" --model "$work/$size" --mode "$mode" --bucket-release "$release" --reps "$reps" \
-          --threads "$threads" --train-dtype "$train_dtype" --rollout-dtype "$rollout_dtype" $header
+          --threads "$threads" --train-dtype "$train_dtype" --rollout-dtype "$rollout_dtype" --device "$device" $header
         header=
       done
     done

@@ -48,6 +48,7 @@ std::string short_dtype(const std::string& dtype) {
 int main(int argc, char** argv) {
   std::string model, mode = "bucketed", train_dtype = "bfloat16", rollout_dtype = "bfloat16";
   hybrid::HybridOptions hybrid_options;
+  std::string device = "cpu";
   int reps = 3, threads = 2;
   po::options_description options("bench_swap");
   options.add_options()("help,h", "this text")("model", po::value(&model)->required(), "HF checkpoint directory")(
@@ -55,7 +56,9 @@ int main(int argc, char** argv) {
       "bucket-release", po::value(&hybrid_options.bucket_release), "lazy_free | unmap (default lazy_free)")(
       "train-dtype", po::value(&train_dtype), "fsdp compute dtype; masters are fp32 (default bfloat16)")(
       "rollout-dtype", po::value(&rollout_dtype), "infer-native dtype (default bfloat16)")("reps", po::value(&reps), "swaps (default 3)")(
-      "threads", po::value(&threads), "intra-op threads (default 2)")("header", "print the table header first");
+      "threads", po::value(&threads), "intra-op threads (default 2)")(
+      "device", po::value(&device), "cpu or cuda[:N]: where both engines and the bucket live (default cpu)")(
+      "header", "print the table header first");
   try {
     po::variables_map values;
     po::store(po::parse_command_line(argc, argv, options), values);
@@ -71,6 +74,8 @@ int main(int argc, char** argv) {
     at::set_num_threads(threads);
     ComponentContext context;
     context.model_path = model;
+    context.device = device;
+    const at::Device where(device);
     fsdp::FsdpOptions train_options;
     train_options.fsdp_config.dtype = train_dtype;
     auto actor = std::make_shared<fsdp::FsdpEngine>(train_options, context);
@@ -85,34 +90,46 @@ int main(int argc, char** argv) {
     double to_rollout = 1e30, to_train = 1e30, first_to_rollout = 0;
     SwapStats best;
     int64_t peak = 0;
+    int64_t measured_peak = 0;
+    // Timed here to the device's completion: a GPU's copies are queued asynchronously.
+    const auto timed = [&](auto swap) {
+      const auto start = Clock::now();
+      SwapStats stats = swap();
+      bench::wait_for_device(where);
+      stats.seconds = seconds_since(start);
+      return stats;
+    };
     for (int r = 0; r < reps; ++r) {
-      const SwapStats in = manager.to_rollout(r + 1);
-      const SwapStats out = manager.to_train();
+      const SwapStats in = timed([&] { return manager.to_rollout(r + 1); });
+      const SwapStats out = timed([&] { return manager.to_train(); });
       if (r == 0) first_to_rollout = in.seconds;
       if (in.seconds < to_rollout) best = in;
       to_rollout = std::min(to_rollout, in.seconds);
       to_train = std::min(to_train, out.seconds);
       peak = std::max({peak, in.planned_peak_bytes, out.planned_peak_bytes});
+      measured_peak = std::max({measured_peak, in.measured_peak_bytes, out.measured_peak_bytes});
     }
     const double gbps = static_cast<double>(bytes) / to_rollout / 1e9;
     const double rss_growth = static_cast<double>(max_rss_bytes() - rss_before);
     // After the swaps, so the reference's buffers do not raise the RSS high-water mark first.
-    const double memcpy = memcpy_gbps(bytes, reps, /*fresh=*/false);
-    const double memcpy_fresh = memcpy_gbps(bytes, reps, /*fresh=*/true);
+    // On a GPU both references are its device-to-device copy (there is no page-fault cost to split out).
+    const double memcpy = where.is_cpu() ? memcpy_gbps(bytes, reps, /*fresh=*/false)
+                                         : bench::device_copy_gbps(bytes, reps, where);
+    const double memcpy_fresh = where.is_cpu() ? memcpy_gbps(bytes, reps, /*fresh=*/true) : memcpy;
     if (values.count("header")) {
       std::printf("| model | train master (compute) -> rollout | mode | threads | rollout bytes | first to_rollout s | "
                   "to_rollout s | to_train s | swap GB/s | memcpy GB/s | ratio | fresh memcpy GB/s | ratio fresh | "
-                  "gather / convert / copy s | ledger peak MB | peak RSS growth MB |\n"
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                  "gather / convert / copy s | ledger peak MB | measured peak MB | peak RSS growth MB |\n"
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     }
     const std::string mode_label = mode == "naive" ? mode : mode + " (" + hybrid_options.bucket_release + ")";
     std::printf("| %s | fp32 (%s compute) -> %s | %s | %d | %.1f MB | %.4f | %.4f | %.4f | %.2f | %.2f | %.2f | %.2f | "
-                "%.2f | %.3f / %.3f / %.3f | %.1f | %.1f |\n",
+                "%.2f | %.3f / %.3f / %.3f | %.1f | %.1f | %.1f |\n",
                 model.substr(model.find_last_of('/') + 1).c_str(), short_dtype(train_dtype).c_str(),
                 short_dtype(rollout_dtype).c_str(), mode_label.c_str(), threads, bytes / 1e6, first_to_rollout,
                 to_rollout, to_train, gbps, memcpy, gbps / memcpy, memcpy_fresh,
                 gbps / memcpy_fresh, best.gather_s, best.convert_s, best.copy_s, peak / 1e6,
-                rss_growth / 1e6);
+                measured_peak / 1e6, rss_growth / 1e6);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "bench_swap: " << e.what() << "\n";

@@ -23,6 +23,17 @@ foreach(kind EXE SHARED MODULE)
     set(CMAKE_${kind}_LINKER_FLAGS "${CMAKE_${kind}_LINKER_FLAGS} -Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state")
   endif()
 endforeach()
+# rlcore_flavour_sources(<var> <dir>): what differs per device, <dir>/cuda_*.cc
+# in the CUDA flavour and <dir>/no_cuda_*.cc (the same functions, answering
+# "no CUDA") in the CPU flavour.
+function(rlcore_flavour_sources var dir)
+  if(RLCORE_WITH_CUDA)
+    file(GLOB sources CONFIGURE_DEPENDS ${dir}/cuda_*.cc)
+  else()
+    file(GLOB sources CONFIGURE_DEPENDS ${dir}/no_cuda_*.cc)
+  endif()
+  set(${var} ${sources} PARENT_SCOPE)
+endfunction()
 if(NOT rlcore_FIND_QUIETLY)
   message(STATUS "rlcore: libtorch ${Torch_VERSION} (${TORCH_INSTALL_PREFIX}), CUDA flavour: ${RLCORE_WITH_CUDA}")
 endif()

@@ -219,15 +219,7 @@ def run(args):
                 run_tokens, run_s = generate(model, prompts, args.max_tokens)
                 if run_s < total_s:
                     tokens, total_s = run_tokens, run_s
-            steps = args.max_tokens - 1
-            results.append({
-                "batch": batch,
-                "prefill_s": prefill_s,
-                "total_s": total_s,
-                "ms_per_step": 1000.0 * max(0.0, total_s - prefill_s) / steps if steps else 0.0,
-                "tokens_per_s": batch * args.max_tokens / total_s,
-                "row0_tokens": tokens[0].tolist(),
-            })
+            results.append(timing_result(batch, prefill_s, total_s, args.max_tokens, tokens))
     return {
         "implementation": "eager-pytorch",
         "torch_version": torch.__version__,
@@ -239,6 +231,19 @@ def run(args):
         "repeats": args.repeats,
         "load_s": load_s,
         "results": results,
+    }
+
+
+def timing_result(batch, prefill_s, total_s, max_tokens, tokens):
+    """One batch's timings as bench_generation reads them: ms/step = (T(max_tokens) - T(1)) / (max_tokens - 1)."""
+    steps = max_tokens - 1
+    return {
+        "batch": batch,
+        "prefill_s": prefill_s,
+        "total_s": total_s,
+        "ms_per_step": 1000.0 * max(0.0, total_s - prefill_s) / steps if steps else 0.0,
+        "tokens_per_s": batch * max_tokens / total_s,
+        "row0_tokens": tokens[0].tolist(),
     }
 
 

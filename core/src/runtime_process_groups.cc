@@ -136,7 +136,7 @@ std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& option
     for (int64_t i = 0; i < options.world_size; ++i) all[i] = i;
     groups.emplace_back("world",
                         make_group(store, options.prefix + "/world", options.rank, options.world_size, address, options),
-                        all, options.rank);
+                        all, options.rank, options.device_backend);
     std::vector<std::pair<std::string, int64_t>> dims;
     for (const auto& dim : mesh) {
       dims.emplace_back(dim.name, dim.size);
@@ -146,7 +146,7 @@ std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& option
       const std::string prefix = options.prefix + "/" + dim.name + "/" + std::to_string(members.front());
       groups.emplace_back(dim.name,
                           make_group(store, prefix, group_rank, static_cast<int64_t>(members.size()), address, options),
-                          members, group_rank);
+                          members, group_rank, options.device_backend);
     }
     return std::make_unique<CommContext>(options.rank, options.world_size, options.local_rank, std::move(dims),
                                          std::move(groups));

@@ -74,9 +74,7 @@ CommContext rollout_comm(const CommContext& comm, int64_t rollout_tp) {
   std::vector<CommGroup> groups;
   for (const std::string& name : comm.group_names()) groups.push_back(comm.group(name));
   if (rollout_tp > 1 && !comm.has_group(kRolloutTpGroup) && comm.has_group("tp")) {
-    const CommGroup& tp = comm.group("tp");
-    groups.emplace_back(kRolloutTpGroup, c10::intrusive_ptr<c10d::ProcessGroup>::reclaim_copy(&tp.backend()),
-                        tp.ranks(), tp.rank());
+    groups.push_back(comm.group("tp").renamed(kRolloutTpGroup));
   }
   return CommContext(comm.rank(), comm.world_size(), comm.local_rank(), comm.mesh(), std::move(groups));
 }

@@ -15,7 +15,7 @@ DpComm::DpComm(const CommContext* comm) {
     group_ = nullptr;
     return;
   }
-  sums_16bit_ = group_->backend().getBackendName().find("nccl") != std::string::npos;
+  sums_16bit_ = group_->device_backend() == "nccl";
 }
 
 int64_t DpComm::size() const { return group_ ? group_->size() : 1; }
@@ -38,6 +38,20 @@ void DpComm::all_reduce_mean(at::Tensor& tensor, at::ScalarType dtype) const {
     tensor.copy_(tensor.to(dtype));
   }
   if (size() > 1) tensor.div_(static_cast<double>(size()));
+}
+
+void DpComm::reduce_scatter_mean(const at::Tensor& full, at::ScalarType dtype, at::Tensor& shard) const {
+  if (group_ != nullptr && full.is_cuda() && group_->device_backend() == "nccl") {
+    // NCCL sums in `dtype` itself and hands each rank only its chunk.
+    const at::Tensor low = full.to(dtype);
+    at::Tensor chunk = at::empty({shard.numel()}, low.options());
+    group_->reduce_scatter(low, chunk);
+    shard.copy_(chunk.div_(static_cast<double>(size())));
+    return;
+  }
+  at::Tensor reduced = full;
+  all_reduce_mean(reduced, dtype);
+  shard.copy_(reduced.narrow(0, rank() * shard.numel(), shard.numel()));
 }
 
 at::Tensor DpComm::all_gather_flat(const at::Tensor& shard) const {

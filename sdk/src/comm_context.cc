@@ -13,10 +13,27 @@ struct CommGroup::Impl {
   c10::intrusive_ptr<c10d::ProcessGroup> backend;
   std::vector<int64_t> ranks;
   int64_t rank = 0;
+  std::string device_backend;
 };
 
+namespace {
+
+// Waits for `work`; a backend's failure (a peer gone, NCCL's watchdog timeout)
+// becomes an IoError naming the group, this rank and the collective.
+void wait_for(const c10::intrusive_ptr<c10d::Work>& work, const CommGroup& group, const char* collective) {
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    throw IoError(std::string(collective) + " over group '" + group.name() + "' failed on its rank " +
+                  std::to_string(group.rank()) + " (pool rank " + std::to_string(group.ranks()[group.rank()]) +
+                  "): " + e.what());
+  }
+}
+
+}  // namespace
+
 CommGroup::CommGroup(std::string name, const c10::intrusive_ptr<c10d::ProcessGroup>& backend,
-                     std::vector<int64_t> ranks, int64_t rank) {
+                     std::vector<int64_t> ranks, int64_t rank, std::string device_backend) {
   if (rank < 0 || rank >= static_cast<int64_t>(ranks.size())) {
     throw ValueError("group '" + name + "': rank " + std::to_string(rank) + " is outside its " +
                      std::to_string(ranks.size()) + " members");
@@ -27,6 +44,7 @@ CommGroup::CommGroup(std::string name, const c10::intrusive_ptr<c10d::ProcessGro
   impl->backend = backend;
   impl->ranks = std::move(ranks);
   impl->rank = rank;
+  impl->device_backend = std::move(device_backend);
   impl_ = std::move(impl);
 }
 
@@ -47,10 +65,20 @@ c10d::ProcessGroup& CommGroup::backend() const {
   return *impl_->backend;
 }
 
+const std::string& CommGroup::device_backend() const { return impl_->device_backend; }
+
+CommGroup CommGroup::renamed(std::string name) const {
+  CommGroup copy(*this);
+  auto impl = std::make_shared<Impl>(*impl_);
+  impl->name = std::move(name);
+  copy.impl_ = std::move(impl);
+  return copy;
+}
+
 void CommGroup::all_reduce(at::Tensor& tensor) const {
   if (size() == 1 && !impl_->backend) return;
   std::vector<at::Tensor> tensors{tensor};
-  backend().allreduce(tensors)->wait();
+  wait_for(backend().allreduce(tensors), *this, "all_reduce");
 }
 
 void CommGroup::broadcast(at::Tensor& tensor, int64_t root) const {
@@ -62,7 +90,7 @@ void CommGroup::broadcast(at::Tensor& tensor, int64_t root) const {
   std::vector<at::Tensor> tensors{tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  backend().broadcast(tensors, options)->wait();
+  wait_for(backend().broadcast(tensors, options), *this, "broadcast");
 }
 
 std::vector<at::Tensor> CommGroup::all_gather(const at::Tensor& tensor) const {
@@ -70,13 +98,34 @@ std::vector<at::Tensor> CommGroup::all_gather(const at::Tensor& tensor) const {
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int64_t i = 0; i < size(); ++i) outputs[0].push_back(at::empty_like(tensor));
   std::vector<at::Tensor> inputs{tensor.contiguous()};
-  backend().allgather(outputs, inputs)->wait();
+  wait_for(backend().allgather(outputs, inputs), *this, "all_gather");
   return outputs[0];
+}
+
+void CommGroup::reduce_scatter(const at::Tensor& input, at::Tensor& output) const {
+  const int64_t chunk = input.numel() / size();
+  if (input.dim() != 1 || chunk * size() != input.numel() || output.numel() != chunk) {
+    throw ValueError("group '" + impl_->name + "': reduce_scatter needs a 1-D input of " + std::to_string(size()) +
+                     " equal chunks and an output of one chunk (input " + std::to_string(input.numel()) +
+                     ", output " + std::to_string(output.numel()) + ")");
+  }
+  if (size() == 1 && !impl_->backend) {
+    output.copy_(input);
+    return;
+  }
+  if (input.is_cuda() && impl_->device_backend == "nccl") {
+    at::Tensor in = input.contiguous();
+    wait_for(backend()._reduce_scatter_base(output, in), *this, "reduce_scatter");
+    return;
+  }
+  at::Tensor sum = input.clone();
+  all_reduce(sum);
+  output.copy_(sum.narrow(0, rank() * chunk, chunk));
 }
 
 void CommGroup::barrier() const {
   if (size() == 1 && !impl_->backend) return;
-  backend().barrier()->wait();
+  wait_for(backend().barrier(), *this, "barrier");
 }
 
 CommContext::CommContext(int64_t rank, int64_t world_size, int64_t local_rank,

@@ -26,9 +26,10 @@ namespace rlcore {
 class RLCORE_API CommGroup {
  public:
   // `ranks`: pool ranks of the members in group-rank order; `backend` may be
-  // null for a single-member group.
+  // null for a single-member group. `device_backend` names what carries its
+  // CUDA tensors ("nccl", "gloo"; empty: host tensors only).
   CommGroup(std::string name, const c10::intrusive_ptr<c10d::ProcessGroup>& backend, std::vector<int64_t> ranks,
-            int64_t rank);
+            int64_t rank, std::string device_backend = "");
   // A group without a backend: only valid with a single member (collectives are no-ops).
   CommGroup(std::string name, std::vector<int64_t> ranks, int64_t rank);
   ~CommGroup();
@@ -41,6 +42,10 @@ class RLCORE_API CommGroup {
   const std::vector<int64_t>& ranks() const;
   // The c10d group; ValueError when the group has no backend.
   c10d::ProcessGroup& backend() const;
+  // "nccl", "gloo", or empty when the group carries host tensors only.
+  const std::string& device_backend() const;
+  // The same members and backends under another name.
+  CommGroup renamed(std::string name) const;
 
   // In place, summed over the group.
   void all_reduce(at::Tensor& tensor) const;
@@ -48,6 +53,10 @@ class RLCORE_API CommGroup {
   void broadcast(at::Tensor& tensor, int64_t root) const;
   // One tensor per group rank, each shaped like `tensor`.
   std::vector<at::Tensor> all_gather(const at::Tensor& tensor) const;
+  // This rank's chunk of the sum of `input` (1-D, size() equal chunks), in
+  // `output`: NCCL's reduce-scatter for CUDA tensors, else an all-reduce of a
+  // copy and a slice (Gloo in libtorch 1.13 has no reduce-scatter).
+  void reduce_scatter(const at::Tensor& input, at::Tensor& output) const;
   void barrier() const;
 
  private:

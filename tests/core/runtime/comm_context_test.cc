@@ -39,6 +39,14 @@ TEST_CASE("ranks rendezvous through the store and run collectives on named group
     seen["gathered"] = {gathered[0].item<double>(), gathered[1].item<double>()};
     comm->group("dp").all_reduce(value);  // a group of one: a no-op
     seen["dp_sum"] = value[0].item<double>();
+    // Gloo's reduce-scatter: each rank keeps its half of the sum.
+    at::Tensor half = at::empty({2}, at::kDouble);
+    comm->world().reduce_scatter(at::arange(4, at::kDouble) * static_cast<double>(rank + 1), half);
+    seen["scattered"] = {half[0].item<double>(), half[1].item<double>()};
+    const CommGroup alias = comm->group("tp").renamed("rollout_tp");
+    at::Tensor through_alias = at::ones({1});
+    alias.all_reduce(through_alias);
+    seen["alias"] = {alias.name(), alias.rank(), through_alias.item<double>(), alias.device_backend()};
     comm->world().barrier();
     return seen;
   };
@@ -56,6 +64,9 @@ TEST_CASE("ranks rendezvous through the store and run collectives on named group
   CHECK(a["broadcast"] == 42.0);
   CHECK(a["gathered"] == nlohmann::json::array({0.0, 10.0}));
   CHECK(b["dp_sum"] == 3.0);
+  CHECK(a["scattered"] == nlohmann::json::array({0.0, 3.0}));  // arange(4) x (1 + 2), first half
+  CHECK(b["scattered"] == nlohmann::json::array({6.0, 9.0}));
+  CHECK(b["alias"] == nlohmann::json::array({"rollout_tp", 1, 2.0, ""}));  // host tensors only: no device backend
 }
 
 TEST_CASE("CommContext names the missing group and checks group ranks", "[runtime][c10d]") {
@@ -66,10 +77,16 @@ TEST_CASE("CommContext names the missing group and checks group ranks", "[runtim
   CHECK(value.sum().item<float>() == 2.0f);
   CHECK_THAT(error_of<ValueError>([&] { solo.backend(); }), Catch::Contains("group 'dp' has no c10d backend"));
   CHECK_THAT(error_of<ValueError>([&] { solo.broadcast(value, 1); }), Catch::Contains("root 1 is outside [0, 1)"));
+  at::Tensor chunk = at::empty({3});
+  CHECK_THAT(error_of<ValueError>([&] { solo.reduce_scatter(at::ones({2, 3}), chunk); }),
+             Catch::Contains("1-D input of 1 equal chunks"));
   CHECK_THAT(error_of<ValueError>([] { CommGroup("tp", std::vector<int64_t>{0, 1}, 0); }), Catch::Contains("no backend"));
   CHECK_THAT(error_of<ValueError>([] { CommGroup("tp", std::vector<int64_t>{0}, 1); }), Catch::Contains("rank 1 is outside"));
   const CommContext comm(0, 1, 0, {{"dp", 1}}, {CommGroup("world", std::vector<int64_t>{0}, 0), solo});
   CHECK(comm.has_group("dp"));
+  ProcessGroupOptions bad;
+  bad.device_backend = "mpi";
+  CHECK_THAT(error_of<ConfigError>([&] { make_comm_context(bad); }), Catch::Contains("unknown device backend 'mpi'"));
   CHECK(comm.world().name() == "world");
   CHECK_THAT(error_of<ValueError>([&] { comm.group("pp"); }),
              Catch::Contains("no process group named 'pp'; groups: world, dp"));
