@@ -169,6 +169,18 @@ TEST_CASE("the reduce dtype is honoured over 2 ranks", "[fsdp][mixed][parallel]"
     CHECK_FALSE(at::equal(mean16, mean32));  // the inputs were chosen so that bf16 shows
   }
 
+  SECTION("bf16 shards gathered over 2 ranks (as fp16 bits over Gloo) give the 1-rank bf16 log-probs") {
+    const std::vector<std::string> args = {"--model", model.str(), "--scenario", "train", "--steps", "0",
+                                           "--dtype", "bfloat16"};
+    run_ranks(1, work.path() / "gather1", args);
+    run_ranks(2, work.path() / "gather2", args);
+    const at::Tensor one = gathered_outputs(work.path() / "gather1", 1);
+    const at::Tensor two = gathered_outputs(work.path() / "gather2", 2);
+    REQUIRE(one.sizes() == two.sizes());
+    // Same bf16 weights; only the rows per matmul differ. A wrong gather would move log-probs by O(1).
+    CHECK((one - two).abs().max().item<double>() < 1e-2);
+  }
+
   SECTION("training: fp32 reduce matches one rank, bf16 reduce moves the gradient by bf16 rounding") {
     // fp32 compute, so that the gradients reaching the reduction are not bf16 values already.
     const std::vector<std::string> common = {"--model", model.str(), "--scenario", "train", "--steps", "1",
