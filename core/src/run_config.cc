@@ -182,10 +182,15 @@ void reconcile_pool_size(ConfigNode& tree, const std::vector<std::string>& overr
   tree.set(runtime_key, std::to_string(runtime_value), source);
 }
 
-// What can be told without a worker: a CPU build has no CUDA to give (the
-// GPU count is checked where the workers start, trainer_workers.cc).
+// What can be told without a worker, before anything is written: a CPU build
+// has no CUDA to give, and a local run asking for cuda needs a visible GPU.
 void validate_device(const RunConfig& config) {
   if (!cuda_build()) resolve_device(config.trainer.device, 0, "trainer.device");
+  // Workers the local launcher starts on this host need a GPU at least (the
+  // count per pool is checked where the pools are known, trainer_workers.cc).
+  if (config.runtime.launcher == "local") {
+    check_device_slots(config.trainer.device, 1, "trainer.device", "trainer.n_gpus_per_node");
+  }
 }
 
 }  // namespace

@@ -78,6 +78,8 @@ std::string write_config(const std::string& workspace, const std::string& name, 
   }
   std::ofstream(path) << "trainer:\n  default_local_dir: " << (fs::path(workspace) / name).string()
                       << "\n  logger: [jsonl]\n  resume_mode: disable\n  val_before_train: false\n"
+                      // The CPU suite: also on a GPU machine, where auto would pick cuda.
+                      << "  device: cpu\n"
                       << "data:\n  train_files: " << (fs::path(workspace) / "prompts.jsonl").string()
                       << "\n  prompt_template: plain\n  max_prompt_length: 32\n  max_response_length: 6\n"
                       << "  train_batch_size: 8\n"
