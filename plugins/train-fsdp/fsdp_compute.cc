@@ -10,6 +10,7 @@
 #include <optional>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "adamw.h"

@@ -7,6 +7,7 @@
 #include <set>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "fsdp_engine_internal.h"
