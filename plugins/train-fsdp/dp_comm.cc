@@ -40,18 +40,17 @@ void DpComm::all_reduce_mean(at::Tensor& tensor, at::ScalarType dtype) const {
   if (size() > 1) tensor.div_(static_cast<double>(size()));
 }
 
-void DpComm::reduce_scatter_mean(const at::Tensor& full, at::ScalarType dtype, at::Tensor& shard) const {
+at::Tensor DpComm::reduce_scatter_mean(at::Tensor& full, at::ScalarType dtype) const {
+  const int64_t shard = full.numel() / size();
   if (group_ != nullptr && full.is_cuda() && group_->device_backend() == "nccl") {
     // NCCL sums in `dtype` itself and hands each rank only its chunk.
     const at::Tensor low = full.to(dtype);
-    at::Tensor chunk = at::empty({shard.numel()}, low.options());
+    at::Tensor chunk = at::empty({shard}, low.options());
     group_->reduce_scatter(low, chunk);
-    shard.copy_(chunk.div_(static_cast<double>(size())));
-    return;
+    return chunk.to(full.scalar_type()).div_(static_cast<double>(size()));
   }
-  at::Tensor reduced = full;
-  all_reduce_mean(reduced, dtype);
-  shard.copy_(reduced.narrow(0, rank() * shard.numel(), shard.numel()));
+  all_reduce_mean(full, dtype);
+  return full.narrow(0, rank() * shard, shard);
 }
 
 at::Tensor DpComm::all_gather_flat(const at::Tensor& shard) const {

@@ -29,9 +29,10 @@ class DpComm {
   // on the group's size.
   void all_reduce_mean(at::Tensor& tensor, at::ScalarType dtype) const;
   // This rank's slice of `full` (fp32, size() equal slices) averaged over the
-  // group at the precision of `dtype`, written to `shard`: a reduce-scatter on
-  // NCCL, an all-reduce and a slice on Gloo (libtorch 1.13's has none).
-  void reduce_scatter_mean(const at::Tensor& full, at::ScalarType dtype, at::Tensor& shard) const;
+  // group at the precision of `dtype`: a reduce-scatter on NCCL; on Gloo
+  // (libtorch 1.13's has none) `full` is all-reduced in place and a view of
+  // the slice returned.
+  at::Tensor reduce_scatter_mean(at::Tensor& full, at::ScalarType dtype) const;
   // Every rank's 1-D `shard` (equal sizes, any dtype), concatenated in rank order.
   at::Tensor all_gather_flat(const at::Tensor& shard) const;
   void barrier() const;

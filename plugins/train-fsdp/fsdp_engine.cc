@@ -11,6 +11,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "fsdp_engine_internal.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
 
@@ -53,6 +54,7 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       config_(read_config(context.model_path)),
       skeleton_(config_, head_, at::TensorOptions().device(at::kMeta).dtype(precision_.param)),
       schedule_(train::make_lr_schedule(options.optim, context.total_training_steps)) {
+  check_dtype_supported(device_, precision_.param, "fsdp_config.mixed_precision.param_dtype");
   require_compute_dtype(precision_.param, device_);
   if (!device_.is_cpu()) skeleton_.rotary = model::RotaryEmbedding(config_, device_);
   layouts_ = build_unit_layouts(model::parameter_specs(config_, head_), dp_.size());
@@ -156,9 +158,7 @@ void FsdpEngine::uninstall(int64_t unit) {
 }
 
 void FsdpEngine::reduce_gradient(int64_t unit, at::Tensor full_grad) {
-  const UnitLayout& layout = layouts_[static_cast<size_t>(unit)];
-  at::Tensor mine = at::empty({layout.shard_size}, full_grad.options());
-  dp_.reduce_scatter_mean(full_grad, precision_.reduce, mine);
+  const at::Tensor mine = dp_.reduce_scatter_mean(full_grad, precision_.reduce);
   at::Tensor& grad = shards_[unit].grad.device;
   grad_cleared_[unit] ? grad.copy_(mine) : grad.add_(mine);
   grad_cleared_[unit] = false;
