@@ -258,21 +258,28 @@ def print_json_result(script, run, args):
     return 0
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
+def parse_arguments(description, default_dtype, extra=None):
+    """The arguments bench_generation passes to a baseline; `extra(parser)` adds a script's own."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", required=True, help="HF checkpoint directory (config.json + safetensors)")
-    parser.add_argument("--dtype", choices=sorted(COMPUTE_DTYPES), default="float32")
+    parser.add_argument("--dtype", choices=sorted(COMPUTE_DTYPES), default=default_dtype)
     parser.add_argument("--batches", default="1", help="comma-separated batch sizes")
     parser.add_argument("--prompt-len", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    if extra:
+        extra(parser)
     args = parser.parse_args()
     args.batches = [int(b) for b in args.batches.split(",") if b]
     if args.prompt_len < 1 or args.max_tokens < 1 or args.repeats < 1 or args.threads < 1 or not args.batches:
         parser.error("--prompt-len, --max-tokens, --repeats, --threads and --batches must be positive")
-    return print_json_result("generate_baseline.py", run, args)
+    return args
 
+
+def main():
+    args = parse_arguments(__doc__, "float32")
+    return print_json_result("generate_baseline.py", run, args)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -4,7 +4,6 @@
 # definitions as bench/generation_bench.cc; prints the same JSON as
 # generate_baseline.py. Needs torch with CUDA and transformers (the GPU image's
 # python3 has both; bench/run_gpu_bench.sh runs it).
-import argparse
 import sys
 import time
 
@@ -12,7 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 # The prompts, the timing definitions and the JSON of the CPU baseline beside this file.
-from generate_baseline import COMPUTE_DTYPES, print_json_result, prompt_token, timing_result
+from generate_baseline import COMPUTE_DTYPES, parse_arguments, print_json_result, prompt_token, timing_result
 
 
 def timed(fn, device):
@@ -66,17 +65,7 @@ def run(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", required=True, help="HF checkpoint directory")
-    parser.add_argument("--dtype", choices=sorted(COMPUTE_DTYPES), default="bfloat16")
-    parser.add_argument("--batches", default="1", help="comma-separated batch sizes")
-    parser.add_argument("--prompt-len", type=int, default=32)
-    parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--threads", type=int, default=2, help="accepted for bench_generation; unused on a GPU")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--device", default="cuda")
-    args = parser.parse_args()
-    args.batches = [int(b) for b in args.batches.split(",") if b]
+    args = parse_arguments(__doc__, "bfloat16", lambda p: p.add_argument("--device", default="cuda"))
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("hf_generate_baseline.py: no GPU is visible to torch", file=sys.stderr)
         return 1
