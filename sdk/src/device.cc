@@ -68,7 +68,9 @@ at::Device resolve_device(const std::string& requested, int64_t local_rank, cons
   const DeviceRequest request = parse_request(requested, key);
   if (!wants_cuda(request)) return at::Device(at::kCPU);
   const int64_t count = require_gpus(requested, key);
-  const int64_t index = request.index >= 0 ? request.index : local_rank;
+  // One visible GPU is this worker's, whatever its local rank: a launcher that
+  // gives each task its own GPU (srun --gpus-per-task 1) shows it as cuda:0.
+  const int64_t index = request.index >= 0 ? request.index : count == 1 ? 0 : local_rank;
   if (index >= count) {
     const std::string which = request.index >= 0 ? "GPU " + std::to_string(index)
                                                   : "GPU " + std::to_string(index) + " (this worker's local rank)";

@@ -22,7 +22,8 @@ RLCORE_API int64_t cuda_device_count();
 // The device `requested` names, for a worker with `local_rank`:
 //   auto      cuda:<local_rank> when this build has CUDA and a GPU is visible, else cpu
 //   cpu       cpu
-//   cuda      cuda:<local_rank>
+//   cuda      cuda:<local_rank>, or cuda:0 when this process sees one GPU only
+//             (a launcher that gives each worker its own, e.g. srun --gpus-per-task 1)
 //   cuda:N    cuda:N
 // A CUDA device is also made the current one (c10::cuda::set_device). Throws
 // ConfigError naming `key` when the build has no CUDA, no GPU is visible, the
