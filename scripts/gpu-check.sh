@@ -35,14 +35,16 @@ export PATH=$PATH:/usr/local/cuda/bin
 # Dependencies.
 if [ -d gpu-bundle ] && ls gpu-bundle/*.deb >/dev/null 2>&1 && ! dpkg-query -W libyaml-cpp-dev >/dev/null 2>&1; then
   prefix=$PWD/gpu-bundle/prefix
+  multiarch=$prefix/usr/lib/x86_64-linux-gnu
   if [ ! -d "$prefix" ]; then
     log "unpacking $(ls gpu-bundle/*.deb | wc -l) packages into $prefix"
     for deb in gpu-bundle/*.deb; do dpkg-deb -x "$deb" "$prefix"; done
+    # The .pc files name /usr; point them at the prefix (the system's own stay as they are).
+    grep -rl '^prefix=/usr' "$multiarch/pkgconfig" "$prefix/usr/share/pkgconfig" 2>/dev/null |
+      xargs -r sed -i "s|^prefix=/usr|prefix=$prefix/usr|"
   fi
-  multiarch=$prefix/usr/lib/x86_64-linux-gnu
   export CMAKE_PREFIX_PATH=$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   export PKG_CONFIG_PATH=$multiarch/pkgconfig:$prefix/usr/share/pkgconfig
-  export PKG_CONFIG_SYSROOT_DIR=$prefix
   export LD_LIBRARY_PATH=$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export CPLUS_INCLUDE_PATH=$prefix/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
   export RLCORE_SKIP_SETUP=1

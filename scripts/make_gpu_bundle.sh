@@ -17,6 +17,9 @@ packages=(
   nlohmann-json3-dev
   libzmq3-dev libzmq5 cppzmq-dev libsodium23 libpgm-5.3-0 libnorm1 libbsd0 libmd0
   libcpp-httplib-dev libcpp-httplib0.11 libbrotli1
+  # What libzmq.pc and cpp-httplib.pc require (pkg-config reads them for the flags).
+  libsodium-dev libpgm-dev libnorm-dev libbsd-dev libmd-dev libkrb5-dev comerr-dev
+  libssl-dev zlib1g-dev libbrotli-dev krb5-multidev libxml2-dev libicu-dev liblzma-dev
   libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3
   catch2
 )
