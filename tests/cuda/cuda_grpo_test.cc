@@ -6,24 +6,10 @@
 
 #include <filesystem>
 
-namespace {
-
-const char* kGrpo = R"(
-actor_rollout_ref:
-  actor:
-    ppo_mini_batch_size: 8
-    ppo_micro_batch_size_per_gpu: 16
-    optim: {lr: 0.003, weight_decay: 0.0}
-  rollout: {n: 8, temperature: 1.0}
-algorithm: {adv_estimator: grpo}
-)";
-
-}  // namespace
-
 TEST_CASE("GRPO on the GPU raises the learnable reward like the CPU run", "[cuda]") {
   cuda_test::require_gpu();
   const std::string ws = e2e::make_workspace("grpo_cuda");
-  const std::string config = e2e::write_config(ws, "grpo", kGrpo);
+  const std::string config = e2e::write_config(ws, "grpo", e2e::kLearningGrpo);
   const e2e::RunResult run = e2e::run_rlcore(
       {"--config", config, "trainer.device=cuda", "trainer.n_gpus_per_node=1", "trainer.total_training_steps=12"});
   INFO(run.output);

@@ -29,6 +29,18 @@ std::string make_workspace(const std::string& name, int prompts = 64);
 // actor_rollout_ref / critic sections (trainer, data, reward and runtime are set here).
 std::string write_config(const std::string& workspace, const std::string& name, const std::string& yaml);
 
+// GRPO settings under which the lowercase reward is learned within 12 steps
+// (the CPU e2e test and the GPU one hold the same bar).
+inline constexpr const char* kLearningGrpo = R"(
+actor_rollout_ref:
+  actor:
+    ppo_mini_batch_size: 8
+    ppo_micro_batch_size_per_gpu: 16
+    optim: {lr: 0.003, weight_decay: 0.0}
+  rollout: {n: 8, temperature: 1.0}
+algorithm: {adv_estimator: grpo}
+)";
+
 // metrics.jsonl of a run directory: step -> metric -> value (later lines win).
 std::map<int64_t, std::map<std::string, double>> read_metrics(const std::string& run_dir);
 

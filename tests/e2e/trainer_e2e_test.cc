@@ -9,15 +9,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kGrpo = R"(
-actor_rollout_ref:
-  actor:
-    ppo_mini_batch_size: 8
-    ppo_micro_batch_size_per_gpu: 16
-    optim: {lr: 0.003, weight_decay: 0.0}
-  rollout: {n: 8, temperature: 1.0}
-algorithm: {adv_estimator: grpo}
-)";
+const char* const kGrpo = e2e::kLearningGrpo;
 
 // SFT pairs that always answer "hello" (ws/sft.jsonl) and the SFT config; returns the config path.
 std::string write_sft_workspace(const std::string& ws) {
