@@ -31,6 +31,18 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 nvidia-smi -L | tee -a "$out/gpu-check.log"
 export PATH=$PATH:/usr/local/cuda/bin
+{ grep -m1 PRETTY_NAME /etc/os-release; g++ --version | head -n 1; nvcc --version | tail -n 1; nproc; } 2>&1 | tee -a "$out/gpu-check.log"
+
+# nccl.h: the system's, else the one the nvidia-nccl wheel beside python3's torch ships.
+if ! echo '#include <nccl.h>' | g++ -E -x c++ - -I/usr/local/cuda/include >/dev/null 2>&1; then
+  nccl_include=$(python3 -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "include"))' 2>/dev/null || true)
+  if [ -n "$nccl_include" ] && [ -f "$nccl_include/nccl.h" ]; then
+    log "nccl.h from $nccl_include"
+    export CPLUS_INCLUDE_PATH=$nccl_include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
+  else
+    log "warning: no nccl.h found (system or python3's nvidia-nccl wheel)"
+  fi
+fi
 
 # Dependencies.
 if [ -d gpu-bundle ] && ls gpu-bundle/*.deb >/dev/null 2>&1 && ! dpkg-query -W libyaml-cpp-dev >/dev/null 2>&1; then
@@ -56,12 +68,18 @@ if [ -z "${Torch_DIR:-}" ] && [ ! -x .venv/bin/python ]; then
 fi
 [ -n "${Torch_DIR:-}" ] && export Torch_DIR
 log "building the CUDA flavour (Torch_DIR=${Torch_DIR:-.venv})"
-bash scripts/build.sh --cuda 2>&1 | tail -n 5 | tee -a "$out/gpu-check.log"
+if ! bash scripts/build.sh --cuda >"$out/build.log" 2>&1; then
+  tail -n 60 "$out/build.log"
+  log "error: the CUDA build failed (full log: $out/build.log)"
+  exit 1
+fi
+tail -n 3 "$out/build.log" | tee -a "$out/gpu-check.log"
 build_dir=${RLCORE_BUILD_DIR:-build-cuda}
 
 status=0
 log "ctest -L cuda"
 (cd "$build_dir" && ctest -L cuda --output-on-failure --no-tests=error) 2>&1 | tee "$out/ctest-cuda.log" || status=1
+cp "$build_dir/Testing/Temporary/LastTest.log" "$out/ctest-cuda-full.log" 2>/dev/null || true
 if [ "$bench" = 1 ]; then
   log "GPU benchmarks"
   bash bench/run_gpu_bench.sh --build-dir "$build_dir" 2>&1 | tee "$out/bench-gpu.log" || status=1
