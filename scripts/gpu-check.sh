@@ -45,7 +45,7 @@ if ! echo '#include <nccl.h>' | g++ -E -x c++ - -I/usr/local/cuda/include >/dev/
 fi
 
 # Dependencies.
-if [ -d gpu-bundle ] && ls gpu-bundle/*.deb >/dev/null 2>&1 && ! dpkg-query -W libyaml-cpp-dev >/dev/null 2>&1; then
+if [ -d gpu-bundle ] && ls gpu-bundle/*.deb >/dev/null 2>&1; then
   prefix=$PWD/gpu-bundle/prefix
   multiarch=$prefix/usr/lib/x86_64-linux-gnu
   if [ ! -d "$prefix" ]; then
@@ -68,13 +68,15 @@ if [ -z "${Torch_DIR:-}" ] && [ ! -x .venv/bin/python ]; then
 fi
 [ -n "${Torch_DIR:-}" ] && export Torch_DIR
 log "building the CUDA flavour (Torch_DIR=${Torch_DIR:-.venv})"
+build_dir=${RLCORE_BUILD_DIR:-build-cuda}
 if ! bash scripts/build.sh --cuda >"$out/build.log" 2>&1; then
-  tail -n 60 "$out/build.log"
+  # Go on past the first failure so that one run reports every broken file.
+  [ -f "$build_dir/build.ninja" ] && cmake --build "$build_dir" -- -k 0 >>"$out/build.log" 2>&1 || true
+  grep -E -A3 'error:|FAILED:' "$out/build.log" | head -n 80  || true
   log "error: the CUDA build failed (full log: $out/build.log)"
   exit 1
 fi
 tail -n 3 "$out/build.log" | tee -a "$out/gpu-check.log"
-build_dir=${RLCORE_BUILD_DIR:-build-cuda}
 
 status=0
 log "ctest -L cuda"

@@ -21,6 +21,9 @@ packages=(
   libsodium-dev libpgm-dev libnorm-dev libbsd-dev libmd-dev libkrb5-dev comerr-dev
   libssl-dev zlib1g-dev libbrotli-dev krb5-multidev libxml2-dev libicu-dev liblzma-dev
   libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3
+  # Gloo's headers: ProcessGroupGloo.hpp includes them; the wheel ships none (gloo is
+  # linked into libtorch_cpu, so only the headers are needed).
+  libgloo-dev
   catch2
 )
 command -v apt-get >/dev/null || { echo "make_gpu_bundle: error: needs apt-get (Debian 12)" >&2; exit 1; }
