@@ -69,7 +69,10 @@ fi
 [ -n "${Torch_DIR:-}" ] && export Torch_DIR
 log "building the CUDA flavour (Torch_DIR=${Torch_DIR:-.venv})"
 build_dir=${RLCORE_BUILD_DIR:-build-cuda}
-if ! bash scripts/build.sh --cuda >"$out/build.log" 2>&1; then
+# What the checks run (test_cuda pulls in rlcore and the plugins), not the CPU suite.
+targets=(test_cuda)
+[ "$bench" = 1 ] && targets+=(bench_generation bench_swap bench_train_fsdp)
+if ! bash scripts/build.sh --cuda "${targets[@]}" >"$out/build.log" 2>&1; then
   # Go on past the first failure so that one run reports every broken file.
   [ -f "$build_dir/build.ninja" ] && cmake --build "$build_dir" -- -k 0 >>"$out/build.log" 2>&1 || true
   grep -E -A3 'error:|FAILED:' "$out/build.log" | head -n 80  || true

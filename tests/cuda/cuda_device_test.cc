@@ -8,8 +8,17 @@ TEST_CASE("cuda devices resolve and bind by local rank", "[cuda]") {
   const at::Device device = require_gpu();
   CHECK(device == at::Device(at::kCUDA, 0));
   CHECK(rlcore::resolve_device("auto", 0, "test") == device);
-  CHECK_THROWS_WITH(rlcore::resolve_device("cuda", rlcore::cuda_device_count(), "trainer.device"),
-                    Catch::Contains("trainer.device"));
+  const int64_t count = rlcore::cuda_device_count();
+  CHECK_THROWS_WITH(rlcore::resolve_device("cuda:" + std::to_string(count), 0, "trainer.device"),
+                    Catch::Contains("trainer.device") && Catch::Contains("past the"));
+  if (count == 1) {
+    // One visible GPU belongs to the worker whatever its local rank (srun --gpus-per-task 1).
+    CHECK(rlcore::resolve_device("cuda", 3, "trainer.device") == device);
+  } else {
+    CHECK(rlcore::resolve_device("cuda", count - 1, "trainer.device") == at::Device(at::kCUDA, count - 1));
+    CHECK_THROWS_WITH(rlcore::resolve_device("cuda", count, "trainer.device"), Catch::Contains("local rank"));
+    rlcore::resolve_device("cuda", 0, "trainer.device");
+  }
 }
 
 TEST_CASE("allocator statistics follow allocations, peaks reset, caches are returned", "[cuda]") {
