@@ -48,6 +48,18 @@ at::Tensor response_counts(const Batch& batch, const std::string& engine) {
   return at::stack({mask.sum(), mask.ne(0).any(1).sum().to(at::kDouble)}).cpu();
 }
 
+namespace {
+
+// The loss reads any column (old_log_prob, advantages, ...) next to the
+// model's outputs, so every tensor column goes to the engine's device.
+Batch on_device(Batch rows, const at::Device& device) {
+  if (device.is_cpu()) return rows;
+  for (const std::string& key : rows.tensor_keys()) rows.set(key, rows.tensor(key).to(device));
+  return rows;
+}
+
+}  // namespace
+
 std::vector<MicroBatch> make_micro_batches(const Batch& batch, const ForwardOptions& options,
                                            const model::Transformer& model, const at::Device& device,
                                            const std::string& engine) {
@@ -63,7 +75,7 @@ std::vector<MicroBatch> make_micro_batches(const Batch& batch, const ForwardOpti
   std::vector<MicroBatch> micro;
   for (const RowRange& range : micro_batch_rows(mask, options.micro_batching)) {
     MicroBatch m;
-    m.rows = batch.slice(range.begin, range.end);
+    m.rows = on_device(batch.slice(range.begin, range.end), device);
     m.input_ids = ids.slice(0, range.begin, range.end).to(device, at::kLong);
     m.attention_mask = mask.slice(0, range.begin, range.end).to(device, at::kLong);
     if (has_positions)

@@ -72,8 +72,8 @@ struct LossOutput {
   std::map<std::string, at::Tensor> metrics;  // detached scalars, averaged over micro-batches
 };
 
-// The loss of one micro-batch (its rows of the step's Batch, every column kept)
-// from the model's outputs on it (with gradient).
+// The loss of one micro-batch (its rows of the step's Batch, every column kept,
+// tensors on the engine's device) from the model's outputs on it (with gradient).
 using LossFunction =
     std::function<LossOutput(const Batch& micro_batch, const ModelOutput& output, const GlobalBatchInfo& global)>;
 

@@ -3,9 +3,11 @@
 // and the caching allocator's getDeviceStats/resetPeakStats/emptyCache.
 #include "backend.h"
 
+#include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <torch/version.h>
 
 namespace rlcore::device_backend {
 namespace {
@@ -16,13 +18,27 @@ constexpr std::size_t kAggregate = 0;
 
 c10::DeviceIndex index_of(int64_t index) { return static_cast<c10::DeviceIndex>(index); }
 
+// The caching allocator exists only once CUDA is initialised, which libtorch
+// does lazily at the first CUDA tensor; its statistics before then throw
+// "Invalid device argument".
+void initialise_cuda() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+  at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
+#else
+  at::globalContext().lazyInitCUDA();
+#endif
+}
+
 }  // namespace
 
 bool has_cuda() { return true; }
 
 int64_t device_count() { return static_cast<int64_t>(c10::cuda::device_count()); }
 
-void set_device(int64_t index) { c10::cuda::set_device(index_of(index)); }
+void set_device(int64_t index) {
+  initialise_cuda();
+  c10::cuda::set_device(index_of(index));
+}
 
 std::string device_name(int64_t index) { return at::cuda::getDeviceProperties(index_of(index))->name; }
 
@@ -32,6 +48,7 @@ std::pair<int, int> compute_capability(int64_t index) {
 }
 
 AllocatorStats allocator_stats(int64_t index) {
+  initialise_cuda();
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index_of(index));
   AllocatorStats out;
   out.allocated = stats.allocated_bytes[kAggregate].current;
@@ -40,8 +57,14 @@ AllocatorStats allocator_stats(int64_t index) {
   return out;
 }
 
-void reset_peak(int64_t index) { c10::cuda::CUDACachingAllocator::resetPeakStats(index_of(index)); }
+void reset_peak(int64_t index) {
+  initialise_cuda();
+  c10::cuda::CUDACachingAllocator::resetPeakStats(index_of(index));
+}
 
-void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+void empty_cache() {
+  initialise_cuda();
+  c10::cuda::CUDACachingAllocator::emptyCache();
+}
 
 }  // namespace rlcore::device_backend
