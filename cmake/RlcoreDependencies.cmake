@@ -14,13 +14,28 @@ else()
   set(RLCORE_WITH_CUDA OFF CACHE INTERNAL "libtorch has CUDA")
 endif()
 # The PyPI wheel's libtorch exports its own, partial copy of std::filesystem
-# (libtorch.so calls a null pointer in remove_all). Naming libstdc++ before any
-# library makes it the first provider in every program's lookup scope, so
-# rlcore and its plugins use the real one. Harmless where libtorch exports none.
+# (libtorch.so calls a null pointer in remove_all). Naming the shared libstdc++
+# before any library makes it the first provider in every program's lookup
+# scope, so rlcore and its plugins use the real one. By path, because a
+# compiler that links libstdc++ statically (a private GCC build in /opt, as on
+# the lent GPU machine) would otherwise put nothing first. Harmless where
+# libtorch exports none.
+execute_process(COMMAND "${CMAKE_CXX_COMPILER}" -print-file-name=libstdc++.so
+                OUTPUT_VARIABLE rlcore_libstdcxx OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT IS_ABSOLUTE "${rlcore_libstdcxx}")
+  find_library(RLCORE_LIBSTDCXX NAMES libstdc++.so.6
+               PATHS ${CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES} /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib)
+  set(rlcore_libstdcxx "${RLCORE_LIBSTDCXX}")
+endif()
+if(NOT rlcore_libstdcxx)
+  message(FATAL_ERROR "rlcore: no shared libstdc++ found for ${CMAKE_CXX_COMPILER} (libstdc++.so or libstdc++.so.6)")
+endif()
+message(STATUS "rlcore: libstdc++ linked first: ${rlcore_libstdcxx}")
 foreach(kind EXE SHARED MODULE)
-  string(FIND "${CMAKE_${kind}_LINKER_FLAGS}" "-lstdc++" found)
+  string(FIND "${CMAKE_${kind}_LINKER_FLAGS}" "${rlcore_libstdcxx}" found)
   if(found EQUAL -1)
-    set(CMAKE_${kind}_LINKER_FLAGS "${CMAKE_${kind}_LINKER_FLAGS} -Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state")
+    set(CMAKE_${kind}_LINKER_FLAGS
+        "${CMAKE_${kind}_LINKER_FLAGS} -Wl,--push-state,--no-as-needed ${rlcore_libstdcxx} -Wl,--pop-state")
   endif()
 endforeach()
 # rlcore_flavour_sources(<var> <dir>): what differs per device, <dir>/cuda_*.cc
