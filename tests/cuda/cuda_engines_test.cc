@@ -140,7 +140,9 @@ TEST_CASE("an fsdp optimizer step on the GPU equals the CPU's", "[cuda]") {
   cuda->for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
     INFO(name);
     CHECK(full.device() == gpu);
-    CHECK(max_abs_diff(expected.at(name), full) < 1e-4);
+    // AdamW's first step moves each element by lr * g / (|g| + eps): where g is
+    // near zero, rounding decides the fraction of lr, so the bound is one of lr.
+    CHECK(max_abs_diff(expected.at(name), full) < 0.05 * options.optim.lr);
     ++compared;
   });
   CHECK(compared == static_cast<int64_t>(expected.size()));
