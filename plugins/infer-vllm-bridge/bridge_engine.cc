@@ -1,0 +1,232 @@
+#include "bridge_engine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <future>
+#include <system_error>
+#include <utility>
+
+#include <ATen/ATen.h>
+
+#include "completion_protocol.h"
+#include "rlcore/error.h"
+#include "rlcore/safetensors.h"
+
+namespace rlcore::vllm_bridge {
+namespace fs = std::filesystem;
+namespace {
+
+HttpSettings http_settings(const BridgeOptions& options) {
+  if (options.server_url.empty()) {
+    throw ConfigError("vllm_bridge: server_url is required (e.g. actor_rollout_ref.rollout.server_url=http://host:8000)");
+  }
+  HttpSettings settings;
+  settings.base_url = options.server_url;
+  settings.api_key = options.api_key;
+  if (settings.api_key.empty()) {
+    if (const char* key = std::getenv("RLCORE_BRIDGE_API_KEY")) settings.api_key = key;
+  }
+  settings.connect_timeout_s = options.connect_timeout_s;
+  settings.request_timeout_s = options.request_timeout_s;
+  settings.max_retries = options.max_retries;
+  settings.retry_backoff_s = options.retry_backoff_s;
+  return settings;
+}
+
+ServerExpectations expectations(const BridgeOptions& options) {
+  return ServerExpectations{options.server_kind, options.served_model_name, options.max_model_len};
+}
+
+std::vector<WeightMeta> checkpoint_meta(const std::string& model_path) {
+  if (model_path.empty()) throw ConfigError("vllm_bridge: no model path (actor_rollout_ref.model.path)");
+  const SafetensorsCheckpoint checkpoint(model_path);
+  std::vector<WeightMeta> meta;
+  for (const std::string& name : checkpoint.names()) {
+    const SafetensorsEntry& entry = checkpoint.entry(name);
+    meta.push_back(WeightMeta{name, entry.shape, entry.dtype});
+  }
+  return meta;
+}
+
+void append(GenerationOutput& into, GenerationOutput&& part) {
+  for (auto& ids : part.token_ids) into.token_ids.push_back(std::move(ids));
+  for (auto& lp : part.logprobs) into.logprobs.push_back(std::move(lp));
+  into.finish_reasons.insert(into.finish_reasons.end(), part.finish_reasons.begin(), part.finish_reasons.end());
+}
+
+}  // namespace
+
+BridgeEngine::BridgeEngine(const BridgeOptions& options, const ComponentContext& context)
+    : options_(options),
+      http_(http_settings(options)),
+      server_(probe_server(http_, expectations(options))),
+      control_(http_, server_.kind, options.reload_timeout_s),
+      meta_(checkpoint_meta(context.model_path)) {
+  if (context.comm != nullptr && context.comm->world_size() > 1) world_ = context.comm->group("world");
+  if (leader()) {
+    fs::path root = options.weights_dir;
+    if (root.empty()) {
+      root = fs::temp_directory_path() / ("rlcore-vllm-bridge-" + std::to_string(::getpid()));
+      owns_weights_dir_ = true;
+    }
+    snapshots_.emplace(root, context.model_path);
+  }
+}
+
+BridgeEngine::~BridgeEngine() {
+  if (snapshots_ && owns_weights_dir_) {
+    std::error_code ignored;
+    fs::remove_all(snapshots_->root(), ignored);
+  }
+}
+
+bool BridgeEngine::leader() const { return !world_ || world_->rank() == 0; }
+
+const fs::path& BridgeEngine::weights_dir() const {
+  if (!snapshots_) throw ValueError("vllm_bridge: only rank 0 writes weight snapshots");
+  return snapshots_->root();
+}
+
+void BridgeEngine::share_outcome(const std::string& failure, const std::string& what) const {
+  bool failed = !failure.empty();
+  if (world_) {
+    at::Tensor status = at::full({1}, failed ? 1 : 0, at::kLong);
+    world_->broadcast(status, 0);
+    failed = status.item<int64_t>() != 0;
+  }
+  if (!failed) return;
+  if (!failure.empty()) throw IoError(failure);
+  throw IoError("vllm_bridge: " + what + " failed on rank 0 (its error says why)");
+}
+
+GenerationOutput BridgeEngine::generate(const std::vector<std::vector<int32_t>>& prompts,
+                                        const SamplingParams& sampling) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (weights_asleep_) throw ValueError("vllm_bridge: generate() while asleep: call wake_up() and load weights first");
+  if (sampling.n < 1) throw ValueError("vllm_bridge: n must be >= 1");
+  wake_kv_cache_if_asleep();
+  check_server_weight_version();
+  GenerationOutput out = generate_chunks(prompts, sampling);
+  out.weight_version = version_;
+  return out;
+}
+
+GenerationOutput BridgeEngine::generate_chunks(const std::vector<std::vector<int32_t>>& prompts,
+                                               const SamplingParams& sampling) const {
+  const auto per_request = static_cast<std::size_t>(options_.prompts_per_request);
+  std::vector<std::vector<std::vector<int32_t>>> chunks;
+  for (std::size_t begin = 0; begin < prompts.size(); begin += per_request) {
+    const std::size_t end = std::min(prompts.size(), begin + per_request);
+    chunks.emplace_back(prompts.begin() + static_cast<std::ptrdiff_t>(begin),
+                        prompts.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  const auto send = [&](std::size_t c) {
+    // A seeded run stays reproducible whatever the request sizes: chunk c gets seed + c.
+    const int64_t seed = sampling.seed >= 0 ? sampling.seed + static_cast<int64_t>(c) : -1;
+    const HttpReply reply =
+        http_.post("/v1/completions", completion_request(server_.model, chunks[c], sampling, seed), Retry::kYes);
+    if (reply.status != 200) throw IoError("vllm_bridge: " + http_.describe("POST", "/v1/completions", reply));
+    if (reply.json.is_null()) {
+      throw FormatError("vllm_bridge: POST " + http_.base_url() + "/v1/completions answered 200 with a body that is not JSON: " +
+                        reply.body.substr(0, 200));
+    }
+    return parse_completion_response(reply.json, chunks[c].size(), sampling.n);
+  };
+  GenerationOutput out;
+  const auto window = static_cast<std::size_t>(options_.max_concurrent_requests);
+  for (std::size_t first = 0; first < chunks.size(); first += window) {
+    std::vector<std::future<GenerationOutput>> running;
+    for (std::size_t c = first; c < std::min(chunks.size(), first + window); ++c) {
+      running.push_back(std::async(std::launch::async, send, c));
+    }
+    std::exception_ptr failure;
+    for (auto& result : running) {
+      try {
+        GenerationOutput part = result.get();
+        if (!failure) append(out, std::move(part));
+      } catch (...) {
+        if (!failure) failure = std::current_exception();  // wait for every request before throwing
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+  }
+  return out;
+}
+
+std::vector<WeightMeta> BridgeEngine::weight_meta() const { return meta_; }
+
+void BridgeEngine::load_weights(const NamedTensorList& weights, int64_t version) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string failure;
+  if (leader()) {
+    try {
+      const fs::path dir = snapshots_->write(weights, version);
+      try {
+        control_.load_weights(dir, version);
+        const std::optional<std::string> reported = control_.weight_version();
+        if (reported && *reported != std::to_string(version)) {
+          throw IoError("vllm_bridge: the server reports weights version '" + *reported + "' after loading version " +
+                        std::to_string(version));
+        }
+      } catch (const Error& e) {
+        std::string restored = "no earlier weights to restore";
+        if (!last_good_.empty()) {
+          try {
+            control_.load_weights(last_good_, version_);
+            restored = "the server was given back version " + std::to_string(version_) + " (" + last_good_.string() + ")";
+          } catch (const Error& again) {
+            restored = "restoring version " + std::to_string(version_) + " failed too: " + again.what();
+          }
+        }
+        throw IoError(std::string(e.what()) + "; " + restored);
+      }
+      if (kv_cache_asleep_) control_.wake_kv_cache();
+      snapshots_->remove_all_but({dir});
+      last_good_ = dir;
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+  share_outcome(failure, "loading weights version " + std::to_string(version));
+  version_ = version;
+  kv_cache_asleep_ = false;
+}
+
+int64_t BridgeEngine::weight_version() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return version_;
+}
+
+void BridgeEngine::sleep() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!options_.free_cache_engine || weights_asleep_) return;
+  if (leader()) control_.sleep(options_.sleep_level);
+  weights_asleep_ = kv_cache_asleep_ = true;
+}
+
+void BridgeEngine::wake_up() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!weights_asleep_) return;
+  if (leader()) control_.wake_weights();
+  weights_asleep_ = false;
+}
+
+void BridgeEngine::wake_kv_cache_if_asleep() {
+  if (!kv_cache_asleep_) return;
+  if (leader()) control_.wake_kv_cache();
+  kv_cache_asleep_ = false;
+}
+
+void BridgeEngine::check_server_weight_version() const {
+  if (version_ == 0 || !leader()) return;
+  const std::optional<std::string> reported = control_.weight_version();
+  if (reported && *reported != std::to_string(version_)) {
+    throw IoError("vllm_bridge: " + http_.base_url() + " serves weights version '" + *reported +
+                  "' but the trainer loaded version " + std::to_string(version_) +
+                  " (was the server reloaded or restarted by someone else?)");
+  }
+}
+
+}  // namespace rlcore::vllm_bridge

@@ -1,0 +1,63 @@
+// JSON over HTTP to one inference server: timeouts on every request, bounded
+// retries with backoff for calls that are safe to repeat, an optional Bearer
+// key, and errors that quote the server's own error object.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace rlcore::vllm_bridge {
+
+struct HttpSettings {
+  std::string base_url;  // scheme://host:port, no trailing slash
+  std::string api_key;   // empty: no Authorization header
+  double connect_timeout_s = 10;
+  double request_timeout_s = 600;
+  int64_t max_retries = 3;  // extra attempts after the first, for retryable calls
+  double retry_backoff_s = 0.5;  // doubles after each failed attempt
+};
+
+// Whether a call may be sent again after a connection failure or a 5xx.
+enum class Retry { kNo, kYes };
+
+struct HttpReply {
+  int status = 0;
+  std::string body;
+  // The body as JSON; null when it is empty or not JSON.
+  nlohmann::json json;
+};
+
+class HttpJsonClient {
+ public:
+  explicit HttpJsonClient(HttpSettings settings);
+
+  // Any status comes back (callers decide what 404 means); IoError when the
+  // server cannot be reached within the retries.
+  HttpReply get(const std::string& path, Retry retry) const;
+  HttpReply post(const std::string& path, const nlohmann::json& body, Retry retry,
+                 std::optional<double> timeout_s = std::nullopt) const;
+
+  // As get/post, but a status other than 200 is an IoError quoting the server.
+  nlohmann::json get_ok(const std::string& path, Retry retry) const;
+  nlohmann::json post_ok(const std::string& path, const nlohmann::json& body, Retry retry,
+                         std::optional<double> timeout_s = std::nullopt) const;
+
+  // "METHOD <url><path>: HTTP <status>: <the server's message>", for errors.
+  std::string describe(const std::string& method, const std::string& path, const HttpReply& reply) const;
+  const std::string& base_url() const { return settings_.base_url; }
+
+ private:
+  HttpReply send(const std::string& method, const std::string& path, const std::string* body, Retry retry,
+                 double timeout_s) const;
+
+  HttpSettings settings_;
+};
+
+// The message inside a vLLM/SGLang/OpenAI error body ({"error": {"message"}},
+// {"message"} or {"detail"}), else the body itself, cut to a readable length.
+std::string server_message(const std::string& body);
+
+}  // namespace rlcore::vllm_bridge
