@@ -19,6 +19,14 @@ bool answers(const HttpJsonClient& http, const std::string& path) {
   return http.get(path, Retry::kYes).status == 200;
 }
 
+// SGLang's /model_info, or /get_model_info (its older name, kept as an alias); "" when neither answers.
+std::string sglang_model_info_route(const HttpJsonClient& http) {
+  for (const char* route : {"/model_info", "/get_model_info"}) {
+    if (answers(http, route)) return route;
+  }
+  return "";
+}
+
 ServerKind detect_kind(const HttpJsonClient& http, const std::string& requested) {
   const bool vllm_dev = answers(http, "/is_sleeping");
   if (requested == "vllm" || (requested == "auto" && vllm_dev)) {
@@ -29,16 +37,16 @@ ServerKind detect_kind(const HttpJsonClient& http, const std::string& requested)
     }
     return ServerKind::kVllm;
   }
-  const bool sglang = answers(http, "/get_model_info");
+  const bool sglang = !sglang_model_info_route(http).empty();
   if (requested == "sglang" || sglang) {
     if (!sglang) {
-      throw ConfigError("vllm_bridge: " + http.base_url() + " does not answer SGLang's GET /get_model_info");
+      throw ConfigError("vllm_bridge: " + http.base_url() + " does not answer SGLang's GET /model_info");
     }
     return ServerKind::kSglang;
   }
   throw ConfigError("vllm_bridge: " + http.base_url() +
                     " cannot reload weights: it has neither vLLM's dev-mode routes (start vLLM with "
-                    "VLLM_SERVER_DEV_MODE=1) nor SGLang's /get_model_info (docs/vllm-bridge.md)");
+                    "VLLM_SERVER_DEV_MODE=1) nor SGLang's /model_info (docs/vllm-bridge.md)");
 }
 
 }  // namespace
@@ -119,13 +127,13 @@ void ServerControl::wake_kv_cache() const {
 
 void ServerControl::load_weights(const std::filesystem::path& dir, int64_t version) const {
   if (kind_ == ServerKind::kVllm) {
-    load_weights_vllm(dir);
+    load_weights_vllm(dir, version);
   } else {
     load_weights_sglang(dir, version);
   }
 }
 
-void ServerControl::load_weights_vllm(const std::filesystem::path& dir) const {
+void ServerControl::load_weights_vllm(const std::filesystem::path& dir, int64_t version) const {
   http_.post_ok("/pause?mode=wait", nullptr, Retry::kNo);
   std::string failure;
   try {
@@ -138,6 +146,12 @@ void ServerControl::load_weights_vllm(const std::filesystem::path& dir) const {
                 reply.dump().substr(0, 200);
     } else {
       http_.post_ok("/reset_prefix_cache", nullptr, Retry::kNo);
+      // vLLM >= 0.33 keeps a weights version; older servers answer 404 and keep none.
+      const HttpReply versioned =
+          http_.post("/update_weight_version", {{"new_version", std::to_string(version)}}, Retry::kNo);
+      if (versioned.status != 200 && versioned.status != 404) {
+        failure = http_.describe("POST", "/update_weight_version", versioned);
+      }
     }
   } catch (const Error& e) {
     failure = e.what();
@@ -155,13 +169,14 @@ void ServerControl::load_weights_sglang(const std::filesystem::path& dir, int64_
     throw IoError("vllm_bridge: reloading weights from " + dir.string() + " failed: " +
                   http_.describe("POST", "/update_weights_from_disk", reply));
   }
-  http_.post("/flush_cache", nullptr, Retry::kNo);  // best effort: the reload already dropped stale entries
 }
 
 std::optional<std::string> ServerControl::weight_version() const {
-  if (kind_ != ServerKind::kSglang) return std::nullopt;
-  const HttpReply reply = http_.get("/get_weight_version", Retry::kYes);
-  if (reply.status != 200 || !reply.json.is_object()) return std::nullopt;
+  // vLLM >= 0.33: /weight_info; SGLang: the weight_version field of /model_info.
+  const std::string route = kind_ == ServerKind::kVllm ? "/weight_info" : sglang_model_info_route(http_);
+  if (route.empty()) return std::nullopt;
+  const HttpReply reply = http_.get(route, Retry::kYes);
+  if (reply.status != 200 || !reply.json.is_object() || !reply.json.contains("weight_version")) return std::nullopt;
   return string_or(reply.json, "weight_version", "");
 }
 

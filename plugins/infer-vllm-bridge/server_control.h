@@ -45,15 +45,16 @@ class ServerControl {
 
   // Loads the checkpoint directory `dir` as weights version `version`. vLLM:
   // pause (wait for requests in flight), collective_rpc reload_weights, reset
-  // the prefix cache, resume (also after a failure). SGLang:
-  // update_weights_from_disk with the version. IoError quoting the server.
+  // the prefix cache, set the version where the server keeps one, resume (also
+  // after a failure). SGLang: update_weights_from_disk with the version (it
+  // flushes the cache itself). IoError quoting the server.
   void load_weights(const std::filesystem::path& dir, int64_t version) const;
-  // The version the server reports (SGLang's /get_weight_version), or nullopt
-  // when it has no such route.
+  // The version the server reports (vLLM's /weight_info, SGLang's /model_info),
+  // or nullopt when it keeps none.
   std::optional<std::string> weight_version() const;
 
  private:
-  void load_weights_vllm(const std::filesystem::path& dir) const;
+  void load_weights_vllm(const std::filesystem::path& dir, int64_t version) const;
   void load_weights_sglang(const std::filesystem::path& dir, int64_t version) const;
 
   const HttpJsonClient& http_;

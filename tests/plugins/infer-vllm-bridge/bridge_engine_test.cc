@@ -47,7 +47,7 @@ TEST_CASE("the bridge checks the server before the first step", "[vllm_bridge]")
   }
   SECTION("SGLang's routes make it SGLang") {
     server.remove("GET", "/is_sleeping");
-    server.on_json("GET", "/get_model_info", {{"model_path", "/m"}, {"is_generation", true}});
+    server.on_json("GET", "/get_model_info", {{"model_path", "/m"}, {"is_generation", true}});  // the older name
     BridgeEngine engine(options, context_for(fixture));
     CHECK(engine.server().kind == rlcore::vllm_bridge::ServerKind::kSglang);
   }
@@ -197,7 +197,8 @@ TEST_CASE("vLLM: weights reload through pause, collective_rpc, reset, resume; a 
   engine.load_weights(weights, 1);
   CHECK(engine.weight_version() == 1);
   CHECK(server.calls() == std::vector<std::string>{"POST /pause?mode=wait", "POST /collective_rpc",
-                                                   "POST /reset_prefix_cache", "POST /resume"});
+                                                   "POST /reset_prefix_cache", "POST /update_weight_version",
+                                                   "POST /resume"});
   const json rpc = json::parse(server.log()[1].body);
   CHECK(rpc["method"] == "reload_weights");
   CHECK(rpc["kwargs"]["is_checkpoint_format"] == true);
@@ -245,10 +246,9 @@ TEST_CASE("SGLang: weights reload with their version, and a server on other weig
     res.set_content(R"({"success":true,"message":"Succeeded to update model weights.","num_paused_requests":0})",
                     "application/json");
   });
-  server.on("GET", "/get_weight_version", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(json{{"weight_version", served_version}}.dump(), "application/json");
+  server.on("GET", "/model_info", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(json{{"model_path", "/m"}, {"weight_version", served_version}}.dump(), "application/json");
   });
-  server.on_json("POST", "/flush_cache", nullptr);
   BridgeEngine engine(options_for(server), context_for(fixture));
   engine.load_weights(weights_of(fixture), 3);
   CHECK(served_version == "3");
@@ -287,8 +287,9 @@ TEST_CASE("colocated: sleep, then weights, reload, KV cache; a separate server i
     engine.generate({{5}}, sampling(1, 1));
     CHECK(server.calls() == std::vector<std::string>{"POST /sleep?level=2", "POST /wake_up?tags=weights",
                                                      "POST /pause?mode=wait", "POST /collective_rpc",
-                                                     "POST /reset_prefix_cache", "POST /resume",
-                                                     "POST /wake_up?tags=kv_cache", "POST /v1/completions"});
+                                                     "POST /reset_prefix_cache", "POST /update_weight_version",
+                                                     "POST /resume", "POST /wake_up?tags=kv_cache",
+                                                     "POST /v1/completions"});
   }
   SECTION("without it") {
     BridgeEngine engine(options, context_for(fixture));

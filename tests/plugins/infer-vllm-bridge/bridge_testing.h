@@ -39,7 +39,7 @@ inline void answer_completions(const httplib::Request& req, httplib::Response& r
 }
 
 // The read-only routes of a server; `kind` "vllm" adds dev mode's /is_sleeping,
-// "sglang" /get_model_info and /get_weight_version ("0" until set).
+// "sglang" /model_info (weight_version "default", as SGLang starts).
 inline void add_probe_routes(FakeServer& server, const std::string& kind, int64_t max_model_len = 256) {
   server.on("GET", "/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
   server.on_json("GET", "/v1/models",
@@ -47,8 +47,7 @@ inline void add_probe_routes(FakeServer& server, const std::string& kind, int64_
   server.on_json("GET", "/version", {{"version", kind == "vllm" ? "0.16.0" : "0.5.0"}});
   if (kind == "vllm") server.on_json("GET", "/is_sleeping", {{"is_sleeping", false}});
   if (kind == "sglang") {
-    server.on_json("GET", "/get_model_info", {{"model_path", "/m"}, {"is_generation", true}, {"weight_version", "0"}});
-    server.on_json("GET", "/get_weight_version", {{"weight_version", "0"}});
+    server.on_json("GET", "/model_info", {{"model_path", "/m"}, {"is_generation", true}, {"weight_version", "default"}});
   }
   server.on("POST", "/v1/completions", answer_completions);
 }
