@@ -33,6 +33,7 @@ struct ServeArgs {
   std::string engine = "native";
   std::string served_model_name;
   std::string device = "cpu";
+  bool dev_mode = false;
 };
 
 // Where the signal handler writes; a handler can reach nothing but a global,
@@ -141,7 +142,10 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
       "api-key", po::value(&serve.api_key), "require 'Authorization: Bearer KEY' (default: $RLCORE_API_KEY)")(
       "engine", po::value(&serve.engine), "inference_engine plugin name (default native)")(
       "served-model-name", po::value(&serve.served_model_name), "model id clients send (default: --model)")(
-      "device", po::value(&serve.device), "auto | cpu | cuda | cuda:N (default cpu)");
+      "device", po::value(&serve.device), "auto | cpu | cuda | cuda:N (default cpu)")(
+      "dev-mode", po::bool_switch(&serve.dev_mode),
+      "also serve the routes RL trainers use on vLLM (VLLM_SERVER_DEV_MODE=1) and SGLang: sleep/wake_up, "
+      "pause/resume, reload weights from disk, weight version (docs/serve.md)");
   if (std::find(args.begin(), args.end(), "--help") != args.end() ||
       std::find(args.begin(), args.end(), "-h") != args.end()) {
     io.out << options << "\nSee docs/serve.md for the routes and fields.\n";
@@ -176,7 +180,9 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
                                                            ComponentContext{device.str(), serve.model_dir});
   auto api = std::make_shared<serve::OpenAiApi>(
       std::move(engine), serve::load_served_model(serve.model_dir, serve.served_model_name, max_model_len));
-  serve::Server server(api, serve::ServerOptions{serve.api_key});
+  serve::ServerOptions server_options{serve.api_key};
+  if (serve.dev_mode) server_options.dev_mode = std::make_shared<serve::DevModeApi>(api, serve.model_dir);
+  serve::Server server(api, server_options);
   const int port = server.bind(serve.host, serve.port);
   if (serve.api_key.empty() && serve.host != "127.0.0.1" && serve.host != "localhost") {
     spdlog::warn("rlcore serve: listening on {} without --api-key: anyone who can reach it can use the model",

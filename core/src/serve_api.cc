@@ -6,35 +6,13 @@
 #include <utility>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "rlcore/core/serve/api_error.h"
 #include "rlcore/core/serve/responses.h"
+#include "serve_answer.h"
 #include "rlcore/error.h"
 
 namespace rlcore::serve {
-namespace {
-
-ApiResponse ok(const nlohmann::json& body) { return {200, body.dump()}; }
-
-// Runs `handle`, turning exceptions into error answers so no request can take
-// the server down.
-template <class Handle>
-ApiResponse answer(const char* route, Handle&& handle) {
-  try {
-    return handle();
-  } catch (const ApiError& e) {
-    return {e.status(), error_body(e).dump()};
-  } catch (const ValueError& e) {
-    // As vLLM: a ValueError from below (tokenizer, engine limits) is the request's fault.
-    return {400, error_text(400, "BadRequestError", e.what())};
-  } catch (const std::exception& e) {
-    spdlog::error("{}: {}", route, e.what());
-    return {500, error_text(500, "InternalServerError", e.what())};
-  }
-}
-
-}  // namespace
 
 std::string error_text(int status, const std::string& type, const std::string& message) {
   return error_body(status, type, message).dump();
@@ -54,6 +32,7 @@ ApiResponse OpenAiApi::completions(const std::string& body) {
     const auto created = static_cast<int64_t>(std::time(nullptr));
     GenerationOutput output;
     {
+      const GateTicket ticket(gate_);
       std::lock_guard<std::mutex> lock(engine_mutex_);
       output = engine_->generate(prepared.prompt_token_ids, prepared.sampling);
     }

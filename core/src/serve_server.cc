@@ -59,7 +59,48 @@ struct Server::Impl {
   std::atomic<bool> serving{false};
 
   void add_routes();
+  void add_dev_routes(DevModeApi& dev);
 };
+
+void Server::Impl::add_dev_routes(DevModeApi& dev) {
+  using Req = httplib::Request;
+  using Res = httplib::Response;
+  // vLLM (VLLM_SERVER_DEV_MODE=1).
+  http.Post("/sleep", [&dev](const Req& req, Res& res) {
+    reply(res, dev.sleep(req.has_param("level") ? req.get_param_value("level") : "1"));
+  });
+  http.Post("/wake_up", [&dev](const Req& req, Res& res) {
+    std::vector<std::string> tags;
+    for (std::size_t i = 0; i < req.get_param_value_count("tags"); ++i) tags.push_back(req.get_param_value("tags", i));
+    reply(res, dev.wake_up(tags));
+  });
+  http.Get("/is_sleeping", [&dev](const Req&, Res& res) { reply(res, dev.is_sleeping()); });
+  http.Post("/reset_prefix_cache", [&dev](const Req&, Res& res) { reply(res, dev.reset_prefix_cache()); });
+  http.Post("/pause", [&dev](const Req& req, Res& res) {
+    reply(res, dev.pause(req.has_param("mode") ? req.get_param_value("mode") : "abort"));
+  });
+  http.Post("/resume", [&dev](const Req&, Res& res) { reply(res, dev.resume()); });
+  http.Get("/is_paused", [&dev](const Req&, Res& res) { reply(res, dev.is_paused()); });
+  http.Post("/collective_rpc", [&dev](const Req& req, Res& res) { reply(res, dev.collective_rpc(req.body)); });
+  http.Post("/update_weight_version",
+            [&dev](const Req& req, Res& res) { reply(res, dev.update_weight_version(req.body)); });
+  http.Get("/weight_info", [&dev](const Req&, Res& res) { reply(res, dev.weight_info()); });
+  // SGLang.
+  http.Post("/update_weights_from_disk",
+            [&dev](const Req& req, Res& res) { reply(res, dev.update_weights_from_disk(req.body)); });
+  http.Post("/release_memory_occupation",
+            [&dev](const Req& req, Res& res) { reply(res, dev.release_memory_occupation(req.body)); });
+  http.Post("/resume_memory_occupation",
+            [&dev](const Req& req, Res& res) { reply(res, dev.resume_memory_occupation(req.body)); });
+  for (const char* route : {"/model_info", "/get_model_info"}) {
+    http.Get(route, [&dev](const Req&, Res& res) { reply(res, dev.model_info()); });
+  }
+  const auto flush = [&dev](const Req&, Res& res) {
+    reply(res, dev.reset_prefix_cache());  // SGLang answers text; nothing to flush here either way
+  };
+  http.Get("/flush_cache", flush);
+  http.Post("/flush_cache", flush);
+}
 
 void Server::Impl::add_routes() {
   http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
@@ -72,6 +113,7 @@ void Server::Impl::add_routes() {
             [this](const httplib::Request& req, httplib::Response& res) { reply(res, api->tokenize(req.body)); });
   http.Post("/detokenize",
             [this](const httplib::Request& req, httplib::Response& res) { reply(res, api->detokenize(req.body)); });
+  if (options.dev_mode) add_dev_routes(*options.dev_mode);
 
   // Runs before the body is read, so an unauthenticated client cannot make the server read megabytes.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {

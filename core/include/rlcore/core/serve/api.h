@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "rlcore/core/serve/generation_gate.h"
 #include "rlcore/core/serve/requests.h"
 #include "rlcore/core/serve/served_model.h"
 #include "rlcore/export.h"
@@ -31,11 +32,22 @@ class RLCORE_API OpenAiApi {
 
   const ServedModel& model() const { return model_; }
 
+  // Runs `use(engine)` with the engine to itself (no generation in between):
+  // how the dev-mode routes reload weights and sleep.
+  template <class Use>
+  auto with_engine(Use&& use) {
+    std::lock_guard<std::mutex> lock(engine_mutex_);
+    return use(*engine_);
+  }
+  // Whether completions are taken (vLLM's /pause and /resume).
+  GenerationGate& gate() { return gate_; }
+
  private:
   std::shared_ptr<InferenceEngine> engine_;
   ServedModel model_;
   RequestLimits limits_;
   std::mutex engine_mutex_;
+  GenerationGate gate_;
 };
 
 // The body of an error answer: vLLM's error object as JSON text.

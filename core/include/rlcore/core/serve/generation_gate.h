@@ -1,0 +1,48 @@
+// Whether `rlcore serve` takes new generations: vLLM's /pause and /resume.
+// Paused with mode "keep", new requests wait for /resume; with "wait" or
+// "abort" they are refused with 503 (vLLM's answer). Pausing with "wait"
+// returns once the generations in flight are done ("abort" cannot stop a
+// running generation here, so it waits too).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "rlcore/export.h"
+
+namespace rlcore::serve {
+
+class RLCORE_API GenerationGate {
+ public:
+  // Blocks while paused in "keep" mode; throws ApiError 503 when paused otherwise.
+  void enter();
+  void leave();
+
+  // mode: abort | wait | keep; anything else is a 400 naming it.
+  void pause(const std::string& mode);
+  void resume();
+  bool paused() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool paused_ = false;
+  bool hold_new_ = false;  // "keep": new requests wait instead of being refused
+  int64_t in_flight_ = 0;
+};
+
+// enter() on construction, leave() on destruction.
+class GateTicket {
+ public:
+  explicit GateTicket(GenerationGate& gate) : gate_(gate) { gate_.enter(); }
+  ~GateTicket() { gate_.leave(); }
+  GateTicket(const GateTicket&) = delete;
+  GateTicket& operator=(const GateTicket&) = delete;
+
+ private:
+  GenerationGate& gate_;
+};
+
+}  // namespace rlcore::serve

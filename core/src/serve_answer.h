@@ -1,0 +1,32 @@
+// How every route of `rlcore serve` answers: a JSON body, or an error object
+// for whatever the handler threw, so no request can take the server down.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "rlcore/core/serve/api.h"
+#include "rlcore/core/serve/api_error.h"
+#include "rlcore/error.h"
+
+namespace rlcore::serve {
+
+inline ApiResponse ok(const nlohmann::json& body) { return {200, body.dump()}; }
+
+// ApiError keeps its status; a ValueError from below (tokenizer, engine
+// limits, a bad file) is the request's fault (400, as vLLM); anything else 500.
+template <class Handle>
+ApiResponse answer(const char* route, Handle&& handle) {
+  try {
+    return handle();
+  } catch (const ApiError& e) {
+    return {e.status(), error_body(e).dump()};
+  } catch (const ValueError& e) {
+    return {400, error_text(400, "BadRequestError", e.what())};
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", route, e.what());
+    return {500, error_text(500, "InternalServerError", e.what())};
+  }
+}
+
+}  // namespace rlcore::serve
