@@ -18,6 +18,10 @@
 #include <catch2/catch.hpp>
 #include "../../common/error_of.h"
 
+#include <httplib.h>
+
+#include "rlcore/core/serve/api.h"
+#include "rlcore/core/serve/server.h"
 #include "rlcore/core/serve/served_model.h"
 #include "rlcore/options.h"
 #include "rlcore/registry.h"
@@ -131,5 +135,50 @@ inline std::shared_ptr<ScriptedEngine> make_scripted_engine(rlcore::Registry& re
   }
   return std::static_pointer_cast<ScriptedEngine>(registry.create<rlcore::InferenceEngine>("scripted"));
 }
+
+// A Server on 127.0.0.1:<free port>, serving from its own thread until
+// destroyed; with `dev_mode`, the dev-mode routes too (weights from `model_dir`).
+class RunningServer {
+ public:
+  explicit RunningServer(std::shared_ptr<rlcore::InferenceEngine> engine, rlcore::serve::ServerOptions options = {},
+                         bool dev_mode = false, const std::string& model_dir = "/models/tiny")
+      : api_(std::make_shared<rlcore::serve::OpenAiApi>(std::move(engine), test_model())),
+        server_(api_, with_dev_mode(std::move(options), dev_mode, model_dir)),
+        port_(server_.bind("127.0.0.1", 0)),
+        thread_([this] { served_cleanly_ = server_.serve(); }) {}
+
+  ~RunningServer() {
+    server_.stop();
+    thread_.join();
+  }
+
+  httplib::Client client(const std::string& api_key = "") const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_read_timeout(60, 0);
+    if (!api_key.empty()) client.set_bearer_token_auth(api_key.c_str());
+    return client;
+  }
+
+  int port() const { return port_; }
+  void stop_and_join() {
+    server_.stop();
+    thread_.join();
+    thread_ = std::thread([] {});
+  }
+  bool served_cleanly() const { return served_cleanly_; }
+
+ private:
+  rlcore::serve::ServerOptions with_dev_mode(rlcore::serve::ServerOptions options, bool dev_mode,
+                                             const std::string& model_dir) const {
+    if (dev_mode) options.dev_mode = std::make_shared<rlcore::serve::DevModeApi>(api_, model_dir);
+    return options;
+  }
+
+  std::shared_ptr<rlcore::serve::OpenAiApi> api_;
+  rlcore::serve::Server server_;
+  int port_;
+  bool served_cleanly_ = false;
+  std::thread thread_;
+};
 
 }  // namespace rlcore_test

@@ -12,46 +12,10 @@
 
 using namespace rlcore::serve;
 using nlohmann::json;
+using rlcore_test::RunningServer;
 using rlcore_test::ScriptedEngine;
 
 namespace {
-
-// A Server on 127.0.0.1:<free port>, serving from its own thread until destroyed.
-class RunningServer {
- public:
-  explicit RunningServer(std::shared_ptr<rlcore::InferenceEngine> engine, ServerOptions options = {})
-      : api_(std::make_shared<OpenAiApi>(std::move(engine), rlcore_test::test_model())),
-        server_(api_, std::move(options)),
-        port_(server_.bind("127.0.0.1", 0)),
-        thread_([this] { served_cleanly_ = server_.serve(); }) {}
-
-  ~RunningServer() {
-    server_.stop();
-    thread_.join();
-  }
-
-  httplib::Client client(const std::string& api_key = "") const {
-    httplib::Client client("127.0.0.1", port_);
-    client.set_read_timeout(60, 0);
-    if (!api_key.empty()) client.set_bearer_token_auth(api_key.c_str());
-    return client;
-  }
-
-  int port() const { return port_; }
-  void stop_and_join() {
-    server_.stop();
-    thread_.join();
-    thread_ = std::thread([] {});
-  }
-  bool served_cleanly() const { return served_cleanly_; }
-
- private:
-  std::shared_ptr<OpenAiApi> api_;
-  Server server_;
-  int port_;
-  bool served_cleanly_ = false;
-  std::thread thread_;
-};
 
 std::shared_ptr<ScriptedEngine> scripted_engine(rlcore::Registry& registry) {
   return rlcore_test::make_scripted_engine(registry);
