@@ -35,6 +35,21 @@ nlohmann::json parse_or_null(const std::string& body) {
 
 bool retryable_status(int status) { return status == 408 || status == 429 || status >= 500; }
 
+std::string transport_failure(httplib::Error error, const HttpSettings& settings) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "cannot connect (refused or unreachable)";
+    case httplib::Error::ConnectionTimeout:
+      return "no connection within connect_timeout_s (" + std::to_string(settings.connect_timeout_s) + " s)";
+    case httplib::Error::Read:
+      return "no complete answer in time (request_timeout_s, reload_timeout_s) or the connection closed";
+    case httplib::Error::Write:
+      return "the request could not be sent (connection closed)";
+    default:
+      return httplib::to_string(error);
+  }
+}
+
 }  // namespace
 
 std::string server_message(const std::string& body) {
@@ -84,7 +99,7 @@ HttpReply HttpJsonClient::send(const std::string& method, const std::string& pat
       if (!retryable_status(reply.status) || attempt == attempts) return reply;
       last_failure = describe(method, path, reply);
     } else {
-      last_failure = method + " " + settings_.base_url + path + ": " + httplib::to_string(result.error());
+      last_failure = method + " " + settings_.base_url + path + ": " + transport_failure(result.error(), settings_);
     }
     if (attempt < attempts) {
       std::this_thread::sleep_for(std::chrono::duration<double>(backoff));

@@ -34,3 +34,19 @@ TEST_CASE("GRPO with the rollout on a vLLM-style server learns like the in-proce
   server.stop();
   std::filesystem::remove_all(ws);
 }
+
+TEST_CASE("a rollout server that cannot be reached stops the run at once, naming it") {
+  const std::string ws = e2e::make_workspace("grpo_bridge_down", 8);
+  const std::string config = e2e::write_config(ws, "grpo_bridge_down", e2e::kLearningGrpo);
+  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=2",
+                                              "actor_rollout_ref.rollout.name=vllm_bridge",
+                                              "actor_rollout_ref.rollout.server_url=http://127.0.0.1:9",
+                                              "actor_rollout_ref.rollout.max_retries=1",
+                                              "actor_rollout_ref.rollout.retry_backoff_s=0.01"});
+  INFO(run.output);
+  CHECK(run.status != 0);
+  CHECK_THAT(run.output, Catch::Contains("http://127.0.0.1:9/health: cannot connect") &&
+                             Catch::Contains("after 2 attempts"));
+  CHECK(e2e::read_metrics(ws + "/grpo_bridge_down").empty());  // not a single step
+  std::filesystem::remove_all(ws);
+}

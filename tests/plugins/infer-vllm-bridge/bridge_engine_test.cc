@@ -66,6 +66,14 @@ TEST_CASE("the bridge checks the server before the first step", "[vllm_bridge]")
     CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }),
                Catch::Contains("max_model_len 1024") && Catch::Contains("256"));
   }
+  SECTION("the api_key goes to every request as a Bearer token") {
+    server.on("GET", "/health", [](const httplib::Request& req, httplib::Response& res) {
+      res.status = req.get_header_value("Authorization") == "Bearer s3cret" ? 200 : 401;
+    });
+    CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }), Catch::Contains("HTTP 401"));
+    options.api_key = "s3cret";
+    CHECK_NOTHROW(BridgeEngine(options, context_for(fixture)));
+  }
   SECTION("an unhealthy server is named with its answer") {
     server.on_json("GET", "/health", {{"error", {{"message", "engine dead"}}}}, 503);
     options.max_retries = 1;
