@@ -78,6 +78,8 @@ std::string component_options_path(const std::string& kind, const std::string& n
   // The same keys are read from actor_rollout_ref.ref and critic for the engines of those roles.
   if (kind == "train_engine") return "actor_rollout_ref.actor";
   if (kind == "inference_engine") return "actor_rollout_ref.rollout";
+  // The sharding manager (rollout.sharding_manager) reads the other keys of hybrid_engine.
+  if (kind == "sharding_manager") return "actor_rollout_ref.hybrid_engine";
   return "plugins." + kind + "." + name;
 }
 

@@ -33,7 +33,17 @@ struct PendingCall {
   std::map<int64_t, RankReply> replies;
   std::promise<CallOutput> promise;
   std::optional<Clock::time_point> deadline;
+  // A rank's method failed while other ranks were still running: its error is
+  // held until `report_at` (or until they all answer), so that a worker death
+  // that caused it (a peer's collective failing first) is reported first.
+  std::optional<std::string> held_error;
+  WorkerAddress held_worker;
+  Clock::time_point report_at;
 };
+
+// How long a failed rank's error waits for the death of another rank of the
+// same call to be noticed (the launcher reaps every 100 ms tick).
+inline constexpr std::chrono::milliseconds kDeathGrace{1500};
 
 struct ClusterState {
   std::mutex mutex;

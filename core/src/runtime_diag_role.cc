@@ -78,6 +78,11 @@ void register_diag(const RoleContext& context, RoleMethods& methods) {
   });
   methods.add("all_reduce", DispatchMode::kOneToAll, [context](const Batch&, const nlohmann::json& args) {
     if (!context.comm) throw ConfigError("diag.all_reduce needs process groups (runtime.process_groups=true)");
+    // "late_ranks": these ranks sleep "late_s" first (the others wait in the collective).
+    const auto late = args.value("late_ranks", std::vector<int64_t>{});
+    if (std::find(late.begin(), late.end(), context.rank) != late.end()) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(args.value("late_s", 0.0)));
+    }
     const CommGroup& group = context.comm->group(args.value("group", std::string("world")));
     at::Tensor value = at::full({1}, static_cast<double>(context.rank + 1), at::kDouble);
     group.all_reduce(value);

@@ -41,10 +41,20 @@ void ClusterState::fail(const WorkerAddress& worker, const std::string& message)
     changed.notify_all();
   }
   for (auto& call : failed) {
-    call->promise.set_exception(std::make_exception_ptr(
-        WorkerLostError(worker, "call '" + call->method + "' on pool '" + call->pool + "' failed: " + message)));
+    // The lost worker first; what the others then reported follows as its consequence.
+    const std::string collateral = call->held_error ? "; then, as a consequence: " + *call->held_error : "";
+    call->promise.set_exception(std::make_exception_ptr(WorkerLostError(
+        worker, "call '" + call->method + "' on pool '" + call->pool + "' failed: " + message + collateral)));
   }
 }
+
+namespace {
+
+void report_held_error(PendingCall& call) {
+  call.promise.set_exception(std::make_exception_ptr(RemoteCallError(call.held_worker, call.method, *call.held_error)));
+}
+
+}  // namespace
 
 void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
   const uint64_t id = reply.header["id"].get<uint64_t>();
@@ -63,13 +73,18 @@ void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
       spdlog::warn("control plane: dropped an unexpected reply to call {} from worker rank {}", id, peer.rank);
       return;
     }
-    if (!reply.header["ok"].get<bool>()) {
-      calls.erase(it);
+    if (!reply.header["ok"].get<bool>() && !call->held_error) {
       const WorkerAddress& worker = call->workers[rank];
-      call->promise.set_exception(std::make_exception_ptr(RemoteCallError(
-          worker, call->method,
-          "method '" + call->method + "' failed on pool '" + call->pool + "' " + describe_in_pool(rank, worker) + ": " +
-              reply.header["error"].get<std::string>())));
+      call->held_error = "method '" + call->method + "' failed on pool '" + call->pool + "' " +
+                         describe_in_pool(rank, worker) + ": " + reply.header["error"].get<std::string>();
+      call->held_worker = worker;
+      call->report_at = Clock::now() + kDeathGrace;
+    }
+    if (call->held_error) {
+      // Everyone answered: nobody of this call died, so the first error stands.
+      if (!call->waiting.empty()) return;
+      calls.erase(it);
+      report_held_error(*call);
       return;
     }
     call->replies[rank] = RankReply{rank, reply.header.value("value", nlohmann::json()), std::move(reply.batch)};
@@ -86,11 +101,15 @@ void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
 
 void ClusterState::expire_calls() {
   std::vector<std::shared_ptr<PendingCall>> expired;
+  std::vector<std::shared_ptr<PendingCall>> held;
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto now = Clock::now();
     for (auto it = calls.begin(); it != calls.end();) {
-      if (it->second->deadline && now >= *it->second->deadline) {
+      if (it->second->held_error && now >= it->second->report_at) {
+        held.push_back(it->second);
+        it = calls.erase(it);
+      } else if (it->second->deadline && now >= *it->second->deadline) {
         expired.push_back(it->second);
         it = calls.erase(it);
       } else {
@@ -98,6 +117,7 @@ void ClusterState::expire_calls() {
       }
     }
   }
+  for (auto& call : held) report_held_error(*call);
   for (auto& call : expired) {
     call->promise.set_exception(std::make_exception_ptr(TimeoutError(
         "call '" + call->method + "' on pool '" + call->pool + "' timed out waiting for " +

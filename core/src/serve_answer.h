@@ -2,8 +2,9 @@
 // for whatever the handler threw, so no request can take the server down.
 #pragma once
 
+#include <string>
+
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "rlcore/core/serve/api.h"
 #include "rlcore/core/serve/api_error.h"
@@ -12,6 +13,11 @@
 namespace rlcore::serve {
 
 inline ApiResponse ok(const nlohmann::json& body) { return {200, body.dump()}; }
+
+// Logs the failure (the server's fault) and answers 500. Out of line, so this
+// header does not pull in spdlog: rlcore_use_system_fmt (CMake) gives the
+// system fmt only to the files that include spdlog themselves.
+ApiResponse internal_error(const char* route, const std::string& what);
 
 // ApiError keeps its status; a ValueError from below (tokenizer, engine
 // limits, a bad file) is the request's fault (400, as vLLM); anything else 500.
@@ -24,8 +30,7 @@ ApiResponse answer(const char* route, Handle&& handle) {
   } catch (const ValueError& e) {
     return {400, error_text(400, "BadRequestError", e.what())};
   } catch (const std::exception& e) {
-    spdlog::error("{}: {}", route, e.what());
-    return {500, error_text(500, "InternalServerError", e.what())};
+    return internal_error(route, e.what());
   }
 }
 

@@ -97,6 +97,16 @@ TEST_CASE("docs/config-reference.md is up to date", "[cli]") {
   CHECK(read_file(RLCORE_SOURCE_DIR "/docs/config-reference.md") == result.out);
 }
 
+TEST_CASE("a sharding manager's keys are read where the config reference lists them", "[cli]") {
+  const auto reference = run({"config", "--schema", "--format", "markdown"});
+  REQUIRE_THAT(reference.out, Catch::Contains("`actor_rollout_ref.hybrid_engine.offload_train_param`"));
+  const std::string config = RLCORE_SOURCE_DIR "/configs/quickstart.yaml";
+  CHECK(run({"config", "--config", config, "actor_rollout_ref.hybrid_engine.offload_train_param=true"}).status == 0);
+  const auto refused = run({"config", "--config", config, "plugins.sharding_manager.bucketed.offload_train_param=true"});
+  CHECK(refused.status != 0);
+  CHECK_THAT(refused.err, Catch::Contains("plugins"));
+}
+
 TEST_CASE("rlcore grade scores JSONL lines and prints a summary", "[cli]") {
   const std::string input =
       R"({"response": "6 * 7 = 42 #### 42", "ground_truth": "42", "data_source": "openai/gsm8k"})" "\n"
