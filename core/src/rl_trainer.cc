@@ -100,8 +100,9 @@ struct RlTrainer::Impl {
     plan = trainer::make_train_plan(config, components, train_set.size(), actor_workers, critic_workers);
     sampler = std::make_unique<EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle,
                                              config.data.seed);
-    estimator = components.create<AdvantageEstimator>(config.algorithm.adv_estimator,
-                                                      config.algorithm.estimator_options);
+    estimator = components.create<AdvantageEstimator>(
+        config.algorithm.adv_estimator,
+        estimator_options(components, config.algorithm.adv_estimator, config.algorithm.estimator_options));
     kl_controller = make_kl_controller(config.algorithm.kl_ctrl);
     limits = trainer::generation_limits(tokenizer, plan.response_length);
     validator = std::make_unique<trainer::Validator>(config, val_set, tokenizer, rewards, limits);

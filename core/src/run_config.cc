@@ -83,6 +83,25 @@ std::string component_options_path(const std::string& kind, const std::string& n
   return "plugins." + kind + "." + name;
 }
 
+ConfigNode estimator_options(const Registry& registry, const std::string& estimator, const ConfigNode& options) {
+  const ComponentEntry* selected = registry.find("advantage_estimator", estimator);
+  if (selected == nullptr || !options.is_map()) return options;
+  const auto declares = [](const ComponentEntry& entry, const std::string& key) {
+    return std::any_of(entry.keys.begin(), entry.keys.end(), [&](const KeySpec& spec) { return spec.name == key; });
+  };
+  ConfigNode own = options.clone();
+  for (const std::string& key : options.keys()) {
+    if (declares(*selected, key)) continue;
+    for (const std::string& other : registry.names("advantage_estimator")) {
+      if (declares(*registry.find("advantage_estimator", other), key)) {
+        own.erase(key);
+        break;
+      }
+    }
+  }
+  return own;
+}
+
 namespace {
 
 void fill_defaults(ConfigNode& tree, const std::vector<KeySpec>& keys) {
@@ -144,7 +163,7 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
   }
   if (tree.has("algorithm")) {
     component(registry, "advantage_estimator", config.algorithm.adv_estimator, "algorithm.adv_estimator")
-        .validate(config.algorithm.estimator_options);
+        .validate(estimator_options(registry, config.algorithm.adv_estimator, config.algorithm.estimator_options));
   }
 }
 

@@ -1,6 +1,7 @@
 // How a run's batch sizes relate (see trainer_plan.h and docs/trainer.md).
 #include "trainer_plan.h"
 
+#include "rlcore/core/run_config.h"
 #include "rlcore/core/trainer/trainer_config.h"
 #include "rlcore/error.h"
 
@@ -17,7 +18,7 @@ AdvantageNeeds estimator_needs(const RunConfig& config, const Registry& componen
     throw ConfigError("algorithm.adv_estimator: '" + name + "' is not a registered advantage estimator; known: " +
                       known);
   }
-  return components.create<AdvantageEstimator>(name, config.algorithm.estimator_options)
+  return components.create<AdvantageEstimator>(name, estimator_options(components, name, config.algorithm.estimator_options))
       ->needs();
 }
 

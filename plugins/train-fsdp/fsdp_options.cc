@@ -6,13 +6,24 @@
 
 namespace rlcore::fsdp {
 
+namespace {
+
+// "" (the default) means unset: the other key decides, else float32.
+std::vector<std::string> unset_or_precision() {
+  std::vector<std::string> names = precision_names();
+  names.insert(names.begin(), "");
+  return names;
+}
+
+}  // namespace
+
 OptionsSchema<FsdpOptions> fsdp_options_schema() {
   OptionsSchema<MixedPrecisionOptions> mixed_precision;
   mixed_precision
       .key("param_dtype", &MixedPrecisionOptions::param_dtype,
            "Compute dtype of gathered parameters and activations (torch FSDP's MixedPrecision.param_dtype); "
            "unset: fsdp_config.dtype, else float32. Masters, gradient shards and AdamW stay float32.",
-           one_of(precision_names()))
+           one_of(unset_or_precision()))
       .key("reduce_dtype", &MixedPrecisionOptions::reduce_dtype,
            "Dtype gradients are averaged over dp in. 16-bit halves NCCL traffic; Gloo cannot sum bf16, so there "
            "each rank's gradient and the sum are rounded to it around an fp32 sum.",
@@ -25,7 +36,7 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
       .key("dtype", &FsdpConfigOptions::dtype,
            "Alias of mixed_precision.param_dtype (verl reads it when mixed_precision is absent); both unset: "
            "float32. Setting both to different dtypes is an error.",
-           one_of(precision_names()))
+           one_of(unset_or_precision()))
       .section("mixed_precision", &FsdpConfigOptions::mixed_precision, mixed_precision)
       .key("param_offload", &FsdpConfigOptions::param_offload,
            "Keep parameter shards in host memory between calls.")

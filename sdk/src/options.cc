@@ -13,7 +13,7 @@ std::string Check::describe() const {
   std::ostringstream out;
   if (!choices.empty()) {
     out << "one of: ";
-    for (std::size_t i = 0; i < choices.size(); ++i) out << (i ? ", " : "") << choices[i];
+    for (std::size_t i = 0; i < choices.size(); ++i) out << (i ? ", " : "") << detail::format_value(choices[i]);
     return out.str();
   }
   if (min && max) {

@@ -7,32 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rlcore/core/cli.h"
+#include "cli_testing.h"
 #include "rlcore/device.h"
 
-namespace {
-
-struct CliResult {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-CliResult run(const std::vector<std::string>& args, const std::string& input = "") {
-  std::istringstream in(input);
-  std::ostringstream out, err;
-  const int status = rlcore::run_cli(args, in, out, err);
-  return {status, out.str(), err.str()};
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
+using cli_test::read_file;
+using cli_test::run;
 
 TEST_CASE("rlcore plugins lists the reward plugin's graders without --plugins", "[cli]") {
   const auto result = run({"plugins"});

@@ -61,6 +61,14 @@ RLCORE_API const OptionsSchema<RunConfig>& run_config_schema();
 // Where a component's options live in the config tree.
 RLCORE_API std::string component_options_path(const std::string& kind, const std::string& name);
 
+// The keys of `algorithm` that advantage estimator `estimator` reads. As in
+// verl, the section carries every estimator's keys (gamma and lam for gae,
+// norm_adv_by_std_in_grpo for grpo, ...) and each estimator reads its own:
+// keys another registered estimator declares are left out; any other key is
+// kept, so the estimator's validation names it as unknown.
+RLCORE_API ConfigNode estimator_options(const Registry& registry, const std::string& estimator,
+                                        const ConfigNode& options);
+
 struct ResolvedConfig {
   ConfigNode tree;  // with defaults of the core keys filled in
   RunConfig config;
