@@ -89,7 +89,7 @@ std::string cli_value(const std::string& value) { return value == "\"\"" ? "''" 
 
 // Choices that need hardware this machine may not have.
 bool needs_missing_hardware(const std::string& key, const std::string& choice) {
-  return key == "trainer.device" && choice == "cuda" && !rlcore::cuda_build();
+  return key == "trainer.device" && choice == "cuda" && (!rlcore::cuda_build() || rlcore::cuda_device_count() == 0);
 }
 
 }  // namespace
