@@ -5,9 +5,12 @@
 #
 #   bash scripts/gpu-check.sh [--out DIR] [--no-bench]
 #
-# Dependencies: Debian's packages through scripts/setup.sh where apt works;
-# on a machine without a registry (the lent H100), the .deb files of
-# scripts/make_gpu_bundle.sh in gpu-bundle/, unpacked into gpu-bundle/prefix.
+# Dependencies: when gpu-bundle/ holds the .deb files of
+# scripts/make_gpu_bundle.sh (carried to a machine without a registry, such as
+# the lent H100), they are unpacked into gpu-bundle/prefix and used; otherwise
+# Debian's packages through scripts/setup.sh. It builds only what it runs.
+# --out DIR (default $OUT, else gpu-check-out) keeps the logs: build, ctest
+# (one entry per tests/cuda file), benchmarks.
 # libtorch: $Torch_DIR, else .venv's torch (scripts/setup_python.sh), else the
 # torch of `python3` on PATH (the GPU image's own PyTorch).
 set -euo pipefail
