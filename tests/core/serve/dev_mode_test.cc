@@ -151,8 +151,12 @@ TEST_CASE("reloads check the whole directory first: a bad one answers an error a
   const std::string misshapen = checkpoint_with("misshapen", {{"w", at::zeros({3, 2})}});
   const std::string extra = checkpoint_with("extra", {{"w", at::zeros({2, 3})}, {"v", at::zeros({1})}});
   const std::string missing = checkpoint_with("missing", {{"u", at::zeros({2, 3})}});
+  const std::string truncated = checkpoint_with("truncated", {{"w", at::ones({2, 3})}});
+  const fs::path truncated_file = fs::path(truncated) / "model.safetensors";
+  fs::resize_file(truncated_file, fs::file_size(truncated_file) - 8);  // the last tensor's bytes cut short
   for (const auto& [dir, complaint] : std::vector<std::pair<std::string, std::string>>{
            {misshapen, "shape [3, 2]"}, {extra, "'v' is not a parameter"}, {missing, "no tensor 'w'"},
+           {truncated, "cannot read weights"},
            {"/nonexistent/dir", "cannot read weights"}, {"relative/dir", "absolute path"}}) {
     INFO(dir);
     json bad = rpc;
