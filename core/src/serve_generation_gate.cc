@@ -6,7 +6,7 @@ namespace rlcore::serve {
 
 void GenerationGate::enter() {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return !paused_ || !hold_new_; });
+  changed_.wait_for(lock, kMaxHold, [&] { return !paused_ || !hold_new_; });
   if (paused_) throw ApiError(503, "ServiceUnavailableError", "Generation is paused; retry after the server resumes.");
   ++in_flight_;
 }

@@ -170,13 +170,13 @@ void BridgeEngine::load_weights(const NamedTensorList& weights, int64_t version)
           throw IoError("vllm_bridge: the server reports weights version '" + *reported + "' after loading version " +
                         std::to_string(version));
         }
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {
         std::string restored = "no earlier weights to restore";
         if (!last_good_.empty()) {
           try {
             control_.load_weights(last_good_, version_);
             restored = "the server was given back version " + std::to_string(version_) + " (" + last_good_.string() + ")";
-          } catch (const Error& again) {
+          } catch (const std::exception& again) {
             restored = "restoring version " + std::to_string(version_) + " failed too: " + again.what();
           }
         }
@@ -185,8 +185,8 @@ void BridgeEngine::load_weights(const NamedTensorList& weights, int64_t version)
       if (kv_cache_asleep_) control_.wake_kv_cache();
       snapshots_->remove_all_but({dir});
       last_good_ = dir;
-    } catch (const Error& e) {
-      failure = e.what();
+    } catch (const std::exception& e) {
+      failure = e.what();  // any failure: the other ranks are waiting for the outcome in a broadcast
     }
   }
   share_outcome(failure, "loading weights version " + std::to_string(version));

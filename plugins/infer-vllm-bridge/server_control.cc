@@ -99,7 +99,11 @@ ServerInfo probe_server(const HttpJsonClient& http, const ServerExpectations& ex
 }
 
 ServerControl::ServerControl(const HttpJsonClient& http, ServerKind kind, double reload_timeout_s)
-    : http_(http), kind_(kind), reload_timeout_s_(reload_timeout_s) {}
+    : http_(http), kind_(kind), reload_timeout_s_(reload_timeout_s) {
+  // vLLM >= 0.33: /weight_info; SGLang: the weight_version field of /model_info. Found once.
+  version_route_ = kind_ == ServerKind::kVllm ? (answers(http_, "/weight_info") ? "/weight_info" : "")
+                                              : sglang_model_info_route(http_);
+}
 
 void ServerControl::sleep(int64_t level) const {
   if (kind_ == ServerKind::kVllm) {
@@ -153,7 +157,7 @@ void ServerControl::load_weights_vllm(const std::filesystem::path& dir, int64_t 
         failure = http_.describe("POST", "/update_weight_version", versioned);
       }
     }
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     failure = e.what();
   }
   http_.post_ok("/resume", nullptr, Retry::kNo);  // a failed reload must not leave the server paused
@@ -172,10 +176,8 @@ void ServerControl::load_weights_sglang(const std::filesystem::path& dir, int64_
 }
 
 std::optional<std::string> ServerControl::weight_version() const {
-  // vLLM >= 0.33: /weight_info; SGLang: the weight_version field of /model_info.
-  const std::string route = kind_ == ServerKind::kVllm ? "/weight_info" : sglang_model_info_route(http_);
-  if (route.empty()) return std::nullopt;
-  const HttpReply reply = http_.get(route, Retry::kYes);
+  if (version_route_.empty()) return std::nullopt;
+  const HttpReply reply = http_.get(version_route_, Retry::kYes);
   if (reply.status != 200 || !reply.json.is_object() || !reply.json.contains("weight_version")) return std::nullopt;
   return string_or(reply.json, "weight_version", "");
 }

@@ -60,6 +60,7 @@ class ServerControl {
   const HttpJsonClient& http_;
   ServerKind kind_;
   double reload_timeout_s_;
+  std::string version_route_;  // where the server reports its weights version; empty: it keeps none
 };
 
 }  // namespace rlcore::vllm_bridge

@@ -1,10 +1,12 @@
 // Whether `rlcore serve` takes new generations: vLLM's /pause and /resume.
-// Paused with mode "keep", new requests wait for /resume; with "wait" or
+// Paused with mode "keep", new requests wait for /resume (at most
+// kMaxHold, then 503, so a client that never resumes cannot pin them); with "wait" or
 // "abort" they are refused with 503 (vLLM's answer). Pausing with "wait"
 // returns once the generations in flight are done ("abort" cannot stop a
 // running generation here, so it waits too).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -16,6 +18,8 @@ namespace rlcore::serve {
 
 class RLCORE_API GenerationGate {
  public:
+  static constexpr std::chrono::seconds kMaxHold{600};
+
   // Blocks while paused in "keep" mode; throws ApiError 503 when paused otherwise.
   void enter();
   void leave();
