@@ -18,6 +18,7 @@
 #include "rlcore/core/metrics.h"
 #include "rlcore/core/reward_router.h"
 #include "rlcore/error.h"
+#include "rlcore/fault_point.h"
 #include "rlcore/kl_controller.h"
 #include "rlcore/rl_functional.h"
 #include "trainer_checkpoint.h"
@@ -93,6 +94,8 @@ struct RlTrainer::Impl {
         rewards(registry, resolved.config.reward),
         checkpoints(resolved.config.run_dir()) {
     trainer::check_stop_rule(config);
+    trainer::check_run_dir_writable(config.run_dir());
+    fault_point("trainer.start");  // a malformed RLCORE_FAULT stops the run here
     train_set = load_dataset(config.data.train_files, "data.train_files");
     val_set = config.data.val_files.empty() ? Dataset() : load_dataset(config.data.val_files, "data.val_files");
     const bool critic = trainer::uses_critic(config, components);

@@ -170,6 +170,13 @@ struct Cluster::Impl {
       std::lock_guard<std::mutex> lock(state->mutex);
       if (state->closing) return;
     }
+    {
+      // A hung worker is ended now: its peers, waiting on it in a collective,
+      // then fail at once instead of after the shutdown grace. Before the
+      // failure is raised, which lets the main thread take the launcher away.
+      std::lock_guard<std::mutex> lock(launcher_mutex);
+      if (launcher) launcher->kill(peer.rank);
+    }
     const WorkerAddress worker{peer.rank, peer.host, peer.pid};
     state->fail(worker, "worker " + worker.describe() + " was lost: " + reason);
   }

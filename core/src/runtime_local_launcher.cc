@@ -192,10 +192,19 @@ bool LocalLauncher::wait_all(std::chrono::milliseconds limit) {
   }
 }
 
+void LocalLauncher::kill(int64_t rank) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  // Not yet reaped, so the pid is still this worker's (a zombie at worst).
+  if (rank >= 0 && rank < static_cast<int64_t>(impl_->pids.size()) && impl_->running[rank]) {
+    ::kill(impl_->pids[rank], SIGKILL);
+  }
+}
+
 void LocalLauncher::terminate(std::chrono::milliseconds grace) {
   impl_->reap();
   if (!impl_->any_running()) return;
   impl_->signal_running(SIGTERM);
+  impl_->signal_running(SIGCONT);  // a stopped worker handles SIGTERM only once continued
   if (wait_all(grace)) return;
   spdlog::warn("local launcher: workers still running {} ms after SIGTERM; sending SIGKILL", grace.count());
   impl_->signal_running(SIGKILL);

@@ -22,6 +22,7 @@
 #include "rlcore/core/runtime/secret.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
+#include "rlcore/fault_point.h"
 
 namespace rlcore {
 
@@ -122,6 +123,7 @@ Envelope run_call(const MethodTable& table, const Envelope& call) {
     return reply;
   }
   try {
+    fault_point(method);
     MethodResult result = spec->method(call.batch, call.header["args"]);
     reply.header["ok"] = true;
     reply.header["value"] = std::move(result.value);

@@ -11,6 +11,7 @@
 #include "rlcore/core/reward_router.h"
 #include "rlcore/error.h"
 #include "rlcore/tokenizer.h"
+#include "trainer_checkpoint.h"
 #include "trainer_sequences.h"
 #include "trainer_validation.h"
 #include "trainer_workers.h"
@@ -50,6 +51,7 @@ class SftRun {
     const int64_t workers = trainer::TrainerWorkers::data_parallel_sizes(config_, false).first;
     check_batch_sizes(config_, workers, train_set_.size());
     trainer::check_stop_rule(config_);
+    trainer::check_run_dir_writable(config_.run_dir());
     sampler_ = std::make_unique<EpochSampler>(train_set_.size(), config_.data.train_batch_size, config_.data.shuffle,
                                               config_.data.seed);
     total_steps_ = config_.trainer.total_training_steps > 0

@@ -12,6 +12,7 @@
 #include "rlcore/core/trainer/trainer_config.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
+#include "rlcore/fault_point.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/sharding_manager.h"
 #include "trainer_losses.h"
@@ -157,11 +158,14 @@ class ActorRolloutRef {
     sampling.seed = args.value("seed", int64_t{0}) * 1009 + rollout_mesh_rank(context_, layout_).dp_rank;
     sampling.stop_token_ids = args.value("stop_token_ids", std::vector<int32_t>{});
     const int64_t pad_id = args.at("pad_token_id").get<int64_t>();
+    if (args.value("validation", false)) fault_point("actor.validate");
     GenerationOutput generated;
     {
+      fault_point("actor.swap_to_rollout");
       RolloutScope scope(*sharding_manager_, version_);
       swaps_.add_to_rollout(scope.entered());
       generated = rollout_->generate(unpad_prompts(prompts), sampling);
+      fault_point("actor.swap_to_train");
       swaps_.add_to_train(scope.finish());
     }
     Batch out = make_sequence_batch(prompts, generated, sampling.max_tokens, pad_id);

@@ -3,7 +3,8 @@
 //   <run_dir>/checkpoints/global_step_<N>/trainer_state.json step, data position, KL coefficient
 //   <run_dir>/checkpoints/latest_checkpointed_iteration.txt  N of the newest complete one
 // A checkpoint is written under global_step_<N>.partial and renamed when
-// complete, so a crash mid-save never leaves a directory that looks usable.
+// complete, so a crash mid-save never leaves a directory that looks usable;
+// the next save removes what an interrupted one left.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,11 @@ struct TrainerState {
   double kl_coef = 0.0;
 };
 
+// Creates the run directory and writes a probe file there, so an unwritable
+// directory or a full disk stops the run before any worker starts. IoError
+// naming trainer.default_local_dir and the system's reason.
+void check_run_dir_writable(const std::string& run_dir);
+
 class CheckpointStore {
  public:
   explicit CheckpointStore(std::string run_dir);
@@ -31,7 +37,8 @@ class CheckpointStore {
   // latest marker and removes the oldest beyond `keep` (0: keep all). Returns the final dir.
   std::string commit(int64_t step, const TrainerState& state, int64_t keep);
 
-  // The newest complete checkpoint directory, if any.
+  // The newest complete checkpoint directory, if any (the marker file is only
+  // for verl's tools: it lags when a save was interrupted after the rename).
   std::optional<std::string> latest() const;
   // Throws IoError / FormatError naming the file when it is missing or corrupt.
   static TrainerState read_state(const std::string& checkpoint_dir);

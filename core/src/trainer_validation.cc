@@ -32,7 +32,8 @@ Validator::Validator(const RunConfig& config, const Dataset& val_set, const Toke
 StepMetrics Validator::run(WorkerGroup& actor, int64_t version) const {
   if (!enabled()) return {};
   const auto& val = config_.actor_rollout_ref.rollout.val_kwargs;
-  const nlohmann::json sampling = {{"greedy", !val.do_sample},
+  const nlohmann::json sampling = {{"validation", true},
+                                   {"greedy", !val.do_sample},
                                    {"temperature", val.temperature > 0 ? val.temperature : 1.0},
                                    {"top_k", val.top_k},
                                    {"top_p", val.top_p},

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "rlcore/atomic_file.h"
 #include "rlcore/error.h"
 
 namespace rlcore::train {
@@ -14,19 +15,6 @@ namespace fs = std::filesystem;
 constexpr uint64_t kExportShardBytes = 2'000'000'000;
 
 }  // namespace
-
-void write_text_atomic(const fs::path& path, const std::string& text) {
-  const fs::path temp = path.string() + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw IoError(temp.string() + ": cannot write");
-  }
-  std::error_code error;
-  fs::rename(temp, path, error);
-  if (error) throw IoError(path.string() + ": cannot rename into place: " + error.message());
-}
 
 nlohmann::json read_json(const fs::path& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
@@ -44,7 +32,7 @@ void write_hf_export(const fs::path& dir, const nlohmann::json& config, const Na
                      const fs::path& source_dir) {
   fs::create_directories(dir);
   save_safetensors_checkpoint(dir, tensors, kExportShardBytes);
-  write_text_atomic(dir / "config.json", config.dump(2) + "\n");
+  write_file_atomically(dir / "config.json", config.dump(2) + "\n");
   for (const auto& entry : fs::directory_iterator(source_dir)) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_regular_file() || name == "config.json" || name == kSafetensorsIndexFile ||

@@ -1,5 +1,5 @@
-// File helpers the train engines' checkpoints share: atomic text writes, JSON
-// reads with errors naming the file, and the Hugging Face export directory.
+// File helpers the train engines' checkpoints share: JSON reads with errors
+// naming the file, and the Hugging Face export directory.
 #pragma once
 
 #include <filesystem>
@@ -10,9 +10,6 @@
 #include "rlcore/safetensors.h"
 
 namespace rlcore::train {
-
-// Writes `text` to a temporary file and renames it into place. IoError naming the path.
-void write_text_atomic(const std::filesystem::path& path, const std::string& text);
 
 // IoError for a missing file (naming `what` it belongs to), FormatError for bad JSON.
 nlohmann::json read_json(const std::filesystem::path& path, const std::string& what);

@@ -18,14 +18,15 @@
 #include "fsdp_engine.h"
 #include "checkpoint_files.h"
 #include "fsdp_engine_internal.h"
+#include "rlcore/atomic_file.h"
 #include "rlcore/error.h"
+#include "rlcore/fault_point.h"
 #include "rlcore/safetensors.h"
 
 namespace rlcore::fsdp {
 namespace {
 
 namespace fs = std::filesystem;
-using train::write_text_atomic;
 
 constexpr const char* kManifest = "fsdp_checkpoint.json";
 constexpr const char* kFormat = "rlcore-fsdp/1";
@@ -84,7 +85,8 @@ void FsdpEngine::save_checkpoint(const std::string& dir_text) {
   }
   save_safetensors(rank_file(dir, dp_.rank(), ".safetensors"), tensors, {{"format", kFormat}});
   const nlohmann::json rank_state = {{"rank", dp_.rank()}, {"rng", to_hex(default_cpu_generator().get_state())}};
-  write_text_atomic(rank_file(dir, dp_.rank(), ".json"), rank_state.dump(2));
+  write_file_atomically(rank_file(dir, dp_.rank(), ".json"), rank_state.dump(2));
+  fault_point("fsdp.save_checkpoint.rank_files_written");
   dp_.barrier();
   if (dp_.rank() == 0) {
     // Written last: its presence means every rank's files are complete.
@@ -97,7 +99,7 @@ void FsdpEngine::save_checkpoint(const std::string& dir_text) {
                                      {"optimizer", trainable_},
                                      {"model_head", head_ == model::ModelHead::kValue ? "value" : "lm"},
                                      {"units", units}};
-    write_text_atomic(dir / kManifest, manifest.dump(2));
+    write_file_atomically(dir / kManifest, manifest.dump(2));
   }
   dp_.barrier();
 }

@@ -14,6 +14,7 @@
 #include "checkpoint_files.h"
 #include "megatron_engine.h"
 #include "megatron_internal.h"
+#include "rlcore/atomic_file.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
 
@@ -70,7 +71,7 @@ void MegatronEngine::save_checkpoint(const std::string& dir_text) {
                                      {"adam_steps", adam_steps_},
                                      {"optimizer", trainable_},
                                      {"saved_with", {{"tp", groups_.tp.size()}, {"pp", groups_.pp.size()}, {"dp", groups_.dp.size()}}}};
-    train::write_text_atomic(dir / kManifest, manifest.dump(2));
+    write_file_atomically(dir / kManifest, manifest.dump(2));
   }
   groups_.pp.barrier();
   groups_.tp.barrier();

@@ -1,11 +1,7 @@
 // Writing safetensors files and sharded Hugging Face checkpoints, each file
-// atomically (temp file in the same directory, fsync, rename).
-#include <fcntl.h>
-#include <unistd.h>
-
+// atomically (rlcore/atomic_file.h).
 #include <algorithm>
 #include <cstdio>
-#include <random>
 #include <regex>
 #include <set>
 #include <system_error>
@@ -13,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include "rlcore/atomic_file.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
 
@@ -20,67 +17,6 @@ namespace rlcore {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string errno_text() { return std::system_category().message(errno); }
-
-// A file that appears at `target` only on commit(); until then it is a
-// uniquely named sibling, removed again if the write is abandoned.
-class AtomicFile {
- public:
-  explicit AtomicFile(fs::path target) : target_(std::move(target)) {
-    std::random_device random;
-    char suffix[32];
-    std::snprintf(suffix, sizeof suffix, ".tmp.%08x%08x", random(), random());
-    temp_ = target_;
-    temp_ += suffix;
-    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw IoError(temp_.string() + ": cannot create: " + errno_text());
-  }
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(temp_.c_str());
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  void write(const void* data, std::size_t size) {
-    const auto* bytes = static_cast<const char*>(data);
-    while (size > 0) {
-      // Linux writes at most ~2 GiB per call.
-      ssize_t written = ::write(fd_, bytes, std::min<std::size_t>(size, 1u << 30));
-      if (written < 0 && errno == EINTR) continue;
-      if (written < 0) throw IoError(temp_.string() + ": write failed: " + errno_text());
-      bytes += written;
-      size -= static_cast<std::size_t>(written);
-    }
-  }
-
-  void commit() {
-    if (::fsync(fd_) != 0) throw IoError(temp_.string() + ": fsync failed: " + errno_text());
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) throw IoError(temp_.string() + ": close failed: " + errno_text());
-    if (::rename(temp_.c_str(), target_.c_str()) != 0) {
-      throw IoError(target_.string() + ": cannot rename " + temp_.string() +
-                    " over it: " + errno_text());
-    }
-    committed_ = true;
-    // Makes the rename itself durable. Best effort: some file systems refuse
-    // fsync on directories, and the data is already safe.
-    fs::path dir = target_.parent_path().empty() ? fs::path(".") : target_.parent_path();
-    int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd >= 0) {
-      ::fsync(dir_fd);
-      ::close(dir_fd);
-    }
-  }
-
- private:
-  fs::path target_;
-  fs::path temp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
 
 void check_tensors(const NamedTensors& tensors, const std::string& where) {
   std::set<std::string_view> seen;
@@ -113,12 +49,6 @@ std::string shard_file_name(std::size_t number, std::size_t count) {
   char name[64];
   std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", number, count);
   return name;
-}
-
-void write_text_file(const fs::path& path, const std::string& text) {
-  AtomicFile file(path);
-  file.write(text.data(), text.size());
-  file.commit();
 }
 
 // Deletes what an earlier save left that the files just written do not
@@ -232,7 +162,7 @@ std::vector<fs::path> save_safetensors_checkpoint(const fs::path& dir, const Nam
     nlohmann::json index = {{"metadata", {{"total_size", total_bytes}}},
                             {"weight_map", weight_map}};  // sorted keys, as HF writes it
     written.push_back(dir / kSafetensorsIndexFile);
-    write_text_file(written.back(), dump_json(index, 2, written.back().string()) + "\n");
+    write_file_atomically(written.back(), dump_json(index, 2, written.back().string()) + "\n");
   }
   remove_stale_files(dir, written);
   return written;

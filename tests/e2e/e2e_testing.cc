@@ -15,12 +15,6 @@ namespace fs = std::filesystem;
 namespace e2e {
 namespace {
 
-std::string quote(const std::string& arg) {
-  std::string quoted = "'";
-  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
   std::ostringstream text;
@@ -30,14 +24,20 @@ std::string read_text(const fs::path& path) {
 
 }  // namespace
 
-RunResult run_rlcore(const std::vector<std::string>& args) {
+std::string shell_quote(const std::string& arg) {
+  std::string quoted = "'";
+  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+RunResult run_rlcore(const std::vector<std::string>& args, const std::string& shell_prefix) {
   static int counter = 0;
   const fs::path log = fs::temp_directory_path() /
                        ("rlcore_e2e_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".log");
-  std::string command = quote(RLCORE_BINARY_DIR "/bin/rlcore");
-  for (const auto& arg : args) command += " " + quote(arg);
-  command += " --plugins " + quote(RLCORE_PLUGIN_BUILD_DIR) + " --plugins " + quote(RLCORE_E2E_PLUGIN_DIR);
-  command += " > " + quote(log.string()) + " 2>&1";
+  std::string command = shell_prefix + (shell_prefix.empty() ? "" : " ") + shell_quote(RLCORE_BINARY_DIR "/bin/rlcore");
+  for (const auto& arg : args) command += " " + shell_quote(arg);
+  command += " --plugins " + shell_quote(RLCORE_PLUGIN_BUILD_DIR) + " --plugins " + shell_quote(RLCORE_E2E_PLUGIN_DIR);
+  command += " > " + shell_quote(log.string()) + " 2>&1";
   RunResult result;
   const int raw = std::system(command.c_str());
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;

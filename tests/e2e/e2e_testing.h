@@ -18,7 +18,12 @@ struct RunResult {
 };
 
 // Runs build/bin/rlcore with `args` (the e2e plugin directory is added).
-RunResult run_rlcore(const std::vector<std::string>& args);
+// `shell_prefix` goes before the binary in the shell command: environment
+// assignments (`RLCORE_FAULT=...`) or a wrapper whose script runs "$0" "$@".
+RunResult run_rlcore(const std::vector<std::string>& args, const std::string& shell_prefix = "");
+
+// `arg` quoted for the shell.
+std::string shell_quote(const std::string& arg);
 
 // A fresh directory under the system temp dir holding model/ (a tiny qwen2)
 // and prompts.jsonl (`prompts` plain-text prompts, data_source "letters").
@@ -38,6 +43,14 @@ actor_rollout_ref:
     ppo_micro_batch_size_per_gpu: 16
     optim: {lr: 0.003, weight_decay: 0.0}
   rollout: {n: 8, temperature: 1.0}
+algorithm: {adv_estimator: grpo}
+)";
+
+// The cheapest GRPO step, for tests of what happens around it.
+inline constexpr const char* kQuickGrpo = R"(
+actor_rollout_ref:
+  actor: {ppo_mini_batch_size: 8}
+  rollout: {n: 2}
 algorithm: {adv_estimator: grpo}
 )";
 

@@ -63,6 +63,9 @@ class RLCORE_API LocalLauncher {
   std::vector<ExitedWorker> poll();
   // Waits until every worker has ended, at most `limit`; true when all have.
   bool wait_all(std::chrono::milliseconds limit);
+  // SIGKILL to worker `rank` if it has not ended: a worker the run counts as
+  // lost (silent past the heartbeat deadline) must not linger half alive.
+  void kill(int64_t rank);
   // SIGTERM to those still running, SIGKILL after `grace`, then reaps all of them.
   void terminate(std::chrono::milliseconds grace);
 

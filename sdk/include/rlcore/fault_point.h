@@ -1,0 +1,23 @@
+// Fault injection: named places where a test makes this process die or hang,
+// to check that every phase of a run reports a lost worker correctly.
+//
+//   RLCORE_FAULT=<point>:<action>[@<who>][#<hit>]
+//
+// The process that reaches <point> for the <hit>-th time (default 1) does
+// <action>: `kill` (SIGKILL), `segv` (SIGSEGV), `exit3` (exits with code 3) or
+// `hang` (stops itself with SIGSTOP, so only its silence gives it away). <who>
+// is a worker rank (its RANK) or `controller`; without it, any process. Before
+// acting the process writes one line to stderr naming the point, rank and pid.
+// Unset, a fault point costs one branch.
+#pragma once
+
+#include <string_view>
+
+#include "rlcore/export.h"
+
+namespace rlcore {
+
+// Throws ConfigError when RLCORE_FAULT is set but malformed.
+RLCORE_API void fault_point(std::string_view point);
+
+}  // namespace rlcore

@@ -1,0 +1,104 @@
+// RLCORE_FAULT's parser and the actions of a fault point (see fault_point.h).
+#include "rlcore/fault_point.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "rlcore/error.h"
+
+namespace rlcore {
+namespace {
+
+enum class FaultAction { kKill, kSegv, kExit3, kHang };
+
+struct FaultSpec {
+  std::string point;
+  std::string action_name;
+  FaultAction action = FaultAction::kKill;
+  std::optional<std::string> who;  // a rank or "controller"
+  int64_t hit = 1;
+};
+
+FaultAction parse_action(const std::string& text, const std::string& spec) {
+  if (text == "kill") return FaultAction::kKill;
+  if (text == "segv") return FaultAction::kSegv;
+  if (text == "exit3") return FaultAction::kExit3;
+  if (text == "hang") return FaultAction::kHang;
+  throw ConfigError("RLCORE_FAULT='" + spec + "': unknown action '" + text + "' (kill, segv, exit3 or hang)");
+}
+
+FaultSpec parse_spec(const std::string& spec) {
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos || colon == 0) {
+    throw ConfigError("RLCORE_FAULT='" + spec + "': expected <point>:<action>[@<rank>|@controller][#<hit>]");
+  }
+  FaultSpec parsed;
+  parsed.point = spec.substr(0, colon);
+  std::string rest = spec.substr(colon + 1);
+  if (const auto hash = rest.find('#'); hash != std::string::npos) {
+    const std::string hit = rest.substr(hash + 1);
+    char* end = nullptr;
+    parsed.hit = std::strtoll(hit.c_str(), &end, 10);
+    if (hit.empty() || *end != '\0' || parsed.hit < 1) {
+      throw ConfigError("RLCORE_FAULT='" + spec + "': '#" + hit + "' is not a hit count >= 1");
+    }
+    rest.resize(hash);
+  }
+  if (const auto at = rest.find('@'); at != std::string::npos) {
+    parsed.who = rest.substr(at + 1);
+    rest.resize(at);
+  }
+  parsed.action_name = rest;
+  parsed.action = parse_action(rest, spec);
+  return parsed;
+}
+
+// Workers are started with RLCORE_CONTROLLER (the address to dial) and RANK.
+std::string this_process() {
+  if (std::getenv("RLCORE_CONTROLLER") == nullptr) return "controller";
+  const char* rank = std::getenv("RANK");
+  return rank ? rank : "?";
+}
+
+[[noreturn]] void act(const FaultSpec& spec) {
+  const std::string line = "rlcore fault injection: " + spec.action_name + " at " + spec.point + " on " +
+                           (this_process() == "controller" ? "the controller" : "rank " + this_process()) + " (pid " +
+                           std::to_string(::getpid()) + ")\n";
+  (void)!::write(STDERR_FILENO, line.data(), line.size());
+  switch (spec.action) {
+    case FaultAction::kKill:
+      ::raise(SIGKILL);
+      break;
+    case FaultAction::kSegv:
+      ::signal(SIGSEGV, SIG_DFL);
+      ::raise(SIGSEGV);
+      break;
+    case FaultAction::kExit3:
+      std::_Exit(3);
+    case FaultAction::kHang:
+      for (;;) ::raise(SIGSTOP);
+  }
+  std::abort();
+}
+
+}  // namespace
+
+void fault_point(std::string_view point) {
+  // Parsed once per process; the environment of a run does not change.
+  static const std::optional<FaultSpec> spec = []() -> std::optional<FaultSpec> {
+    const char* text = std::getenv("RLCORE_FAULT");
+    if (text == nullptr || *text == '\0') return std::nullopt;
+    return parse_spec(text);
+  }();
+  static std::atomic<int64_t> hits{0};
+  if (!spec || point != spec->point) return;
+  if (spec->who && *spec->who != this_process()) return;
+  if (hits.fetch_add(1) + 1 == spec->hit) act(*spec);
+}
+
+}  // namespace rlcore
