@@ -113,11 +113,15 @@ struct Cluster::Impl {
     setup["device"] = options.device;
     setup["store"] = nullptr;
     if (store) {
-      setup["store"] = {{"host", advertise_host},
-                        {"port", store->port()},
-                        {"prefix", "rlcore/" + pool.name},
+      setup["store"] = {{"prefix", "rlcore/" + pool.name},
                         {"timeout_ms", options.collective_timeout.count()},
                         {"device_backend", options.device_backend}};
+      if (store->file().empty()) {
+        setup["store"]["host"] = advertise_host;
+        setup["store"]["port"] = store->port();
+      } else {
+        setup["store"]["file"] = store->file();
+      }
     }
     return setup;
   }
@@ -250,7 +254,10 @@ struct Cluster::Impl {
     handlers.on_lost = [this](const PeerInfo& peer, const std::string& reason) { on_lost(peer, reason); };
     handlers.on_tick = [this] { on_tick(); };
     if (options.process_groups) {
-      store = std::make_unique<RendezvousStore>(options.bind_host, 0, options.collective_timeout);
+      // Workers of the local launcher share this host: a store nobody can reach from outside.
+      store = options.launcher == "local"
+                  ? RendezvousStore::on_this_host()
+                  : std::make_unique<RendezvousStore>(options.bind_host, 0, options.collective_timeout);
     }
     server = std::make_unique<ControlServer>(server_options, handlers);
     {

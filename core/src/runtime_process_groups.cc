@@ -9,8 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -23,6 +27,7 @@ namespace rlcore {
 
 struct RendezvousStore::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
+  std::filesystem::path directory;  // of the file store
 };
 
 RendezvousStore::RendezvousStore(const std::string& host, int port, std::chrono::milliseconds timeout)
@@ -39,9 +44,30 @@ RendezvousStore::RendezvousStore(const std::string& host, int port, std::chrono:
   }
 }
 
-RendezvousStore::~RendezvousStore() = default;
+std::unique_ptr<RendezvousStore> RendezvousStore::on_this_host() {
+  std::unique_ptr<RendezvousStore> store(new RendezvousStore());
+  std::string pattern = (std::filesystem::temp_directory_path() / "rlcore-store-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw IoError("cannot create the rendezvous directory " + pattern + ": " + std::strerror(errno));
+  }
+  store->impl_->directory = pattern;  // mkdtemp made it 0700
+  return store;
+}
 
-int RendezvousStore::port() const { return impl_->store->getPort(); }
+RendezvousStore::RendezvousStore() : impl_(std::make_unique<Impl>()) {}
+
+RendezvousStore::~RendezvousStore() {
+  if (!impl_->directory.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(impl_->directory, ignored);
+  }
+}
+
+int RendezvousStore::port() const { return impl_->store ? impl_->store->getPort() : 0; }
+
+std::string RendezvousStore::file() const {
+  return impl_->directory.empty() ? std::string() : (impl_->directory / "store").string();
+}
 
 std::string local_address_towards(const std::string& host) {
   addrinfo hints{};
@@ -123,13 +149,21 @@ std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& option
   validate_device_backend(options.device_backend);
   const std::string where = "rank " + std::to_string(options.rank) + " of '" + options.prefix + "'";
   try {
-    const std::string address =
-        options.local_address.empty() ? local_address_towards(options.store_host) : options.local_address;
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<uint16_t>(options.store_port);
-    store_options.isServer = false;
-    store_options.timeout = options.timeout;
-    c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(options.store_host, store_options);
+    const bool on_this_host = !options.store_file.empty();
+    std::string address = options.local_address;
+    if (address.empty()) address = on_this_host ? "127.0.0.1" : local_address_towards(options.store_host);
+    c10::intrusive_ptr<c10d::Store> store;
+    if (on_this_host) {
+      // numWorkers -1: no worker deletes the file; the controller removes its directory.
+      store = c10::make_intrusive<c10d::FileStore>(options.store_file, -1);
+      store->setTimeout(options.timeout);
+    } else {
+      c10d::TCPStoreOptions store_options;
+      store_options.port = static_cast<uint16_t>(options.store_port);
+      store_options.isServer = false;
+      store_options.timeout = options.timeout;
+      store = c10::make_intrusive<c10d::TCPStore>(options.store_host, store_options);
+    }
 
     std::vector<CommGroup> groups;
     std::vector<int64_t> all(static_cast<std::size_t>(options.world_size));

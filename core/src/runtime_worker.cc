@@ -68,8 +68,12 @@ void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& opt
   if (setup.contains("store") && !setup["store"].is_null()) {
     const auto& store = setup["store"];
     ProcessGroupOptions groups;
-    groups.store_host = store.at("host").get<std::string>();
-    groups.store_port = store.at("port").get<int>();
+    if (store.contains("file")) {
+      groups.store_file = store.at("file").get<std::string>();
+    } else {
+      groups.store_host = store.at("host").get<std::string>();
+      groups.store_port = store.at("port").get<int>();
+    }
     groups.prefix = store.at("prefix").get<std::string>();
     groups.timeout = std::chrono::milliseconds(store.at("timeout_ms").get<int64_t>());
     groups.rank = rank;

@@ -65,3 +65,42 @@ TEST_CASE("a corrupt trainer state names its file") {
   CHECK_THAT(error_of<FormatError>([&] { CheckpointStore::read_state(dir); }), Catch::Contains("trainer_state.json"));
   fs::remove_all(run);
 }
+
+TEST_CASE("the newest complete checkpoint wins over a lagging marker and an incomplete directory") {
+  const fs::path run = fresh_dir("lagging");
+  CheckpointStore store(run.string());
+  for (int64_t step : {1, 2}) {
+    store.staging_dir(step);
+    store.commit(step, TrainerState{step, {}, 0.0}, 0);
+  }
+  // A crash between the rename of step 2 and the marker's update.
+  std::ofstream(fs::path(store.root()) / "latest_checkpointed_iteration.txt") << "1\n";
+  fs::create_directories(fs::path(store.root()) / "global_step_7");  // no trainer state: not a checkpoint
+  CHECK(store.latest() == (fs::path(store.root()) / "global_step_2").string());
+  fs::remove_all(run);
+}
+
+TEST_CASE("a new save removes what interrupted saves left") {
+  const fs::path run = fresh_dir("leftovers");
+  CheckpointStore store(run.string());
+  store.staging_dir(4);
+  std::ofstream(fs::path(store.staging_dir(9)) / "rank_0.safetensors") << "half";
+  store.staging_dir(5);
+  CHECK_FALSE(fs::exists(fs::path(store.root()) / "global_step_4.partial"));
+  CHECK_FALSE(fs::exists(fs::path(store.root()) / "global_step_9.partial"));
+  CHECK(fs::exists(fs::path(store.root()) / "global_step_5.partial"));
+  fs::remove_all(run);
+}
+
+TEST_CASE("a run directory that cannot be made is refused, naming the key and the reason") {
+  const fs::path run = fresh_dir("unwritable");
+  fs::create_directories(run);
+  std::ofstream(run / "a_file") << "x";
+  const std::string dir = (run / "a_file" / "run").string();
+  CHECK_THAT(error_of<IoError>([&] { check_run_dir_writable(dir); }),
+             Catch::Contains("trainer.default_local_dir '" + dir + "' is not writable") &&
+                 Catch::Contains("Not a directory"));
+  check_run_dir_writable((run / "fine").string());
+  CHECK(fs::is_empty(run / "fine"));  // the probe is gone
+  fs::remove_all(run);
+}

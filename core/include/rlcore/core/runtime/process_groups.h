@@ -1,5 +1,6 @@
-// The data plane's rendezvous: the controller hosts a c10d TCPStore; each worker
-// joins it and builds process groups for its pool ("world") and for every
+// The data plane's rendezvous: the controller hosts a c10d store (a FileStore in
+// a private directory when every worker runs on this host, else a TCPStore);
+// each worker joins it and builds process groups for its pool ("world") and for every
 // dimension of the pool's mesh, handed to plugins as a CommContext. Host tensors
 // go through Gloo; device tensors through NCCL (or Gloo) when a device backend
 // is asked for.
@@ -16,16 +17,22 @@
 
 namespace rlcore {
 
-// The controller's c10d TCPStore server. The store has no authentication:
-// keep its port reachable only from the workers' network.
+// The controller's c10d store.
 class RLCORE_API RendezvousStore {
  public:
-  // Listens on `port` (0: any free port). Throws IoError.
+  // A TCPStore server listening on `port` (0: any free port) of every
+  // interface: libtorch cannot bind it to one, and it has no authentication,
+  // so keep the port reachable only from the workers' network. Throws IoError.
   RendezvousStore(const std::string& host, int port, std::chrono::milliseconds timeout);
+  // A FileStore in a fresh directory only this user can enter, removed with
+  // the store: for runs on one host, where nothing needs to listen at all.
+  static std::unique_ptr<RendezvousStore> on_this_host();
   ~RendezvousStore();
-  int port() const;
+  int port() const;          // 0 for the file store
+  std::string file() const;  // empty for the TCP store
 
  private:
+  RendezvousStore();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -33,6 +40,7 @@ class RLCORE_API RendezvousStore {
 struct ProcessGroupOptions {
   std::string store_host;
   int store_port = 0;
+  std::string store_file;  // set: join a FileStore instead, and Gloo listens on loopback
   std::string prefix;  // unique per pool, so pools rendezvous separately
   int64_t rank = 0;    // rank in the pool
   int64_t world_size = 1;
