@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <future>
 #include <iomanip>
+#include <limits>
 #include <optional>
 #include <ostream>
 
@@ -17,6 +18,7 @@
 #include "rlcore/core/data/sampler.h"
 #include "rlcore/core/metrics.h"
 #include "rlcore/core/reward_router.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
 #include "rlcore/kl_controller.h"
@@ -226,7 +228,12 @@ struct RlTrainer::Impl {
       const CallOutput synced = workers->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
       double to_rollout = 0, to_train = 0, bytes_moved = 0;
       std::map<std::string, double> memory;  // the largest of each over the workers
+      double rss_min = std::numeric_limits<double>::infinity(), rss_max = 0, rss_sum = 0;
       for (const auto& reply : synced.replies) {
+        const double rss = reply.value["rss_bytes"].get<double>();
+        rss_min = std::min(rss_min, rss);
+        rss_max = std::max(rss_max, rss);
+        rss_sum += rss;
         to_rollout = std::max(to_rollout, reply.value["to_rollout_s"].get<double>());
         to_train = std::max(to_train, reply.value["to_train_s"].get<double>());
         bytes_moved = std::max(bytes_moved, reply.value["bytes_moved"].get<double>());
@@ -246,7 +253,12 @@ struct RlTrainer::Impl {
       metrics["memory/planned_peak_swap_bytes"] = memory["planned_peak_bytes"];
       metrics["memory/allocated_bytes"] = memory["allocated_bytes"];
       metrics["memory/reserved_bytes"] = memory["reserved_bytes"];
+      metrics["memory/worker_rss_bytes/max"] = rss_max;
+      metrics["memory/worker_rss_bytes/min"] = rss_min;
+      metrics["memory/worker_rss_bytes/mean"] = rss_sum / static_cast<double>(synced.replies.size());
     });
+    metrics["memory/controller_rss_bytes"] = static_cast<double>(process_rss_bytes());
+    metrics["perf/cpu_memory_used_gb"] = static_cast<double>(host_memory_used_bytes()) / (1 << 30);
     metrics["actor/lr"] = metrics.count("lr") ? metrics["lr"] : 0.0;
     metrics.erase("lr");
     if (metrics.count("grad_norm")) {

@@ -250,6 +250,7 @@ class ActorRolloutRef {
     const DeviceMemoryStats memory = device_memory_stats(at::Device(device_));
     stats["allocated_bytes"] = memory.allocated;
     stats["reserved_bytes"] = memory.reserved;
+    stats["rss_bytes"] = process_rss_bytes();
     swaps_ = SwapTotals();
     return MethodResult{Batch(), stats};
   }

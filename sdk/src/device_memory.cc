@@ -50,10 +50,16 @@ DeviceMemoryStats device_memory_stats(const at::Device& device) {
     stats.peak_allocated = allocator.peak_allocated;
     return stats;
   }
-  stats.reserved = proc_kb_field("/proc/self/status", "VmRSS");
+  stats.reserved = process_rss_bytes();
   stats.peak_allocated = proc_kb_field("/proc/self/status", "VmHWM");
   stats.allocated = stats.reserved - proc_kb_field("/proc/self/smaps_rollup", "LazyFree");
   return stats;
+}
+
+int64_t process_rss_bytes() { return proc_kb_field("/proc/self/status", "VmRSS"); }
+
+int64_t host_memory_used_bytes() {
+  return proc_kb_field("/proc/meminfo", "MemTotal") - proc_kb_field("/proc/meminfo", "MemAvailable");
 }
 
 bool reset_peak_memory(const at::Device& device) {

@@ -38,7 +38,9 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
                           "response_length/mean", "timing_s/gen", "timing_s/old_log_prob", "timing_s/adv",
                           "timing_s/update_actor", "timing_s/step", "perf/throughput", "timing_s/reshard_to_rollout",
                           "timing_s/reshard_to_train", "perf/swap_GBps", "memory/peak_swap_bytes",
-                          "memory/planned_peak_swap_bytes", "memory/allocated_bytes", "memory/reserved_bytes"}) {
+                          "memory/planned_peak_swap_bytes", "memory/allocated_bytes", "memory/reserved_bytes",
+                          "memory/worker_rss_bytes/max", "memory/worker_rss_bytes/min", "memory/worker_rss_bytes/mean",
+                          "memory/controller_rss_bytes", "perf/cpu_memory_used_gb"}) {
     CHECK(metrics.at(1).count(key) == 1);
   }
   // The bucketed hybrid engine swaps around every generate: real bytes, real
@@ -49,6 +51,13 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
   CHECK(metrics.at(1).at("memory/allocated_bytes") > 0);
   CHECK(metrics.at(1).at("memory/reserved_bytes") >= metrics.at(1).at("memory/allocated_bytes"));
   CHECK(metrics.at(1).at("perf/swap_GBps") > 0);
+  // Host memory of every process: a worker holds at least libtorch and the model.
+  CHECK(metrics.at(1).at("memory/worker_rss_bytes/min") > 50e6);
+  CHECK(metrics.at(1).at("memory/worker_rss_bytes/max") >= metrics.at(1).at("memory/worker_rss_bytes/mean"));
+  CHECK(metrics.at(1).at("memory/worker_rss_bytes/mean") >= metrics.at(1).at("memory/worker_rss_bytes/min"));
+  CHECK(metrics.at(1).at("memory/controller_rss_bytes") > 10e6);
+  CHECK(metrics.at(1).at("perf/cpu_memory_used_gb") * (1 << 30) >
+        metrics.at(1).at("memory/controller_rss_bytes") + 2 * metrics.at(1).at("memory/worker_rss_bytes/min"));
   const double first = e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3);
   const double last = e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12);
   CHECK(last > first + 0.1);

@@ -62,6 +62,11 @@ RLCORE_API DeviceMemoryStats device_memory_stats(const at::Device& device);
 // permitted, so the caller can say its peak is not per phase.
 RLCORE_API bool reset_peak_memory(const at::Device& device);
 
+// Host memory, whatever the device: this process's resident set (VmRSS) and
+// the machine's memory in use (MemTotal - MemAvailable), in bytes.
+RLCORE_API int64_t process_rss_bytes();
+RLCORE_API int64_t host_memory_used_bytes();
+
 // Gives cached, unused memory back: CUDA emptyCache; CPU malloc_trim.
 RLCORE_API void release_cached_memory(const at::Device& device);
 
