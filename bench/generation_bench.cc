@@ -25,6 +25,7 @@
 #include "rlcore/error.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/model/config.h"
+#include "rlcore/model/cpu_kernels.h"
 
 namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
@@ -45,6 +46,7 @@ struct BenchOptions {
   int64_t bandwidth_mib = 512;
   std::vector<std::string> plugin_paths;
   std::string device = "cpu";  // the engine's (and the baseline's) device
+  bool generic_cpu_kernels = false;
 };
 
 // One implementation's numbers for one (model, dtype, batch).
@@ -235,6 +237,20 @@ int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>&
 
 void print_floor_table(const std::vector<Row>& rows, const Bandwidth& bandwidth, const BenchOptions& options);
 
+// Which decode kernels ran: what the CPU offers and how many calls took each path.
+void print_cpu_kernels() {
+  const model::CpuKernelSupport support = model::cpu_kernel_support();
+  std::cout << "\nCPU decode kernels (this CPU: AVX-512 " << (support.avx512 ? "yes" : "no") << ", AVX512-BF16 "
+            << (support.avx512_bf16 ? "yes" : "no") << (model::generic_cpu_kernels() ? "; generic forced" : "")
+            << "), calls by path over the whole run:\n\n| kernel | AVX-512 | ATen |\n|---|---:|---:|\n";
+  for (const auto& [name, kernel] : {std::pair{"GEMV fp32", model::CpuKernel::kGemvFloat},
+                                     std::pair{"GEMV bf16", model::CpuKernel::kGemvBFloat16},
+                                     std::pair{"decode attention", model::CpuKernel::kDecodeAttention}}) {
+    const model::CpuKernelCounts counts = model::cpu_kernel_counts(kernel);
+    std::cout << "| " << name << " | " << counts.avx512 << " | " << counts.aten << " |\n";
+  }
+}
+
 void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, const BenchOptions& options) {
   std::cout << "### Generation speed (" << options.device << ", prompt " << options.prompt_len << ", " << options.max_tokens
             << " new tokens, greedy, " << options.threads << " threads, best of " << options.repeats << ")\n\n"
@@ -310,6 +326,7 @@ std::optional<BenchOptions> parse_options(int argc, char** argv) {
   std::vector<std::string> models;
   std::string dtypes = "float32,bfloat16";
   std::string batches = "1,8,64";
+  std::string cpu_kernels = "auto";
   options.baseline_script = std::string(RLCORE_SOURCE_DIR) + "/bench/python/generate_baseline.py";
   po::options_description desc(
       "bench_generation --model NAME=DIR [--model NAME=DIR ...] [options]\n"
@@ -330,7 +347,8 @@ std::optional<BenchOptions> parse_options(int argc, char** argv) {
       "plugins", po::value(&options.plugin_paths), "extra plugin directories")(
       "device", po::value(&options.device),
       "the engine's device, cpu or cuda[:N]; the baseline runs there too (default cpu; on a GPU use "
-      "--baseline-script bench/python/hf_generate_baseline.py)");
+      "--baseline-script bench/python/hf_generate_baseline.py)")(
+      "cpu-kernels", po::value(&cpu_kernels), "auto (AVX-512 where the CPU has it) or generic (the ATen ops)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
   if (vm.count("help")) {
@@ -339,6 +357,9 @@ std::optional<BenchOptions> parse_options(int argc, char** argv) {
   }
   po::notify(vm);
   if (options.python == "none") options.python.clear();  // documented: rlcore only
+  if (cpu_kernels != "auto" && cpu_kernels != "generic")
+    throw ConfigError("--cpu-kernels: '" + cpu_kernels + "' is neither auto nor generic");
+  options.generic_cpu_kernels = cpu_kernels == "generic";
   for (const std::string& model : models) {
     const auto eq = model.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == model.size())
@@ -365,10 +386,12 @@ int run(int argc, char** argv) {
   const std::optional<BenchOptions> options = parse_options(argc, argv);
   if (!options) return 0;
   at::set_num_threads(options->threads);
+  model::set_generic_cpu_kernels(options->generic_cpu_kernels);
   Session session(options->plugin_paths);
   const Bandwidth bandwidth = options->device == "cpu" ? measure_bandwidth(options->bandwidth_mib << 20) : Bandwidth{};
   const std::vector<Row> rows = run_benchmarks(session, *options);
   print_tables(rows, bandwidth, *options);
+  if (options->device == "cpu") print_cpu_kernels();
   return 0;
 }
 

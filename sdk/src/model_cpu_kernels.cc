@@ -2,6 +2,8 @@
 // exactly where the ATen op sequence it replaces produces a tensor.
 #include "model_cpu_kernels.h"
 
+#include "model_cpu_dispatch.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -80,10 +82,6 @@ void rotary_rows(const at::Tensor& x, const T* cos, const T* sin, T* out) {
 }
 
 #if defined(__x86_64__)
-bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
 
 // 16 elements of T as fp32 lanes.
 __attribute__((target("avx512f"))) inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
@@ -195,7 +193,7 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             double scaling) {
 #if defined(__x86_64__)
   const at::ScalarType dtype = q.scalar_type();
-  if (!cpu_has_avx512() || !supported(dtype) || !eligible(q, dtype) || !eligible(k, dtype) || !eligible(v, dtype) ||
+  if (!supported(dtype) || !eligible(q, dtype) || !eligible(k, dtype) || !eligible(v, dtype) ||
       q.dim() != 4 || k.dim() != 4 || q.size(2) != 1 || q.size(3) % 16 != 0 || q.size(3) > 256 ||
       k.sizes() != v.sizes() || k.strides() != v.strides() || k.size(0) != q.size(0) || k.size(3) != q.size(3) ||
       k.size(1) == 0 || q.size(1) % k.size(1) != 0 || q.stride(3) != 1 || k.stride(3) != 1 || k.size(2) == 0) {
@@ -206,6 +204,7 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             !blocked.is_contiguous() || blocked.sizes() != at::IntArrayRef({batch, 1, 1, keys}))) {
     return {};
   }
+  if (!take_avx512_path(CpuKernel::kDecodeAttention, cpu_kernel_support().avx512)) return {};
   at::Tensor out = at::empty({batch, 1, q.size(1) * q.size(3)}, q.options());
   const bool* blocked_keys = blocked.defined() ? blocked.data_ptr<bool>() : nullptr;
   const auto scale = static_cast<float>(scaling);

@@ -1,6 +1,8 @@
 // AVX-512 matrix-vector products for decode rows (see model_gemv.h).
 #include "model_gemv.h"
 
+#include "model_cpu_dispatch.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -91,11 +93,7 @@ GemvRows<Lanes> kernel_for(int64_t rows) {
   return kKernels[rows];
 }
 
-bool cpu_supports(at::ScalarType dtype) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  static const bool bf16_dot = avx512 && __builtin_cpu_supports("avx512bf16");
-  return dtype == at::kFloat ? avx512 : dtype == at::kBFloat16 && bf16_dot;
-}
+bool dtype_supported(at::ScalarType dtype) { return dtype == at::kFloat || dtype == at::kBFloat16; }
 
 bool qualifies(const at::Tensor& t, at::ScalarType dtype) {
   return t.defined() && t.device().is_cpu() && t.scalar_type() == dtype && t.is_contiguous() && !t.requires_grad();
@@ -120,7 +118,7 @@ void run(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, 
 at::Tensor gemv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   if (!x.defined()) return {};
   const at::ScalarType dtype = x.scalar_type();
-  if (!cpu_supports(dtype) || !qualifies(x, dtype) || !qualifies(weight, dtype) || weight.dim() != 2 ||
+  if (!dtype_supported(dtype) || !qualifies(x, dtype) || !qualifies(weight, dtype) || weight.dim() != 2 ||
       x.dim() < 2 || x.size(-1) != weight.size(1) ||
       (bias.defined() && (!qualifies(bias, dtype) || bias.numel() != weight.size(0)))) {
     return {};
@@ -130,6 +128,10 @@ at::Tensor gemv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor&
   // A decode step's shape only (one token per sequence): a trainer's no-grad
   // forward of a few short rows keeps the GEMM its gradient forward uses.
   if (rows < 1 || rows > kGemvRows || x.size(-2) != 1) return {};
+  const CpuKernelSupport support = cpu_kernel_support();
+  const bool fast = dtype == at::kFloat ? take_avx512_path(CpuKernel::kGemvFloat, support.avx512)
+                                        : take_avx512_path(CpuKernel::kGemvBFloat16, support.avx512_bf16);
+  if (!fast) return {};
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight.size(0);
   at::Tensor y = at::empty(shape, x.options());

@@ -2,7 +2,11 @@
 // loops, one GEMM for adjacent q/k/v and gate/up weights, no mask when nothing
 // is blocked) give what the plain ATen op sequence gives.
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <set>
+#include <sstream>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -11,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "rlcore/model/cpu_kernels.h"
 #include "rlcore/model/layers.h"
 #include "rlcore/model/transformer.h"
 
@@ -43,7 +48,88 @@ ModelConfig tiny_llama() {
   return c;
 }
 
+// The CPU's flags as the kernel reports them in /proc/cpuinfo: the oracle for
+// which path must run, independent of the cpuid calls under test.
+std::set<std::string> cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string word; words >> word;) flags.insert(word);
+    break;
+  }
+  return flags;
+}
+
+// Restores the automatic choice when a test that forced the ATen path ends.
+struct GenericKernels {
+  GenericKernels() { set_generic_cpu_kernels(true); }
+  ~GenericKernels() { set_generic_cpu_kernels(false); }
+};
+
+// One decode step's GEMV (Linear of one row) and attention, in `dtype`.
+std::pair<at::Tensor, at::Tensor> decode_kernels(at::ScalarType dtype) {
+  at::manual_seed(11);
+  Linear linear;
+  linear.weight = at::randn({96, 64}).to(dtype);
+  const at::Tensor x = at::randn({2, 1, 64}).to(dtype);
+  const at::Tensor q = at::randn({2, 4, 1, 32}).to(dtype);
+  const at::Tensor k = at::randn({2, 2, 9, 32}).to(dtype), v = at::randn({2, 2, 9, 32}).to(dtype);
+  return {linear(x), grouped_attention(q, k, v, at::Tensor(), 0.25)};
+}
+
 }  // namespace
+
+TEST_CASE("the decode kernels that run are the ones this CPU has, and the counts say so", "[model][fast]") {
+  const std::set<std::string> flags = cpu_flags();
+  REQUIRE_FALSE(flags.empty());
+  const bool avx512 = flags.count("avx512f") && flags.count("avx512bw");
+  const bool avx512_bf16 = avx512 && flags.count("avx512_bf16");
+  // Which machine this ran on decides what was tested: say it in the log.
+  WARN("this CPU: avx512f+bw " << (avx512 ? "yes" : "no") << ", avx512_bf16 " << (avx512_bf16 ? "yes" : "no"));
+  CHECK(cpu_kernel_support().avx512 == avx512);
+  CHECK(cpu_kernel_support().avx512_bf16 == avx512_bf16);
+  REQUIRE_FALSE(generic_cpu_kernels());
+  for (const auto& [dtype, gemv, fast_gemv] : {std::tuple{at::kFloat, CpuKernel::kGemvFloat, avx512},
+                                                std::tuple{at::kBFloat16, CpuKernel::kGemvBFloat16, avx512_bf16}}) {
+    INFO(c10::toString(dtype));
+    const CpuKernelCounts gemv_before = cpu_kernel_counts(gemv);
+    const CpuKernelCounts attention_before = cpu_kernel_counts(CpuKernel::kDecodeAttention);
+    decode_kernels(dtype);
+    const CpuKernelCounts gemv_after = cpu_kernel_counts(gemv);
+    const CpuKernelCounts attention_after = cpu_kernel_counts(CpuKernel::kDecodeAttention);
+    CHECK(gemv_after.avx512 - gemv_before.avx512 == (fast_gemv ? 1 : 0));
+    CHECK(gemv_after.aten - gemv_before.aten == (fast_gemv ? 0 : 1));
+    CHECK(attention_after.avx512 - attention_before.avx512 == (avx512 ? 1 : 0));
+    CHECK(attention_after.aten - attention_before.aten == (avx512 ? 0 : 1));
+  }
+}
+
+TEST_CASE("forced generic, the decode step runs the ATen ops and agrees with the AVX-512 kernels", "[model][fast]") {
+  for (const auto& [dtype, gemv] : {std::pair{at::kFloat, CpuKernel::kGemvFloat},
+                                    std::pair{at::kBFloat16, CpuKernel::kGemvBFloat16}}) {
+    INFO(c10::toString(dtype));
+    const auto [fast_y, fast_attention] = decode_kernels(dtype);
+    at::Tensor generic_y, generic_attention;
+    const CpuKernelCounts gemv_before = cpu_kernel_counts(gemv);
+    const CpuKernelCounts attention_before = cpu_kernel_counts(CpuKernel::kDecodeAttention);
+    {
+      GenericKernels generic;
+      std::tie(generic_y, generic_attention) = decode_kernels(dtype);
+    }
+    CHECK_FALSE(generic_cpu_kernels());
+    CHECK(cpu_kernel_counts(gemv).avx512 == gemv_before.avx512);
+    CHECK(cpu_kernel_counts(gemv).aten == gemv_before.aten + 1);
+    CHECK(cpu_kernel_counts(CpuKernel::kDecodeAttention).avx512 == attention_before.avx512);
+    CHECK(cpu_kernel_counts(CpuKernel::kDecodeAttention).aten == attention_before.aten + 1);
+    // The two paths sum in other orders: fp32 a few ulps, bf16 a rounding step.
+    const double tolerance = dtype == at::kFloat ? 1e-4 : 0.1;
+    CHECK(max_diff(fast_y, generic_y) < tolerance);
+    CHECK(max_diff(fast_attention, generic_attention) < tolerance);
+  }
+}
 
 TEST_CASE("fused RMSNorm equals the ATen op sequence", "[model]") {
   at::manual_seed(3);

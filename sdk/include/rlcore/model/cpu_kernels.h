@@ -1,0 +1,36 @@
+// Which CPU kernels a decode step runs. The decode GEMV (fp32 and bf16) and the
+// decode-step attention have AVX-512 versions, chosen by the CPU's flags; on a
+// CPU without them, or when told to, the model runs the portable ATen ops.
+// Every call a kernel could take is counted by the path it took, so a test or
+// a benchmark can say which one ran instead of assuming it.
+#pragma once
+
+#include <cstdint>
+
+#include "rlcore/export.h"
+
+namespace rlcore::model {
+
+// What this CPU offers the kernels (cpuid, read once).
+struct CpuKernelSupport {
+  bool avx512 = false;       // avx512f and avx512bw: fp32 GEMV, attention
+  bool avx512_bf16 = false;  // plus avx512bf16: bf16 GEMV
+};
+RLCORE_API CpuKernelSupport cpu_kernel_support();
+
+enum class CpuKernel { kGemvFloat, kGemvBFloat16, kDecodeAttention };
+
+// Calls since the process started whose inputs the kernel accepts, by the path
+// they took: its AVX-512 version, or the ATen ops (no support, or generic forced).
+struct CpuKernelCounts {
+  int64_t avx512 = 0;
+  int64_t aten = 0;
+};
+RLCORE_API CpuKernelCounts cpu_kernel_counts(CpuKernel kernel);
+
+// true: every kernel takes the ATen path, whatever the CPU (to compare the two
+// paths, or to rule the fast one out). Process-wide; false at start.
+RLCORE_API void set_generic_cpu_kernels(bool generic);
+RLCORE_API bool generic_cpu_kernels();
+
+}  // namespace rlcore::model
