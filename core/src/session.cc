@@ -1,9 +1,12 @@
 // Session: registry + loaded plugins.
 #include "rlcore/core/session.h"
 
+#include <mutex>
+
 #include <spdlog/spdlog.h>
 
 #include "rlcore/core/builtin_algorithms.h"
+#include "rlcore/model/cpu_kernels.h"
 
 namespace rlcore {
 
@@ -15,6 +18,9 @@ Session::Session(const std::vector<std::string>& plugin_paths) : loader_(std::ma
     spdlog::debug("loaded plugin '{}' {} from {}", plugin.name, plugin.version, plugin.file);
   }
   for (const auto& refused : loader_->refused()) spdlog::debug("refused {}: {}", refused.file, refused.reason);
+  // Once per process; a bad RLCORE_CPU_KERNELS fails here, before any model runs.
+  static std::once_flag logged;
+  std::call_once(logged, [] { spdlog::debug("CPU decode kernels: {}", model::describe_cpu_kernels()); });
 }
 
 }  // namespace rlcore

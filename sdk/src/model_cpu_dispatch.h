@@ -6,7 +6,7 @@
 namespace rlcore::model::cpu {
 
 // Called once a kernel has accepted its inputs: whether to run the AVX-512
-// version (`supported` by this CPU and not forced generic); counts the path.
-bool take_avx512_path(CpuKernel kernel, bool supported);
+// version (cpu_kernel_path); counts the path.
+bool take_avx512_path(CpuKernel kernel);
 
 }  // namespace rlcore::model::cpu

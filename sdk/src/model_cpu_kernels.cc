@@ -204,7 +204,7 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             !blocked.is_contiguous() || blocked.sizes() != at::IntArrayRef({batch, 1, 1, keys}))) {
     return {};
   }
-  if (!take_avx512_path(CpuKernel::kDecodeAttention, cpu_kernel_support().avx512)) return {};
+  if (!take_avx512_path(CpuKernel::kDecodeAttention)) return {};
   at::Tensor out = at::empty({batch, 1, q.size(1) * q.size(3)}, q.options());
   const bool* blocked_keys = blocked.defined() ? blocked.data_ptr<bool>() : nullptr;
   const auto scale = static_cast<float>(scaling);

@@ -128,10 +128,7 @@ at::Tensor gemv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor&
   // A decode step's shape only (one token per sequence): a trainer's no-grad
   // forward of a few short rows keeps the GEMM its gradient forward uses.
   if (rows < 1 || rows > kGemvRows || x.size(-2) != 1) return {};
-  const CpuKernelSupport support = cpu_kernel_support();
-  const bool fast = dtype == at::kFloat ? take_avx512_path(CpuKernel::kGemvFloat, support.avx512)
-                                        : take_avx512_path(CpuKernel::kGemvBFloat16, support.avx512_bf16);
-  if (!fast) return {};
+  if (!take_avx512_path(dtype == at::kFloat ? CpuKernel::kGemvFloat : CpuKernel::kGemvBFloat16)) return {};
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight.size(0);
   at::Tensor y = at::empty(shape, x.options());

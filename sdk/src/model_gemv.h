@@ -14,8 +14,9 @@ namespace rlcore::model::cpu {
 // x [..., 1, in] (one token per sequence, as in a decode step; at most
 // kGemvRows rows, contiguous), weight [out, in] (contiguous),
 // bias [out] or undefined, all float or all bfloat16 on the CPU and without
-// autograd. Undefined when the inputs do not qualify or the CPU lacks the
-// instructions (the caller falls back to at::linear).
+// autograd. Undefined when the inputs do not qualify, the CPU lacks the
+// instructions or the generic path is forced (the caller falls back to
+// at::linear); cpu_kernels.h counts which path a qualifying call took.
 at::Tensor gemv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 inline constexpr int64_t kGemvRows = 4;

@@ -1,11 +1,13 @@
 // The inference fast paths of the decoder blocks (fused CPU RMSNorm and rotary
 // loops, one GEMM for adjacent q/k/v and gate/up weights, no mask when nothing
-// is blocked) give what the plain ATen op sequence gives.
+// is blocked) give what the plain ATen op sequence gives; the decode kernels
+// that ran are the ones this CPU's flags call for, and the ATen path, forced,
+// gives the same results.
 #include <cmath>
-#include <fstream>
+#include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <set>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -19,7 +21,10 @@
 #include "rlcore/model/layers.h"
 #include "rlcore/model/transformer.h"
 
+#include "../common/cpu_flags.h"
+
 using namespace rlcore::model;
+using rlcore_test::cpu_flags;
 
 namespace {
 
@@ -48,27 +53,6 @@ ModelConfig tiny_llama() {
   return c;
 }
 
-// The CPU's flags as the kernel reports them in /proc/cpuinfo: the oracle for
-// which path must run, independent of the cpuid calls under test.
-std::set<std::string> cpu_flags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  std::set<std::string> flags;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    for (std::string word; words >> word;) flags.insert(word);
-    break;
-  }
-  return flags;
-}
-
-// Restores the automatic choice when a test that forced the ATen path ends.
-struct GenericKernels {
-  GenericKernels() { set_generic_cpu_kernels(true); }
-  ~GenericKernels() { set_generic_cpu_kernels(false); }
-};
-
 // One decode step's GEMV (Linear of one row) and attention, in `dtype`.
 std::pair<at::Tensor, at::Tensor> decode_kernels(at::ScalarType dtype) {
   at::manual_seed(11);
@@ -79,6 +63,29 @@ std::pair<at::Tensor, at::Tensor> decode_kernels(at::ScalarType dtype) {
   const at::Tensor k = at::randn({2, 2, 9, 32}).to(dtype), v = at::randn({2, 2, 9, 32}).to(dtype);
   return {linear(x), grouped_attention(q, k, v, at::Tensor(), 0.25)};
 }
+
+// A model whose decode step qualifies for every kernel (head_dim a multiple of 16).
+ModelConfig decode_llama() {
+  ModelConfig c = tiny_llama();
+  c.hidden_size = 64;
+  c.intermediate_size = 96;
+  c.head_dim = 16;
+  return c;
+}
+
+// Logits of a 5-token prompt and then 3 decode steps (one token per row), in `dtype`.
+at::Tensor decode_logits(at::ScalarType dtype) {
+  Transformer model(decode_llama(), ModelHead::kCausalLm, at::TensorOptions().dtype(dtype));
+  model.init_random(7);
+  at::manual_seed(8);
+  at::NoGradGuard no_grad;
+  KvCache cache = model.make_cache(2, 16);
+  std::vector<at::Tensor> logits = {model.forward(at::randint(0, 64, {2, 5}, at::kLong), cache)};
+  for (int64_t token : {3, 17, 42}) logits.push_back(model.forward(at::full({2, 1}, token, at::kLong), cache));
+  return at::cat(logits, 1);
+}
+
+const char* path_name(CpuKernelPath path) { return path == CpuKernelPath::kAvx512 ? "AVX-512" : "ATen"; }
 
 }  // namespace
 
@@ -92,6 +99,12 @@ TEST_CASE("the decode kernels that run are the ones this CPU has, and the counts
   CHECK(cpu_kernel_support().avx512 == avx512);
   CHECK(cpu_kernel_support().avx512_bf16 == avx512_bf16);
   REQUIRE_FALSE(generic_cpu_kernels());
+  const CpuKernelPath fast = avx512 ? CpuKernelPath::kAvx512 : CpuKernelPath::kAten;
+  CHECK(path_name(cpu_kernel_path(CpuKernel::kGemvFloat)) == std::string(path_name(fast)));
+  CHECK(path_name(cpu_kernel_path(CpuKernel::kDecodeAttention)) == std::string(path_name(fast)));
+  CHECK(path_name(cpu_kernel_path(CpuKernel::kGemvBFloat16)) ==
+        std::string(path_name(avx512_bf16 ? CpuKernelPath::kAvx512 : CpuKernelPath::kAten)));
+  CHECK_THAT(describe_cpu_kernels(), Catch::Contains(avx512 ? "fp32 GEMV AVX-512" : "fp32 GEMV ATen (no avx512f"));
   for (const auto& [dtype, gemv, fast_gemv] : {std::tuple{at::kFloat, CpuKernel::kGemvFloat, avx512},
                                                 std::tuple{at::kBFloat16, CpuKernel::kGemvBFloat16, avx512_bf16}}) {
     INFO(c10::toString(dtype));
@@ -107,6 +120,88 @@ TEST_CASE("the decode kernels that run are the ones this CPU has, and the counts
   }
 }
 
+TEST_CASE("a scoped override forces the ATen path and puts the CPU's choice back", "[model][fast]") {
+  REQUIRE_FALSE(generic_cpu_kernels());
+  {
+    ScopedGenericCpuKernels generic;
+    CHECK(generic_cpu_kernels());
+    for (const CpuKernel kernel : {CpuKernel::kGemvFloat, CpuKernel::kGemvBFloat16, CpuKernel::kDecodeAttention}) {
+      CHECK(cpu_kernel_path(kernel) == CpuKernelPath::kAten);
+    }
+    CHECK_THAT(describe_cpu_kernels(), Catch::Contains("fp32 GEMV ATen (generic forced)"));
+    {
+      ScopedGenericCpuKernels automatic(false);
+      CHECK_FALSE(generic_cpu_kernels());
+    }
+    CHECK(generic_cpu_kernels());
+  }
+  CHECK_FALSE(generic_cpu_kernels());
+}
+
+TEST_CASE("a whole decode, forced generic, matches the CPU's kernels; the counts say which ran", "[model][fast]") {
+  const CpuKernelSupport support = cpu_kernel_support();
+  for (const auto& [dtype, gemv, fast_gemv] :
+       {std::tuple{at::kFloat, CpuKernel::kGemvFloat, support.avx512},
+        std::tuple{at::kBFloat16, CpuKernel::kGemvBFloat16, support.avx512_bf16}}) {
+    INFO(c10::toString(dtype));
+    const CpuKernelCounts gemv_start = cpu_kernel_counts(gemv);
+    const CpuKernelCounts attention_start = cpu_kernel_counts(CpuKernel::kDecodeAttention);
+    const at::Tensor fast = decode_logits(dtype);
+    const CpuKernelCounts gemv_fast = cpu_kernel_counts(gemv);
+    const CpuKernelCounts attention_fast = cpu_kernel_counts(CpuKernel::kDecodeAttention);
+    // 3 steps x 2 layers x (q/k/v + o + gate/up + down) GEMVs and one attention per layer, plus the head.
+    CHECK((fast_gemv ? gemv_fast.avx512 - gemv_start.avx512 : gemv_fast.aten - gemv_start.aten) >= 3 * 2 * 4);
+    CHECK((fast_gemv ? gemv_fast.aten - gemv_start.aten : gemv_fast.avx512 - gemv_start.avx512) == 0);
+    CHECK((support.avx512 ? attention_fast.avx512 - attention_start.avx512
+                          : attention_fast.aten - attention_start.aten) == 3 * 2);
+    at::Tensor generic;
+    {
+      ScopedGenericCpuKernels forced;
+      generic = decode_logits(dtype);
+    }
+    CHECK(cpu_kernel_counts(gemv).avx512 == gemv_fast.avx512);
+    CHECK(cpu_kernel_counts(gemv).aten - gemv_fast.aten >= 3 * 2 * 4);
+    CHECK(cpu_kernel_counts(CpuKernel::kDecodeAttention).avx512 == attention_fast.avx512);
+    CHECK(cpu_kernel_counts(CpuKernel::kDecodeAttention).aten - attention_fast.aten == 3 * 2);
+    REQUIRE(fast.sizes() == generic.sizes());
+    // Summation order only: fp32 a few ulps through two layers; bf16 a rounding step here and there.
+    const double tolerance = dtype == at::kFloat ? 1e-4 : 0.05;
+    CHECK(max_diff(fast, generic) < tolerance * std::max(1.0, fast.abs().max().item<double>()));
+    // The prefill (5 tokens per row) runs the GEMMs either way: bit for bit the same.
+    CHECK(fast.slice(1, 0, 5).equal(generic.slice(1, 0, 5)));
+  }
+}
+
+// RLCORE_CPU_KERNELS is read once per process: the parent runs this test in a
+// child with the variable set (hidden: it asserts what the variable says).
+TEST_CASE("(child) RLCORE_CPU_KERNELS sets the start value", "[.cpu_kernels_env]") {
+  const char* text = std::getenv("RLCORE_CPU_KERNELS");
+  const std::string value = text == nullptr ? "" : text;
+  if (value == "fastest") {
+    CHECK_THROWS_WITH(generic_cpu_kernels(), Catch::Contains("RLCORE_CPU_KERNELS='fastest'"));
+    return;
+  }
+  CHECK(generic_cpu_kernels() == (value == "generic"));
+  const CpuKernelCounts before = cpu_kernel_counts(CpuKernel::kGemvFloat);
+  decode_kernels(at::kFloat);
+  const bool fast = value != "generic" && cpu_kernel_support().avx512;
+  CHECK(cpu_kernel_counts(CpuKernel::kGemvFloat).avx512 - before.avx512 == (fast ? 1 : 0));
+  CHECK(cpu_kernel_counts(CpuKernel::kGemvFloat).aten - before.aten == (fast ? 0 : 1));
+}
+
+TEST_CASE("RLCORE_CPU_KERNELS=generic forces the ATen path; auto leaves it to the CPU; others are refused",
+          "[model][fast]") {
+  std::error_code error;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", error).string();
+  REQUIRE_FALSE(error);
+  for (const char* value : {"generic", "auto", "fastest"}) {
+    INFO(value);
+    const std::string command =
+        std::string("RLCORE_CPU_KERNELS=") + value + " '" + self + "' '[cpu_kernels_env]' > /dev/null 2>&1";
+    CHECK(std::system(command.c_str()) == 0);
+  }
+}
+
 TEST_CASE("forced generic, the decode step runs the ATen ops and agrees with the AVX-512 kernels", "[model][fast]") {
   for (const auto& [dtype, gemv] : {std::pair{at::kFloat, CpuKernel::kGemvFloat},
                                     std::pair{at::kBFloat16, CpuKernel::kGemvBFloat16}}) {
@@ -116,7 +211,7 @@ TEST_CASE("forced generic, the decode step runs the ATen ops and agrees with the
     const CpuKernelCounts gemv_before = cpu_kernel_counts(gemv);
     const CpuKernelCounts attention_before = cpu_kernel_counts(CpuKernel::kDecodeAttention);
     {
-      GenericKernels generic;
+      ScopedGenericCpuKernels generic;
       std::tie(generic_y, generic_attention) = decode_kernels(dtype);
     }
     CHECK_FALSE(generic_cpu_kernels());

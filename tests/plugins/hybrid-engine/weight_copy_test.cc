@@ -1,4 +1,5 @@
 // The swap's copy fast paths (weight_copy.h) write exactly what copy_ writes,
+// whichever vectorised loop the CPU (or a forced generic path) picks,
 // and the CPU bucket (bucket_memory.h) is usable, exactly sized memory whose
 // range a lazily freeing BucketMemory reuses.
 #include <ATen/ATen.h>
@@ -6,14 +7,23 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <set>
+#include <string>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
 #include "bucket_memory.h"
+#include "rlcore/model/cpu_kernels.h"
 #include "weight_copy.h"
+
+#include "../../common/cpu_flags.h"
 
 using rlcore::hybrid::BucketMemory;
 using rlcore::hybrid::BucketRelease;
+using rlcore::hybrid::cast_kernel;
+using rlcore::hybrid::cast_kernel_calls;
+using rlcore::hybrid::CastKernel;
 using rlcore::hybrid::copy_weight;
 
 namespace {
@@ -45,6 +55,43 @@ TEST_CASE("copy_weight casts fp32 to bf16 bit for bit like copy_", "[hybrid]") {
   copy_weight(src, fast);
   const at::Tensor reference = at::empty(src.sizes(), at::kBFloat16).copy_(src);
   CHECK(fast.view(at::kShort).equal(reference.view(at::kShort)));
+}
+
+TEST_CASE("the fp32 -> bf16 copy runs the widest loop this CPU has; forced generic runs the plain one, same bits",
+          "[hybrid]") {
+  const std::set<std::string> flags = rlcore_test::cpu_flags();
+  REQUIRE_FALSE(flags.empty());
+  const CastKernel widest = flags.count("avx512f") ? CastKernel::kAvx512
+                            : flags.count("avx2")  ? CastKernel::kAvx2
+                                                   : CastKernel::kGeneric;
+  WARN("this CPU's fp32 -> bf16 copy: " << (widest == CastKernel::kAvx512 ? "AVX-512"
+                                            : widest == CastKernel::kAvx2 ? "AVX2"
+                                                                          : "generic"));
+  REQUIRE_FALSE(rlcore::model::generic_cpu_kernels());
+  CHECK(cast_kernel() == widest);
+  const at::Tensor src = awkward_floats();
+  const at::Tensor reference = at::empty(src.sizes(), at::kBFloat16).copy_(src);
+  for (const bool generic : {false, true}) {
+    INFO((generic ? "forced generic" : "the CPU's choice"));
+    rlcore::model::ScopedGenericCpuKernels scope(generic);
+    const CastKernel expected = generic ? CastKernel::kGeneric : widest;
+    CHECK(cast_kernel() == expected);
+    const int64_t before = cast_kernel_calls(expected);
+    at::Tensor out = at::empty(src.sizes(), at::kBFloat16);
+    copy_weight(src, out);
+    CHECK(cast_kernel_calls(expected) == before + 1);
+    CHECK(out.view(at::kShort).equal(reference.view(at::kShort)));
+  }
+  // Every version the CPU can run, called directly: the AVX2 one too, which this CPU's choice skips.
+  for (const auto& [kernel, flag] : {std::pair{CastKernel::kAvx512, "avx512f"}, std::pair{CastKernel::kAvx2, "avx2"},
+                                     std::pair{CastKernel::kGeneric, ""}}) {
+    if (*flag != '\0' && !flags.count(flag)) continue;
+    INFO(static_cast<int>(kernel));
+    at::Tensor out = at::empty(src.sizes(), at::kBFloat16);
+    rlcore::hybrid::float_to_bf16(kernel, src.data_ptr<float>(), reinterpret_cast<uint16_t*>(out.data_ptr()),
+                                  src.numel());
+    CHECK(out.view(at::kShort).equal(reference.view(at::kShort)));
+  }
 }
 
 TEST_CASE("copy_weight maps NaN to a bf16 NaN", "[hybrid]") {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "rlcore/export.h"
 
@@ -19,6 +20,11 @@ struct CpuKernelSupport {
 RLCORE_API CpuKernelSupport cpu_kernel_support();
 
 enum class CpuKernel { kGemvFloat, kGemvBFloat16, kDecodeAttention };
+enum class CpuKernelPath { kAvx512, kAten };
+
+// The path a call whose inputs the kernel accepts takes now: AVX-512 where the
+// CPU has what it needs and generic is not forced, else ATen.
+RLCORE_API CpuKernelPath cpu_kernel_path(CpuKernel kernel);
 
 // Calls since the process started whose inputs the kernel accepts, by the path
 // they took: its AVX-512 version, or the ATen ops (no support, or generic forced).
@@ -29,8 +35,29 @@ struct CpuKernelCounts {
 RLCORE_API CpuKernelCounts cpu_kernel_counts(CpuKernel kernel);
 
 // true: every kernel takes the ATen path, whatever the CPU (to compare the two
-// paths, or to rule the fast one out). Process-wide; false at start.
+// paths, or to rule the fast one out). Process-wide. The start value comes from
+// RLCORE_CPU_KERNELS, read once: `generic`, or `auto`/unset (the CPU decides);
+// anything else is a ConfigError, thrown by the first of these calls.
 RLCORE_API void set_generic_cpu_kernels(bool generic);
 RLCORE_API bool generic_cpu_kernels();
+
+// One line for a log: each kernel's path now, and why (the CPU's flags or the
+// forced generic path), e.g. "fp32 GEMV AVX-512, bf16 GEMV ATen (no avx512_bf16), ...".
+RLCORE_API std::string describe_cpu_kernels();
+
+// Forces the generic (ATen) path, or the CPU's choice, for a scope, and puts
+// back what was there before: for tests that compare the two paths.
+class ScopedGenericCpuKernels {
+ public:
+  explicit ScopedGenericCpuKernels(bool generic = true) : previous_(generic_cpu_kernels()) {
+    set_generic_cpu_kernels(generic);
+  }
+  ~ScopedGenericCpuKernels() { set_generic_cpu_kernels(previous_); }
+  ScopedGenericCpuKernels(const ScopedGenericCpuKernels&) = delete;
+  ScopedGenericCpuKernels& operator=(const ScopedGenericCpuKernels&) = delete;
+
+ private:
+  bool previous_;
+};
 
 }  // namespace rlcore::model
