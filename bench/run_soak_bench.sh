@@ -12,6 +12,7 @@ workers=2
 warmup=100
 out=$repo/runs/soak
 build=1
+build_dir=build
 
 usage() {
   cat <<EOF
@@ -20,7 +21,10 @@ usage: bench/run_soak_bench.sh [options]
   --workers N    runtime.n_workers_per_node (default: $workers)
   --warmup N     steps left out of the slopes (default: $warmup)
   --out DIR      work directory, deleted first (default: runs/soak)
-  --no-build     use the existing build/
+  --no-build     use the existing build directory
+  --build-dir D  the build directory whose bin/rlcore runs (default: build); a copy of
+                 its bin/, lib/ and plugins/ keeps a soak safe from rebuilds meanwhile
+                 (set LD_LIBRARY_PATH=D/lib then)
 EOF
 }
 
@@ -31,6 +35,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
     --no-build) build=0; shift ;;
+    --build-dir) build_dir=${2:?}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "soak: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -46,9 +51,9 @@ case "$out" in ''|/|.) echo "soak: refusing --out '$out' (it is deleted first)" 
 
 cd "$repo"
 if [ "$build" = 1 ]; then
-  bash scripts/build.sh rlcore rlcore-train-fsdp rlcore-infer-native rlcore-reward rlcore-hybrid-engine
+  RLCORE_BUILD_DIR="$build_dir" bash scripts/build.sh rlcore rlcore-train-fsdp rlcore-infer-native rlcore-reward rlcore-hybrid-engine
 fi
-rlcore=$repo/build/bin/rlcore
+rlcore=$(cd "$build_dir" && pwd)/bin/rlcore
 
 rm -rf "$out"
 mkdir -p "$out"
@@ -91,13 +96,16 @@ def mean(values):
 decile = max(1, len(after) // 10)
 print()
 print(f"soak: {len(steps)} GRPO steps, {workers} workers, warm-up {warmup} steps, {wall} s wall; "
-      f"{os.cpu_count()} cores, {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}")
+      f"{os.cpu_count()} cores, {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}; "
+      f"load average at the end {os.getloadavg()[1]:.1f} (5 min), {os.getloadavg()[2]:.1f} (15 min)")
 print()
 print("| series | at step %d | at step %d | slope after warm-up | change after warm-up |" % (after[0], after[-1]))
 print("|---|---|---|---|---|")
-for key, name in (("memory/controller_rss_bytes", "controller RSS"),
-                  ("memory/worker_rss_bytes/min", "worker RSS, smallest"),
-                  ("memory/worker_rss_bytes/max", "worker RSS, largest")):
+prefix = "memory/worker_rss_bytes/rank_"
+ranks = sorted(int(k[len(prefix):]) for k in rows[after[-1]] if k.startswith(prefix))
+series = [("memory/controller_rss_bytes", "controller RSS")]
+series += [(prefix + str(r), f"worker rank {r} RSS") for r in ranks]
+for key, name in series:
     ys = [rows[s][key] / 2**20 for s in after]
     print(f"| {name} | {ys[0]:.1f} MiB | {ys[-1]:.1f} MiB | {100 * slope(after, ys):+.3f} MiB / 100 steps "
           f"| {ys[-1] - ys[0]:+.1f} MiB ({100 * (ys[-1] - ys[0]) / ys[0]:+.2f}%) |")

@@ -234,6 +234,7 @@ struct RlTrainer::Impl {
         rss_min = std::min(rss_min, rss);
         rss_max = std::max(rss_max, rss);
         rss_sum += rss;
+        metrics["memory/worker_rss_bytes/rank_" + std::to_string(reply.rank)] = rss;  // a leak in one rank
         to_rollout = std::max(to_rollout, reply.value["to_rollout_s"].get<double>());
         to_train = std::max(to_train, reply.value["to_train_s"].get<double>());
         bytes_moved = std::max(bytes_moved, reply.value["bytes_moved"].get<double>());

@@ -2,6 +2,7 @@
 // engine, the native rollout engine and a reward a policy can certainly learn.
 #include "e2e_testing.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -40,6 +41,7 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
                           "timing_s/reshard_to_train", "perf/swap_GBps", "memory/peak_swap_bytes",
                           "memory/planned_peak_swap_bytes", "memory/allocated_bytes", "memory/reserved_bytes",
                           "memory/worker_rss_bytes/max", "memory/worker_rss_bytes/min", "memory/worker_rss_bytes/mean",
+                          "memory/worker_rss_bytes/rank_0", "memory/worker_rss_bytes/rank_1",
                           "memory/controller_rss_bytes", "perf/cpu_memory_used_gb"}) {
     CHECK(metrics.at(1).count(key) == 1);
   }
@@ -55,6 +57,8 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
   CHECK(metrics.at(1).at("memory/worker_rss_bytes/min") > 50e6);
   CHECK(metrics.at(1).at("memory/worker_rss_bytes/max") >= metrics.at(1).at("memory/worker_rss_bytes/mean"));
   CHECK(metrics.at(1).at("memory/worker_rss_bytes/mean") >= metrics.at(1).at("memory/worker_rss_bytes/min"));
+  CHECK(std::min(metrics.at(1).at("memory/worker_rss_bytes/rank_0"), metrics.at(1).at("memory/worker_rss_bytes/rank_1")) ==
+        metrics.at(1).at("memory/worker_rss_bytes/min"));
   CHECK(metrics.at(1).at("memory/controller_rss_bytes") > 10e6);
   CHECK(metrics.at(1).at("perf/cpu_memory_used_gb") * (1 << 30) >
         metrics.at(1).at("memory/controller_rss_bytes") + 2 * metrics.at(1).at("memory/worker_rss_bytes/min"));

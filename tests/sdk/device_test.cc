@@ -115,6 +115,19 @@ TEST_CASE("cpu peak memory: VmHWM rises by a touched 64 MiB buffer and falls bac
   CHECK(rlcore::device_memory_stats(cpu).peak_allocated <= peak_with_buffer - kBuffer + kMiB);
 }
 
+TEST_CASE("host memory: this process's RSS counts a touched 64 MiB buffer; the machine's use covers it",
+          "[device][memory]") {
+  const int64_t before = rlcore::process_rss_bytes();
+  CHECK(before > 0);
+  {
+    TouchedBuffer buffer;
+    const int64_t touched = rlcore::process_rss_bytes();
+    CHECK(touched >= before + kBuffer - kMiB);
+    CHECK(rlcore::host_memory_used_bytes() >= touched);
+  }
+  CHECK(rlcore::process_rss_bytes() <= before + kMiB);  // unmapped: gone from the resident set
+}
+
 TEST_CASE("PeakMemoryMeter counts a phase's new memory, including lazily freed pages it reuses", "[device][memory]") {
   const at::Device cpu(at::kCPU);
   TouchedBuffer buffer;
