@@ -2,8 +2,8 @@
 # Soak benchmark: GRPO on the quickstart task for many steps (default 1,000)
 # with two workers, then a table of host memory (the resident set of the
 # controller and of every worker, which the trainer logs every step) and of
-# step time: values at the end of warm-up and at the end, least-squares slopes
-# after warm-up. Memory should be flat and step time should not drift
+# step time: means of the first decile after warm-up and of the last one,
+# least-squares slopes after warm-up. Memory should be flat and step time should not drift
 # (docs/bench-soak.md). On a shared machine step time follows the load, so
 # the table also gives the load average and the CPU seconds the run's
 # processes spent per step (sampled every 2 s), which do not.
@@ -142,6 +142,12 @@ def slope(xs, ys):
     sxx = sum((x - mx) ** 2 for x in xs)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
 
+def slope_error(xs, ys):  # the standard error of slope(xs, ys); neighbours correlate, so read it as a floor
+    b, mx, my = slope(xs, ys), sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    residual = sum((y - my - b * (x - mx)) ** 2 for x, y in zip(xs, ys))
+    return (residual / (len(xs) - 2) / sxx) ** 0.5 if len(xs) > 2 and sxx else 0.0
+
 def mean(values):
     return sum(values) / len(values) if values else float("nan")
 
@@ -161,24 +167,29 @@ print()
 print(f"soak: {len(steps)} GRPO steps, {workers} workers, warm-up {warmup} steps, {wall} s wall; "
       f"{os.cpu_count()} cores, {cpu}")
 print()
-print("| series | at step %d (warm-up end) | at step %d (end) | slope after warm-up | change after warm-up |"
-      % (after[0], after[-1]))
-print("|---|---|---|---|---|")
+print(f"| resident set, mean of a decile ({decile} steps) | first after warm-up (steps {first_steps[0]}-{first_steps[-1]}) "
+      f"| last (steps {last_steps[0]}-{last_steps[-1]}) | range after warm-up | slope after warm-up | change |")
+print("|---|---|---|---|---|---|")
 prefix = "memory/worker_rss_bytes/rank_"
 ranks = sorted(int(k[len(prefix):]) for k in rows[after[-1]] if k.startswith(prefix))
-series = [("memory/controller_rss_bytes", "controller RSS")]
-series += [(prefix + str(r), f"worker rank {r} RSS") for r in ranks]
+series = [("memory/controller_rss_bytes", "controller")]
+series += [(prefix + str(r), f"worker rank {r}") for r in ranks]
 for key, name in series:
     ys = [rows[s][key] / 2**20 for s in after]
-    print(f"| {name} | {ys[0]:.1f} MiB | {ys[-1]:.1f} MiB | {100 * slope(after, ys):+.3f} MiB / 100 steps "
-          f"| {ys[-1] - ys[0]:+.1f} MiB ({100 * (ys[-1] - ys[0]) / ys[0]:+.2f}%) |")
+    first, last = mean(ys[:decile]), mean(ys[-decile:])
+    print(f"| {name} | {first:.1f} MiB | {last:.1f} MiB | {min(ys):.1f}-{max(ys):.1f} MiB "
+          f"| {100 * slope(after, ys):+.3f} ± {100 * slope_error(after, ys):.3f} MiB / 100 steps | {last - first:+.2f} MiB ({100 * (last - first) / first:+.2f}%) |")
+growth = max(abs(slope(after, [rows[s][key] / 2**20 for s in after])) for key, _ in series)
+print()
+print(f"largest resident-set slope: {1000 * growth:.2f} MiB per 1,000 steps")
 print()
 print(f"| step time, mean of a decile ({decile} steps) | first after warm-up (steps {first_steps[0]}-{first_steps[-1]}) "
       f"| last (steps {last_steps[0]}-{last_steps[-1]}) | slope after warm-up | change |")
 print("|---|---|---|---|---|")
 times = [rows[s]["timing_s/step"] * 1000 for s in after]
 first, last = mean(times[:decile]), mean(times[-decile:])
-print(f"| wall time per step | {first:.0f} ms | {last:.0f} ms | {100 * slope(after, times):+.2f} ms / 100 steps "
+print(f"| wall time per step | {first:.0f} ms | {last:.0f} ms "
+      f"| {100 * slope(after, times):+.2f} ± {100 * slope_error(after, times):.2f} ms / 100 steps "
       f"| {last - first:+.0f} ms ({100 * (last - first) / first:+.1f}%) |")
 if samples:
     c_first, c_last = cpu_per_step(first_steps[0], first_steps[-1]), cpu_per_step(last_steps[0], last_steps[-1])
