@@ -13,8 +13,11 @@ function(rlcore_add_plugin target)
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     POSITION_INDEPENDENT_CODE ON)
-  # Catch unresolved symbols when the plugin is linked, not when it is loaded.
-  target_link_options(${target} PRIVATE "LINKER:--no-undefined")
+  # Catch unresolved symbols when the plugin is linked, not when it is loaded
+  # (not under the sanitizers: their runtime is in the executable that loads it).
+  if(NOT RLCORE_SANITIZE)
+    target_link_options(${target} PRIVATE "LINKER:--no-undefined")
+  endif()
   if(DEFINED RLCORE_PLUGIN_BUILD_DIR)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${RLCORE_PLUGIN_BUILD_DIR})
   endif()

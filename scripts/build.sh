@@ -3,6 +3,10 @@
 #
 #   bash scripts/build.sh [TARGET...]          CPU flavour (Debian's libtorch) into ./build
 #   bash scripts/build.sh --cuda [TARGET...]   CUDA flavour into ./build-cuda
+#   bash scripts/build.sh --sanitize [TARGET...]
+#                                              CPU flavour with clang, AddressSanitizer,
+#                                              UndefinedBehaviorSanitizer and the libFuzzer
+#                                              targets into ./build-sanitize
 #
 # $RLCORE_BUILD_DIR overrides the build directory. The CUDA flavour builds
 # against the CUDA libtorch of $Torch_DIR (any libtorch with CUDA, e.g. an
@@ -13,11 +17,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cuda=0
+sanitize=0
 targets=()
 for arg in "$@"; do
   case "$arg" in
     --cuda) cuda=1 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --sanitize) sanitize=1 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "[build] error: unknown option '$arg' (see --help)" >&2; exit 2 ;;
     *) targets+=("$arg") ;;
   esac
@@ -46,8 +52,16 @@ if [ "$cuda" = 1 ]; then
   # before /usr, where Debian's CPU libtorch would otherwise be found.
   torch_prefix=$(cd "$Torch_DIR/../../.." && pwd)
   cmake_args+=(-DTorch_DIR="$Torch_DIR" -DCMAKE_PREFIX_PATH="$torch_prefix")
+elif [ "$sanitize" = 1 ]; then
+  build_dir=${RLCORE_BUILD_DIR:-build-sanitize}
+  # The benchmarks measure speed, which a sanitized build does not have.
+  cmake_args+=(-DCMAKE_CXX_COMPILER=clang++-14 -DRLCORE_FUZZ=ON -DRLCORE_BUILD_BENCH=OFF)
 else
   build_dir=${RLCORE_BUILD_DIR:-build}
+fi
+if [ "$cuda" = 1 ] && [ "$sanitize" = 1 ]; then
+  echo "[build] error: --cuda and --sanitize are separate flavours; pick one" >&2
+  exit 2
 fi
 
 if [ ! -f "$build_dir/build.ninja" ]; then

@@ -10,6 +10,7 @@ PACKAGES=(
   libyaml-cpp-dev libspdlog-dev libfmt-dev catch2
   libzmq3-dev cppzmq-dev nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev
   python3 python3-torch curl
+  clang-14 libclang-rt-14-dev  # the sanitized build and the fuzzers (scripts/test.sh --sanitize)
 )
 
 missing=()

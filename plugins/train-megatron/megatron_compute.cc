@@ -80,7 +80,7 @@ class MetricSums {
     at::Tensor text = at::zeros({size[0].item<int64_t>()}, at::kByte);
     at::Tensor numbers = at::zeros({size[1].item<int64_t>()}, at::kDouble);
     if (groups.last_stage()) {
-      std::memcpy(text.data_ptr(), names.data(), names.size());
+      if (!names.empty()) std::memcpy(text.data_ptr(), names.data(), names.size());  // empty: data_ptr() is null
       numbers.copy_(at::tensor(values, at::kDouble));
     }
     if (groups.pp.size() > 1) {

@@ -59,7 +59,8 @@ TEST_CASE("model init writes an HF checkpoint that loads back identically", "[mo
     for (const auto& [name, tensor] : expected.named_parameters()) {
       INFO(name);
       const auto& other = loaded.named_parameters();
-      const auto it = std::find_if(other.begin(), other.end(), [&](const auto& e) { return e.first == name; });
+      const auto it =
+          std::find_if(other.begin(), other.end(), [&name = name](const auto& e) { return e.first == name; });
       REQUIRE(it != other.end());
       CHECK(at::equal(tensor, it->second));
     }

@@ -282,7 +282,7 @@ TEST_CASE("tokenize and detokenize requests", "[serve][requests]") {
   };
   for (const auto& [body, message] : cases) {
     INFO(body);
-    CHECK(message_of([&] { parse_tokenize_request(json::parse(body)); }) == message);
+    CHECK(message_of([&body = body] { parse_tokenize_request(json::parse(body)); }) == message);
   }
   CHECK(message_of([] { parse_detokenize_request(json::parse("{}")); }) == "tokens is required.");
   CHECK(message_of([] { parse_detokenize_request(json::parse(R"({"tokens": "1 2"})")); }) ==

@@ -55,7 +55,7 @@ TEST_CASE("the completion request carries the sampling as vLLM names it", "[vllm
 
 TEST_CASE("answers are read prompt-major by index, with token ids from either field", "[vllm_bridge]") {
   // Out of order on purpose: only `index` promises the position.
-  const json body = response({choice(1, {5, 6}, {-0.5, -9999.0}, "length"), choice(0, {7}, {-0.25})});
+  const json body = response(json::array({choice(1, {5, 6}, {-0.5, -9999.0}, "length"), choice(0, {7}, {-0.25})}));
   const rlcore::GenerationOutput out = parse_completion_response(body, 1, 2);
   CHECK(out.token_ids[0] == std::vector<int32_t>{7});
   CHECK(out.token_ids[1] == std::vector<int32_t>{5, 6});
@@ -64,25 +64,29 @@ TEST_CASE("answers are read prompt-major by index, with token ids from either fi
   CHECK(out.logprobs[1][0] == -0.5f);
   CHECK(std::isinf(out.logprobs[1][1]));  // vLLM's -9999.0 stands for -inf
 
-  json without_ids = response({choice(0, nullptr, {-1.0, -2.0})});
+  json without_ids = response(json::array({choice(0, nullptr, {-1.0, -2.0})}));
   without_ids["choices"][0]["logprobs"]["tokens"] = {"token_id:42", "token_id:0"};
   CHECK(parse_completion_response(without_ids, 1, 1).token_ids[0] == std::vector<int32_t>{42, 0});
 }
 
 TEST_CASE("malformed answers are format errors naming the choice and field", "[vllm_bridge]") {
   CHECK_THAT(format_error(json{{"id", "x"}}, 1, 1), Catch::Contains("no 'choices'"));
-  CHECK_THAT(format_error(response({choice(0, {1}, {-1.0})}), 2, 1), Catch::Contains("1 choices for 2 prompts"));
-  CHECK_THAT(format_error(response({choice(0, {1}, {-1.0}), choice(0, {1}, {-1.0})}), 1, 2),
+  CHECK_THAT(format_error(response(json::array({choice(0, {1}, {-1.0})})), 2, 1),
+             Catch::Contains("1 choices for 2 prompts"));
+  CHECK_THAT(format_error(response(json::array({choice(0, {1}, {-1.0}), choice(0, {1}, {-1.0})})), 1, 2),
              Catch::Contains("choices[1].index"));
-  CHECK_THAT(format_error(response({choice(0, {1, -4}, {-1.0, -1.0})}), 1, 1), Catch::Contains("token_ids[1]"));
-  CHECK_THAT(format_error(response({choice(0, {1, 2}, {-1.0})}), 1, 1), Catch::Contains("1 entries for 2 tokens"));
-  CHECK_THAT(format_error(response({choice(0, {1}, {"nan"})}), 1, 1), Catch::Contains("token_logprobs[0]"));
-  CHECK_THAT(format_error(response({choice(0, {1}, {3.5})}), 1, 1), Catch::Contains("not a log-prob"));
-  CHECK_THAT(format_error(response({choice(0, {1}, {-1.0}, "abort")}), 1, 1), Catch::Contains("'abort'"));
-  json bad_string = response({choice(0, nullptr, {-1.0})});
+  CHECK_THAT(format_error(response(json::array({choice(0, {1, -4}, {-1.0, -1.0})})), 1, 1),
+             Catch::Contains("token_ids[1]"));
+  CHECK_THAT(format_error(response(json::array({choice(0, {1, 2}, {-1.0})})), 1, 1),
+             Catch::Contains("1 entries for 2 tokens"));
+  CHECK_THAT(format_error(response(json::array({choice(0, {1}, {"nan"})})), 1, 1),
+             Catch::Contains("token_logprobs[0]"));
+  CHECK_THAT(format_error(response(json::array({choice(0, {1}, {3.5})})), 1, 1), Catch::Contains("not a log-prob"));
+  CHECK_THAT(format_error(response(json::array({choice(0, {1}, {-1.0}, "abort")})), 1, 1), Catch::Contains("'abort'"));
+  json bad_string = response(json::array({choice(0, nullptr, {-1.0})}));
   bad_string["choices"][0]["logprobs"]["tokens"] = {"hello"};
   CHECK_THAT(format_error(bad_string, 1, 1), Catch::Contains("token_id:<id>"));
-  json no_logprobs = response({choice(0, {1}, {-1.0})});
+  json no_logprobs = response(json::array({choice(0, {1}, {-1.0})}));
   no_logprobs["choices"][0].erase("logprobs");
   CHECK_THAT(format_error(no_logprobs, 1, 1), Catch::Contains(".logprobs is missing"));
 }
