@@ -3,7 +3,8 @@
 # with two workers, then a table of host memory (the resident set of the
 # controller and of every worker, which the trainer logs every step) and of
 # step time: means of the first decile after warm-up and of the last one,
-# least-squares slopes after warm-up. Memory should be flat and step time should not drift
+# least-squares slopes after warm-up, and the means over ten windows after warm-up.
+# Memory should be flat and step time should not drift
 # (docs/bench-soak.md). On a shared machine step time follows the load, so
 # the table also gives the load average and the CPU seconds the run's
 # processes spent per step (sampled every 2 s), which do not.
@@ -201,4 +202,19 @@ if samples:
     print()
     print(f"load average over the whole run: {mean([s[2] for s in samples]):.1f} "
           f"(min {min(s[2] for s in samples):.1f}, max {max(s[2] for s in samples):.1f})")
+windows = [after[i * len(after) // 10:(i + 1) * len(after) // 10] for i in range(10)]
+print()
+print("| steps | " + " | ".join(f"{name} RSS" for _, name in series) + " | wall time per step | CPU time per step | load |")
+print("|---|" + "---|" * (len(series) + 3))
+for w in windows:
+    if not w:
+        continue
+    cells = [f"{mean([rows[s][key] for s in w]) / 2**20:.1f} MiB" for key, _ in series]
+    cells.append(f"{1000 * mean([rows[s]['timing_s/step'] for s in w]):.0f} ms")
+    if samples:
+        cells.append(f"{1000 * cpu_per_step(w[0], w[-1]):.0f} ms")
+        cells.append(f"{mean([s[2] for s in window(w[0], w[-1])]):.1f}")
+    else:
+        cells += ["", ""]
+    print(f"| {w[0]}-{w[-1]} | " + " | ".join(cells) + " |")
 EOF
