@@ -12,7 +12,14 @@
 
 namespace rlcore::serve {
 
-inline ApiResponse ok(const nlohmann::json& body) { return {200, body.dump()}; }
+// JSON text whatever the strings hold: a byte that is not UTF-8 (a prompt's,
+// echoed back in a token string or an error message) becomes U+FFFD instead
+// of making dump() throw.
+inline std::string json_text(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+inline ApiResponse ok(const nlohmann::json& body) { return {200, json_text(body)}; }
 
 // Logs the failure (the server's fault) and answers 500. Out of line, so this
 // header does not pull in spdlog: rlcore_use_system_fmt (CMake) gives the
@@ -26,7 +33,7 @@ ApiResponse answer(const char* route, Handle&& handle) {
   try {
     return handle();
   } catch (const ApiError& e) {
-    return {e.status(), error_body(e).dump()};
+    return {e.status(), json_text(error_body(e))};
   } catch (const ValueError& e) {
     return {400, error_text(400, "BadRequestError", e.what())};
   } catch (const std::exception& e) {

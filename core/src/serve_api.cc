@@ -15,7 +15,7 @@
 namespace rlcore::serve {
 
 std::string error_text(int status, const std::string& type, const std::string& message) {
-  return error_body(status, type, message).dump();
+  return json_text(error_body(status, type, message));
 }
 
 OpenAiApi::OpenAiApi(std::shared_ptr<InferenceEngine> engine, ServedModel model, RequestLimits limits)

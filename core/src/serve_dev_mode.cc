@@ -180,7 +180,7 @@ ApiResponse DevModeApi::weight_info() const {
 ApiResponse DevModeApi::update_weights_from_disk(const std::string& body) {
   // SGLang answers failures as {"success": false, "message"} with 400, not as an error object.
   const auto failed = [](const std::string& message) {
-    return ApiResponse{400, json{{"success", false}, {"message", message}, {"num_paused_requests", 0}}.dump()};
+    return ApiResponse{400, json_text(json{{"success", false}, {"message", message}, {"num_paused_requests", 0}})};
   };
   try {
     const json request = parse_json_object(body);

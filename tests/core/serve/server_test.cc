@@ -334,3 +334,16 @@ TEST_CASE("binding a port in use is an IoError naming the address", "[serve][ser
   CHECK(rlcore_test::error_of<rlcore::IoError>([&] { second.bind("127.0.0.1", server.port()); }) ==
         "rlcore serve: cannot listen on " + address);
 }
+
+TEST_CASE("bytes that are not UTF-8 in a prompt still get a JSON answer (found by fuzz_serve_requests)",
+          "[serve][server]") {
+  rlcore::Registry registry;
+  OpenAiApi api(scripted_engine(registry), rlcore_test::test_model());
+  const std::string prompt = "hello w\xffrld";
+  for (const auto& answer : {api.tokenize(R"({"prompt": ")" + prompt + R"(", "return_token_strs": true})"),
+                             api.completions(R"({"prompt": ")" + prompt + R"(", "max_tokens": 2, "echo": true})")}) {
+    INFO(answer.body);
+    CHECK((answer.status == 200 || answer.status == 400));
+    REQUIRE(nlohmann::json::accept(answer.body));
+  }
+}

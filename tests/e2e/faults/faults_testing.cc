@@ -107,10 +107,8 @@ std::optional<Clock::time_point> RlcoreProcess::seen_at(const std::string& text)
   return std::nullopt;
 }
 
-std::vector<pid_t> live_children() {
-  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-  }
-  std::vector<pid_t> alive;
+std::vector<pid_t> running_children_of(pid_t parent) {
+  std::vector<pid_t> children;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -120,11 +118,17 @@ std::vector<pid_t> live_children() {
     // pid (comm) state ppid ...; comm may hold spaces and parentheses.
     std::istringstream fields(line.substr(line.rfind(')') + 2));
     char state = 0;
-    pid_t parent = 0;
-    fields >> state >> parent;
-    if (parent == ::getpid() && state != 'Z') alive.push_back(std::stoi(name));
+    pid_t ppid = 0;
+    fields >> state >> ppid;
+    if (ppid == parent && state != 'Z') children.push_back(std::stoi(name));
   }
-  return alive;
+  return children;
+}
+
+std::vector<pid_t> live_children() {
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  return running_children_of(::getpid());
 }
 
 std::vector<pid_t> children_left_after(std::chrono::milliseconds limit) {

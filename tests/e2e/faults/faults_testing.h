@@ -48,6 +48,9 @@ class RlcoreProcess {
   std::optional<Clock::time_point> exited_at_;
 };
 
+// The processes whose parent is `parent`, zombies left out.
+std::vector<pid_t> running_children_of(pid_t parent);
+
 // This process's children that are still running, once ended ones are reaped.
 // With PR_SET_CHILD_SUBREAPER set, a run's orphaned workers count as ours.
 std::vector<pid_t> live_children();

@@ -26,23 +26,6 @@ std::set<std::string> socket_inodes(pid_t pid) {
   return inodes;
 }
 
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> children;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line) || line.rfind(')') == std::string::npos) continue;
-    std::istringstream fields(line.substr(line.rfind(')') + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    fields >> state >> ppid;
-    if (ppid == parent) children.push_back(std::stoi(name));
-  }
-  return children;
-}
-
 struct TcpSocket {
   std::string address;  // the local end, as /proc/net/tcp{,6} writes it (hex)
   bool listening;
@@ -90,7 +73,7 @@ TEST_CASE("every socket of a single-machine run is on loopback, and only the con
       REQUIRE(held);
       controller = run.pid();
       inodes = socket_inodes(controller);
-      const std::vector<pid_t> workers = children_of(controller);
+      const std::vector<pid_t> workers = faults::running_children_of(controller);
       CHECK(workers.size() == 2);
       for (pid_t worker : workers) {
         const std::set<std::string> held_by_worker = socket_inodes(worker);
