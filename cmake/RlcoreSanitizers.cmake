@@ -1,7 +1,8 @@
 # RLCORE_SANITIZE: AddressSanitizer + UndefinedBehaviorSanitizer over all of
 # rlcore (libtorch itself is not instrumented). RLCORE_FUZZ adds libFuzzer's
-# coverage to every target and builds the fuzz targets of tests/fuzz (run for
-# $RLCORE_FUZZ_SECONDS each under ctest); it needs clang. scripts/test.sh --sanitize and scripts/fuzz.sh configure both.
+# coverage to every target and builds the fuzz targets of tests/fuzz; it needs
+# clang. scripts/build.sh --sanitize configures both (./build-sanitize), for
+# scripts/test.sh --sanitize and scripts/fuzz.sh.
 option(RLCORE_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
 option(RLCORE_FUZZ "Build the libFuzzer targets (clang; implies RLCORE_SANITIZE)" OFF)
 

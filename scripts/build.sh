@@ -55,7 +55,7 @@ if [ "$cuda" = 1 ]; then
 elif [ "$sanitize" = 1 ]; then
   build_dir=${RLCORE_BUILD_DIR:-build-sanitize}
   # The benchmarks measure speed, which a sanitized build does not have.
-  cmake_args+=(-DCMAKE_CXX_COMPILER=clang++-14 -DRLCORE_FUZZ=ON -DRLCORE_BUILD_BENCH=OFF)
+  cmake_args+=(-DCMAKE_CXX_COMPILER=clang++-14 -DRLCORE_SANITIZE=ON -DRLCORE_FUZZ=ON -DRLCORE_BUILD_BENCH=OFF)
 else
   build_dir=${RLCORE_BUILD_DIR:-build}
 fi
