@@ -1,6 +1,8 @@
 // A run on one machine listens and connects on loopback only: the control
-// plane, the rendezvous (a file store, no port at all) and Gloo's pairs.
-// Checked on a live run, held in the middle of a step by a hung worker.
+// plane, the rendezvous (a file store, no port at all) and Gloo's pairs (Gloo
+// in libtorch 2.x also keeps one listener per device in each worker; it binds
+// the address the worker gives it, loopback). Checked on a live run, held in
+// the middle of a step by a hung worker.
 #include "../e2e_testing.h"
 #include "faults_testing.h"
 
@@ -62,8 +64,6 @@ TEST_CASE("every socket of a single-machine run is on loopback, and only the con
   const std::string config = e2e::write_config(ws, "run", e2e::kQuickGrpo);
   for (const char* transport : {"tcp", "ipc"}) {
     INFO("runtime.transport=" << transport);
-    std::set<std::string> inodes;
-    pid_t controller = -1;
     {
       faults::RlcoreProcess run({"--config", config, std::string("runtime.transport=") + transport,
                                  "runtime.heartbeat_timeout_s=60"},
@@ -71,24 +71,32 @@ TEST_CASE("every socket of a single-machine run is on loopback, and only the con
       const bool held = run.wait_for_output("rlcore fault injection", std::chrono::seconds(60));
       INFO(run.output());
       REQUIRE(held);
-      controller = run.pid();
-      inodes = socket_inodes(controller);
+      const pid_t controller = run.pid();
+      const std::vector<TcpSocket> controller_sockets = tcp_sockets(socket_inodes(controller));
       const std::vector<pid_t> workers = faults::running_children_of(controller);
       CHECK(workers.size() == 2);
+      std::set<std::string> worker_inodes;
       for (pid_t worker : workers) {
         const std::set<std::string> held_by_worker = socket_inodes(worker);
-        inodes.insert(held_by_worker.begin(), held_by_worker.end());
+        worker_inodes.insert(held_by_worker.begin(), held_by_worker.end());
       }
-      const std::vector<TcpSocket> sockets = tcp_sockets(inodes);
-      std::size_t listening = 0;
-      for (const TcpSocket& socket : sockets) {
-        INFO((socket.listening ? "listening on " : "connected from ") << socket.address);
+      const std::vector<TcpSocket> worker_sockets = tcp_sockets(worker_inodes);
+      std::size_t controller_listening = 0;
+      std::size_t worker_connected = 0;
+      for (const TcpSocket& socket : controller_sockets) {
+        INFO("controller " << (socket.listening ? "listening on " : "connected from ") << socket.address);
         CHECK(socket.loopback);
-        listening += socket.listening ? 1 : 0;
+        controller_listening += socket.listening ? 1 : 0;
       }
-      // Only the control plane listens, and only over tcp; Gloo's pairs stay connected.
-      CHECK(listening == (std::string(transport) == "tcp" ? 1 : 0));
-      CHECK(sockets.size() - listening >= 2);
+      for (const TcpSocket& socket : worker_sockets) {
+        INFO("worker " << (socket.listening ? "listening on " : "connected from ") << socket.address);
+        CHECK(socket.loopback);
+        worker_connected += socket.listening ? 0 : 1;
+      }
+      // The controller listens for the control plane only, and only over tcp:
+      // the rendezvous is a file store. Gloo's pairs between the workers are up.
+      CHECK(controller_listening == (std::string(transport) == "tcp" ? 1 : 0));
+      CHECK(worker_connected >= 2);
     }  // SIGKILL to rlcore: its workers follow it (PR_SET_PDEATHSIG)
     CHECK(faults::children_left_after(std::chrono::seconds(10)).empty());
   }
