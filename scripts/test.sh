@@ -29,6 +29,10 @@ case "${1:-}" in
     exclude="cuda|not_sanitized|fuzz" ;;
   *) echo "[test] error: unknown argument '$1' (--cuda, --sanitize or nothing)" >&2; exit 2 ;;
 esac
+# The test-time references (transformers, tokenizers, pyarrow, tensorboard,
+# openai) live in .venv; tests/common/reference_python.h finds it.
+bash scripts/setup_python.sh
+export RLCORE_PYTHON="$PWD/.venv/bin/python"
 bash scripts/build.sh "${flavour[@]}"
 cd "$build_dir"
 ctest --output-on-failure -j "$(nproc)" --label-exclude "^($exclude)\$"
