@@ -1,7 +1,10 @@
 // ModelConfig <-> HF config.json. Defaults follow the HF config classes
-// (LlamaConfig, Qwen2Config, Qwen3Config) so a file HF accepts parses the same.
+// (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config) so a file HF accepts
+// parses the same.
 #include "rlcore/model/config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -82,6 +85,14 @@ std::vector<int64_t> get_int_list(const json& object, const std::string& key, co
   return out;
 }
 
+// HF's yarn attention factor when the file leaves it out: 0.1 * mscale * ln(factor) + 1
+// (1 for factor <= 1), as a ratio when both mscale and mscale_all_dim are given.
+double yarn_attention_factor(double factor, double mscale, double mscale_all_dim) {
+  const auto get_mscale = [factor](double scale) { return factor <= 1 ? 1.0 : 0.1 * scale * std::log(factor) + 1.0; };
+  if (mscale != 0 && mscale_all_dim != 0) return get_mscale(mscale) / get_mscale(mscale_all_dim);
+  return get_mscale(1.0);
+}
+
 // transformers <= 4.5x: `rope_theta` + `rope_scaling`; newer: `rope_parameters`
 // holding both. Either spelling of the type key ("rope_type", older "type").
 void parse_rope(const json& j, const std::string& source, ModelConfig& c) {
@@ -99,16 +110,53 @@ void parse_rope(const json& j, const std::string& source, ModelConfig& c) {
   RopeScaling& r = c.rope_scaling;
   r.rope_type = get_string(*scaling, "rope_type", where, get_string(*scaling, "type", where, "default"));
   if (r.rope_type == "default") return;
-  if (r.rope_type != "linear" && r.rope_type != "llama3") {
+  if (r.rope_type != "linear" && r.rope_type != "llama3" && r.rope_type != "yarn") {
     fail(source, field + ".rope_type",
-         "'" + r.rope_type + "' is not supported (supported: default, linear, llama3)");
+         "'" + r.rope_type + "' is not supported (supported: default, linear, llama3, yarn)");
   }
-  r.factor = get_double(*scaling, "factor", where, 1.0);
+  r.original_max_position_embeddings = get_int(*scaling, "original_max_position_embeddings", where,
+                                               get_int(j, "original_max_position_embeddings", source,
+                                                       c.max_position_embeddings));
+  // yarn without a factor (DeepSeek-V3 style) stretches to max_position_embeddings.
+  const double implied_factor =
+      static_cast<double>(c.max_position_embeddings) / static_cast<double>(r.original_max_position_embeddings);
+  r.factor = get_double(*scaling, "factor", where, r.rope_type == "yarn" ? implied_factor : 1.0);
   if (r.rope_type == "llama3") {
     r.low_freq_factor = get_double(*scaling, "low_freq_factor", where, 1.0);
     r.high_freq_factor = get_double(*scaling, "high_freq_factor", where, 4.0);
-    r.original_max_position_embeddings =
-        get_int(*scaling, "original_max_position_embeddings", where, int64_t{8192});
+  } else if (r.rope_type == "yarn") {
+    // HF reads these with `or`: null and 0 both mean the default.
+    r.beta_fast = get_double(*scaling, "beta_fast", where, 0.0);
+    r.beta_slow = get_double(*scaling, "beta_slow", where, 0.0);
+    if (r.beta_fast == 0) r.beta_fast = 32.0;
+    if (r.beta_slow == 0) r.beta_slow = 1.0;
+    r.truncate = get_bool(*scaling, "truncate", where, true);
+    r.attention_factor = get_double(*scaling, "attention_factor", where,
+                                    yarn_attention_factor(r.factor, get_double(*scaling, "mscale", where, 0.0),
+                                                          get_double(*scaling, "mscale_all_dim", where, 0.0)));
+  }
+}
+
+// `architectures` names the HF class; a decoder rlcore does not build (MoE,
+// vision-language, ...) is refused by that name before anything else is read.
+void check_architectures(const json& j, const std::string& source) {
+  const json* architectures = find(j, "architectures");
+  if (architectures == nullptr) return;
+  if (!architectures->is_array()) fail(source, "architectures", "must be a list of class names");
+  static const std::vector<std::string> kBodies = {"Llama", "Mistral", "Qwen2", "Qwen3"};
+  static const std::vector<std::string> kHeads = {"ForCausalLM", "ForTokenClassification",
+                                                  "ForSequenceClassification"};
+  for (const json& name : *architectures) {
+    if (!name.is_string()) fail(source, "architectures", "must be a list of class names, got " + name.dump());
+    const std::string text = name.get<std::string>();
+    const bool known = std::any_of(kBodies.begin(), kBodies.end(), [&](const std::string& body) {
+      return std::any_of(kHeads.begin(), kHeads.end(), [&](const std::string& head) { return text == body + head; });
+    });
+    if (!known) {
+      fail(source, "architectures",
+           "'" + text + "' is not supported: rlcore builds dense decoders (Llama, Mistral, Qwen2, Qwen3 " +
+               "*ForCausalLM, *ForTokenClassification, *ForSequenceClassification); MoE and vision models are not");
+    }
   }
 }
 
@@ -123,32 +171,35 @@ void check_positive(const std::string& source, const std::string& field, double 
 }  // namespace
 
 bool RopeScaling::operator==(const RopeScaling& o) const {
-  return std::tie(rope_type, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings) ==
-         std::tie(o.rope_type, o.factor, o.low_freq_factor, o.high_freq_factor,
-                  o.original_max_position_embeddings);
+  return std::tie(rope_type, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings, beta_fast,
+                  beta_slow, truncate, attention_factor) ==
+         std::tie(o.rope_type, o.factor, o.low_freq_factor, o.high_freq_factor, o.original_max_position_embeddings,
+                  o.beta_fast, o.beta_slow, o.truncate, o.attention_factor);
 }
 
 bool ModelConfig::operator==(const ModelConfig& o) const {
   return std::tie(model_type, vocab_size, hidden_size, intermediate_size, num_hidden_layers,
                   num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps,
                   rope_theta, rope_scaling, initializer_range, tie_word_embeddings, qkv_bias, o_proj_bias,
-                  mlp_bias, qk_norm, torch_dtype, bos_token_id, eos_token_ids, pad_token_id) ==
+                  mlp_bias, qk_norm, sliding_window, torch_dtype, bos_token_id, eos_token_ids, pad_token_id) ==
          std::tie(o.model_type, o.vocab_size, o.hidden_size, o.intermediate_size, o.num_hidden_layers,
                   o.num_attention_heads, o.num_key_value_heads, o.head_dim, o.max_position_embeddings,
                   o.rms_norm_eps, o.rope_theta, o.rope_scaling, o.initializer_range, o.tie_word_embeddings,
-                  o.qkv_bias, o.o_proj_bias, o.mlp_bias, o.qk_norm, o.torch_dtype, o.bos_token_id,
+                  o.qkv_bias, o.o_proj_bias, o.mlp_bias, o.qk_norm, o.sliding_window, o.torch_dtype, o.bos_token_id,
                   o.eos_token_ids, o.pad_token_id);
 }
 
 ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   if (!j.is_object()) throw ConfigError(source + ": expected a JSON object");
+  check_architectures(j, source);
   ModelConfig c;
   c.model_type = get_string(j, "model_type", source);
-  if (c.model_type != "llama" && c.model_type != "qwen2" && c.model_type != "qwen3") {
+  if (!is_supported_model_type(c.model_type)) {
     fail(source, "model_type",
          "'" + c.model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
   }
   const bool is_llama = c.model_type == "llama";
+  const bool is_mistral = c.model_type == "mistral";
   const bool is_qwen2 = c.model_type == "qwen2";
   const bool is_qwen3 = c.model_type == "qwen3";
 
@@ -171,7 +222,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
     }
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
-  const int64_t default_max_positions = is_llama ? 2048 : 32768;
+  const int64_t default_max_positions = is_llama ? 2048 : is_mistral ? 4096 * 32 : 32768;
   c.max_position_embeddings = get_int(j, "max_position_embeddings", source, default_max_positions);
   c.rms_norm_eps = get_double(j, "rms_norm_eps", source, 1e-6);
   c.initializer_range = get_double(j, "initializer_range", source, 0.02);
@@ -180,13 +231,21 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
 
   const std::string act = get_string(j, "hidden_act", source, "silu");
   if (act != "silu") fail(source, "hidden_act", "'" + act + "' is not supported (supported: silu)");
-  if (get_bool(j, "use_sliding_window", source, false)) {
-    fail(source, "use_sliding_window", "true is not supported");
+  if (is_mistral) {
+    // MistralConfig: absent means its default 4096, null means none.
+    const auto window = j.find("sliding_window");
+    if (window == j.end()) {
+      c.sliding_window = 4096;
+    } else if (!window->is_null()) {
+      c.sliding_window = get_int(j, "sliding_window", source);
+    }
+  } else if (get_bool(j, "use_sliding_window", source, false)) {
+    fail(source, "use_sliding_window", "true is not supported for " + c.model_type + " (mistral's sliding_window is)");
   }
   if (is_qwen2) {
     c.qkv_bias = true;
     c.o_proj_bias = false;
-  } else {
+  } else if (!is_mistral) {
     c.qkv_bias = c.o_proj_bias = get_bool(j, "attention_bias", source, false);
   }
   c.mlp_bias = is_llama && get_bool(j, "mlp_bias", source, false);
@@ -225,7 +284,7 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
 }
 
 void ModelConfig::validate(const std::string& source) const {
-  if (model_type != "llama" && model_type != "qwen2" && model_type != "qwen3") {
+  if (!is_supported_model_type(model_type)) {
     fail(source, "model_type",
          "'" + model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
   }
@@ -257,6 +316,9 @@ void ModelConfig::validate(const std::string& source) const {
   }
   if (mlp_bias && model_type != "llama") fail(source, "mlp_bias", "is only supported by llama");
   if (qk_norm != (model_type == "qwen3")) fail(source, "qk_norm", "is set exactly for qwen3");
+  if (sliding_window && model_type != "mistral") fail(source, "sliding_window", "is only supported by mistral");
+  if (sliding_window) check_positive(source, "sliding_window", static_cast<double>(*sliding_window));
+  if (model_type == "mistral" && qkv_bias) fail(source, "attention_bias", "does not match what mistral builds");
   if (rope_scaling.rope_type == "llama3" && rope_scaling.high_freq_factor <= rope_scaling.low_freq_factor) {
     fail(source, "rope_scaling.high_freq_factor", "must exceed low_freq_factor");
   }
@@ -269,8 +331,10 @@ c10::ScalarType ModelConfig::dtype() const {
 }
 
 json ModelConfig::to_json() const {
-  static const std::map<std::string, std::string> kArchitectures = {
-      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+  static const std::map<std::string, std::string> kArchitectures = {{"llama", "LlamaForCausalLM"},
+                                                                     {"mistral", "MistralForCausalLM"},
+                                                                     {"qwen2", "Qwen2ForCausalLM"},
+                                                                     {"qwen3", "Qwen3ForCausalLM"}};
   validate("ModelConfig::to_json");
   json j;
   j["architectures"] = json::array({kArchitectures.at(model_type)});
@@ -294,6 +358,13 @@ json ModelConfig::to_json() const {
     if (rope_scaling.rope_type == "llama3") {
       r["low_freq_factor"] = rope_scaling.low_freq_factor;
       r["high_freq_factor"] = rope_scaling.high_freq_factor;
+    } else if (rope_scaling.rope_type == "yarn") {
+      r["beta_fast"] = rope_scaling.beta_fast;
+      r["beta_slow"] = rope_scaling.beta_slow;
+      r["truncate"] = rope_scaling.truncate;
+      r["attention_factor"] = rope_scaling.attention_factor;
+    }
+    if (rope_scaling.rope_type != "linear") {
       r["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
     }
     j["rope_scaling"] = r;
@@ -307,6 +378,8 @@ json ModelConfig::to_json() const {
     j["attention_bias"] = qkv_bias;
     j["mlp_bias"] = mlp_bias;
     j["pretraining_tp"] = 1;
+  } else if (model_type == "mistral") {
+    j["sliding_window"] = sliding_window ? json(*sliding_window) : json(nullptr);
   } else {
     if (model_type == "qwen3") j["attention_bias"] = qkv_bias;
     j["use_sliding_window"] = false;
@@ -327,9 +400,13 @@ json ModelConfig::to_json() const {
 
 std::string ModelConfig::to_json_text() const { return to_json().dump(2) + "\n"; }
 
+bool is_supported_model_type(const std::string& model_type) {
+  return model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3";
+}
+
 ModelConfig preset(const std::string& arch, const std::string& size, int64_t vocab_size) {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
-    throw ConfigError("unknown model arch '" + arch + "' (supported: " + kSupportedModelTypes + ")");
+    throw ConfigError("unknown model arch '" + arch + "' (supported: llama, qwen2, qwen3)");
   }
   ModelConfig c;
   c.model_type = arch;

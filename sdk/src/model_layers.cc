@@ -93,15 +93,10 @@ void RmsNorm::collect(const std::string& prefix, ParameterSlots& out) {
   if (weight.defined()) out.emplace_back(prefix + ".weight", &weight);
 }
 
-at::Tensor rope_inv_freq(const ModelConfig& config) {
-  const int64_t dim = config.head_dim;
-  // Written as HF writes it (1 / theta ** (arange(0, d, 2) / d)) for bitwise-equal values.
-  const at::Tensor exponent = at::arange(0, dim, 2, at::kLong).to(at::kFloat) / static_cast<double>(dim);
-  at::Tensor inv_freq = at::reciprocal(at::pow(config.rope_theta, exponent));
-  const RopeScaling& scaling = config.rope_scaling;
-  if (scaling.rope_type == "linear") return inv_freq / scaling.factor;
-  if (scaling.rope_type != "llama3") return inv_freq;
-  // Llama 3.1: keep high frequencies, divide low ones by factor, interpolate between.
+namespace {
+
+// Llama 3.1: keep high frequencies, divide low ones by factor, interpolate between.
+at::Tensor llama3_inv_freq(const at::Tensor& inv_freq, const RopeScaling& scaling) {
   const double old_len = static_cast<double>(scaling.original_max_position_embeddings);
   const double low_freq_wavelen = old_len / scaling.low_freq_factor;
   const double high_freq_wavelen = old_len / scaling.high_freq_factor;
@@ -114,14 +109,55 @@ at::Tensor rope_inv_freq(const ModelConfig& config) {
   return at::where(medium, smoothed, scaled);
 }
 
+// YaRN: extrapolated frequencies above the correction range, interpolated
+// (divided by factor) below it, a linear ramp between; HF's op order.
+at::Tensor yarn_inv_freq(const at::Tensor& pos_freqs, int64_t dim, double base, const RopeScaling& scaling) {
+  const auto correction_dim = [&](double rotations) {
+    return dim * std::log(static_cast<double>(scaling.original_max_position_embeddings) / (rotations * 2 * M_PI)) /
+           (2 * std::log(base));
+  };
+  double low = correction_dim(scaling.beta_fast);
+  double high = correction_dim(scaling.beta_slow);
+  if (scaling.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, static_cast<double>(dim - 1));
+  if (low == high) high += 0.001;  // HF: prevents a division by zero
+  const at::Tensor ramp = ((at::arange(dim / 2, at::kFloat) - low) / (high - low)).clamp(0, 1);
+  const at::Tensor extrapolation_weight = 1 - ramp;
+  const at::Tensor extrapolated = 1.0 / pos_freqs;
+  const at::Tensor interpolated = 1.0 / (scaling.factor * pos_freqs);
+  return interpolated * (1 - extrapolation_weight) + extrapolated * extrapolation_weight;
+}
+
+}  // namespace
+
+at::Tensor rope_inv_freq(const ModelConfig& config) {
+  const int64_t dim = config.head_dim;
+  // Written as HF writes it (1 / theta ** (arange(0, d, 2) / d)) for bitwise-equal values.
+  const at::Tensor exponent = at::arange(0, dim, 2, at::kLong).to(at::kFloat) / static_cast<double>(dim);
+  const RopeScaling& scaling = config.rope_scaling;
+  if (scaling.rope_type == "yarn") {
+    return yarn_inv_freq(at::pow(config.rope_theta, exponent), dim, config.rope_theta, scaling);
+  }
+  const at::Tensor inv_freq = at::reciprocal(at::pow(config.rope_theta, exponent));
+  if (scaling.rope_type == "linear") return inv_freq / scaling.factor;
+  if (scaling.rope_type == "llama3") return llama3_inv_freq(inv_freq, scaling);
+  return inv_freq;
+}
+
 RotaryEmbedding::RotaryEmbedding(const ModelConfig& config, const at::Device& device)
-    : inv_freq_(rope_inv_freq(config).to(device)) {}
+    : inv_freq_(rope_inv_freq(config).to(device)),
+      attention_scaling_(config.rope_scaling.rope_type == "yarn" ? config.rope_scaling.attention_factor : 1.0) {}
 
 std::pair<at::Tensor, at::Tensor> RotaryEmbedding::cos_sin(const at::Tensor& position_ids,
                                                            c10::ScalarType dtype) const {
   const at::Tensor freqs = position_ids.to(at::kFloat).unsqueeze(-1) * inv_freq_;
   const at::Tensor angles = at::cat({freqs, freqs}, -1);
-  return {angles.cos().to(dtype), angles.sin().to(dtype)};
+  if (attention_scaling_ == 1.0) return {angles.cos().to(dtype), angles.sin().to(dtype)};
+  return {(angles.cos() * attention_scaling_).to(dtype), (angles.sin() * attention_scaling_).to(dtype)};
 }
 
 at::Tensor rotate_half(const at::Tensor& x) {

@@ -212,11 +212,15 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
   // On CPU a check is cheaper than masking every layer's scores; elsewhere it would sync.
   if (key_valid.defined() && key_valid.device().is_cpu() && key_valid.all().item<bool>()) key_valid = at::Tensor();
   at::Tensor blocked;  // undefined: every query sees every key
-  if (len > 1) {
-    // Query t sits at slot offset + t; it must not see later slots.
-    const at::Tensor slots = at::arange(offset + len, on_device.dtype(at::kLong));
-    blocked = (slots.unsqueeze(0) > (at::arange(len, on_device.dtype(at::kLong)) + offset).unsqueeze(1))
-                  .view({1, 1, len, offset + len});
+  const bool sliding = config_.sliding_window && offset + len > *config_.sliding_window;
+  if (len > 1 || sliding) {
+    // Query t sits at slot offset + t; it must not see later slots, nor (sliding
+    // window, counted in slots as HF counts cache positions) slots `window` or more before it.
+    const at::Tensor key_slots = at::arange(offset + len, on_device.dtype(at::kLong)).unsqueeze(0);
+    const at::Tensor query_slots = (at::arange(len, on_device.dtype(at::kLong)) + offset).unsqueeze(1);
+    blocked = key_slots > query_slots;
+    if (sliding) blocked = blocked.logical_or(query_slots - key_slots >= *config_.sliding_window);
+    blocked = blocked.view({1, 1, len, offset + len});
   }
   if (key_valid.defined()) {
     const at::Tensor invalid = key_valid.logical_not().view({batch, 1, 1, -1});

@@ -1,5 +1,6 @@
 // ModelConfig: parsing real HF config.json files, errors naming the field,
 // HF-compatible output and the size presets.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -127,7 +128,7 @@ TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[mo
 TEST_CASE("config errors name the field and the file", "[model]") {
   std::string error = parse_error(with(kQwen25Config, "model_type", R"("gpt2")"));
   CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("model_type") &&
-                        Catch::Contains("gpt2") && Catch::Contains("llama, qwen2, qwen3"));
+                        Catch::Contains("gpt2") && Catch::Contains("llama, mistral, qwen2, qwen3"));
 
   error = parse_error(with(kQwen25Config, "num_key_value_heads", "3"));
   CHECK_THAT(error, Catch::Contains("num_key_value_heads") && Catch::Contains("14"));
@@ -150,11 +151,56 @@ TEST_CASE("config errors name the field and the file", "[model]") {
   CHECK_THAT(parse_error(with(kQwen25Config, "use_sliding_window", "true")),
              Catch::Contains("use_sliding_window"));
   CHECK_THAT(parse_error(with(kQwen25Config, "torch_dtype", R"("int8")")), Catch::Contains("torch_dtype"));
-  CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", R"({"rope_type": "yarn", "factor": 4.0})")),
-             Catch::Contains("rope_scaling.rope_type") && Catch::Contains("yarn"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", R"({"rope_type": "dynamic", "factor": 4.0})")),
+             Catch::Contains("rope_scaling.rope_type") && Catch::Contains("dynamic") && Catch::Contains("yarn"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", R"({"rope_type": "longrope", "factor": 4.0})")),
+             Catch::Contains("longrope"));
   CHECK_THAT(parse_error("{not json"),
              Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON"));
   CHECK_THROWS_AS(ModelConfig::from_file("/nonexistent/config.json"), rlcore::IoError);
+}
+
+TEST_CASE("MoE and vision checkpoints are refused by their architectures field", "[model]") {
+  for (const char* architecture : {"Qwen3MoeForCausalLM", "Qwen2VLForConditionalGeneration", "MixtralForCausalLM"}) {
+    const std::string error =
+        parse_error(with(kQwen25Config, "architectures", std::string("[\"") + architecture + "\"]"));
+    CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("'architectures'") &&
+                          Catch::Contains(architecture));
+  }
+  // A critic checkpoint (verl saves *ForTokenClassification) is a dense decoder too.
+  CHECK(parse_error(with(kQwen25Config, "architectures", R"(["Qwen2ForTokenClassification"])")).empty());
+}
+
+TEST_CASE("yarn rope scaling reads HF's defaults", "[model]") {
+  const ModelConfig plain = ModelConfig::from_json_text(
+      with(kQwen25Config, "rope_scaling",
+           R"({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})"));
+  CHECK(plain.rope_scaling.rope_type == "yarn");
+  CHECK(plain.rope_scaling.beta_fast == 32.0);
+  CHECK(plain.rope_scaling.beta_slow == 1.0);
+  CHECK(plain.rope_scaling.attention_factor == Approx(0.1 * std::log(4.0) + 1.0));
+  // mscale / mscale_all_dim (DeepSeek style) give a ratio; a given attention_factor wins.
+  const ModelConfig ratio = ModelConfig::from_json_text(
+      with(kQwen25Config, "rope_scaling",
+           R"({"rope_type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 0.5})"));
+  CHECK(ratio.rope_scaling.attention_factor ==
+        Approx((0.1 * std::log(40.0) + 1.0) / (0.05 * std::log(40.0) + 1.0)));
+  CHECK(ratio.rope_scaling.original_max_position_embeddings == ratio.max_position_embeddings);
+  const ModelConfig given = ModelConfig::from_json_text(
+      with(kQwen25Config, "rope_scaling", R"({"rope_type": "yarn", "factor": 4.0, "attention_factor": 1.5})"));
+  CHECK(given.rope_scaling.attention_factor == 1.5);
+  CHECK(ModelConfig::from_json_text(given.to_json_text()) == given);
+}
+
+TEST_CASE("mistral's sliding_window: absent means 4096, null means none", "[model]") {
+  const std::string mistral = with(with(kLlama32Config, "model_type", R"("mistral")"), "architectures",
+                                   R"(["MistralForCausalLM"])");
+  CHECK(ModelConfig::from_json_text(mistral).sliding_window == 4096);
+  CHECK_FALSE(ModelConfig::from_json_text(with(mistral, "sliding_window", "null")).sliding_window.has_value());
+  const ModelConfig windowed = ModelConfig::from_json_text(with(mistral, "sliding_window", "64"));
+  CHECK(windowed.sliding_window == 64);
+  CHECK(ModelConfig::from_json_text(windowed.to_json_text()) == windowed);
+  CHECK_THAT(parse_error(with(mistral, "sliding_window", "0")), Catch::Contains("sliding_window"));
 }
 
 TEST_CASE("to_json writes an HF config that parses back to the same config", "[model]") {

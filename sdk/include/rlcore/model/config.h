@@ -1,4 +1,4 @@
-// ModelConfig: the Hugging Face config.json of a Llama / Qwen2 / Qwen3 decoder,
+// ModelConfig: the Hugging Face config.json of a Llama / Mistral / Qwen2 / Qwen3 decoder,
 // parsed and validated once, written back HF-compatibly, plus named size presets.
 #pragma once
 
@@ -14,23 +14,31 @@
 
 namespace rlcore::model {
 
-inline constexpr const char* kSupportedModelTypes = "llama, qwen2, qwen3";
+inline constexpr const char* kSupportedModelTypes = "llama, mistral, qwen2, qwen3";
 
-// HF `rope_scaling` / `rope_parameters`. Only the types that change inv_freq
-// alone are supported; others (yarn, dynamic, longrope) are a ConfigError.
+// HF `rope_scaling` / `rope_parameters`: default, linear, llama3 and yarn;
+// others (dynamic, longrope) are a ConfigError naming the field.
 struct RLCORE_API RopeScaling {
-  std::string rope_type = "default";  // "default" | "linear" | "llama3"
+  std::string rope_type = "default";  // "default" | "linear" | "llama3" | "yarn"
   double factor = 1.0;
   // llama3 only.
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
+  // llama3 and yarn; HF defaults it to max_position_embeddings.
   int64_t original_max_position_embeddings = 8192;
+  // yarn only: the ramp between extrapolated and interpolated frequencies, and
+  // the factor cos and sin are multiplied by (resolved from `factor`, `mscale`
+  // and `mscale_all_dim` at parse time when the file does not give it).
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
+  double attention_factor = 1.0;
 
   bool operator==(const RopeScaling& other) const;
 };
 
 struct RLCORE_API ModelConfig {
-  std::string model_type;  // "llama" | "qwen2" | "qwen3"
+  std::string model_type;  // "llama" | "mistral" | "qwen2" | "qwen3"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -51,6 +59,9 @@ struct RLCORE_API ModelConfig {
   bool mlp_bias = false;  // llama `mlp_bias`
   // Qwen3 normalises q and k per head (RMSNorm over head_dim) before RoPE.
   bool qk_norm = false;
+  // Mistral: every layer's query sees only the keys of the last
+  // `sliding_window` positions (itself included). Unset: full causal attention.
+  std::optional<int64_t> sliding_window;
   std::string torch_dtype = "float32";
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // HF allows an int or a list
@@ -79,6 +90,9 @@ struct RLCORE_API ModelConfig {
   bool operator==(const ModelConfig& other) const;
   bool operator!=(const ModelConfig& other) const { return !(*this == other); }
 };
+
+// model_type is one of kSupportedModelTypes.
+RLCORE_API bool is_supported_model_type(const std::string& model_type);
 
 // Named presets for `rlcore model init --arch ARCH --size SIZE`: arch is
 // llama|qwen2|qwen3, size is tiny (~1M params with a 1k vocab), 100m (~100M

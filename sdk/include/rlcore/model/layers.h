@@ -42,8 +42,8 @@ struct RLCORE_API RmsNorm {
   void collect(const std::string& prefix, ParameterSlots& out);
 };
 
-// HF inv_freq: 1 / theta^(2i/d) for i < d/2, in fp32, with linear / llama3
-// rope_scaling applied.
+// HF inv_freq: 1 / theta^(2i/d) for i < d/2, in fp32, with linear / llama3 /
+// yarn rope_scaling applied.
 RLCORE_API at::Tensor rope_inv_freq(const ModelConfig& config);
 
 // Rotary position embedding. cos/sin are computed per forward from the
@@ -61,6 +61,7 @@ class RLCORE_API RotaryEmbedding {
 
  private:
   at::Tensor inv_freq_;  // [head_dim / 2], fp32
+  double attention_scaling_ = 1.0;  // yarn's attention_factor: cos and sin are scaled by it
 };
 
 // HF rotate_half: [x1, x2] -> [-x2, x1] over the last dim split in halves.

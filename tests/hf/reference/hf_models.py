@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Hugging Face transformers as the authority for rlcore's models (tests/hf/).
+
+  hf_models.py make CASE.json DIR   a tiny random model of CASE's family, written
+                                    with save_pretrained to DIR, plus DIR/reference/:
+                                    logits, per-token log-probs and greedy tokens
+                                    on CASE's inputs (left padding included)
+  hf_models.py logits DIR INPUTS.json OUT.bin
+                                    loads DIR (e.g. written by rlcore) with
+                                    transformers and writes its logits
+
+CASE: {"family": "llama|qwen2|qwen3|mistral|gemma2", "config": {overrides},
+"seed": int, "max_shard_size": optional, "input_ids": [[...]],
+"attention_mask": [[...]], "new_tokens": int}. Arrays are raw little-endian
+float32 / int64, shapes in reference/outputs.json.
+"""
+import json
+import os
+import sys
+
+import torch
+import transformers
+
+FAMILIES = {
+    "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+    "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+    "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
+    "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
+    "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM),
+}
+
+TINY = dict(vocab_size=96, hidden_size=64, intermediate_size=112, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256, initializer_range=0.2,
+            bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def write(path, tensor):
+    with open(path, "wb") as out:
+        out.write(tensor.contiguous().numpy().tobytes())
+
+
+def forward_outputs(model, ids, mask):
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask).logits.float()
+    logprobs = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    return logits, logprobs
+
+
+def make(case_path, out_dir):
+    case = json.load(open(case_path))
+    config_class, model_class = FAMILIES[case["family"]]
+    settings = dict(TINY)
+    settings.update(case.get("config", {}))
+    config = config_class(**settings)
+    config._attn_implementation = "eager"
+    torch.manual_seed(case.get("seed", 0))
+    model = model_class(config).eval()
+    with torch.no_grad():  # norms start at 1 (or 0 for gemma): perturb them so they matter
+        for name, param in model.named_parameters():
+            if "norm" in name or name.endswith(".bias"):
+                param.add_(torch.randn_like(param) * 0.1)
+    model.save_pretrained(out_dir, safe_serialization=True,
+                          max_shard_size=case.get("max_shard_size", "5GB"))
+    ids = torch.tensor(case["input_ids"], dtype=torch.long)
+    mask = torch.tensor(case["attention_mask"], dtype=torch.long)
+    logits, logprobs = forward_outputs(model, ids, mask)
+    reference = os.path.join(out_dir, "reference")
+    os.makedirs(reference, exist_ok=True)
+    write(os.path.join(reference, "logits.bin"), logits)
+    write(os.path.join(reference, "logprobs.bin"), logprobs)
+    generated = model.generate(input_ids=ids, attention_mask=mask, do_sample=False,
+                               max_new_tokens=case["new_tokens"], min_new_tokens=case["new_tokens"],
+                               pad_token_id=settings["pad_token_id"], eos_token_id=None)
+    new = generated[:, ids.shape[1]:]
+    json.dump({"logits": list(logits.shape), "logprobs": list(logprobs.shape),
+               "greedy": new.tolist(), "max_abs_logit": float(logits.abs().max())},
+              open(os.path.join(reference, "outputs.json"), "w"))
+
+
+def logits(model_dir, inputs_path, out_path):
+    inputs = json.load(open(inputs_path))
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32,
+                                                              attn_implementation="eager").eval()
+    ids = torch.tensor(inputs["input_ids"], dtype=torch.long)
+    mask = torch.tensor(inputs["attention_mask"], dtype=torch.long)
+    write(out_path, forward_outputs(model, ids, mask)[0])
+
+
+if __name__ == "__main__":
+    command = sys.argv[1]
+    if command == "make":
+        make(sys.argv[2], sys.argv[3])
+    elif command == "logits":
+        logits(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        sys.exit(f"unknown command {command!r}")
