@@ -34,6 +34,12 @@ void check_supported(const ComponentContext& context, const model::ModelConfig& 
                       "' is not supported (the megatron engine has the causal-LM head only; use strategy fsdp for a "
                       "critic)");
   }
+  // Megatron's layout has no place for Gemma 2's sandwich norms, and its stage
+  // model applies one attention mask to every layer (all sliding or none).
+  if (config.model_type == "gemma2") {
+    throw ConfigError("megatron: model_type 'gemma2' is not supported by the megatron engine (llama, mistral, qwen2, "
+                      "qwen3); use strategy fsdp");
+  }
   try {
     mg::validate_parallel(config, options.tensor_model_parallel_size, options.pipeline_model_parallel_size);
   } catch (const ValueError& e) {

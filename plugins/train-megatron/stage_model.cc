@@ -36,8 +36,10 @@ at::Tensor StageModel::layer(const at::Tensor& x, const LayerWeights& w, const m
   }
   q = model::apply_rotary(q.transpose(1, 2), ctx.cos, ctx.sin);
   k = model::apply_rotary(k.transpose(1, 2), ctx.cos, ctx.sin);
-  at::Tensor attention = reduce_from_tp(
-      at::linear(model::grouped_attention(q, k, v, ctx.blocked, scaling_), w.proj_weight), tp_);
+  // Every layer slides or none does (the engine refuses per-layer patterns).
+  const at::Tensor& blocked = config_.sliding_window ? ctx.blocked_sliding : ctx.blocked;
+  at::Tensor attention =
+      reduce_from_tp(at::linear(model::grouped_attention(q, k, v, blocked, scaling_), w.proj_weight), tp_);
   if (w.proj_bias.defined()) attention = attention + w.proj_bias;
   const at::Tensor mid = x + attention;
 

@@ -72,6 +72,16 @@ std::optional<int64_t> get_optional_int(const json& object, const std::string& k
   return get_int(object, key, source);
 }
 
+// HF config fields whose null means "off" while absence means the class
+// default (MistralConfig.sliding_window, Gemma2Config's softcapping).
+std::optional<double> get_nullable_double(const json& object, const std::string& key, const std::string& source,
+                                          std::optional<double> absent) {
+  const auto it = object.find(key);
+  if (it == object.end()) return absent;
+  if (it->is_null()) return std::nullopt;
+  return get_double(object, key, source, 0.0);
+}
+
 std::vector<int64_t> get_int_list(const json& object, const std::string& key, const std::string& source) {
   const json* value = find(object, key);
   if (value == nullptr) return {};
@@ -143,7 +153,7 @@ void check_architectures(const json& j, const std::string& source) {
   const json* architectures = find(j, "architectures");
   if (architectures == nullptr) return;
   if (!architectures->is_array()) fail(source, "architectures", "must be a list of class names");
-  static const std::vector<std::string> kBodies = {"Llama", "Mistral", "Qwen2", "Qwen3"};
+  static const std::vector<std::string> kBodies = {"Gemma2", "Llama", "Mistral", "Qwen2", "Qwen3"};
   static const std::vector<std::string> kHeads = {"ForCausalLM", "ForTokenClassification",
                                                   "ForSequenceClassification"};
   for (const json& name : *architectures) {
@@ -154,9 +164,41 @@ void check_architectures(const json& j, const std::string& source) {
     });
     if (!known) {
       fail(source, "architectures",
-           "'" + text + "' is not supported: rlcore builds dense decoders (Llama, Mistral, Qwen2, Qwen3 " +
+           "'" + text + "' is not supported: rlcore builds dense decoders (Gemma2, Llama, Mistral, Qwen2, Qwen3 " +
                "*ForCausalLM, *ForTokenClassification, *ForSequenceClassification); MoE and vision models are not");
     }
+  }
+}
+
+// Gemma 2 (Gemma2Config's defaults): sandwich norms with (1 + w) weights,
+// scaled embeddings, GELU-tanh, soft-capped scores and logits, and sliding
+// windows on alternate layers (`layer_types`).
+void parse_gemma2(const json& j, const std::string& source, ModelConfig& c) {
+  c.norm_weight_offset = c.sandwich_norms = c.scale_embeddings = true;
+  c.hidden_act = get_string(j, "hidden_activation", source, get_string(j, "hidden_act", source, "gelu_pytorch_tanh"));
+  c.query_pre_attn_scalar = get_double(j, "query_pre_attn_scalar", source, 256.0);
+  c.attn_logit_softcapping = get_nullable_double(j, "attn_logit_softcapping", source, 50.0);
+  c.final_logit_softcapping = get_nullable_double(j, "final_logit_softcapping", source, 30.0);
+  if (const std::optional<double> window = get_nullable_double(j, "sliding_window", source, 4096.0)) {
+    c.sliding_window = static_cast<int64_t>(*window);
+  }
+  if (get_bool(j, "use_bidirectional_attention", source, false)) {
+    fail(source, "use_bidirectional_attention", "true is not supported (rlcore's decoders are causal)");
+  }
+  const json* layer_types = find(j, "layer_types");
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    if (layer_types == nullptr) {
+      c.sliding_layers.push_back((i + 1) % 2 != 0);  // HF: even layers slide
+      continue;
+    }
+    if (!layer_types->is_array() || static_cast<int64_t>(layer_types->size()) != c.num_hidden_layers) {
+      fail(source, "layer_types", "must list one type per layer (" + std::to_string(c.num_hidden_layers) + ")");
+    }
+    const json& type = (*layer_types)[static_cast<size_t>(i)];
+    if (type != "sliding_attention" && type != "full_attention") {
+      fail(source, "layer_types", "entry " + type.dump() + " is not supported (sliding_attention, full_attention)");
+    }
+    c.sliding_layers.push_back(type == "sliding_attention");
   }
 }
 
@@ -181,11 +223,15 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
   return std::tie(model_type, vocab_size, hidden_size, intermediate_size, num_hidden_layers,
                   num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps,
                   rope_theta, rope_scaling, initializer_range, tie_word_embeddings, qkv_bias, o_proj_bias,
-                  mlp_bias, qk_norm, sliding_window, torch_dtype, bos_token_id, eos_token_ids, pad_token_id) ==
+                  mlp_bias, qk_norm, sliding_window, sliding_layers, hidden_act, norm_weight_offset, sandwich_norms,
+                  scale_embeddings, query_pre_attn_scalar, attn_logit_softcapping, final_logit_softcapping,
+                  torch_dtype, bos_token_id, eos_token_ids, pad_token_id) ==
          std::tie(o.model_type, o.vocab_size, o.hidden_size, o.intermediate_size, o.num_hidden_layers,
                   o.num_attention_heads, o.num_key_value_heads, o.head_dim, o.max_position_embeddings,
                   o.rms_norm_eps, o.rope_theta, o.rope_scaling, o.initializer_range, o.tie_word_embeddings,
-                  o.qkv_bias, o.o_proj_bias, o.mlp_bias, o.qk_norm, o.sliding_window, o.torch_dtype, o.bos_token_id,
+                  o.qkv_bias, o.o_proj_bias, o.mlp_bias, o.qk_norm, o.sliding_window, o.sliding_layers,
+                  o.hidden_act, o.norm_weight_offset, o.sandwich_norms, o.scale_embeddings, o.query_pre_attn_scalar,
+                  o.attn_logit_softcapping, o.final_logit_softcapping, o.torch_dtype, o.bos_token_id,
                   o.eos_token_ids, o.pad_token_id);
 }
 
@@ -200,6 +246,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   }
   const bool is_llama = c.model_type == "llama";
   const bool is_mistral = c.model_type == "mistral";
+  const bool is_gemma2 = c.model_type == "gemma2";
   const bool is_qwen2 = c.model_type == "qwen2";
   const bool is_qwen3 = c.model_type == "qwen3";
 
@@ -211,8 +258,8 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   c.num_key_value_heads = get_int(j, "num_key_value_heads", source, c.num_attention_heads);
   if (find(j, "head_dim") != nullptr) {
     c.head_dim = get_int(j, "head_dim", source);
-  } else if (is_qwen3) {
-    c.head_dim = 128;  // Qwen3Config's default, not hidden/heads
+  } else if (is_qwen3 || is_gemma2) {
+    c.head_dim = is_qwen3 ? 128 : 256;  // the config classes' defaults, not hidden/heads
   } else {
     check_positive(source, "num_attention_heads", static_cast<double>(c.num_attention_heads));
     if (c.hidden_size % c.num_attention_heads != 0) {
@@ -222,16 +269,17 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
     }
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
-  const int64_t default_max_positions = is_llama ? 2048 : is_mistral ? 4096 * 32 : 32768;
+  const int64_t default_max_positions = is_llama ? 2048 : is_mistral ? 4096 * 32 : is_gemma2 ? 8192 : 32768;
   c.max_position_embeddings = get_int(j, "max_position_embeddings", source, default_max_positions);
   c.rms_norm_eps = get_double(j, "rms_norm_eps", source, 1e-6);
   c.initializer_range = get_double(j, "initializer_range", source, 0.02);
-  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, false);
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, is_gemma2);
   parse_rope(j, source, c);
 
-  const std::string act = get_string(j, "hidden_act", source, "silu");
-  if (act != "silu") fail(source, "hidden_act", "'" + act + "' is not supported (supported: silu)");
-  if (is_mistral) {
+  c.hidden_act = get_string(j, "hidden_act", source, "silu");
+  if (is_gemma2) {
+    parse_gemma2(j, source, c);
+  } else if (is_mistral) {
     // MistralConfig: absent means its default 4096, null means none.
     const auto window = j.find("sliding_window");
     if (window == j.end()) {
@@ -250,6 +298,10 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   }
   c.mlp_bias = is_llama && get_bool(j, "mlp_bias", source, false);
   c.qk_norm = is_qwen3;
+  if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh") {
+    fail(source, is_gemma2 ? "hidden_activation" : "hidden_act",
+         "'" + c.hidden_act + "' is not supported (supported: silu, gelu_pytorch_tanh)");
+  }
 
   // transformers >= 4.56 writes `dtype`; older versions `torch_dtype`.
   const std::string dtype_key = find(j, "dtype") != nullptr ? "dtype" : "torch_dtype";
@@ -316,12 +368,32 @@ void ModelConfig::validate(const std::string& source) const {
   }
   if (mlp_bias && model_type != "llama") fail(source, "mlp_bias", "is only supported by llama");
   if (qk_norm != (model_type == "qwen3")) fail(source, "qk_norm", "is set exactly for qwen3");
-  if (sliding_window && model_type != "mistral") fail(source, "sliding_window", "is only supported by mistral");
+  const bool is_gemma2 = model_type == "gemma2";
+  if (sliding_window && model_type != "mistral" && !is_gemma2) {
+    fail(source, "sliding_window", "is only supported by mistral and gemma2");
+  }
+  if (!sliding_layers.empty() && (!is_gemma2 || static_cast<int64_t>(sliding_layers.size()) != num_hidden_layers)) {
+    fail(source, "layer_types", "is gemma2's, one entry per layer");
+  }
+  if (norm_weight_offset != is_gemma2 || sandwich_norms != is_gemma2 || scale_embeddings != is_gemma2 ||
+      (query_pre_attn_scalar || attn_logit_softcapping || final_logit_softcapping) && !is_gemma2) {
+    fail(source, "model_type", "gemma2's norms, embedding scale and soft-capping are set exactly for gemma2");
+  }
+  if (hidden_act != "silu" && hidden_act != "gelu_pytorch_tanh") {
+    fail(source, "hidden_act", "'" + hidden_act + "' is not supported (supported: silu, gelu_pytorch_tanh)");
+  }
+  if (query_pre_attn_scalar) check_positive(source, "query_pre_attn_scalar", *query_pre_attn_scalar);
+  if (attn_logit_softcapping) check_positive(source, "attn_logit_softcapping", *attn_logit_softcapping);
+  if (final_logit_softcapping) check_positive(source, "final_logit_softcapping", *final_logit_softcapping);
   if (sliding_window) check_positive(source, "sliding_window", static_cast<double>(*sliding_window));
   if (model_type == "mistral" && qkv_bias) fail(source, "attention_bias", "does not match what mistral builds");
   if (rope_scaling.rope_type == "llama3" && rope_scaling.high_freq_factor <= rope_scaling.low_freq_factor) {
     fail(source, "rope_scaling.high_freq_factor", "must exceed low_freq_factor");
   }
+}
+
+double ModelConfig::attention_scaling() const {
+  return std::pow(query_pre_attn_scalar.value_or(static_cast<double>(head_dim)), -0.5);  // HF: x**-0.5
 }
 
 c10::ScalarType ModelConfig::dtype() const {
@@ -331,7 +403,8 @@ c10::ScalarType ModelConfig::dtype() const {
 }
 
 json ModelConfig::to_json() const {
-  static const std::map<std::string, std::string> kArchitectures = {{"llama", "LlamaForCausalLM"},
+  static const std::map<std::string, std::string> kArchitectures = {{"gemma2", "Gemma2ForCausalLM"},
+                                                                     {"llama", "LlamaForCausalLM"},
                                                                      {"mistral", "MistralForCausalLM"},
                                                                      {"qwen2", "Qwen2ForCausalLM"},
                                                                      {"qwen3", "Qwen3ForCausalLM"}};
@@ -346,7 +419,7 @@ json ModelConfig::to_json() const {
   j["num_attention_heads"] = num_attention_heads;
   j["num_key_value_heads"] = num_key_value_heads;
   j["head_dim"] = head_dim;
-  j["hidden_act"] = "silu";
+  j[model_type == "gemma2" ? "hidden_activation" : "hidden_act"] = hidden_act;
   j["max_position_embeddings"] = max_position_embeddings;
   j["initializer_range"] = initializer_range;
   j["rms_norm_eps"] = rms_norm_eps;
@@ -380,6 +453,18 @@ json ModelConfig::to_json() const {
     j["pretraining_tp"] = 1;
   } else if (model_type == "mistral") {
     j["sliding_window"] = sliding_window ? json(*sliding_window) : json(nullptr);
+  } else if (model_type == "gemma2") {
+    j["attention_bias"] = qkv_bias;
+    j["sliding_window"] = sliding_window ? json(*sliding_window) : json(nullptr);
+    json layer_types = json::array();
+    for (bool slides : sliding_layers) layer_types.push_back(slides ? "sliding_attention" : "full_attention");
+    j["layer_types"] = layer_types;
+    // Gemma2Config types it int: written so when whole, as HF writes it.
+    const double scalar = query_pre_attn_scalar.value_or(static_cast<double>(head_dim));
+    j["query_pre_attn_scalar"] =
+        scalar == std::floor(scalar) ? json(static_cast<int64_t>(scalar)) : json(scalar);
+    j["attn_logit_softcapping"] = attn_logit_softcapping ? json(*attn_logit_softcapping) : json(nullptr);
+    j["final_logit_softcapping"] = final_logit_softcapping ? json(*final_logit_softcapping) : json(nullptr);
   } else {
     if (model_type == "qwen3") j["attention_bias"] = qkv_bias;
     j["use_sliding_window"] = false;
@@ -401,7 +486,8 @@ json ModelConfig::to_json() const {
 std::string ModelConfig::to_json_text() const { return to_json().dump(2) + "\n"; }
 
 bool is_supported_model_type(const std::string& model_type) {
-  return model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3";
+  return model_type == "gemma2" || model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ||
+         model_type == "qwen3";
 }
 
 ModelConfig preset(const std::string& arch, const std::string& size, int64_t vocab_size) {

@@ -76,6 +76,11 @@ void Linear::collect(const std::string& prefix, ParameterSlots& out) {
 }
 
 at::Tensor RmsNorm::operator()(const at::Tensor& x) const {
+  if (weight_offset) {
+    const at::Tensor xf = x.to(at::kFloat);
+    return (xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps) * (1.0 + weight.to(at::kFloat)))
+        .to(x.scalar_type());
+  }
   if (at::Tensor fused = cpu::rms_norm(x, weight, eps); fused.defined()) return fused;
   const at::Tensor xf = x.to(at::kFloat);
   if (!without_autograd(x, weight)) {
@@ -173,9 +178,11 @@ at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Te
 }
 
 at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                             const at::Tensor& blocked, double scaling) {
-  if (at::Tensor fused = cpu::decode_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
-  if (at::Tensor fused = fused_grouped_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
+                             const at::Tensor& blocked, double scaling, double softcap) {
+  if (softcap == 0.0) {  // the fused kernels have no soft-capping
+    if (at::Tensor fused = cpu::decode_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
+    if (at::Tensor fused = fused_grouped_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
+  }
   const int64_t batch = q.size(0);
   const int64_t num_heads = q.size(1);
   const int64_t len = q.size(2);
@@ -186,6 +193,7 @@ at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at:
   const int64_t groups = num_heads / num_kv_heads;
   const at::Tensor q_grouped = q.reshape({batch, num_kv_heads, groups * len, head_dim});
   at::Tensor scores = at::matmul(q_grouped, k.transpose(-1, -2)) * scaling;
+  if (softcap != 0.0) scores = at::tanh(scores / softcap) * softcap;  // HF: in the compute dtype
   scores = scores.view({batch, num_heads, len, keys_len}).to(at::kFloat);
   // A finite fill (HF uses finfo.min) keeps fully masked rows (padding
   // queries) uniform instead of NaN, so a masked loss never sees NaN.
@@ -216,7 +224,7 @@ at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx,
     k = ctx.cache->keys[layer].slice(2, 0, end);
     v = ctx.cache->values[layer].slice(2, 0, end);
   }
-  return o_proj(grouped_attention(q, k, v, ctx.blocked, scaling));
+  return o_proj(grouped_attention(q, k, v, sliding ? ctx.blocked_sliding : ctx.blocked, scaling, softcap));
 }
 
 void Attention::collect(const std::string& prefix, ParameterSlots& out) {
@@ -230,7 +238,8 @@ void Attention::collect(const std::string& prefix, ParameterSlots& out) {
 
 at::Tensor Mlp::operator()(const at::Tensor& x) const {
   const std::vector<at::Tensor> gate_up = project({&gate_proj, &up_proj}, x);
-  return down_proj(at::silu(gate_up[0]) * gate_up[1]);
+  const at::Tensor activated = gelu_tanh ? at::gelu(gate_up[0], "tanh") : at::silu(gate_up[0]);
+  return down_proj(activated * gate_up[1]);
 }
 
 void Mlp::collect(const std::string& prefix, ParameterSlots& out) {
@@ -240,6 +249,10 @@ void Mlp::collect(const std::string& prefix, ParameterSlots& out) {
 }
 
 at::Tensor DecoderLayer::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
+  if (post_feedforward_layernorm.weight.defined()) {
+    const at::Tensor h = x + post_attention_layernorm(self_attn(input_layernorm(x), ctx, layer));
+    return h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)));
+  }
   const at::Tensor h = x + self_attn(input_layernorm(x), ctx, layer);
   return h + mlp(post_attention_layernorm(h));
 }
@@ -248,6 +261,8 @@ void DecoderLayer::collect(const std::string& prefix, ParameterSlots& out) {
   input_layernorm.collect(prefix + "input_layernorm", out);
   self_attn.collect(prefix + "self_attn", out);
   post_attention_layernorm.collect(prefix + "post_attention_layernorm", out);
+  pre_feedforward_layernorm.collect(prefix + "pre_feedforward_layernorm", out);
+  post_feedforward_layernorm.collect(prefix + "post_feedforward_layernorm", out);
   mlp.collect(prefix + "mlp", out);
 }
 
@@ -280,16 +295,20 @@ std::vector<at::Tensor> adjacent_matrices(const std::vector<int64_t>& rows, int6
   return parts;
 }
 
-RmsNorm make_norm(int64_t dim, double eps, const at::TensorOptions& options) {
-  return RmsNorm{at::empty({dim}, options), eps};
+RmsNorm make_norm(const ModelConfig& c, int64_t dim, const at::TensorOptions& options) {
+  return RmsNorm{at::empty({dim}, options), c.rms_norm_eps, c.norm_weight_offset};
 }
 
 }  // namespace
 
-DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& options) {
+DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& options, int64_t index) {
   DecoderLayer layer;
-  layer.input_layernorm = make_norm(c.hidden_size, c.rms_norm_eps, options);
-  layer.post_attention_layernorm = make_norm(c.hidden_size, c.rms_norm_eps, options);
+  layer.input_layernorm = make_norm(c, c.hidden_size, options);
+  layer.post_attention_layernorm = make_norm(c, c.hidden_size, options);
+  if (c.sandwich_norms) {
+    layer.pre_feedforward_layernorm = make_norm(c, c.hidden_size, options);
+    layer.post_feedforward_layernorm = make_norm(c, c.hidden_size, options);
+  }
   Attention& attn = layer.self_attn;
   const int64_t q_dim = c.num_attention_heads * c.head_dim;
   const int64_t kv_dim = c.num_key_value_heads * c.head_dim;
@@ -299,18 +318,21 @@ DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& o
   attn.v_proj = make_linear(std::move(qkv[2]), c.qkv_bias, options);
   attn.o_proj = make_linear(q_dim, c.hidden_size, c.o_proj_bias, options);
   if (c.qk_norm) {
-    attn.q_norm = make_norm(c.head_dim, c.rms_norm_eps, options);
-    attn.k_norm = make_norm(c.head_dim, c.rms_norm_eps, options);
+    attn.q_norm = make_norm(c, c.head_dim, options);
+    attn.k_norm = make_norm(c, c.head_dim, options);
   }
   attn.num_heads = c.num_attention_heads;
   attn.num_kv_heads = c.num_key_value_heads;
   attn.head_dim = c.head_dim;
-  attn.scaling = std::pow(static_cast<double>(c.head_dim), -0.5);  // HF: head_dim**-0.5
+  attn.scaling = c.attention_scaling();
+  attn.softcap = c.attn_logit_softcapping.value_or(0.0);
+  attn.sliding = c.layer_slides(index);
   std::vector<at::Tensor> gate_up =
       adjacent_matrices({c.intermediate_size, c.intermediate_size}, c.hidden_size, options);
   layer.mlp.gate_proj = make_linear(std::move(gate_up[0]), c.mlp_bias, options);
   layer.mlp.up_proj = make_linear(std::move(gate_up[1]), c.mlp_bias, options);
   layer.mlp.down_proj = make_linear(c.intermediate_size, c.hidden_size, c.mlp_bias, options);
+  layer.mlp.gelu_tanh = c.hidden_act == "gelu_pytorch_tanh";
   return layer;
 }
 

@@ -2,6 +2,7 @@
 // KV-cache forwards (masks and positions built once per call, shared by layers).
 #include "rlcore/model/transformer.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -60,8 +61,8 @@ Transformer::Transformer(ModelConfig config, ModelHead head_kind, const at::Tens
   config_.validate("Transformer");
   const ModelConfig& c = config_;
   embed_tokens = at::empty({c.vocab_size, c.hidden_size}, options_);
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers.push_back(make_decoder_layer(c, options_));
-  norm = RmsNorm{at::empty({c.hidden_size}, options_), c.rms_norm_eps};
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers.push_back(make_decoder_layer(c, options_, i));
+  norm = RmsNorm{at::empty({c.hidden_size}, options_), c.rms_norm_eps, c.norm_weight_offset};
   if (head_kind_ == ModelHead::kValue) {
     head.weight = at::empty({1, c.hidden_size}, options_);
     head.bias = at::empty({1}, options_);
@@ -99,7 +100,7 @@ void Transformer::init_random(uint64_t seed) {
   at::NoGradGuard no_grad;
   for (const auto& [name, slot] : parameter_slots()) {
     if (ends_with(name, "norm.weight")) {
-      slot->fill_(1.0);
+      slot->fill_(config_.norm_weight_offset ? 0.0 : 1.0);  // both scale by 1
     } else if (ends_with(name, ".bias")) {
       slot->zero_();
     } else {
@@ -211,22 +212,25 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
   }
   // On CPU a check is cheaper than masking every layer's scores; elsewhere it would sync.
   if (key_valid.defined() && key_valid.device().is_cpu() && key_valid.all().item<bool>()) key_valid = at::Tensor();
+  // Query t sits at slot offset + t; it must not see later slots, nor, in a
+  // sliding layer, slots `window` or more before it (counted in slots, as HF
+  // counts cache positions).
+  const at::Tensor key_slots = at::arange(offset + len, on_device.dtype(at::kLong)).unsqueeze(0);
+  const at::Tensor query_slots = (at::arange(len, on_device.dtype(at::kLong)) + offset).unsqueeze(1);
   at::Tensor blocked;  // undefined: every query sees every key
-  const bool sliding = config_.sliding_window && offset + len > *config_.sliding_window;
-  if (len > 1 || sliding) {
-    // Query t sits at slot offset + t; it must not see later slots, nor (sliding
-    // window, counted in slots as HF counts cache positions) slots `window` or more before it.
-    const at::Tensor key_slots = at::arange(offset + len, on_device.dtype(at::kLong)).unsqueeze(0);
-    const at::Tensor query_slots = (at::arange(len, on_device.dtype(at::kLong)) + offset).unsqueeze(1);
-    blocked = key_slots > query_slots;
-    if (sliding) blocked = blocked.logical_or(query_slots - key_slots >= *config_.sliding_window);
-    blocked = blocked.view({1, 1, len, offset + len});
+  if (len > 1) blocked = (key_slots > query_slots).view({1, 1, len, offset + len});
+  at::Tensor blocked_sliding = blocked;
+  if (config_.sliding_window && offset + len > *config_.sliding_window) {
+    const at::Tensor outside = (query_slots - key_slots >= *config_.sliding_window).view({1, 1, len, offset + len});
+    blocked_sliding = blocked.defined() ? blocked.logical_or(outside) : outside;
   }
   if (key_valid.defined()) {
     const at::Tensor invalid = key_valid.logical_not().view({batch, 1, 1, -1});
     blocked = blocked.defined() ? blocked.logical_or(invalid) : invalid;
+    blocked_sliding = blocked_sliding.defined() ? blocked_sliding.logical_or(invalid) : invalid;
   }
   ctx.blocked = blocked;
+  if (config_.sliding_window) ctx.blocked_sliding = blocked_sliding;
   return ctx;
 }
 
@@ -234,7 +238,11 @@ at::Tensor Transformer::embed(const at::Tensor& input_ids) const {
   // padding_idx only stops the pad row's gradient, as in HF's nn.Embedding.
   const auto pad = config_.pad_token_id;
   const int64_t padding_idx = pad && *pad >= 0 && *pad < config_.vocab_size ? *pad : -1;
-  return at::embedding(embed_tokens, input_ids, padding_idx);
+  const at::Tensor embedded = at::embedding(embed_tokens, input_ids, padding_idx);
+  if (!config_.scale_embeddings) return embedded;
+  // Gemma: times sqrt(hidden), the factor rounded to the weights' dtype first (as HF).
+  const double scale = std::sqrt(static_cast<double>(config_.hidden_size));
+  return embedded * at::scalar_tensor(scale, at::kFloat).to(embedded.scalar_type());
 }
 
 at::Tensor Transformer::hidden_states(const at::Tensor& input_ids, const ForwardContext& ctx) const {
@@ -250,10 +258,16 @@ at::Tensor Transformer::hidden_states(const at::Tensor& input_ids, const at::Ten
 
 at::Tensor Transformer::apply_head(const at::Tensor& hidden) const {
   if (head_kind_ == ModelHead::kValue) return head(hidden).squeeze(-1);
-  if (!config_.tie_word_embeddings) return head(hidden);
-  Linear tied = head;  // keeps a TP engine's forward_override
-  tied.weight = embed_tokens;
-  return tied(hidden);
+  at::Tensor logits;
+  if (config_.tie_word_embeddings) {
+    Linear tied = head;  // keeps a TP engine's forward_override
+    tied.weight = embed_tokens;
+    logits = tied(hidden);
+  } else {
+    logits = head(hidden);
+  }
+  if (const auto cap = config_.final_logit_softcapping) logits = at::tanh(logits / *cap) * *cap;
+  return logits;
 }
 
 at::Tensor Transformer::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,

@@ -41,7 +41,8 @@ TEST_CASE("rlcore's HF export loads in transformers with identical logits", "[hf
   const Case cases[] = {{"llama", {{"tie_word_embeddings", true}}, false},
                         {"qwen2", {{"tie_word_embeddings", false}}, true},
                         {"qwen3", {{"head_dim", 32}, {"tie_word_embeddings", true}}, true},
-                        {"mistral", {{"sliding_window", 3}}, false}};
+                        {"mistral", {{"sliding_window", 3}}, false},
+                        {"gemma2", {{"sliding_window", 3}, {"final_logit_softcapping", 2.0}}, true}};
   for (const Case& c : cases) {
     SECTION(c.family + (c.sharded ? ", sharded" : "")) {
       const fs::path source = hf_testing::scratch_dir("export_source_" + c.family);

@@ -70,6 +70,20 @@ std::vector<FamilyCase> family_cases() {
           {"original_max_position_embeddings", 64}}}}},
       {"mistral, sliding window 4", "mistral", {{"sliding_window", 4}}},
       {"mistral, no sliding window", "mistral", {{"sliding_window", nullptr}}},
+      // Small caps so soft-capping bends the values; alternate layers slide.
+      {"gemma2, soft-capping, sliding window 3 on even layers",
+       "gemma2",
+       {{"sliding_window", 3},
+        {"attn_logit_softcapping", 0.5},
+        {"final_logit_softcapping", 2.0},
+        {"query_pre_attn_scalar", 24}}},
+      {"gemma2, no caps, untied, custom layer types",
+       "gemma2",
+       {{"sliding_window", 5},
+        {"attn_logit_softcapping", nullptr},
+        {"final_logit_softcapping", nullptr},
+        {"tie_word_embeddings", false},
+        {"layer_types", {"full_attention", "sliding_attention", "sliding_attention"}}}},
   };
 }
 

@@ -128,7 +128,7 @@ TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[mo
 TEST_CASE("config errors name the field and the file", "[model]") {
   std::string error = parse_error(with(kQwen25Config, "model_type", R"("gpt2")"));
   CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("model_type") &&
-                        Catch::Contains("gpt2") && Catch::Contains("llama, mistral, qwen2, qwen3"));
+                        Catch::Contains("gpt2") && Catch::Contains("gemma2, llama, mistral, qwen2, qwen3"));
 
   error = parse_error(with(kQwen25Config, "num_key_value_heads", "3"));
   CHECK_THAT(error, Catch::Contains("num_key_value_heads") && Catch::Contains("14"));
@@ -201,6 +201,36 @@ TEST_CASE("mistral's sliding_window: absent means 4096, null means none", "[mode
   CHECK(windowed.sliding_window == 64);
   CHECK(ModelConfig::from_json_text(windowed.to_json_text()) == windowed);
   CHECK_THAT(parse_error(with(mistral, "sliding_window", "0")), Catch::Contains("sliding_window"));
+}
+
+TEST_CASE("gemma2 reads Gemma2Config's defaults and its layer types", "[model]") {
+  const std::string gemma2 = R"({"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "vocab_size": 1000,
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4,
+    "num_key_value_heads": 2})";
+  const ModelConfig c = ModelConfig::from_json_text(gemma2);
+  CHECK(c.head_dim == 256);
+  CHECK(c.tie_word_embeddings);
+  CHECK(c.hidden_act == "gelu_pytorch_tanh");
+  CHECK((c.norm_weight_offset && c.sandwich_norms && c.scale_embeddings));
+  CHECK(c.sliding_window == 4096);
+  CHECK(c.sliding_layers == std::vector<bool>{true, false, true});
+  CHECK(c.attn_logit_softcapping == 50.0);
+  CHECK(c.final_logit_softcapping == 30.0);
+  CHECK(c.attention_scaling() == Approx(1.0 / 16.0));  // query_pre_attn_scalar 256
+  CHECK(ModelConfig::from_json_text(c.to_json_text()) == c);
+
+  const ModelConfig uncapped = ModelConfig::from_json_text(
+      with(with(gemma2, "attn_logit_softcapping", "null"), "final_logit_softcapping", "null"));
+  CHECK_FALSE(uncapped.attn_logit_softcapping.has_value());
+  CHECK_FALSE(uncapped.final_logit_softcapping.has_value());
+  CHECK(ModelConfig::from_json_text(uncapped.to_json_text()) == uncapped);
+
+  CHECK_THAT(parse_error(with(gemma2, "layer_types", R"(["full_attention"])")), Catch::Contains("layer_types"));
+  CHECK_THAT(parse_error(with(gemma2, "layer_types", R"(["full_attention", "chunked_attention", "full_attention"])")),
+             Catch::Contains("chunked_attention"));
+  CHECK_THAT(parse_error(with(gemma2, "use_bidirectional_attention", "true")),
+             Catch::Contains("use_bidirectional_attention"));
+  CHECK_THAT(parse_error(with(gemma2, "hidden_activation", R"("relu")")), Catch::Contains("hidden_activation"));
 }
 
 TEST_CASE("to_json writes an HF config that parses back to the same config", "[model]") {

@@ -7,8 +7,8 @@
 
 #include <torch/version.h>
 
-#define RLCORE_SDK_ABI_MAJOR 3  // 3: SwapStats measures its memory peak
-#define RLCORE_SDK_ABI_MINOR 1
+#define RLCORE_SDK_ABI_MAJOR 4  // 4: the model structs gain Mistral, Gemma 2 and yarn fields
+#define RLCORE_SDK_ABI_MINOR 0
 
 // The one symbol every plugin exports (see RLCORE_PLUGIN in rlcore/plugin.h).
 #define RLCORE_PLUGIN_ENTRY_SYMBOL "rlcore_plugin_descriptor"

@@ -205,6 +205,16 @@ TEST_CASE("megatron layouts the workers cannot hold are errors naming the key", 
   context.model_head = "value";
   CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::megatron::MegatronEngine(options, context); }),
              Catch::Contains("model_head 'value'"));
+
+  // Gemma 2's sandwich norms and per-layer windows have no place in the Megatron layout.
+  context.model_head = "lm";
+  TempDir gemma2;
+  write_tiny_checkpoint(gemma2.path(), rlcore::model::ModelConfig::from_json_text(R"({"model_type": "gemma2",
+      "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+      "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16})"));
+  context.model_path = gemma2.str();
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::megatron::MegatronEngine(options, context); }),
+             Catch::Contains("model_type 'gemma2'") && Catch::Contains("fsdp"));
 }
 
 TEST_CASE("megatron in bf16 compute trains close to fp32 and keeps fp32 masters", "[megatron][bf16]") {

@@ -1,4 +1,4 @@
-// ModelConfig: the Hugging Face config.json of a Llama / Mistral / Qwen2 / Qwen3 decoder,
+// ModelConfig: the Hugging Face config.json of a Llama / Mistral / Qwen2 / Qwen3 / Gemma 2 decoder,
 // parsed and validated once, written back HF-compatibly, plus named size presets.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 namespace rlcore::model {
 
-inline constexpr const char* kSupportedModelTypes = "llama, mistral, qwen2, qwen3";
+inline constexpr const char* kSupportedModelTypes = "gemma2, llama, mistral, qwen2, qwen3";
 
 // HF `rope_scaling` / `rope_parameters`: default, linear, llama3 and yarn;
 // others (dynamic, longrope) are a ConfigError naming the field.
@@ -38,7 +38,7 @@ struct RLCORE_API RopeScaling {
 };
 
 struct RLCORE_API ModelConfig {
-  std::string model_type;  // "llama" | "mistral" | "qwen2" | "qwen3"
+  std::string model_type;  // "gemma2" | "llama" | "mistral" | "qwen2" | "qwen3"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -59,9 +59,20 @@ struct RLCORE_API ModelConfig {
   bool mlp_bias = false;  // llama `mlp_bias`
   // Qwen3 normalises q and k per head (RMSNorm over head_dim) before RoPE.
   bool qk_norm = false;
-  // Mistral: every layer's query sees only the keys of the last
-  // `sliding_window` positions (itself included). Unset: full causal attention.
+  // A sliding layer's query sees only the keys of the last `sliding_window`
+  // positions (itself included): every layer for mistral, the layers that
+  // `sliding_layers` marks for gemma2. Unset: full causal attention.
   std::optional<int64_t> sliding_window;
+  std::vector<bool> sliding_layers;  // per layer; empty = all (with a window)
+
+  // Gemma 2's differences from Llama (defaults elsewhere):
+  std::string hidden_act = "silu";  // the MLP's activation: silu | gelu_pytorch_tanh
+  bool norm_weight_offset = false;  // RMSNorm scales by (1 + weight), in fp32
+  bool sandwich_norms = false;      // norms also after attention and around the MLP
+  bool scale_embeddings = false;    // embeddings times sqrt(hidden_size)
+  std::optional<double> query_pre_attn_scalar;   // attention scale this^-0.5 (else head_dim^-0.5)
+  std::optional<double> attn_logit_softcapping;  // scores -> tanh(scores / cap) * cap
+  std::optional<double> final_logit_softcapping;  // logits -> tanh(logits / cap) * cap
   std::string torch_dtype = "float32";
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // HF allows an int or a list
@@ -84,6 +95,11 @@ struct RLCORE_API ModelConfig {
   void validate(const std::string& source = "config") const;
 
   int64_t num_kv_groups() const { return num_attention_heads / num_key_value_heads; }
+  bool layer_slides(int64_t layer) const {
+    return sliding_window.has_value() && (sliding_layers.empty() || sliding_layers.at(layer));
+  }
+  // head_dim^-0.5, or query_pre_attn_scalar^-0.5 when set.
+  double attention_scaling() const;
   // torch_dtype as a ScalarType (float32 / bfloat16 / float16).
   c10::ScalarType dtype() const;
 

@@ -1,4 +1,4 @@
-// Building blocks of the Llama / Qwen2 / Qwen3 decoder as plain structs of
+// Building blocks of the Llama / Mistral / Qwen2 / Qwen3 / Gemma 2 decoder as plain structs of
 // at::Tensor, so training engines can wrap or swap them (FSDP per layer, TP linears).
 #pragma once
 
@@ -33,10 +33,12 @@ struct RLCORE_API Linear {
   void collect(const std::string& prefix, ParameterSlots& out);
 };
 
-// HF LlamaRMSNorm: normalises in fp32 and casts back before the weight multiply.
+// HF LlamaRMSNorm: normalises in fp32 and casts back before the weight
+// multiply. With weight_offset, Gemma2RMSNorm: scales by (1 + weight) in fp32, then casts.
 struct RLCORE_API RmsNorm {
   at::Tensor weight;  // [dim]
   double eps = 1e-6;
+  bool weight_offset = false;
 
   at::Tensor operator()(const at::Tensor& x) const;
   void collect(const std::string& prefix, ParameterSlots& out);
@@ -75,6 +77,9 @@ struct RLCORE_API ForwardContext {
   // [B or 1, 1, T, S] bool, true where query t must NOT see key s (future, padding,
   // an empty cache slot); undefined when none is. S = T, or offset + T with a cache.
   at::Tensor blocked;
+  // The same for layers with a sliding window, which also block keys `window`
+  // or more slots before the query; undefined when the model has no window.
+  at::Tensor blocked_sliding;
   KvCache* cache = nullptr;  // new k/v go to slots [cache_offset, cache_offset + T)
   int64_t cache_offset = 0;
 };
@@ -83,9 +88,10 @@ struct RLCORE_API ForwardContext {
 // q [B, H, T, D], k and v [B, KV, S, D]: query heads h of group g = h / (H / KV)
 // share kv head g (HF repeat_kv order), without copying kv per query head.
 // `blocked` as ForwardContext::blocked (undefined: nothing blocked).
+// softcap > 0: scores -> tanh(scores / softcap) * softcap before masking (Gemma 2).
 // Returns [B, T, H * D].
 RLCORE_API at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                        const at::Tensor& blocked, double scaling);
+                                        const at::Tensor& blocked, double scaling, double softcap = 0.0);
 
 // Causal self-attention with grouped kv heads. Each kv head serves
 // num_heads / num_kv_heads consecutive query heads (HF repeat_kv order); the
@@ -97,26 +103,32 @@ struct RLCORE_API Attention {
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
-  double scaling = 1.0;  // 1 / sqrt(head_dim)
+  double scaling = 1.0;  // 1 / sqrt(head_dim), or Gemma 2's query_pre_attn_scalar
+  double softcap = 0.0;  // Gemma 2's attn_logit_softcapping; 0 = none
+  bool sliding = false;  // attends through ForwardContext::blocked_sliding
 
   // x [B, T, hidden] -> [B, T, hidden]; `layer` picks this layer's cache.
   at::Tensor operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const;
   void collect(const std::string& prefix, ParameterSlots& out);
 };
 
-// SwiGLU: down(silu(gate(x)) * up(x)).
+// Gated MLP: down(act(gate(x)) * up(x)), act SiLU (SwiGLU) or GELU-tanh (Gemma 2).
 struct RLCORE_API Mlp {
   Linear gate_proj, up_proj, down_proj;
+  bool gelu_tanh = false;
 
   at::Tensor operator()(const at::Tensor& x) const;
   void collect(const std::string& prefix, ParameterSlots& out);
 };
 
-// Pre-norm block: x + attn(norm(x)), then h + mlp(norm(h)).
+// Pre-norm block: x + attn(norm(x)), then h + mlp(norm(h)). With sandwich
+// norms (Gemma 2, pre/post_feedforward_layernorm defined): x + post_attention_layernorm(
+// attn(input_layernorm(x))), then h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h))).
 struct RLCORE_API DecoderLayer {
   RmsNorm input_layernorm;
   Attention self_attn;
   RmsNorm post_attention_layernorm;
+  RmsNorm pre_feedforward_layernorm, post_feedforward_layernorm;  // Gemma 2 only
   Mlp mlp;
 
   at::Tensor operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const;
@@ -124,7 +136,8 @@ struct RLCORE_API DecoderLayer {
   void collect(const std::string& prefix, ParameterSlots& out);
 };
 
-// Allocates (uninitialised, at::empty) a layer shaped by `config`.
-RLCORE_API DecoderLayer make_decoder_layer(const ModelConfig& config, const at::TensorOptions& options);
+// Allocates (uninitialised, at::empty) layer `index`, shaped by `config`.
+RLCORE_API DecoderLayer make_decoder_layer(const ModelConfig& config, const at::TensorOptions& options,
+                                           int64_t index);
 
 }  // namespace rlcore::model
