@@ -204,7 +204,13 @@ ValueLossResult compute_value_loss(const at::Tensor& vpreds, const at::Tensor& r
 }
 
 const std::vector<std::string>& kl_penalty_types() {
-  static const std::vector<std::string> types = {"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"};
+  // verl's estimators, each also with '+': its value, k2's gradient (straight-through).
+  static const std::vector<std::string> types = [] {
+    const std::vector<std::string> base = {"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"};
+    std::vector<std::string> all = base;
+    for (const std::string& name : base) all.push_back(name + "+");
+    return all;
+  }();
   return types;
 }
 
@@ -226,8 +232,7 @@ at::Tensor kl_penalty(const at::Tensor& log_prob, const at::Tensor& ref_log_prob
     const at::Tensor kl = (ref_log_prob - log_prob).clamp(-20, 20);
     forward = (at::exp(kl) - kl - 1).clamp(-10, 10);
   } else {
-    throw ValueError("unknown KL penalty type '" + type + "'; known types: " + join(kl_penalty_types()) +
-                     " (each may end in '+' for k2's gradient)");
+    throw ValueError("unknown KL penalty type '" + type + "'; known types: " + join(kl_penalty_types()));
   }
   if (!straight_through) return forward;
   const at::Tensor backward = 0.5 * diff.square();

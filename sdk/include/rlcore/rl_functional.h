@@ -77,7 +77,8 @@ RLCORE_API at::Tensor aggregate_entropy(const at::Tensor& token_entropy, const a
 
 // ---- KL estimators -----------------------------------------------------------
 
-// The estimator names kl_penalty accepts (algorithm.kl_penalty, actor.kl_loss_type).
+// The estimator names kl_penalty accepts (algorithm.kl_penalty, actor.kl_loss_type),
+// each also with a '+' suffix.
 RLCORE_API const std::vector<std::string>& kl_penalty_types();
 
 // Per-token KL(pi || ref) estimate from log-probs (http://joschu.net/blog/kl-approx.html):

@@ -8,14 +8,21 @@
   hf_models.py logits DIR INPUTS.json OUT.bin
                                     loads DIR (e.g. written by rlcore) with
                                     transformers and writes its logits
+  hf_models.py chat_model FAMILY TOKENIZER_DIR DIR
+                                    a tiny random FAMILY model sized to the real
+                                    tokenizer in TOKENIZER_DIR (tokenizer.json[.gz],
+                                    tokenizer_config.json, copied unchanged), as a
+                                    user's first checkpoint looks
 
 CASE: {"family": "llama|qwen2|qwen3|mistral|gemma2", "config": {overrides},
 "seed": int, "max_shard_size": optional, "input_ids": [[...]],
 "attention_mask": [[...]], "new_tokens": int}. Arrays are raw little-endian
 float32 / int64, shapes in reference/outputs.json.
 """
+import gzip
 import json
 import os
+import shutil
 import sys
 
 import torch
@@ -86,11 +93,33 @@ def logits(model_dir, inputs_path, out_path):
     write(out_path, forward_outputs(model, ids, mask)[0])
 
 
+def chat_model(family, tokenizer_dir, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    packed = os.path.join(tokenizer_dir, "tokenizer.json.gz")
+    if os.path.exists(packed):
+        with gzip.open(packed) as src, open(os.path.join(out_dir, "tokenizer.json"), "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    else:
+        shutil.copy(os.path.join(tokenizer_dir, "tokenizer.json"), out_dir)
+    shutil.copy(os.path.join(tokenizer_dir, "tokenizer_config.json"), out_dir)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out_dir)
+    config_class, model_class = FAMILIES[family]
+    settings = dict(TINY)
+    settings.update(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                    num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048,
+                    initializer_range=0.02, tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
+                    eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    model_class(config_class(**settings)).save_pretrained(out_dir, safe_serialization=True)
+
+
 if __name__ == "__main__":
     command = sys.argv[1]
     if command == "make":
         make(sys.argv[2], sys.argv[3])
     elif command == "logits":
         logits(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif command == "chat_model":
+        chat_model(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         sys.exit(f"unknown command {command!r}")
