@@ -1,6 +1,7 @@
-// Console and JSONL metrics sinks.
+// Console and JSONL metrics sinks, and building trainer.logger's sinks.
 #include "rlcore/core/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -70,18 +71,38 @@ void MetricsLogger::flush() {
   for (auto& sink : sinks_) sink->flush();
 }
 
+const std::vector<std::string>& metrics_sink_names() {
+  static const std::vector<std::string> names = {"console", "jsonl", "tensorboard"};
+  return names;
+}
+
+namespace {
+
+void check_sink_name(const std::string& name) {
+  const auto& names = metrics_sink_names();
+  if (std::find(names.begin(), names.end(), name) != names.end()) return;
+  std::string known;
+  for (const auto& known_name : names) known += (known.empty() ? "" : ", ") + known_name;
+  throw ConfigError("trainer.logger: unknown sink '" + name + "'; sinks are: " + known);
+}
+
+}  // namespace
+
+void add_file_sinks(MetricsLogger& logger, const std::vector<std::string>& loggers, const std::string& run_dir) {
+  for (const auto& name : loggers) {
+    check_sink_name(name);
+    if (name == "jsonl") logger.add(std::make_unique<JsonlMetricsSink>(run_dir));
+    if (name == "tensorboard") logger.add(std::make_unique<TensorBoardMetricsSink>(tensorboard_dir(run_dir)));
+  }
+}
+
 MetricsLogger make_metrics_logger(const std::vector<std::string>& loggers, const std::string& run_dir,
                                   std::ostream& console) {
   MetricsLogger logger;
-  for (const auto& name : loggers) {
-    if (name == "console") {
-      logger.add(std::make_unique<ConsoleMetricsSink>(console));
-    } else if (name == "jsonl") {
-      logger.add(std::make_unique<JsonlMetricsSink>(run_dir));
-    } else {
-      throw ConfigError("trainer.logger: unknown sink '" + name + "'; sinks are: console, jsonl");
-    }
+  if (std::find(loggers.begin(), loggers.end(), "console") != loggers.end()) {
+    logger.add(std::make_unique<ConsoleMetricsSink>(console));
   }
+  add_file_sinks(logger, loggers, run_dir);
   return logger;
 }
 

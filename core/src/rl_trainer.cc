@@ -112,9 +112,7 @@ struct RlTrainer::Impl {
     limits = trainer::generation_limits(tokenizer, plan.response_length);
     validator = std::make_unique<trainer::Validator>(config, val_set, tokenizer, rewards, limits);
     logger.add(std::make_unique<ConsoleMetricsSink>(out, console_keys(validator->core_metric_names())));
-    for (const auto& sink : config.trainer.logger) {
-      if (sink == "jsonl") logger.add(std::make_unique<JsonlMetricsSink>(config.run_dir()));
-    }
+    add_file_sinks(logger, config.trainer.logger, config.run_dir());
 
     out << "rlcore: " << config.algorithm.adv_estimator << " on " << train_set.size() << " prompts, "
         << plan.prompts_per_step << " x " << config.actor_rollout_ref.rollout.n << " responses per step, "

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "rlcore/core/metrics.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 
@@ -15,8 +16,10 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .key("experiment_name", &TrainerConfig::experiment_name, "Experiment name; part of the default run directory.")
         .key("default_local_dir", &TrainerConfig::default_local_dir,
              "Run directory for metrics.jsonl and checkpoints (empty: runs/<project_name>/<experiment_name>).")
-        .key("logger", &TrainerConfig::logger, "Metrics sinks: console (one line per step), jsonl (metrics.jsonl).",
-             one_of({"console", "jsonl"}))
+        .key("logger", &TrainerConfig::logger,
+             "Metrics sinks: console (one line per step), jsonl (metrics.jsonl), tensorboard (event files in "
+             "$TENSORBOARD_DIR, else <run dir>/tensorboard).",
+             one_of(metrics_sink_names()))
         .key("log_level", &TrainerConfig::log_level, "Log level.",
              one_of({"trace", "debug", "info", "warn", "error", "off"}))
         .key("total_epochs", &TrainerConfig::total_epochs, "Passes over the training set.", at_least(1))

@@ -71,9 +71,7 @@ class SftRun {
     for (const auto& name : validator_->core_metric_names()) console.push_back(name);
     console.push_back("timing_s/step");
     logger_.add(std::make_unique<ConsoleMetricsSink>(out_, console));
-    for (const auto& sink : config_.trainer.logger) {
-      if (sink == "jsonl") logger_.add(std::make_unique<JsonlMetricsSink>(config_.run_dir()));
-    }
+    add_file_sinks(logger_, config_.trainer.logger, config_.run_dir());
     trainer::WorkerRoles roles;
     roles.rollout = validator_->enabled();  // generation only serves validation
     roles.total_training_steps = total_steps_;

@@ -1,6 +1,7 @@
 // Every config shipped in configs/ runs: two steps each, from a scratch
 // workspace standing in for the quickstart's runs/ (a random tiny model and the
-// arithmetic task), with the metric only that config's path produces.
+// arithmetic task), with the metric only that config's path produces, and
+// every metrics sink (console, metrics.jsonl, TensorBoard events).
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -52,6 +53,7 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
                                        "trainer.save_freq=-1",
                                        "trainer.val_before_train=false",
                                        "trainer.stop_at_val_reward=0",
+                                       "trainer.logger=[console,jsonl,tensorboard]",
                                        "data.train_files=" + data_dir + (sft ? "/sft.jsonl" : "/train.jsonl"),
                                        "data.val_files=" + data_dir + "/val.jsonl",
                                        "actor_rollout_ref.model.path=" + (workspace / "model").string()};
@@ -62,6 +64,11 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
       const auto metrics = e2e::read_metrics(run_dir);
       REQUIRE(metrics.count(2) == 1);
       CHECK(metrics.at(2).count(kPathMetric.at(name)) == 1);
+      int event_files = 0;
+      for (const auto& file : fs::directory_iterator(fs::path(run_dir) / "tensorboard")) {
+        event_files += file.path().filename().string().find("tfevents") != std::string::npos ? 1 : 0;
+      }
+      CHECK(event_files == 1);
     }
   }
   fs::remove_all(workspace);

@@ -1,6 +1,6 @@
 // Metrics sinks: one record of named scalars per step, written to the console
-// (one compact line) and/or metrics.jsonl (one JSON object per line), chosen by
-// trainer.logger.
+// (one compact line), metrics.jsonl (one JSON object per line) and/or
+// TensorBoard event files, chosen by trainer.logger.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +51,30 @@ class RLCORE_API JsonlMetricsSink : public MetricsSink {
   std::unique_ptr<File> file_;
 };
 
+// Writes each step's metrics as TensorBoard scalars (tag = metric name, float32)
+// to a new event file in `dir` (created), flushed after every step.
+class RLCORE_API TensorBoardMetricsSink : public MetricsSink {
+ public:
+  explicit TensorBoardMetricsSink(const std::string& dir);
+  ~TensorBoardMetricsSink() override;
+  void log(int64_t step, const Metrics& metrics) override;
+  void flush() override;
+  const std::string& path() const { return path_; }
+
+ private:
+  void write(const std::string& event);
+
+  std::string path_;
+  struct File;
+  std::unique_ptr<File> file_;
+};
+
+// Where the tensorboard sink writes: $TENSORBOARD_DIR when set (as verl), else <run_dir>/tensorboard.
+RLCORE_API std::string tensorboard_dir(const std::string& run_dir);
+
+// The sink names trainer.logger accepts.
+RLCORE_API const std::vector<std::string>& metrics_sink_names();
+
 // Fans out to several sinks.
 class RLCORE_API MetricsLogger {
  public:
@@ -62,7 +86,13 @@ class RLCORE_API MetricsLogger {
   std::vector<std::unique_ptr<MetricsSink>> sinks_;
 };
 
-// Builds the sinks named by trainer.logger ("console", "jsonl").
+// Adds the file sinks named in trainer.logger ("jsonl", "tensorboard") for a
+// run writing to `run_dir`; "console" is the trainer's own (it picks the keys).
+RLCORE_API void add_file_sinks(MetricsLogger& logger, const std::vector<std::string>& loggers,
+                               const std::string& run_dir);
+
+// Builds every sink named by trainer.logger, the console showing all metrics.
+// ConfigError listing the sinks for an unknown name.
 RLCORE_API MetricsLogger make_metrics_logger(const std::vector<std::string>& loggers, const std::string& run_dir,
                                              std::ostream& console);
 
