@@ -9,6 +9,7 @@
 
 #include "rlcore/core/serve/api_error.h"
 #include "rlcore/core/serve/responses.h"
+#include "rlcore/core/serve/stream.h"
 #include "serve_answer.h"
 #include "rlcore/error.h"
 
@@ -35,6 +36,9 @@ ApiResponse OpenAiApi::completions(const std::string& body) {
       const GateTicket ticket(gate_);
       std::lock_guard<std::mutex> lock(engine_mutex_);
       output = engine_->generate(prepared.prompt_token_ids, prepared.sampling);
+    }
+    if (request.stream) {
+      return ApiResponse{200, "", build_completion_stream(request, prepared, output, model_, id, created)};
     }
     return ok(build_completion_response(request, prepared, output, model_, id, created));
   });

@@ -126,8 +126,6 @@ struct UnsupportedField {
   bool (*is_default)(const json&);
 };
 constexpr UnsupportedField kUnsupportedCompletionFields[] = {
-    {"stream", is_false},
-    {"stream_options", never},
     {"echo", is_false},
     {"best_of", is_one},
     {"suffix", never},
@@ -161,6 +159,22 @@ void reject_unsupported(const json& body) {
       throw bad_request(std::string(unsupported.name) + "=" + shown(*value) + " is not supported by rlcore serve.",
                         unsupported.name);
     }
+  }
+}
+
+// `stream` and `stream_options` ({include_usage, continuous_usage_stats}), as vLLM validates them.
+void read_stream_fields(const json& body, CompletionRequest& request) {
+  read_bool(body, "stream", request.stream);
+  const json* options = field(body, "stream_options");
+  if (options == nullptr) return;
+  if (!request.stream) throw bad_request("Stream options can only be defined when `stream=True`.", "stream_options");
+  if (!options->is_object()) throw field_error("stream_options", "must be an object, got " + shown(*options));
+  read_bool(*options, "include_usage", request.include_usage);
+  bool continuous_usage_stats = false;
+  read_bool(*options, "continuous_usage_stats", continuous_usage_stats);
+  if (continuous_usage_stats) {
+    throw bad_request("stream_options.continuous_usage_stats=true is not supported by rlcore serve.",
+                      "stream_options");
   }
 }
 
@@ -282,6 +296,7 @@ CompletionRequest parse_completion_request(const json& body, const RequestLimits
   read_bool(body, "include_stop_str_in_output", request.include_stop_str_in_output);
   read_bool(body, "return_token_ids", request.return_token_ids);
   read_bool(body, "return_tokens_as_token_ids", request.return_tokens_as_token_ids);
+  read_stream_fields(body, request);
   return request;
 }
 

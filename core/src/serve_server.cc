@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include <httplib.h>
@@ -46,7 +47,21 @@ void reuse_address_only(socket_t sock) {
 
 void reply(httplib::Response& res, const ApiResponse& answer) {
   res.status = answer.status;
-  res.set_content(answer.body, kJson);
+  if (answer.events.empty()) {
+    res.set_content(answer.body, kJson);
+    return;
+  }
+  // One chunk per event (chunked transfer encoding), as vLLM's StreamingResponse.
+  auto events = std::make_shared<std::vector<std::string>>(answer.events);
+  res.set_chunked_content_provider("text/event-stream", [events, next = std::size_t{0}](
+                                                           std::size_t, httplib::DataSink& sink) mutable {
+    if (next == events->size()) {
+      sink.done();
+      return true;
+    }
+    const std::string& event = (*events)[next++];
+    return sink.write(event.data(), event.size());
+  });
 }
 
 }  // namespace

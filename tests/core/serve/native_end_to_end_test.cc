@@ -2,6 +2,7 @@
 // build tree, a tiny random checkpoint written by `model init`'s code, the
 // server in-process and as the rlcore binary stopped by SIGTERM.
 #include "serve_testing.h"
+#include "../../common/reference_python.h"
 
 #ifdef RLCORE_HAVE_INFER_NATIVE
 
@@ -85,6 +86,7 @@ class NativeServer {
   }
 
   const ServedModel& model() const { return api_->model(); }
+  int port() const { return port_; }
 
  private:
   rlcore::Session session_;
@@ -133,6 +135,22 @@ TEST_CASE("native engine: greedy completions are deterministic and well formed",
   CHECK(stopped["stop_reason"] == first_token);
   CHECK(ids_of(stopped["token_ids"]) == std::vector<int32_t>{first_token});
   CHECK(stopped["text"] == "");
+}
+
+TEST_CASE("the openai client gets the same seeded answer whole and streamed", "[serve][native][openai]") {
+  NativeServer server;
+  const json answers = json::parse(rlcore_test::run_reference(
+      rlcore_test::reference_script("core/serve/reference/openai_client.py"),
+      {std::to_string(server.port()), "tiny-llama"}));
+  INFO(answers.dump(2));
+  CHECK(answers["models"] == json::array({"tiny-llama"}));
+  REQUIRE(answers["whole"].size() == 4);
+  CHECK(answers["stream"] == answers["whole"]);
+  CHECK(answers["stream_usage"] == answers["whole_usage"]);
+  CHECK(answers["chunks"].get<int64_t>() == answers["whole_usage"]["completion_tokens"].get<int64_t>() + 1);
+  std::string all_text;
+  for (const json& choice : answers["whole"]) all_text += choice["text"].get<std::string>();
+  CHECK_FALSE(all_text.empty());
 }
 
 TEST_CASE("native engine: n samples per prompt come back prompt-major and seeded", "[serve][native]") {

@@ -221,7 +221,10 @@ TEST_CASE("out-of-range values are 400s with vLLM's wording", "[serve][requests]
 
 TEST_CASE("options rlcore does not implement are refused unless at their default", "[serve][requests]") {
   check_rejections({
-      {R"({"prompt": "x", "stream": true})", "stream=true is not supported by rlcore serve.", "stream"},
+      {R"({"prompt": "x", "stream_options": {"include_usage": true}})",
+       "Stream options can only be defined when `stream=True`.", "stream_options"},
+      {R"({"prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": true}})",
+       "stream_options.continuous_usage_stats=true is not supported by rlcore serve.", "stream_options"},
       {R"({"prompt": "x", "echo": true})", "echo=true is not supported by rlcore serve.", "echo"},
       {R"({"prompt": "x", "stop": ["\n"]})", "stop=[\"\\n\"] is not supported by rlcore serve.", "stop"},
       {R"({"prompt": "x", "stop": "END"})", "stop=\"END\" is not supported by rlcore serve.", "stop"},

@@ -177,8 +177,8 @@ TEST_CASE("bad requests get 400 and vLLM's error object; the server keeps servin
               "tokens and your request has 1 input tokens (64 > 64 - 1).");
   check_error(client.Post("/v1/completions", R"({"prompt": [99999]})", "application/json"), 400, "BadRequestError",
               "Token id 99999 is out of vocabulary");
-  check_error(client.Post("/v1/completions", R"({"prompt": "x", "stream": true})", "application/json"), 400,
-              "BadRequestError", "stream=true is not supported by rlcore serve.");
+  check_error(client.Post("/v1/completions", R"({"prompt": "x", "stream": "yes"})", "application/json"), 400,
+              "BadRequestError", "stream must be a boolean, got \"yes\".");
   check_error(client.Post("/detokenize", R"({"tokens": [99999]})", "application/json"), 400, "BadRequestError",
               "Token id 99999 is out of vocabulary");
   check_error(client.Post("/tokenize", R"({"prompt": 1})", "application/json"), 400, "BadRequestError",

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "rlcore/core/serve/generation_gate.h"
 #include "rlcore/core/serve/requests.h"
@@ -18,6 +19,9 @@ namespace rlcore::serve {
 struct ApiResponse {
   int status = 200;
   std::string body;  // JSON text ("" for /health)
+  // A streamed answer (`"stream": true`): server-sent events, sent in order
+  // as text/event-stream instead of `body`.
+  std::vector<std::string> events;
 };
 
 class RLCORE_API OpenAiApi {

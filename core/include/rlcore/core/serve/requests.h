@@ -38,6 +38,10 @@ struct CompletionRequest {
   bool include_stop_str_in_output = false;
   bool return_token_ids = false;
   bool return_tokens_as_token_ids = false;
+  // Server-sent events instead of one JSON body; stream_options.include_usage
+  // adds a last chunk with the whole request's usage.
+  bool stream = false;
+  bool include_usage = false;
 };
 
 // POST /tokenize: vLLM's TokenizeCompletionRequest.

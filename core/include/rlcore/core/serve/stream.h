@@ -1,0 +1,42 @@
+// Streamed answers (`"stream": true`): server-sent events as vLLM sends them,
+// `data: <chunk JSON>\n\n` per token and choice, then `data: [DONE]\n\n`.
+// rlcore's engines return a whole generation at once, so the chunks are cut
+// from it after it finishes: the framing, fields and the concatenated text are
+// vLLM's, the timing is not token by token.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "rlcore/core/serve/requests.h"
+#include "rlcore/core/serve/served_model.h"
+#include "rlcore/export.h"
+#include "rlcore/inference_engine.h"
+
+namespace rlcore::serve {
+
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+
+// "data: <json>\n\n".
+RLCORE_API std::string sse_event(const nlohmann::json& chunk);
+
+// The text each of `ids` adds, so that the pieces concatenate to the decoded
+// whole: a token that ends inside a UTF-8 character adds nothing until the
+// character is complete (as vLLM's incremental detokenizer holds it back).
+RLCORE_API std::vector<std::string> text_deltas(const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
+                                                bool skip_special_tokens);
+
+// The events of a streamed /v1/completions answer: one text_completion chunk
+// per generated token and choice (choices interleaved step by step, the last
+// chunk of a choice carrying finish_reason and stop_reason), with
+// stream_options.include_usage a final chunk with no choices and the usage,
+// then [DONE].
+RLCORE_API std::vector<std::string> build_completion_stream(const CompletionRequest& request,
+                                                            const PreparedCompletion& prepared,
+                                                            const GenerationOutput& output, const ServedModel& model,
+                                                            const std::string& id, int64_t created);
+
+}  // namespace rlcore::serve

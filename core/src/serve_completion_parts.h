@@ -1,0 +1,44 @@
+// The parts of a completion answer that the whole response and its streamed
+// chunks share: decoding, vLLM's log-prob object, stop reasons, output checks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/core/serve/requests.h"
+#include "rlcore/core/serve/served_model.h"
+#include "rlcore/inference_engine.h"
+
+namespace rlcore::serve {
+
+// Whether the tokenizer has a token for `id`.
+bool is_known(const Tokenizer& tokenizer, int32_t id);
+
+// The text of `ids`; ids past the tokenizer (padded embedding rows) decode to nothing.
+std::string decode_text(const Tokenizer& tokenizer, const std::vector<int32_t>& ids, bool skip_special_tokens);
+
+// Python's len(): code points of valid UTF-8.
+int64_t code_points(const std::string& text);
+
+// vLLM's CompletionLogProbs for `ids`, text offsets starting at `initial_text_offset`.
+// Only the sampled token's log-prob is known, so each top_logprobs entry holds
+// that one token (what vLLM returns for logprobs=0).
+nlohmann::json completion_logprobs(const std::vector<int32_t>& ids, const std::vector<float>& logprobs,
+                                   const ServedModel& model, bool as_token_ids, int64_t initial_text_offset = 0);
+
+// vLLM: the stop token id that ended the sample; null for EOS or length.
+nlohmann::json stop_reason(const CompletionRequest& request, const ServedModel& model, const std::vector<int32_t>& ids,
+                           FinishReason finish);
+
+// The ids whose text is shown: as vLLM, a stop token stays in token_ids but not in the text.
+std::vector<int32_t> text_token_ids(const CompletionRequest& request, const std::vector<int32_t>& ids,
+                                    FinishReason finish);
+
+// Throws rlcore::Error when `output` does not hold prompts * n samples with
+// one log-prob per token (an engine bug, not a bad request).
+void check_output_shape(const PreparedCompletion& prepared, const GenerationOutput& output);
+
+}  // namespace rlcore::serve
