@@ -41,7 +41,12 @@ const OptionsSchema<DataConfig>& data_config_schema() {
         .key("prompt_template", &DataConfig::prompt_template,
              "How prompts are wrapped: chat (ChatML) or plain (the text as is).", one_of(PromptTemplate::names()))
         .key("system_prompt", &DataConfig::system_prompt,
-             "System message for the chat template (a record's own system message replaces it).");
+             "System message for the chat template (a record's own system message replaces it).")
+        .key("apply_chat_template", &DataConfig::apply_chat_template,
+             "Render prompts with the checkpoint's own chat_template (tokenizer_config.json or chat_template.jinja) "
+             "when it has one, as verl does; otherwise, or when false, prompt_template applies. plain always wins.")
+        .subtree("apply_chat_template_kwargs", &DataConfig::apply_chat_template_kwargs,
+                 "Extra variables for the checkpoint's chat template, e.g. {enable_thinking: false} (verl's key).");
     return data;
   }();
   return schema;

@@ -68,12 +68,46 @@ std::string read_data_source(const nlohmann::json& record, const std::string& wh
   return it->get<std::string>();
 }
 
+// The record's prompt as chat messages for a chat template: a message list as
+// given (each an object with string role and content), a string as one user
+// message; data.system_prompt leads when the record has no system message.
+nlohmann::json prompt_messages(const nlohmann::json& record, const std::string& where, const DataConfig& config) {
+  const auto it = record.find(config.prompt_key);
+  if (it == record.end()) throw FormatError(where + ": missing key '" + config.prompt_key + "' (data.prompt_key)");
+  nlohmann::json messages;
+  if (it->is_string()) {
+    messages = nlohmann::json::array({{{"role", "user"}, {"content", *it}}});
+  } else if (it->is_array() && !it->empty()) {
+    messages = *it;
+  } else {
+    throw FormatError(where + ": key '" + config.prompt_key +
+                      "' must be a string or a non-empty list of chat messages");
+  }
+  bool has_system = false;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const nlohmann::json& message = messages[i];
+    if (!message.is_object() || !message.contains("role") || !message["role"].is_string() ||
+        !message.contains("content") || !message["content"].is_string()) {
+      throw FormatError(where + ": key '" + config.prompt_key + "[" + std::to_string(i) +
+                        "]': a chat message must be an object with string 'role' and 'content'");
+    }
+    has_system = has_system || message["role"] == "system";
+  }
+  if (!has_system && !config.system_prompt.empty()) {
+    messages.insert(messages.begin(), nlohmann::json{{"role", "system"}, {"content", config.system_prompt}});
+  }
+  return messages;
+}
+
 class ExampleBuilder {
  public:
-  ExampleBuilder(const DataConfig& config, const Tokenizer& tokenizer, bool with_responses)
+  ExampleBuilder(const DataConfig& config, const Tokenizer& tokenizer, bool with_responses,
+                 const ChatRenderer& chat_renderer)
       : config_(config),
         tokenizer_(tokenizer),
         with_responses_(with_responses),
+        chat_renderer_(config.apply_chat_template && config.prompt_template == "chat" ? chat_renderer
+                                                                                       : ChatRenderer()),
         // Validates the template name and rejects a system prompt for "plain".
         default_template_(PromptTemplate::from_name(config.prompt_template, config.system_prompt)) {
     if (config.truncation != "error" && config.truncation != "left" && config.truncation != "right") {
@@ -109,8 +143,20 @@ class ExampleBuilder {
     return PromptTemplate::from_name(config_.prompt_template, prompt.system).apply(prompt.user);
   }
 
+  std::string prompt_text(const nlohmann::json& record, const std::string& where) const {
+    if (!chat_renderer_) return apply_template(read_prompt(record, where, config_.prompt_key));
+    try {
+      return chat_renderer_(prompt_messages(record, where, config_));
+    } catch (const FormatError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw ValueError(where + ": the checkpoint's chat template failed: " + e.what());
+    }
+  }
+
   bool prompt_ids(const nlohmann::json& record, const std::string& where, std::vector<int32_t>& ids) const {
-    ids = tokenizer_.encode(apply_template(read_prompt(record, where, config_.prompt_key)));
+    // As verl: the template's text tokenized without the post-processor (add_special_tokens=False).
+    ids = tokenizer_.encode(prompt_text(record, where));
     const auto limit = static_cast<size_t>(config_.max_prompt_length);
     if (ids.size() <= limit) return true;
     if (config_.filter_overlong_prompts) return false;
@@ -146,6 +192,7 @@ class ExampleBuilder {
   const DataConfig& config_;
   const Tokenizer& tokenizer_;
   bool with_responses_;
+  ChatRenderer chat_renderer_;  // empty: ChatML or plain (default_template_)
   PromptTemplate default_template_;
 };
 
@@ -154,9 +201,9 @@ class ExampleBuilder {
 Dataset::Dataset() : examples_(std::make_shared<const std::vector<Example>>()) {}
 
 Dataset Dataset::load(const std::vector<std::string>& files, const DataConfig& config, const Tokenizer& tokenizer,
-                      bool with_responses) {
+                      bool with_responses, const ChatRenderer& chat_renderer) {
   if (files.empty()) throw ValueError("no dataset files given (data.train_files / data.val_files)");
-  const ExampleBuilder builder(config, tokenizer, with_responses);
+  const ExampleBuilder builder(config, tokenizer, with_responses, chat_renderer);
   auto examples = std::make_shared<std::vector<Example>>();
   Dataset dataset;
   int64_t index = 0;

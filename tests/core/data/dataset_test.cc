@@ -85,6 +85,58 @@ TEST_CASE("json arrays with chat prompts follow the template", "[data]") {
   }
 }
 
+TEST_CASE("a checkpoint's chat template renders the prompts when it has one", "[data][chat_template]") {
+  rlcore::testing::ScratchDir dir("dataset");
+  const std::string file = dir.write(
+      "train.jsonl",
+      R"({"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+2="}]})"
+      "\n"
+      R"({"prompt": "3+4="})"
+      "\n"
+      R"({"prompt": [{"role": "user", "content": "5+6="}, {"role": "assistant", "content": "11"},)"
+      R"( {"role": "user", "content": "and 7+8?"}]})"
+      "\n");
+  // Stands in for a checkpoint's template: role:content lines, then the generation prompt.
+  std::vector<nlohmann::json> seen;
+  const rlcore::ChatRenderer renderer = [&](const nlohmann::json& messages) {
+    seen.push_back(messages);
+    std::string text;
+    for (const auto& message : messages) {
+      text += message["role"].get<std::string>() + ":" + message["content"].get<std::string>() + "\n";
+    }
+    return text + "assistant:";
+  };
+  SECTION("messages as given, a string as one user message, data.system_prompt where none is given") {
+    DataConfig config;
+    config.system_prompt = "Answer with ####.";
+    const Dataset data = Dataset::load({file}, config, tokenizer(), false, renderer);
+    REQUIRE(data.size() == 3);
+    CHECK(data.at(0).prompt_ids == ids("system:Be brief.\nuser:1+2=\nassistant:"));
+    CHECK(data.at(1).prompt_ids == ids("system:Answer with ####.\nuser:3+4=\nassistant:"));
+    CHECK(data.at(2).prompt_ids ==
+          ids("system:Answer with ####.\nuser:5+6=\nassistant:11\nuser:and 7+8?\nassistant:"));
+    CHECK(seen.size() == 3);
+  }
+  SECTION("apply_chat_template false or prompt_template plain: the template is not used") {
+    DataConfig config;
+    config.apply_chat_template = false;
+    const std::string two_lines = dir.write("two.jsonl", R"({"prompt": "3+4="})" "\n");
+    CHECK(Dataset::load({two_lines}, config, tokenizer(), false, renderer).at(0).prompt_ids ==
+          ids(chat_text("", "3+4=")));
+    CHECK(Dataset::load({two_lines}, plain_config(), tokenizer(), false, renderer).at(0).prompt_ids == ids("3+4="));
+    CHECK(seen.empty());
+  }
+  SECTION("a template that fails names the record") {
+    const rlcore::ChatRenderer raising = [](const nlohmann::json&) -> std::string {
+      throw rlcore::ValueError("Conversation roles must alternate user/assistant");
+    };
+    const std::string message =
+        error_of<rlcore::ValueError>([&] { Dataset::load({file}, DataConfig(), tokenizer(), false, raising); });
+    CHECK_THAT(message, Catch::Contains("train.jsonl:1") && Catch::Contains("chat template") &&
+                            Catch::Contains("Conversation roles must alternate"));
+  }
+}
+
 TEST_CASE("several files form one dataset, indexed across files", "[data]") {
   rlcore::testing::ScratchDir dir("dataset");
   const std::string a = dir.write("a.jsonl", "{\"prompt\": \"1\"}\n{\"prompt\": \"2\"}\n");

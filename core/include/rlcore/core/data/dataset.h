@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "rlcore/config_node.h"
 #include "rlcore/export.h"
 #include "rlcore/options.h"
 #include "rlcore/tokenizer.h"
@@ -32,7 +34,15 @@ struct DataConfig {
   int64_t seed = 1;
   std::string prompt_template = "chat";  // chat | plain  (rlcore/prompt_template.h)
   std::string system_prompt;             // chat only
+  // Render prompts with the checkpoint's own chat_template when it has one
+  // (verl's default); prompt_template's ChatML is the fallback.
+  bool apply_chat_template = true;
+  ConfigNode apply_chat_template_kwargs;  // extra template variables, e.g. {enable_thinking: false}
 };
+
+// Renders a chat-message list [{role, content}, ...] into the prompt text,
+// generation prompt included: the checkpoint's chat template (see the trainers).
+using ChatRenderer = std::function<std::string(const nlohmann::json& messages)>;
 
 // For the trainer's config (a `section("data", ...)`); train_files/val_files accept a
 // single path as well as a list.
@@ -54,8 +64,10 @@ class RLCORE_API Dataset {
   // array of objects). Throws IoError for an unreadable file, FormatError naming the
   // file, line (jsonl) or element (json) and key for a bad record, and ValueError for
   // a prompt over max_prompt_length with truncation "error" or an empty file set.
+  // With a `chat_renderer`, data.apply_chat_template and prompt_template "chat",
+  // prompts are rendered by it (a string prompt as one user message) instead of ChatML.
   static Dataset load(const std::vector<std::string>& files, const DataConfig& config, const Tokenizer& tokenizer,
-                      bool with_responses);
+                      bool with_responses, const ChatRenderer& chat_renderer = {});
 
   Dataset();
   int64_t size() const;
