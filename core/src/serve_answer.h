@@ -8,6 +8,7 @@
 
 #include "rlcore/core/serve/api.h"
 #include "rlcore/core/serve/api_error.h"
+#include "rlcore/core/serve/stream.h"
 #include "rlcore/error.h"
 
 namespace rlcore::serve {
@@ -39,6 +40,17 @@ ApiResponse answer(const char* route, Handle&& handle) {
   } catch (const std::exception& e) {
     return internal_error(route, e.what());
   }
+}
+
+// A streamed answer: `stream()` returns its events. vLLM has sent the
+// stream's 200 and headers by the time generation runs, so a failure there
+// (sorted as answer() sorts it) arrives as an error event and [DONE]; the
+// request's own faults are found before, and get ordinary JSON errors.
+template <class Stream>
+ApiResponse answer_stream(const char* route, Stream&& stream) {
+  ApiResponse response = answer(route, [&] { return ApiResponse{200, "", stream()}; });
+  if (response.events.empty()) return ApiResponse{200, "", stream_error_events(response.body)};
+  return response;
 }
 
 }  // namespace rlcore::serve

@@ -31,17 +31,19 @@ ApiResponse OpenAiApi::completions(const std::string& body) {
     const PreparedCompletion prepared = prepare_completion(request, model_);
     const std::string id = make_completion_id();
     const auto created = static_cast<int64_t>(std::time(nullptr));
-    GenerationOutput output;
-    {
-      const GateTicket ticket(gate_);
-      std::lock_guard<std::mutex> lock(engine_mutex_);
-      output = engine_->generate(prepared.prompt_token_ids, prepared.sampling);
-    }
+    const GateTicket ticket(gate_);  // a paused server refuses (503) before a stream begins
     if (request.stream) {
-      return ApiResponse{200, "", build_completion_stream(request, prepared, output, model_, id, created)};
+      return answer_stream("/v1/completions", [&] {
+        return build_completion_stream(request, prepared, generate(prepared), model_, id, created);
+      });
     }
-    return ok(build_completion_response(request, prepared, output, model_, id, created));
+    return ok(build_completion_response(request, prepared, generate(prepared), model_, id, created));
   });
+}
+
+GenerationOutput OpenAiApi::generate(const PreparedCompletion& prepared) {
+  std::lock_guard<std::mutex> lock(engine_mutex_);
+  return engine_->generate(prepared.prompt_token_ids, prepared.sampling);
 }
 
 ApiResponse OpenAiApi::tokenize(const std::string& body) {

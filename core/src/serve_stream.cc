@@ -21,7 +21,13 @@ bool ends_in_replacement_character(const std::string& text) {
 
 }  // namespace
 
-std::string sse_event(const json& chunk) { return "data: " + json_text(chunk) + "\n\n"; }
+std::string sse_data(const std::string& payload) { return "data: " + payload + "\n\n"; }
+
+std::string sse_event(const json& chunk) { return sse_data(json_text(chunk)); }
+
+std::vector<std::string> stream_error_events(const std::string& error_json) {
+  return {sse_data(R"({"error":)" + error_json + "}"), kSseDone};
+}
 
 std::vector<std::string> text_deltas(const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
                                      bool skip_special_tokens) {

@@ -3,10 +3,21 @@
 // text that concatenates to exactly the non-streamed answer's.
 #include "serve_testing.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
 #include <nlohmann/json.hpp>
 
+#include "rlcore/core/serve/api.h"
 #include "rlcore/core/serve/responses.h"
 #include "rlcore/core/serve/stream.h"
+#include "rlcore/error.h"
+
+#include "../../common/reference_python.h"
 
 using namespace rlcore::serve;
 using nlohmann::json;
@@ -58,6 +69,72 @@ Answers answer_both_ways(const std::string& body) {
   answers.whole = build_completion_response(request, prepared, output, model, "cmpl-1", 7);
   answers.chunks = chunks_of(joined(build_completion_stream(request, prepared, output, model, "cmpl-1", 7)));
   return answers;
+}
+
+// An engine whose every generation fails with `Failure(message)`.
+template <class Failure>
+class FailingEngine : public rlcore::InferenceEngine {
+ public:
+  explicit FailingEngine(std::string message) : message_(std::move(message)) {}
+  rlcore::GenerationOutput generate(const std::vector<std::vector<int32_t>>&, const rlcore::SamplingParams&) override {
+    throw Failure(message_);
+  }
+  std::vector<rlcore::WeightMeta> weight_meta() const override { return {}; }
+  void load_weights(const rlcore::NamedTensorList&, int64_t) override {}
+  int64_t weight_version() const override { return 0; }
+  void sleep() override {}
+  void wake_up() override {}
+
+ private:
+  std::string message_;
+};
+
+// What came back over one HTTP/1.1 exchange on a plain socket: the head, and
+// the body's transfer chunks as sent (the chunked encoding undone by hand).
+struct RawExchange {
+  std::string head;
+  std::vector<std::string> chunks;
+};
+
+std::string read_until_closed(int fd) {
+  std::string bytes;
+  char buffer[4096];
+  for (ssize_t got; (got = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) bytes.append(buffer, static_cast<std::size_t>(got));
+  return bytes;
+}
+
+RawExchange raw_post(int port, const std::string& path, const std::string& body) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  const std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                              "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+                              body;
+  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  const std::string bytes = read_until_closed(fd);
+  ::close(fd);
+
+  RawExchange exchange;
+  const std::size_t head_end = bytes.find("\r\n\r\n");
+  REQUIRE(head_end != std::string::npos);
+  exchange.head = bytes.substr(0, head_end + 2);
+  for (std::size_t at = head_end + 4;;) {
+    const std::size_t size_end = bytes.find("\r\n", at);
+    REQUIRE(size_end != std::string::npos);
+    const std::size_t size = std::stoul(bytes.substr(at, size_end - at), nullptr, 16);
+    if (size == 0) {
+      CHECK(bytes.substr(size_end) == "\r\n\r\n");  // the last chunk, no trailers
+      break;
+    }
+    exchange.chunks.push_back(bytes.substr(size_end + 2, size));
+    REQUIRE(bytes.compare(size_end + 2 + size, 2, "\r\n") == 0);
+    at = size_end + 2 + size + 2;
+  }
+  return exchange;
 }
 
 }  // namespace
@@ -167,4 +244,66 @@ TEST_CASE("the server sends a stream as text/event-stream, chunk by chunk", "[se
   REQUIRE(bad);
   CHECK(bad->status == 400);
   CHECK(bad->get_header_value("Content-Type") == "application/json");
+}
+
+TEST_CASE("on the wire: one event per HTTP chunk, exactly vLLM's framing", "[serve][stream]") {
+  rlcore::Registry registry;
+  rlcore_test::RunningServer server(rlcore_test::make_scripted_engine(registry));
+  const RawExchange exchange = raw_post(server.port(), "/v1/completions",
+                                        R"({"prompt": "Question: 1", "n": 2, "max_tokens": 2, "stream": true,
+                                            "stream_options": {"include_usage": true}})");
+  INFO(exchange.head);
+  CHECK(exchange.head.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+  CHECK_THAT(exchange.head, Catch::Contains("\r\nContent-Type: text/event-stream\r\n"));
+  CHECK_THAT(exchange.head, Catch::Contains("\r\nTransfer-Encoding: chunked\r\n"));
+  CHECK_THAT(exchange.head, !Catch::Contains("Content-Length"));
+  // 2 choices x 2 tokens, the usage chunk, [DONE]; each its own transfer chunk.
+  REQUIRE(exchange.chunks.size() == 6);
+  for (std::size_t c = 0; c + 1 < exchange.chunks.size(); ++c) {
+    const std::string& event = exchange.chunks[c];
+    INFO(event);
+    REQUIRE(event.rfind("data: {", 0) == 0);
+    REQUIRE(event.size() > 8);
+    CHECK(event.compare(event.size() - 3, 3, "}\n\n") == 0);
+    CHECK(event.find('\n') == event.size() - 2);  // one line of compact JSON
+    const json chunk = json::parse(event.substr(6));
+    CHECK(chunk["object"] == "text_completion");
+    CHECK(chunk["choices"].size() == (c < 4 ? 1u : 0u));
+    if (c < 4) CHECK(chunk["choices"][0]["index"] == c % 2);  // interleaved by index
+  }
+  CHECK(exchange.chunks.back() == "data: [DONE]\n\n");
+}
+
+TEST_CASE("a generation that fails ends the stream as vLLM's does: an error event, then [DONE]", "[serve][stream]") {
+  SECTION("the engine's fault: 500 InternalServerError") {
+    rlcore_test::RunningServer server(std::make_shared<FailingEngine<std::runtime_error>>("device lost"));
+    const RawExchange streamed = raw_post(server.port(), "/v1/completions", R"({"prompt": "x", "stream": true})");
+    CHECK(streamed.head.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+    CHECK_THAT(streamed.head, Catch::Contains("\r\nContent-Type: text/event-stream\r\n"));
+    const std::string error = rlcore::serve::error_text(500, "InternalServerError", "device lost");
+    CHECK(streamed.chunks ==
+          std::vector<std::string>{"data: {\"error\":" + error + "}\n\n", "data: [DONE]\n\n"});
+    // Not streamed, the same failure is the status and body.
+    auto whole = server.client().Post("/v1/completions", R"({"prompt": "x"})", "application/json");
+    REQUIRE(whole);
+    CHECK(whole->status == 500);
+    CHECK(whole->body == error);
+  }
+  SECTION("a limit the engine enforces: 400 BadRequestError") {
+    rlcore_test::RunningServer server(std::make_shared<FailingEngine<rlcore::ValueError>>("too many sequences"));
+    const RawExchange streamed = raw_post(server.port(), "/v1/completions", R"({"prompt": "x", "stream": true})");
+    const json error = json::parse(streamed.chunks.at(0).substr(6))["error"];
+    CHECK(error["object"] == "error");
+    CHECK(error["type"] == "BadRequestError");
+    CHECK(error["code"] == 400);
+    CHECK(error["message"] == "too many sequences");
+    CHECK(streamed.chunks.at(1) == "data: [DONE]\n\n");
+  }
+  SECTION("the openai client raises APIError with the message") {
+    rlcore_test::RunningServer server(std::make_shared<FailingEngine<std::runtime_error>>("device lost"));
+    const json seen = json::parse(rlcore_test::run_reference(
+        rlcore_test::reference_script("core/serve/reference/openai_client.py"),
+        {std::to_string(server.port()), "tiny", "--stream-error"}));
+    CHECK(seen == json{{"error", "APIError"}, {"message", "device lost"}, {"code", 500}, {"chunks", 0}});
+  }
 }

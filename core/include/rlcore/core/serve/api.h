@@ -47,6 +47,9 @@ class RLCORE_API OpenAiApi {
   GenerationGate& gate() { return gate_; }
 
  private:
+  // One generation, with the engine to itself.
+  GenerationOutput generate(const PreparedCompletion& prepared);
+
   std::shared_ptr<InferenceEngine> engine_;
   ServedModel model_;
   RequestLimits limits_;

@@ -20,8 +20,16 @@ namespace rlcore::serve {
 
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 
+// "data: <payload>\n\n".
+RLCORE_API std::string sse_data(const std::string& payload);
 // "data: <json>\n\n".
 RLCORE_API std::string sse_event(const nlohmann::json& chunk);
+
+// How a stream that fails after it has been accepted ends, as vLLM's: one
+// event {"error": <error_json>} (`error_json`: the body a non-streamed request
+// would get; the "error" key is what makes the openai client raise), then
+// [DONE], in a 200 stream.
+RLCORE_API std::vector<std::string> stream_error_events(const std::string& error_json);
 
 // The text each of `ids` adds, so that the pieces concatenate to the decoded
 // whole: a token that ends inside a UTF-8 character adds nothing until the
