@@ -93,6 +93,19 @@ TEST_CASE("tensorboard reads back every scalar the sink wrote", "[metrics][tenso
   fs::remove_all(dir);
 }
 
+TEST_CASE("a running TensorBoard sees each step as soon as it is logged", "[metrics][tensorboard]") {
+  const fs::path dir = scratch("live");
+  rlcore::TensorBoardMetricsSink sink(dir.string());
+  for (int64_t step = 1; step <= 2; ++step) {
+    sink.log(step, {{"actor/pg_loss", 0.25 * static_cast<double>(step)}});
+    const json points = read_back(dir)["scalars"]["actor/pg_loss"];  // the sink still open
+    REQUIRE(points.size() == static_cast<size_t>(step));
+    CHECK(points.back()[0] == step);
+    CHECK(points.back()[1] == 0.25 * static_cast<double>(step));
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("trainer.logger builds the tensorboard sink in $TENSORBOARD_DIR or the run directory", "[metrics][tensorboard]") {
   const fs::path run_dir = scratch("run");
   ::unsetenv("TENSORBOARD_DIR");
