@@ -307,3 +307,24 @@ TEST_CASE("a generation that fails ends the stream as vLLM's does: an error even
     CHECK(seen == json{{"error", "APIError"}, {"message", "device lost"}, {"code", 500}, {"chunks", 0}});
   }
 }
+
+TEST_CASE("streamed tokens come step by step, samples interleaved, each sample's last marked", "[serve][stream]") {
+  const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
+  const std::vector<int32_t> ab = tokenizer.encode("ab", false);
+  const int32_t eos = *tokenizer.eos_token_id();
+  rlcore::GenerationOutput output;
+  output.token_ids = {{ab[0], eos}, {ab[0], ab[0], ab[0]}, {eos}};
+  const std::vector<std::vector<int32_t>> shown = {{ab[0]}, output.token_ids[1], {}};  // stop tokens not shown
+  const auto tokens = streamed_tokens(output, shown, tokenizer, true);
+  std::vector<std::pair<std::size_t, std::size_t>> order;
+  for (const auto& token : tokens) order.emplace_back(token.sample, token.position);
+  CHECK(order == std::vector<std::pair<std::size_t, std::size_t>>{{0, 0}, {1, 0}, {2, 0}, {0, 1}, {1, 1}, {1, 2}});
+  std::vector<bool> last;
+  for (const auto& token : tokens) last.push_back(token.last);
+  CHECK(last == std::vector<bool>{false, false, true, true, false, true});
+  const std::string a = tokenizer.decode({ab[0]});
+  CHECK(tokens[0].text == a);
+  CHECK(tokens[2].text == "");  // a dropped stop token adds no text
+  CHECK(tokens[3].text == "");
+  CHECK(tokens[5].text == a);
+}

@@ -2,9 +2,11 @@
 // `data: <chunk JSON>\n\n` per token and choice, then `data: [DONE]\n\n`.
 // rlcore's engines return a whole generation at once, so the chunks are cut
 // from it after it finishes: the framing, fields and the concatenated text are
-// vLLM's, the timing is not token by token.
+// vLLM's, the timing is not token by token. The framing, the error ending and
+// the token order are the routes' common part; each route shapes its chunks.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,11 +39,27 @@ RLCORE_API std::vector<std::string> stream_error_events(const std::string& error
 RLCORE_API std::vector<std::string> text_deltas(const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
                                                 bool skip_special_tokens);
 
-// The events of a streamed /v1/completions answer: one text_completion chunk
-// per generated token and choice (choices interleaved step by step, the last
-// chunk of a choice carrying finish_reason and stop_reason), with
-// stream_options.include_usage a final chunk with no choices and the usage,
-// then [DONE].
+// One streamed chunk's token: token `position` of sample `sample`, the text it
+// adds, and whether it is the sample's last (the chunk that carries the finish).
+struct StreamedToken {
+  std::size_t sample = 0;
+  std::size_t position = 0;
+  std::string text;
+  bool last = false;
+};
+
+// Every generated token in the order vLLM streams them: step by step, the
+// samples interleaved by index within a step. `shown_ids[k]` are the ids of
+// sample k whose text is shown (output.token_ids[k] less a dropped stop token,
+// which then adds no text).
+RLCORE_API std::vector<StreamedToken> streamed_tokens(const GenerationOutput& output,
+                                                      const std::vector<std::vector<int32_t>>& shown_ids,
+                                                      const Tokenizer& tokenizer, bool skip_special_tokens);
+
+// POST /v1/completions: one text_completion chunk per generated token and
+// choice (the last chunk of a choice carrying finish_reason and stop_reason),
+// with stream_options.include_usage a final chunk with no choices and the
+// usage, then [DONE].
 RLCORE_API std::vector<std::string> build_completion_stream(const CompletionRequest& request,
                                                             const PreparedCompletion& prepared,
                                                             const GenerationOutput& output, const ServedModel& model,
