@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_files.h"
