@@ -136,7 +136,8 @@ struct RlTrainer::Impl {
 
   Dataset load_dataset(const std::vector<std::string>& files, const std::string& key) const {
     if (files.empty()) throw ConfigError(key + " is required: the JSONL/JSON prompts to train on");
-    return Dataset::load(files, config.data, tokenizer, /*with_responses=*/false);
+    return Dataset::load(files, config.data, tokenizer, /*with_responses=*/false,
+                         checkpoint_chat_renderer(config.actor_rollout_ref.model.path, config.data));
   }
 
   Rollout generate(const std::vector<const Example*>& prompts, int64_t n, const nlohmann::json& sampling) {

@@ -46,7 +46,9 @@ class SftRun {
       : config_(resolved.config),
         out_(out),
         tokenizer_(load_tokenizer(resolved.config)),
-        train_set_(Dataset::load(config_.data.train_files, config_.data, tokenizer_, /*with_responses=*/true)),
+        chat_renderer_(checkpoint_chat_renderer(config_.actor_rollout_ref.model.path, config_.data)),
+        train_set_(
+            Dataset::load(config_.data.train_files, config_.data, tokenizer_, /*with_responses=*/true, chat_renderer_)),
         rewards_(components, config_.reward) {
     const int64_t workers = trainer::TrainerWorkers::data_parallel_sizes(config_, false).first;
     check_batch_sizes(config_, workers, train_set_.size());
@@ -58,7 +60,8 @@ class SftRun {
                        ? config_.trainer.total_training_steps
                        : config_.trainer.total_epochs * sampler_->steps_per_epoch();
     if (!config_.data.val_files.empty()) {
-      val_set_ = Dataset::load(config_.data.val_files, config_.data, tokenizer_, /*with_responses=*/false);
+      val_set_ =
+          Dataset::load(config_.data.val_files, config_.data, tokenizer_, /*with_responses=*/false, chat_renderer_);
     }
     validator_ = std::make_unique<trainer::Validator>(
         config_, val_set_, tokenizer_, rewards_, trainer::generation_limits(tokenizer_, config_.data.max_response_length));
@@ -144,6 +147,7 @@ class SftRun {
   const RunConfig& config_;
   std::ostream& out_;
   Tokenizer tokenizer_;
+  ChatRenderer chat_renderer_;  // the checkpoint's template; empty without one
   Dataset train_set_;
   Dataset val_set_;
   RewardRouter rewards_;

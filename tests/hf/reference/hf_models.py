@@ -8,6 +8,10 @@
   hf_models.py logits DIR INPUTS.json OUT.bin
                                     loads DIR (e.g. written by rlcore) with
                                     transformers and writes its logits
+  hf_models.py chat_ids DIR RECORDS.jsonl KWARGS_JSON
+                                    per record, the prompt ids verl's dataset makes:
+                                    apply_chat_template(prompt, add_generation_prompt=True,
+                                    **KWARGS), then encode without special tokens
   hf_models.py chat_model FAMILY TOKENIZER_DIR DIR
                                     a tiny random FAMILY model sized to the real
                                     tokenizer in TOKENIZER_DIR (tokenizer.json[.gz],
@@ -113,12 +117,26 @@ def chat_model(family, tokenizer_dir, out_dir):
     model_class(config_class(**settings)).save_pretrained(out_dir, safe_serialization=True)
 
 
+def chat_ids(model_dir, records_path, kwargs_json):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+    kwargs = json.loads(kwargs_json)
+    out = []
+    for line in open(records_path, encoding="utf-8"):
+        prompt = json.loads(line)["prompt"]
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
+        out.append(tokenizer.encode(text, add_special_tokens=False))
+    print(json.dumps(out))
+
+
 if __name__ == "__main__":
     command = sys.argv[1]
     if command == "make":
         make(sys.argv[2], sys.argv[3])
     elif command == "logits":
         logits(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif command == "chat_ids":
+        chat_ids(sys.argv[2], sys.argv[3], sys.argv[4])
     elif command == "chat_model":
         chat_model(sys.argv[2], sys.argv[3], sys.argv[4])
     else:

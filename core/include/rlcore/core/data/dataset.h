@@ -44,6 +44,11 @@ struct DataConfig {
 // generation prompt included: the checkpoint's chat template (see the trainers).
 using ChatRenderer = std::function<std::string(const nlohmann::json& messages)>;
 
+// The chat template of the checkpoint in `model_dir` (rlcore/core/chat_template.h)
+// with data.apply_chat_template_kwargs, generation prompt on; empty when the
+// checkpoint has none. Throws ChatTemplateError / FormatError naming the file.
+RLCORE_API ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const DataConfig& config);
+
 // For the trainer's config (a `section("data", ...)`); train_files/val_files accept a
 // single path as well as a list.
 RLCORE_API const OptionsSchema<DataConfig>& data_config_schema();
