@@ -302,9 +302,6 @@ CompletionRequest parse_completion_request(const json& body, const RequestLimits
 
 TokenizeRequest parse_tokenize_request(const json& body) {
   require_object(body);
-  if (field(body, "messages")) {
-    throw bad_request("messages is not supported by rlcore serve (no chat templates); send prompt.", "messages");
-  }
   TokenizeRequest request;
   request.model = read_model(body);
   const json* prompt = field(body, "prompt");

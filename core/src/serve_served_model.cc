@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "rlcore/core/chat_template.h"
 #include "rlcore/core/serve/api_error.h"
 #include "rlcore/error.h"
 #include "rlcore/model/config.h"
@@ -37,6 +38,9 @@ ServedModel load_served_model(const std::string& dir, const std::string& name, i
                     {},
                     Tokenizer::from_pretrained_dir(dir),
                     static_cast<int64_t>(std::time(nullptr))};
+  if (auto chat_template = ChatTemplate::from_checkpoint(dir)) {
+    model.chat_template = std::make_shared<const ChatTemplate>(std::move(*chat_template));
+  }
   if (auto eos = model.tokenizer.eos_token_id()) add_unique(model.eos_token_ids, *eos);
   for (const int64_t eos : config.eos_token_ids) add_unique(model.eos_token_ids, static_cast<int32_t>(eos));
   return model;

@@ -121,6 +121,9 @@ void Server::Impl::add_routes() {
   http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     reply(res, api->completions(req.body));
   });
+  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    reply(res, api->chat_completions(req.body));
+  });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { reply(res, api->models()); });
   http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
   http.Get("/version", [this](const httplib::Request&, httplib::Response& res) { reply(res, api->version()); });

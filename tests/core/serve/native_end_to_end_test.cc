@@ -153,6 +153,22 @@ TEST_CASE("the openai client gets the same seeded answer whole and streamed", "[
   CHECK_FALSE(all_text.empty());
 }
 
+TEST_CASE("the openai client chats through the checkpoint's template, whole and streamed", "[serve][native][openai]") {
+  NativeServer server;
+  const json answers = json::parse(
+      rlcore_test::run_reference(rlcore_test::reference_script("core/serve/reference/openai_chat_client.py"),
+                                 {std::to_string(server.port()), "tiny-llama", checkpoint_dir()}));
+  INFO(answers.dump(2));
+  REQUIRE(answers["whole"].size() == 2);
+  CHECK(answers["stream"] == answers["whole"]);
+  CHECK(answers["stream_usage"] == answers["whole_usage"]);
+  CHECK(answers["roles"] == json::array({"assistant", "assistant"}));
+  CHECK(answers["whole_roles"] == json::array({"assistant", "assistant"}));
+  // /tokenize with messages renders the checkpoint's template exactly as transformers does.
+  CHECK(answers["tokenize_ids"] == answers["transformers_ids"]);
+  CHECK(answers["whole_usage"]["prompt_tokens"] == answers["tokenize_ids"].size());
+}
+
 TEST_CASE("native engine: n samples per prompt come back prompt-major and seeded", "[serve][native]") {
   NativeServer server;
   const json request = {{"prompt", {{5, 6, 7}, {8, 9}}}, {"n", 3},       {"max_tokens", 4},

@@ -280,8 +280,6 @@ TEST_CASE("tokenize and detokenize requests", "[serve][requests]") {
       {R"({})", "prompt is required."},
       {R"({"prompt": 5})", "prompt must be a string, got 5."},
       {R"({"prompt": "x", "add_special_tokens": "yes"})", "add_special_tokens must be a boolean, got \"yes\"."},
-      {R"({"messages": [{"role": "user", "content": "hi"}]})",
-       "messages is not supported by rlcore serve (no chat templates); send prompt."},
   };
   for (const auto& [body, message] : cases) {
     INFO(body);

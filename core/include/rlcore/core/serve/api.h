@@ -29,6 +29,8 @@ class RLCORE_API OpenAiApi {
   OpenAiApi(std::shared_ptr<InferenceEngine> engine, ServedModel model, RequestLimits limits = {});
 
   ApiResponse completions(const std::string& body);
+  // The messages through the checkpoint's chat template, then as completions.
+  ApiResponse chat_completions(const std::string& body);
   ApiResponse tokenize(const std::string& body);
   ApiResponse detokenize(const std::string& body);
   ApiResponse models() const;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,10 @@
 #include "rlcore/export.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/tokenizer.h"
+
+namespace rlcore {
+class ChatTemplate;
+}
 
 namespace rlcore::serve {
 
@@ -22,6 +27,8 @@ struct ServedModel {
   std::vector<int32_t> eos_token_ids;
   Tokenizer tokenizer;
   int64_t created = 0;  // unix time the server started
+  // The checkpoint's chat template (the chat routes); null when it has none.
+  std::shared_ptr<const ChatTemplate> chat_template;
 };
 
 // Reads <dir>/config.json and the tokenizer files. `name` "" serves the
