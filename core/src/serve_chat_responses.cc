@@ -1,8 +1,5 @@
 // POST /v1/chat/completions answers: vLLM's chat.completion object, or its
 // chat.completion.chunk events when streamed.
-#include <cstdio>
-#include <random>
-
 #include "rlcore/core/serve/chat.h"
 #include "rlcore/core/serve/stream.h"
 #include "serve_completion_parts.h"
@@ -29,24 +26,9 @@ json chat_logprobs(const std::vector<int32_t>& ids, const std::vector<float>& lo
   return {{"content", content}};
 }
 
-json usage_of(const PreparedCompletion& prepared, const GenerationOutput& output) {
-  int64_t prompt_tokens = 0, completion_tokens = 0;
-  for (const auto& ids : prepared.prompt_token_ids) prompt_tokens += static_cast<int64_t>(ids.size());
-  for (const auto& ids : output.token_ids) completion_tokens += static_cast<int64_t>(ids.size());
-  return {{"prompt_tokens", prompt_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens},
-          {"completion_tokens", completion_tokens}};
-}
-
 }  // namespace
 
-std::string make_chat_completion_id() {
-  thread_local std::mt19937_64 generator{std::random_device{}()};
-  char hex[33];
-  std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(generator()),
-                static_cast<unsigned long long>(generator()));
-  return std::string("chatcmpl-") + hex;
-}
+std::string make_chat_completion_id() { return random_request_id("chatcmpl-"); }
 
 json build_chat_response(const ChatRequest& request, const PreparedCompletion& prepared, const GenerationOutput& output,
                          const ServedModel& model, const std::string& id, int64_t created) {
@@ -128,12 +110,7 @@ std::vector<std::string> build_chat_stream(const ChatRequest& request, const Pre
                       {"finish_reason", token.last ? json(finish_reason_name(finish)) : json(nullptr)},
                       {"stop_reason", token.last ? stop_reason(options, model, ids, finish) : json(nullptr)}}}))));
   }
-  if (options.include_usage) {
-    json last = chunk(json::array());
-    last["usage"] = usage_of(prepared, output);
-    events.push_back(sse_event(last));
-  }
-  events.push_back(kSseDone);
+  end_stream(events, options.include_usage, chunk(json::array()), usage_of(prepared, output));
   return events;
 }
 

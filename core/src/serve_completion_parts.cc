@@ -1,6 +1,8 @@
 #include "serve_completion_parts.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <random>
 
 #include "rlcore/error.h"
 
@@ -77,6 +79,23 @@ json stop_reason(const CompletionRequest& request, const ServedModel& model, con
   if (!request.ignore_eos && contains(model.eos_token_ids, last)) return nullptr;
   if (contains<int64_t>(request.stop_token_ids, last)) return last;
   return nullptr;
+}
+
+json usage_of(const PreparedCompletion& prepared, const GenerationOutput& output) {
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  for (const auto& ids : prepared.prompt_token_ids) prompt_tokens += static_cast<int64_t>(ids.size());
+  for (const auto& ids : output.token_ids) completion_tokens += static_cast<int64_t>(ids.size());
+  return {{"prompt_tokens", prompt_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"completion_tokens", completion_tokens}};
+}
+
+std::string random_request_id(const std::string& prefix) {
+  thread_local std::mt19937_64 generator{std::random_device{}()};
+  char hex[33];
+  std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(generator()),
+                static_cast<unsigned long long>(generator()));
+  return prefix + hex;
 }
 
 std::vector<int32_t> text_token_ids(const CompletionRequest& request, const std::vector<int32_t>& ids,

@@ -37,6 +37,13 @@ nlohmann::json stop_reason(const CompletionRequest& request, const ServedModel& 
 std::vector<int32_t> text_token_ids(const CompletionRequest& request, const std::vector<int32_t>& ids,
                                     FinishReason finish);
 
+// {prompt_tokens, total_tokens, completion_tokens}: each prompt counted once,
+// every sampled token (stop tokens included).
+nlohmann::json usage_of(const PreparedCompletion& prepared, const GenerationOutput& output);
+
+// `prefix` and 32 random hex digits, like vLLM's request ids ("cmpl-", "chatcmpl-").
+std::string random_request_id(const std::string& prefix);
+
 // Throws rlcore::Error when `output` does not hold prompts * n samples with
 // one log-prob per token (an engine bug, not a bad request).
 void check_output_shape(const PreparedCompletion& prepared, const GenerationOutput& output);

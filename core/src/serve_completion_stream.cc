@@ -48,17 +48,7 @@ std::vector<std::string> build_completion_stream(const CompletionRequest& reques
                                             : json(nullptr)}};
     events.push_back(sse_event(chunk(json::array({std::move(choice)}))));
   }
-  if (request.include_usage) {
-    int64_t prompt_tokens = 0, completion_tokens = 0;
-    for (const auto& prompt_ids : prepared.prompt_token_ids) prompt_tokens += static_cast<int64_t>(prompt_ids.size());
-    for (const auto& ids : output.token_ids) completion_tokens += static_cast<int64_t>(ids.size());
-    json last = chunk(json::array());
-    last["usage"] = {{"prompt_tokens", prompt_tokens},
-                     {"total_tokens", prompt_tokens + completion_tokens},
-                     {"completion_tokens", completion_tokens}};
-    events.push_back(sse_event(last));
-  }
-  events.push_back(kSseDone);
+  end_stream(events, request.include_usage, chunk(json::array()), usage_of(prepared, output));
   return events;
 }
 

@@ -3,8 +3,6 @@
 #include "rlcore/core/serve/responses.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -16,13 +14,7 @@ namespace rlcore::serve {
 
 using nlohmann::json;
 
-std::string make_completion_id() {
-  thread_local std::mt19937_64 generator{std::random_device{}()};
-  char hex[33];
-  std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(generator()),
-                static_cast<unsigned long long>(generator()));
-  return std::string("cmpl-") + hex;
-}
+std::string make_completion_id() { return random_request_id("cmpl-"); }
 
 json build_completion_response(const CompletionRequest& request, const PreparedCompletion& prepared,
                                const GenerationOutput& output, const ServedModel& model, const std::string& id,
@@ -30,15 +22,12 @@ json build_completion_response(const CompletionRequest& request, const PreparedC
   check_output_shape(prepared, output);
   const auto n = static_cast<std::size_t>(prepared.sampling.n);
   json choices = json::array();
-  int64_t prompt_tokens = 0, completion_tokens = 0;
   for (std::size_t i = 0; i < prepared.prompt_token_ids.size(); ++i) {
     const auto& prompt_ids = prepared.prompt_token_ids[i];
-    prompt_tokens += static_cast<int64_t>(prompt_ids.size());
     for (std::size_t j = 0; j < n; ++j) {
       const std::size_t k = i * n + j;
       const auto& ids = output.token_ids[k];
       const FinishReason finish = output.finish_reasons[k];
-      completion_tokens += static_cast<int64_t>(ids.size());
       const std::vector<int32_t> text_ids = text_token_ids(request, ids, finish);
       choices.push_back(
           {{"index", k},
@@ -53,16 +42,14 @@ json build_completion_response(const CompletionRequest& request, const PreparedC
            {"prompt_token_ids", request.return_token_ids ? json(prompt_ids) : json(nullptr)}});
     }
   }
+  json usage = usage_of(prepared, output);
+  usage["prompt_tokens_details"] = nullptr;
   return {{"id", id},
           {"object", "text_completion"},
           {"created", created},
           {"model", model.name},
           {"choices", choices},
-          {"usage",
-           {{"prompt_tokens", prompt_tokens},
-            {"total_tokens", prompt_tokens + completion_tokens},
-            {"completion_tokens", completion_tokens},
-            {"prompt_tokens_details", nullptr}}}};
+          {"usage", usage}};
 }
 
 json build_models_response(const ServedModel& model) {
