@@ -1,11 +1,14 @@
 // Tokenizer: reads tokenizer.json into its stages (normalizer, added tokens,
 // pre-tokenizer, BPE model, post-processor, decoder) and runs them in HF's order.
+// Byte-level files (GPT-2, Qwen, Llama 3) and SentencePiece-style ones
+// (Llama 2, Mistral, Gemma) go through the same stages.
 #include "rlcore/tokenizer.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -16,6 +19,7 @@
 #include "tokenizer_added_vocab.h"
 #include "tokenizer_bpe.h"
 #include "tokenizer_byte_level.h"
+#include "tokenizer_decoder.h"
 #include "tokenizer_normalizer.h"
 #include "tokenizer_post_processor.h"
 #include "tokenizer_pre_tokenizer.h"
@@ -40,11 +44,6 @@ const nlohmann::json& checked_root(const nlohmann::json& root) {
                         field(root, key).dump() + ")");
     }
   }
-  const nlohmann::json& decoder = field(root, "decoder");
-  if (!decoder.is_object() || decoder.value("type", "") != "ByteLevel") {
-    throw FormatError("decoder: byte-level BPE needs {\"type\": \"ByteLevel\"}, got " +
-                      decoder.dump());
-  }
   if (field(root, "model").is_null()) throw FormatError("model: missing");
   return root;
 }
@@ -63,7 +62,8 @@ std::string read_file(const std::string& path, const char* what) {
 nlohmann::json parse_json(std::string_view text, const std::string& source) {
   try {
     return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double.
     throw FormatError(source + ": invalid JSON: " + e.what());
   }
 }
@@ -88,10 +88,15 @@ class TokenizerImpl {
  public:
   TokenizerImpl(const nlohmann::json& root, const SpecialTokenNames& names)
       : normalizer_(Normalizer::from_json(field(checked_root(root), "normalizer"))),
-        added_(AddedVocabulary::from_json(field(root, "added_tokens"), normalizer_)),
         pre_tokenizer_(PreTokenizer::from_json(field(root, "pre_tokenizer"))),
-        model_(BpeModel::from_json(field(root, "model"))),
-        post_processor_(PostProcessor::from_json(field(root, "post_processor"))) {
+        model_(BpeModel::from_json(field(root, "model"), pre_tokenizer_.byte_level())),
+        added_(AddedVocabulary::from_json(
+            field(root, "added_tokens"), normalizer_,
+            [this](const std::string& token) { return model_.token_to_id(token); }, model_.size())),
+        post_processor_(PostProcessor::from_json(field(root, "post_processor"))),
+        decoder_(Decoder::from_json(field(root, "decoder"))),
+        needs_origins_(pre_tokenizer_.needs_origins()) {
+    check_consistent(root);
     build_id_tables();
     bos_ = resolve_name(names.bos, "bos");
     eos_ = resolve_name(names.eos, "eos");
@@ -101,7 +106,20 @@ class TokenizerImpl {
   std::vector<int32_t> encode(std::string_view text, bool parse_special) const {
     std::vector<int32_t> ids;
     ids.reserve(text.size() / 2 + 1);
-    const auto encode_word = [&](std::string_view word) { model_.encode_word(word, ids); };
+    const std::function<void(std::string_view)> encode_word = [&](std::string_view word) {
+      model_.encode_word(word, ids);
+    };
+    // Where a byte of the normalized piece at hand starts in `text`; only
+    // Metaspace's prepend_scheme "first" asks.
+    struct {
+      std::size_t raw_start = 0;   // of the raw segment in `text`
+      std::size_t part_start = 0;  // of the part in the normalized segment
+      std::vector<uint32_t> origins;  // by normalized byte, when a normalizer ran
+    } where;
+    const PreTokenizer::OriginOf origin_of = [&where](std::size_t offset) -> std::size_t {
+      const std::size_t at = where.part_start + offset;
+      return where.origins.empty() ? where.raw_start + at : where.origins[at];
+    };
     std::vector<AddedVocabulary::Segment> raw;
     std::vector<AddedVocabulary::Segment> normalized;
     std::string normalized_text;
@@ -112,8 +130,15 @@ class TokenizerImpl {
         continue;
       }
       std::string_view piece = segment.text;
+      where.raw_start = static_cast<std::size_t>(piece.data() - text.data());
+      where.origins.clear();
       if (!normalizer_.is_identity()) {
-        normalized_text = normalizer_.apply(piece);
+        if (needs_origins_) {
+          where.origins = char_starts(piece, where.raw_start);
+          normalized_text = normalizer_.apply(piece, where.origins);
+        } else {
+          normalized_text = normalizer_.apply(piece);
+        }
         piece = normalized_text;
       }
       normalized.clear();
@@ -122,7 +147,8 @@ class TokenizerImpl {
         if (part.id >= 0) {
           ids.push_back(part.id);
         } else {
-          pre_tokenizer_.split(part.text, encode_word);
+          where.part_start = static_cast<std::size_t>(part.text.data() - piece.data());
+          pre_tokenizer_.split(part.text, origin_of, encode_word);
         }
       }
     }
@@ -130,19 +156,31 @@ class TokenizerImpl {
   }
 
   template <typename Id>
-  std::string decode(const Id* ids, std::size_t count, bool skip_special) const {
-    std::string out;
+  std::string decode(const Id* ids, std::size_t count, bool skip_special, bool lossy) const {
+    if (decoder_.is_byte_level()) {
+      std::string out;
+      for (std::size_t i = 0; i < count; ++i) {
+        const int32_t id = checked_id(static_cast<int64_t>(ids[i]));
+        if (skip_special && (kinds_[id] & kSkipped)) continue;
+        out += bytes_[id];
+      }
+      return lossy ? utf8::replace_invalid(out) : out;
+    }
+    std::vector<std::string> tokens;
+    tokens.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
       const int32_t id = checked_id(static_cast<int64_t>(ids[i]));
-      if (skip_special && (kinds_[id] & kSpecial)) continue;
-      out += bytes_[id];
+      if (skip_special && (kinds_[id] & kSkipped)) continue;
+      tokens.push_back(*tokens_[id]);
     }
-    return out;
+    return decoder_.decode(std::move(tokens), lossy);
   }
 
   std::vector<std::string> pre_tokenize(std::string_view text) const {
     std::vector<std::string> words;
-    pre_tokenizer_.split(text, [&](std::string_view word) { words.emplace_back(word); });
+    pre_tokenizer_.split(
+        text, [](std::size_t offset) { return offset; },
+        [&](std::string_view word) { words.emplace_back(word); });
     return words;
   }
 
@@ -152,15 +190,7 @@ class TokenizerImpl {
     return model_.token_to_id(token);
   }
 
-  std::string id_to_token(int32_t id) const {
-    const int32_t checked = checked_id(id);
-    if (kinds_[checked] & kAdded) {
-      for (const AddedToken& token : added_.tokens()) {
-        if (token.id == checked) return token.content;
-      }
-    }
-    return *model_.id_to_token(checked);
-  }
+  std::string id_to_token(int32_t id) const { return *tokens_[checked_id(id)]; }
 
   std::vector<int32_t> post_process(std::vector<int32_t> ids) const {
     return post_processor_.apply(std::move(ids));
@@ -174,26 +204,61 @@ class TokenizerImpl {
   std::optional<int32_t> pad() const { return pad_; }
 
  private:
-  enum Kind : uint8_t { kKnown = 1, kAdded = 2, kSpecial = 4 };
+  // kSkipped: decode(skip_special_tokens) leaves it out. HF decides by the
+  // token's string, so a vocabulary token spelled like a special one goes too.
+  enum Kind : uint8_t { kKnown = 1, kAdded = 2, kSpecial = 4, kSkipped = 8 };
 
-  // Precomputes each id's bytes so decode is a table lookup per id.
+  // The input offset each byte of `piece` starts at: its character's start.
+  static std::vector<uint32_t> char_starts(std::string_view piece, std::size_t base) {
+    std::vector<uint32_t> starts;
+    starts.reserve(piece.size());
+    for (std::size_t pos = 0; pos < piece.size();) {
+      const std::size_t length = utf8::step(piece, pos).length;
+      starts.insert(starts.end(), length, static_cast<uint32_t>(base + pos));
+      pos += length;
+    }
+    return starts;
+  }
+
+  // Combinations HF would run but that would encode wrongly here, or that
+  // make no sense together; each is refused by name.
+  void check_consistent(const nlohmann::json& root) const {
+    if (decoder_.has_byte_level() && !pre_tokenizer_.byte_level()) {
+      throw FormatError(field(root, "pre_tokenizer").is_null()
+                            ? "pre_tokenizer: missing; the ByteLevel decoder needs a ByteLevel pre-tokenizer"
+                            : "pre_tokenizer: has no ByteLevel step; the ByteLevel decoder needs one, last");
+    }
+    if (needs_origins_ && normalizer_.has_nfc()) {
+      throw FormatError("pre_tokenizer: Metaspace with prepend_scheme \"first\" after an NFC normalizer "
+                        "is not supported");
+    }
+  }
+
+  // Precomputes each id's token string, and for a ByteLevel decoder its bytes,
+  // so decode is a table lookup per id.
   void build_id_tables() {
     int32_t max_id = model_.max_id();
     for (const AddedToken& token : added_.tokens()) max_id = std::max(max_id, token.id);
-    bytes_.assign(static_cast<std::size_t>(max_id + 1), std::string());
+    tokens_.assign(static_cast<std::size_t>(max_id + 1), nullptr);
     kinds_.assign(static_cast<std::size_t>(max_id + 1), 0);
     for (int32_t id = 0; id <= model_.max_id(); ++id) {
-      const std::string* token = model_.id_to_token(id);
-      if (token == nullptr) continue;
-      // HF's ByteLevel decoder keeps a token with a non-byte character as its UTF-8.
-      if (!byte_level::decode(*token, bytes_[id])) bytes_[id] = *token;
-      kinds_[id] = kKnown;
+      tokens_[id] = model_.id_to_token(id);
+      if (tokens_[id] != nullptr) kinds_[id] = kKnown;
     }
     for (const AddedToken& token : added_.tokens()) {
-      // An added token stands for its content, so it decodes to exactly that.
-      bytes_[token.id] = token.content;
+      // HF looks an id up among the added tokens first.
+      tokens_[token.id] = &token.content;
       kinds_[token.id] = kKnown | kAdded | (token.special ? kSpecial : 0);
       added_ids_.emplace(token.content, token.id);
+    }
+    for (std::size_t id = 0; id < tokens_.size(); ++id) {
+      if (tokens_[id] != nullptr && added_.is_special_content(*tokens_[id])) kinds_[id] |= kSkipped;
+    }
+    if (!decoder_.is_byte_level()) return;
+    bytes_.assign(tokens_.size(), std::string());
+    for (std::size_t id = 0; id < tokens_.size(); ++id) {
+      // HF's ByteLevel decoder keeps a token with a non-byte character as its UTF-8.
+      if (tokens_[id] != nullptr && !byte_level::decode(*tokens_[id], bytes_[id])) bytes_[id] = *tokens_[id];
     }
   }
 
@@ -213,12 +278,15 @@ class TokenizerImpl {
   }
 
   Normalizer normalizer_;
-  AddedVocabulary added_;
   PreTokenizer pre_tokenizer_;
   BpeModel model_;
+  AddedVocabulary added_;
   PostProcessor post_processor_;
-  std::vector<std::string> bytes_;  // by id
-  std::vector<uint8_t> kinds_;      // by id; 0 where no token has the id
+  Decoder decoder_;
+  bool needs_origins_;
+  std::vector<const std::string*> tokens_;  // by id; into model_ and added_; null where none
+  std::vector<std::string> bytes_;          // by id, for a ByteLevel decoder
+  std::vector<uint8_t> kinds_;              // by id; 0 where no token has the id
   std::unordered_map<std::string, int32_t> added_ids_;
   std::optional<int32_t> bos_;
   std::optional<int32_t> eos_;
@@ -283,22 +351,22 @@ std::vector<int32_t> Tokenizer::post_process(std::vector<int32_t> ids) const {
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
-  return impl_->decode(ids.data(), ids.size(), skip_special_tokens);
+  return impl_->decode(ids.data(), ids.size(), skip_special_tokens, /*lossy=*/false);
 }
 
 std::string Tokenizer::decode(const int64_t* ids, std::size_t count,
                               bool skip_special_tokens) const {
-  return impl_->decode(ids, count, skip_special_tokens);
+  return impl_->decode(ids, count, skip_special_tokens, /*lossy=*/false);
 }
 
 std::string Tokenizer::decode_lossy(const std::vector<int32_t>& ids,
                                     bool skip_special_tokens) const {
-  return utf8::replace_invalid(decode(ids, skip_special_tokens));
+  return impl_->decode(ids.data(), ids.size(), skip_special_tokens, /*lossy=*/true);
 }
 
 std::string Tokenizer::decode_lossy(const int64_t* ids, std::size_t count,
                                     bool skip_special_tokens) const {
-  return utf8::replace_invalid(decode(ids, count, skip_special_tokens));
+  return impl_->decode(ids, count, skip_special_tokens, /*lossy=*/true);
 }
 
 std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {

@@ -2,6 +2,8 @@
 // (leftmost-longest, with single_word / lstrip / rstrip).
 #include "tokenizer_added_vocab.h"
 
+#include <unordered_map>
+
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
@@ -27,8 +29,8 @@ AddedToken parse_token(const nlohmann::json& entry, const std::string& where) {
   }
   token.id = id->get<std::int32_t>();
   const auto content = entry.find("content");
-  if (content == entry.end() || !content->is_string() || content->get<std::string>().empty()) {
-    throw FormatError(where + ".content: missing or empty");
+  if (content == entry.end() || !content->is_string()) {
+    throw FormatError(where + ".content: missing; expected a string");
   }
   token.content = content->get<std::string>();
   token.special = flag(entry, "special", false, where);
@@ -93,23 +95,50 @@ std::pair<std::size_t, std::int32_t> TokenTrie::longest_at(std::string_view text
   return best;
 }
 
-AddedVocabulary AddedVocabulary::from_json(const nlohmann::json& config,
-                                           const Normalizer& normalizer) {
+// HF reads the entries through AddedVocabulary::add_tokens, which ignores
+// their "id": a token whose content is in the model's vocabulary takes that
+// id, the others take the next ids from the vocabulary's size on, and a
+// repeated content takes its first id and its last properties.
+AddedVocabulary AddedVocabulary::from_json(const nlohmann::json& config, const Normalizer& normalizer,
+                                           const ModelIds& model_id, std::int32_t model_vocab_size) {
   AddedVocabulary result;
   if (config.is_null()) return result;
   if (!config.is_array()) throw FormatError("added_tokens: expected a list");
-  bool any_single_word = false;
+  std::unordered_map<std::string, std::size_t> index_of;  // content -> tokens_ index
+  std::unordered_map<std::int32_t, std::size_t> index_of_id;
+  std::int32_t next_id = model_vocab_size;
   for (std::size_t i = 0; i < config.size(); ++i) {
-    AddedToken token = parse_token(config[i], "added_tokens[" + std::to_string(i) + "]");
-    const auto index = static_cast<std::int32_t>(result.tokens_.size());
+    const std::string where = "added_tokens[" + std::to_string(i) + "]";
+    AddedToken token = parse_token(config[i], where);
+    const std::int32_t listed_id = token.id;
+    if (token.content.empty()) continue;  // HF skips these
+    if (token.special) result.special_contents_.insert(token.content);
+    const auto seen = index_of.find(token.content);
+    if (seen != index_of.end()) {
+      token.id = result.tokens_[seen->second].id;
+      result.tokens_[seen->second] = std::move(token);
+      continue;
+    }
+    token.id = model_id(token.content).value_or(next_id);
+    if (token.id == next_id) ++next_id;
+    if (index_of_id.count(token.id)) {
+      throw FormatError(where + ": \"" + token.content + "\" would get id " + std::to_string(token.id) +
+                        " (listed " + std::to_string(listed_id) + "), which an earlier added token has");
+    }
+    index_of.emplace(token.content, result.tokens_.size());
+    index_of_id.emplace(token.id, result.tokens_.size());
+    result.tokens_.push_back(std::move(token));
+  }
+  bool any_single_word = false;
+  for (std::size_t index = 0; index < result.tokens_.size(); ++index) {
+    const AddedToken& token = result.tokens_[index];
     if (token.normalized) {
       const std::string key = normalizer.apply(token.content);
-      result.normalized_trie_.insert(key, index);
+      if (!key.empty()) result.normalized_trie_.insert(key, static_cast<std::int32_t>(index));
     } else {
-      result.raw_trie_.insert(token.content, index);
+      result.raw_trie_.insert(token.content, static_cast<std::int32_t>(index));
     }
     any_single_word = any_single_word || token.single_word;
-    result.tokens_.push_back(std::move(token));
   }
   if (any_single_word) result.word_char_ = std::make_unique<Regex>("\\w", false, "\\w");
   return result;

@@ -4,9 +4,12 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -51,10 +54,16 @@ class AddedVocabulary {
     std::int32_t id = -1;
   };
 
-  // `config` is tokenizer.json's "added_tokens" (null or absent: none). Contents
-  // of normalized tokens go through `normalizer`, since that is the text they
+  // The model's id for a token, if its vocabulary has it.
+  using ModelIds = std::function<std::optional<std::int32_t>(const std::string&)>;
+
+  // `config` is tokenizer.json's "added_tokens" (null or absent: none). Ids
+  // are given as HF gives them, from `model_id` and the model's vocabulary
+  // size (the number of its tokens), not read from the file. Contents of
+  // normalized tokens go through `normalizer`, since that is the text they
   // are matched in. Throws FormatError naming the entry at fault.
-  static AddedVocabulary from_json(const nlohmann::json& config, const Normalizer& normalizer);
+  static AddedVocabulary from_json(const nlohmann::json& config, const Normalizer& normalizer,
+                                   const ModelIds& model_id, std::int32_t model_vocab_size);
 
   // HF matches in two passes: tokens with normalized=false in the raw text, then
   // those with normalized=true in each remaining piece after normalization.
@@ -63,11 +72,14 @@ class AddedVocabulary {
              std::vector<Segment>& out) const;
 
   const std::vector<AddedToken>& tokens() const { return tokens_; }
+  // HF's special_tokens_set: the contents of every entry marked special.
+  bool is_special_content(const std::string& content) const { return special_contents_.count(content) > 0; }
 
  private:
   bool single_word_ok(std::string_view text, std::size_t begin, std::size_t end) const;
 
   std::vector<AddedToken> tokens_;
+  std::unordered_set<std::string> special_contents_;
   TokenTrie raw_trie_;         // values index tokens_
   TokenTrie normalized_trie_;
   std::unique_ptr<Regex> word_char_;  // built only when some token is single_word

@@ -1,6 +1,7 @@
-// Byte-level BPE: loads vocab and merges from tokenizer.json's "model" and
-// merges words the way HF's BPE::merge_word does (lowest rank first, leftmost
-// on ties), with a bounded per-word cache.
+// BPE: loads vocab and merges from tokenizer.json's "model" and merges words
+// the way HF's BPE::merge_word does (symbols from characters, byte_fallback,
+// unk_token and fuse_unk; then lowest rank first, leftmost on ties), with a
+// bounded per-word cache.
 #include "tokenizer_bpe.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "rlcore/error.h"
 #include "tokenizer_byte_level.h"
+#include "tokenizer_utf8.h"
 
 namespace rlcore {
 
@@ -91,8 +93,7 @@ void check_supported(const nlohmann::json& config) {
   }
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (!is_absent_or_empty(config, key)) {
-      throw FormatError(std::string("model.") + key + ": not supported by byte-level BPE, got " +
-                        config[key].dump());
+      throw FormatError(std::string("model.") + key + ": not supported, got " + config[key].dump());
     }
   }
 }
@@ -104,9 +105,10 @@ BpeModel::BpeModel(BpeModel&&) noexcept = default;
 BpeModel& BpeModel::operator=(BpeModel&&) noexcept = default;
 BpeModel::~BpeModel() = default;
 
-BpeModel BpeModel::from_json(const nlohmann::json& config) {
+BpeModel BpeModel::from_json(const nlohmann::json& config, bool byte_level) {
   check_supported(config);
   BpeModel model;
+  model.byte_level_ = byte_level;
   const auto vocab = config.find("vocab");
   if (vocab == config.end() || !vocab->is_object()) {
     throw FormatError("model.vocab: missing; expected an object of token -> id");
@@ -119,7 +121,7 @@ BpeModel BpeModel::from_json(const nlohmann::json& config) {
   model.parse_merges(*merges);
   model.fuse_unk_ = flag(config, "fuse_unk");
   model.ignore_merges_ = flag(config, "ignore_merges");
-  model.resolve_byte_ids(config);
+  model.resolve_symbol_ids(config);
   return model;
 }
 
@@ -170,7 +172,7 @@ void BpeModel::parse_merges(const nlohmann::json& merges) {
   }
 }
 
-void BpeModel::resolve_byte_ids(const nlohmann::json& config) {
+void BpeModel::resolve_symbol_ids(const nlohmann::json& config) {
   const auto unk = config.find("unk_token");
   if (unk != config.end() && !unk->is_null()) {
     if (!unk->is_string() || !token_to_id(unk->get<std::string>())) {
@@ -178,29 +180,59 @@ void BpeModel::resolve_byte_ids(const nlohmann::json& config) {
     }
     unk_id_ = token_to_id(unk->get<std::string>());
   }
-  // byte_fallback only acts on a byte missing from the vocabulary.
-  const bool byte_fallback = flag(config, "byte_fallback");
+  byte_fallback_ = flag(config, "byte_fallback");
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    fallback_ids_[b] = byte_fallback_ ? token_to_id(name).value_or(-1) : -1;
+  }
+  if (!byte_level_) {
+    ascii_ids_.fill(-1);
+    for (const auto& [token, id] : vocab_) {
+      if (token.empty()) continue;
+      const utf8::Step s = utf8::step(token, 0);
+      if (!s.valid || s.length != token.size()) continue;
+      if (s.code_point < 0x80) {
+        ascii_ids_[s.code_point] = id;
+      } else {
+        char_ids_.emplace(s.code_point, id);
+      }
+    }
+    return;
+  }
   for (int b = 0; b < 256; ++b) {
     const std::string& ch = byte_level::byte_to_utf8(static_cast<std::uint8_t>(b));
     byte_ids_[b] = token_to_id(ch).value_or(-1);
-    if (byte_ids_[b] >= 0 || (unk_id_ && !byte_fallback)) continue;
+    if (byte_ids_[b] >= 0 || unk_id_) continue;
+    bool fallback = byte_fallback_;
+    for (unsigned char c : ch) fallback = fallback && fallback_ids_[c] >= 0;
+    if (fallback) continue;
+    // HF would drop the byte without a word; a byte-level file lacking one is broken.
     char hex[8];
     std::snprintf(hex, sizeof(hex), "0x%02X", b);
     throw FormatError("model.vocab: lacks " + in_quotes(ch) + ", the token of byte " + hex +
-                      (byte_fallback ? "; model.byte_fallback is not supported"
-                                     : "; byte-level BPE without an unk_token needs all 256 "
-                                       "byte tokens"));
+                      "; byte-level BPE without an unk_token or byte_fallback tokens needs all "
+                      "256 byte tokens");
   }
+}
+
+std::int32_t BpeModel::symbol_id(std::string_view symbol) const {
+  if (byte_level_) return byte_ids_[static_cast<std::uint8_t>(symbol[0])];
+  const utf8::Step s = utf8::step(symbol, 0);
+  if (!s.valid) return -1;
+  if (s.code_point < 0x80) return ascii_ids_[s.code_point];
+  const auto it = char_ids_.find(s.code_point);
+  return it == char_ids_.end() ? -1 : it->second;
 }
 
 void BpeModel::encode_word(std::string_view word, std::vector<std::int32_t>& ids) const {
   if (word.empty()) return;
-  if (word.size() == 1 && byte_ids_[static_cast<std::uint8_t>(word[0])] >= 0) {
+  if (byte_level_ && word.size() == 1 && byte_ids_[static_cast<std::uint8_t>(word[0])] >= 0) {
     ids.push_back(byte_ids_[static_cast<std::uint8_t>(word[0])]);
     return;
   }
   if (ignore_merges_) {
-    if (const auto id = token_to_id(byte_level::encode(word))) {
+    if (const auto id = token_to_id(byte_level_ ? byte_level::encode(word) : std::string(word))) {
       ids.push_back(*id);
       return;
     }
@@ -230,16 +262,43 @@ void BpeModel::merge_word(std::string_view word, std::vector<std::int32_t>& ids)
 
   std::vector<Symbol> symbols;
   symbols.reserve(word.size());
-  for (char ch : word) {
-    std::int32_t id = byte_ids_[static_cast<std::uint8_t>(ch)];
-    if (id < 0) {
-      id = *unk_id_;  // from_json guarantees an unk_token when a byte token is missing
-      if (fuse_unk_ && !symbols.empty() && symbols.back().id == id) continue;
-    }
+  const auto add = [&](std::int32_t id) {
     const auto pos = static_cast<std::int32_t>(symbols.size());
     symbols.push_back({id, pos - 1, -1, true});
     if (pos > 0) symbols[pos - 1].next = pos;
+  };
+  // As HF: an unknown symbol becomes unk_token, which waits until the next
+  // known symbol (or the end) so that fuse_unk can grow it; byte_fallback
+  // tokens do not end the wait.
+  bool unk_pending = false;
+  for (std::size_t pos = 0; pos < word.size();) {
+    const std::size_t length = byte_level_ ? 1 : utf8::step(word, pos).length;
+    const std::string_view symbol = word.substr(pos, length);
+    pos += length;
+    const std::int32_t id = symbol_id(symbol);
+    if (id >= 0) {
+      if (unk_pending) add(*unk_id_);
+      unk_pending = false;
+      add(id);
+      continue;
+    }
+    if (byte_fallback_) {
+      const std::string_view spelled =
+          byte_level_ ? std::string_view(byte_level::byte_to_utf8(static_cast<std::uint8_t>(symbol[0])))
+                      : symbol;
+      bool all = true;
+      for (unsigned char c : spelled) all = all && fallback_ids_[c] >= 0;
+      if (all) {
+        for (unsigned char c : spelled) add(fallback_ids_[c]);
+        continue;
+      }
+    }
+    if (!unk_id_) continue;  // HF drops a symbol it has no token for
+    if (unk_pending && !fuse_unk_) add(*unk_id_);
+    unk_pending = true;
   }
+  if (unk_pending) add(*unk_id_);
+  if (symbols.empty()) return;
 
   std::priority_queue<Candidate> queue;
   const auto offer = [&](std::int32_t pos) {

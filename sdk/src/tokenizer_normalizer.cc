@@ -1,8 +1,10 @@
-// NFC by the book (UAX #15): full canonical decomposition, canonical ordering,
-// then canonical composition, over the generated Unicode tables.
+// The normalizers: NFC by the book (UAX #15: full canonical decomposition,
+// canonical ordering, then canonical composition, over the generated Unicode
+// tables), and HF's Replace and Prepend.
 #include "tokenizer_normalizer.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -184,38 +186,150 @@ std::string nfc(std::string_view text) {
   return out;
 }
 
-Normalizer Normalizer::from_json(const nlohmann::json& config) {
-  Normalizer result;
-  if (config.is_null()) return result;
+namespace {
+
+std::string type_of(const nlohmann::json& config, const std::string& where) {
   const auto type = config.is_object() ? config.find("type") : config.end();
   if (type == config.end() || !type->is_string()) {
-    throw FormatError("normalizer.type: missing; expected null or an object with a \"type\"");
+    throw FormatError(where + ".type: missing; expected an object with a string \"type\"");
   }
-  if (*type == "NFC") {
-    result.nfc_ = true;
-    return result;
+  return type->get<std::string>();
+}
+
+const nlohmann::json& string_field(const nlohmann::json& config, const char* key,
+                                   const std::string& where) {
+  const auto it = config.find(key);
+  if (it == config.end() || !it->is_string()) {
+    throw FormatError(where + "." + key + ": missing; expected a string");
   }
-  if (*type == "Sequence") {
+  return *it;
+}
+
+}  // namespace
+
+Normalizer::Normalizer() = default;
+Normalizer::Normalizer(Normalizer&&) noexcept = default;
+Normalizer& Normalizer::operator=(Normalizer&&) noexcept = default;
+Normalizer::~Normalizer() = default;
+
+Normalizer Normalizer::from_json(const nlohmann::json& config) {
+  Normalizer result;
+  if (!config.is_null()) result.add(config, "normalizer");
+  return result;
+}
+
+void Normalizer::add(const nlohmann::json& config, const std::string& where) {
+  const std::string type = type_of(config, where);
+  if (type == "Sequence") {
     const auto children = config.find("normalizers");
     if (children == config.end() || !children->is_array()) {
-      throw FormatError("normalizer.normalizers: missing; a Sequence needs a list");
+      throw FormatError(where + ".normalizers: missing; a Sequence needs a list");
     }
     for (std::size_t i = 0; i < children->size(); ++i) {
-      const auto& child = (*children)[i];
-      if (!child.is_object() || child.value("type", "") != "NFC") {
-        throw FormatError("normalizer.normalizers[" + std::to_string(i) +
-                          "]: unsupported normalizer " + child.dump() + " (supported: NFC)");
-      }
-      result.nfc_ = true;
+      add((*children)[i], where + ".normalizers[" + std::to_string(i) + "]");
     }
-    return result;
+  } else if (type == "NFC") {
+    steps_.push_back({Kind::kNfc, nullptr, ""});
+  } else if (type == "Prepend") {
+    steps_.push_back({Kind::kPrepend, nullptr, string_field(config, "prepend", where).get<std::string>()});
+  } else if (type == "Replace") {
+    // HF compiles both forms as a regex: a String pattern is escaped first.
+    const auto pattern = config.find("pattern");
+    for (const char* kind : {"String", "Regex"}) {
+      if (pattern == config.end() || !pattern->is_object()) break;
+      const auto text = pattern->find(kind);
+      if (text == pattern->end() || !text->is_string()) continue;
+      steps_.push_back({Kind::kReplace,
+                        std::make_shared<const Regex>(text->get<std::string>(), kind[0] == 'S',
+                                                      where + ".pattern." + kind),
+                        string_field(config, "content", where).get<std::string>()});
+      return;
+    }
+    throw FormatError(where + ".pattern: expected {\"String\": \"...\"} or {\"Regex\": \"...\"}");
+  } else {
+    throw FormatError(where + ".type: unsupported normalizer \"" + type +
+                      "\" (supported: NFC, Replace, Prepend, Sequence)");
   }
-  throw FormatError("normalizer.type: unsupported normalizer \"" + type->get<std::string>() +
-                    "\" (supported: NFC)");
+}
+
+bool Normalizer::has_nfc() const {
+  for (const Step& step : steps_) {
+    if (step.kind == Kind::kNfc) return true;
+  }
+  return false;
 }
 
 std::string Normalizer::apply(std::string_view text) const {
-  return nfc_ ? nfc(text) : std::string(text);
+  std::string current(text);
+  std::vector<Regex::Match> matches;
+  for (const Step& step : steps_) {
+    switch (step.kind) {
+      case Kind::kNfc:
+        current = nfc(current);
+        break;
+      case Kind::kPrepend:
+        if (!current.empty()) current.insert(0, step.content);
+        break;
+      case Kind::kReplace: {
+        matches.clear();
+        step.pattern->find_matches(current, matches);
+        std::string out;
+        out.reserve(current.size());
+        for (const Regex::Match& m : matches) {
+          if (m.is_match) {
+            out += step.content;
+          } else {
+            out.append(current, m.begin, m.end - m.begin);
+          }
+        }
+        current = std::move(out);
+        break;
+      }
+    }
+  }
+  return current;
+}
+
+// HF's NormalizedString keeps, for every byte, the input range it stands for;
+// only the starts are kept here. Prepend gives its characters the first
+// character's alignment; Replace gives each inserted character the alignment
+// of the last byte of the match it replaces ((0, 0) for an empty match at 0).
+std::string Normalizer::apply(std::string_view text, std::vector<std::uint32_t>& origins) const {
+  std::string current(text);
+  std::vector<Regex::Match> matches;
+  for (const Step& step : steps_) {
+    switch (step.kind) {
+      case Kind::kNfc:
+        throw std::logic_error("Normalizer::apply with origins: NFC keeps no alignments here");
+      case Kind::kPrepend:
+        if (!current.empty()) {
+          current.insert(0, step.content);
+          origins.insert(origins.begin(), step.content.size(), origins.front());
+        }
+        break;
+      case Kind::kReplace: {
+        matches.clear();
+        step.pattern->find_matches(current, matches);
+        std::string out;
+        std::vector<std::uint32_t> out_origins;
+        for (const Regex::Match& m : matches) {
+          if (m.is_match) {
+            out += step.content;
+            out_origins.insert(out_origins.end(), step.content.size(),
+                               m.end == 0 ? 0 : origins[m.end - 1]);
+          } else {
+            out.append(current, m.begin, m.end - m.begin);
+            out_origins.insert(out_origins.end(), origins.begin() + static_cast<std::ptrdiff_t>(m.begin),
+                               origins.begin() + static_cast<std::ptrdiff_t>(m.end));
+          }
+        }
+        current = std::move(out);
+        origins = std::move(out_origins);
+        break;
+      }
+    }
+  }
+  return current;
 }
 
 }  // namespace rlcore

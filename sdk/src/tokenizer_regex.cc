@@ -36,7 +36,7 @@ MatchData make_match_data() {
 }  // namespace
 
 Regex::Regex(const std::string& pattern, bool literal, std::string field)
-    : field_(std::move(field)) {
+    : field_(std::move(field)), literal_(literal ? pattern : std::string()) {
   uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
   // PCRE2 refuses UCP with LITERAL, and a literal has no classes for it to affect.
   options |= literal ? PCRE2_LITERAL : PCRE2_UCP;
@@ -75,24 +75,55 @@ bool Regex::find(std::string_view text, std::size_t start, unsigned options,
   return true;
 }
 
-void Regex::split_isolated(std::string_view text, std::vector<std::string_view>& out) const {
+template <typename OnPiece>
+void Regex::for_each_piece(std::string_view text, OnPiece&& on_piece) const {
+  std::size_t gap_start = 0;
+  if (!literal_.empty()) {
+    // A literal that is not empty never matches empty: its leftmost
+    // non-overlapping occurrences are what a regex search finds.
+    for (std::size_t at = text.find(literal_); at != std::string_view::npos;
+         at = text.find(literal_, gap_start)) {
+      if (at > gap_start) on_piece(gap_start, at, false);
+      gap_start = at + literal_.size();
+      on_piece(at, gap_start, true);
+    }
+    if (gap_start < text.size()) on_piece(gap_start, text.size(), false);
+    return;
+  }
   MatchData md = make_match_data();
-  std::size_t piece_start = 0;
   std::size_t search_from = 0;
+  bool matched_before = false;
+  std::size_t last_match_end = 0;
   std::size_t begin = 0;
   std::size_t end = 0;
-  while (search_from < text.size() && find(text, search_from, 0, md.get(), begin, end)) {
-    if (begin == end) {
-      // An empty match cuts nothing; step over one character and look again.
-      if (end >= text.size()) break;
-      search_from = end + utf8::step(text, end).length;
+  while (search_from <= text.size() && find(text, search_from, 0, md.get(), begin, end)) {
+    if (begin == end && matched_before && last_match_end == end) {
+      // The onig crate's rule against looping: step one character and retry.
+      search_from += search_from < text.size() ? utf8::step(text, search_from).length : 1;
       continue;
     }
-    if (begin > piece_start) out.push_back(text.substr(piece_start, begin - piece_start));
-    out.push_back(text.substr(begin, end - begin));
-    piece_start = search_from = end;
+    if (begin > gap_start) on_piece(gap_start, begin, false);
+    on_piece(begin, end, true);
+    gap_start = search_from = last_match_end = end;
+    matched_before = true;
   }
-  if (piece_start < text.size()) out.push_back(text.substr(piece_start));
+  if (gap_start < text.size()) on_piece(gap_start, text.size(), false);
+}
+
+void Regex::find_matches(std::string_view text, std::vector<Match>& out) const {
+  if (text.empty()) {
+    out.push_back({0, 0, false});
+    return;
+  }
+  for_each_piece(text, [&](std::size_t begin, std::size_t end, bool is_match) {
+    out.push_back({begin, end, is_match});
+  });
+}
+
+void Regex::split_isolated(std::string_view text, std::vector<std::string_view>& out) const {
+  for_each_piece(text, [&](std::size_t begin, std::size_t end, bool) {
+    if (end > begin) out.push_back(text.substr(begin, end - begin));
+  });
 }
 
 bool Regex::matches_whole(std::string_view text) const {

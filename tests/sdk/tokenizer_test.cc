@@ -256,10 +256,10 @@ TEST_CASE("malformed tokenizer.json errors name the problem", "[tokenizer]") {
   whitespace.pre_tokenizer = {{"type", "Whitespace"}};
   CHECK_THAT(error_of(whitespace), Catch::Contains("pre_tokenizer.type"));
 
-  Fixture removed;
-  removed.pre_tokenizer = rlcore::test::split_pre_tokenizer("\\s+");
-  removed.pre_tokenizer["pretokenizers"][0]["behavior"] = "Removed";
-  CHECK_THAT(error_of(removed), Catch::Contains("pre_tokenizer.pretokenizers[0].behavior"));
+  Fixture sideways;
+  sideways.pre_tokenizer = rlcore::test::split_pre_tokenizer("\\s+");
+  sideways.pre_tokenizer["pretokenizers"][0]["behavior"] = "Sideways";
+  CHECK_THAT(error_of(sideways), Catch::Contains("pre_tokenizer.pretokenizers[0].behavior"));
 
   Fixture bad_regex;
   bad_regex.pre_tokenizer = rlcore::test::split_pre_tokenizer("(unclosed");
