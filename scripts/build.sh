@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what rlcore needs (scripts/setup.sh), then configures and builds it.
+# Installs what rlcore needs (scripts/setup.sh, scripts/setup_arrow.sh), then configures and builds it.
 #
 #   bash scripts/build.sh [TARGET...]          CPU flavour (Debian's libtorch) into ./build
 #   bash scripts/build.sh --cuda [TARGET...]   CUDA flavour into ./build-cuda
@@ -30,7 +30,7 @@ for arg in "$@"; do
 done
 
 # RLCORE_SKIP_SETUP=1: the dependencies come from elsewhere (scripts/gpu-check.sh).
-[ "${RLCORE_SKIP_SETUP:-0}" = 1 ] || bash scripts/setup.sh
+[ "${RLCORE_SKIP_SETUP:-0}" = 1 ] || { bash scripts/setup.sh && bash scripts/setup_arrow.sh; }
 # ccache keys on paths relative to the checkout, so a fresh clone elsewhere
 # reuses the objects; the sloppiness lets it cache files built with the PCH.
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true

@@ -64,6 +64,10 @@ if [ -d gpu-bundle ] && ls gpu-bundle/*.deb >/dev/null 2>&1; then
   export CPLUS_INCLUDE_PATH=$prefix/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
   export RLCORE_SKIP_SETUP=1
 fi
+# Arrow C++ (parquet), packed by make_gpu_bundle.sh from .deps/.
+if [ -f gpu-bundle/arrow.tar.xz ] && [ ! -d .deps/arrow-26.0.1 ]; then
+  mkdir -p .deps && tar -xJf gpu-bundle/arrow.tar.xz -C .deps && touch .deps/arrow-26.0.1/.complete
+fi
 
 # libtorch.
 if [ -z "${Torch_DIR:-}" ] && [ ! -x .venv/bin/python ]; then

@@ -33,6 +33,9 @@ if ! (cd "$out" && apt-get download -qq "${packages[@]}" 2>/dev/null); then
   apt-get update -qq
   (cd "$out" && apt-get download -qq "${packages[@]}")
 fi
+# Arrow C++ (parquet; scripts/setup_arrow.sh), compressed: its libraries are 60 MiB.
+bash scripts/setup_arrow.sh
+tar -cJf "$out/arrow.tar.xz" -C .deps arrow-26.0.1
 size_mib=$(du -sm "$out" | cut -f1)
 echo "make_gpu_bundle: ${#packages[@]} packages, ${size_mib} MiB in $out/"
 if [ "$size_mib" -ge "$limit_mib" ]; then

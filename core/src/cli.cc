@@ -45,8 +45,8 @@ void add_common_options(po::options_description& options, CommonArgs& common) {
       "log-level", po::value(&common.log_level), "trace|debug|info|warn|error|off");
 }
 
-void parse_command_line(const std::vector<std::string>& args, const po::options_description& options,
-                        std::vector<std::string>& positional) {
+po::variables_map parse_command_line(const std::vector<std::string>& args, const po::options_description& options,
+                                     std::vector<std::string>& positional) {
   po::options_description all;
   all.add(options);
   all.add_options()("positional", po::value(&positional)->composing(), "");
@@ -56,6 +56,7 @@ void parse_command_line(const std::vector<std::string>& args, const po::options_
     po::variables_map values;
     po::store(po::command_line_parser(args).options(all).positional(positions).run(), values);
     po::notify(values);
+    return values;
   } catch (const po::error& e) {
     std::ostringstream usage;
     usage << options;

@@ -29,9 +29,10 @@ struct CommonArgs {
 void add_common_options(boost::program_options::options_description& options, CommonArgs& common);
 
 // Parses `args` with `options` and positional arguments collected into `positional`;
-// throws ConfigError with the usage when something is wrong.
-void parse_command_line(const std::vector<std::string>& args, const boost::program_options::options_description& options,
-                        std::vector<std::string>& positional);
+// returns what was given; throws ConfigError with the usage when something is wrong.
+boost::program_options::variables_map parse_command_line(const std::vector<std::string>& args,
+                                                         const boost::program_options::options_description& options,
+                                                         std::vector<std::string>& positional);
 
 void apply_log_level(const std::string& level);
 

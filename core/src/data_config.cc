@@ -18,7 +18,7 @@ const OptionsSchema<DataConfig>& data_config_schema() {
   static const OptionsSchema<DataConfig> schema = [] {
     OptionsSchema<DataConfig> data;
     data.key("train_files", &DataConfig::train_files,
-             "Training data: a .jsonl/.json file or a list of them (records as verl's parquet rows).", {},
+             "Training data: a .parquet, .jsonl or .json file or a list of them (verl's row layout).", {},
              read_path_list)
         .key("val_files", &DataConfig::val_files, "Validation data: a file or a list of files.", {}, read_path_list)
         .key("prompt_key", &DataConfig::prompt_key,

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "data_parquet/records.h"
 #include "rlcore/error.h"
 
 namespace rlcore::data_records {
@@ -58,12 +59,11 @@ void read_jsonl(std::istream& in, const std::string& path,
 
 void for_each_record(const std::string& path,
                      const std::function<void(const nlohmann::json& record, const std::string& where)>& visit) {
+  if (ends_with(path, ".parquet")) return data_parquet::for_each_record(path, visit);
   const bool jsonl = ends_with(path, ".jsonl");
   if (!jsonl && !ends_with(path, ".json")) {
-    throw FormatError(path + ": unsupported dataset format; use .jsonl (one object per line) or .json (an array)" +
-                      (ends_with(path, ".parquet")
-                           ? " (convert parquet with pandas: df.to_json(path, orient='records', lines=True))"
-                           : ""));
+    throw FormatError(path + ": unsupported dataset format; use .parquet, .jsonl (one object per line) or .json (an "
+                      "array of objects)");
   }
   std::ifstream in(path);
   if (!in) throw IoError("cannot read dataset file '" + path + "'");

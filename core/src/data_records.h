@@ -10,11 +10,12 @@
 
 namespace rlcore::data_records {
 
-// Calls `visit(record, where)` for each record of `path`, in order: .jsonl files
-// hold one JSON object per line (blank lines skipped; `where` is "path:LINE"),
-// .json files one array of objects (`where` is "path[INDEX]"). Throws IoError when
-// the file cannot be read and FormatError, naming the file and line, for bad JSON,
-// a record that is not an object, or another extension.
+// Calls `visit(record, where)` for each record of `path`, in order: .parquet
+// files one row per record (`where` is "path[ROW]"; data_parquet/records.h),
+// .jsonl files one JSON object per line (blank lines skipped; `where` is
+// "path:LINE"), .json files one array of objects (`where` is "path[INDEX]").
+// Throws IoError when the file cannot be read and FormatError, naming the file
+// and line, row or column, for bad contents or another extension.
 void for_each_record(const std::string& path,
                      const std::function<void(const nlohmann::json& record, const std::string& where)>& visit);
 

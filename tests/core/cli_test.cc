@@ -2,6 +2,9 @@
 // its own (the test binary lives in build/bin, next to build/plugins).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -134,4 +137,26 @@ TEST_CASE("unknown commands and options are reported", "[cli]") {
   result = run({"plugins", "--bogus"});
   CHECK(result.status == 1);
   CHECK_THAT(result.err, Catch::Contains("unrecognised option '--bogus'"));
+}
+
+TEST_CASE("rlcore data make writes either task and refuses options of the other", "[cli]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("rlcore_cli_data_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto result = run({"data", "make", "--task", "gsm8k-style", "--out", dir.string(), "--train", "5", "--test", "2"});
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  CHECK_THAT(result.out, Catch::Contains((dir / "train.parquet").string() + "  5 records") &&
+                             Catch::Contains((dir / "test.parquet").string() + "  2 records (none in train)"));
+  CHECK(std::filesystem::file_size(dir / "train.parquet") > 0);
+
+  result = run({"data", "make", "--task", "gsm8k-style", "--out", dir.string(), "--digits", "3"});
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("--digits does not apply to --task gsm8k-style"));
+  result = run({"data", "make", "--task", "arithmetic", "--out", dir.string(), "--test", "3"});
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("--test does not apply to --task arithmetic"));
+  result = run({"data", "make", "--task", "gsm8k", "--out", dir.string()});
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("unknown task 'gsm8k'; tasks: arithmetic, gsm8k-style"));
+  std::filesystem::remove_all(dir);
 }

@@ -1,8 +1,9 @@
 // A verl user's first run: a tiny Qwen3 checkpoint written by transformers
-// with the real Qwen3 tokenizer (151k tokens) and its files unchanged, verl's
-// GSM8K row layout (data_source openai/gsm8k routed to the gsm8k grader,
-// chat-message prompts, reward_model.ground_truth) and a verl-style config,
-// trained for a few GRPO steps by `rlcore --config` with every metrics sink.
+// with the real Qwen3 tokenizer (151k tokens) and its files unchanged, a
+// gsm8k-style parquet file in verl's GSM8K layout (data_source openai/gsm8k
+// routed to the gsm8k grader, chat-message prompts rendered by Qwen3's own
+// template, reward_model.ground_truth) and a verl-style config, trained for a
+// few GRPO steps by `rlcore --config` with every metrics sink.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -51,7 +52,7 @@ std::map<int64_t, json> metrics_by_step(const fs::path& run_dir) {
 
 }  // namespace
 
-TEST_CASE("a transformers-written Qwen3 with its real tokenizer trains on verl's GSM8K layout", "[hf][e2e]") {
+TEST_CASE("a transformers-written Qwen3 with its real tokenizer trains on a gsm8k-style parquet file", "[hf][e2e]") {
   const fs::path dir = fs::path(RLCORE_BINARY_DIR) / "hf_tests" / "verl_first_run";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -60,28 +61,14 @@ TEST_CASE("a transformers-written Qwen3 with its real tokenizer trains on verl's
       {"chat_model", "qwen3", std::string(RLCORE_SOURCE_DIR) + "/tests/fixtures/tokenizers/qwen3",
        (dir / "model").string()});
 
-  // verl's GSM8K rows (examples/data_preprocess/gsm8k.py), as JSON lines.
-  const fs::path data = dir / "train.jsonl";
-  {
-    std::ofstream rows(data);
-    for (int i = 0; i < 16; ++i) {
-      const int apples = 3 + i, more = 2 * i + 1;
-      const std::string question = "Tom has " + std::to_string(apples) + " apples and buys " + std::to_string(more) +
-                                   " more. How many apples does he have now?";
-      const std::string answer = std::to_string(apples + more);
-      rows << json{{"data_source", "openai/gsm8k"},
-                   {"prompt",
-                    {{{"role", "user"},
-                      {"content",
-                       question + " Let's think step by step and output the final answer after \"####\"."}}}},
-                   {"ability", "math"},
-                   {"reward_model", {{"style", "rule"}, {"ground_truth", answer}}},
-                   {"extra_info",
-                    {{"split", "train"}, {"index", i}, {"answer", "#### " + answer}, {"question", question}}}}
-                  .dump()
-           << "\n";
-    }
-  }
+  // verl's GSM8K parquet files (examples/data_preprocess/gsm8k.py's layout), made by rlcore.
+  const Run made = run_rlcore({"data", "make", "--task", "gsm8k-style", "--out", (dir / "gsm8k").string(), "--train",
+                               "16", "--test", "4"},
+                              dir / "data.log");
+  INFO(made.output);
+  REQUIRE(made.status == 0);
+  const fs::path data = dir / "gsm8k" / "train.parquet";
+  REQUIRE(fs::exists(data));
 
   // verl's key layout; only the engine names are rlcore's.
   std::ofstream(dir / "config.yaml") << R"(

@@ -65,9 +65,10 @@ struct Example {
 // Immutable once loaded; copies share the examples.
 class RLCORE_API Dataset {
  public:
-  // Reads every file (.jsonl: one object per line, blank lines skipped; .json: an
-  // array of objects). Throws IoError for an unreadable file, FormatError naming the
-  // file, line (jsonl) or element (json) and key for a bad record, and ValueError for
+  // Reads every file (.parquet: one row per record, verl's layout; .jsonl: one object
+  // per line, blank lines skipped; .json: an array of objects). Throws IoError for an
+  // unreadable file, FormatError naming the file, row (parquet), line (jsonl) or
+  // element (json) and key or column for a bad record, and ValueError for
   // a prompt over max_prompt_length with truncation "error" or an empty file set.
   // With a `chat_renderer`, data.apply_chat_template and prompt_template "chat",
   // prompts are rendered by it (a string prompt as one user message) instead of ChatML.
