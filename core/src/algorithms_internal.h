@@ -10,7 +10,7 @@
 namespace rlcore::algorithms {
 
 void register_return_estimators(PluginRegistrar& registrar);   // gae, reinforce_plus_plus, remax
-void register_outcome_estimators(PluginRegistrar& registrar);  // grpo, rloo, opo, gpg, reinforce_plus_plus_baseline
+void register_outcome_estimators(PluginRegistrar& registrar);  // grpo*, rloo*, opo, gpg, reinforce_plus_plus_baseline
 void register_ppo_losses(PluginRegistrar& registrar);          // vanilla, gspo, cispo, gpg
 void register_cov_losses(PluginRegistrar& registrar);          // clip_cov, kl_cov
 

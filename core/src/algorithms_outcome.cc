@@ -1,13 +1,17 @@
 // Built-in estimators for outcome rewards that compare each response with the
-// other responses to its prompt (rows sharing an index): grpo, rloo, opo, gpg
-// and reinforce_plus_plus_baseline (verl's core_algos.py).
+// other responses to its prompt (rows sharing an index): grpo (and its
+// vectorized and pass@k forms), rloo (and rloo_vectorized), opo, gpg and
+// reinforce_plus_plus_baseline (verl's core_algos.py).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <map>
+#include <vector>
 
 #include "algorithms_internal.h"
 #include "rlcore/advantage_estimator.h"
+#include "rlcore/error.h"
 #include "rlcore/rl_functional.h"
 
 namespace rlcore::algorithms {
@@ -52,21 +56,65 @@ class GrpoEstimator final : public AdvantageEstimator {
   GrpoOptions options_;
 };
 
-// RLOO: score minus the mean of the other responses, n/(n-1) * (score - mean);
-// a single response keeps its score.
+// RLOO: score minus the mean of the other responses, n/(n-1) * (score - mean).
+// verl's two versions differ for a single response: `rloo` keeps its score,
+// `rloo_vectorized` gives it 0.
 class RlooEstimator final : public AdvantageEstimator {
  public:
+  explicit RlooEstimator(bool vectorized) : vectorized_(vectorized) {}
   AdvantageNeeds needs() const override { return kNeedsIndex; }
 
   AdvantageOutput compute(const AdvantageInput& input) const override {
-    validate_advantage_input(input, needs(), "rloo");
+    validate_advantage_input(input, needs(), vectorized_ ? "rloo_vectorized" : "rloo");
     at::NoGradGuard no_grad;
     const at::Tensor scores = outcome_scores(input);
     const GroupStats stats = group_stats(scores, input.index);
     const at::Tensor scale = stats.count / (stats.count - 1).clamp_min(1);
     const at::Tensor leave_one_out = scores * scale - stats.mean * scale;
-    return broadcast_outcome(at::where(stats.count.gt(1), leave_one_out, scores), input.response_mask);
+    const at::Tensor single = vectorized_ ? at::zeros_like(scores) : scores;
+    return broadcast_outcome(at::where(stats.count.gt(1), leave_one_out, single), input.response_mask);
   }
+
+ private:
+  bool vectorized_;
+};
+
+// Pass@k (arXiv 2503.19595): only each group's best response gets an advantage,
+// best minus second best, over (group std + 1e-6) unless norm_adv_by_std_in_grpo
+// is false. Ties for the best give 0 to every row. Needs two responses per prompt.
+class GrpoPassKEstimator final : public AdvantageEstimator {
+ public:
+  explicit GrpoPassKEstimator(GrpoOptions options) : options_(options) {}
+  AdvantageNeeds needs() const override { return kNeedsIndex; }
+
+  AdvantageOutput compute(const AdvantageInput& input) const override {
+    validate_advantage_input(input, needs(), "grpo_passk");
+    at::NoGradGuard no_grad;
+    const at::Tensor scores = outcome_scores(input);
+    const GroupStats stats = group_stats(scores, input.index);
+    const at::Tensor score = scores.to(at::kCPU, at::kDouble).contiguous();
+    const at::Tensor stddev = stats.stddev.to(at::kCPU, at::kDouble).contiguous();
+    const at::Tensor index = input.index.to(at::kCPU, at::kLong).contiguous();
+    std::map<int64_t, std::vector<int64_t>> groups;
+    for (int64_t row = 0; row < index.size(0); ++row) groups[index[row].item<int64_t>()].push_back(row);
+    at::Tensor advantage = at::zeros_like(score);
+    for (auto& [id, rows] : groups) {
+      if (rows.size() < 2) {
+        throw ValueError("grpo_passk needs at least 2 responses per prompt (actor_rollout_ref.rollout.n >= 2); "
+                         "group " + std::to_string(id) + " has 1");
+      }
+      std::stable_sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) {
+        return score[a].item<double>() > score[b].item<double>();
+      });
+      double value = score[rows[0]].item<double>() - score[rows[1]].item<double>();
+      if (options_.norm_adv_by_std_in_grpo) value /= stddev[rows[0]].item<double>() + kGrpoEpsilon;
+      advantage[rows[0]] = value;
+    }
+    return broadcast_outcome(advantage.to(scores.options()), input.response_mask);
+  }
+
+ private:
+  GrpoOptions options_;
 };
 
 // OPO: score minus the length-weighted group mean sum(len * score) / sum(len).
@@ -90,10 +138,15 @@ class OpoEstimator final : public AdvantageEstimator {
   }
 };
 
-// GPG: alpha * (score - group mean) with alpha = B / (rows with a nonzero
-// score), at least 1 in the denominator; verl's f_norm is 1.
+struct GpgOptions {
+  double f_norm = 1.0;
+};
+
+// GPG: alpha * (score - group mean) / f_norm with alpha = B / (rows with a
+// nonzero score), at least 1 in the denominator.
 class GpgEstimator final : public AdvantageEstimator {
  public:
+  explicit GpgEstimator(GpgOptions options) : options_(options) {}
   AdvantageNeeds needs() const override { return kNeedsIndex; }
 
   AdvantageOutput compute(const AdvantageInput& input) const override {
@@ -103,8 +156,11 @@ class GpgEstimator final : public AdvantageEstimator {
     const GroupStats stats = group_stats(scores, input.index);
     const double nonzero = static_cast<double>(scores.ne(0).sum().item<int64_t>());
     const double alpha = static_cast<double>(scores.size(0)) / std::max(nonzero, 1.0);
-    return broadcast_outcome(alpha * (scores - group_mean_or_zero(stats)), input.response_mask);
+    return broadcast_outcome(alpha * (scores - group_mean_or_zero(stats)) / options_.f_norm, input.response_mask);
   }
+
+ private:
+  GpgOptions options_;
 };
 
 // REINFORCE++ with a baseline: score minus the group mean, broadcast over the
@@ -128,21 +184,34 @@ class ReinforcePlusPlusBaselineEstimator final : public AdvantageEstimator {
 }  // namespace
 
 void register_outcome_estimators(PluginRegistrar& registrar) {
+  const auto grpo_options = [] {
+    return OptionsSchema<GrpoOptions>().key(
+        "norm_adv_by_std_in_grpo", &GrpoOptions::norm_adv_by_std_in_grpo,
+        "Divide by the group std (GRPO); false keeps score - mean only (Dr. GRPO).");
+  };
   registrar.add<AdvantageEstimator>(
-      "grpo", "GRPO: (score - group mean) / (group std + 1e-6) per prompt group",
-      OptionsSchema<GrpoOptions>().key(
-          "norm_adv_by_std_in_grpo", &GrpoOptions::norm_adv_by_std_in_grpo,
-          "Divide by the group std (GRPO); false keeps score - mean only (Dr. GRPO)."),
+      "grpo", "GRPO: (score - group mean) / (group std + 1e-6) per prompt group", grpo_options(),
       [](const GrpoOptions& options) { return std::make_unique<GrpoEstimator>(options); });
+  registrar.add<AdvantageEstimator>(
+      "grpo_vectorized", "GRPO computed group-wise in one pass (verl's vectorized form; the same values)",
+      grpo_options(), [](const GrpoOptions& options) { return std::make_unique<GrpoEstimator>(options); });
+  registrar.add<AdvantageEstimator>(
+      "grpo_passk", "Pass@k: each group's best response gets (best - second best) / (group std + 1e-6)",
+      grpo_options(), [](const GrpoOptions& options) { return std::make_unique<GrpoPassKEstimator>(options); });
   registrar.add<AdvantageEstimator>("rloo", "RLOO: score minus the mean of the prompt's other responses",
                                     OptionsSchema<NoOptions>(),
-                                    [](const NoOptions&) { return std::make_unique<RlooEstimator>(); });
+                                    [](const NoOptions&) { return std::make_unique<RlooEstimator>(false); });
+  registrar.add<AdvantageEstimator>(
+      "rloo_vectorized", "RLOO in verl's vectorized form: a prompt's only response gets 0, not its score",
+      OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<RlooEstimator>(true); });
   registrar.add<AdvantageEstimator>("opo", "OPO: score minus the length-weighted group mean",
                                     OptionsSchema<NoOptions>(),
                                     [](const NoOptions&) { return std::make_unique<OpoEstimator>(); });
-  registrar.add<AdvantageEstimator>("gpg", "GPG: (score - group mean) scaled by batch size / nonzero scores",
-                                    OptionsSchema<NoOptions>(),
-                                    [](const NoOptions&) { return std::make_unique<GpgEstimator>(); });
+  registrar.add<AdvantageEstimator>(
+      "gpg", "GPG: (score - group mean) scaled by batch size / nonzero scores, over f_norm",
+      OptionsSchema<GpgOptions>().key("f_norm", &GpgOptions::f_norm, "GPG's normalizer (verl's default 1.0).",
+                                      greater_than(0.0)),
+      [](const GpgOptions& options) { return std::make_unique<GpgEstimator>(options); });
   registrar.add<AdvantageEstimator>(
       "reinforce_plus_plus_baseline", "REINFORCE++ with the group mean as baseline, whitened over the batch",
       OptionsSchema<NoOptions>(),

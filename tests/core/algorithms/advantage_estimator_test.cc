@@ -232,3 +232,17 @@ TEST_CASE("estimators name the input they are missing", "[algorithms]") {
   CHECK(make("remax")->needs().reward_baselines);
   CHECK_FALSE(make("reinforce_plus_plus")->needs().index);
 }
+
+TEST_CASE("grpo_passk: only the best gets best minus second best; ties and single responses", "[algorithms]") {
+  rlcore::AdvantageInput in;
+  in.token_level_rewards = tensor(Matrix{{0, 1}, {0, 3}, {2, 0}, {1, 0}, {0, 1}}, at::kDouble);
+  in.response_mask = tensor(Matrix{{1, 1}, {1, 1}, {1, 0}, {1, 1}, {1, 1}}, at::kLong);
+  in.index = index_tensor({5, 5, 5, 6, 6});  // group 5: 1, 3, 2 -> row 1 gets 3 - 2; group 6 ties at 1
+  const auto plain = make("grpo_passk", "norm_adv_by_std_in_grpo: false")->compute(in);
+  check_close(plain.advantages, {{0, 0}, {1, 1}, {0, 0}, {0, 0}, {0, 0}});
+  const auto scaled = make("grpo_passk")->compute(in);
+  check_close(scaled.advantages, {{0, 0}, {1 / (1 + 1e-6), 1 / (1 + 1e-6)}, {0, 0}, {0, 0}, {0, 0}}, 1e-12);
+  in.index = index_tensor({5, 5, 5, 6, 7});
+  CHECK_THAT(error_of<rlcore::ValueError>([&] { make("grpo_passk")->compute(in); }),
+             Catch::Contains("grpo_passk needs at least 2 responses per prompt") && Catch::Contains("group 6 has 1"));
+}

@@ -1,0 +1,122 @@
+"""verl's own advantage estimators (verl/trainer/ppo/core_algos.py), the reference for
+tests/core/algorithms/verl_parity_test.cc. Prints {"verl": VERSION, "cases": [...]}: seeded
+inputs (float32, groups of several sizes shuffled over the batch, ties, a length-1 and a
+full-length response) and what verl's function returns for each estimator and options.
+
+verl is installed without its dependencies (scripts/python-requirements.txt); the few it
+imports at module level that the estimators never call (ray, tensordict, omegaconf, ...) are
+stubbed, so only torch and numpy do real work here.
+"""
+import importlib.abc
+import importlib.machinery
+import json
+import sys
+from unittest import mock
+
+STUBBED = {"ray", "tensordict", "omegaconf", "hydra", "codetiming", "wandb", "orjson", "datasets", "peft",
+           "torchdata", "pylatexenc", "math_verify", "dill", "psutil", "pandas", "cachetools", "torchvision",
+           "accelerate", "liger_kernel", "flash_attn", "vllm", "sglang", "pybind11"}
+
+
+class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in STUBBED:
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        module = mock.MagicMock(name=spec.name)
+        module.__path__ = []
+        module.__spec__ = spec
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+sys.meta_path.insert(0, StubFinder())
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from importlib.metadata import version  # noqa: E402
+
+from verl.trainer.ppo import core_algos  # noqa: E402
+
+
+class Config(dict):
+    """What verl's estimators read from AlgoConfig: .get(key, default) and attributes."""
+
+    def __getattr__(self, key):
+        return self[key]
+
+
+def batch(generator, index, length=7):
+    rows = len(index)
+    lengths = torch.randint(1, length + 1, (rows,), generator=generator)
+    lengths[0], lengths[1] = 1, length  # a length-1 and a full-length response
+    mask = (torch.arange(length)[None, :] < lengths[:, None]).to(torch.float32)
+    # Outcome rewards on the last response token, from a small set so groups have ties;
+    # plus small token-level rewards for the estimators that use every token.
+    outcome = torch.tensor([0.0, 1.0, 0.5, -1.0, 2.0])[torch.randint(0, 5, (rows,), generator=generator)]
+    rewards = torch.zeros(rows, length)
+    rewards[torch.arange(rows), lengths - 1] = outcome
+    dense = rewards + 0.1 * torch.randn(rows, length, generator=generator) * mask
+    values = torch.randn(rows, length, generator=generator) * mask
+    baselines = torch.tensor([0.0, 1.0, 0.5])[torch.randint(0, 3, (rows,), generator=generator)]
+    return {"token_level_rewards": rewards, "dense_rewards": dense, "response_mask": mask,
+            "index": np.array(index), "values": values, "reward_baselines": baselines}
+
+
+def case(name, options, inputs, advantages, returns, rewards_key="token_level_rewards", extra=()):
+    out = {"name": name, "options": options,
+           "token_level_rewards": inputs[rewards_key].tolist(),
+           "response_mask": inputs["response_mask"].tolist(),
+           "index": inputs["index"].tolist(),
+           "advantages": advantages.tolist(), "returns": returns.tolist()}
+    for key in extra:
+        out[key] = inputs[key].tolist()
+    return out
+
+
+def main():
+    generator = torch.Generator().manual_seed(20251125)
+    # Groups of 3, 1, 4, 2 and 2 responses, interleaved; without the single one for pass@k.
+    grouped = batch(generator, [7, 3, 7, 11, 3, 7, 5, 3, 9, 3, 9, 5])
+    paired = batch(generator, [4, 2, 4, 8, 2, 8, 4, 2])
+    algorithms = core_algos
+    cases = []
+
+    def outcome(name, options, inputs, **kwargs):
+        fn = algorithms.get_adv_estimator_fn(name)
+        advantages, returns = fn(token_level_rewards=inputs["token_level_rewards"].clone(),
+                                 response_mask=inputs["response_mask"], index=inputs["index"],
+                                 config=Config(options), **kwargs)
+        cases.append(case(name, options, inputs, advantages, returns))
+
+    for norm in (True, False):
+        options = {"norm_adv_by_std_in_grpo": norm}
+        outcome("grpo", options, grouped, norm_adv_by_std_in_grpo=norm)
+        outcome("grpo_vectorized", options, grouped, norm_adv_by_std_in_grpo=norm)
+        outcome("grpo_passk", options, paired)
+    for name in ("rloo", "rloo_vectorized", "opo", "reinforce_plus_plus_baseline"):
+        outcome(name, {}, grouped)
+    outcome("gpg", {}, grouped)
+    outcome("gpg", {"f_norm": 2.0}, grouped, f_norm=2.0)
+
+    rewards, mask = grouped["dense_rewards"], grouped["response_mask"]
+    advantages, returns = algorithms.get_adv_estimator_fn("reinforce_plus_plus")(
+        token_level_rewards=rewards.clone(), response_mask=mask, config=Config(gamma=0.9))
+    cases.append(case("reinforce_plus_plus", {"gamma": 0.9}, grouped, advantages, returns, "dense_rewards"))
+    advantages, returns = algorithms.get_adv_estimator_fn("remax")(
+        token_level_rewards=grouped["token_level_rewards"].clone(), reward_baselines=grouped["reward_baselines"],
+        response_mask=mask, config=Config())
+    cases.append(case("remax", {}, grouped, advantages, returns, extra=("reward_baselines",)))
+    advantages, returns = algorithms.get_adv_estimator_fn("gae")(
+        token_level_rewards=rewards.clone(), values=grouped["values"], response_mask=mask, gamma=0.95, lam=0.9)
+    cases.append(case("gae", {"gamma": 0.95, "lam": 0.9}, grouped, advantages, returns, "dense_rewards",
+                      extra=("values",)))
+    print(json.dumps({"verl": version("verl"), "cases": cases}))
+
+
+if __name__ == "__main__":
+    main()
