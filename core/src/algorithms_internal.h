@@ -11,7 +11,7 @@ namespace rlcore::algorithms {
 
 void register_return_estimators(PluginRegistrar& registrar);   // gae, reinforce_plus_plus, remax
 void register_outcome_estimators(PluginRegistrar& registrar);  // grpo*, rloo*, opo, gpg, reinforce_plus_plus_baseline
-void register_ppo_losses(PluginRegistrar& registrar);          // vanilla, gspo, cispo, gpg
+void register_ppo_losses(PluginRegistrar& registrar);          // vanilla, gspo, cispo, gpg, geo_mean
 void register_cov_losses(PluginRegistrar& registrar);          // clip_cov, kl_cov
 
 // `mask` as 0/1 in `like`'s dtype and on its device.

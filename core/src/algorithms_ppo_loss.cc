@@ -1,5 +1,5 @@
 // Built-in ratio-clipping policy losses: vanilla (PPO with dual clip), gspo,
-// cispo, and gpg's plain policy gradient (verl's core_algos.py).
+// cispo, gpg's plain policy gradient and geo_mean (GMPO) (verl's core_algos.py).
 #include <ATen/ATen.h>
 
 #include "algorithms_internal.h"
@@ -54,8 +54,9 @@ class VanillaLoss final : public PolicyLoss {
 };
 
 // GSPO: one importance ratio per sequence, exp(mean over the response of
-// log(pi/pi_old)), carrying each token's own gradient; always aggregated
-// seq-mean-token-mean (the configured global counts still apply).
+// log(pi/pi_old)), carrying each token's own gradient; aggregated with the
+// configured loss_agg_mode, as verl >= 0.6 does (the paper's choice is
+// seq-mean-token-mean).
 class GspoLoss final : public PolicyLoss {
  public:
   PolicyLossOutput compute(const PolicyLossInput& input, const PolicyLossConfig& config) const override {
@@ -72,11 +73,9 @@ class GspoLoss final : public PolicyLoss {
 
     const at::Tensor losses1 = -advantages * ratio;
     const at::Tensor losses2 = -advantages * ratio.clamp(1 - config.low(), 1 + config.high());
-    LossAggregation aggregation = config.aggregation;
-    aggregation.mode = "seq-mean-token-mean";
 
     PolicyLossOutput output;
-    output.loss = aggregate(at::maximum(losses1, losses2), input, aggregation);
+    output.loss = aggregate(at::maximum(losses1, losses2), input, config.aggregation);
     output.metrics["actor/pg_clipfrac"] = fraction(losses2.gt(losses1), mask, log_prob);
     output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
     output.metrics["actor/pg_clipfrac_lower"] = at::zeros({}, log_prob.options());
@@ -118,6 +117,46 @@ class GpgLoss final : public PolicyLoss {
   }
 };
 
+// GMPO (geo_mean): the geometric mean of the token ratios of each sequence,
+// each log-ratio clipped to [-clip_ratio_low, clip_ratio_high] on the side its
+// advantage's sign makes pessimistic, times the sequence's mean advantage;
+// the mean over sequences (rows, as verl's torch.mean; the configured global
+// sequence count applies). Rollout-correction weights enter as their
+// per-sequence geometric mean.
+class GeoMeanLoss final : public PolicyLoss {
+ public:
+  PolicyLossOutput compute(const PolicyLossInput& input, const PolicyLossConfig& config) const override {
+    validate_policy_loss_input(input, config, "geo_mean");
+    const at::Tensor& log_prob = input.log_prob;
+    const at::Tensor advantages = input.advantages.to(log_prob.scalar_type());
+    const at::Tensor mask = float_mask(input.response_mask, log_prob);
+    const at::Tensor log_ratio = log_prob - input.old_log_prob;  // verl leaves this one unclamped
+    const at::Tensor clamped = log_ratio.clamp(-config.low(), config.high());
+    const at::Tensor sign = at::sign(advantages);
+    const at::Tensor kept = sign * at::minimum(sign * log_ratio, sign * clamped);
+    const at::Tensor lengths = mask.sum(-1) + kSequenceEpsilon;
+    const at::Tensor ratio = at::exp((kept * mask).sum(-1) / lengths);
+    at::Tensor pg_losses = -(advantages * mask).sum(-1) / lengths * ratio;
+    if (input.rollout_is_weights.defined()) {
+      const at::Tensor weights = input.rollout_is_weights.to(log_prob.device(), log_prob.scalar_type());
+      pg_losses = pg_losses * at::exp((at::log(weights + 1e-10) * mask).sum(-1) / lengths);
+    }
+    LossAggregation aggregation = config.aggregation;
+    aggregation.mode = "seq-mean-token-sum";
+
+    const at::Tensor clipped = log_ratio.ne(clamped);
+    PolicyLossOutput output;
+    output.loss = agg_loss(pg_losses.unsqueeze(-1), at::ones({pg_losses.size(0), 1}, mask.options()), aggregation);
+    output.metrics["actor/pg_clipfrac"] = fraction(clipped.logical_and(advantages.gt(0)), mask, log_prob);
+    output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
+    output.metrics["actor/pg_clipfrac_lower"] = fraction(clipped.logical_and(advantages.lt(0)), mask, log_prob);
+    return output;
+  }
+
+ private:
+  static constexpr double kSequenceEpsilon = 1e-8;  // verl's response_mask.sum(-1) + 1e-8
+};
+
 template <class Loss>
 void add_without_options(PluginRegistrar& registrar, const char* name, const char* doc) {
   registrar.add<PolicyLoss>(name, doc, OptionsSchema<NoOptions>(),
@@ -132,6 +171,8 @@ void register_ppo_losses(PluginRegistrar& registrar) {
   add_without_options<GspoLoss>(registrar, "gspo", "GSPO: PPO clipping on a per-sequence importance ratio");
   add_without_options<CispoLoss>(registrar, "cispo", "CISPO: policy gradient weighted by the clipped, detached ratio");
   add_without_options<GpgLoss>(registrar, "gpg", "GPG: plain policy gradient -log_prob * advantage");
+  add_without_options<GeoMeanLoss>(registrar, "geo_mean",
+                                   "GMPO: clipped geometric mean of each sequence's token ratios times its advantage");
 }
 
 }  // namespace rlcore::algorithms

@@ -25,7 +25,7 @@ OptionsSchema<ValidationSampling> val_kwargs_schema() {
 OptionsSchema<PolicyLossSection> policy_loss_schema() {
   OptionsSchema<PolicyLossSection> schema;
   schema.key("loss_mode", &PolicyLossSection::loss_mode,
-             "Policy loss (a registered policy_loss: vanilla, gspo, clip_cov, kl_cov, cispo, gpg); its options live here too.")
+             "Policy loss (a registered policy_loss: vanilla, gspo, clip_cov, kl_cov, cispo, gpg, geo_mean); its options live here too.")
       .other_keys_to(&PolicyLossSection::options);
   return schema;
 }

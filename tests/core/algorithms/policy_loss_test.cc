@@ -107,7 +107,7 @@ TEST_CASE("vanilla: rollout correction weights scale each token's loss", "[algor
   CHECK(scalar(out.loss) == Approx((2 * -1.28 - 2 * std::exp(0.1) + 0.8 + 1.5) / 5).epsilon(1e-12));
 }
 
-TEST_CASE("gspo: one clipped ratio per sequence, seq-mean-token-mean", "[algorithms]") {
+TEST_CASE("gspo: one clipped ratio per sequence, in the configured aggregation", "[algorithms]") {
   rlcore::PolicyLossInput input;
   input.old_log_prob = tensor(Matrix{{-1, -1, -1}, {-2, -2, -2}});
   input.log_prob = tensor(Matrix{{-0.8, -1.0, -0.6}, {-2.1, -2.2, -9.0}}).requires_grad_(true);
@@ -115,7 +115,7 @@ TEST_CASE("gspo: one clipped ratio per sequence, seq-mean-token-mean", "[algorit
   input.response_mask = tensor(Matrix{{1, 1, 1}, {1, 1, 0}});
   rlcore::PolicyLossConfig config;
   config.clip_ratio = 0.2;
-  config.aggregation.mode = "token-mean";  // gspo always aggregates seq-mean-token-mean
+  config.aggregation.mode = "seq-mean-token-mean";  // the paper's; verl >= 0.6 takes loss_agg_mode as given
   const auto out = make("gspo")->compute(input, config);
   // Row 0: s = exp(0.6 / 3) = 1.2214 > 1.2, clipped: loss -1.2 per token, no gradient.
   // Row 1: s = exp(-0.3 / 2) = 0.8607, inside: loss 2 * 0.8607 per token.

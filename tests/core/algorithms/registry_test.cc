@@ -36,7 +36,7 @@ TEST_CASE("register_builtin_algorithms adds verl's names with origin core", "[al
         std::vector<std::string>{"gae", "gpg", "grpo", "grpo_passk", "grpo_vectorized", "opo", "reinforce_plus_plus",
                                  "reinforce_plus_plus_baseline", "remax", "rloo", "rloo_vectorized"});
   CHECK(registry.names("policy_loss") ==
-        std::vector<std::string>{"cispo", "clip_cov", "gpg", "gspo", "kl_cov", "vanilla"});
+        std::vector<std::string>{"cispo", "clip_cov", "geo_mean", "gpg", "gspo", "kl_cov", "vanilla"});
   for (const auto* entry : registry.all()) {
     INFO(entry->kind << " " << entry->name);
     CHECK(entry->origin.plugin == "core");

@@ -1,8 +1,10 @@
-// The built-in advantage estimators held to verl's own functions: the inputs
-// and expected outputs come from verl's core_algos.py run by
-// reference/verl_estimators.py (float32, interleaved groups of 1 to 4
-// responses, ties, length-1 and full-length responses), for every estimator
-// both have and each option that changes the math.
+// The built-in advantage estimators and policy losses held to verl's own
+// functions: the inputs and expected outputs come from verl's core_algos.py
+// run by reference/verl_estimators.py (float32, interleaved groups of 1 to 4
+// responses, ties, length-1 and full-length responses) and
+// reference/verl_losses.py (ratios inside and outside the clip bounds, every
+// loss_agg_mode, with and without rollout-correction weights: loss, gradient
+// and metrics), for everything both have.
 #include "algorithms_testing.h"
 
 #include <set>
@@ -12,6 +14,7 @@
 #include "../../common/reference_python.h"
 #include "rlcore/advantage_estimator.h"
 #include "rlcore/config_node.h"
+#include "rlcore/policy_loss.h"
 #include "rlcore/core/builtin_algorithms.h"
 #include "rlcore/registry.h"
 
@@ -67,4 +70,42 @@ TEST_CASE("every advantage estimator verl and rlcore share gives verl's values",
   CHECK(covered == std::set<std::string>{"gae", "grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized",
                                           "opo", "gpg", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
                                           "remax"});
+}
+
+TEST_CASE("every policy loss verl and rlcore share gives verl's loss, gradient and metrics", "[algorithms][verl]") {
+  const json reference = json::parse(
+      rlcore_test::run_reference(rlcore_test::reference_script("core/algorithms/reference/verl_losses.py")));
+  rlcore::Registry registry;
+  rlcore::register_builtin_algorithms(registry);
+  std::set<std::string> covered;
+  for (const json& c : reference["cases"]) {
+    const std::string name = c["name"];
+    const bool weighted = c.contains("rollout_is_weights");
+    INFO("verl " << reference["verl"].get<std::string>() << ": " << name << " " << c["clip"].dump() << " "
+                 << c["loss_agg_mode"].get<std::string>() << (weighted ? " with rollout_is_weights" : ""));
+    const auto loss = registry.create<rlcore::PolicyLoss>(name);
+    rlcore::PolicyLossInput input;
+    input.old_log_prob = float_tensor(c["old_log_prob"]);
+    input.log_prob = float_tensor(c["log_prob"]).requires_grad_(true);
+    input.advantages = float_tensor(c["advantages"]);
+    input.response_mask = float_tensor(c["response_mask"]);
+    if (weighted) input.rollout_is_weights = float_tensor(c["rollout_is_weights"]);
+    rlcore::PolicyLossConfig config;
+    config.clip_ratio = c["clip"]["clip_ratio"];
+    config.clip_ratio_low = c["clip"]["clip_ratio_low"].get<double>();
+    config.clip_ratio_high = c["clip"]["clip_ratio_high"].get<double>();
+    config.clip_ratio_c = c["clip"]["clip_ratio_c"];
+    config.aggregation.mode = c["loss_agg_mode"];
+    const rlcore::PolicyLossOutput output = loss->compute(input, config);
+    CHECK(output.loss.item<double>() == Approx(c["loss"].get<double>()).margin(2e-6).epsilon(2e-6));
+    output.loss.backward();
+    check_matches(input.log_prob.grad(), c["grad"]);
+    for (const auto& [metric, value] : output.metrics) {
+      INFO(metric);
+      REQUIRE(c["metrics"].contains(metric));
+      CHECK(value.item<double>() == Approx(c["metrics"][metric].get<double>()).margin(2e-6).epsilon(2e-6));
+    }
+    covered.insert(name);
+  }
+  CHECK(covered == std::set<std::string>{"vanilla", "gspo", "cispo", "gpg", "geo_mean"});
 }

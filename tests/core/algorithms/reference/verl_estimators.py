@@ -2,52 +2,15 @@
 tests/core/algorithms/verl_parity_test.cc. Prints {"verl": VERSION, "cases": [...]}: seeded
 inputs (float32, groups of several sizes shuffled over the batch, ties, a length-1 and a
 full-length response) and what verl's function returns for each estimator and options.
-
-verl is installed without its dependencies (scripts/python-requirements.txt); the few it
-imports at module level that the estimators never call (ray, tensordict, omegaconf, ...) are
-stubbed, so only torch and numpy do real work here.
 """
-import importlib.abc
-import importlib.machinery
 import json
-import sys
-from unittest import mock
+from importlib.metadata import version
 
-STUBBED = {"ray", "tensordict", "omegaconf", "hydra", "codetiming", "wandb", "orjson", "datasets", "peft",
-           "torchdata", "pylatexenc", "math_verify", "dill", "psutil", "pandas", "cachetools", "torchvision",
-           "accelerate", "liger_kernel", "flash_attn", "vllm", "sglang", "pybind11"}
-
-
-class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in STUBBED:
-            return importlib.machinery.ModuleSpec(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        module = mock.MagicMock(name=spec.name)
-        module.__path__ = []
-        module.__spec__ = spec
-        return module
-
-    def exec_module(self, module):
-        pass
-
-
-sys.meta_path.insert(0, StubFinder())
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from importlib.metadata import version  # noqa: E402
-
-from verl.trainer.ppo import core_algos  # noqa: E402
-
-
-class Config(dict):
-    """What verl's estimators read from AlgoConfig: .get(key, default) and attributes."""
-
-    def __getattr__(self, key):
-        return self[key]
+import verl_stubs  # noqa: F401  (before verl)
+import numpy as np
+import torch
+from verl.trainer.ppo import core_algos
+from verl_stubs import Config
 
 
 def batch(generator, index, length=7):
