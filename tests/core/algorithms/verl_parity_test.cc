@@ -7,6 +7,7 @@
 // and metrics), for everything both have.
 #include "algorithms_testing.h"
 
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "rlcore/policy_loss.h"
 #include "rlcore/core/builtin_algorithms.h"
 #include "rlcore/registry.h"
+#include "rlcore/rl_functional.h"
 
 using nlohmann::json;
 
@@ -108,4 +110,18 @@ TEST_CASE("every policy loss verl and rlcore share gives verl's loss, gradient a
     covered.insert(name);
   }
   CHECK(covered == std::set<std::string>{"vanilla", "gspo", "cispo", "gpg", "geo_mean"});
+
+  // Every KL type rlcore accepts, value and gradient.
+  std::map<std::string, json> kl_cases;
+  for (const json& c : reference["kl"]) kl_cases[c["type"]] = c;
+  for (const std::string& type : rlcore::kl_penalty_types()) {
+    INFO("kl_penalty " << type);
+    REQUIRE(kl_cases.count(type) == 1);
+    const json& c = kl_cases[type];
+    const at::Tensor log_prob = float_tensor(c["log_prob"]).requires_grad_(true);
+    const at::Tensor value = rlcore::kl_penalty(log_prob, float_tensor(c["ref_log_prob"]), type);
+    check_matches(value, c["value"]);
+    value.sum().backward();
+    check_matches(log_prob.grad(), c["grad"]);
+  }
 }

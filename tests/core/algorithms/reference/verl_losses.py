@@ -3,7 +3,8 @@ tests/core/algorithms/verl_parity_test.cc. Prints {"verl": VERSION, "cases": [..
 float32 inputs (ratios inside and outside every clip bound, positive and negative
 advantages, a length-1 and a full-length response), and for each loss, clip setting,
 loss_agg_mode and with or without rollout-correction weights: verl's loss, its gradient
-with respect to log_prob, and its metrics.
+with respect to log_prob, and its metrics; and kl_penalty's value and gradient for every
+KL type, "+" (straight-through k2 gradient) variants included.
 """
 import json
 from importlib.metadata import version
@@ -54,7 +55,18 @@ def main():
                     case.update({key: value.tolist() for key, value in data.items()
                                  if key != "rollout_is_weights" or weighted})
                     cases.append(case)
-    print(json.dumps({"verl": version("verl"), "cases": cases}))
+    # kl_penalty for every type, with log-ratios past its +-20 clamp: values and gradients.
+    log_prob = torch.tensor([[-1.0, -0.5, -30.0, -2.0], [-0.1, -25.0, -3.0, -0.7]])
+    ref_log_prob = torch.tensor([[-1.2, -0.4, -2.0, -2.0], [-26.0, -0.3, -2.5, -0.9]])
+    kl = []
+    for base in ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"):
+        for kind in (base, base + "+"):
+            variable = log_prob.clone().requires_grad_(True)
+            value = core_algos.kl_penalty(variable, ref_log_prob, kind)
+            value.sum().backward()
+            kl.append({"type": kind, "log_prob": log_prob.tolist(), "ref_log_prob": ref_log_prob.tolist(),
+                       "value": value.tolist(), "grad": variable.grad.tolist()})
+    print(json.dumps({"verl": version("verl"), "cases": cases, "kl": kl}))
 
 
 if __name__ == "__main__":
