@@ -25,7 +25,7 @@ void read_json_array(std::istream& in, const std::string& path,
   nlohmann::json records;
   try {
     records = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a huge number
     throw FormatError(path + ": bad JSON: " + e.what());
   }
   if (!records.is_array()) {
@@ -49,7 +49,7 @@ void read_jsonl(std::istream& in, const std::string& path,
     nlohmann::json record;
     try {
       record = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a huge number
       throw FormatError(where + ": bad JSON: " + e.what());
     }
     require_object(record, where);

@@ -321,7 +321,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large for a double
     throw ConfigError(source + ": invalid JSON: " + e.what());
   }
   return from_json(j, source);

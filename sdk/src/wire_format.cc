@@ -136,6 +136,8 @@ json parse_header(std::string_view text) {
   } catch (const json::parse_error& e) {
     throw FormatError("wire header is not valid JSON (byte " + std::to_string(e.byte) +
                       "): " + e.what());
+  } catch (const json::exception& e) {  // out_of_range: a number too large for a double
+    throw FormatError(std::string("wire header is not valid JSON: ") + e.what());
   }
 }
 

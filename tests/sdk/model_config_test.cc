@@ -157,6 +157,9 @@ TEST_CASE("config errors name the field and the file", "[model]") {
              Catch::Contains("longrope"));
   CHECK_THAT(parse_error("{not json"),
              Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rope_theta", "1e999999")),
+             Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON") &&
+                 Catch::Contains("number overflow"));
   CHECK_THROWS_AS(ModelConfig::from_file("/nonexistent/config.json"), rlcore::IoError);
 }
 

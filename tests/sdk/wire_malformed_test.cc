@@ -155,6 +155,9 @@ TEST_CASE("header text that is not a JSON object is a FormatError", "[wire]") {
              Catch::StartsWith("wire header is not valid JSON (byte ") &&
                  Catch::Contains("UTF-8"));
   CHECK(decode_text_error("[1, 2]") == "wire header must be a JSON object, got [1,2]");
+  // A number too large for a double: nlohmann's out_of_range, not a parse_error (found by fuzzing).
+  CHECK_THAT(decode_text_error("{\"version\": 888888888888888E000000000000000000000000000142645263197478000}"),
+             Catch::StartsWith("wire header is not valid JSON: ") && Catch::Contains("number overflow"));
   // Deep nesting would otherwise exhaust the stack when the batch is copied.
   const std::string deep = "{\"meta_info\": " + std::string(100000, '[') + "}";
   CHECK(decode_text_error(deep) == "wire header: JSON nests deeper than 128 levels");

@@ -199,6 +199,10 @@ TEST_CASE("bad records are errors naming the file, line and key", "[data]") {
              Contains("array.json[1]") && Contains("'prompt'"));
   CHECK_THAT(format_error("badjson.jsonl", "{\"prompt\": \"1\"}\n{\"prompt\": \n"),
              Contains("badjson.jsonl:2") && Contains("bad JSON"));
+  CHECK_THAT(format_error("overflow.jsonl", "{\"prompt\": \"1\", \"n\": 1e999999}\n"),
+             Contains("overflow.jsonl:1") && Contains("bad JSON") && Contains("number overflow"));
+  CHECK_THAT(format_error("overflow.json", "[{\"prompt\": \"1\", \"n\": -1e999999}]"),
+             Contains("overflow.json") && Contains("bad JSON") && Contains("number overflow"));
   CHECK_THAT(format_error("type.jsonl", "{\"prompt\": 7}\n"), Contains("type.jsonl:1") && Contains("string or a list"));
   CHECK_THAT(format_error("role.jsonl", R"({"prompt": [{"role": "assistant", "content": "x"}]})"),
              Contains("role.jsonl:1") && Contains("role 'assistant'"));
