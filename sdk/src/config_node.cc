@@ -63,22 +63,31 @@ ConfigNode::ConfigNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 namespace {
 
-// yaml-cpp keeps every entry of a map with a repeated key and lookups see only
-// the first, so a second `actor_rollout_ref:` block would be silently ignored.
-void reject_duplicate_keys(const YAML::Node& node, const std::string& source) {
+std::string position(const std::string& source, const YAML::Mark& mark) {
+  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// Every key must be a plain name (YAML allows `? {a: 1}: x`, a mapping as a key,
+// which no config key is). yaml-cpp also keeps every entry of a map with a
+// repeated key and lookups see only the first, so a second
+// `actor_rollout_ref:` block would be silently ignored.
+void check_keys(const YAML::Node& node, const std::string& source) {
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& entry : node) {
+      if (!entry.first.IsScalar()) {
+        throw ConfigError(position(source, entry.first.Mark()) +
+                          ": a key must be a plain name, not a YAML mapping or list");
+      }
       const std::string key = entry.first.Scalar();
       if (!seen.insert(key).second) {
-        const YAML::Mark mark = entry.first.Mark();
-        throw ConfigError(source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
-                          ": key '" + key + "' appears twice in the same map; merge the two");
+        throw ConfigError(position(source, entry.first.Mark()) + ": key '" + key +
+                          "' appears twice in the same map; merge the two");
       }
-      reject_duplicate_keys(entry.second, source);
+      check_keys(entry.second, source);
     }
   } else if (node.IsSequence()) {
-    for (const auto& item : node) reject_duplicate_keys(item, source);
+    for (const auto& item : node) check_keys(item, source);
   }
 }
 
@@ -94,7 +103,7 @@ ConfigNode ConfigNode::parse(const std::string& yaml_text, const std::string& so
   }
   if (impl->node.IsNull() || !impl->node.IsDefined()) impl->node = YAML::Node(YAML::NodeType::Map);
   if (!impl->node.IsMap()) throw ConfigError(source + ": the top level of a config must be a map of keys");
-  reject_duplicate_keys(impl->node, source);
+  check_keys(impl->node, source);
   impl->source = source;
   impl->set_by = std::make_shared<std::map<std::string, std::string>>();
   return ConfigNode(std::move(impl));
@@ -243,6 +252,7 @@ void ConfigNode::set(const std::string& dotted_path, const std::string& value_te
   } catch (const YAML::Exception& e) {
     throw ConfigError("override '" + dotted_path + "=" + value_text + "': invalid value: " + e.msg);
   }
+  check_keys(value, "override '" + dotted_path + "'");
   // yaml-cpp's operator= on a node rebinds shared identity, so walk with reset().
   YAML::Node current;
   current.reset(impl_->node);

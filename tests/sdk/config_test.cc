@@ -89,6 +89,13 @@ TEST_CASE("a key repeated in one map is an error naming the second one", "[confi
   CHECK_THROWS_WITH(ConfigNode::parse("actor:\n  lr: 1\nother: 2\nactor:\n  lr: 3\n", "dup.yaml"),
                     Catch::Contains("dup.yaml:4:1: key 'actor' appears twice"));
   CHECK_THROWS_WITH(ConfigNode::parse("a:\n  - {x: 1, x: 2}\n", "nested.yaml"), Catch::Contains("key 'x' appears twice"));
+  // A YAML mapping or list as a key (found by fuzzing: it escaped as yaml-cpp's bad conversion).
+  CHECK_THROWS_WITH(ConfigNode::parse("trainer:\n  ? experiment_name: sft\n", "complex.yaml"),
+                    Catch::Contains("complex.yaml:2:5: a key must be a plain name"));
+  CHECK_THROWS_WITH(ConfigNode::parse("? [a, b]\n: 1\n", "list.yaml"), Catch::Contains("a key must be a plain name"));
+  ConfigNode root = ConfigNode::parse("a: 1\n", "root.yaml");
+  CHECK_THROWS_WITH(root.set("b", "{? {c: 1}: 2}", "cli"),
+                    Catch::Contains("override 'b'") && Catch::Contains("a key must be a plain name"));
   CHECK_NOTHROW(ConfigNode::parse("a: {x: 1}\nb: {x: 1}\n", "ok.yaml"));
 }
 
