@@ -92,23 +92,27 @@ class GrpoPassKEstimator final : public AdvantageEstimator {
     at::NoGradGuard no_grad;
     const at::Tensor scores = outcome_scores(input);
     const GroupStats stats = group_stats(scores, input.index);
-    const at::Tensor score = scores.to(at::kCPU, at::kDouble).contiguous();
-    const at::Tensor stddev = stats.stddev.to(at::kCPU, at::kDouble).contiguous();
-    const at::Tensor index = input.index.to(at::kCPU, at::kLong).contiguous();
+    // On the host through accessors: indexing tensors per comparison would
+    // dispatch an op each time.
+    const at::Tensor score_tensor = scores.to(at::kCPU, at::kDouble).contiguous();
+    const at::Tensor stddev_tensor = stats.stddev.to(at::kCPU, at::kDouble).contiguous();
+    const at::Tensor index_tensor = input.index.to(at::kCPU, at::kLong).contiguous();
+    const auto score = score_tensor.accessor<double, 1>();
+    const auto stddev = stddev_tensor.accessor<double, 1>();
+    const auto index = index_tensor.accessor<int64_t, 1>();
     std::map<int64_t, std::vector<int64_t>> groups;
-    for (int64_t row = 0; row < index.size(0); ++row) groups[index[row].item<int64_t>()].push_back(row);
-    at::Tensor advantage = at::zeros_like(score);
+    for (int64_t row = 0; row < index.size(0); ++row) groups[index[row]].push_back(row);
+    at::Tensor advantage = at::zeros_like(score_tensor);
+    auto advantage_of = advantage.accessor<double, 1>();
     for (auto& [id, rows] : groups) {
       if (rows.size() < 2) {
         throw ValueError("grpo_passk needs at least 2 responses per prompt (actor_rollout_ref.rollout.n >= 2); "
                          "group " + std::to_string(id) + " has 1");
       }
-      std::stable_sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) {
-        return score[a].item<double>() > score[b].item<double>();
-      });
-      double value = score[rows[0]].item<double>() - score[rows[1]].item<double>();
-      if (options_.norm_adv_by_std_in_grpo) value /= stddev[rows[0]].item<double>() + kGrpoEpsilon;
-      advantage[rows[0]] = value;
+      std::stable_sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) { return score[a] > score[b]; });
+      double value = score[rows[0]] - score[rows[1]];
+      if (options_.norm_adv_by_std_in_grpo) value /= stddev[rows[0]] + kGrpoEpsilon;
+      advantage_of[rows[0]] = value;
     }
     return broadcast_outcome(advantage.to(scores.options()), input.response_mask);
   }

@@ -1,14 +1,12 @@
 // The gsm8k-style task (see gsm8k_style_task.h): word-problem templates filled
 // with the data code's platform-independent random draws, so a seed gives the
 // same files everywhere.
-#include "rlcore/core/data/gsm8k_style_task.h"
-
 #include <filesystem>
-#include <functional>
 #include <set>
 
 #include "data_parquet/records.h"
 #include "data_random.h"
+#include "rlcore/core/data/gsm8k_style_task.h"
 #include "rlcore/error.h"
 
 namespace rlcore {
@@ -21,10 +19,10 @@ struct Person {
   const char* name;
   const char* pronoun;  // "She" / "He"
 };
-constexpr Person kPeople[] = {{"Natalia", "She"}, {"Weng", "She"},   {"Betty", "She"},  {"Julie", "She"},
-                              {"James", "He"},    {"Albert", "He"},  {"Ken", "He"},     {"Alexis", "She"},
-                              {"Tina", "She"},    {"Randy", "He"},   {"Mark", "He"},    {"Joy", "She"},
-                              {"Carla", "She"},   {"Brandon", "He"}, {"Sofia", "She"},  {"Omar", "He"},
+constexpr Person kPeople[] = {{"Natalia", "She"}, {"Weng", "She"},   {"Betty", "She"},   {"Julie", "She"},
+                              {"James", "He"},    {"Albert", "He"},  {"Ken", "He"},      {"Alexis", "She"},
+                              {"Tina", "She"},    {"Randy", "He"},   {"Mark", "He"},     {"Joy", "She"},
+                              {"Carla", "She"},   {"Brandon", "He"}, {"Sofia", "She"},   {"Omar", "He"},
                               {"Priya", "She"},   {"Kenji", "He"},   {"Marisol", "She"}, {"Tobias", "He"}};
 constexpr const char* kThings[] = {"stickers", "marbles", "pencils", "trading cards", "stamps", "beads", "seashells"};
 
@@ -62,8 +60,8 @@ Gsm8kStyleProblem more_in_may(Draw& draw) {
   const Person& p = draw.person();
   const std::string things = draw.thing();
   const int64_t april = draw.between(12, 96), more = draw.between(2, 30), may = april + more;
-  return finish(std::string(p.name) + " sold " + n(april) + " " + things + " to friends in April, and then " +
-                    n(more) + " more " + things + " in May than in April. How many " + things + " did " + p.name +
+  return finish(std::string(p.name) + " sold " + n(april) + " " + things + " to friends in April, and then " + n(more) +
+                    " more " + things + " in May than in April. How many " + things + " did " + p.name +
                     " sell altogether in April and May?",
                 {"In May, " + std::string(p.name) + " sold " + step(n(april) + "+" + n(more), may) + " " + things + ".",
                  "Altogether " + std::string(p.name) + " sold " + step(n(april) + "+" + n(may), april + may) + " " +
@@ -77,8 +75,8 @@ Gsm8kStyleProblem buys_packs(Draw& draw) {
   const int64_t has = draw.between(5, 80), packs = draw.between(2, 9), each = draw.between(3, 15);
   const int64_t bought = packs * each;
   return finish(std::string(p.name) + " has " + n(has) + " " + things + ". " + p.pronoun + " buys " + n(packs) +
-                    " packs with " + n(each) + " " + things + " in each pack. How many " + things + " does " +
-                    p.name + " have now?",
+                    " packs with " + n(each) + " " + things + " in each pack. How many " + things + " does " + p.name +
+                    " have now?",
                 {"The packs hold " + step(n(packs) + "*" + n(each), bought) + " " + things + ".",
                  std::string(p.name) + " now has " + step(n(has) + "+" + n(bought), has + bought) + " " + things + "."},
                 has + bought);
@@ -99,15 +97,15 @@ Gsm8kStyleProblem reading_pages(Draw& draw) {
   const Person& p = draw.person();
   const int64_t monday = draw.between(6, 40), tuesday = 2 * monday, fewer = draw.between(1, tuesday - 1);
   const int64_t wednesday = tuesday - fewer;
-  return finish(std::string(p.name) + " reads " + n(monday) + " pages on Monday and twice as many pages on Tuesday. " +
-                    "On Wednesday " + std::string(p.pronoun[0] == 'S' ? "she" : "he") + " reads " +
-                    n(fewer) + " fewer pages than on Tuesday. How many pages does " + p.name + " read in the three days?",
-                {"On Tuesday " + std::string(p.name) + " reads " + step("2*" + n(monday), tuesday) + " pages.",
-                 "On Wednesday " + std::string(p.name) + " reads " + step(n(tuesday) + "-" + n(fewer), wednesday) +
-                     " pages.",
-                 "In all " + std::string(p.name) + " reads " +
-                     step(n(monday) + "+" + n(tuesday) + "+" + n(wednesday), monday + tuesday + wednesday) + " pages."},
-                monday + tuesday + wednesday);
+  return finish(
+      std::string(p.name) + " reads " + n(monday) + " pages on Monday and twice as many pages on Tuesday. " +
+          "On Wednesday " + std::string(p.pronoun[0] == 'S' ? "she" : "he") + " reads " + n(fewer) +
+          " fewer pages than on Tuesday. How many pages does " + p.name + " read in the three days?",
+      {"On Tuesday " + std::string(p.name) + " reads " + step("2*" + n(monday), tuesday) + " pages.",
+       "On Wednesday " + std::string(p.name) + " reads " + step(n(tuesday) + "-" + n(fewer), wednesday) + " pages.",
+       "In all " + std::string(p.name) + " reads " +
+           step(n(monday) + "+" + n(tuesday) + "+" + n(wednesday), monday + tuesday + wednesday) + " pages."},
+      monday + tuesday + wednesday);
 }
 
 Gsm8kStyleProblem cookie_boxes(Draw& draw) {
@@ -138,8 +136,9 @@ Gsm8kStyleProblem weekly_savings(Draw& draw) {
 Gsm8kStyleProblem tomato_garden(Draw& draw) {
   const int64_t rows = draw.between(2, 15), plants = draw.between(3, 12), tomatoes = draw.between(4, 25);
   const int64_t all_plants = rows * plants;
-  return finish("A garden has " + n(rows) + " rows with " + n(plants) + " tomato plants in each row. Each plant grows " +
-                    n(tomatoes) + " tomatoes. How many tomatoes does the garden grow?",
+  return finish("A garden has " + n(rows) + " rows with " + n(plants) +
+                    " tomato plants in each row. Each plant grows " + n(tomatoes) +
+                    " tomatoes. How many tomatoes does the garden grow?",
                 {"The garden has " + step(n(rows) + "*" + n(plants), all_plants) + " plants.",
                  "They grow " + step(n(all_plants) + "*" + n(tomatoes), all_plants * tomatoes) + " tomatoes."},
                 all_plants * tomatoes);
@@ -155,9 +154,8 @@ Gsm8kStyleProblem bus_stops(Draw& draw) {
                 after + on);
 }
 
-const std::function<Gsm8kStyleProblem(Draw&)> kTemplates[] = {more_in_may,    buys_packs,     hourly_wage,
-                                                                reading_pages,  cookie_boxes,   weekly_savings,
-                                                                tomato_garden,  bus_stops};
+Gsm8kStyleProblem (*const kTemplates[])(Draw&) = {more_in_may,  buys_packs,     hourly_wage,   reading_pages,
+                                                  cookie_boxes, weekly_savings, tomato_garden, bus_stops};
 
 Gsm8kStyleProblem draw_problem(std::mt19937_64& engine) {
   Draw draw(engine);
@@ -165,13 +163,12 @@ Gsm8kStyleProblem draw_problem(std::mt19937_64& engine) {
 }
 
 nlohmann::json record(const Gsm8kStyleProblem& problem, const char* split, int64_t index) {
-  return {{"data_source", kGsm8kDataSource},
-          {"prompt", nlohmann::json::array(
-                         {{{"role", "user"}, {"content", problem.question + " " + kGsm8kInstruction}}})},
-          {"ability", "math"},
-          {"reward_model", {{"style", "rule"}, {"ground_truth", std::to_string(problem.solution)}}},
-          {"extra_info",
-           {{"split", split}, {"index", index}, {"answer", problem.answer}, {"question", problem.question}}}};
+  return {
+      {"data_source", kGsm8kDataSource},
+      {"prompt", nlohmann::json::array({{{"role", "user"}, {"content", problem.question + " " + kGsm8kInstruction}}})},
+      {"ability", "math"},
+      {"reward_model", {{"style", "rule"}, {"ground_truth", std::to_string(problem.solution)}}},
+      {"extra_info", {{"split", split}, {"index", index}, {"answer", problem.answer}, {"question", problem.question}}}};
 }
 
 // Draws `count` problems no earlier split has (`seen` grows), giving up when the

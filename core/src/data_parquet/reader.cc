@@ -43,7 +43,8 @@ void check_readable(const arrow::DataType& type, const std::string& column, cons
       check_readable(*type.field(0)->type(), column + "[]", path, depth + 1);
       return;
     case arrow::Type::STRUCT:
-      for (const auto& field : type.fields()) check_readable(*field->type(), column + "." + field->name(), path, depth + 1);
+      for (const auto& field : type.fields())
+        check_readable(*field->type(), column + "." + field->name(), path, depth + 1);
       return;
     case arrow::Type::MAP: {
       const auto& map = static_cast<const arrow::MapType&>(type);

@@ -1,14 +1,14 @@
 // JSON records -> one parquet table (see data_parquet.h): the column types are
 // inferred from the values first, then the records are appended to Arrow
 // builders of those types.
-#include <algorithm>
-#include <filesystem>
-#include <limits>
-
 #include <arrow/api.h>
 #include <arrow/io/file.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/exception.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
 
 #include "records.h"
 #include "rlcore/error.h"
@@ -103,8 +103,8 @@ std::shared_ptr<arrow::DataType> arrow_type(const Shape& shape, const std::strin
       }
       arrow::FieldVector fields;
       for (size_t k = 0; k < shape.field_names.size(); ++k) {
-        fields.push_back(arrow::field(shape.field_names[k], arrow_type(shape.children[k], column + "." +
-                                                                                              shape.field_names[k])));
+        fields.push_back(
+            arrow::field(shape.field_names[k], arrow_type(shape.children[k], column + "." + shape.field_names[k])));
       }
       return arrow::struct_(fields);
     }
@@ -117,7 +117,7 @@ void check(const arrow::Status& status, const std::string& what) {
 }
 
 void append(arrow::ArrayBuilder& builder, const json& value) {
-  const std::string what = "building a parquet column";
+  static const std::string what = "building a parquet column";
   if (value.is_null()) return check(builder.AppendNull(), what);
   switch (builder.type()->id()) {
     case arrow::Type::BOOL:
