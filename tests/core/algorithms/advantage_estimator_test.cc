@@ -1,7 +1,7 @@
 // The built-in advantage estimators against plain-loop references and
 // hand-worked cases: masks with length-1 and full-length responses, groups of
 // equal rewards, single-response groups, multi-turn mask holes.
-#include "algorithms_testing.h"
+#include "../../common/algorithms_testing.h"
 
 #include <memory>
 

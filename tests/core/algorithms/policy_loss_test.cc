@@ -1,7 +1,7 @@
 // The built-in policy losses on hand-worked tokens: each clipping branch, the
 // dual clip, clip-fraction counting, aggregation, and the gradient w.r.t.
 // log_prob against its analytic value.
-#include "algorithms_testing.h"
+#include "../../common/algorithms_testing.h"
 
 #include <cmath>
 #include <memory>

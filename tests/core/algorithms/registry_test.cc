@@ -1,7 +1,7 @@
 // The built-in algorithms through the registry: created by name with options,
 // unknown names and keys reported, origin "core", visible from a Session and
 // `rlcore plugins`; and the Batch adapter for estimator inputs.
-#include "algorithms_testing.h"
+#include "../../common/algorithms_testing.h"
 
 #include <sstream>
 

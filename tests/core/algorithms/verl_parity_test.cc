@@ -5,7 +5,7 @@
 // reference/verl_losses.py (ratios inside and outside the clip bounds, every
 // loss_agg_mode, with and without rollout-correction weights: loss, gradient
 // and metrics), for everything both have.
-#include "algorithms_testing.h"
+#include "../../common/algorithms_testing.h"
 
 #include <map>
 #include <set>

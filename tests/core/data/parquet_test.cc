@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "../../common/reference_python.h"
-#include "data_parquet/records.h"
+#include "data/parquet/records.h"
 #include "data_testing.h"
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/error.h"

@@ -1,5 +1,5 @@
 // The trainer's checkpoint directories: complete ones only, newest wins, old ones pruned.
-#include "../../../core/src/trainer_checkpoint.h"
+#include "../../../core/src/trainer/checkpoint.h"
 #include "trainer_testing.h"
 
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // The trainer's losses: micro-batch losses with global counts add up to the
 // whole batch's loss, whatever the split; the KL and entropy terms are added
 // as verl adds them.
-#include "../../../core/src/trainer_losses.h"
+#include "../../../core/src/trainer/losses.h"
 #include "trainer_testing.h"
 
 #include "rlcore/core/builtin_algorithms.h"

@@ -1,7 +1,7 @@
 // The actor pool's parallel layout: a model-parallel trainer gets the mesh
 // {dp, pp, tp}, a TP rollout alone {rollout_dp, rollout_tp}, the data-parallel
 // size divides out tp x pp, and layouts the pool cannot hold name their keys.
-#include "../../../core/src/trainer_parallel.h"
+#include "../../../core/src/trainer/parallel.h"
 #include "trainer_testing.h"
 
 using namespace rlcore;

@@ -1,6 +1,6 @@
 // How batch sizes relate: bad combinations fail with messages that name every
 // key involved and say how they relate.
-#include "../../../core/src/trainer_plan.h"
+#include "../../../core/src/trainer/plan.h"
 #include "trainer_testing.h"
 
 #include "rlcore/core/builtin_algorithms.h"

@@ -1,5 +1,5 @@
 // The padded prompt/response layout the trainer and its workers exchange.
-#include "../../../core/src/trainer_sequences.h"
+#include "../../../core/src/trainer/sequences.h"
 #include "trainer_testing.h"
 
 #include "rlcore/train_engine.h"

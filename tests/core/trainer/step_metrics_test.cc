@@ -1,5 +1,5 @@
 // A step's data metrics under verl's names, checked on a hand-made batch.
-#include "../../../core/src/trainer_step_metrics.h"
+#include "../../../core/src/trainer/step_metrics.h"
 #include "trainer_testing.h"
 
 #include "rlcore/train_engine.h"

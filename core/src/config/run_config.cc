@@ -1,0 +1,240 @@
+// Core config schema and whole-config validation.
+#include "rlcore/core/run_config.h"
+
+#include <algorithm>
+
+#include "rlcore/core/metrics.h"
+#include "rlcore/device.h"
+#include "rlcore/error.h"
+
+namespace rlcore {
+
+const OptionsSchema<RunConfig>& run_config_schema() {
+  static const OptionsSchema<RunConfig> schema = [] {
+    OptionsSchema<TrainerConfig> trainer;
+    trainer.key("project_name", &TrainerConfig::project_name, "Project name; part of the default run directory.")
+        .key("experiment_name", &TrainerConfig::experiment_name, "Experiment name; part of the default run directory.")
+        .key("default_local_dir", &TrainerConfig::default_local_dir,
+             "Run directory for metrics.jsonl and checkpoints (empty: runs/<project_name>/<experiment_name>).")
+        .key("logger", &TrainerConfig::logger,
+             "Metrics sinks: console (one line per step), jsonl (metrics.jsonl), tensorboard (event files in "
+             "$TENSORBOARD_DIR, else <run dir>/tensorboard).",
+             one_of(metrics_sink_names()))
+        .key("log_level", &TrainerConfig::log_level, "Log level.",
+             one_of({"trace", "debug", "info", "warn", "error", "off"}))
+        .key("total_epochs", &TrainerConfig::total_epochs, "Passes over the training set.", at_least(1))
+        .key("total_training_steps", &TrainerConfig::total_training_steps,
+             "Steps to train; 0: total_epochs x (prompts / data.train_batch_size).", at_least(0))
+        .key("test_freq", &TrainerConfig::test_freq, "Validate every N steps and after the last; -1: never.")
+        .key("save_freq", &TrainerConfig::save_freq, "Checkpoint every N steps and after the last; -1: never.")
+        .key("val_before_train", &TrainerConfig::val_before_train, "Validate once before the first step.")
+        .key("stop_at_val_reward", &TrainerConfig::stop_at_val_reward,
+             "Stop (and save, export) after the first validation whose val-core reward, averaged over data "
+             "sources, is at least this; 0: never. SFT uses it to stop at a chosen warm-start accuracy.",
+             at_least(0))
+        .key("resume_mode", &TrainerConfig::resume_mode,
+             "auto: continue from the latest checkpoint in the run directory; disable: start fresh; "
+             "resume_path: from trainer.resume_from_path.",
+             one_of({"auto", "disable", "resume_path"}))
+        .key("resume_from_path", &TrainerConfig::resume_from_path,
+             "A global_step_N checkpoint directory (resume_mode: resume_path).")
+        .key("max_ckpt_to_keep", &TrainerConfig::max_ckpt_to_keep, "Checkpoints kept (oldest removed); 0: all.",
+             at_least(0))
+        .key("device", &TrainerConfig::device,
+             "Device of every worker's engines: cuda (each worker binds cuda:<its local rank>), cpu, or auto "
+             "(cuda when this build has CUDA and a GPU is visible, else cpu). See docs/launch.md.",
+             one_of({"auto", "cpu", "cuda"}))
+        .key("nnodes", &TrainerConfig::nnodes,
+             "Nodes of the default pool 'global'; the same number as runtime.nnodes: set either (docs/launch.md).",
+             at_least(1))
+        .key("n_gpus_per_node", &TrainerConfig::n_gpus_per_node,
+             "Workers (one device each) per node of the default pool 'global'; the same number as "
+             "runtime.n_workers_per_node: set either (docs/launch.md).",
+             at_least(1));
+    OptionsSchema<RewardConfig> reward;
+    reward
+        .key("grader", &RewardConfig::grader,
+             "Grader for every sample, or 'auto' to pick one by each sample's data_source (verl's default_compute_score).")
+        .subtree("graders", &RewardConfig::graders, "Options per grader: reward.graders.<name>.<key> (see below).");
+    OptionsSchema<RunConfig> root;
+    root.section("trainer", &RunConfig::trainer, trainer)
+        .section("data", &RunConfig::data, data_config_schema())
+        .section("actor_rollout_ref", &RunConfig::actor_rollout_ref, actor_rollout_ref_schema())
+        .section("critic", &RunConfig::critic, critic_schema())
+        .section("algorithm", &RunConfig::algorithm, algorithm_schema())
+        .section("reward", &RunConfig::reward, reward)
+        .section("runtime", &RunConfig::runtime, runtime_config_schema());
+    return root;
+  }();
+  return schema;
+}
+
+std::string RunConfig::run_dir() const {
+  if (!trainer.default_local_dir.empty()) return trainer.default_local_dir;
+  return "runs/" + trainer.project_name + "/" + trainer.experiment_name;
+}
+
+std::string component_options_path(const std::string& kind, const std::string& name) {
+  if (kind == "reward") return "reward.graders." + name;
+  if (kind == "advantage_estimator") return "algorithm";
+  if (kind == "policy_loss") return "actor_rollout_ref.actor.policy_loss";
+  // The same keys are read from actor_rollout_ref.ref and critic for the engines of those roles.
+  if (kind == "train_engine") return "actor_rollout_ref.actor";
+  if (kind == "inference_engine") return "actor_rollout_ref.rollout";
+  // The sharding manager (rollout.sharding_manager) reads the other keys of hybrid_engine.
+  if (kind == "sharding_manager") return "actor_rollout_ref.hybrid_engine";
+  return "plugins." + kind + "." + name;
+}
+
+ConfigNode estimator_options(const Registry& registry, const std::string& estimator, const ConfigNode& options) {
+  const ComponentEntry* selected = registry.find("advantage_estimator", estimator);
+  if (selected == nullptr || !options.is_map()) return options;
+  const auto declares = [](const ComponentEntry& entry, const std::string& key) {
+    return std::any_of(entry.keys.begin(), entry.keys.end(), [&](const KeySpec& spec) { return spec.name == key; });
+  };
+  ConfigNode own = options.clone();
+  for (const std::string& key : options.keys()) {
+    if (declares(*selected, key)) continue;
+    for (const std::string& other : registry.names("advantage_estimator")) {
+      if (declares(*registry.find("advantage_estimator", other), key)) {
+        own.erase(key);
+        break;
+      }
+    }
+  }
+  return own;
+}
+
+namespace {
+
+void fill_defaults(ConfigNode& tree, const std::vector<KeySpec>& keys) {
+  for (const auto& key : keys) {
+    if (key.type == "map") continue;
+    if (!tree.at_path(key.name).defined()) {
+      tree.set(key.name, key.default_value == "\"\"" ? "''" : key.default_value, "default");
+    }
+  }
+}
+
+void validate_graders(const Registry& registry, const RunConfig& config) {
+  if (config.reward.grader != "auto") registry.get("reward", config.reward.grader);
+  const ConfigNode& graders = config.reward.graders;
+  for (const auto& name : graders.keys()) {
+    const ConfigNode options = graders[name];
+    if (!registry.find("reward", name)) {
+      throw ConfigError("key " + options.describe() + ": no grader named '" + name + "' is registered; registered graders: " +
+                        [&] {
+                          std::string names;
+                          for (const auto& n : registry.names("reward")) names += (names.empty() ? "" : ", ") + n;
+                          return names;
+                        }());
+    }
+    registry.get("reward", name).factory(options, ComponentContext());  // validates the options
+  }
+}
+
+const ComponentEntry& component(const Registry& registry, const std::string& kind, const std::string& name,
+                               const std::string& key) {
+  if (const ComponentEntry* entry = registry.find(kind, name)) return *entry;
+  std::string known;
+  for (const auto& n : registry.names(kind)) known += (known.empty() ? "" : ", ") + n;
+  throw ConfigError("key " + key + ": no " + kind + " named '" + name + "' is registered (known: " +
+                    (known.empty() ? "none; is its plugin on --plugins?" : known) + ")");
+}
+
+// The engines, estimator and loss a config selects, each given its keys.
+void validate_trainer_components(const Registry& registry, const ConfigNode& tree, const RunConfig& config) {
+  if (tree.has("actor_rollout_ref")) {
+    const auto& arr = config.actor_rollout_ref;
+    component(registry, "train_engine", arr.actor.strategy, "actor_rollout_ref.actor.strategy")
+        .validate(arr.actor.engine_options);
+    component(registry, "train_engine", arr.ref.strategy, "actor_rollout_ref.ref.strategy")
+        .validate(arr.ref.engine_options);
+    component(registry, "inference_engine", arr.rollout.name, "actor_rollout_ref.rollout.name")
+        .validate(arr.rollout.engine_options);
+    component(registry, "sharding_manager", arr.rollout.sharding_manager, "actor_rollout_ref.rollout.sharding_manager")
+        .validate(arr.hybrid_engine.options);
+    component(registry, "weight_adaptor", weight_adaptor_for(arr), "actor_rollout_ref.hybrid_engine.weight_adaptor")
+        .validate(ConfigNode());
+    component(registry, "offloader", arr.hybrid_engine.offloader, "actor_rollout_ref.hybrid_engine.offloader")
+        .validate(ConfigNode());
+    component(registry, "policy_loss", arr.actor.policy_loss.loss_mode, "actor_rollout_ref.actor.policy_loss.loss_mode")
+        .validate(arr.actor.policy_loss.options);
+  }
+  if (tree.has("critic")) {
+    component(registry, "train_engine", config.critic.strategy, "critic.strategy").validate(config.critic.engine_options);
+  }
+  if (tree.has("algorithm")) {
+    component(registry, "advantage_estimator", config.algorithm.adv_estimator, "algorithm.adv_estimator")
+        .validate(estimator_options(registry, config.algorithm.adv_estimator, config.algorithm.estimator_options));
+  }
+}
+
+// Where a key's value came from: 2 an override on the command line, 1 the
+// config file, 0 neither (the schema default).
+int where_set(const ConfigNode& tree, const std::vector<std::string>& overrides, const std::string& key) {
+  for (const auto& text : overrides) {
+    if (text.compare(0, text.find('='), key) == 0) return 2;
+  }
+  return tree.at_path(key).defined() ? 1 : 0;
+}
+
+// One size of the default pool under its two names (verl's trainer.<name>,
+// rlcore's runtime.<name>): the one set closer to the command line wins, so an
+// override of either name beats the file's; both set at the same level and
+// different is an error. Both keys of the tree then show the size used.
+void reconcile_pool_size(ConfigNode& tree, const std::vector<std::string>& overrides, const std::string& trainer_key,
+                         int64_t& trainer_value, const std::string& runtime_key, int64_t& runtime_value) {
+  const int trainer_level = where_set(tree, overrides, trainer_key);
+  const int runtime_level = where_set(tree, overrides, runtime_key);
+  if (trainer_level > 0 && trainer_level == runtime_level && trainer_value != runtime_value) {
+    throw ConfigError("keys " + tree.at_path(trainer_key).describe() + " = " + std::to_string(trainer_value) +
+                      " and " + tree.at_path(runtime_key).describe() + " = " + std::to_string(runtime_value) +
+                      " both size the default pool and differ; set one of them (" + trainer_key +
+                      " is verl's name)");
+  }
+  const bool from_trainer = trainer_level >= runtime_level;
+  if (from_trainer) {
+    runtime_value = trainer_value;
+  } else {
+    trainer_value = runtime_value;
+  }
+  const std::string source = std::max(trainer_level, runtime_level) == 0 ? "default"
+                             : from_trainer                            ? trainer_key
+                                                                       : runtime_key;
+  tree.set(trainer_key, std::to_string(trainer_value), source);
+  tree.set(runtime_key, std::to_string(runtime_value), source);
+}
+
+// What can be told without a worker, before anything is written: a CPU build
+// has no CUDA to give, and a local run asking for cuda needs a visible GPU.
+void validate_device(const RunConfig& config) {
+  if (!cuda_build()) resolve_device(config.trainer.device, 0, "trainer.device");
+  // Workers the local launcher starts on this host need a GPU at least (the
+  // count per pool is checked where the pools are known, trainer/workers.cc).
+  if (config.runtime.launcher == "local") {
+    check_device_slots(config.trainer.device, 1, "trainer.device", "trainer.n_gpus_per_node");
+  }
+}
+
+}  // namespace
+
+ResolvedConfig resolve_config(const Registry& registry, const std::string& config_file,
+                              const std::vector<std::string>& overrides) {
+  ResolvedConfig resolved;
+  resolved.tree = config_file.empty() ? ConfigNode::parse("", "<defaults>") : ConfigNode::load_file(config_file);
+  apply_overrides(resolved.tree, overrides);
+  resolved.config = run_config_schema().parse(resolved.tree);
+  RunConfig& config = resolved.config;
+  reconcile_pool_size(resolved.tree, overrides, "trainer.nnodes", config.trainer.nnodes, "runtime.nnodes",
+                      config.runtime.nnodes);
+  reconcile_pool_size(resolved.tree, overrides, "trainer.n_gpus_per_node", config.trainer.n_gpus_per_node,
+                      "runtime.n_workers_per_node", config.runtime.n_workers_per_node);
+  validate_device(config);
+  validate_graders(registry, resolved.config);
+  validate_trainer_components(registry, resolved.tree, resolved.config);
+  fill_defaults(resolved.tree, run_config_schema().keys());
+  return resolved;
+}
+
+}  // namespace rlcore

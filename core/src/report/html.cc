@@ -1,0 +1,103 @@
+// The report page: which plots it has, and the HTML around them (see report.h).
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "report/svg.h"
+#include "rlcore/core/report/report.h"
+#include "rlcore/error.h"
+
+namespace rlcore {
+namespace {
+
+constexpr const char* kStyle =
+    "body{font-family:sans-serif;margin:24px;color:#222}"
+    ".plots{display:flex;flex-wrap:wrap;gap:16px}"
+    ".note{color:#777}"
+    "table{border-collapse:collapse;font-size:13px}"
+    "td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}"
+    "td.v{text-align:right;font-family:monospace}";
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+std::string describe_metrics(const ReportPlot& plot) {
+  std::string text;
+  for (const auto& name : plot.names) text += (text.empty() ? "" : ", ") + name;
+  for (const auto& prefix : plot.prefixes) text += (text.empty() ? "" : ", ") + prefix + "*";
+  return text;
+}
+
+void last_step_table(std::ostringstream& html, const nlohmann::json& record) {
+  html << "<h2>Last step";
+  if (record.contains("step")) html << " (" << record["step"].dump() << ")";
+  html << "</h2><table><tr><th>metric</th><th>value</th></tr>";
+  for (const auto& [name, value] : record.items()) {
+    if (name == "step") continue;
+    html << "<tr><td>" << report_svg::escape(name) << "</td><td class='v'>"
+         << (value.is_number() ? report_svg::format_number(value.get<double>()) : "null") << "</td></tr>";
+  }
+  html << "</table>";
+}
+
+}  // namespace
+
+const std::vector<ReportPlot>& default_report_plots() {
+  static const std::vector<ReportPlot> plots = {
+      {"Reward", {"critic/score/mean", "critic/rewards/mean"}, {}},
+      {"Validation accuracy", {}, {"val-core/", "val/"}},
+      {"KL", {"actor/ppo_kl", "actor/kl_loss", "critic/kl"}, {}},
+      {"Entropy", {"actor/entropy"}, {}},
+      {"Response length", {"response_length/mean"}, {}},
+      {"Step time (s)", {}, {"timing_s/"}},
+  };
+  return plots;
+}
+
+std::vector<std::string> plot_metrics(const ReportPlot& plot, const MetricsHistory& history) {
+  std::vector<std::string> found;
+  for (const auto& [name, points] : history.series) {  // a std::map: sorted by name
+    bool wanted = false;
+    for (const auto& exact : plot.names) wanted = wanted || name == exact;
+    for (const auto& prefix : plot.prefixes) wanted = wanted || starts_with(name, prefix);
+    if (wanted && !points.empty()) found.push_back(name);
+  }
+  return found;
+}
+
+std::string render_report_html(const MetricsHistory& history, const std::string& title) {
+  std::ostringstream html;
+  html << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" << report_svg::escape(title) << "</title><style>"
+       << kStyle << "</style></head><body><h1>" << report_svg::escape(title) << "</h1><p>" << history.records
+       << " records from " << report_svg::escape(history.source) << "</p><div class='plots'>";
+  std::ostringstream notes;
+  for (const ReportPlot& plot : default_report_plots()) {
+    const std::vector<std::string> names = plot_metrics(plot, history);
+    if (names.empty()) {
+      notes << "<p class='note'>No data for " << report_svg::escape(plot.title) << " ("
+            << report_svg::escape(describe_metrics(plot)) << ").</p>";
+      continue;
+    }
+    std::vector<report_svg::ChartSeries> series;
+    for (const auto& name : names) series.push_back({name, history.series.at(name)});
+    html << "<div>" << report_svg::line_chart(plot.title, series) << "</div>";
+  }
+  html << "</div>" << notes.str();
+  last_step_table(html, history.last_record);
+  html << "</body></html>\n";
+  return html.str();
+}
+
+std::string write_report(const std::string& run_dir, const std::string& out_path) {
+  const std::filesystem::path dir(run_dir);
+  const MetricsHistory history = read_metrics_history((dir / "metrics.jsonl").string());
+  if (history.records == 0) throw ValueError("'" + history.source + "' has no metrics records yet");
+  const std::string path = out_path.empty() ? (dir / "report.html").string() : out_path;
+  const std::string name = std::filesystem::absolute(dir).lexically_normal().filename().string();
+  std::ofstream out(path);
+  out << render_report_html(history, "rlcore run " + (name.empty() ? run_dir : name));
+  out.flush();
+  if (!out) throw IoError("cannot write report '" + path + "'");
+  return path;
+}
+
+}  // namespace rlcore

@@ -1,0 +1,273 @@
+// WorkerGroup calls: planning, sending (one encoding shared by all ranks that
+// get the same Batch), reply matching and assembly.
+#include "rlcore/core/runtime/worker_group.h"
+
+#include <spdlog/spdlog.h>
+
+#include "rlcore/error.h"
+#include "runtime/cluster_state.h"
+
+namespace rlcore {
+
+namespace runtime_detail {
+
+namespace {
+
+// "rank 1 (host h, pid 42)" in the pool, with the global rank when it differs.
+std::string describe_in_pool(int64_t pool_rank, const WorkerAddress& worker) {
+  std::string text = "rank " + std::to_string(pool_rank) + " (host " + worker.host + ", pid " + std::to_string(worker.pid);
+  if (worker.rank != pool_rank) text += ", global rank " + std::to_string(worker.rank);
+  return text + ")";
+}
+
+std::string ranks_text(const std::set<int64_t>& ranks, const std::vector<WorkerAddress>& workers) {
+  std::string text;
+  for (int64_t rank : ranks) text += (text.empty() ? "" : ", ") + describe_in_pool(rank, workers[rank]);
+  return text;
+}
+
+}  // namespace
+
+void ClusterState::fail(const WorkerAddress& worker, const std::string& message) {
+  std::vector<std::shared_ptr<PendingCall>> failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!failure) {
+      failure = message;
+      failed_worker = worker;
+    }
+    for (auto& [id, call] : calls) failed.push_back(call);
+    calls.clear();
+    changed.notify_all();
+  }
+  for (auto& call : failed) {
+    // The lost worker first; what the others then reported follows as its consequence.
+    const std::string collateral = call->held_error ? "; then, as a consequence: " + *call->held_error : "";
+    call->promise.set_exception(std::make_exception_ptr(WorkerLostError(
+        worker, "call '" + call->method + "' on pool '" + call->pool + "' failed: " + message + collateral)));
+  }
+}
+
+namespace {
+
+void report_held_error(PendingCall& call) {
+  call.promise.set_exception(std::make_exception_ptr(RemoteCallError(call.held_worker, call.method, *call.held_error)));
+}
+
+}  // namespace
+
+void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
+  const uint64_t id = reply.header["id"].get<uint64_t>();
+  std::shared_ptr<PendingCall> call;
+  bool done = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = calls.find(id);
+    if (it == calls.end()) {
+      spdlog::debug("control plane: reply to call {} from rank {} arrived after the call ended", id, peer.rank);
+      return;
+    }
+    call = it->second;
+    const int64_t rank = peer.rank - first_rank_of[peer.rank];
+    if (!call->waiting.erase(rank)) {
+      spdlog::warn("control plane: dropped an unexpected reply to call {} from worker rank {}", id, peer.rank);
+      return;
+    }
+    if (!reply.header["ok"].get<bool>() && !call->held_error) {
+      const WorkerAddress& worker = call->workers[rank];
+      call->held_error = "method '" + call->method + "' failed on pool '" + call->pool + "' " +
+                         describe_in_pool(rank, worker) + ": " + reply.header["error"].get<std::string>();
+      call->held_worker = worker;
+      call->report_at = Clock::now() + kDeathGrace;
+    }
+    if (call->held_error) {
+      // Everyone answered: nobody of this call died, so the first error stands.
+      if (!call->waiting.empty()) return;
+      calls.erase(it);
+      report_held_error(*call);
+      return;
+    }
+    call->replies[rank] = RankReply{rank, reply.header.value("value", nlohmann::json()), std::move(reply.batch)};
+    done = call->waiting.empty();
+    if (done) calls.erase(it);
+  }
+  if (!done) return;
+  try {
+    call->promise.set_value(assemble(*call));
+  } catch (const std::exception&) {
+    call->promise.set_exception(std::current_exception());
+  }
+}
+
+void ClusterState::expire_calls() {
+  std::vector<std::shared_ptr<PendingCall>> expired;
+  std::vector<std::shared_ptr<PendingCall>> held;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto now = Clock::now();
+    for (auto it = calls.begin(); it != calls.end();) {
+      if (it->second->held_error && now >= it->second->report_at) {
+        held.push_back(it->second);
+        it = calls.erase(it);
+      } else if (it->second->deadline && now >= *it->second->deadline) {
+        expired.push_back(it->second);
+        it = calls.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& call : held) report_held_error(*call);
+  for (auto& call : expired) {
+    call->promise.set_exception(std::make_exception_ptr(TimeoutError(
+        "call '" + call->method + "' on pool '" + call->pool + "' timed out waiting for " +
+        ranks_text(call->waiting, call->workers))));
+  }
+}
+
+std::vector<std::shared_ptr<PendingCall>> ClusterState::take_calls() {
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<std::shared_ptr<PendingCall>> taken;
+  for (auto& [id, call] : calls) taken.push_back(call);
+  calls.clear();
+  return taken;
+}
+
+CallOutput assemble(PendingCall& call) {
+  CallOutput output;
+  std::vector<Batch> kept;
+  for (int64_t rank : call.plan.collect) {
+    RankReply& reply = call.replies.at(rank);
+    if (call.mode == DispatchMode::kOneToAll || call.mode == DispatchMode::kAllToAll) {
+      output.replies.push_back(std::move(reply));
+      continue;
+    }
+    kept.push_back(std::move(reply.batch));
+    reply.batch = Batch();
+    output.replies.push_back(std::move(reply));
+  }
+  if (call.mode == DispatchMode::kRankZero) {
+    output.batch = std::move(kept.front());
+  } else if (call.mode == DispatchMode::kDpCompute || call.mode == DispatchMode::kMeshCompute) {
+    try {
+      output.batch = collect_results(call.plan, std::move(kept));
+    } catch (const Error& e) {
+      throw ValueError("results of '" + call.method + "' on pool '" + call.pool + "' cannot be joined: " + e.what());
+    }
+  }
+  return output;
+}
+
+}  // namespace runtime_detail
+
+using runtime_detail::PendingCall;
+
+WorkerGroup::WorkerGroup(std::string pool, int64_t first_global_rank, std::vector<WorkerInfo> workers,
+                         std::map<std::string, MethodInfo> methods,
+                         std::shared_ptr<runtime_detail::ClusterState> state)
+    : pool_(std::move(pool)),
+      first_global_rank_(first_global_rank),
+      workers_(std::move(workers)),
+      methods_(std::move(methods)),
+      state_(std::move(state)) {}
+
+std::future<CallOutput> WorkerGroup::call(const std::string& method, const Batch& input, const nlohmann::json& args,
+                                          CallOptions options) {
+  return dispatch(method, {input}, args, options, false);
+}
+
+std::future<CallOutput> WorkerGroup::call_each(const std::string& method, const std::vector<Batch>& inputs,
+                                               const nlohmann::json& args, CallOptions options) {
+  return dispatch(method, inputs, args, options, true);
+}
+
+std::future<CallOutput> WorkerGroup::dispatch(const std::string& method, const std::vector<Batch>& inputs,
+                                              const nlohmann::json& args, CallOptions options, bool each) {
+  auto call = std::make_shared<PendingCall>();
+  std::future<CallOutput> future = call->promise.get_future();
+  try {
+    auto found = methods_.find(method);
+    if (found == methods_.end()) {
+      std::string known;
+      for (const auto& [name, info] : methods_) known += (known.empty() ? "" : ", ") + name;
+      throw ValueError("pool '" + pool_ + "' has no method '" + method + "'; methods: " + known);
+    }
+    const MethodInfo& info = found->second;
+    if (each != (info.mode == DispatchMode::kAllToAll)) {
+      throw ValueError("method '" + method + "' is " + to_string(info.mode) + ": call it with " +
+                       (info.mode == DispatchMode::kAllToAll ? "call_each" : "call"));
+    }
+    if (!args.is_object()) throw ValueError("the args of '" + method + "' must be a JSON object");
+    std::vector<MeshRank> mesh;
+    if (info.mode == DispatchMode::kMeshCompute) {
+      for (const auto& worker : workers_) mesh.push_back(worker.meshes.at(info.mesh));
+    }
+    call->pool = pool_;
+    call->method = method;
+    call->mode = info.mode;
+    call->plan = plan_dispatch(info.mode, inputs, size(), mesh);
+    for (const auto& worker : workers_) call->workers.push_back(WorkerAddress{worker.global_rank, worker.host, worker.pid});
+    call->waiting.insert(call->plan.targets.begin(), call->plan.targets.end());
+
+    nlohmann::json header = control_header("call");
+    header["method"] = method;
+    header["args"] = args;
+    ControlServer* server = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      if (state_->failure) throw WorkerLostError(state_->failed_worker, "the run has failed: " + *state_->failure);
+      if (state_->closing) throw Error("the cluster is shutting down");
+      call->id = state_->next_id++;
+      const auto timeout = options.timeout.count() > 0 ? options.timeout : state_->call_timeout;
+      if (timeout.count() > 0) call->deadline = runtime_detail::Clock::now() + timeout;
+      state_->calls[call->id] = call;
+      server = state_->server;
+    }
+    header["id"] = call->id;
+    // Ranks given the same Batch (every rank for one_to_all, tp peers of a dp
+    // shard for mesh_compute) share one encoding.
+    std::map<int64_t, WireMessage> encoded;
+    for (std::size_t i = 0; i < call->plan.targets.size(); ++i) {
+      const Batch& input = call->plan.inputs[i];
+      const int64_t rank = call->plan.targets[i];
+      const int64_t global = first_global_rank_ + rank;
+      if (!input.has_size()) {
+        server->send_encoded(global, header, nullptr);
+        continue;
+      }
+      const int64_t share = info.mode == DispatchMode::kOneToAll      ? 0
+                            : info.mode == DispatchMode::kMeshCompute ? mesh[rank].dp_rank
+                                                                      : static_cast<int64_t>(i);
+      auto it = encoded.find(share);
+      if (it == encoded.end()) it = encoded.emplace(share, encode_batch(input)).first;
+      server->send_encoded(global, header, &it->second);
+    }
+    call->plan.inputs.clear();
+  } catch (...) {
+    bool registered = false;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      registered = state_->calls.erase(call->id) > 0 || call->id == 0;
+    }
+    // A reply or a failure may already have settled the promise.
+    if (registered) call->promise.set_exception(std::current_exception());
+  }
+  return future;
+}
+
+std::vector<CallOutput> wait_all(std::vector<std::future<CallOutput>>& futures) {
+  std::vector<CallOutput> outputs;
+  std::exception_ptr first;
+  for (auto& future : futures) {
+    try {
+      outputs.push_back(future.get());
+    } catch (...) {
+      if (!first) first = std::current_exception();
+      outputs.emplace_back();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  return outputs;
+}
+
+}  // namespace rlcore

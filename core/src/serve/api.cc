@@ -1,0 +1,104 @@
+// OpenAiApi: parse, prepare, generate, build, and map every failure to an
+// error object: 400 for the request's fault, 500 for the engine's.
+#include "rlcore/core/serve/api.h"
+
+#include <ctime>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/core/serve/api_error.h"
+#include "rlcore/core/serve/chat.h"
+#include "rlcore/core/serve/responses.h"
+#include "rlcore/core/serve/stream.h"
+#include "serve/answer.h"
+#include "rlcore/error.h"
+
+namespace rlcore::serve {
+
+std::string error_text(int status, const std::string& type, const std::string& message) {
+  return json_text(error_body(status, type, message));
+}
+
+OpenAiApi::OpenAiApi(std::shared_ptr<InferenceEngine> engine, ServedModel model, RequestLimits limits)
+    : engine_(std::move(engine)), model_(std::move(model)), limits_(limits) {
+  if (!engine_) throw ValueError("rlcore serve: no inference engine");
+}
+
+ApiResponse OpenAiApi::completions(const std::string& body) {
+  return answer("/v1/completions", [&] {
+    const CompletionRequest request = parse_completion_request(parse_json_object(body), limits_);
+    check_model_name(request.model, model_);
+    const PreparedCompletion prepared = prepare_completion(request, model_);
+    const std::string id = make_completion_id();
+    const auto created = static_cast<int64_t>(std::time(nullptr));
+    const GateTicket ticket(gate_);  // a paused server refuses (503) before a stream begins
+    if (request.stream) {
+      return answer_stream("/v1/completions", [&] {
+        return build_completion_stream(request, prepared, generate(prepared), model_, id, created);
+      });
+    }
+    return ok(build_completion_response(request, prepared, generate(prepared), model_, id, created));
+  });
+}
+
+ApiResponse OpenAiApi::chat_completions(const std::string& body) {
+  return answer("/v1/chat/completions", [&] {
+    ChatRequest request = parse_chat_request(body, limits_);
+    check_model_name(request.completion.model, model_);
+    PromptInput rendered;
+    for (const int32_t id : chat_prompt_ids(request.prompt, model_)) rendered.token_ids.push_back(id);
+    request.completion.prompts = {rendered};
+    const PreparedCompletion prepared = prepare_completion(request.completion, model_);
+    const std::string id = make_chat_completion_id();
+    const auto created = static_cast<int64_t>(std::time(nullptr));
+    const GateTicket ticket(gate_);
+    if (request.completion.stream) {
+      return answer_stream("/v1/chat/completions", [&] {
+        return build_chat_stream(request, prepared, generate(prepared), model_, id, created);
+      });
+    }
+    return ok(build_chat_response(request, prepared, generate(prepared), model_, id, created));
+  });
+}
+
+GenerationOutput OpenAiApi::generate(const PreparedCompletion& prepared) {
+  std::lock_guard<std::mutex> lock(engine_mutex_);
+  return engine_->generate(prepared.prompt_token_ids, prepared.sampling);
+}
+
+ApiResponse OpenAiApi::tokenize(const std::string& body) {
+  return answer("/tokenize", [&] {
+    const nlohmann::json fields = parse_json_object(body);
+    if (fields.contains("messages")) {  // vLLM's TokenizeChatRequest: the chat template's prompt
+      nlohmann::json rest = fields;  // model and return_token_strs, checked as for a text prompt
+      for (const char* chat_only : {"messages", "tools", "chat_template_kwargs", "add_generation_prompt",
+                                    "continue_final_message", "chat_template", "add_special_tokens"}) {
+        rest.erase(chat_only);
+      }
+      rest["prompt"] = "";
+      const TokenizeRequest request = parse_tokenize_request(rest);
+      check_model_name(request.model, model_);
+      const auto tokens = chat_prompt_ids(parse_chat_prompt(body), model_);
+      return ok(build_tokenize_response(tokens, request.return_token_strs, model_));
+    }
+    const TokenizeRequest request = parse_tokenize_request(fields);
+    check_model_name(request.model, model_);
+    const auto tokens = serve::tokenize(request.prompt, request.add_special_tokens, model_);
+    return ok(build_tokenize_response(tokens, request.return_token_strs, model_));
+  });
+}
+
+ApiResponse OpenAiApi::detokenize(const std::string& body) {
+  return answer("/detokenize", [&] {
+    const DetokenizeRequest request = parse_detokenize_request(parse_json_object(body));
+    check_model_name(request.model, model_);
+    return ok(build_detokenize_response(request, model_));
+  });
+}
+
+ApiResponse OpenAiApi::models() const { return ok(build_models_response(model_)); }
+
+ApiResponse OpenAiApi::version() const { return ok(build_version_response()); }
+
+}  // namespace rlcore::serve

@@ -1,0 +1,117 @@
+// POST /v1/chat/completions answers: vLLM's chat.completion object, or its
+// chat.completion.chunk events when streamed.
+#include "rlcore/core/serve/chat.h"
+#include "rlcore/core/serve/stream.h"
+#include "serve/completion_parts.h"
+
+namespace rlcore::serve {
+namespace {
+
+using nlohmann::json;
+
+// vLLM's ChatCompletionLogProbs: the sampled token only (top_logprobs empty, as for top_logprobs=0).
+json chat_logprobs(const std::vector<int32_t>& ids, const std::vector<float>& logprobs, const ServedModel& model,
+                   bool as_token_ids) {
+  const json completion = completion_logprobs(ids, logprobs, model, as_token_ids);
+  json content = json::array();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::string token = completion["tokens"][i];
+    json bytes = json::array();
+    for (const unsigned char c : token) bytes.push_back(static_cast<int>(c));
+    content.push_back({{"token", token},
+                       {"logprob", completion["token_logprobs"][i]},
+                       {"bytes", bytes},
+                       {"top_logprobs", json::array()}});
+  }
+  return {{"content", content}};
+}
+
+}  // namespace
+
+std::string make_chat_completion_id() { return random_request_id("chatcmpl-"); }
+
+json build_chat_response(const ChatRequest& request, const PreparedCompletion& prepared, const GenerationOutput& output,
+                         const ServedModel& model, const std::string& id, int64_t created) {
+  check_output_shape(prepared, output);
+  const CompletionRequest& options = request.completion;
+  json choices = json::array();
+  for (std::size_t k = 0; k < output.token_ids.size(); ++k) {
+    const auto& ids = output.token_ids[k];
+    const FinishReason finish = output.finish_reasons[k];
+    const json message = {
+        {"role", "assistant"},
+        {"content", decode_text(model.tokenizer, text_token_ids(options, ids, finish), options.skip_special_tokens)},
+        {"refusal", nullptr},
+        {"annotations", nullptr},
+        {"audio", nullptr},
+        {"function_call", nullptr},
+        {"tool_calls", json::array()},
+        {"reasoning_content", nullptr}};
+    choices.push_back({{"index", k},
+                       {"message", message},
+                       {"logprobs", options.logprobs ? chat_logprobs(ids, output.logprobs[k], model,
+                                                                     options.return_tokens_as_token_ids)
+                                                     : json(nullptr)},
+                       {"finish_reason", finish_reason_name(finish)},
+                       {"stop_reason", stop_reason(options, model, ids, finish)},
+                       {"token_ids", options.return_token_ids ? json(ids) : json(nullptr)}});
+  }
+  return {{"id", id},
+          {"object", "chat.completion"},
+          {"created", created},
+          {"model", model.name},
+          {"choices", choices},
+          {"service_tier", nullptr},
+          {"system_fingerprint", nullptr},
+          {"usage", usage_of(prepared, output)},
+          {"prompt_logprobs", nullptr},
+          {"prompt_token_ids", options.return_token_ids ? json(prepared.prompt_token_ids.front()) : json(nullptr)}};
+}
+
+std::vector<std::string> build_chat_stream(const ChatRequest& request, const PreparedCompletion& prepared,
+                                           const GenerationOutput& output, const ServedModel& model,
+                                           const std::string& id, int64_t created) {
+  check_output_shape(prepared, output);
+  const CompletionRequest& options = request.completion;
+  const std::size_t samples = output.token_ids.size();
+  const auto chunk = [&](json choices) {
+    return json{{"id", id},
+                {"object", "chat.completion.chunk"},
+                {"created", created},
+                {"model", model.name},
+                {"choices", std::move(choices)},
+                {"usage", nullptr}};
+  };
+  std::vector<std::string> events;
+  // As vLLM: every choice first announces the assistant role with empty content.
+  for (std::size_t k = 0; k < samples; ++k) {
+    events.push_back(sse_event(chunk(json::array({{{"index", k},
+                                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                   {"logprobs", nullptr},
+                                                   {"finish_reason", nullptr}}}))));
+  }
+  std::vector<std::vector<int32_t>> shown(samples);
+  for (std::size_t k = 0; k < samples; ++k) {
+    shown[k] = text_token_ids(options, output.token_ids[k], output.finish_reasons[k]);
+  }
+  for (const StreamedToken& token : streamed_tokens(output, shown, model.tokenizer, options.skip_special_tokens)) {
+    const std::size_t k = token.sample;
+    const auto& ids = output.token_ids[k];
+    const FinishReason finish = output.finish_reasons[k];
+    json logprobs = nullptr;
+    if (options.logprobs) {
+      logprobs = chat_logprobs({ids[token.position]}, {output.logprobs[k][token.position]}, model,
+                               options.return_tokens_as_token_ids);
+    }
+    events.push_back(sse_event(chunk(
+        json::array({{{"index", k},
+                      {"delta", {{"content", token.text}}},
+                      {"logprobs", logprobs},
+                      {"finish_reason", token.last ? json(finish_reason_name(finish)) : json(nullptr)},
+                      {"stop_reason", token.last ? stop_reason(options, model, ids, finish) : json(nullptr)}}}))));
+  }
+  end_stream(events, options.include_usage, chunk(json::array()), usage_of(prepared, output));
+  return events;
+}
+
+}  // namespace rlcore::serve

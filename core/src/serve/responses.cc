@@ -1,0 +1,93 @@
+// Response bodies for `rlcore serve`, field for field as vLLM's
+// CompletionResponse, ModelList, TokenizeResponse and DetokenizeResponse.
+#include "rlcore/core/serve/responses.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/core/serve/api_error.h"
+#include "rlcore/error.h"
+#include "serve/completion_parts.h"
+
+namespace rlcore::serve {
+
+using nlohmann::json;
+
+std::string make_completion_id() { return random_request_id("cmpl-"); }
+
+json build_completion_response(const CompletionRequest& request, const PreparedCompletion& prepared,
+                               const GenerationOutput& output, const ServedModel& model, const std::string& id,
+                               int64_t created) {
+  check_output_shape(prepared, output);
+  const auto n = static_cast<std::size_t>(prepared.sampling.n);
+  json choices = json::array();
+  for (std::size_t i = 0; i < prepared.prompt_token_ids.size(); ++i) {
+    const auto& prompt_ids = prepared.prompt_token_ids[i];
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t k = i * n + j;
+      const auto& ids = output.token_ids[k];
+      const FinishReason finish = output.finish_reasons[k];
+      const std::vector<int32_t> text_ids = text_token_ids(request, ids, finish);
+      choices.push_back(
+          {{"index", k},
+           {"text", decode_text(model.tokenizer, text_ids, request.skip_special_tokens)},
+           {"logprobs", request.logprobs ? completion_logprobs(ids, output.logprobs[k], model,
+                                                               request.return_tokens_as_token_ids)
+                                         : json(nullptr)},
+           {"finish_reason", finish_reason_name(finish)},
+           {"stop_reason", stop_reason(request, model, ids, finish)},
+           {"token_ids", request.return_token_ids ? json(ids) : json(nullptr)},
+           {"prompt_logprobs", nullptr},
+           {"prompt_token_ids", request.return_token_ids ? json(prompt_ids) : json(nullptr)}});
+    }
+  }
+  json usage = usage_of(prepared, output);
+  usage["prompt_tokens_details"] = nullptr;
+  return {{"id", id},
+          {"object", "text_completion"},
+          {"created", created},
+          {"model", model.name},
+          {"choices", choices},
+          {"usage", usage}};
+}
+
+json build_models_response(const ServedModel& model) {
+  json card = {{"id", model.name},
+               {"object", "model"},
+               {"created", model.created},
+               {"owned_by", "rlcore"},
+               {"root", model.root},
+               {"parent", nullptr},
+               {"max_model_len", model.max_model_len},
+               {"permission", json::array()}};
+  return {{"object", "list"}, {"data", json::array({card})}};
+}
+
+json build_tokenize_response(const std::vector<int32_t>& tokens, bool return_token_strs, const ServedModel& model) {
+  json token_strs = nullptr;
+  if (return_token_strs) {
+    token_strs = json::array();
+    for (const int32_t id : tokens) token_strs.push_back(model.tokenizer.id_to_token(id));
+  }
+  return {{"count", tokens.size()},
+          {"max_model_len", model.max_model_len},
+          {"tokens", tokens},
+          {"token_strs", token_strs}};
+}
+
+json build_detokenize_response(const DetokenizeRequest& request, const ServedModel& model) {
+  std::vector<int32_t> ids;
+  ids.reserve(request.tokens.size());
+  for (const int64_t id : request.tokens) {
+    if (id >= model.tokenizer.vocab_size() || !is_known(model.tokenizer, static_cast<int32_t>(id))) {
+      throw bad_request("Token id " + std::to_string(id) + " is out of vocabulary", "tokens");
+    }
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  return {{"prompt", model.tokenizer.decode_lossy(ids)}};
+}
+
+json build_version_response() { return {{"version", RLCORE_VERSION_STRING}}; }
+
+}  // namespace rlcore::serve

@@ -1,0 +1,335 @@
+// The "actor_rollout_ref" worker role: the actor's train engine, the rollout's
+// inference engine and the frozen reference, colocated in one process so the
+// weights move from training to generation without leaving it.
+#include <algorithm>
+#include <map>
+
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+
+#include "rlcore/comm_context.h"
+#include "rlcore/core/trainer/roles.h"
+#include "rlcore/core/trainer/trainer_config.h"
+#include "rlcore/device.h"
+#include "rlcore/error.h"
+#include "rlcore/fault_point.h"
+#include "rlcore/inference_engine.h"
+#include "rlcore/sharding_manager.h"
+#include "trainer/losses.h"
+#include "trainer/parallel.h"
+#include "trainer/sequences.h"
+#include "trainer/worker_common.h"
+
+namespace rlcore::trainer {
+namespace {
+
+MicroBatching micro_batching(int64_t micro_batch_size, bool dynamic, int64_t max_token_len) {
+  return MicroBatching{micro_batch_size, dynamic, max_token_len};
+}
+
+// Where this worker sits in the rollout: its kRolloutTpGroup (tp 1 without one).
+RolloutLayout rollout_layout(const CommContext* comm) {
+  RolloutLayout layout;
+  if (comm != nullptr && comm->has_group(kRolloutTpGroup)) {
+    layout.tp_size = comm->group(kRolloutTpGroup).size();
+    layout.tp_rank = comm->group(kRolloutTpGroup).rank();
+  }
+  return layout;
+}
+
+// The rollout's data-parallel view of the pool: a TP group (consecutive ranks)
+// is one dp rank, and only its tp rank 0 returns the rows.
+MeshRank rollout_mesh_rank(const RoleContext& context, const RolloutLayout& layout) {
+  return MeshRank{context.rank / layout.tp_size, context.world_size / layout.tp_size, layout.tp_rank == 0};
+}
+
+class ActorRolloutRef {
+ public:
+  ActorRolloutRef(const Registry& components, const RoleContext& context)
+      : context_(context), device_(worker_device(context)) {
+    const ConfigNode tree = role_config(context);
+    const ConfigNode section = tree["actor_rollout_ref"];
+    config_ = actor_rollout_ref_schema().parse(section);
+    const std::string model_path = context.options.value(role_options::kModelPath, config_.model.path);
+    const int64_t total_steps = context.options.value(role_options::kTotalSteps, int64_t{0});
+
+    EngineRequest actor{config_.actor.strategy, config_.actor.engine_options, model_path};
+    actor.total_training_steps = total_steps;
+    actor_ = make_train_engine(components, context, actor);
+    if (context.options.value(role_options::kWithRef, false)) {
+      EngineRequest ref{config_.ref.strategy, config_.ref.engine_options,
+                        model_path};
+      ref.trainable = false;
+      ref_ = make_train_engine(components, context, ref);
+    }
+    if (context.options.value(role_options::kWithRollout, true)) {
+      ComponentContext rollout_context;
+      rollout_context.device = device_;
+      rollout_context.model_path = model_path;
+      if (context.comm != nullptr) {
+        rollout_comm_ = std::make_unique<CommContext>(
+            rollout_comm(*context.comm, actor_parallelism(config_).rollout_tp));
+        rollout_context.comm = rollout_comm_.get();
+      }
+      rollout_ = components.create<InferenceEngine>(
+          config_.rollout.name, config_.rollout.engine_options,
+          rollout_context);
+      layout_ = rollout_layout(rollout_context.comm);
+      attach_sharding_manager(components, rollout_context);
+    }
+    loss_ = make_actor_loss(components, section["actor"]);
+  }
+
+  void register_methods(RoleMethods& methods) {
+    // Every rank of a rollout TP group generates the same prompts (mesh_compute
+    // sends each group one shard); with tp 1 this is dp_compute over all ranks.
+    methods.set_mesh_rank(kRolloutMesh, rollout_mesh_rank(context_, layout_));
+    methods.add_mesh("generate", kRolloutMesh, [this](const Batch& b, const nlohmann::json& a) {
+      return generate(b, a);
+    });
+    // Every rank of a model-parallel replica (train-megatron's tp x pp group)
+    // gets the replica's rows; without one this is dp_compute over all ranks.
+    methods.set_mesh_rank(kTrainMesh, train_mesh_rank(context_.comm, context_.rank, context_.world_size));
+    methods.add_mesh("compute_log_prob", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
+      return compute_log_prob(b, a);
+    });
+    methods.add_mesh("compute_ref_log_prob", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
+      return compute_ref_log_prob(b, a);
+    });
+    methods.add_mesh("update_actor", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
+      return update_actor(b, a);
+    });
+    methods.add_mesh("sft_step", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
+      return sft_step(b, a);
+    });
+    methods.add("sync_weights", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
+      return sync_weights(a);
+    });
+    methods.add("save_checkpoint", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
+      actor_->save_checkpoint(a.at("dir").get<std::string>());
+      return MethodResult{};
+    });
+    methods.add("load_checkpoint", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
+      actor_->load_checkpoint(a.at("dir").get<std::string>());
+      return MethodResult{Batch(), {{"step", actor_->step()}}};
+    });
+    methods.add("export_hf", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
+      actor_->export_hf(a.at("dir").get<std::string>());
+      return MethodResult{};
+    });
+    methods.add("memory", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json&) {
+      const TrainMemory memory = actor_->memory();
+      return MethodResult{Batch(),
+                          {{"param_bytes", memory.param_bytes},
+                           {"grad_bytes", memory.grad_bytes},
+                           {"optimizer_bytes", memory.optimizer_bytes},
+                           {"host_bytes", memory.host_bytes}}};
+    });
+  }
+
+ private:
+  ActorLossSettings make_actor_loss(const Registry& components, const ConfigNode& actor_section) const {
+    const ActorConfig& actor = config_.actor;
+    ActorLossSettings settings;
+    settings.policy_loss_name = actor.policy_loss.loss_mode;
+    settings.policy_loss = components.create<PolicyLoss>(actor.policy_loss.loss_mode, actor.policy_loss.options);
+    settings.policy.clip_ratio = actor.clip_ratio;
+    if (actor_section.has("clip_ratio_low")) settings.policy.clip_ratio_low = actor.clip_ratio_low;
+    if (actor_section.has("clip_ratio_high")) settings.policy.clip_ratio_high = actor.clip_ratio_high;
+    settings.policy.clip_ratio_c = actor.clip_ratio_c;
+    settings.policy.aggregation.mode = actor.loss_agg_mode;
+    settings.entropy_coeff = actor.entropy_coeff;
+    settings.use_kl_loss = actor.use_kl_loss;
+    settings.kl_loss_coef = actor.kl_loss_coef;
+    settings.kl_loss_type = actor.kl_loss_type;
+    return settings;
+  }
+
+  MethodResult generate(const Batch& prompts, const nlohmann::json& args) {
+    require(rollout_ != nullptr, "generate");
+    SamplingParams sampling;
+    sampling.n = 1;  // the controller repeats prompts n times, so every row is one sample
+    sampling.max_tokens = args.at("max_tokens").get<int64_t>();
+    sampling.temperature = args.value("greedy", false) ? 0.0 : args.value("temperature", 1.0);
+    sampling.top_k = args.value("top_k", int64_t{-1});
+    sampling.top_p = args.value("top_p", 1.0);
+    // Every rollout dp rank samples its own rows: one seed per (call, dp rank),
+    // the same on every rank of a TP group.
+    sampling.seed = args.value("seed", int64_t{0}) * 1009 + rollout_mesh_rank(context_, layout_).dp_rank;
+    sampling.stop_token_ids = args.value("stop_token_ids", std::vector<int32_t>{});
+    const int64_t pad_id = args.at("pad_token_id").get<int64_t>();
+    if (args.value("validation", false)) fault_point("actor.validate");
+    GenerationOutput generated;
+    {
+      fault_point("actor.swap_to_rollout");
+      RolloutScope scope(*sharding_manager_, version_);
+      swaps_.add_to_rollout(scope.entered());
+      generated = rollout_->generate(unpad_prompts(prompts), sampling);
+      fault_point("actor.swap_to_train");
+      swaps_.add_to_train(scope.finish());
+    }
+    Batch out = make_sequence_batch(prompts, generated, sampling.max_tokens, pad_id);
+    return MethodResult{out, {{"weight_version", generated.weight_version}}};
+  }
+
+  MethodResult compute_log_prob(const Batch& batch, const nlohmann::json& args) {
+    ForwardOptions options;
+    options.temperature = args.value("temperature", 1.0);
+    options.entropy = args.value("entropy", true);
+    const RolloutConfig& rollout = config_.rollout;
+    options.micro_batching = micro_batching(rollout.log_prob_micro_batch_size_per_gpu,
+                                            rollout.log_prob_use_dynamic_bsz, rollout.log_prob_max_token_len_per_gpu);
+    const ModelOutput output = actor_->forward(batch, options);
+    Batch out(batch.size());
+    out.set(kOldLogProbs, output.log_prob);
+    if (output.entropy.defined()) out.set("entropys", output.entropy);
+    return MethodResult{out, nullptr};
+  }
+
+  MethodResult compute_ref_log_prob(const Batch& batch, const nlohmann::json& args) {
+    require(ref_ != nullptr, "compute_ref_log_prob");
+    ForwardOptions options;
+    options.temperature = args.value("temperature", 1.0);
+    const RefConfig& ref = config_.ref;
+    options.micro_batching = micro_batching(ref.log_prob_micro_batch_size_per_gpu, ref.log_prob_use_dynamic_bsz,
+                                            ref.log_prob_max_token_len_per_gpu);
+    Batch out(batch.size());
+    out.set(kRefLogProb, ref_->forward(batch, options).log_prob);
+    return MethodResult{out, nullptr};
+  }
+
+  ForwardOptions update_options(double temperature) const {
+    ForwardOptions options;
+    options.temperature = temperature;
+    options.entropy = config_.actor.entropy_coeff != 0.0;
+    options.micro_batching = micro_batching(config_.actor.ppo_micro_batch_size_per_gpu, config_.actor.use_dynamic_bsz,
+                                            config_.actor.ppo_max_token_len_per_gpu);
+    return options;
+  }
+
+  MethodResult update_actor(const Batch& batch, const nlohmann::json& args) {
+    const auto metrics = run_updates(*actor_, batch, args.at("mini_batch_rows").get<int64_t>(),
+                                     config_.actor.ppo_epochs, update_options(args.value("temperature", 1.0)),
+                                     actor_loss(loss_));
+    return MethodResult{Batch(), to_json(metrics)};
+  }
+
+  MethodResult sft_step(const Batch& batch, const nlohmann::json&) {
+    const auto metrics = actor_->train_step(batch, update_options(1.0), sft_loss()).metrics;
+    return MethodResult{Batch(), to_json(metrics)};
+  }
+
+  // The train <-> rollout switch around every generate() call, with the
+  // weight version set by the last sync_weights.
+  void attach_sharding_manager(const Registry& components, const ComponentContext& context) {
+    const HybridEngineConfig& hybrid = config_.hybrid_engine;
+    sharding_manager_ = components.create<ShardingManager>(config_.rollout.sharding_manager, hybrid.options, context);
+    HybridEngines engines;
+    engines.train = actor_;
+    engines.rollout = rollout_;
+    engines.adaptor = components.create<WeightAdaptor>(weight_adaptor_for(config_), ConfigNode(), context);
+    engines.offloader = components.create<Offloader>(hybrid.offloader, ConfigNode(), context);
+    engines.layout = layout_;
+    sharding_manager_->attach(std::move(engines));
+  }
+
+  // Sets the version the next swaps carry and returns the stats of the swaps
+  // since the previous call (summed; peak: the largest).
+  MethodResult sync_weights(const nlohmann::json& args) {
+    require(rollout_ != nullptr, "sync_weights");
+    version_ = args.at("version").get<int64_t>();
+    nlohmann::json stats = swaps_.to_json();
+    stats["version"] = version_;
+    if (!swaps_.measured_per_swap && !warned_peak_not_reset_) {
+      spdlog::warn("rank {}: the memory peak could not be reset before a swap (/proc/self/clear_refs is not "
+                   "writable here); memory/peak_swap_bytes is the peak since the process started",
+                   context_.rank);
+      warned_peak_not_reset_ = true;
+    }
+    // This worker's device memory now, measured (rlcore/device.h).
+    const DeviceMemoryStats memory = device_memory_stats(at::Device(device_));
+    stats["allocated_bytes"] = memory.allocated;
+    stats["reserved_bytes"] = memory.reserved;
+    stats["rss_bytes"] = process_rss_bytes();
+    swaps_ = SwapTotals();
+    return MethodResult{Batch(), stats};
+  }
+
+  struct SwapTotals {
+    int64_t swaps = 0;
+    double to_rollout_s = 0;
+    double to_train_s = 0;
+    int64_t bytes_moved = 0;
+    int64_t bytes_gathered = 0;
+    int64_t planned_peak_bytes = 0;
+    int64_t measured_peak_bytes = 0;
+
+    bool measured_per_swap = true;  // false: some peak could not be reset, so it is the process's
+    std::map<std::string, double> phases;
+
+    void add_peaks(const SwapStats& s) {
+      planned_peak_bytes = std::max(planned_peak_bytes, s.planned_peak_bytes);
+      measured_peak_bytes = std::max(measured_peak_bytes, s.measured_peak_bytes);
+      measured_per_swap = measured_per_swap && s.measured_per_swap;
+    }
+    void add_to_rollout(const SwapStats& s) {
+      ++swaps;
+      to_rollout_s += s.seconds;
+      bytes_moved += s.bytes_moved;
+      bytes_gathered += s.bytes_gathered;
+      add_peaks(s);
+      phases["gather"] += s.gather_s;
+      phases["convert"] += s.convert_s;
+      phases["copy"] += s.copy_s;
+      phases["offload"] += s.offload_s;
+    }
+    void add_to_train(const SwapStats& s) {
+      to_train_s += s.seconds;
+      add_peaks(s);
+      phases["reload"] += s.reload_s;
+    }
+    nlohmann::json to_json() const {
+      return {{"swaps", swaps},
+              {"to_rollout_s", to_rollout_s},
+              {"to_train_s", to_train_s},
+              {"bytes_moved", bytes_moved},
+              {"bytes_gathered", bytes_gathered},
+              {"planned_peak_bytes", planned_peak_bytes},
+              {"measured_peak_bytes", measured_peak_bytes},
+              {"phases", phases}};
+    }
+  };
+
+  void require(bool present, const std::string& method) const {
+    if (!present) throw ValueError("actor." + method + ": this worker was started without that engine");
+  }
+
+  static constexpr const char* kRolloutMesh = "rollout";
+  static constexpr const char* kTrainMesh = "train";
+
+  RoleContext context_;
+  std::string device_;  // trainer.device as this worker resolved it ("cpu", "cuda:1")
+  ActorRolloutRefConfig config_;
+  RolloutLayout layout_;
+  std::unique_ptr<CommContext> rollout_comm_;  // the pool's groups, plus the rollout's TP group
+  std::shared_ptr<TrainEngine> actor_;
+  std::shared_ptr<TrainEngine> ref_;
+  std::shared_ptr<InferenceEngine> rollout_;
+  std::shared_ptr<ShardingManager> sharding_manager_;
+  int64_t version_ = 0;  // what the next swap carries: set by sync_weights
+  SwapTotals swaps_;
+  bool warned_peak_not_reset_ = false;
+  ActorLossSettings loss_;
+};
+
+}  // namespace
+
+void add_actor_rollout_ref_role(RoleRegistry& roles, const Registry& components) {
+  roles.add("actor_rollout_ref", [&components](const RoleContext& context, RoleMethods& methods) {
+    auto role = std::make_shared<ActorRolloutRef>(components, context);
+    role->register_methods(methods);
+    return std::static_pointer_cast<void>(role);
+  });
+}
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,69 @@
+// The "critic" worker role: a train engine with a value head (verl's critic).
+#include "rlcore/core/trainer/roles.h"
+#include "rlcore/core/trainer/trainer_config.h"
+#include "trainer/losses.h"
+#include "trainer/worker_common.h"
+
+namespace rlcore::trainer {
+namespace {
+
+class Critic {
+ public:
+  Critic(const Registry& components, const RoleContext& context) {
+    const ConfigNode tree = role_config(context);
+    config_ = critic_schema().parse(tree["critic"]);
+    const std::string actor_model = tree["actor_rollout_ref"]["model"]["path"].defined()
+                                        ? tree["actor_rollout_ref"]["model"]["path"].as<std::string>()
+                                        : std::string();
+    EngineRequest request{config_.strategy, config_.engine_options,
+                          config_.model.path.empty() ? context.options.value(role_options::kModelPath, actor_model)
+                                                     : config_.model.path};
+    request.model_head = "value";
+    request.total_training_steps = context.options.value(role_options::kTotalSteps, int64_t{0});
+    engine_ = make_train_engine(components, context, request);
+  }
+
+  void register_methods(RoleMethods& methods) {
+    methods.add("compute_values", DispatchMode::kDpCompute, [this](const Batch& batch, const nlohmann::json&) {
+      ForwardOptions options;
+      options.micro_batching = {config_.forward_micro_batch_size_per_gpu, config_.use_dynamic_bsz,
+                                config_.ppo_max_token_len_per_gpu};
+      Batch out(batch.size());
+      out.set(kValues, engine_->forward(batch, options).values);
+      return MethodResult{out, nullptr};
+    });
+    methods.add("update_critic", DispatchMode::kDpCompute, [this](const Batch& batch, const nlohmann::json& args) {
+      ForwardOptions options;
+      options.micro_batching = {config_.ppo_micro_batch_size_per_gpu, config_.use_dynamic_bsz,
+                                config_.ppo_max_token_len_per_gpu};
+      const auto metrics = run_updates(*engine_, batch, args.at("mini_batch_rows").get<int64_t>(),
+                                       args.at("epochs").get<int64_t>(), options,
+                                       critic_loss(config_.cliprange_value, config_.loss_agg_mode));
+      return MethodResult{Batch(), to_json(metrics)};
+    });
+    methods.add("save_checkpoint", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& args) {
+      engine_->save_checkpoint(args.at("dir").get<std::string>());
+      return MethodResult{};
+    });
+    methods.add("load_checkpoint", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& args) {
+      engine_->load_checkpoint(args.at("dir").get<std::string>());
+      return MethodResult{};
+    });
+  }
+
+ private:
+  CriticConfig config_;
+  std::shared_ptr<TrainEngine> engine_;
+};
+
+}  // namespace
+
+void add_critic_role(RoleRegistry& roles, const Registry& components) {
+  roles.add("critic", [&components](const RoleContext& context, RoleMethods& methods) {
+    auto role = std::make_shared<Critic>(components, context);
+    role->register_methods(methods);
+    return std::static_pointer_cast<void>(role);
+  });
+}
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,49 @@
+// One rollout through the actor role (see trainer/generation.h).
+#include "trainer/generation.h"
+
+#include <ATen/ATen.h>
+
+#include "rlcore/error.h"
+#include "trainer/sequences.h"
+
+namespace rlcore::trainer {
+
+GenerationLimits generation_limits(const Tokenizer& tokenizer, int64_t max_tokens) {
+  GenerationLimits limits;
+  limits.max_tokens = max_tokens;
+  if (tokenizer.eos_token_id()) limits.stop_token_ids.push_back(*tokenizer.eos_token_id());
+  limits.pad_token_id = tokenizer.pad_token_id().value_or(tokenizer.eos_token_id().value_or(0));
+  return limits;
+}
+
+Rollout generate_rollout(WorkerGroup& actor, const std::vector<const Example*>& prompts, int64_t n,
+                         const nlohmann::json& sampling, const GenerationLimits& limits, int64_t expected_version) {
+  Rollout rollout;
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<int64_t> uid;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    for (int64_t j = 0; j < n; ++j) {
+      rollout.examples.push_back(prompts[p]);
+      ids.push_back(prompts[p]->prompt_ids);
+      uid.push_back(static_cast<int64_t>(p));
+    }
+  }
+  nlohmann::json args = sampling;
+  args["max_tokens"] = limits.max_tokens;
+  args["stop_token_ids"] = limits.stop_token_ids;
+  args["pad_token_id"] = limits.pad_token_id;
+  CallOutput generated = actor.call("actor.generate", make_prompt_batch(ids, limits.pad_token_id), args).get();
+  for (const auto& reply : generated.replies) {
+    const int64_t version = reply.value.at("weight_version").get<int64_t>();
+    if (version != expected_version) {
+      throw ValueError("actor.generate on rank " + std::to_string(reply.rank) + " used weight version " +
+                       std::to_string(version) + ", expected " + std::to_string(expected_version) +
+                       " (the weights synced after the last update): stale rollout weights");
+    }
+  }
+  rollout.batch = std::move(generated.batch);
+  rollout.batch.set("uid", at::tensor(uid, at::kLong));
+  return rollout;
+}
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,417 @@
+// The RL trainer's controller loop (see rl_trainer.h and docs/trainer.md).
+#include "rlcore/core/trainer/rl_trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <iomanip>
+#include <limits>
+#include <optional>
+#include <ostream>
+
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+
+#include "rlcore/advantage_estimator.h"
+#include "rlcore/core/data/sampler.h"
+#include "rlcore/core/metrics.h"
+#include "rlcore/core/reward_router.h"
+#include "rlcore/device.h"
+#include "rlcore/error.h"
+#include "rlcore/fault_point.h"
+#include "rlcore/kl_controller.h"
+#include "rlcore/rl_functional.h"
+#include "trainer/checkpoint.h"
+#include "trainer/generation.h"
+#include "trainer/losses.h"
+#include "trainer/plan.h"
+#include "trainer/rewards.h"
+#include "trainer/sequences.h"
+#include "trainer/step_metrics.h"
+#include "trainer/validation.h"
+#include "trainer/workers.h"
+
+namespace rlcore {
+
+using trainer::Rollout;
+using trainer::StepMetrics;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+const std::vector<std::string> kEngineColumns = {columns::kInputIds, columns::kAttentionMask, columns::kPositionIds,
+                                                 columns::kResponses, columns::kResponseMask};
+
+std::vector<std::string> with_engine_columns(std::vector<std::string> extra) {
+  extra.insert(extra.end(), kEngineColumns.begin(), kEngineColumns.end());
+  return extra;
+}
+
+// The console line: the few numbers a researcher watches, in a fixed order.
+std::vector<std::string> console_keys(const std::vector<std::string>& validation_keys) {
+  std::vector<std::string> keys = {"critic/score/mean", "actor/pg_loss", "actor/entropy", "actor/ppo_kl",
+                                   "actor/kl_loss",     "critic/vf_loss", "response_length/mean"};
+  keys.insert(keys.end(), validation_keys.begin(), validation_keys.end());
+  keys.insert(keys.end(), {"timing_s/gen", "timing_s/update_actor", "timing_s/step", "perf/throughput"});
+  return keys;
+}
+
+}  // namespace
+
+struct RlTrainer::Impl {
+  const Registry& components;
+  ResolvedConfig resolved;
+  const RunConfig& config;
+  std::ostream& out;
+  Tokenizer tokenizer;
+  Dataset train_set;
+  Dataset val_set;
+  trainer::TrainPlan plan;
+  std::unique_ptr<EpochSampler> sampler;
+  std::shared_ptr<AdvantageEstimator> estimator;
+  std::unique_ptr<KlController> kl_controller;
+  RewardRouter rewards;
+  trainer::CheckpointStore checkpoints;
+  std::unique_ptr<trainer::TrainerWorkers> workers;
+  MetricsLogger logger;
+  trainer::GenerationLimits limits;
+  std::unique_ptr<trainer::Validator> validator;
+  int64_t step = 0;
+  int64_t resumed_from = 0;
+
+  Impl(const Registry& registry, const ResolvedConfig& resolved_config, const std::vector<std::string>& plugin_paths,
+       std::ostream& console)
+      : components(registry),
+        resolved(resolved_config),
+        config(resolved.config),
+        out(console),
+        tokenizer(load_tokenizer(resolved.config)),
+        rewards(registry, resolved.config.reward),
+        checkpoints(resolved.config.run_dir()) {
+    trainer::check_stop_rule(config);
+    trainer::check_run_dir_writable(config.run_dir());
+    fault_point("trainer.start");  // a malformed RLCORE_FAULT stops the run here
+    train_set = load_dataset(config.data.train_files, "data.train_files");
+    val_set = config.data.val_files.empty() ? Dataset() : load_dataset(config.data.val_files, "data.val_files");
+    const bool critic = trainer::uses_critic(config, components);
+    const auto [actor_workers, critic_workers] = trainer::TrainerWorkers::data_parallel_sizes(config, critic);
+    plan = trainer::make_train_plan(config, components, train_set.size(), actor_workers, critic_workers);
+    sampler = std::make_unique<EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle,
+                                             config.data.seed);
+    estimator = components.create<AdvantageEstimator>(
+        config.algorithm.adv_estimator,
+        estimator_options(components, config.algorithm.adv_estimator, config.algorithm.estimator_options));
+    kl_controller = make_kl_controller(config.algorithm.kl_ctrl);
+    limits = trainer::generation_limits(tokenizer, plan.response_length);
+    validator = std::make_unique<trainer::Validator>(config, val_set, tokenizer, rewards, limits);
+    logger.add(std::make_unique<ConsoleMetricsSink>(out, console_keys(validator->core_metric_names())));
+    add_file_sinks(logger, config.trainer.logger, config.run_dir());
+
+    out << "rlcore: " << config.algorithm.adv_estimator << " on " << train_set.size() << " prompts, "
+        << plan.prompts_per_step << " x " << config.actor_rollout_ref.rollout.n << " responses per step, "
+        << plan.total_steps << " steps; " << actor_workers << " actor data-parallel rank(s)"
+        << (critic ? ", " + std::to_string(critic_workers) + " critic worker(s)" : std::string()) << "\n";
+    const auto start = Clock::now();
+    trainer::WorkerRoles roles;
+    roles.critic = critic;
+    roles.ref = plan.use_ref;
+    roles.total_training_steps = plan.total_steps;
+    workers = std::make_unique<trainer::TrainerWorkers>(resolved, plugin_paths, roles);
+    out << "rlcore: workers ready in " << std::fixed << std::setprecision(1) << seconds_since(start) << " s\n"
+        << std::defaultfloat;
+  }
+
+  static Tokenizer load_tokenizer(const RunConfig& config) {
+    const std::string& path = config.actor_rollout_ref.model.path;
+    if (path.empty()) throw ConfigError("actor_rollout_ref.model.path is required: the HF checkpoint to train");
+    return Tokenizer::from_pretrained_dir(path);
+  }
+
+  Dataset load_dataset(const std::vector<std::string>& files, const std::string& key) const {
+    if (files.empty()) throw ConfigError(key + " is required: the JSONL/JSON prompts to train on");
+    return Dataset::load(files, config.data, tokenizer, /*with_responses=*/false,
+                         checkpoint_chat_renderer(config.actor_rollout_ref.model.path, config.data));
+  }
+
+  Rollout generate(const std::vector<const Example*>& prompts, int64_t n, const nlohmann::json& sampling) {
+    return trainer::generate_rollout(workers->actor(), prompts, n, sampling, limits, step);
+  }
+
+  nlohmann::json train_sampling() const {
+    const auto& rollout = config.actor_rollout_ref.rollout;
+    return {{"temperature", rollout.temperature},
+            {"top_k", rollout.top_k},
+            {"top_p", rollout.top_p},
+            {"seed", config.data.seed * 1000003 + step}};
+  }
+
+  StepMetrics validate() { return validator->run(workers->actor(), step); }
+
+  // ---- one step --------------------------------------------------------------
+
+  StepMetrics train_step(const std::vector<int64_t>& indices) {
+    StepMetrics metrics;
+    auto timed = [&metrics](const std::string& name, auto&& work) {
+      const auto start = Clock::now();
+      work();
+      metrics["timing_s/" + name] = seconds_since(start);
+    };
+    const auto step_start = Clock::now();
+    std::vector<const Example*> prompts;
+    for (int64_t index : indices) prompts.push_back(&train_set.at(index));
+
+    Rollout rollout;
+    timed("gen", [&] { rollout = generate(prompts, config.actor_rollout_ref.rollout.n, train_sampling()); });
+    Batch& batch = rollout.batch;
+    timed("reward", [&] {
+      trainer::Rewards scored = trainer::compute_rewards(batch, rollout.examples, tokenizer, rewards);
+      batch.set("token_level_scores", scored.token_level_scores);
+      for (const auto& [name, column] : scored.extras) {
+        double sum = 0;
+        int64_t count = 0;
+        for (double value : column) {
+          if (!std::isnan(value)) sum += value, ++count;
+        }
+        if (count > 0) metrics["critic/score_extra/" + name] = sum / static_cast<double>(count);
+      }
+    });
+    if (plan.needs.reward_baselines) timed("gen_max", [&] { add_greedy_baselines(prompts, batch); });
+
+    const Batch engine_input = batch.select(kEngineColumns);
+    const double temperature = config.actor_rollout_ref.rollout.temperature;
+    timed("old_log_prob", [&] {
+      std::vector<std::future<CallOutput>> calls;
+      calls.push_back(workers->actor().call("actor.compute_log_prob", engine_input,
+                                            {{"temperature", temperature}, {"entropy", true}}));
+      if (plan.use_ref) {
+        calls.push_back(workers->actor().call("actor.compute_ref_log_prob", engine_input, {{"temperature", temperature}}));
+      }
+      if (workers->critic()) calls.push_back(workers->critic()->call("critic.compute_values", engine_input));
+      for (auto& output : wait_all(calls)) batch.union_with(output.batch);
+    });
+    metrics["actor/entropy"] =
+        masked_mean(batch.tensor("entropys"), batch.tensor(columns::kResponseMask)).item<double>();
+    add_rollout_probs_diff(batch, metrics);
+
+    timed("adv", [&] { compute_advantages(batch, metrics); });
+
+    std::vector<std::future<CallOutput>> updates;
+    timed("update", [&] {
+      if (workers->critic()) {
+        updates.push_back(workers->critic()->call(
+            "critic.update_critic", batch.select(with_engine_columns({trainer::kValues, trainer::kReturns})),
+            {{"mini_batch_rows", plan.critic_mini_batch_rows}, {"epochs", plan.critic_epochs}}));
+      }
+      std::vector<std::string> actor_columns = {trainer::kOldLogProbs, trainer::kAdvantages};
+      if (config.actor_rollout_ref.actor.use_kl_loss) actor_columns.push_back(trainer::kRefLogProb);
+      const auto start = Clock::now();
+      updates.push_back(workers->actor().call("actor.update_actor", batch.select(with_engine_columns(actor_columns)),
+                                              {{"mini_batch_rows", plan.actor_mini_batch_rows},
+                                               {"temperature", temperature}}));
+      for (auto& output : wait_all(updates)) {
+        for (const auto& [name, value] : output.replies.front().value.items()) metrics[name] = value.get<double>();
+      }
+      metrics["timing_s/update_actor"] = seconds_since(start);
+    });
+    ++step;
+    timed("sync_weights", [&] {
+      // The reply carries the stats of this step's swaps (train <-> rollout around each generate);
+      // ranks swap in lockstep, so the slowest rank's times and the largest peak are reported.
+      const CallOutput synced = workers->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
+      double to_rollout = 0, to_train = 0, bytes_moved = 0;
+      std::map<std::string, double> memory;  // the largest of each over the workers
+      double rss_min = std::numeric_limits<double>::infinity(), rss_max = 0, rss_sum = 0;
+      for (const auto& reply : synced.replies) {
+        const double rss = reply.value["rss_bytes"].get<double>();
+        rss_min = std::min(rss_min, rss);
+        rss_max = std::max(rss_max, rss);
+        rss_sum += rss;
+        metrics["memory/worker_rss_bytes/rank_" + std::to_string(reply.rank)] = rss;  // a leak in one rank
+        to_rollout = std::max(to_rollout, reply.value["to_rollout_s"].get<double>());
+        to_train = std::max(to_train, reply.value["to_train_s"].get<double>());
+        bytes_moved = std::max(bytes_moved, reply.value["bytes_moved"].get<double>());
+        for (const char* key : {"planned_peak_bytes", "measured_peak_bytes", "allocated_bytes", "reserved_bytes"}) {
+          memory[key] = std::max(memory[key], reply.value[key].get<double>());
+        }
+        for (const auto& [phase, seconds] : reply.value["phases"].items()) {
+          double& slot = metrics["timing_s/reshard_" + phase];
+          slot = std::max(slot, seconds.get<double>());
+        }
+      }
+      metrics["timing_s/reshard_to_rollout"] = to_rollout;
+      metrics["timing_s/reshard_to_train"] = to_train;
+      metrics["perf/swap_GBps"] = to_rollout > 0 ? bytes_moved / to_rollout / 1e9 : 0.0;
+      metrics["perf/swap_bytes"] = bytes_moved;
+      metrics["memory/peak_swap_bytes"] = memory["measured_peak_bytes"];
+      metrics["memory/planned_peak_swap_bytes"] = memory["planned_peak_bytes"];
+      metrics["memory/allocated_bytes"] = memory["allocated_bytes"];
+      metrics["memory/reserved_bytes"] = memory["reserved_bytes"];
+      metrics["memory/worker_rss_bytes/max"] = rss_max;
+      metrics["memory/worker_rss_bytes/min"] = rss_min;
+      metrics["memory/worker_rss_bytes/mean"] = rss_sum / static_cast<double>(synced.replies.size());
+    });
+    metrics["memory/controller_rss_bytes"] = static_cast<double>(process_rss_bytes());
+    metrics["perf/cpu_memory_used_gb"] = static_cast<double>(host_memory_used_bytes()) / (1 << 30);
+    metrics["actor/lr"] = metrics.count("lr") ? metrics["lr"] : 0.0;
+    metrics.erase("lr");
+    if (metrics.count("grad_norm")) {
+      metrics["actor/grad_norm"] = metrics["grad_norm"];
+      metrics.erase("grad_norm");
+    }
+    const auto data = trainer::data_metrics(batch);
+    metrics.insert(data.begin(), data.end());
+    metrics["timing_s/step"] = seconds_since(step_start);
+    const auto perf = trainer::throughput_metrics(batch, metrics["timing_s/step"], plan.actor_workers);
+    metrics.insert(perf.begin(), perf.end());
+    return metrics;
+  }
+
+  // verl's training/rollout_probs_diff_*: how far the rollout engine's token
+  // probabilities are from the trainer's for the same tokens (a mismatch
+  // makes the update off-policy without anyone noticing).
+  static void add_rollout_probs_diff(const Batch& batch, StepMetrics& metrics) {
+    const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
+    const at::Tensor diff =
+        (batch.tensor(trainer::kRolloutLogProbs).exp() - batch.tensor(trainer::kOldLogProbs).exp()).abs().masked_select(mask);
+    if (diff.numel() == 0) return;
+    metrics["training/rollout_probs_diff_max"] = diff.max().item<double>();
+    metrics["training/rollout_probs_diff_mean"] = diff.mean().item<double>();
+  }
+
+  // ReMax: the reward of each prompt's greedy response is its rows' baseline.
+  void add_greedy_baselines(const std::vector<const Example*>& prompts, Batch& batch) {
+    nlohmann::json greedy = train_sampling();
+    greedy["greedy"] = true;
+    const Rollout baseline = generate(prompts, 1, greedy);
+    const trainer::Rewards scored = trainer::compute_rewards(baseline.batch, baseline.examples, tokenizer, rewards);
+    const int64_t n = config.actor_rollout_ref.rollout.n;
+    at::Tensor baselines = at::empty({batch.size()}, at::kFloat);
+    for (int64_t row = 0; row < batch.size(); ++row) baselines[row] = scored.scores[row / n];
+    batch.set("reward_baselines", baselines);
+  }
+
+  void compute_advantages(Batch& batch, StepMetrics& metrics) {
+    const at::Tensor mask = batch.tensor(columns::kResponseMask);
+    if (config.algorithm.use_kl_in_reward) {
+      const KlInRewardResult kl = apply_kl_penalty(batch.tensor("token_level_scores"), batch.tensor(trainer::kOldLogProbs),
+                                                   batch.tensor(trainer::kRefLogProb), mask, *kl_controller,
+                                                   config.algorithm.kl_penalty);
+      batch.set("token_level_rewards", kl.token_level_rewards);
+      metrics["actor/reward_kl_penalty"] = kl.current_kl;
+      metrics["actor/reward_kl_penalty_coeff"] = kl.beta;
+    } else {
+      batch.set("token_level_rewards", batch.tensor("token_level_scores"));
+    }
+    const AdvantageOutput advantages = estimator->compute(advantage_input_from_batch(batch, "uid"));
+    batch.set(trainer::kAdvantages, advantages.advantages.to(at::kFloat));
+    batch.set(trainer::kReturns, advantages.returns.to(at::kFloat));
+  }
+
+  // ---- checkpoints -------------------------------------------------------------
+
+  std::string save_checkpoint() {
+    const std::string staging = checkpoints.staging_dir(step);
+    std::vector<std::future<CallOutput>> saves;
+    saves.push_back(workers->actor().call("actor.save_checkpoint", Batch(), {{"dir", staging + "/actor"}}));
+    if (workers->critic()) {
+      saves.push_back(workers->critic()->call("critic.save_checkpoint", Batch(), {{"dir", staging + "/critic"}}));
+    }
+    wait_all(saves);
+    trainer::TrainerState state{step, sampler->state(), kl_controller->value()};
+    return checkpoints.commit(step, state, config.trainer.max_ckpt_to_keep);
+  }
+
+  std::optional<std::string> checkpoint_to_resume() const {
+    const std::string& mode = config.trainer.resume_mode;
+    if (mode == "disable") return std::nullopt;
+    if (mode == "resume_path") {
+      if (config.trainer.resume_from_path.empty()) {
+        throw ConfigError("trainer.resume_mode is resume_path, but trainer.resume_from_path is empty");
+      }
+      return config.trainer.resume_from_path;
+    }
+    return checkpoints.latest();
+  }
+
+  void resume() {
+    const std::optional<std::string> dir = checkpoint_to_resume();
+    if (!dir) return;
+    const trainer::TrainerState state = trainer::CheckpointStore::read_state(*dir);
+    std::vector<std::future<CallOutput>> loads;
+    loads.push_back(workers->actor().call("actor.load_checkpoint", Batch(), {{"dir", *dir + "/actor"}}));
+    if (workers->critic()) {
+      loads.push_back(workers->critic()->call("critic.load_checkpoint", Batch(), {{"dir", *dir + "/critic"}}));
+    }
+    wait_all(loads);
+    step = resumed_from = state.step;
+    sampler->restore(state.sampler);
+    KlControlConfig kl = config.algorithm.kl_ctrl;
+    kl.kl_coef = state.kl_coef;
+    kl_controller = make_kl_controller(kl);
+    workers->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
+    out << "rlcore: resumed from " << *dir << " (step " << step << ")\n";
+  }
+
+  // ---- the loop ---------------------------------------------------------------------
+
+  static bool due(int64_t freq, int64_t step, int64_t last) { return freq > 0 && (step % freq == 0 || step == last); }
+
+  FitSummary fit() {
+    FitSummary summary;
+    summary.run_dir = config.run_dir();
+    if (std::find(config.trainer.logger.begin(), config.trainer.logger.end(), "jsonl") != config.trainer.logger.end()) {
+      summary.metrics_file = (std::filesystem::path(summary.run_dir) / "metrics.jsonl").string();
+    }
+    resume();
+    summary.resumed_from = resumed_from;
+    if (config.trainer.val_before_train && step == 0) {
+      summary.first_validation = validate();
+      if (!summary.first_validation.empty()) logger.log(step, summary.first_validation);
+    }
+    bool stop = false;
+    while (step < plan.total_steps && !stop) {
+      StepMetrics metrics = train_step(sampler->next());
+      metrics["training/global_step"] = static_cast<double>(step);
+      metrics["training/epoch"] = static_cast<double>(sampler->state().epoch);
+      if (due(config.trainer.test_freq, step, plan.total_steps)) {
+        const auto start = Clock::now();
+        const StepMetrics validation = validate();
+        metrics.insert(validation.begin(), validation.end());
+        metrics["timing_s/testing"] = seconds_since(start);
+        if (summary.first_validation.empty()) summary.first_validation = validation;
+        summary.last_validation = validation;
+        stop = trainer::reached_stop_reward(config.trainer, validation);
+      }
+      if (due(config.trainer.save_freq, step, plan.total_steps) || (stop && config.trainer.save_freq > 0)) {
+        const auto start = Clock::now();
+        summary.last_checkpoint = save_checkpoint();
+        metrics["timing_s/save_checkpoint"] = seconds_since(start);
+      }
+      logger.log(step, metrics);
+      if (stop) {
+        out << "rlcore: validation reward reached trainer.stop_at_val_reward (" << config.trainer.stop_at_val_reward
+            << ") at step " << step << "; stopping\n";
+      }
+    }
+    logger.flush();
+    summary.steps = step;
+    return summary;
+  }
+};
+
+RlTrainer::RlTrainer(const Registry& components, const ResolvedConfig& resolved,
+                     const std::vector<std::string>& plugin_paths, std::ostream& out)
+    : impl_(std::make_unique<Impl>(components, resolved, plugin_paths, out)) {}
+
+RlTrainer::~RlTrainer() = default;
+
+FitSummary RlTrainer::fit() { return impl_->fit(); }
+
+}  // namespace rlcore

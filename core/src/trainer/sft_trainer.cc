@@ -1,0 +1,168 @@
+// Supervised fine-tuning on prompt/response pairs (see sft_trainer.h).
+#include "rlcore/core/trainer/sft_trainer.h"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <ostream>
+
+#include "rlcore/core/data/sampler.h"
+#include "rlcore/core/metrics.h"
+#include "rlcore/core/reward_router.h"
+#include "rlcore/error.h"
+#include "rlcore/tokenizer.h"
+#include "trainer/checkpoint.h"
+#include "trainer/sequences.h"
+#include "trainer/validation.h"
+#include "trainer/workers.h"
+
+namespace rlcore {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check_batch_sizes(const RunConfig& config, int64_t workers, int64_t train_examples) {
+  const int64_t batch_size = config.data.train_batch_size;
+  if (batch_size % workers != 0) {
+    throw ConfigError("data.train_batch_size (" + std::to_string(batch_size) + ") must split evenly over the " +
+                      std::to_string(workers) + " data-parallel ranks of the actor");
+  }
+  const int64_t micro = config.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu;
+  if (micro > 0 && (batch_size / workers) % micro != 0) {
+    throw ConfigError("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu (" + std::to_string(micro) +
+                      ") must divide the " + std::to_string(batch_size / workers) +
+                      " examples each data-parallel rank gets per step (data.train_batch_size / data-parallel ranks)");
+  }
+  if (train_examples < batch_size) {
+    throw ConfigError("data.train_batch_size (" + std::to_string(batch_size) + ") is larger than the training set (" +
+                      std::to_string(train_examples) + " examples)");
+  }
+}
+
+class SftRun {
+ public:
+  SftRun(const Registry& components, const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
+         std::ostream& out)
+      : config_(resolved.config),
+        out_(out),
+        tokenizer_(load_tokenizer(resolved.config)),
+        chat_renderer_(checkpoint_chat_renderer(config_.actor_rollout_ref.model.path, config_.data)),
+        train_set_(
+            Dataset::load(config_.data.train_files, config_.data, tokenizer_, /*with_responses=*/true, chat_renderer_)),
+        rewards_(components, config_.reward) {
+    const int64_t workers = trainer::TrainerWorkers::data_parallel_sizes(config_, false).first;
+    check_batch_sizes(config_, workers, train_set_.size());
+    trainer::check_stop_rule(config_);
+    trainer::check_run_dir_writable(config_.run_dir());
+    sampler_ = std::make_unique<EpochSampler>(train_set_.size(), config_.data.train_batch_size, config_.data.shuffle,
+                                              config_.data.seed);
+    total_steps_ = config_.trainer.total_training_steps > 0
+                       ? config_.trainer.total_training_steps
+                       : config_.trainer.total_epochs * sampler_->steps_per_epoch();
+    if (!config_.data.val_files.empty()) {
+      val_set_ =
+          Dataset::load(config_.data.val_files, config_.data, tokenizer_, /*with_responses=*/false, chat_renderer_);
+    }
+    validator_ = std::make_unique<trainer::Validator>(
+        config_, val_set_, tokenizer_, rewards_, trainer::generation_limits(tokenizer_, config_.data.max_response_length));
+
+    out_ << "rlcore sft: " << train_set_.size() << " examples, " << config_.data.train_batch_size << " per step, "
+         << total_steps_ << " steps, " << workers << " data-parallel rank(s)"
+         << (validator_->enabled() ? ", " + std::to_string(val_set_.size()) + " validation prompts" : std::string())
+         << "\n";
+    std::vector<std::string> console = {"sft/loss", "actor/grad_norm", "actor/lr"};
+    for (const auto& name : validator_->core_metric_names()) console.push_back(name);
+    console.push_back("timing_s/step");
+    logger_.add(std::make_unique<ConsoleMetricsSink>(out_, console));
+    add_file_sinks(logger_, config_.trainer.logger, config_.run_dir());
+    trainer::WorkerRoles roles;
+    roles.rollout = validator_->enabled();  // generation only serves validation
+    roles.total_training_steps = total_steps_;
+    workers_ = std::make_unique<trainer::TrainerWorkers>(resolved, plugin_paths, roles);
+  }
+
+  SftSummary run() {
+    SftSummary summary;
+    if (config_.trainer.val_before_train && validator_->enabled()) logger_.log(0, validate(0));
+    for (int64_t step = 1; step <= total_steps_; ++step) {
+      std::map<std::string, double> metrics = train_step();
+      if (step == 1) summary.first_loss = metrics["sft/loss"];
+      summary.last_loss = metrics["sft/loss"];
+      summary.steps = step;
+      const bool last = step == total_steps_;
+      if (validator_->enabled() && config_.trainer.test_freq > 0 && (step % config_.trainer.test_freq == 0 || last)) {
+        summary.last_validation = validate(step);
+        metrics.insert(summary.last_validation.begin(), summary.last_validation.end());
+        summary.stopped_at_val_reward = trainer::reached_stop_reward(config_.trainer, summary.last_validation);
+      }
+      logger_.log(step, metrics);
+      if (summary.stopped_at_val_reward) {
+        out_ << "rlcore sft: validation reward reached trainer.stop_at_val_reward ("
+             << config_.trainer.stop_at_val_reward << ") at step " << step << "; stopping\n";
+        break;
+      }
+    }
+    logger_.flush();
+    summary.model_dir = (std::filesystem::path(config_.run_dir()) / "hf").string();
+    workers_->actor().call("actor.export_hf", Batch(), {{"dir", summary.model_dir}}).get();
+    return summary;
+  }
+
+ private:
+  static Tokenizer load_tokenizer(const RunConfig& config) {
+    const std::string& model_path = config.actor_rollout_ref.model.path;
+    if (model_path.empty()) throw ConfigError("actor_rollout_ref.model.path is required: the HF checkpoint to fine-tune");
+    if (config.data.train_files.empty()) throw ConfigError("data.train_files is required: JSONL prompt/response pairs");
+    return Tokenizer::from_pretrained_dir(model_path);
+  }
+
+  std::map<std::string, double> train_step() {
+    const auto start = Clock::now();
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<std::vector<int32_t>> responses;
+    for (int64_t index : sampler_->next()) {
+      prompts.push_back(train_set_.at(index).prompt_ids);
+      responses.push_back(train_set_.at(index).response_ids);
+    }
+    const int64_t pad_id = tokenizer_.pad_token_id().value_or(tokenizer_.eos_token_id().value_or(0));
+    const Batch batch = trainer::make_supervised_batch(prompts, responses, pad_id);
+    const CallOutput result = workers_->actor().call("actor.sft_step", batch).get();
+    std::map<std::string, double> metrics;
+    for (const auto& [name, value] : result.replies.front().value.items()) {
+      metrics[name == "lr" || name == "grad_norm" ? "actor/" + name : name] = value.get<double>();
+    }
+    metrics["timing_s/step"] = std::chrono::duration<double>(Clock::now() - start).count();
+    return metrics;
+  }
+
+  // The rollout gets the weights of `step` (the swap's version), then generates the validation set.
+  std::map<std::string, double> validate(int64_t step) {
+    const auto start = Clock::now();
+    workers_->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
+    std::map<std::string, double> metrics = validator_->run(workers_->actor(), step);
+    metrics["timing_s/testing"] = std::chrono::duration<double>(Clock::now() - start).count();
+    return metrics;
+  }
+
+  const RunConfig& config_;
+  std::ostream& out_;
+  Tokenizer tokenizer_;
+  ChatRenderer chat_renderer_;  // the checkpoint's template; empty without one
+  Dataset train_set_;
+  Dataset val_set_;
+  RewardRouter rewards_;
+  std::unique_ptr<EpochSampler> sampler_;
+  int64_t total_steps_ = 0;
+  std::unique_ptr<trainer::Validator> validator_;
+  MetricsLogger logger_;
+  std::unique_ptr<trainer::TrainerWorkers> workers_;
+};
+
+}  // namespace
+
+SftSummary run_sft(const Registry& components, const ResolvedConfig& resolved,
+                   const std::vector<std::string>& plugin_paths, std::ostream& out) {
+  return SftRun(components, resolved, plugin_paths, out).run();
+}
+
+}  // namespace rlcore

@@ -1,0 +1,51 @@
+// A step's data and throughput metrics (see trainer/step_metrics.h).
+#include "trainer/step_metrics.h"
+
+#include <ATen/ATen.h>
+
+#include "rlcore/train_engine.h"
+
+namespace rlcore::trainer {
+namespace {
+
+void add_stats(StepMetrics& metrics, const std::string& prefix, const at::Tensor& values) {
+  if (values.numel() == 0) return;
+  const at::Tensor v = values.to(at::kDouble);
+  metrics[prefix + "/mean"] = v.mean().item<double>();
+  metrics[prefix + "/max"] = v.max().item<double>();
+  metrics[prefix + "/min"] = v.min().item<double>();
+}
+
+}  // namespace
+
+StepMetrics data_metrics(const Batch& batch) {
+  StepMetrics metrics;
+  const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
+  add_stats(metrics, "critic/score", batch.tensor("token_level_scores").sum(-1));
+  add_stats(metrics, "critic/rewards", batch.tensor("token_level_rewards").sum(-1));
+  add_stats(metrics, "critic/advantages", batch.tensor("advantages").masked_select(mask));
+  add_stats(metrics, "critic/returns", batch.tensor("returns").masked_select(mask));
+  if (batch.contains("values")) {
+    const at::Tensor values = batch.tensor("values").masked_select(mask).to(at::kDouble);
+    const at::Tensor returns = batch.tensor("returns").masked_select(mask).to(at::kDouble);
+    add_stats(metrics, "critic/values", values);
+    const double return_var = returns.var(/*unbiased=*/false).item<double>();
+    metrics["critic/vf_explained_var"] = 1.0 - (returns - values).var(false).item<double>() / (return_var + 1e-5);
+  }
+  const int64_t response_width = mask.size(1);
+  const at::Tensor response_length = mask.sum(-1).to(at::kDouble);
+  add_stats(metrics, "response_length", response_length);
+  metrics["response_length/clip_ratio"] = response_length.eq(response_width).to(at::kDouble).mean().item<double>();
+  const at::Tensor attention = batch.tensor(columns::kAttentionMask).to(at::kDouble);
+  add_stats(metrics, "prompt_length", attention.sum(-1) - response_length);
+  return metrics;
+}
+
+StepMetrics throughput_metrics(const Batch& batch, double step_seconds, int64_t workers) {
+  const double tokens = batch.tensor(columns::kAttentionMask).to(at::kDouble).sum().item<double>();
+  return {{"perf/total_num_tokens", tokens},
+          {"perf/time_per_step", step_seconds},
+          {"perf/throughput", tokens / (step_seconds * static_cast<double>(workers))}};
+}
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,52 @@
+// Private to the core: validation by generation. Every validation prompt gets
+// val_kwargs.n responses (greedy unless val_kwargs.do_sample), graded by the
+// reward router; metrics val-core/<data_source>/reward/mean@n and
+// val-aux/<data_source>/<extra>/mean@n. Used by the RL loop and by SFT.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rlcore/core/data/dataset.h"
+#include "rlcore/core/reward_router.h"
+#include "rlcore/core/run_config.h"
+#include "rlcore/tokenizer.h"
+#include "trainer/generation.h"
+#include "trainer/step_metrics.h"
+
+namespace rlcore::trainer {
+
+class Validator {
+ public:
+  // Keeps references to all four arguments.
+  Validator(const RunConfig& config, const Dataset& val_set, const Tokenizer& tokenizer, const RewardRouter& rewards,
+            GenerationLimits limits);
+
+  bool enabled() const { return val_set_.size() > 0; }
+  // The val-core names, one per data_source, in order of first appearance.
+  const std::vector<std::string>& core_metric_names() const { return core_names_; }
+
+  // Generates with the weights of version `version` (also the sampling seed's step).
+  StepMetrics run(WorkerGroup& actor, int64_t version) const;
+
+ private:
+  const RunConfig& config_;
+  const Dataset& val_set_;
+  const Tokenizer& tokenizer_;
+  const RewardRouter& rewards_;
+  GenerationLimits limits_;
+  std::vector<std::string> core_names_;
+};
+
+// The mean of the val-core metrics in `metrics` (one per data_source); NaN when there are none.
+double mean_val_core_reward(const StepMetrics& metrics);
+
+// ConfigError when trainer.stop_at_val_reward is set but nothing validates
+// (no data.val_files, or trainer.test_freq <= 0): the rule could never fire.
+void check_stop_rule(const RunConfig& config);
+
+// trainer.stop_at_val_reward: true when it is set and `validation` reaches it.
+bool reached_stop_reward(const TrainerConfig& trainer, const StepMetrics& validation);
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,113 @@
+// Starting the trainer's worker groups (see trainer/workers.h).
+#include "trainer/workers.h"
+
+#include <spdlog/spdlog.h>
+
+#include "rlcore/core/runtime/runtime_config.h"
+#include "rlcore/device.h"
+#include "rlcore/core/trainer/roles.h"
+#include "rlcore/error.h"
+#include "rlcore/inference_engine.h"
+#include "trainer/parallel.h"
+
+namespace rlcore::trainer {
+namespace {
+
+std::vector<RoleSpec> role_specs(bool critic) {
+  std::vector<RoleSpec> roles = {RoleSpec{kActorRole, "actor_rollout_ref", nlohmann::json::object()}};
+  if (critic) roles.push_back(RoleSpec{kCriticRole, "critic", nlohmann::json::object()});
+  return roles;
+}
+
+const PoolSpec& pool_of(const std::vector<PoolSpec>& pools, const std::string& role) {
+  for (const auto& pool : pools) {
+    for (const auto& spec : pool.roles) {
+      if (spec.name == role) return pool;
+    }
+  }
+  throw ConfigError("no pool hosts the role '" + role + "'");
+}
+
+// The mesh the actor's layout needs (trainer/parallel.h); a mesh written in the
+// config is kept when it has the dimensions that layout needs.
+void set_actor_mesh(PoolSpec& pool, const RunConfig& config, bool rollout) {
+  ActorParallelism parallel = actor_parallelism(config.actor_rollout_ref);
+  if (!rollout) parallel.rollout_tp = 1;
+  const MeshShape wanted = actor_pool_mesh(parallel, pool.size());
+  if (wanted.empty()) return;
+  if (pool.mesh.empty()) {
+    pool.mesh = wanted;
+    return;
+  }
+  for (const MeshDim& need : wanted) {
+    if (need.name.rfind("dp") != std::string::npos) continue;  // dp / rollout_dp follow from the rest
+    bool found = false;
+    for (const MeshDim& dim : pool.mesh) found = found || (dim.name == need.name && dim.size == need.size);
+    if (!found) {
+      throw ConfigError("the mesh of pool '" + pool.name + "' needs a '" + need.name + "' dimension of size " +
+                        std::to_string(need.size) + " for the actor's parallel layout (or leave its mesh unset)");
+    }
+  }
+}
+
+// Before the local launcher starts anything: one GPU per worker it would
+// start on this host (external launchers place workers on other hosts, which
+// each worker checks for itself).
+void check_local_devices(const RunConfig& config, const std::vector<PoolSpec>& pools) {
+  if (config.runtime.launcher != "local") return;
+  int64_t workers = 0;
+  for (const PoolSpec& pool : pools) workers += pool.size();
+  const std::string sizes = pools.size() == 1 ? "trainer.n_gpus_per_node x trainer.nnodes"
+                                              : "trainer.n_gpus_per_node x trainer.nnodes plus runtime.pools";
+  check_device_slots(config.trainer.device, workers, "trainer.device", sizes);
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> TrainerWorkers::data_parallel_sizes(const RunConfig& config, bool critic) {
+  const std::vector<PoolSpec> pools = resolve_pools(config.runtime, role_specs(critic));
+  const int64_t actor_dp =
+      actor_data_parallel_size(actor_parallelism(config.actor_rollout_ref), pool_of(pools, kActorRole).size());
+  return {actor_dp, critic ? pool_of(pools, kCriticRole).size() : 0};
+}
+
+TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
+                               const WorkerRoles& roles) {
+  nlohmann::json options = {{role_options::kConfig, resolved.tree.to_yaml()},
+                            {role_options::kWithRef, roles.ref},
+                            {role_options::kWithRollout, roles.rollout},
+                            {role_options::kTotalSteps, roles.total_training_steps}};
+  if (!roles.model_path.empty()) options[role_options::kModelPath] = roles.model_path;
+  std::vector<PoolSpec> pools = resolve_pools(resolved.config.runtime, role_specs(roles.critic));
+  for (auto& pool : pools) {
+    for (auto& role : pool.roles) role.options = options;
+    if (&pool == &pool_of(pools, kActorRole)) set_actor_mesh(pool, resolved.config, roles.rollout);
+  }
+  check_local_devices(resolved.config, pools);
+  ClusterOptions cluster = cluster_options(resolved.config.runtime, std::move(pools));
+  cluster.device = resolved.config.trainer.device;
+  for (const auto& path : plugin_paths) {
+    cluster.worker_args.push_back("--plugins");
+    cluster.worker_args.push_back(path);
+  }
+  cluster.worker_args.push_back("--log-level");
+  cluster.worker_args.push_back(spdlog::get_level() <= spdlog::level::debug ? "debug" : "warn");
+  cluster_ = std::make_unique<Cluster>(std::move(cluster));
+  for (const auto& name : cluster_->pools()) {
+    WorkerGroup& group = cluster_->group(name);
+    for (const auto& [method, info] : group.methods()) {
+      (void)info;
+      if (method.rfind(std::string(kActorRole) + ".", 0) == 0) actor_ = &group;
+      if (method.rfind(std::string(kCriticRole) + ".", 0) == 0) critic_ = &group;
+    }
+  }
+  if (!actor_) throw Error("the workers registered no actor methods");
+}
+
+TrainerWorkers::~TrainerWorkers() { shutdown(); }
+
+void TrainerWorkers::shutdown() {
+  if (cluster_) cluster_->shutdown();
+}
+
+}  // namespace rlcore::trainer
