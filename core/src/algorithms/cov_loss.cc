@@ -24,13 +24,6 @@ struct KlCovOptions {
   double ppo_kl_coef = 0.1;
 };
 
-at::Tensor aggregate(at::Tensor pg_losses, const PolicyLossInput& input, const LossAggregation& aggregation) {
-  if (input.rollout_is_weights.defined()) {
-    pg_losses = pg_losses * input.rollout_is_weights.to(pg_losses.device(), pg_losses.scalar_type());
-  }
-  return agg_loss(pg_losses, input.response_mask, aggregation);
-}
-
 // PPO clipping, plus: of the unclipped response tokens whose covariance
 // (A - mean A) * (log_prob - mean log_prob) lies in (clip_cov_lb, clip_cov_ub),
 // a random max(1, clip_cov_ratio * tokens) are cut from the gradient.
@@ -70,7 +63,7 @@ class ClipCovLoss final : public PolicyLoss {
     }
 
     PolicyLossOutput output;
-    output.loss = aggregate(at::maximum(losses1, losses2) * corr, input, config.aggregation);
+    output.loss = weighted_agg_loss(at::maximum(losses1, losses2) * corr, input, config.aggregation);
     output.metrics["actor/pg_clipfrac"] = masked_mean(corr.eq(0).to(log_prob.scalar_type()), mask).detach();
     output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
     return output;
@@ -115,7 +108,7 @@ class KlCovLoss final : public PolicyLoss {
 
     PolicyLossOutput output;
     const at::Tensor pg_losses = at::where(penalised.reshape(log_prob.sizes()), losses_kl, losses);
-    output.loss = aggregate(pg_losses, input, config.aggregation);
+    output.loss = weighted_agg_loss(pg_losses, input, config.aggregation);
     output.metrics["actor/ppo_kl"] = masked_mean(abs_kl, mask).detach();
     return output;
   }

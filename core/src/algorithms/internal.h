@@ -1,10 +1,11 @@
-// Shared pieces of the built-in algorithm files (core/src/algorithms_*.cc):
+// Shared pieces of the built-in algorithm files (core/src/algorithms/*.cc):
 // one register function per file and the small tensor helpers they share.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 #include "rlcore/advantage_estimator.h"
+#include "rlcore/policy_loss.h"
 #include "rlcore/registry.h"
 
 namespace rlcore::algorithms {
@@ -13,9 +14,16 @@ void register_return_estimators(PluginRegistrar& registrar);   // gae, reinforce
 void register_outcome_estimators(PluginRegistrar& registrar);  // grpo*, rloo*, opo, gpg, reinforce_plus_plus_baseline
 void register_ppo_losses(PluginRegistrar& registrar);          // vanilla, gspo, cispo, gpg, geo_mean
 void register_cov_losses(PluginRegistrar& registrar);          // clip_cov, kl_cov
+void register_divergence_losses(PluginRegistrar& registrar);   // dppo_tv, dppo_kl, sapo, dro
 
 // `mask` as 0/1 in `like`'s dtype and on its device.
 at::Tensor float_mask(const at::Tensor& mask, const at::Tensor& like);
+
+// The policy losses' last steps: the per-token loss times the rollout-correction
+// weights (when given), aggregated with `aggregation`; and the share of response
+// tokens where `condition` holds, detached.
+at::Tensor weighted_agg_loss(at::Tensor pg_losses, const PolicyLossInput& input, const LossAggregation& aggregation);
+at::Tensor masked_fraction(const at::Tensor& condition, const at::Tensor& mask, const at::Tensor& like);
 
 // Every verl outcome estimator returns the per-row scalar broadcast over the
 // response: scalar[:, None] * mask, as both advantages and returns.

@@ -12,18 +12,6 @@ namespace {
 constexpr double kLogRatioClamp = 20.0;     // verl clamps log(pi/pi_old) to +-20 before exp
 constexpr double kSeqLogRatioClamp = 10.0;  // gspo's upper clamp on the sequence log-ratio
 
-// Rollout-correction weights, then aggregation with `aggregation`.
-at::Tensor aggregate(at::Tensor pg_losses, const PolicyLossInput& input, const LossAggregation& aggregation) {
-  if (input.rollout_is_weights.defined()) {
-    pg_losses = pg_losses * input.rollout_is_weights.to(pg_losses.device(), pg_losses.scalar_type());
-  }
-  return agg_loss(pg_losses, input.response_mask, aggregation);
-}
-
-at::Tensor fraction(const at::Tensor& condition, const at::Tensor& mask, const at::Tensor& like) {
-  return masked_mean(condition.to(like.scalar_type()), mask).detach();
-}
-
 // PPO's clipped surrogate with asymmetric bounds, plus the dual clip: for a
 // negative advantage the loss is capped at -A * clip_ratio_c.
 class VanillaLoss final : public PolicyLoss {
@@ -45,10 +33,10 @@ class VanillaLoss final : public PolicyLoss {
     const at::Tensor pg_losses = at::where(negative, clipped2, clipped1);
 
     PolicyLossOutput output;
-    output.loss = aggregate(pg_losses, input, config.aggregation);
-    output.metrics["actor/pg_clipfrac"] = fraction(losses2.gt(losses1), mask, log_prob);
+    output.loss = weighted_agg_loss(pg_losses, input, config.aggregation);
+    output.metrics["actor/pg_clipfrac"] = masked_fraction(losses2.gt(losses1), mask, log_prob);
     output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
-    output.metrics["actor/pg_clipfrac_lower"] = fraction(clipped1.gt(losses3).logical_and(negative), mask, log_prob);
+    output.metrics["actor/pg_clipfrac_lower"] = masked_fraction(clipped1.gt(losses3).logical_and(negative), mask, log_prob);
     return output;
   }
 };
@@ -75,8 +63,8 @@ class GspoLoss final : public PolicyLoss {
     const at::Tensor losses2 = -advantages * ratio.clamp(1 - config.low(), 1 + config.high());
 
     PolicyLossOutput output;
-    output.loss = aggregate(at::maximum(losses1, losses2), input, config.aggregation);
-    output.metrics["actor/pg_clipfrac"] = fraction(losses2.gt(losses1), mask, log_prob);
+    output.loss = weighted_agg_loss(at::maximum(losses1, losses2), input, config.aggregation);
+    output.metrics["actor/pg_clipfrac"] = masked_fraction(losses2.gt(losses1), mask, log_prob);
     output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
     output.metrics["actor/pg_clipfrac_lower"] = at::zeros({}, log_prob.options());
     return output;
@@ -97,8 +85,8 @@ class CispoLoss final : public PolicyLoss {
     const at::Tensor clipped = ratio.clamp(1 - config.low(), 1 + config.high());
 
     PolicyLossOutput output;
-    output.loss = aggregate(-clipped.detach() * advantages * log_prob, input, config.aggregation);
-    output.metrics["actor/pg_clipfrac"] = fraction(ratio.ne(clipped), mask, log_prob);
+    output.loss = weighted_agg_loss(-clipped.detach() * advantages * log_prob, input, config.aggregation);
+    output.metrics["actor/pg_clipfrac"] = masked_fraction(ratio.ne(clipped), mask, log_prob);
     output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
     output.metrics["actor/pg_clipfrac_lower"] = at::zeros({}, log_prob.options());
     return output;
@@ -112,7 +100,7 @@ class GpgLoss final : public PolicyLoss {
     validate_policy_loss_input(input, config, "gpg");
     const at::Tensor advantages = input.advantages.to(input.log_prob.scalar_type());
     PolicyLossOutput output;
-    output.loss = aggregate(-input.log_prob * advantages, input, config.aggregation);
+    output.loss = weighted_agg_loss(-input.log_prob * advantages, input, config.aggregation);
     return output;
   }
 };
@@ -147,9 +135,9 @@ class GeoMeanLoss final : public PolicyLoss {
     const at::Tensor clipped = log_ratio.ne(clamped);
     PolicyLossOutput output;
     output.loss = agg_loss(pg_losses.unsqueeze(-1), at::ones({pg_losses.size(0), 1}, mask.options()), aggregation);
-    output.metrics["actor/pg_clipfrac"] = fraction(clipped.logical_and(advantages.gt(0)), mask, log_prob);
+    output.metrics["actor/pg_clipfrac"] = masked_fraction(clipped.logical_and(advantages.gt(0)), mask, log_prob);
     output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
-    output.metrics["actor/pg_clipfrac_lower"] = fraction(clipped.logical_and(advantages.lt(0)), mask, log_prob);
+    output.metrics["actor/pg_clipfrac_lower"] = masked_fraction(clipped.logical_and(advantages.lt(0)), mask, log_prob);
     return output;
   }
 

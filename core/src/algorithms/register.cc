@@ -11,6 +11,17 @@ at::Tensor float_mask(const at::Tensor& mask, const at::Tensor& like) {
   return mask.to(like.device()).ne(0).to(like.scalar_type());
 }
 
+at::Tensor weighted_agg_loss(at::Tensor pg_losses, const PolicyLossInput& input, const LossAggregation& aggregation) {
+  if (input.rollout_is_weights.defined()) {
+    pg_losses = pg_losses * input.rollout_is_weights.to(pg_losses.device(), pg_losses.scalar_type());
+  }
+  return agg_loss(pg_losses, input.response_mask, aggregation);
+}
+
+at::Tensor masked_fraction(const at::Tensor& condition, const at::Tensor& mask, const at::Tensor& like) {
+  return masked_mean(condition.to(like.scalar_type()), mask).detach();
+}
+
 AdvantageOutput broadcast_outcome(const at::Tensor& row_scalar, const at::Tensor& mask) {
   at::Tensor advantages = row_scalar.unsqueeze(-1) * float_mask(mask, row_scalar);
   return {advantages, advantages.clone()};
@@ -24,6 +35,7 @@ void register_builtin_algorithms(Registry& registry) {
   algorithms::register_outcome_estimators(registrar);
   algorithms::register_ppo_losses(registrar);
   algorithms::register_cov_losses(registrar);
+  algorithms::register_divergence_losses(registrar);
 }
 
 }  // namespace rlcore

@@ -51,11 +51,21 @@ const OptionsSchema<RunConfig>& run_config_schema() {
              "Workers (one device each) per node of the default pool 'global'; the same number as "
              "runtime.n_workers_per_node: set either (docs/launch.md).",
              at_least(1));
+    OptionsSchema<OverlongBufferConfig> overlong;
+    overlong
+        .key("enable", &OverlongBufferConfig::enable,
+             "DAPO's overlong shaping: penalize responses that reach into the last `len` tokens of "
+             "data.max_response_length.")
+        .key("len", &OverlongBufferConfig::len, "Length of the buffer, in tokens (> 0 when enabled).", at_least(0))
+        .key("penalty_factor", &OverlongBufferConfig::penalty_factor,
+             "Penalty of a response that uses the whole buffer.", at_least(0))
+        .key("log", &OverlongBufferConfig::log, "Also report overlong_reward and overlong (critic/score_extra/*).");
     OptionsSchema<RewardConfig> reward;
     reward
         .key("grader", &RewardConfig::grader,
              "Grader for every sample, or 'auto' to pick one by each sample's data_source (verl's default_compute_score).")
-        .subtree("graders", &RewardConfig::graders, "Options per grader: reward.graders.<name>.<key> (see below).");
+        .subtree("graders", &RewardConfig::graders, "Options per grader: reward.graders.<name>.<key> (see below).")
+        .section("overlong_buffer", &RewardConfig::overlong_buffer, overlong);
     OptionsSchema<RunConfig> root;
     root.section("trainer", &RunConfig::trainer, trainer)
         .section("data", &RunConfig::data, data_config_schema())
@@ -217,6 +227,23 @@ void validate_device(const RunConfig& config) {
   }
 }
 
+// DAPO's overlong buffer must fit inside the response length it shapes.
+void validate_overlong_buffer(const ConfigNode& tree, const RunConfig& config) {
+  const OverlongBufferConfig& buffer = config.reward.overlong_buffer;
+  if (!buffer.enable) return;
+  const std::string key = "reward.overlong_buffer.len";
+  const std::string where = tree.at_path(key).defined() ? tree.at_path(key).describe() : key + " (default)";
+  if (buffer.len <= 0) {
+    throw ConfigError("key " + where + " must be > 0 when reward.overlong_buffer.enable is true (it is " +
+                      std::to_string(buffer.len) + ")");
+  }
+  if (buffer.len > config.data.max_response_length) {
+    throw ConfigError("key " + where + " = " + std::to_string(buffer.len) +
+                      " is longer than data.max_response_length = " +
+                      std::to_string(config.data.max_response_length) + ", the responses it shapes");
+  }
+}
+
 }  // namespace
 
 ResolvedConfig resolve_config(const Registry& registry, const std::string& config_file,
@@ -232,6 +259,7 @@ ResolvedConfig resolve_config(const Registry& registry, const std::string& confi
                       "runtime.n_workers_per_node", config.runtime.n_workers_per_node);
   validate_device(config);
   validate_graders(registry, resolved.config);
+  validate_overlong_buffer(resolved.tree, resolved.config);
   validate_trainer_components(registry, resolved.tree, resolved.config);
   fill_defaults(resolved.tree, run_config_schema().keys());
   return resolved;

@@ -137,6 +137,8 @@ class ActorRolloutRef {
     if (actor_section.has("clip_ratio_low")) settings.policy.clip_ratio_low = actor.clip_ratio_low;
     if (actor_section.has("clip_ratio_high")) settings.policy.clip_ratio_high = actor.clip_ratio_high;
     settings.policy.clip_ratio_c = actor.clip_ratio_c;
+    settings.policy.tau_pos = actor.tau_pos;
+    settings.policy.tau_neg = actor.tau_neg;
     settings.policy.aggregation.mode = actor.loss_agg_mode;
     settings.entropy_coeff = actor.entropy_coeff;
     settings.use_kl_loss = actor.use_kl_loss;

@@ -54,6 +54,8 @@ OptionsSchema<ActorConfig> actor_schema() {
            at_least(0))
       .key("clip_ratio_c", &ActorConfig::clip_ratio_c, "Dual-clip bound for negative advantages (> 1).",
            greater_than(1))
+      .key("tau_pos", &ActorConfig::tau_pos, "SAPO's gate temperature for positive advantages.", greater_than(0))
+      .key("tau_neg", &ActorConfig::tau_neg, "SAPO's gate temperature for negative advantages.", greater_than(0))
       .key("loss_agg_mode", &ActorConfig::loss_agg_mode, "How token losses become one number.",
            one_of(loss_agg_modes()))
       .key("entropy_coeff", &ActorConfig::entropy_coeff, "Entropy bonus coefficient (loss -= coeff * entropy).")
@@ -146,6 +148,20 @@ OptionsSchema<CriticConfig> critic_schema() {
   return schema;
 }
 
+OptionsSchema<FilterGroupsConfig> filter_groups_schema() {
+  OptionsSchema<FilterGroupsConfig> schema;
+  schema
+      .key("enable", &FilterGroupsConfig::enable,
+           "DAPO dynamic sampling: drop prompt groups whose responses all score the same, and generate more "
+           "batches until data.train_batch_size prompts remain.")
+      .key("metric", &FilterGroupsConfig::metric,
+           "What must differ within a group: 'reward' (the score, overlong shaping included) or a grader extra "
+           "(e.g. acc).")
+      .key("max_num_gen_batches", &FilterGroupsConfig::max_num_gen_batches,
+           "Generation batches per step at most before the step fails; <= 0: no limit.");
+  return schema;
+}
+
 OptionsSchema<AlgorithmConfig> algorithm_schema() {
   OptionsSchema<AlgorithmConfig> schema;
   schema
@@ -155,6 +171,7 @@ OptionsSchema<AlgorithmConfig> algorithm_schema() {
       .key("kl_penalty", &AlgorithmConfig::kl_penalty, "KL estimator of the in-reward penalty.",
            one_of(kl_penalty_types()))
       .section("kl_ctrl", &AlgorithmConfig::kl_ctrl, kl_control_schema())
+      .section("filter_groups", &AlgorithmConfig::filter_groups, filter_groups_schema())
       .other_keys_to(&AlgorithmConfig::estimator_options);
   return schema;
 }

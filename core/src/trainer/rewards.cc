@@ -1,6 +1,7 @@
 // Rule rewards of generated responses (see trainer/rewards.h).
 #include "trainer/rewards.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -20,8 +21,18 @@ std::string decode_known(const Tokenizer& tokenizer, const std::vector<int32_t>&
   return tokenizer.decode_lossy(known, /*skip_special_tokens=*/true);
 }
 
+double OverlongShaping::reward(int64_t length) const {
+  const int64_t expected = max_response_length - buffer.len;
+  const double exceed = static_cast<double>(length - expected);
+  return std::min(-exceed / static_cast<double>(buffer.len) * buffer.penalty_factor, 0.0);
+}
+
+OverlongShaping overlong_shaping(const RunConfig& config) {
+  return OverlongShaping{config.reward.overlong_buffer, config.data.max_response_length};
+}
+
 Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*>& examples, const Tokenizer& tokenizer,
-                        const RewardRouter& router) {
+                        const RewardRouter& router, const OverlongShaping& overlong) {
   const std::vector<std::vector<int32_t>> responses = response_tokens(sequences);
   const int64_t rows = sequences.size();
   Rewards rewards;
@@ -36,16 +47,26 @@ Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*
   }
   const std::vector<GradeResult> grades = router.score(samples);
   auto scores_a = rewards.token_level_scores.accessor<float, 2>();
+  auto set_extra = [&rewards, rows](const std::string& name, int64_t row, double value) {
+    auto& column = rewards.extras[name];
+    column.resize(static_cast<size_t>(rows), std::numeric_limits<double>::quiet_NaN());
+    column[row] = value;
+  };
   for (int64_t i = 0; i < rows; ++i) {
     const GradeResult& grade = grades[i];
-    rewards.scores.push_back(grade.score);
     const auto length = static_cast<int64_t>(responses[i].size());
-    if (length > 0) scores_a[i][length - 1] = static_cast<float>(grade.score);
-    for (const auto& [name, value] : grade.extras) {
-      auto& column = rewards.extras[name];
-      column.resize(static_cast<size_t>(rows), std::numeric_limits<double>::quiet_NaN());
-      column[i] = value;
+    double score = grade.score;
+    for (const auto& [name, value] : grade.extras) set_extra(name, i, value);
+    if (overlong.buffer.enable) {
+      const double penalty = overlong.reward(length);
+      score += penalty;
+      if (overlong.buffer.log) {
+        set_extra("overlong_reward", i, penalty);
+        set_extra("overlong", i, penalty < 0 ? 1.0 : 0.0);
+      }
     }
+    rewards.scores.push_back(score);
+    if (length > 0) scores_a[i][length - 1] = static_cast<float>(score);
   }
   return rewards;
 }

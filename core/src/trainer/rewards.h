@@ -12,6 +12,7 @@
 #include "rlcore/batch.h"
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/core/reward_router.h"
+#include "rlcore/core/run_config.h"
 #include "rlcore/tokenizer.h"
 
 namespace rlcore::trainer {
@@ -23,9 +24,24 @@ struct Rewards {
   std::map<std::string, std::vector<double>> extras;  // grader extras ("acc", ...) per row, NaN where absent
 };
 
-// `examples[i]` is the prompt of row i of `sequences` (the engine layout).
+// DAPO's overlong shaping (reward.overlong_buffer) of responses limited to
+// max_response_length tokens; disabled by default.
+struct OverlongShaping {
+  OverlongBufferConfig buffer;
+  int64_t max_response_length = 0;
+
+  // The penalty (<= 0) of a response of `length` tokens: -penalty_factor times
+  // how far into the buffer it reaches, as a fraction of the buffer.
+  double reward(int64_t length) const;
+};
+
+// The shaping a run's config asks for (reward.overlong_buffer, data.max_response_length).
+OverlongShaping overlong_shaping(const RunConfig& config);
+
+// `examples[i]` is the prompt of row i of `sequences` (the engine layout). A
+// response's score is its grade plus the overlong penalty when shaping is on.
 Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*>& examples, const Tokenizer& tokenizer,
-                        const RewardRouter& router);
+                        const RewardRouter& router, const OverlongShaping& overlong = {});
 
 // Decodes ids, dropping any the tokenizer does not know (a model's padded vocabulary).
 std::string decode_known(const Tokenizer& tokenizer, const std::vector<int32_t>& ids);

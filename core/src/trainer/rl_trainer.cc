@@ -24,6 +24,7 @@
 #include "rlcore/kl_controller.h"
 #include "rlcore/rl_functional.h"
 #include "trainer/checkpoint.h"
+#include "trainer/dynamic_sampling.h"
 #include "trainer/generation.h"
 #include "trainer/losses.h"
 #include "trainer/plan.h"
@@ -144,17 +145,68 @@ struct RlTrainer::Impl {
     return trainer::generate_rollout(workers->actor(), prompts, n, sampling, limits, step);
   }
 
-  nlohmann::json train_sampling() const {
+  // `gen_batch` numbers the generation batches of one step (dynamic sampling
+  // draws more than one), so each gets its own random stream.
+  nlohmann::json train_sampling(int64_t gen_batch = 0) const {
+    constexpr int64_t kGenBatchStride = 104729;  // a prime far from the step increments
     const auto& rollout = config.actor_rollout_ref.rollout;
     return {{"temperature", rollout.temperature},
             {"top_k", rollout.top_k},
             {"top_p", rollout.top_p},
-            {"seed", config.data.seed * 1000003 + step}};
+            {"seed", config.data.seed * 1000003 + step + gen_batch * kGenBatchStride}};
   }
 
   StepMetrics validate() { return validator->run(workers->actor(), step); }
 
   // ---- one step --------------------------------------------------------------
+
+  // Generation and rewards of one batch of prompts (their times add up over
+  // the batches of a step with dynamic sampling).
+  trainer::ScoredRollout generate_and_score(const std::vector<int64_t>& indices, int64_t gen_batch,
+                                            StepMetrics& metrics) {
+    std::vector<const Example*> prompts;
+    for (int64_t index : indices) prompts.push_back(&train_set.at(index));
+    trainer::ScoredRollout scored;
+    auto start = Clock::now();
+    scored.rollout = generate(prompts, config.actor_rollout_ref.rollout.n, train_sampling(gen_batch));
+    metrics["timing_s/gen"] += seconds_since(start);
+    start = Clock::now();
+    scored.rewards = trainer::compute_rewards(scored.rollout.batch, scored.rollout.examples, tokenizer, rewards,
+                                              trainer::overlong_shaping(config));
+    metrics["timing_s/reward"] += seconds_since(start);
+    return scored;
+  }
+
+  // DAPO: drops the groups whose responses all have the same filter metric and
+  // generates from further prompts until a step's worth of groups remains.
+  trainer::ScoredRollout keep_informative_groups(trainer::ScoredRollout first, StepMetrics& metrics) {
+    const FilterGroupsConfig& filter = config.algorithm.filter_groups;
+    std::vector<trainer::ScoredRollout> parts;
+    int64_t groups = 0;
+    int64_t batches = 0;
+    auto add = [&](const trainer::ScoredRollout& scored) {
+      ++batches;
+      const std::vector<int64_t> rows = trainer::rows_of_informative_groups(
+          scored.rollout.batch.tensor("uid"), trainer::filter_metric(scored.rewards, filter.metric));
+      if (rows.empty()) return;
+      parts.push_back(trainer::select_rows(scored, rows));
+      groups += trainer::count_groups(parts.back().rollout.batch.tensor("uid"));
+    };
+    add(first);
+    while (groups < plan.prompts_per_step) {
+      if (filter.max_num_gen_batches > 0 && batches >= filter.max_num_gen_batches) {
+        throw ValueError("step " + std::to_string(step + 1) + ": after " + std::to_string(batches) +
+                         " generation batches only " + std::to_string(groups) + " of " +
+                         std::to_string(plan.prompts_per_step) + " prompts have responses that differ in '" +
+                         filter.metric + "' (algorithm.filter_groups.max_num_gen_batches = " +
+                         std::to_string(filter.max_num_gen_batches) +
+                         "); the data may be too hard or too easy for the model, or set it to 0 for no limit");
+      }
+      add(generate_and_score(sampler->next(), batches, metrics));
+    }
+    metrics["train/num_gen_batches"] = static_cast<double>(batches);
+    return trainer::concat_groups(parts, plan.prompts_per_step, limits.pad_token_id);
+  }
 
   StepMetrics train_step(const std::vector<int64_t>& indices) {
     StepMetrics metrics;
@@ -164,25 +216,22 @@ struct RlTrainer::Impl {
       metrics["timing_s/" + name] = seconds_since(start);
     };
     const auto step_start = Clock::now();
-    std::vector<const Example*> prompts;
-    for (int64_t index : indices) prompts.push_back(&train_set.at(index));
-
-    Rollout rollout;
-    timed("gen", [&] { rollout = generate(prompts, config.actor_rollout_ref.rollout.n, train_sampling()); });
+    trainer::ScoredRollout scored = generate_and_score(indices, /*gen_batch=*/0, metrics);
+    if (config.algorithm.filter_groups.enable) scored = keep_informative_groups(std::move(scored), metrics);
+    Rollout& rollout = scored.rollout;
     Batch& batch = rollout.batch;
-    timed("reward", [&] {
-      trainer::Rewards scored = trainer::compute_rewards(batch, rollout.examples, tokenizer, rewards);
-      batch.set("token_level_scores", scored.token_level_scores);
-      for (const auto& [name, column] : scored.extras) {
-        double sum = 0;
-        int64_t count = 0;
-        for (double value : column) {
-          if (!std::isnan(value)) sum += value, ++count;
-        }
-        if (count > 0) metrics["critic/score_extra/" + name] = sum / static_cast<double>(count);
+    batch.set("token_level_scores", scored.rewards.token_level_scores);
+    for (const auto& [name, column] : scored.rewards.extras) {
+      double sum = 0;
+      int64_t count = 0;
+      for (double value : column) {
+        if (!std::isnan(value)) sum += value, ++count;
       }
-    });
-    if (plan.needs.reward_baselines) timed("gen_max", [&] { add_greedy_baselines(prompts, batch); });
+      if (count > 0) metrics["critic/score_extra/" + name] = sum / static_cast<double>(count);
+    }
+    if (plan.needs.reward_baselines) {
+      timed("gen_max", [&] { add_greedy_baselines(batch, rollout.examples); });
+    }
 
     const Batch engine_input = batch.select(kEngineColumns);
     const double temperature = config.actor_rollout_ref.rollout.temperature;
@@ -286,12 +335,16 @@ struct RlTrainer::Impl {
   }
 
   // ReMax: the reward of each prompt's greedy response is its rows' baseline.
-  void add_greedy_baselines(const std::vector<const Example*>& prompts, Batch& batch) {
+  // `examples` are the rows' prompts, each repeated rollout.n times.
+  void add_greedy_baselines(Batch& batch, const std::vector<const Example*>& examples) {
     nlohmann::json greedy = train_sampling();
     greedy["greedy"] = true;
-    const Rollout baseline = generate(prompts, 1, greedy);
-    const trainer::Rewards scored = trainer::compute_rewards(baseline.batch, baseline.examples, tokenizer, rewards);
     const int64_t n = config.actor_rollout_ref.rollout.n;
+    std::vector<const Example*> prompts;
+    for (size_t row = 0; row < examples.size(); row += static_cast<size_t>(n)) prompts.push_back(examples[row]);
+    const Rollout baseline = generate(prompts, 1, greedy);
+    const trainer::Rewards scored = trainer::compute_rewards(baseline.batch, baseline.examples, tokenizer, rewards,
+                                                             trainer::overlong_shaping(config));
     at::Tensor baselines = at::empty({batch.size()}, at::kFloat);
     for (int64_t row = 0; row < batch.size(); ++row) baselines[row] = scored.scores[row / n];
     batch.set("reward_baselines", baselines);

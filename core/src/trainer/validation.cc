@@ -45,7 +45,7 @@ StepMetrics Validator::run(WorkerGroup& actor, int64_t version) const {
     std::vector<const Example*> prompts;
     for (int64_t i = start; i < std::min(val_set_.size(), start + chunk); ++i) prompts.push_back(&val_set_.at(i));
     const Rollout rollout = generate_rollout(actor, prompts, val.n, sampling, limits_, version);
-    const Rewards scored = compute_rewards(rollout.batch, rollout.examples, tokenizer_, rewards_);
+    const Rewards scored = compute_rewards(rollout.batch, rollout.examples, tokenizer_, rewards_, overlong_shaping(config_));
     for (size_t i = 0; i < rollout.examples.size(); ++i) {
       const std::string& source = rollout.examples[i]->data_source;
       auto& reward = sums[kValCorePrefix + source + "/reward" + suffix];

@@ -36,7 +36,8 @@ TEST_CASE("register_builtin_algorithms adds verl's names with origin core", "[al
         std::vector<std::string>{"gae", "gpg", "grpo", "grpo_passk", "grpo_vectorized", "opo", "reinforce_plus_plus",
                                  "reinforce_plus_plus_baseline", "remax", "rloo", "rloo_vectorized"});
   CHECK(registry.names("policy_loss") ==
-        std::vector<std::string>{"cispo", "clip_cov", "geo_mean", "gpg", "gspo", "kl_cov", "vanilla"});
+        std::vector<std::string>{"cispo", "clip_cov", "dppo_kl", "dppo_tv", "dro", "geo_mean", "gpg", "gspo", "kl_cov",
+                                 "sapo", "vanilla"});
   for (const auto* entry : registry.all()) {
     INFO(entry->kind << " " << entry->name);
     CHECK(entry->origin.plugin == "core");
@@ -79,6 +80,13 @@ TEST_CASE("estimators and losses are created by name with their options", "[algo
                registry.create<rlcore::PolicyLoss>("clip_cov", rlcore::ConfigNode::parse("clip_cov_ratio: 0", "t"));
              }),
              Catch::Contains("clip_cov_ratio"));
+}
+
+TEST_CASE("dro without a positive dro_beta is refused when made, naming the key", "[algorithms]") {
+  const rlcore::Registry registry = builtin_registry();
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { registry.create<rlcore::PolicyLoss>("dro"); }),
+             Catch::Contains("actor_rollout_ref.actor.policy_loss.dro_beta > 0"));
+  CHECK(registry.create<rlcore::PolicyLoss>("dro", rlcore::ConfigNode::parse("dro_beta: 0.1", "t")) != nullptr);
 }
 
 TEST_CASE("an unknown name lists the registered ones", "[algorithms]") {

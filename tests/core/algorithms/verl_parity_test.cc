@@ -85,7 +85,11 @@ TEST_CASE("every policy loss verl and rlcore share gives verl's loss, gradient a
     const bool weighted = c.contains("rollout_is_weights");
     INFO("verl " << reference["verl"].get<std::string>() << ": " << name << " " << c["clip"].dump() << " "
                  << c["loss_agg_mode"].get<std::string>() << (weighted ? " with rollout_is_weights" : ""));
-    const auto loss = registry.create<rlcore::PolicyLoss>(name);
+    const json& options = c["options"];
+    const auto loss = registry.create<rlcore::PolicyLoss>(
+        name, options.contains("dro_beta")
+                  ? rlcore::ConfigNode::parse("dro_beta: " + options["dro_beta"].dump(), "verl_losses.py")
+                  : rlcore::ConfigNode());
     rlcore::PolicyLossInput input;
     input.old_log_prob = float_tensor(c["old_log_prob"]);
     input.log_prob = float_tensor(c["log_prob"]).requires_grad_(true);
@@ -97,6 +101,8 @@ TEST_CASE("every policy loss verl and rlcore share gives verl's loss, gradient a
     config.clip_ratio_low = c["clip"]["clip_ratio_low"].get<double>();
     config.clip_ratio_high = c["clip"]["clip_ratio_high"].get<double>();
     config.clip_ratio_c = c["clip"]["clip_ratio_c"];
+    config.tau_pos = options.value("tau_pos", config.tau_pos);
+    config.tau_neg = options.value("tau_neg", config.tau_neg);
     config.aggregation.mode = c["loss_agg_mode"];
     const rlcore::PolicyLossOutput output = loss->compute(input, config);
     CHECK(output.loss.item<double>() == Approx(c["loss"].get<double>()).margin(2e-6).epsilon(2e-6));
@@ -109,7 +115,8 @@ TEST_CASE("every policy loss verl and rlcore share gives verl's loss, gradient a
     }
     covered.insert(name);
   }
-  CHECK(covered == std::set<std::string>{"vanilla", "gspo", "cispo", "gpg", "geo_mean"});
+  CHECK(covered == std::set<std::string>{"vanilla", "gspo", "cispo", "gpg", "geo_mean", "dppo_tv", "dppo_kl", "sapo",
+                                         "dro"});
 
   // Every KL type rlcore accepts, value and gradient.
   std::map<std::string, json> kl_cases;

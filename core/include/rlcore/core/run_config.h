@@ -39,9 +39,20 @@ struct TrainerConfig {
   int64_t n_gpus_per_node = 1;
 };
 
+// DAPO's overlong reward shaping (verl's DAPO reward manager): a response
+// longer than data.max_response_length - len loses up to penalty_factor,
+// linearly over the last `len` tokens.
+struct OverlongBufferConfig {
+  bool enable = false;
+  int64_t len = 0;
+  double penalty_factor = 1.0;
+  bool log = false;  // also report overlong_reward and overlong as score extras
+};
+
 struct RewardConfig {
   std::string grader = "auto";
   ConfigNode graders;  // <grader name> -> that grader's options
+  OverlongBufferConfig overlong_buffer;
 };
 
 struct RunConfig {

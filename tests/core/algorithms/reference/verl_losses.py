@@ -12,7 +12,7 @@ from importlib.metadata import version
 import verl_stubs  # noqa: F401  (before verl)
 import torch
 from verl.trainer.ppo import core_algos
-from verl.workers.config import ActorConfig
+from verl.workers.config import ActorConfig, PolicyLossConfig
 
 AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
@@ -35,21 +35,29 @@ def main():
     generator = torch.Generator().manual_seed(20251126)
     data = inputs(generator)
     clips = [{"clip_ratio": 0.2, "clip_ratio_low": 0.2, "clip_ratio_high": 0.2, "clip_ratio_c": 3.0},
-             {"clip_ratio": 0.2, "clip_ratio_low": 0.1, "clip_ratio_high": 0.28, "clip_ratio_c": 1.5}]
+             {"clip_ratio": 0.2, "clip_ratio_low": 0.1, "clip_ratio_high": 0.28, "clip_ratio_c": 1.5},
+             # tight enough that DPPO's divergence trust regions cut tokens too
+             {"clip_ratio": 0.05, "clip_ratio_low": 0.01, "clip_ratio_high": 0.03, "clip_ratio_c": 3.0}]
+    # Each loss's own settings, away from their defaults: SAPO's gate temperatures
+    # (actor.tau_pos / tau_neg) and DRO's penalty (actor.policy_loss.dro_beta).
+    options = {"sapo": {"tau_pos": 1.3, "tau_neg": 2.0}, "dro": {"dro_beta": 0.7}}
     cases = []
-    for name in ("vanilla", "gspo", "cispo", "gpg", "geo_mean"):
+    for name in ("vanilla", "gspo", "cispo", "gpg", "geo_mean", "dppo_tv", "dppo_kl", "sapo", "dro"):
         for clip in clips:
             for mode in AGG_MODES:
                 for weighted in (False, True):
+                    extra = dict(options.get(name, {}))
+                    policy_loss = PolicyLossConfig(loss_mode=name, dro_beta=extra.pop("dro_beta", None))
                     config = ActorConfig(strategy="fsdp", rollout_n=1, ppo_micro_batch_size_per_gpu=1,
-                                         loss_agg_mode=mode, **clip)
+                                         loss_agg_mode=mode, policy_loss=policy_loss, **clip, **extra)
                     log_prob = data["log_prob"].clone().requires_grad_(True)
                     loss, metrics = core_algos.get_policy_loss_fn(name)(
                         old_log_prob=data["old_log_prob"], log_prob=log_prob, advantages=data["advantages"],
                         response_mask=data["response_mask"], loss_agg_mode=mode, config=config,
                         rollout_is_weights=data["rollout_is_weights"] if weighted else None)
                     loss.backward()
-                    case = {"name": name, "clip": clip, "loss_agg_mode": mode, "loss": loss.item(),
+                    case = {"name": name, "clip": clip, "options": options.get(name, {}),
+                            "loss_agg_mode": mode, "loss": loss.item(),
                             "grad": log_prob.grad.tolist(),
                             "metrics": {key: float(value) for key, value in metrics.items()}}
                     case.update({key: value.tolist() for key, value in data.items()

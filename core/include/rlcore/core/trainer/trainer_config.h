@@ -39,6 +39,8 @@ struct ActorConfig {
   double clip_ratio_low = 0.2;
   double clip_ratio_high = 0.2;
   double clip_ratio_c = 3.0;
+  double tau_pos = 1.0;   // SAPO's gate temperature for positive advantages
+  double tau_neg = 1.05;  // and for negative ones
   std::string loss_agg_mode = "token-mean";
   double entropy_coeff = 0.0;
   bool use_kl_loss = false;
@@ -109,11 +111,21 @@ struct CriticConfig {
   ConfigNode engine_options;
 };
 
+// DAPO's dynamic sampling (verl's algorithm.filter_groups): generate more
+// batches until data.train_batch_size prompts have groups whose responses
+// differ on `metric`.
+struct FilterGroupsConfig {
+  bool enable = false;
+  std::string metric = "reward";    // "reward": the score; else a grader extra ("acc", ...)
+  int64_t max_num_gen_batches = 0;  // generation batches per step at most; <= 0: no limit
+};
+
 struct AlgorithmConfig {
   std::string adv_estimator = "gae";
   bool use_kl_in_reward = false;
   std::string kl_penalty = "kl";
   KlControlConfig kl_ctrl;
+  FilterGroupsConfig filter_groups;
   ConfigNode estimator_options;  // the advantage estimator's keys (gamma, lam, ...)
 };
 
