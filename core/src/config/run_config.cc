@@ -6,6 +6,7 @@
 #include "rlcore/core/metrics.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
+#include "rlcore/rollout_correction.h"
 
 namespace rlcore {
 
@@ -244,6 +245,17 @@ void validate_overlong_buffer(const ConfigNode& tree, const RunConfig& config) {
   }
 }
 
+// Rollout correction settings verl would refuse mid-run are refused here.
+void validate_rollout_correction(const RunConfig& config) {
+  const RolloutCorrectionSection& section = config.algorithm.rollout_correction;
+  if (section.bypass_mode) {
+    throw ConfigError(
+        "algorithm.rollout_correction.bypass_mode: rlcore has no bypass mode (the trainer always recomputes "
+        "old log-probs); use rollout_is / rollout_rs, which correct against the rollout's log-probs");
+  }
+  validate_rollout_correction_config(section.settings(), "algorithm.rollout_correction");
+}
+
 }  // namespace
 
 ResolvedConfig resolve_config(const Registry& registry, const std::string& config_file,
@@ -260,6 +272,7 @@ ResolvedConfig resolve_config(const Registry& registry, const std::string& confi
   validate_device(config);
   validate_graders(registry, resolved.config);
   validate_overlong_buffer(resolved.tree, resolved.config);
+  validate_rollout_correction(resolved.config);
   validate_trainer_components(registry, resolved.tree, resolved.config);
   fill_defaults(resolved.tree, run_config_schema().keys());
   return resolved;

@@ -162,6 +162,28 @@ OptionsSchema<FilterGroupsConfig> filter_groups_schema() {
   return schema;
 }
 
+OptionsSchema<RolloutCorrectionSection> rollout_correction_schema() {
+  OptionsSchema<RolloutCorrectionSection> schema;
+  schema
+      .key("rollout_is", &RolloutCorrectionSection::rollout_is,
+           "Importance weights pi_train / pi_rollout for the loss: token or sequence level; empty: off.",
+           one_of({"", "token", "sequence"}))
+      .key("rollout_is_threshold", &RolloutCorrectionSection::rollout_is_threshold,
+           "U: truncate the weights at U (TIS); \"L_U\": zero weights outside [L, U] (IcePop).")
+      .key("rollout_is_batch_normalize", &RolloutCorrectionSection::rollout_is_batch_normalize,
+           "Divide the weights by their batch mean.")
+      .key("rollout_rs", &RolloutCorrectionSection::rollout_rs,
+           "Rejection sampling: comma-separated token_k1..k3, seq_sum_k1..k3, seq_mean_k1..k3, seq_max_k2/k3; "
+           "empty: off.")
+      .key("rollout_rs_threshold", &RolloutCorrectionSection::rollout_rs_threshold,
+           "One threshold for every rollout_rs option, or one per option (comma-separated; k1: \"L_U\" or U).")
+      .key("bypass_mode", &RolloutCorrectionSection::bypass_mode,
+           "verl's bypass mode (old log-probs replaced by the rollout's): not supported, must be false.")
+      .key("loss_type", &RolloutCorrectionSection::loss_type, "bypass_mode's loss (unused while bypass_mode is off).",
+           one_of({"ppo_clip", "reinforce"}));
+  return schema;
+}
+
 OptionsSchema<AlgorithmConfig> algorithm_schema() {
   OptionsSchema<AlgorithmConfig> schema;
   schema
@@ -172,6 +194,7 @@ OptionsSchema<AlgorithmConfig> algorithm_schema() {
            one_of(kl_penalty_types()))
       .section("kl_ctrl", &AlgorithmConfig::kl_ctrl, kl_control_schema())
       .section("filter_groups", &AlgorithmConfig::filter_groups, filter_groups_schema())
+      .section("rollout_correction", &AlgorithmConfig::rollout_correction, rollout_correction_schema())
       .other_keys_to(&AlgorithmConfig::estimator_options);
   return schema;
 }

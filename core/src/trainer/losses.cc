@@ -39,6 +39,7 @@ LossFunction actor_loss(ActorLossSettings settings) {
     input.log_prob = output.log_prob;
     input.advantages = micro.tensor(kAdvantages);
     input.response_mask = mask;
+    if (micro.contains(kRolloutIsWeights)) input.rollout_is_weights = micro.tensor(kRolloutIsWeights);
     PolicyLossConfig config = settings.policy;
     config.aggregation = global_aggregation(settings.policy.aggregation.mode, global);
     PolicyLossOutput policy = settings.policy_loss->compute(input, config);

@@ -14,6 +14,7 @@ namespace rlcore::trainer {
 inline constexpr const char* kOldLogProbs = "old_log_probs";
 inline constexpr const char* kRefLogProb = "ref_log_prob";
 inline constexpr const char* kAdvantages = "advantages";
+inline constexpr const char* kRolloutIsWeights = "rollout_is_weights";  // [B, R], with rollout correction
 inline constexpr const char* kReturns = "returns";
 inline constexpr const char* kValues = "values";
 

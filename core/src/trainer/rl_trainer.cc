@@ -23,6 +23,7 @@
 #include "rlcore/fault_point.h"
 #include "rlcore/kl_controller.h"
 #include "rlcore/rl_functional.h"
+#include "rlcore/rollout_correction.h"
 #include "trainer/checkpoint.h"
 #include "trainer/dynamic_sampling.h"
 #include "trainer/generation.h"
@@ -260,6 +261,7 @@ struct RlTrainer::Impl {
       }
       std::vector<std::string> actor_columns = {trainer::kOldLogProbs, trainer::kAdvantages};
       if (config.actor_rollout_ref.actor.use_kl_loss) actor_columns.push_back(trainer::kRefLogProb);
+      if (batch.contains(trainer::kRolloutIsWeights)) actor_columns.push_back(trainer::kRolloutIsWeights);
       const auto start = Clock::now();
       updates.push_back(workers->actor().call("actor.update_actor", batch.select(with_engine_columns(actor_columns)),
                                               {{"mini_batch_rows", plan.actor_mini_batch_rows},
@@ -350,6 +352,19 @@ struct RlTrainer::Impl {
     batch.set("reward_baselines", baselines);
   }
 
+  // verl's decoupled rollout correction, between the rewards and the
+  // advantages: rejection sampling narrows response_mask, importance weights
+  // go to the policy loss, and the rollout_corr/ metrics (the off-policy gap)
+  // are reported every step.
+  void apply_rollout_correction(Batch& batch, StepMetrics& metrics) const {
+    const RolloutCorrectionResult corrected =
+        compute_rollout_correction(batch.tensor(trainer::kOldLogProbs), batch.tensor(trainer::kRolloutLogProbs),
+                                   batch.tensor(columns::kResponseMask), config.algorithm.rollout_correction.settings());
+    batch.set(columns::kResponseMask, corrected.response_mask);
+    if (corrected.rollout_is_weights.defined()) batch.set(trainer::kRolloutIsWeights, corrected.rollout_is_weights);
+    metrics.insert(corrected.metrics.begin(), corrected.metrics.end());
+  }
+
   void compute_advantages(Batch& batch, StepMetrics& metrics) {
     const at::Tensor mask = batch.tensor(columns::kResponseMask);
     if (config.algorithm.use_kl_in_reward) {
@@ -362,6 +377,7 @@ struct RlTrainer::Impl {
     } else {
       batch.set("token_level_rewards", batch.tensor("token_level_scores"));
     }
+    apply_rollout_correction(batch, metrics);
     const AdvantageOutput advantages = estimator->compute(advantage_input_from_batch(batch, "uid"));
     batch.set(trainer::kAdvantages, advantages.advantages.to(at::kFloat));
     batch.set(trainer::kReturns, advantages.returns.to(at::kFloat));

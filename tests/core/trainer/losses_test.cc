@@ -103,6 +103,28 @@ TEST_CASE("actor loss = policy loss - entropy bonus + kl loss, with its metrics"
   CHECK(rows.output.entropy.grad().abs().sum().item<double>() > 0);
 }
 
+TEST_CASE("the rollout-correction weights of a batch reach the policy loss") {
+  Registry registry;
+  register_builtin_algorithms(registry);
+  Rows rows = random_rows(4, 6, 11);
+  ActorLossSettings s = settings(registry, "token-mean");
+  s.entropy_coeff = 0;
+  s.use_kl_loss = false;
+  const GlobalBatchInfo global = whole(rows.batch);
+  const at::Tensor weights = at::rand({4, 6}) + 0.5;
+  const double unweighted = actor_loss(s)(rows.batch, rows.output, global).loss.item<double>();
+  rows.batch.set(kRolloutIsWeights, weights);
+  const double weighted = actor_loss(s)(rows.batch, rows.output, global).loss.item<double>();
+
+  const at::Tensor mask = rows.batch.tensor(columns::kResponseMask);
+  PolicyLossInput input{rows.batch.tensor(kOldLogProbs), rows.output.log_prob, rows.batch.tensor(kAdvantages), mask,
+                        weights};
+  PolicyLossConfig config;
+  config.aggregation.mode = "token-mean";
+  CHECK(weighted == Approx(s.policy_loss->compute(input, config).loss.item<double>()).epsilon(1e-5));
+  CHECK(weighted != Approx(unweighted).epsilon(1e-3));
+}
+
 TEST_CASE("the metric of a micro-batch is its own mean, not its share of the batch") {
   Registry registry;
   register_builtin_algorithms(registry);

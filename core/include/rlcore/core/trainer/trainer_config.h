@@ -14,6 +14,7 @@
 #include "rlcore/export.h"
 #include "rlcore/kl_controller.h"
 #include "rlcore/options.h"
+#include "rlcore/rollout_correction.h"
 #include "rlcore/train_engine.h"
 
 namespace rlcore {
@@ -120,12 +121,29 @@ struct FilterGroupsConfig {
   int64_t max_num_gen_batches = 0;  // generation batches per step at most; <= 0: no limit
 };
 
+// verl's algorithm.rollout_correction: the SDK's settings (see
+// rlcore/rollout_correction.h) plus verl's bypass mode, which rlcore refuses.
+struct RolloutCorrectionSection {
+  std::string rollout_is;  // "" (off), token, sequence
+  std::string rollout_is_threshold = "2.0";
+  bool rollout_is_batch_normalize = false;
+  std::string rollout_rs;  // "" (off) or comma-separated options
+  std::string rollout_rs_threshold;
+  bool bypass_mode = false;
+  std::string loss_type = "ppo_clip";  // bypass_mode's loss
+
+  RolloutCorrectionConfig settings() const {
+    return {rollout_is, rollout_is_threshold, rollout_is_batch_normalize, rollout_rs, rollout_rs_threshold};
+  }
+};
+
 struct AlgorithmConfig {
   std::string adv_estimator = "gae";
   bool use_kl_in_reward = false;
   std::string kl_penalty = "kl";
   KlControlConfig kl_ctrl;
   FilterGroupsConfig filter_groups;
+  RolloutCorrectionSection rollout_correction;
   ConfigNode estimator_options;  // the advantage estimator's keys (gamma, lam, ...)
 };
 
