@@ -21,7 +21,7 @@ case "${1:-}" in
   --sanitize)
     flavour=(--sanitize); build_dir=${RLCORE_BUILD_DIR:-build-sanitize}
     # Left out of the sanitized run (docs/testing.md#sanitizers):
-    #   not_sanitized  e2e, worker_faults_test, checkpoint_crash_test: multi-process trainer
+    #   not_sanitized  tests/e2e/*_test, worker_faults*_test, checkpoint_crash_test: multi-process trainer
     #                  runs, several times slower under ASan, which would take the flavour past
     #                  CI's budget; the code they drive runs sanitized in the unit and plugin
     #                  tests. sdk_package: builds a plugin outside this build, with gcc.
