@@ -179,6 +179,27 @@ TEST_CASE("the table names the failing check and the exit code says it failed", 
   CHECK_THAT(result.out, Catch::Contains("1 failed") || Catch::Contains("2 failed"));
 }
 
+TEST_CASE("--reference picks the reference; a missing one skips the comparisons, naming it", "[conformance]") {
+  const std::string fsdp = kPluginDir + "/librlcore-train-fsdp.so";
+  const Report missing = run_json({"--plugins", fsdp, "--reference", "no_such_engine"});
+  CHECK(missing.status == 0);
+  for (const char* check : {"forward_log_prob", "forward_entropy", "optimizer_step"}) {
+    INFO(check);
+    CHECK(status_of(missing, check) == "skipped");
+    CHECK_THAT(missing.by_check.at(check)["detail"].get<std::string>(), Catch::Contains("'no_such_engine'"));
+  }
+  // Checks that need no reference still run.
+  CHECK(status_of(missing, "checkpoint_round_trip") == "pass");
+}
+
+TEST_CASE("key=value options reach the component under test, not the reference", "[conformance]") {
+  // fsdp at lr 1e-2 against the reference at the suite's 1e-3: the step differs, the forward does not.
+  const Report report = run_json({"--plugins", kPluginDir + "/librlcore-train-fsdp.so", "optim.lr=1e-2"});
+  CHECK(report.status == 1);
+  CHECK(status_of(report, "forward_log_prob") == "pass");
+  CHECK(status_of(report, "optimizer_step") == "fail");
+}
+
 TEST_CASE("conformance refuses bad arguments and an empty selection", "[conformance]") {
   auto result = cli_test::run({"conformance", "--format", "xml"});
   CHECK(result.status == 1);
