@@ -207,7 +207,12 @@ Outcome loss_bad_input(CheckEnv& env) {
 }  // namespace
 
 std::vector<Check> advantage_estimator_checks() {
-  return {{"shapes", estimator_shapes},
+  return {{"create",
+           [](CheckEnv& env) {
+             make_estimator(env);
+             return Outcome::pass();
+           }},
+          {"shapes", estimator_shapes},
           {"mask_respected", estimator_mask_respected},
           {"no_input_mutation", estimator_no_input_mutation},
           {"no_autograd_leak", estimator_no_autograd},
@@ -215,7 +220,12 @@ std::vector<Check> advantage_estimator_checks() {
 }
 
 std::vector<Check> policy_loss_checks() {
-  return {{"shapes_and_gradient", loss_shapes_and_gradient},
+  return {{"create",
+           [](CheckEnv& env) {
+             make_loss(env);
+             return Outcome::pass();
+           }},
+          {"shapes_and_gradient", loss_shapes_and_gradient},
           {"mask_respected", loss_mask_respected},
           {"no_input_mutation", loss_no_input_mutation},
           {"bad_input_error", loss_bad_input}};

@@ -103,7 +103,14 @@ Outcome check_thread_safe(CheckEnv& env) {
 }  // namespace
 
 std::vector<Check> grader_checks() {
-  return {{"any_text", check_any_text}, {"deterministic", check_deterministic}, {"thread_safe", check_thread_safe}};
+  return {{"create",
+           [](CheckEnv& env) {
+             make_grader(env);
+             return Outcome::pass();
+           }},
+          {"any_text", check_any_text},
+          {"deterministic", check_deterministic},
+          {"thread_safe", check_thread_safe}};
 }
 
 }  // namespace rlcore::conformance

@@ -204,12 +204,32 @@ Outcome manager_ledger_bound(CheckEnv& env) {
 
 }  // namespace
 
-std::vector<Check> weight_adaptor_checks() { return {{"round_trip", adaptor_round_trip}}; }
+std::vector<Check> weight_adaptor_checks() {
+  return {{"create",
+           [](CheckEnv& env) {
+             make_candidate<WeightAdaptor>(env);
+             return Outcome::pass();
+           }},
+          {"round_trip", adaptor_round_trip}};
+}
 
-std::vector<Check> offloader_checks() { return {{"round_trip", offloader_round_trip}}; }
+std::vector<Check> offloader_checks() {
+  return {{"create",
+           [](CheckEnv& env) {
+             make_candidate<Offloader>(env);
+             return Outcome::pass();
+           }},
+          {"round_trip", offloader_round_trip}};
+}
 
 std::vector<Check> sharding_manager_checks() {
-  return {{"round_trip", manager_round_trip}, {"ledger_bound", manager_ledger_bound}};
+  return {{"create",
+           [](CheckEnv& env) {
+             make_candidate<ShardingManager>(env);
+             return Outcome::pass();
+           }},
+          {"round_trip", manager_round_trip},
+          {"ledger_bound", manager_ledger_bound}};
 }
 
 }  // namespace rlcore::conformance
