@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the SDK package from a build tree, builds examples/hello-plugin out of
-# tree against it, and loads that plugin with the *installed* rlcore.
+# tree against it, and loads that plugin with the *installed* rlcore; then follows
+# docs/plugin-authors.md: copies examples/engine-template into an empty folder,
+# builds it and runs the installed `rlcore conformance` on it.
 # usage: scripts/check_sdk_package.sh BUILD_DIR
 set -euo pipefail
 build_dir=$(realpath "$1")
@@ -31,4 +33,22 @@ scores=$(printf '%s\n' '{"response": "Paris is the capital of France", "ground_t
 echo "$scores"
 [ "$(sed -n 1p <<< "$scores")" = '{"found":2.0,"score":1.0}' ] || { echo "FAIL: unexpected score line 1"; exit 1; }
 [ "$(sed -n 2p <<< "$scores")" = '{"found":0.0,"score":0.0}' ] || { echo "FAIL: unexpected score line 2"; exit 1; }
+echo "[sdk-package] building examples/engine-template against the installed SDK (docs/plugin-authors.md)"
+mkdir -p "$work/my-engine"
+cp "$source_dir"/examples/engine-template/* "$work/my-engine/"
+cmake -S "$work/my-engine" -B "$work/my-engine/build" "${generator[@]}" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/template-configure.log" 2>&1 ||
+  { cat "$work/template-configure.log"; exit 1; }
+cmake --build "$work/my-engine/build" > "$work/template-build.log" 2>&1 || { cat "$work/template-build.log"; exit 1; }
+
+echo "[sdk-package] installed rlcore conformance --plugins <template build dir>"
+status=0
+report=$("$rlcore" conformance --plugins "$work/my-engine/build" 2>"$work/conformance.err") || status=$?
+echo "$report"
+[ "$status" -eq 0 ] || { cat "$work/conformance.err"; echo "FAIL: conformance exited with $status"; exit 1; }
+for component in train_engine/template_train inference_engine/template_infer; do
+  grep -Eq "^$component +create +pass" <<< "$report" || { echo "FAIL: $component was not checked"; exit 1; }
+done
+grep -Eq "^20 checks: 19 passed, 0 failed, 1 not applicable, 0 skipped$" <<< "$report" ||
+  { echo "FAIL: unexpected conformance summary"; exit 1; }
 echo "[sdk-package] OK"

@@ -21,6 +21,7 @@ commands:
   (none)    run training from --config FILE (the RL trainer)
   plugins   list loaded plugins and components, and every refused file with the reason
   config    print the resolved config (--config FILE [overrides]) or every key (--schema)
+  conformance  check a plugin's components against the in-tree references (--plugins FILE|DIR)
   export    a train engine's sharded checkpoint -> a Hugging Face directory (--checkpoint, --model, --out)
   data      write the built-in task's datasets (data make --task arithmetic --out DIR)
   grade     score a JSONL file of responses offline with a grader
@@ -87,6 +88,7 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     if (command.empty()) return run_command_train(rest, io);
     if (command == "plugins") return run_command_plugins(rest, io);
     if (command == "config") return run_command_config(rest, io);
+    if (command == "conformance") return run_command_conformance(rest, io);
     if (command == "export") return run_command_export(rest, io);
     if (command == "data") return run_command_data(rest, io);
     if (command == "grade") return run_command_grade(rest, io);

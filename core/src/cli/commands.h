@@ -48,6 +48,7 @@ ConfiguredRun configure_run(const std::vector<std::string>& args, const std::str
 int run_command_plugins(const std::vector<std::string>& args, CommandIo io);
 int run_command_report(const std::vector<std::string>& args, CommandIo io);
 int run_command_config(const std::vector<std::string>& args, CommandIo io);
+int run_command_conformance(const std::vector<std::string>& args, CommandIo io);
 int run_command_data(const std::vector<std::string>& args, CommandIo io);
 int run_command_export(const std::vector<std::string>& args, CommandIo io);
 int run_command_grade(const std::vector<std::string>& args, CommandIo io);

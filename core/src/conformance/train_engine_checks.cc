@@ -1,0 +1,400 @@
+// TrainEngine checks: forward outputs and one optimizer step against the
+// reference engine (fsdp) on the same tiny model, gradient accumulation,
+// checkpoint round trips, the HF export and offload/reload.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "conformance/conformance.h"
+#include "conformance/tiny_model.h"
+#include "rlcore/comm_context.h"
+#include "rlcore/core/runtime/process_groups.h"
+#include "rlcore/error.h"
+#include "rlcore/safetensors.h"
+#include "rlcore/train_engine.h"
+
+namespace rlcore::conformance {
+namespace {
+
+namespace fs = std::filesystem;
+
+// fp32 forward outputs of two implementations of the same model agree to
+// rounding (summation order); after AdamW steps, which turn rounding noise in
+// near-zero gradients into steps of up to lr, to kStepTolerance.
+constexpr double kForwardTolerance = 2e-5;
+constexpr double kStepTolerance = 1e-4;
+constexpr const char* kLearningRate = "1e-3";  // optim.lr of both engines
+constexpr int64_t kTotalSteps = 4;
+
+bool declares(const ComponentEntry& entry, const std::string& key) {
+  return std::any_of(entry.keys.begin(), entry.keys.end(), [&](const KeySpec& spec) { return spec.name == key; });
+}
+
+// The options the suite runs an engine with: `base` plus optim.lr when the engine declares it.
+ConfigNode train_options(const ComponentEntry& entry, const ConfigNode& base) {
+  ConfigNode options = base.clone();
+  if (declares(entry, "optim.lr") && !options.at_path("optim.lr").defined()) {
+    options.set("optim.lr", kLearningRate, "rlcore conformance");
+  }
+  return options;
+}
+
+std::shared_ptr<TrainEngine> make_candidate(CheckEnv& env, const fs::path& model) {
+  return make_train_engine(env.candidate, env.candidate_options, model);
+}
+
+std::shared_ptr<TrainEngine> make_reference(CheckEnv& env, const fs::path& model) {
+  return make_train_engine(*env.reference, ConfigNode(), model);
+}
+
+model::NamedTensors full_parameters(TrainEngine& engine) {
+  model::NamedTensors out;
+  engine.for_each_full_parameter(
+      [&](const std::string& name, const at::Tensor& tensor) { out.emplace_back(name, tensor.detach().clone()); });
+  return out;
+}
+
+Outcome no_reference(const CheckEnv& env) {
+  return Outcome::skipped("reference train_engine '" + env.reference_name +
+                          "' is not loaded (add its plugin with --plugins)");
+}
+
+Outcome check_create(CheckEnv& env) {
+  auto engine = make_candidate(env, env.tiny_model);
+  if (engine->step() != 0) return Outcome::fail("step() of a fresh engine is " + std::to_string(engine->step()));
+  return Outcome::pass();
+}
+
+// Log-probs (at temperatures 1 and 0.7) or entropy of the candidate vs the reference.
+Outcome compare_forward(CheckEnv& env, bool entropy) {
+  if (!env.reference) return no_reference(env);
+  auto candidate = make_candidate(env, env.tiny_model);
+  auto reference = make_reference(env, env.tiny_model);
+  const Batch batch = train_batch(3);
+  Worst worst;
+  for (double temperature : {1.0, 0.7}) {
+    const ModelOutput got = candidate->forward(batch, forward_options(temperature, entropy));
+    const ModelOutput want = reference->forward(batch, forward_options(temperature, entropy));
+    const at::Tensor& g = entropy ? got.entropy : got.log_prob;
+    const at::Tensor& w = entropy ? want.entropy : want.log_prob;
+    if (!g.defined()) return Outcome::fail(std::string(entropy ? "entropy" : "log_prob") + " was not returned");
+    if (g.sizes() != w.sizes()) {
+      return Outcome::fail("shape " + c10::str(g.sizes()) + ", the reference's is " + c10::str(w.sizes()));
+    }
+    // Only response tokens are compared: padding positions are unspecified.
+    const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
+    std::ostringstream what;
+    what << (entropy ? "entropy" : "log_prob") << " at temperature " << temperature;
+    worst.add(what.str(), max_abs_diff(g.masked_select(mask), w.masked_select(mask)));
+  }
+  return Outcome::measured(worst.error, kForwardTolerance, worst.what + " vs the reference");
+}
+
+Outcome check_forward_log_prob(CheckEnv& env) { return compare_forward(env, false); }
+Outcome check_forward_entropy(CheckEnv& env) { return compare_forward(env, true); }
+
+double relative_diff(double a, double b) { return std::abs(a - b) / std::max(1.0, std::abs(b)); }
+
+// One train_step on the same data with the same loss, then parameters and log-probs vs the reference.
+Outcome check_optimizer_step(CheckEnv& env) {
+  if (!env.reference) return no_reference(env);
+  if (!declares(env.candidate, "optim.lr")) {
+    return Outcome::not_applicable(
+        "the engine declares no optim.lr key, so its step cannot be set up like the reference's");
+  }
+  auto candidate = make_candidate(env, env.tiny_model);
+  auto reference = make_reference(env, env.tiny_model);
+  const Batch batch = train_batch(4);
+  const TrainStepOutput got = candidate->train_step(batch, forward_options(1.0, false), pg_loss);
+  const TrainStepOutput want = reference->train_step(batch, forward_options(1.0, false), pg_loss);
+  if (candidate->step() != 1)
+    return Outcome::fail("step() is " + std::to_string(candidate->step()) + " after one step");
+  Worst worst;
+  for (const char* metric : {"loss", "grad_norm"}) {
+    if (!got.metrics.count(metric)) return Outcome::fail(std::string("train_step reported no '") + metric + "' metric");
+    worst.add(std::string("metric ") + metric + " (relative)",
+              relative_diff(got.metrics.at(metric), want.metrics.at(metric)));
+  }
+  // Compared in HF form (export_hf), the layout every engine shares.
+  const fs::path got_dir = env.workdir / "candidate_after_step";
+  const fs::path want_dir = env.workdir / "reference_after_step";
+  candidate->export_hf(got_dir.string());
+  reference->export_hf(want_dir.string());
+  const std::string problem =
+      compare_named(SafetensorsCheckpoint(got_dir).load_all(), SafetensorsCheckpoint(want_dir).load_all(), worst);
+  if (!problem.empty()) return Outcome::fail("exported weights after the step: " + problem);
+  const Batch probe = train_batch(5);
+  worst.add("log_prob after the step", max_abs_diff(candidate->forward(probe, forward_options(1.0, false)).log_prob,
+                                                    reference->forward(probe, forward_options(1.0, false)).log_prob));
+  return Outcome::measured(worst.error, kStepTolerance, worst.what + " vs the reference");
+}
+
+// Micro-batches of one row accumulate to the step of the whole batch at once.
+Outcome check_grad_accumulation(CheckEnv& env) {
+  auto whole = make_candidate(env, env.tiny_model);
+  auto micro = make_candidate(env, env.tiny_model);
+  const Batch batch = train_batch(4);
+  ForwardOptions one_row = forward_options(1.0, false);
+  one_row.micro_batching.micro_batch_size = 1;
+  const TrainStepOutput a = whole->train_step(batch, forward_options(1.0, false), pg_loss);
+  const TrainStepOutput b = micro->train_step(batch, one_row, pg_loss);
+  Worst worst;
+  if (a.metrics.count("grad_norm") && b.metrics.count("grad_norm")) {
+    worst.add("grad_norm (relative)", relative_diff(b.metrics.at("grad_norm"), a.metrics.at("grad_norm")));
+  }
+  const std::string problem = compare_named(full_parameters(*micro), full_parameters(*whole), worst);
+  if (!problem.empty()) return Outcome::fail(problem);
+  return Outcome::measured(worst.error, kStepTolerance, worst.what + " with micro_batch_size 1 vs the whole batch");
+}
+
+// Bit-exact equality of two engines' full parameters; "" or what differs.
+std::string same_parameters(TrainEngine& candidate, TrainEngine& expected) {
+  const model::NamedTensors got = full_parameters(candidate);
+  const model::NamedTensors want = full_parameters(expected);
+  std::map<std::string, at::Tensor> by_name(got.begin(), got.end());
+  for (const auto& [name, tensor] : want) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) return "parameter '" + name + "' is missing";
+    if (!bit_equal(it->second, tensor)) {
+      return "parameter '" + name + "' differs (max |diff| " + std::to_string(max_abs_diff(it->second, tensor)) + ")";
+    }
+  }
+  if (got.size() != want.size()) return "parameter counts differ";
+  return "";
+}
+
+// Save after a step, load into a fresh engine: parameters bit-exact, step() restored.
+Outcome check_checkpoint_round_trip(CheckEnv& env) {
+  auto saved = make_candidate(env, env.tiny_model);
+  saved->train_step(train_batch(4), forward_options(1.0, false), pg_loss);
+  const fs::path dir = env.workdir / "checkpoint";
+  saved->save_checkpoint(dir.string());
+  auto loaded = make_candidate(env, env.tiny_model_alt);  // other weights: the load must replace them all
+  loaded->load_checkpoint(dir.string());
+  if (loaded->step() != saved->step()) {
+    return Outcome::fail("step() is " + std::to_string(loaded->step()) + " after load_checkpoint, saved at " +
+                         std::to_string(saved->step()));
+  }
+  const std::string problem = same_parameters(*loaded, *saved);
+  if (!problem.empty()) return Outcome::fail("after load_checkpoint: " + problem);
+  Outcome outcome = Outcome::measured(0, 0, "parameters");
+  outcome.detail = "bit-exact";
+  return outcome;
+}
+
+// Step, save, step == load, step: optimizer state, schedule and RNG are restored.
+Outcome check_resume_continuity(CheckEnv& env) {
+  auto first = make_candidate(env, env.tiny_model);
+  first->train_step(train_batch(4), forward_options(1.0, false), pg_loss);
+  const fs::path dir = env.workdir / "checkpoint";
+  first->save_checkpoint(dir.string());
+  const TrainStepOutput straight = first->train_step(train_batch(6), forward_options(1.0, false), pg_loss);
+  auto resumed = make_candidate(env, env.tiny_model);
+  resumed->load_checkpoint(dir.string());
+  const TrainStepOutput after = resumed->train_step(train_batch(6), forward_options(1.0, false), pg_loss);
+  // The loss, the engine's grad_norm and lr (not timings, which an engine may add).
+  for (const char* key : {"loss", "grad_norm", "lr"}) {
+    if (!straight.metrics.count(key)) continue;
+    const double value = straight.metrics.at(key);
+    auto it = after.metrics.find(key);
+    if (it == after.metrics.end() || it->second != value) {
+      return Outcome::fail(std::string("metric '") + key + "' of the step after resuming is " +
+                           (it == after.metrics.end() ? std::string("missing") : std::to_string(it->second)) +
+                           ", without the restart " + std::to_string(value));
+    }
+  }
+  const std::string problem = same_parameters(*resumed, *first);
+  if (!problem.empty())
+    return Outcome::fail("the step after resuming differs from the step without the restart: " + problem);
+  Outcome outcome = Outcome::measured(0, 0, "parameters");
+  outcome.detail = "bit-exact";
+  return outcome;
+}
+
+// export_hf of an untrained engine: the reference's names and shapes, the input checkpoint's values.
+Outcome check_export_hf(CheckEnv& env) {
+  auto engine = make_candidate(env, env.tiny_model);
+  const fs::path dir = env.workdir / "export";
+  engine->export_hf(dir.string());
+  if (!fs::exists(dir / "config.json")) return Outcome::fail("export_hf wrote no config.json");
+  const model::NamedTensors exported = SafetensorsCheckpoint(dir).load_all();
+  Worst worst;
+  std::string problem = compare_named(exported, tiny_model_weights(1), worst);
+  if (!problem.empty()) return Outcome::fail("exported weights vs the input checkpoint: " + problem);
+  if (env.reference) {
+    auto reference = make_reference(env, env.tiny_model);
+    const fs::path reference_dir = env.workdir / "reference_export";
+    reference->export_hf(reference_dir.string());
+    Worst ignored;
+    problem = compare_named(exported, SafetensorsCheckpoint(reference_dir).load_all(), ignored);
+    if (!problem.empty()) return Outcome::fail("exported names/shapes vs the reference's export: " + problem);
+  }
+  Outcome outcome = Outcome::measured(worst.error, 0, worst.what + " vs the input checkpoint");
+  if (outcome.status == Status::kPass) outcome.detail = "bit-exact";
+  return outcome;
+}
+
+// Two engines take a step; one offloads and reloads everything; both take a
+// second step: parameters stay bit-identical (params, grads and optimizer state came back exactly).
+Outcome check_offload_reload(CheckEnv& env) {
+  auto moved = make_candidate(env, env.tiny_model);
+  auto stayed = make_candidate(env, env.tiny_model);
+  for (auto* engine : {moved.get(), stayed.get()}) {
+    engine->train_step(train_batch(4), forward_options(1.0, false), pg_loss);
+  }
+  const std::vector<ParameterShard> before = moved->parameter_shards();
+  std::vector<at::Tensor> copies;
+  for (const auto& shard : before) copies.push_back(shard.local.detach().clone());
+  moved->offload(OffloadSet::kAll);
+  moved->reload(OffloadSet::kAll);
+  const std::vector<ParameterShard> after = moved->parameter_shards();
+  if (after.size() != before.size())
+    return Outcome::fail("parameter_shards() changed its length across offload/reload");
+  for (size_t i = 0; i < after.size(); ++i) {
+    if (!bit_equal(after[i].local, copies[i]))
+      return Outcome::fail("parameter '" + after[i].name + "' changed across offload/reload");
+  }
+  for (auto* engine : {moved.get(), stayed.get()}) {
+    engine->train_step(train_batch(6), forward_options(1.0, false), pg_loss);
+  }
+  const std::string problem = same_parameters(*moved, *stayed);
+  if (!problem.empty()) return Outcome::fail("a step after offload/reload differs from one without: " + problem);
+  Outcome outcome = Outcome::measured(0, 0, "parameters");
+  outcome.detail = "bit-exact";
+  return outcome;
+}
+
+// Two ranks (threads of this process, a gloo "dp" group over a file store)
+// each step on half of the rows == one rank on all of them.
+Outcome check_data_parallel(CheckEnv& env) {
+  constexpr int64_t kWorld = 2;
+  const auto store = RendezvousStore::on_this_host();
+  const Batch batch = train_batch(4);
+  const Batch probe = train_batch(5);
+  std::vector<std::unique_ptr<CommContext>> comms(kWorld);
+  std::vector<std::shared_ptr<TrainEngine>> ranks(kWorld);
+  std::vector<model::NamedTensors> params(kWorld);
+  std::vector<at::Tensor> log_probs(kWorld);
+  std::vector<std::string> errors(kWorld);
+  std::vector<bool> refused(kWorld, false);
+  std::vector<std::thread> threads;
+  for (int64_t rank = 0; rank < kWorld; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        ProcessGroupOptions options;
+        options.store_file = store->file();
+        options.prefix = "conformance_dp";
+        options.rank = rank;
+        options.local_rank = rank;
+        options.world_size = kWorld;
+        options.timeout = std::chrono::seconds(60);
+        comms[rank] = make_comm_context(options);
+        ComponentContext context;
+        context.model_path = env.tiny_model.string();
+        context.total_training_steps = kTotalSteps;
+        context.comm = comms[rank].get();
+        try {
+          ranks[rank] = std::static_pointer_cast<TrainEngine>(
+              env.candidate.factory(train_options(env.candidate, env.candidate_options), context));
+        } catch (...) {
+          refused[rank] = true;
+          throw;
+        }
+        const int64_t rows = batch.size() / kWorld;
+        ranks[rank]->train_step(batch.slice(rank * rows, (rank + 1) * rows), forward_options(1.0, false), pg_loss);
+        log_probs[rank] =
+            ranks[rank]->forward(probe.slice(rank * rows, (rank + 1) * rows), forward_options(1.0, false)).log_prob;
+        params[rank] = full_parameters(*ranks[rank]);
+      } catch (const std::exception& e) {
+        errors[rank] = e.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  if (refused[0] && refused[1]) {
+    return Outcome::not_applicable("the engine does not take a 2-rank dp group: " + errors[0]);
+  }
+  for (int64_t rank = 0; rank < kWorld; ++rank) {
+    if (!errors[rank].empty()) return Outcome::fail("rank " + std::to_string(rank) + " of 2: " + errors[rank]);
+  }
+  auto single = make_candidate(env, env.tiny_model);
+  single->train_step(batch, forward_options(1.0, false), pg_loss);
+  Worst worst;
+  for (int64_t rank = 0; rank < kWorld; ++rank) {
+    const std::string problem = compare_named(params[rank], full_parameters(*single), worst);
+    if (!problem.empty()) return Outcome::fail("rank " + std::to_string(rank) + ": " + problem);
+  }
+  worst.add("log_prob after the step",
+            max_abs_diff(at::cat(log_probs, 0), single->forward(probe, forward_options(1.0, false)).log_prob));
+  return Outcome::measured(worst.error, kStepTolerance, worst.what + " with 2 dp ranks vs 1");
+}
+
+}  // namespace
+
+std::shared_ptr<TrainEngine> make_train_engine(const ComponentEntry& entry, const ConfigNode& options,
+                                               const fs::path& model) {
+  ComponentContext context;
+  context.model_path = model.string();
+  context.total_training_steps = kTotalSteps;
+  auto made = std::static_pointer_cast<TrainEngine>(entry.factory(train_options(entry, options), context));
+  if (!made) throw ValueError("the factory of " + entry.kind + " '" + entry.name + "' returned null");
+  return made;
+}
+
+// 4 rows, a 5-token prompt (row 0 left-padded) and a 4-token response (row 2
+// right-padded), random ids, plus the advantages the test loss reads.
+Batch train_batch(uint64_t seed) {
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const int64_t rows = 4, prompt = 5, response = 4;
+  at::Tensor mask = at::ones({rows, prompt + response}, at::kLong);
+  mask[0][0] = 0;
+  mask[0][1] = 0;
+  mask[2][prompt + response - 1] = 0;
+  const at::Tensor ids =
+      at::randint(1, tiny_model_config().vocab_size, {rows, prompt + response}, generator, at::kLong) * mask;
+  Batch batch(rows);
+  batch.set(columns::kInputIds, ids);
+  batch.set(columns::kAttentionMask, mask);
+  batch.set(columns::kResponses, ids.slice(1, prompt).clone());
+  batch.set(columns::kResponseMask, mask.slice(1, prompt).to(at::kFloat));
+  batch.set("advantages", at::randn({rows, response}, generator));
+  return batch;
+}
+
+// A token-mean policy-gradient loss, scaled by dp_size as the trainer's losses are
+// (gradients are averaged over dp ranks).
+LossOutput pg_loss(const Batch& micro, const ModelOutput& out, const GlobalBatchInfo& global) {
+  const at::Tensor loss = -(out.log_prob * micro.tensor("advantages") * micro.tensor(columns::kResponseMask)).sum() /
+                          global.num_tokens * static_cast<double>(global.dp_size);
+  return {loss, {{"loss", loss.detach()}}};
+}
+
+ForwardOptions forward_options(double temperature, bool entropy) {
+  ForwardOptions options;
+  options.temperature = temperature;
+  options.entropy = entropy;
+  return options;
+}
+
+std::vector<Check> train_engine_checks() {
+  return {
+      {"create", check_create},
+      {"forward_log_prob", check_forward_log_prob},
+      {"forward_entropy", check_forward_entropy},
+      {"optimizer_step", check_optimizer_step},
+      {"grad_accumulation", check_grad_accumulation},
+      {"checkpoint_round_trip", check_checkpoint_round_trip},
+      {"resume_continuity", check_resume_continuity},
+      {"export_hf", check_export_hf},
+      {"offload_reload", check_offload_reload},
+      {"data_parallel", check_data_parallel},
+  };
+}
+
+}  // namespace rlcore::conformance

@@ -1,0 +1,123 @@
+// Deliberately broken engines for the conformance tests: each wraps an in-tree
+// engine and breaks one behaviour, chosen at compile time, so the suite must
+// fail exactly the check that covers it.
+//   BROKEN_LOG_PROBS        train_engine `broken_log_probs`: forward() adds 0.01 to every log-prob
+//   BROKEN_CHECKPOINT       train_engine `broken_checkpoint`: save_checkpoint() drops a tensor
+//   BROKEN_LOAD_WEIGHTS     inference_engine `broken_load_weights`: load_weights() keeps the old weights
+#include <ATen/ATen.h>
+
+#include <filesystem>
+
+#include "fsdp_engine.h"
+#include "fsdp_options.h"
+#include "native_engine.h"
+#include "rlcore/plugin.h"
+#include "rlcore/safetensors.h"
+
+namespace broken {
+
+namespace fs = std::filesystem;
+using namespace rlcore;
+
+// Forwards every call to the fsdp engine; the broken behaviour overrides one.
+class WrappedTrainEngine : public TrainEngine {
+ public:
+  WrappedTrainEngine(const fsdp::FsdpOptions& options, const ComponentContext& context)
+      : inner_(std::make_unique<fsdp::FsdpEngine>(options, context)) {}
+  ModelOutput forward(const Batch& batch, const ForwardOptions& options) override {
+    return inner_->forward(batch, options);
+  }
+  TrainStepOutput train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) override {
+    return inner_->train_step(batch, options, loss);
+  }
+  std::vector<ParameterShard> parameter_shards() const override { return inner_->parameter_shards(); }
+  void for_each_full_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) override {
+    inner_->for_each_full_parameter(visit);
+  }
+  void save_checkpoint(const std::string& dir) override { inner_->save_checkpoint(dir); }
+  void load_checkpoint(const std::string& dir) override { inner_->load_checkpoint(dir); }
+  void export_hf(const std::string& dir) override { inner_->export_hf(dir); }
+  void offload(OffloadSet what) override { inner_->offload(what); }
+  void reload(OffloadSet what) override { inner_->reload(what); }
+  TrainMemory memory() const override { return inner_->memory(); }
+  int64_t step() const override { return inner_->step(); }
+
+ private:
+  std::unique_ptr<TrainEngine> inner_;
+};
+
+class WrongLogProbs final : public WrappedTrainEngine {
+ public:
+  using WrappedTrainEngine::WrappedTrainEngine;
+  ModelOutput forward(const Batch& batch, const ForwardOptions& options) override {
+    ModelOutput out = WrappedTrainEngine::forward(batch, options);
+    out.log_prob = out.log_prob + 0.01;
+    return out;
+  }
+};
+
+// Saves, then rewrites every safetensors file of the checkpoint without its last
+// tensor (one optimizer moment of the last unit): the kind of loss a careless
+// writer makes, which load_checkpoint may or may not notice.
+class DroppingCheckpoint final : public WrappedTrainEngine {
+ public:
+  using WrappedTrainEngine::WrappedTrainEngine;
+  void save_checkpoint(const std::string& dir) override {
+    WrappedTrainEngine::save_checkpoint(dir);
+    for (const auto& file : fs::directory_iterator(dir)) {
+      if (file.path().extension() != ".safetensors") continue;
+      const SafetensorsFile read(file.path());
+      NamedTensors tensors = read.load_all();
+      const SafetensorsMetadata metadata = read.metadata();
+      tensors.pop_back();
+      save_safetensors(file.path(), tensors, metadata);
+    }
+  }
+};
+
+// Records the version but never touches the weights.
+class IgnoresLoadWeights final : public InferenceEngine {
+ public:
+  IgnoresLoadWeights(const infer_native::NativeEngineOptions& options, const ComponentContext& context)
+      : inner_(options, context) {}
+  GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling) override {
+    GenerationOutput out = inner_.generate(prompts, sampling);
+    out.weight_version = version_;
+    return out;
+  }
+  std::vector<WeightMeta> weight_meta() const override { return inner_.weight_meta(); }
+  void load_weights(const NamedTensorList&, int64_t version) override { version_ = version; }
+  int64_t weight_version() const override { return version_; }
+  void sleep() override {}
+  void wake_up() override {}
+
+ private:
+  infer_native::NativeEngine inner_;
+  int64_t version_ = 0;
+};
+
+void register_broken(PluginRegistrar& registrar) {
+#if defined(BROKEN_LOG_PROBS)
+  registrar.add<TrainEngine>("broken_log_probs", "fsdp with log-probs off by 0.01", fsdp::fsdp_options_schema(),
+                             [](const fsdp::FsdpOptions& options, const ComponentContext& context) {
+                               return std::make_shared<WrongLogProbs>(options, context);
+                             });
+#elif defined(BROKEN_CHECKPOINT)
+  registrar.add<TrainEngine>("broken_checkpoint", "fsdp whose checkpoints lose a tensor", fsdp::fsdp_options_schema(),
+                             [](const fsdp::FsdpOptions& options, const ComponentContext& context) {
+                               return std::make_shared<DroppingCheckpoint>(options, context);
+                             });
+#elif defined(BROKEN_LOAD_WEIGHTS)
+  registrar.add<InferenceEngine>("broken_load_weights", "native that ignores load_weights",
+                                 OptionsSchema<infer_native::NativeEngineOptions>(),
+                                 [](const infer_native::NativeEngineOptions& options, const ComponentContext& context) {
+                                   return std::make_shared<IgnoresLoadWeights>(options, context);
+                                 });
+#else
+#error "define BROKEN_LOG_PROBS, BROKEN_CHECKPOINT or BROKEN_LOAD_WEIGHTS"
+#endif
+}
+
+}  // namespace broken
+
+RLCORE_PLUGIN(BROKEN_PLUGIN_NAME, "0.0.1", broken::register_broken)
