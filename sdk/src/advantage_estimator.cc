@@ -69,6 +69,10 @@ AdvantageInput advantage_input_from_batch(const Batch& batch, const std::string&
   if (batch.contains("reward_baselines") && batch.is_tensor("reward_baselines")) {
     input.reward_baselines = batch.tensor("reward_baselines");
   }
+  const std::string prefix = kRewardComponentPrefix;
+  for (const std::string& key : batch.tensor_keys()) {
+    if (key.compare(0, prefix.size(), prefix) == 0) input.reward_components[key.substr(prefix.size())] = batch.tensor(key);
+  }
   if (batch.contains(group_key)) {
     input.index = batch.is_tensor(group_key) ? batch.tensor(group_key).to(at::kLong)
                                              : group_ids_from_json(batch.non_tensor(group_key), group_key);

@@ -1,12 +1,14 @@
 // Built-in estimators for outcome rewards that compare each response with the
 // other responses to its prompt (rows sharing an index): grpo (and its
-// vectorized and pass@k forms), rloo (and rloo_vectorized), opo, gpg and
-// reinforce_plus_plus_baseline (verl's core_algos.py).
+// vectorized and pass@k forms), gdpo, rloo (and rloo_vectorized), opo, gpg
+// and reinforce_plus_plus_baseline (verl's core_algos.py).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/internal.h"
@@ -34,8 +36,16 @@ at::Tensor group_mean_or_zero(const GroupStats& stats) {
   return at::where(stats.count.eq(1), at::zeros_like(stats.mean), stats.mean);
 }
 
-// GRPO: (score - group mean) / (group std + 1e-6), or without the std
-// (Dr. GRPO) when norm_adv_by_std_in_grpo is false.
+// GRPO's per-row advantage: (score - group mean) / (group std + 1e-6), or
+// without the std (Dr. GRPO) when `by_std` is false.
+at::Tensor grpo_normalized(const at::Tensor& scores, const at::Tensor& index, bool by_std) {
+  const GroupStats stats = group_stats(scores, index);
+  const at::Tensor centered = scores - group_mean_or_zero(stats);
+  if (!by_std) return centered;
+  const at::Tensor stddev = at::where(stats.count.eq(1), at::ones_like(stats.stddev), stats.stddev);
+  return centered / (stddev + kGrpoEpsilon);
+}
+
 class GrpoEstimator final : public AdvantageEstimator {
  public:
   explicit GrpoEstimator(GrpoOptions options) : options_(options) {}
@@ -44,16 +54,74 @@ class GrpoEstimator final : public AdvantageEstimator {
   AdvantageOutput compute(const AdvantageInput& input) const override {
     validate_advantage_input(input, needs(), "grpo");
     at::NoGradGuard no_grad;
-    const at::Tensor scores = outcome_scores(input);
-    const GroupStats stats = group_stats(scores, input.index);
-    const at::Tensor centered = scores - group_mean_or_zero(stats);
-    if (!options_.norm_adv_by_std_in_grpo) return broadcast_outcome(centered, input.response_mask);
-    const at::Tensor stddev = at::where(stats.count.eq(1), at::ones_like(stats.stddev), stats.stddev);
-    return broadcast_outcome(centered / (stddev + kGrpoEpsilon), input.response_mask);
+    return broadcast_outcome(grpo_normalized(outcome_scores(input), input.index, options_.norm_adv_by_std_in_grpo),
+                             input.response_mask);
   }
 
  private:
   GrpoOptions options_;
+};
+
+struct GdpoOptions {
+  std::vector<std::string> gdpo_reward_keys;
+  std::vector<double> gdpo_reward_weights;  // empty: 1 each
+  bool norm_adv_by_std_in_grpo = true;
+};
+
+// GDPO: each reward component (a grader extra named in gdpo_reward_keys) is
+// GRPO-normalized within its group on its own, so a dominant component cannot
+// drown the others; the weighted sum is then whitened over the batch's tokens.
+class GdpoEstimator final : public AdvantageEstimator {
+ public:
+  explicit GdpoEstimator(GdpoOptions options) : options_(std::move(options)) {
+    if (options_.gdpo_reward_keys.empty()) {
+      throw ConfigError(
+          "advantage estimator 'gdpo' needs algorithm.gdpo_reward_keys: the reward components (grader extras such as "
+          "acc) to normalize one by one");
+    }
+    if (!options_.gdpo_reward_weights.empty() &&
+        options_.gdpo_reward_weights.size() != options_.gdpo_reward_keys.size()) {
+      throw ConfigError("algorithm.gdpo_reward_weights has " + std::to_string(options_.gdpo_reward_weights.size()) +
+                        " weights for " + std::to_string(options_.gdpo_reward_keys.size()) +
+                        " algorithm.gdpo_reward_keys");
+    }
+  }
+  AdvantageNeeds needs() const override { return kNeedsIndex; }
+
+  AdvantageOutput compute(const AdvantageInput& input) const override {
+    validate_advantage_input(input, needs(), "gdpo");
+    at::NoGradGuard no_grad;
+    const at::Tensor mask = float_mask(input.response_mask, input.token_level_rewards);
+    at::Tensor combined = at::zeros({mask.size(0)}, mask.options());
+    for (size_t k = 0; k < options_.gdpo_reward_keys.size(); ++k) {
+      const at::Tensor scores = component(input, options_.gdpo_reward_keys[k]).to(mask.options());
+      const double weight = options_.gdpo_reward_weights.empty() ? 1.0 : options_.gdpo_reward_weights[k];
+      combined = combined + weight * grpo_normalized(scores, input.index, options_.norm_adv_by_std_in_grpo);
+    }
+    const at::Tensor advantages = masked_whiten(combined.unsqueeze(-1) * mask, mask) * mask;
+    return {advantages, advantages.clone()};
+  }
+
+ private:
+  static const at::Tensor& component(const AdvantageInput& input, const std::string& key) {
+    const auto it = input.reward_components.find(key);
+    if (it == input.reward_components.end()) {
+      std::string known;
+      for (const auto& entry : input.reward_components) known += (known.empty() ? "" : ", ") + entry.first;
+      throw ValueError("gdpo: reward component '" + key + "' (algorithm.gdpo_reward_keys) is not among the graders' " +
+                       "extras (" + (known.empty() ? "they reported none" : "they reported: " + known) + ")");
+    }
+    if (it->second.dim() != 1 || it->second.size(0) != input.response_mask.size(0)) {
+      throw ValueError("gdpo: reward component '" + key + "' must hold one value per response");
+    }
+    if (!at::isfinite(it->second).all().item<bool>()) {
+      throw ValueError("gdpo: reward component '" + key + "' is missing (NaN) for some responses: every grader must " +
+                       "report it");
+    }
+    return it->second;
+  }
+
+  GdpoOptions options_;
 };
 
 // RLOO: score minus the mean of the other responses, n/(n-1) * (score - mean).
@@ -202,6 +270,16 @@ void register_outcome_estimators(PluginRegistrar& registrar) {
   registrar.add<AdvantageEstimator>(
       "grpo_passk", "Pass@k: each group's best response gets (best - second best) / (group std + 1e-6)",
       grpo_options(), [](const GrpoOptions& options) { return std::make_unique<GrpoPassKEstimator>(options); });
+  registrar.add<AdvantageEstimator>(
+      "gdpo", "GDPO: each reward component GRPO-normalized apart, weighted, summed, then whitened",
+      OptionsSchema<GdpoOptions>()
+          .key("gdpo_reward_keys", &GdpoOptions::gdpo_reward_keys,
+               "The reward components (grader extras, e.g. [format, acc]) gdpo normalizes one by one.")
+          .key("gdpo_reward_weights", &GdpoOptions::gdpo_reward_weights,
+               "A weight per gdpo_reward_keys entry; empty: 1 each.")
+          .key("norm_adv_by_std_in_grpo", &GdpoOptions::norm_adv_by_std_in_grpo,
+               "Divide each component by its group std (GRPO); false: score - mean only."),
+      [](const GdpoOptions& options) { return std::make_unique<GdpoEstimator>(options); });
   registrar.add<AdvantageEstimator>("rloo", "RLOO: score minus the mean of the prompt's other responses",
                                     OptionsSchema<NoOptions>(),
                                     [](const NoOptions&) { return std::make_unique<RlooEstimator>(false); });

@@ -223,6 +223,7 @@ struct RlTrainer::Impl {
     Batch& batch = rollout.batch;
     batch.set("token_level_scores", scored.rewards.token_level_scores);
     for (const auto& [name, column] : scored.rewards.extras) {
+      batch.set(kRewardComponentPrefix + name, at::tensor(column, at::kDouble).to(at::kFloat));  // for gdpo
       double sum = 0;
       int64_t count = 0;
       for (double value : column) {

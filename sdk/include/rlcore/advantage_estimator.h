@@ -3,6 +3,7 @@
 // returns; the built-ins (gae, grpo, rloo, ...) are registered by the core.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include <ATen/core/Tensor.h>
@@ -21,7 +22,13 @@ struct AdvantageInput {
   at::Tensor values;               // [B, T] critic values (gae); undefined otherwise
   at::Tensor index;                // [B] integer group id: rows of one prompt share it (verl's uid)
   at::Tensor reward_baselines;     // [B] reward of the greedy response (remax); undefined otherwise
+  // [B] per-response reward components by name: the graders' extra scores ("acc", "format", ...),
+  // for estimators that normalize each one apart (gdpo). SDK 1.2: appended.
+  std::map<std::string, at::Tensor> reward_components;
 };
+
+// Batch columns "reward_extra/<name>" ([B]) become AdvantageInput::reward_components[<name>].
+inline constexpr const char* kRewardComponentPrefix = "reward_extra/";
 
 struct AdvantageOutput {
   at::Tensor advantages;  // [B, T]

@@ -64,14 +64,17 @@ TEST_CASE("every advantage estimator verl and rlcore share gives verl's values",
     input.index = at::tensor(c["index"].get<std::vector<int64_t>>(), at::kLong);
     if (c.contains("values")) input.values = float_tensor(c["values"]);
     if (c.contains("reward_baselines")) input.reward_baselines = float_vector(c["reward_baselines"]);
+    if (c.contains("reward_components")) {
+      for (const auto& [key, values] : c["reward_components"].items()) input.reward_components[key] = float_vector(values);
+    }
     const rlcore::AdvantageOutput output = estimator->compute(input);
     check_matches(output.advantages, c["advantages"]);
     check_matches(output.returns, c["returns"]);
     covered.insert(name);
   }
-  CHECK(covered == std::set<std::string>{"gae", "grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized",
-                                          "opo", "gpg", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
-                                          "remax"});
+  CHECK(covered == std::set<std::string>{"gae", "grpo", "grpo_vectorized", "grpo_passk", "gdpo", "rloo",
+                                          "rloo_vectorized", "opo", "gpg", "reinforce_plus_plus",
+                                          "reinforce_plus_plus_baseline", "remax"});
 }
 
 TEST_CASE("every policy loss verl and rlcore share gives verl's loss, gradient and metrics", "[algorithms][verl]") {

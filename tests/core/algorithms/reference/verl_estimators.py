@@ -66,6 +66,26 @@ def main():
     outcome("gpg", {}, grouped)
     outcome("gpg", {"f_norm": 2.0}, grouped, f_norm=2.0)
 
+    # GDPO: two reward components (verl reads them from non_tensor_batch by gdpo_reward_keys and
+    # places each at the response's last token, whose position comes from the attention mask).
+    components = {"format": torch.tensor([0.0, 1.0])[torch.randint(0, 2, (12,), generator=generator)],
+                  "acc": torch.tensor([0.0, 0.5, 1.0])[torch.randint(0, 3, (12,), generator=generator)]}
+    prompts = torch.ones(12, 2, dtype=torch.long)
+    gdpo_batch = {"prompts": prompts,
+                  "attention_mask": torch.cat([torch.ones(12, 2), grouped["response_mask"]], dim=1).long()}
+    non_tensor = {name: values.numpy() for name, values in components.items()}
+    for options in ({"gdpo_reward_keys": ["format", "acc"]},
+                    {"gdpo_reward_keys": ["format", "acc"], "gdpo_reward_weights": [0.3, 1.7]},
+                    {"gdpo_reward_keys": ["acc"], "norm_adv_by_std_in_grpo": False}):
+        norm = options.get("norm_adv_by_std_in_grpo", True)
+        advantages, returns = algorithms.get_adv_estimator_fn("gdpo")(
+            token_level_rewards=grouped["token_level_rewards"].clone(), response_mask=grouped["response_mask"],
+            index=grouped["index"], norm_adv_by_std_in_grpo=norm, config=Config(options),
+            non_tensor_batch=non_tensor, batch=gdpo_batch)
+        gdpo_case = case("gdpo", options, grouped, advantages, returns)
+        gdpo_case["reward_components"] = {name: values.tolist() for name, values in components.items()}
+        cases.append(gdpo_case)
+
     rewards, mask = grouped["dense_rewards"], grouped["response_mask"]
     advantages, returns = algorithms.get_adv_estimator_fn("reinforce_plus_plus")(
         token_level_rewards=rewards.clone(), response_mask=mask, config=Config(gamma=0.9))
