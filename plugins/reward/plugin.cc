@@ -1,11 +1,16 @@
 // The `reward` plugin: registers the rule-based graders with their config keys
-// and the data_source values verl's default_compute_score routes to them.
+// and the data_source values verl's default_compute_score routes to them, and
+// the custom_function grader that runs a user's Python reward function.
 #include "rlcore/plugin.h"
 
+#include <nlohmann/json.hpp>
+
 #include "arithmetic_grader.h"
+#include "custom_function_grader.h"
 #include "exact_match_grader.h"
 #include "gsm8k_grader.h"
 #include "math_grader.h"
+#include "rlcore/error.h"
 
 namespace rlcore::reward {
 namespace {
@@ -16,6 +21,46 @@ struct Gsm8kConfig {
   double format_score = 0.0;
   double score = 1.0;
 };
+
+// verl's custom_reward_function keys; reward_kwargs stays a tree until built.
+struct CustomFunctionConfig {
+  std::string path;
+  std::string name = "compute_score";
+  std::string python = "python3";
+  double timeout_s = 300.0;
+  ConfigNode reward_kwargs;
+};
+
+// A YAML tree as JSON for Python: maps and lists as such, scalars as the JSON
+// number, bool or null they spell, else as strings.
+nlohmann::json to_json(const ConfigNode& node) {
+  if (!node.defined() || node.is_null()) return nullptr;
+  if (node.is_map()) {
+    nlohmann::json object = nlohmann::json::object();
+    for (const std::string& key : node.keys()) object[key] = to_json(node[key]);
+    return object;
+  }
+  if (node.is_sequence()) {
+    nlohmann::json array = nlohmann::json::array();
+    for (const ConfigNode& item : node.items()) array.push_back(to_json(item));
+    return array;
+  }
+  const std::string text = node.as<std::string>();
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  if (!value.is_discarded() && (value.is_number() || value.is_boolean() || value.is_null())) return value;
+  if (text == "True" || text == "False") return text == "True";  // YAML 1.1 spellings
+  return text;
+}
+
+std::unique_ptr<Grader> make_custom_function_grader(const CustomFunctionConfig& config) {
+  nlohmann::json kwargs = to_json(config.reward_kwargs);
+  if (kwargs.is_null()) kwargs = nlohmann::json::object();
+  if (!kwargs.is_object()) {
+    throw ConfigError("key " + config.reward_kwargs.describe() + " must be a map of keyword arguments");
+  }
+  return std::make_unique<CustomFunctionGrader>(
+      CustomFunctionOptions{config.path, config.name, config.python, config.timeout_s, std::move(kwargs)});
+}
 
 void register_graders(PluginRegistrar& registrar) {
   registrar.add<Grader>(
@@ -54,6 +99,24 @@ void register_graders(PluginRegistrar& registrar) {
           .key("format_score", &ArithmeticOptions::format_score, "Score when an answer is found but wrong."),
       [](const ArithmeticOptions& options) { return std::make_unique<ArithmeticGrader>(options); },
       {"arithmetic", "rlcore/arithmetic"});
+
+  registrar.add<Grader>(
+      "custom_function",
+      "verl's custom_reward_function: a Python function run in a long-lived subprocess, one JSON line per batch "
+      "(docs/custom-rewards.md)",
+      OptionsSchema<CustomFunctionConfig>()
+          .key("path", &CustomFunctionConfig::path,
+               "Python file defining the reward function; set: it scores every sample instead of reward.grader.")
+          .key("name", &CustomFunctionConfig::name,
+               "The function: name(data_source, solution_str, ground_truth, extra_info, **reward_kwargs) -> float "
+               "or dict with 'score'.")
+          .key("python", &CustomFunctionConfig::python, "Interpreter that runs it (looked up in PATH).")
+          .key("timeout_s", &CustomFunctionConfig::timeout_s,
+               "Seconds one batch may take, the interpreter's start included; past it the process is killed.",
+               greater_than(0))
+          .subtree("reward_kwargs", &CustomFunctionConfig::reward_kwargs,
+                   "Extra keyword arguments of every call (verl's reward_kwargs)."),
+      make_custom_function_grader);
 }
 
 }  // namespace

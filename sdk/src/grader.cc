@@ -3,4 +3,5 @@
 
 namespace rlcore {
 Grader::~Grader() = default;
+BatchGrader::~BatchGrader() = default;
 }  // namespace rlcore

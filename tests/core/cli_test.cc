@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../common/reference_python.h"
 #include "cli_testing.h"
 #include "rlcore/device.h"
 
@@ -128,6 +129,39 @@ TEST_CASE("rlcore grade picks graders by data_source and rejects bad input lines
   result = run({"grade", "--grader", "exact_match"}, "{\"ground_truth\": \"a\"}\n");
   CHECK(result.status == 1);
   CHECK_THAT(result.err, Catch::Contains("line 1: missing field \"response\""));
+}
+
+TEST_CASE("rlcore grade runs verl's custom reward function for every sample", "[cli]") {
+  const std::string key = "reward.custom_reward_function.";
+  const std::string file = RLCORE_SOURCE_DIR "/tests/plugins/reward/fixtures/custom_reward.py";
+  // openai/gsm8k would pick the gsm8k grader; the custom function replaces it.
+  const std::string input =
+      R"({"response": "right", "ground_truth": "right", "data_source": "openai/gsm8k",)"
+      R"( "extra_info": {"weight": 2.0, "nested": {"index": 3}}})" "\n"
+      R"({"response": "wrong", "ground_truth": "right", "data_source": "openai/gsm8k",)"
+      R"( "extra_info": {"nested": {"index": 4}}})" "\n";
+  auto result = run({"grade", key + "path=" + file, key + "name=with_extras", key + "reward_kwargs.bonus=0.5",
+                     key + "python=" + rlcore_test::reference_python()},
+                    input);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::istringstream lines(result.out);
+  std::string line;
+  std::vector<nlohmann::json> records;
+  while (std::getline(lines, line)) records.push_back(nlohmann::json::parse(line));
+  REQUIRE(records.size() == 3);
+  CHECK(records[0]["score"] == 2.5);
+  CHECK(records[0]["nested_index"] == 3.0);
+  CHECK(records[1]["score"] == 0.5);
+  CHECK(records[1]["acc"] == 0.0);
+  CHECK(records[2]["summary"]["count"] == 2);
+
+  result = run({"grade", key + "path=/nonexistent/reward.py"}, input);
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("'/nonexistent/reward.py' is not a readable file"));
+  result = run({"grade", key + "path=" + file, key + "timeout_s=0"}, input);
+  CHECK(result.status == 1);
+  CHECK_THAT(result.err, Catch::Contains("timeout_s"));
 }
 
 TEST_CASE("unknown commands and options are reported", "[cli]") {

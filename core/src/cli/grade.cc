@@ -51,7 +51,7 @@ int run_command_grade(const std::vector<std::string>& args, CommandIo io) {
   CommonArgs common;
   std::string grader = "auto";
   po::options_description options(
-      "rlcore grade --grader NAME [option=value ...] [FILE]\n"
+      "rlcore grade --grader NAME [option=value ...] [reward.key=value ...] [FILE]\n"
       "Reads JSONL lines {\"response\", \"ground_truth\", \"data_source\", \"extra_info\"} from FILE (or stdin)");
   add_common_options(options, common);
   options.add_options()("grader", po::value(&grader),
@@ -63,7 +63,9 @@ int run_command_grade(const std::vector<std::string>& args, CommandIo io) {
   std::string input_path;
   std::vector<std::string> overrides;
   for (const auto& arg : positional) {
-    if (arg.find('=') != std::string::npos) {
+    if (arg.rfind("reward.", 0) == 0 && arg.find('=') != std::string::npos) {
+      overrides.push_back(arg);  // a full key, e.g. reward.custom_reward_function.path=reward.py
+    } else if (arg.find('=') != std::string::npos) {
       overrides.push_back("reward.graders." + (grader == "auto" ? "" : grader + ".") + arg);
     } else if (input_path.empty()) {
       input_path = arg;

@@ -66,7 +66,11 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .key("grader", &RewardConfig::grader,
              "Grader for every sample, or 'auto' to pick one by each sample's data_source (verl's default_compute_score).")
         .subtree("graders", &RewardConfig::graders, "Options per grader: reward.graders.<name>.<key> (see below).")
-        .section("overlong_buffer", &RewardConfig::overlong_buffer, overlong);
+        .section("overlong_buffer", &RewardConfig::overlong_buffer, overlong)
+        .subtree("custom_reward_function", &RewardConfig::custom_reward_function,
+                 "verl's custom reward function: a Python file's compute_score run in a subprocess; path set: it "
+                 "scores every sample instead of reward.grader. Keys: path, name, python, timeout_s, reward_kwargs "
+                 "(docs/custom-rewards.md).");
     OptionsSchema<RunConfig> root;
     root.section("trainer", &RunConfig::trainer, trainer)
         .section("data", &RunConfig::data, data_config_schema())
@@ -85,7 +89,13 @@ std::string RunConfig::run_dir() const {
   return "runs/" + trainer.project_name + "/" + trainer.experiment_name;
 }
 
+bool custom_reward_function_enabled(const RewardConfig& config) {
+  const ConfigNode path = config.custom_reward_function["path"];
+  return path.defined() && path.is_scalar() && !path.as<std::string>().empty();
+}
+
 std::string component_options_path(const std::string& kind, const std::string& name) {
+  if (kind == "reward" && name == kCustomFunctionGrader) return "reward.custom_reward_function";
   if (kind == "reward") return "reward.graders." + name;
   if (kind == "advantage_estimator") return "algorithm";
   if (kind == "policy_loss") return "actor_rollout_ref.actor.policy_loss";
@@ -141,6 +151,10 @@ void validate_graders(const Registry& registry, const RunConfig& config) {
                         }());
     }
     registry.get("reward", name).factory(options, ComponentContext());  // validates the options
+  }
+  if (custom_reward_function_enabled(config.reward)) {
+    // Validates the keys and that the file exists; the program starts at the first batch.
+    registry.get("reward", kCustomFunctionGrader).factory(config.reward.custom_reward_function, ComponentContext());
   }
 }
 

@@ -1,5 +1,9 @@
-// RewardRouter: grader lookup by name or data_source.
+// RewardRouter: grader lookup by name or data_source (or the custom function
+// for every sample), batched per grader where the grader can take a batch.
 #include "rlcore/core/reward_router.h"
+
+#include <algorithm>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -15,9 +19,14 @@ RewardRouter::RewardRouter(const Registry& registry, const RewardConfig& config)
     for (const auto& source : entry->data_sources) grader_by_data_source_.emplace(source, entry->name);
   }
   if (fixed_grader_ != "auto" && !graders_.count(fixed_grader_)) registry.get(Grader::kKind, fixed_grader_);
+  if (custom_reward_function_enabled(config)) {
+    const ComponentEntry& entry = registry.get(Grader::kKind, kCustomFunctionGrader);
+    custom_ = std::static_pointer_cast<Grader>(entry.factory(config.custom_reward_function, ComponentContext()));
+  }
 }
 
 const Grader& RewardRouter::grader_for(const std::string& data_source) const {
+  if (custom_) return *custom_;
   if (fixed_grader_ != "auto") return *graders_.at(fixed_grader_);
   auto it = grader_by_data_source_.find(data_source);
   if (it == grader_by_data_source_.end()) {
@@ -37,9 +46,34 @@ GradeResult RewardRouter::score(const RewardSample& sample) const {
 }
 
 std::vector<GradeResult> RewardRouter::score(const std::vector<RewardSample>& samples) const {
-  std::vector<GradeResult> results;
-  results.reserve(samples.size());
-  for (const auto& sample : samples) results.push_back(score(sample));
+  static const nlohmann::json kNoExtra = nlohmann::json::object();
+  std::vector<GradeResult> results(samples.size());
+  // Sample indices per grader, in first-seen order of the graders.
+  std::vector<std::pair<const Grader*, std::vector<size_t>>> groups;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Grader* grader = &grader_for(samples[i].data_source);
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == grader; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {grader, {}});
+    group->second.push_back(i);
+  }
+  for (const auto& [grader, indices] : groups) {
+    if (const auto* batch = dynamic_cast<const BatchGrader*>(grader)) {
+      std::vector<GradeRequest> requests;
+      requests.reserve(indices.size());
+      for (size_t i : indices) {
+        const RewardSample& s = samples[i];
+        requests.push_back({s.response, s.ground_truth, s.data_source, s.extra ? s.extra : &kNoExtra});
+      }
+      std::vector<GradeResult> graded = batch->grade_batch(requests);
+      if (graded.size() != indices.size()) {
+        throw ValueError("a batch grader returned " + std::to_string(graded.size()) + " results for " +
+                         std::to_string(indices.size()) + " samples");
+      }
+      for (size_t k = 0; k < indices.size(); ++k) results[indices[k]] = std::move(graded[k]);
+    } else {
+      for (size_t i : indices) results[i] = score(samples[i]);
+    }
+  }
   return results;
 }
 

@@ -1,6 +1,7 @@
 // Batch-level rule reward: scores each sample with the grader named in config,
 // or (grader: auto) with the grader registered for the sample's data_source,
-// as verl's default_compute_score does.
+// as verl's default_compute_score does. With reward.custom_reward_function.path
+// set, the `custom_function` grader (a user program) scores every sample instead.
 #pragma once
 
 #include <map>
@@ -32,11 +33,14 @@ class RLCORE_API RewardRouter {
   RewardRouter(const Registry& registry, const RewardConfig& config);
 
   GradeResult score(const RewardSample& sample) const;
+  // Graders with the BatchGrader capability get one grade_batch call for all
+  // their samples of the batch; the others are called per sample.
   std::vector<GradeResult> score(const std::vector<RewardSample>& samples) const;
 
  private:
   const Grader& grader_for(const std::string& data_source) const;
 
+  std::shared_ptr<Grader> custom_;  // reward.custom_reward_function; null when its path is empty
   std::string fixed_grader_;
   std::map<std::string, std::shared_ptr<Grader>> graders_;       // by grader name
   std::map<std::string, std::string> grader_by_data_source_;     // data_source -> grader name

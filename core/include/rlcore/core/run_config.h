@@ -53,7 +53,16 @@ struct RewardConfig {
   std::string grader = "auto";
   ConfigNode graders;  // <grader name> -> that grader's options
   OverlongBufferConfig overlong_buffer;
+  // verl's custom_reward_function: the options of the `custom_function` grader
+  // (reward plugin); with a non-empty path it scores every sample.
+  ConfigNode custom_reward_function;
 };
+
+// The grader that runs reward.custom_reward_function (docs/custom-rewards.md).
+inline constexpr const char* kCustomFunctionGrader = "custom_function";
+
+// True when reward.custom_reward_function.path is set (non-empty).
+RLCORE_API bool custom_reward_function_enabled(const RewardConfig& config);
 
 struct RunConfig {
   TrainerConfig trainer;

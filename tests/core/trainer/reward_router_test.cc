@@ -1,0 +1,113 @@
+// RewardRouter: samples grouped by grader, one grade_batch call per grader with
+// the BatchGrader capability, and reward.custom_reward_function overriding the
+// grader choice for every sample.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/core/reward_router.h"
+#include "rlcore/core/run_config.h"
+
+namespace {
+
+using rlcore::BatchGrader;
+using rlcore::GradeRequest;
+using rlcore::Grader;
+using rlcore::GradeResult;
+
+// Scores `base` + the response's length; counts how it was called.
+class CountingGrader : public Grader {
+ public:
+  explicit CountingGrader(double base) : base_(base) {}
+  GradeResult grade(std::string_view response, std::string_view, std::string_view,
+                    const nlohmann::json&) const override {
+    ++single_calls;
+    return GradeResult{base_ + static_cast<double>(response.size()), {}};
+  }
+  mutable int single_calls = 0;
+
+ protected:
+  double base_;
+};
+
+class CountingBatchGrader final : public CountingGrader, public BatchGrader {
+ public:
+  using CountingGrader::CountingGrader;
+  std::vector<GradeResult> grade_batch(const std::vector<GradeRequest>& requests) const override {
+    batch_sizes.push_back(requests.size());
+    std::vector<GradeResult> results;
+    for (const GradeRequest& request : requests) {
+      REQUIRE(request.extra != nullptr);
+      results.push_back(GradeResult{base_ + static_cast<double>(request.response.size()), {{"batched", 1.0}}});
+    }
+    return results;
+  }
+  mutable std::vector<size_t> batch_sizes;
+};
+
+struct Graders {
+  std::shared_ptr<CountingGrader> single = std::make_shared<CountingGrader>(100.0);
+  std::shared_ptr<CountingBatchGrader> batch = std::make_shared<CountingBatchGrader>(200.0);
+  std::shared_ptr<CountingBatchGrader> custom = std::make_shared<CountingBatchGrader>(300.0);
+
+  rlcore::Registry registry() const {
+    rlcore::Registry registry;
+    auto add = [&](const std::string& name, std::shared_ptr<Grader> grader, std::vector<std::string> sources) {
+      rlcore::ComponentEntry entry;
+      entry.kind = Grader::kKind;
+      entry.name = name;
+      entry.data_sources = std::move(sources);
+      entry.factory = [grader](const rlcore::ConfigNode&, const rlcore::ComponentContext&) { return grader; };
+      registry.add(std::move(entry));
+    };
+    add("single", single, {"s"});
+    add("batch", batch, {"b"});
+    add(rlcore::kCustomFunctionGrader, custom, {});
+    return registry;
+  }
+};
+
+std::vector<rlcore::RewardSample> samples() {
+  return {{"x", "", "s", nullptr}, {"xx", "", "b", nullptr}, {"xxx", "", "s", nullptr}, {"xxxx", "", "b", nullptr}};
+}
+
+}  // namespace
+
+TEST_CASE("RewardRouter calls grade_batch once per batch-capable grader, in sample order") {
+  const Graders graders;
+  const rlcore::Registry registry = graders.registry();
+  const rlcore::RewardRouter router(registry, rlcore::RewardConfig{});
+  const std::vector<GradeResult> results = router.score(samples());
+  REQUIRE(results.size() == 4);
+  CHECK(results[0].score == 101.0);
+  CHECK(results[1].score == 202.0);
+  CHECK(results[2].score == 103.0);
+  CHECK(results[3].score == 204.0);
+  CHECK(results[1].extras.at("batched") == 1.0);
+  CHECK(graders.single->single_calls == 2);
+  CHECK(graders.batch->single_calls == 0);
+  CHECK(graders.batch->batch_sizes == std::vector<size_t>{2});
+  CHECK(graders.custom->batch_sizes.empty());
+}
+
+TEST_CASE("RewardRouter sends every sample to the custom function when its path is set") {
+  const Graders graders;
+  const rlcore::Registry registry = graders.registry();
+  rlcore::RewardConfig config;
+  config.grader = "single";
+  config.custom_reward_function = rlcore::ConfigNode::parse("path: reward.py\n", "test");
+  REQUIRE(rlcore::custom_reward_function_enabled(config));
+  const rlcore::RewardRouter router(registry, config);
+  const std::vector<GradeResult> results = router.score(samples());
+  CHECK(results[0].score == 301.0);
+  CHECK(results[3].score == 304.0);
+  CHECK(graders.custom->batch_sizes == std::vector<size_t>{4});
+  CHECK(graders.single->single_calls == 0);
+
+  config.custom_reward_function = rlcore::ConfigNode::parse("path: ''\n", "test");
+  CHECK_FALSE(rlcore::custom_reward_function_enabled(config));
+}
