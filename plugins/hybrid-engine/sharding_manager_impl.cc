@@ -102,7 +102,7 @@ void HybridShardingManager::hand_over(const std::vector<at::Tensor>& outputs, in
   const auto start = Clock::now();
   NamedTensorList named;
   for (size_t i = 0; i < outputs.size(); ++i) named.emplace_back(plan_.tensors[i].meta.name, outputs[i]);
-  auto* adopter = dynamic_cast<AdoptsWeights*>(engines_.rollout.get());
+  auto* adopter = capability<AdoptsWeights>(*engines_.rollout);
   if (mode_ == SwapMode::kBucketed) {
     if (adopter) {
       adopter->wake_up_unallocated();
@@ -138,7 +138,7 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
     hand_over(outputs, version, stats);
     outputs.clear();
     bucket.reset();
-    auto* adopter = dynamic_cast<AdoptsWeights*>(engines_.rollout.get());
+    auto* adopter = capability<AdoptsWeights>(*engines_.rollout);
     ledger_.set("bucket", 0);
     ledger_.set("rollout_weights", adopter ? adopter->weight_bytes_held() : plan_.bucket_bytes);
   } else {

@@ -74,12 +74,28 @@ std::vector<std::string> Registry::names(const std::string& kind) const {
   return result;
 }
 
+void Registry::set_capabilities(const std::string& kind, const std::string& name,
+                                std::vector<std::string> capabilities) {
+  get(kind, name);  // throws for an unregistered component
+  capabilities_[{kind, name}] = std::move(capabilities);
+}
+
+std::vector<std::string> Registry::capabilities(const std::string& kind, const std::string& name) const {
+  auto it = capabilities_.find({kind, name});
+  return it == capabilities_.end() ? std::vector<std::string>{} : it->second;
+}
+
 PluginRegistrar::PluginRegistrar(Registry& registry, PluginOrigin origin)
     : registry_(registry), origin_(std::move(origin)) {}
 
 void PluginRegistrar::add_entry(ComponentEntry entry) {
   entry.origin = origin_;
   registry_.add(std::move(entry));
+}
+
+void PluginRegistrar::add_capabilities(const std::string& kind, const std::string& name,
+                                       std::vector<std::string> capabilities) {
+  registry_.set_capabilities(kind, name, std::move(capabilities));
 }
 
 }  // namespace rlcore
