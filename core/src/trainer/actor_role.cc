@@ -181,8 +181,8 @@ class ActorRolloutRef {
                                             rollout.log_prob_use_dynamic_bsz, rollout.log_prob_max_token_len_per_gpu);
     const ModelOutput output = actor_->forward(batch, options);
     Batch out(batch.size());
-    out.set(kOldLogProbs, output.log_prob);
-    if (output.entropy.defined()) out.set("entropys", output.entropy);
+    out.set(columns::kOldLogProbs, output.log_prob);
+    if (output.entropy.defined()) out.set(columns::kEntropys, output.entropy);
     return MethodResult{out, nullptr};
   }
 
@@ -194,7 +194,7 @@ class ActorRolloutRef {
     options.micro_batching = micro_batching(ref.log_prob_micro_batch_size_per_gpu, ref.log_prob_use_dynamic_bsz,
                                             ref.log_prob_max_token_len_per_gpu);
     Batch out(batch.size());
-    out.set(kRefLogProb, ref_->forward(batch, options).log_prob);
+    out.set(columns::kRefLogProb, ref_->forward(batch, options).log_prob);
     return MethodResult{out, nullptr};
   }
 

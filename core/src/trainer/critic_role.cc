@@ -29,7 +29,7 @@ class Critic {
       options.micro_batching = {config_.forward_micro_batch_size_per_gpu, config_.use_dynamic_bsz,
                                 config_.ppo_max_token_len_per_gpu};
       Batch out(batch.size());
-      out.set(kValues, engine_->forward(batch, options).values);
+      out.set(columns::kValues, engine_->forward(batch, options).values);
       return MethodResult{out, nullptr};
     });
     methods.add("update_critic", DispatchMode::kDpCompute, [this](const Batch& batch, const nlohmann::json& args) {

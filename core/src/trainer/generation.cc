@@ -42,7 +42,7 @@ Rollout generate_rollout(WorkerGroup& actor, const std::vector<const Example*>& 
     }
   }
   rollout.batch = std::move(generated.batch);
-  rollout.batch.set("uid", at::tensor(uid, at::kLong));
+  rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));
   return rollout;
 }
 

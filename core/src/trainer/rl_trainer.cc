@@ -172,7 +172,7 @@ struct RlTrainer::Impl {
     Batch& batch = rollout.batch;
     timed("reward", [&] {
       trainer::Rewards scored = trainer::compute_rewards(batch, rollout.examples, tokenizer, rewards);
-      batch.set("token_level_scores", scored.token_level_scores);
+      batch.set(columns::kTokenLevelScores, scored.token_level_scores);
       for (const auto& [name, column] : scored.extras) {
         double sum = 0;
         int64_t count = 0;
@@ -197,7 +197,7 @@ struct RlTrainer::Impl {
       for (auto& output : wait_all(calls)) batch.union_with(output.batch);
     });
     metrics["actor/entropy"] =
-        masked_mean(batch.tensor("entropys"), batch.tensor(columns::kResponseMask)).item<double>();
+        masked_mean(batch.tensor(columns::kEntropys), batch.tensor(columns::kResponseMask)).item<double>();
     add_rollout_probs_diff(batch, metrics);
 
     timed("adv", [&] { compute_advantages(batch, metrics); });
@@ -206,11 +206,11 @@ struct RlTrainer::Impl {
     timed("update", [&] {
       if (workers->critic()) {
         updates.push_back(workers->critic()->call(
-            "critic.update_critic", batch.select(with_engine_columns({trainer::kValues, trainer::kReturns})),
+            "critic.update_critic", batch.select(with_engine_columns({columns::kValues, columns::kReturns})),
             {{"mini_batch_rows", plan.critic_mini_batch_rows}, {"epochs", plan.critic_epochs}}));
       }
-      std::vector<std::string> actor_columns = {trainer::kOldLogProbs, trainer::kAdvantages};
-      if (config.actor_rollout_ref.actor.use_kl_loss) actor_columns.push_back(trainer::kRefLogProb);
+      std::vector<std::string> actor_columns = {columns::kOldLogProbs, columns::kAdvantages};
+      if (config.actor_rollout_ref.actor.use_kl_loss) actor_columns.push_back(columns::kRefLogProb);
       const auto start = Clock::now();
       updates.push_back(workers->actor().call("actor.update_actor", batch.select(with_engine_columns(actor_columns)),
                                               {{"mini_batch_rows", plan.actor_mini_batch_rows},
@@ -278,8 +278,9 @@ struct RlTrainer::Impl {
   // makes the update off-policy without anyone noticing).
   static void add_rollout_probs_diff(const Batch& batch, StepMetrics& metrics) {
     const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
-    const at::Tensor diff =
-        (batch.tensor(trainer::kRolloutLogProbs).exp() - batch.tensor(trainer::kOldLogProbs).exp()).abs().masked_select(mask);
+    const at::Tensor diff = (batch.tensor(columns::kRolloutLogProbs).exp() - batch.tensor(columns::kOldLogProbs).exp())
+                                .abs()
+                                .masked_select(mask);
     if (diff.numel() == 0) return;
     metrics["training/rollout_probs_diff_max"] = diff.max().item<double>();
     metrics["training/rollout_probs_diff_mean"] = diff.mean().item<double>();
@@ -294,24 +295,24 @@ struct RlTrainer::Impl {
     const int64_t n = config.actor_rollout_ref.rollout.n;
     at::Tensor baselines = at::empty({batch.size()}, at::kFloat);
     for (int64_t row = 0; row < batch.size(); ++row) baselines[row] = scored.scores[row / n];
-    batch.set("reward_baselines", baselines);
+    batch.set(columns::kRewardBaselines, baselines);
   }
 
   void compute_advantages(Batch& batch, StepMetrics& metrics) {
     const at::Tensor mask = batch.tensor(columns::kResponseMask);
     if (config.algorithm.use_kl_in_reward) {
-      const KlInRewardResult kl = apply_kl_penalty(batch.tensor("token_level_scores"), batch.tensor(trainer::kOldLogProbs),
-                                                   batch.tensor(trainer::kRefLogProb), mask, *kl_controller,
-                                                   config.algorithm.kl_penalty);
-      batch.set("token_level_rewards", kl.token_level_rewards);
+      const KlInRewardResult kl =
+          apply_kl_penalty(batch.tensor(columns::kTokenLevelScores), batch.tensor(columns::kOldLogProbs),
+                           batch.tensor(columns::kRefLogProb), mask, *kl_controller, config.algorithm.kl_penalty);
+      batch.set(columns::kTokenLevelRewards, kl.token_level_rewards);
       metrics["actor/reward_kl_penalty"] = kl.current_kl;
       metrics["actor/reward_kl_penalty_coeff"] = kl.beta;
     } else {
-      batch.set("token_level_rewards", batch.tensor("token_level_scores"));
+      batch.set(columns::kTokenLevelRewards, batch.tensor(columns::kTokenLevelScores));
     }
-    const AdvantageOutput advantages = estimator->compute(advantage_input_from_batch(batch, "uid"));
-    batch.set(trainer::kAdvantages, advantages.advantages.to(at::kFloat));
-    batch.set(trainer::kReturns, advantages.returns.to(at::kFloat));
+    const AdvantageOutput advantages = estimator->compute(advantage_input_from_batch(batch, columns::kUid));
+    batch.set(columns::kAdvantages, advantages.advantages.to(at::kFloat));
+    batch.set(columns::kReturns, advantages.returns.to(at::kFloat));
   }
 
   // ---- checkpoints -------------------------------------------------------------

@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "rlcore/columns.h"
 #include "rlcore/export.h"
 
 namespace rlcore {
@@ -58,6 +59,6 @@ RLCORE_API void validate_advantage_input(const AdvantageInput& input, const Adva
 // response_mask, and when present values, reward_baselines and the group
 // column `group_key` (an integer tensor, or a non-tensor column of strings or
 // numbers such as verl's uid, numbered in order of first appearance).
-RLCORE_API AdvantageInput advantage_input_from_batch(const Batch& batch, const std::string& group_key = "uid");
+RLCORE_API AdvantageInput advantage_input_from_batch(const Batch& batch, const std::string& group_key = columns::kUid);
 
 }  // namespace rlcore
