@@ -37,6 +37,9 @@ namespace rlcore {
 
 using trainer::Rollout;
 using trainer::StepMetrics;
+namespace actor_methods = trainer::actor_methods;
+namespace critic_methods = trainer::critic_methods;
+namespace args = trainer::args;
 
 namespace {
 
@@ -146,10 +149,10 @@ struct RlTrainer::Impl {
 
   nlohmann::json train_sampling() const {
     const auto& rollout = config.actor_rollout_ref.rollout;
-    return {{"temperature", rollout.temperature},
-            {"top_k", rollout.top_k},
-            {"top_p", rollout.top_p},
-            {"seed", config.data.seed * 1000003 + step}};
+    return {{args::kTemperature, rollout.temperature},
+            {args::kTopK, rollout.top_k},
+            {args::kTopP, rollout.top_p},
+            {args::kSeed, config.data.seed * 1000003 + step}};
   }
 
   StepMetrics validate() { return validator->run(workers->actor(), step); }
@@ -188,12 +191,15 @@ struct RlTrainer::Impl {
     const double temperature = config.actor_rollout_ref.rollout.temperature;
     timed("old_log_prob", [&] {
       std::vector<std::future<CallOutput>> calls;
-      calls.push_back(workers->actor().call("actor.compute_log_prob", engine_input,
-                                            {{"temperature", temperature}, {"entropy", true}}));
+      calls.push_back(workers->actor().call(actor_methods::kComputeLogProb.qualified(), engine_input,
+                                            {{args::kTemperature, temperature}, {args::kEntropy, true}}));
       if (plan.use_ref) {
-        calls.push_back(workers->actor().call("actor.compute_ref_log_prob", engine_input, {{"temperature", temperature}}));
+        calls.push_back(workers->actor().call(actor_methods::kComputeRefLogProb.qualified(), engine_input,
+                                              {{args::kTemperature, temperature}}));
       }
-      if (workers->critic()) calls.push_back(workers->critic()->call("critic.compute_values", engine_input));
+      if (workers->critic()) {
+        calls.push_back(workers->critic()->call(critic_methods::kComputeValues.qualified(), engine_input));
+      }
       for (auto& output : wait_all(calls)) batch.union_with(output.batch);
     });
     metrics["actor/entropy"] =
@@ -206,15 +212,16 @@ struct RlTrainer::Impl {
     timed("update", [&] {
       if (workers->critic()) {
         updates.push_back(workers->critic()->call(
-            "critic.update_critic", batch.select(with_engine_columns({columns::kValues, columns::kReturns})),
-            {{"mini_batch_rows", plan.critic_mini_batch_rows}, {"epochs", plan.critic_epochs}}));
+            critic_methods::kUpdateCritic.qualified(),
+            batch.select(with_engine_columns({columns::kValues, columns::kReturns})),
+            {{args::kMiniBatchRows, plan.critic_mini_batch_rows}, {args::kEpochs, plan.critic_epochs}}));
       }
       std::vector<std::string> actor_columns = {columns::kOldLogProbs, columns::kAdvantages};
       if (config.actor_rollout_ref.actor.use_kl_loss) actor_columns.push_back(columns::kRefLogProb);
       const auto start = Clock::now();
-      updates.push_back(workers->actor().call("actor.update_actor", batch.select(with_engine_columns(actor_columns)),
-                                              {{"mini_batch_rows", plan.actor_mini_batch_rows},
-                                               {"temperature", temperature}}));
+      updates.push_back(workers->actor().call(
+          actor_methods::kUpdateActor.qualified(), batch.select(with_engine_columns(actor_columns)),
+          {{args::kMiniBatchRows, plan.actor_mini_batch_rows}, {args::kTemperature, temperature}}));
       for (auto& output : wait_all(updates)) {
         for (const auto& [name, value] : output.replies.front().value.items()) metrics[name] = value.get<double>();
       }
@@ -224,25 +231,29 @@ struct RlTrainer::Impl {
     timed("sync_weights", [&] {
       // The reply carries the stats of this step's swaps (train <-> rollout around each generate);
       // ranks swap in lockstep, so the slowest rank's times and the largest peak are reported.
-      const CallOutput synced = workers->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
+      const CallOutput synced =
+          workers->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
       double to_rollout = 0, to_train = 0, bytes_moved = 0;
       std::map<std::string, double> memory;  // the largest of each over the workers
       double rss_min = std::numeric_limits<double>::infinity(), rss_max = 0, rss_sum = 0;
       for (const auto& reply : synced.replies) {
-        const double rss = reply.value["rss_bytes"].get<double>();
+        const trainer::SyncWeightsReply sync = trainer::SyncWeightsReply::from_json(reply.value);
+        const auto rss = static_cast<double>(sync.rss_bytes);
         rss_min = std::min(rss_min, rss);
         rss_max = std::max(rss_max, rss);
         rss_sum += rss;
         metrics["memory/worker_rss_bytes/rank_" + std::to_string(reply.rank)] = rss;  // a leak in one rank
-        to_rollout = std::max(to_rollout, reply.value["to_rollout_s"].get<double>());
-        to_train = std::max(to_train, reply.value["to_train_s"].get<double>());
-        bytes_moved = std::max(bytes_moved, reply.value["bytes_moved"].get<double>());
-        for (const char* key : {"planned_peak_bytes", "measured_peak_bytes", "allocated_bytes", "reserved_bytes"}) {
-          memory[key] = std::max(memory[key], reply.value[key].get<double>());
-        }
-        for (const auto& [phase, seconds] : reply.value["phases"].items()) {
+        to_rollout = std::max(to_rollout, sync.swaps.to_rollout_s);
+        to_train = std::max(to_train, sync.swaps.to_train_s);
+        bytes_moved = std::max(bytes_moved, static_cast<double>(sync.swaps.bytes_moved));
+        const std::pair<const char*, int64_t> peaks[] = {{"planned_peak_bytes", sync.swaps.planned_peak_bytes},
+                                                         {"measured_peak_bytes", sync.swaps.measured_peak_bytes},
+                                                         {"allocated_bytes", sync.allocated_bytes},
+                                                         {"reserved_bytes", sync.reserved_bytes}};
+        for (const auto& [key, bytes] : peaks) memory[key] = std::max(memory[key], static_cast<double>(bytes));
+        for (const auto& [phase, seconds] : sync.swaps.phases) {
           double& slot = metrics["timing_s/reshard_" + phase];
-          slot = std::max(slot, seconds.get<double>());
+          slot = std::max(slot, seconds);
         }
       }
       metrics["timing_s/reshard_to_rollout"] = to_rollout;
@@ -320,9 +331,11 @@ struct RlTrainer::Impl {
   std::string save_checkpoint() {
     const std::string staging = checkpoints.staging_dir(step);
     std::vector<std::future<CallOutput>> saves;
-    saves.push_back(workers->actor().call("actor.save_checkpoint", Batch(), {{"dir", staging + "/actor"}}));
+    saves.push_back(
+        workers->actor().call(actor_methods::kSaveCheckpoint.qualified(), Batch(), {{args::kDir, staging + "/actor"}}));
     if (workers->critic()) {
-      saves.push_back(workers->critic()->call("critic.save_checkpoint", Batch(), {{"dir", staging + "/critic"}}));
+      saves.push_back(workers->critic()->call(critic_methods::kSaveCheckpoint.qualified(), Batch(),
+                                              {{args::kDir, staging + "/critic"}}));
     }
     wait_all(saves);
     trainer::TrainerState state{step, sampler->state(), kl_controller->value()};
@@ -346,9 +359,11 @@ struct RlTrainer::Impl {
     if (!dir) return;
     const trainer::TrainerState state = trainer::CheckpointStore::read_state(*dir);
     std::vector<std::future<CallOutput>> loads;
-    loads.push_back(workers->actor().call("actor.load_checkpoint", Batch(), {{"dir", *dir + "/actor"}}));
+    loads.push_back(
+        workers->actor().call(actor_methods::kLoadCheckpoint.qualified(), Batch(), {{args::kDir, *dir + "/actor"}}));
     if (workers->critic()) {
-      loads.push_back(workers->critic()->call("critic.load_checkpoint", Batch(), {{"dir", *dir + "/critic"}}));
+      loads.push_back(workers->critic()->call(critic_methods::kLoadCheckpoint.qualified(), Batch(),
+                                              {{args::kDir, *dir + "/critic"}}));
     }
     wait_all(loads);
     step = resumed_from = state.step;
@@ -356,7 +371,7 @@ struct RlTrainer::Impl {
     KlControlConfig kl = config.algorithm.kl_ctrl;
     kl.kl_coef = state.kl_coef;
     kl_controller = make_kl_controller(kl);
-    workers->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
+    workers->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
     out << "rlcore: resumed from " << *dir << " (step " << step << ")\n";
   }
 
