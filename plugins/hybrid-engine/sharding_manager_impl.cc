@@ -5,14 +5,13 @@
 #include <ATen/ATen.h>
 
 #include "rlcore/device.h"
+#include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 
 namespace rlcore::hybrid {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 int64_t tensor_bytes(const at::Tensor& t) { return static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()); }
 

@@ -19,6 +19,7 @@
 #include "rlcore/core/metrics.h"
 #include "rlcore/core/reward_router.h"
 #include "rlcore/device.h"
+#include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
 #include "rlcore/kl_controller.h"
@@ -44,10 +45,6 @@ namespace args = trainer::args;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 const std::vector<std::string> kEngineColumns = {columns::kInputIds, columns::kAttentionMask, columns::kPositionIds,
                                                  columns::kResponses, columns::kResponseMask};
@@ -328,16 +325,21 @@ struct RlTrainer::Impl {
 
   // ---- checkpoints -------------------------------------------------------------
 
+  // Calls the actor's `actor_method` and the critic's `critic_method` (when
+  // there is a critic) at once, each with its subdirectory of `dir`, and waits for both.
+  void on_actor_and_critic(const trainer::Method& actor_method, const trainer::Method& critic_method,
+                           const std::string& dir) {
+    std::vector<std::future<CallOutput>> calls;
+    calls.push_back(workers->actor().call(actor_method.qualified(), Batch(), {{args::kDir, dir + "/actor"}}));
+    if (workers->critic()) {
+      calls.push_back(workers->critic()->call(critic_method.qualified(), Batch(), {{args::kDir, dir + "/critic"}}));
+    }
+    wait_all(calls);
+  }
+
   std::string save_checkpoint() {
     const std::string staging = checkpoints.staging_dir(step);
-    std::vector<std::future<CallOutput>> saves;
-    saves.push_back(
-        workers->actor().call(actor_methods::kSaveCheckpoint.qualified(), Batch(), {{args::kDir, staging + "/actor"}}));
-    if (workers->critic()) {
-      saves.push_back(workers->critic()->call(critic_methods::kSaveCheckpoint.qualified(), Batch(),
-                                              {{args::kDir, staging + "/critic"}}));
-    }
-    wait_all(saves);
+    on_actor_and_critic(actor_methods::kSaveCheckpoint, critic_methods::kSaveCheckpoint, staging);
     trainer::TrainerState state{step, sampler->state(), kl_controller->value()};
     return checkpoints.commit(step, state, config.trainer.max_ckpt_to_keep);
   }
@@ -358,14 +360,7 @@ struct RlTrainer::Impl {
     const std::optional<std::string> dir = checkpoint_to_resume();
     if (!dir) return;
     const trainer::TrainerState state = trainer::CheckpointStore::read_state(*dir);
-    std::vector<std::future<CallOutput>> loads;
-    loads.push_back(
-        workers->actor().call(actor_methods::kLoadCheckpoint.qualified(), Batch(), {{args::kDir, *dir + "/actor"}}));
-    if (workers->critic()) {
-      loads.push_back(workers->critic()->call(critic_methods::kLoadCheckpoint.qualified(), Batch(),
-                                              {{args::kDir, *dir + "/critic"}}));
-    }
-    wait_all(loads);
+    on_actor_and_critic(actor_methods::kLoadCheckpoint, critic_methods::kLoadCheckpoint, *dir);
     step = resumed_from = state.step;
     sampler->restore(state.sampler);
     KlControlConfig kl = config.algorithm.kl_ctrl;

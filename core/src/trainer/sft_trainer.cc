@@ -9,6 +9,7 @@
 #include "rlcore/core/data/sampler.h"
 #include "rlcore/core/metrics.h"
 #include "rlcore/core/reward_router.h"
+#include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 #include "rlcore/tokenizer.h"
 #include "trainer/checkpoint.h"
@@ -134,7 +135,7 @@ class SftRun {
     for (const auto& [name, value] : result.replies.front().value.items()) {
       metrics[name == "lr" || name == "grad_norm" ? "actor/" + name : name] = value.get<double>();
     }
-    metrics["timing_s/step"] = std::chrono::duration<double>(Clock::now() - start).count();
+    metrics["timing_s/step"] = seconds_since(start);
     return metrics;
   }
 
@@ -143,7 +144,7 @@ class SftRun {
     const auto start = Clock::now();
     workers_->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
     std::map<std::string, double> metrics = validator_->run(workers_->actor(), step);
-    metrics["timing_s/testing"] = std::chrono::duration<double>(Clock::now() - start).count();
+    metrics["timing_s/testing"] = seconds_since(start);
     return metrics;
   }
 

@@ -31,4 +31,11 @@ std::string join(const Range& items, std::string_view separator = ", ") {
   return join(items, separator, [](const auto& item) -> std::string { return std::string(item); });
 }
 
+// join(items), or "(none)" when there are none: a list in an error message.
+template <class Range>
+std::string join_or_none(const Range& items) {
+  std::string text = join(items);
+  return text.empty() ? "(none)" : text;
+}
+
 }  // namespace rlcore
