@@ -22,6 +22,7 @@
 #include "python_baseline.h"
 #include "rlcore/config_node.h"
 #include "rlcore/core/session.h"
+#include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/model/config.h"
@@ -78,10 +79,6 @@ std::vector<std::vector<int32_t>> make_prompts(int64_t batch, int64_t len, int64
   for (int64_t r = 0; r < batch; ++r)
     for (int64_t t = 0; t < len; ++t) prompts[r].push_back(prompt_token(r, t, vocab_size));
   return prompts;
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // The memory references a decode step is measured against, in bytes per second.

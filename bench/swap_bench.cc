@@ -25,6 +25,7 @@
 #include "identity_adaptor.h"
 #include "memory_reference.h"
 #include "native_engine.h"
+#include "rlcore/elapsed_seconds.h"
 #include "sharding_manager_impl.h"
 
 namespace {
@@ -34,8 +35,6 @@ using Clock = std::chrono::steady_clock;
 using namespace rlcore;
 using bench::max_rss_bytes;
 using bench::memcpy_gbps;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string short_dtype(const std::string& dtype) {
   if (dtype == "bfloat16") return "bf16";

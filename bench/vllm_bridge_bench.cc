@@ -16,6 +16,7 @@
 
 #include "bridge_engine.h"
 #include "native_engine.h"
+#include "rlcore/elapsed_seconds.h"
 #include "rlcore/safetensors.h"
 
 namespace po = boost::program_options;
@@ -23,8 +24,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::vector<int64_t> parse_list(const std::string& text) {
   std::vector<int64_t> out;
@@ -50,7 +49,7 @@ double best_seconds(int64_t reps, Action&& action) {
   for (int64_t r = 0; r < reps; ++r) {
     const auto start = Clock::now();
     action();
-    best = std::min(best, seconds_since(start));
+    best = std::min(best, rlcore::seconds_since(start));
   }
   return best;
 }

@@ -148,7 +148,10 @@ void PluginLoader::load_file(const std::string& path) {
       return;
     }
   }
-  for (const ComponentEntry* staged : staging.all()) registry_.add(*staged);
+  for (const ComponentEntry* staged : staging.all()) {
+    registry_.add(*staged);
+    registry_.set_capabilities(staged->kind, staged->name, staging.capabilities(staged->kind, staged->name));
+  }
   loaded_.push_back({descriptor->name, descriptor->version, path});
 }
 

@@ -5,14 +5,13 @@
 #include <ATen/ATen.h>
 
 #include "rlcore/device.h"
+#include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 
 namespace rlcore::hybrid {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 int64_t tensor_bytes(const at::Tensor& t) { return static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()); }
 
@@ -102,7 +101,7 @@ void HybridShardingManager::hand_over(const std::vector<at::Tensor>& outputs, in
   const auto start = Clock::now();
   NamedTensorList named;
   for (size_t i = 0; i < outputs.size(); ++i) named.emplace_back(plan_.tensors[i].meta.name, outputs[i]);
-  auto* adopter = dynamic_cast<AdoptsWeights*>(engines_.rollout.get());
+  auto* adopter = capability<AdoptsWeights>(*engines_.rollout);
   if (mode_ == SwapMode::kBucketed) {
     if (adopter) {
       adopter->wake_up_unallocated();
@@ -138,7 +137,7 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
     hand_over(outputs, version, stats);
     outputs.clear();
     bucket.reset();
-    auto* adopter = dynamic_cast<AdoptsWeights*>(engines_.rollout.get());
+    auto* adopter = capability<AdoptsWeights>(*engines_.rollout);
     ledger_.set("bucket", 0);
     ledger_.set("rollout_weights", adopter ? adopter->weight_bytes_held() : plan_.bucket_bytes);
   } else {

@@ -14,6 +14,7 @@
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
+#include "rlcore/capabilities.h"
 #include "rlcore/comm_context.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/model/transformer.h"
@@ -30,7 +31,7 @@ struct NativeEngineOptions {
   int64_t tensor_model_parallel_size = 1;  // ranks of kRolloutTpGroup sharing one model (Megatron layout)
 };
 
-class NativeEngine final : public InferenceEngine, public AdoptsWeights {
+class NativeEngine final : public InferenceEngine, public AdoptsWeights, public TensorParallel, public Sleeps {
  public:
   // Loads the checkpoint at context.model_path onto context.device (this
   // rank's tensor-parallel shard when tensor_model_parallel_size > 1: the

@@ -15,6 +15,7 @@
 
 #include "bridge_options.h"
 #include "http_json_client.h"
+#include "rlcore/capabilities.h"
 #include "rlcore/comm_context.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/registry.h"
@@ -23,7 +24,7 @@
 
 namespace rlcore::vllm_bridge {
 
-class BridgeEngine final : public InferenceEngine {
+class BridgeEngine final : public InferenceEngine, public RemoteGeneration, public Sleeps {
  public:
   // Checks the server (health, model, max_model_len, kind) before returning:
   // ConfigError / IoError name the URL and what is wrong.

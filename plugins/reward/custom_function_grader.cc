@@ -120,7 +120,7 @@ GradeResult CustomFunctionGrader::grade(std::string_view response, std::string_v
 
 std::vector<GradeResult> CustomFunctionGrader::grade_batch(const std::vector<GradeRequest>& requests) const {
   if (options_.path.empty()) {
-    throw ValueError("grader " + std::string(kGrader) + " needs reward.custom_reward_function.path");
+    throw ConfigError("grader " + std::string(kGrader) + " needs reward.custom_reward_function.path");
   }
   if (requests.empty()) return {};
   std::lock_guard<std::mutex> lock(mutex_);

@@ -18,6 +18,7 @@
 #include "lr_schedule.h"
 #include "micro_batches.h"
 #include "mixed_precision.h"
+#include "rlcore/capabilities.h"
 #include "rlcore/model/transformer.h"
 #include "rlcore/registry.h"
 #include "rlcore/train_engine.h"
@@ -30,7 +31,7 @@ class GatheredUnit;
 class GradWorkspace;
 struct UnitGrad;
 
-class FsdpEngine final : public TrainEngine {
+class FsdpEngine final : public TrainEngine, public DataParallel, public OffloadsState {
  public:
   // Reads context.model_path (config.json + safetensors); each rank copies
   // only its slices. A value head missing from the checkpoint is initialised

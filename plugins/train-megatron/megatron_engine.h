@@ -19,6 +19,7 @@
 #include "micro_batches.h"
 #include "megatron_options.h"
 #include "parallel_groups.h"
+#include "rlcore/capabilities.h"
 #include "rlcore/model/megatron_layout.h"
 #include "rlcore/model/transformer.h"
 #include "rlcore/registry.h"
@@ -28,7 +29,11 @@
 
 namespace rlcore::megatron {
 
-class MegatronEngine final : public TrainEngine {
+class MegatronEngine final : public TrainEngine,
+                             public DataParallel,
+                             public TensorParallel,
+                             public PipelineParallel,
+                             public OffloadsState {
  public:
   // Reads context.model_path (HF config.json + safetensors); each rank reads
   // only the tensors of its stage and keeps its TP shards. Collective.

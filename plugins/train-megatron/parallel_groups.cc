@@ -4,6 +4,7 @@
 #include <string>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore::megatron {
 namespace {
@@ -11,10 +12,9 @@ namespace {
 CommGroup single(const std::string& name, int64_t rank) { return CommGroup(name, {rank}, 0); }
 
 std::string groups_text(const CommContext& comm) {
-  std::string text;
-  for (const std::string& name : comm.group_names())
-    text += (text.empty() ? "" : ", ") + name + " (" + std::to_string(comm.group(name).size()) + ")";
-  return text;
+  return join(comm.group_names(), ", ", [&comm](const std::string& name) {
+    return name + " (" + std::to_string(comm.group(name).size()) + ")";
+  });
 }
 
 CommGroup sized_group(const CommContext* comm, const char* name, int64_t size, const char* key) {

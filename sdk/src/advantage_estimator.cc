@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/batch.h"
+#include "rlcore/columns.h"
 #include "rlcore/error.h"
 #include "rlcore/rl_functional.h"
 
@@ -57,19 +58,21 @@ at::Tensor group_ids_from_json(const std::vector<nlohmann::json>& column, const 
 }  // namespace
 
 AdvantageInput advantage_input_from_batch(const Batch& batch, const std::string& group_key) {
-  for (const char* key : {"token_level_rewards", "response_mask"}) {
+  for (const char* key : {columns::kTokenLevelRewards, columns::kResponseMask}) {
     if (!batch.contains(key) || !batch.is_tensor(key)) {
       throw ValueError(std::string("the batch has no tensor column '") + key + "', which advantage estimation needs");
     }
   }
   AdvantageInput input;
-  input.token_level_rewards = batch.tensor("token_level_rewards");
-  input.response_mask = batch.tensor("response_mask");
-  if (batch.contains("values") && batch.is_tensor("values")) input.values = batch.tensor("values");
-  if (batch.contains("reward_baselines") && batch.is_tensor("reward_baselines")) {
-    input.reward_baselines = batch.tensor("reward_baselines");
+  input.token_level_rewards = batch.tensor(columns::kTokenLevelRewards);
+  input.response_mask = batch.tensor(columns::kResponseMask);
+  if (batch.contains(columns::kValues) && batch.is_tensor(columns::kValues)) {
+    input.values = batch.tensor(columns::kValues);
   }
-  const std::string prefix = kRewardComponentPrefix;
+  if (batch.contains(columns::kRewardBaselines) && batch.is_tensor(columns::kRewardBaselines)) {
+    input.reward_baselines = batch.tensor(columns::kRewardBaselines);
+  }
+  const std::string prefix = columns::kRewardComponentPrefix;
   for (const std::string& key : batch.tensor_keys()) {
     if (key.compare(0, prefix.size(), prefix) == 0) input.reward_components[key.substr(prefix.size())] = batch.tensor(key);
   }

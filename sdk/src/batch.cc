@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 
@@ -62,12 +63,6 @@ std::vector<std::string> keys_of(const Map& map) {
   keys.reserve(map.size());
   for (const auto& entry : map) keys.push_back(entry.first);
   return keys;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out.empty() ? "(none)" : out;
 }
 
 // Bitwise rather than at::equal: a column holding NaN is still "the same column".
@@ -158,7 +153,7 @@ bool Batch::is_tensor(const std::string& key) const { return impl().tensors.coun
 const at::Tensor& Batch::tensor(const std::string& key) const {
   auto it = impl().tensors.find(key);
   if (it == impl().tensors.end()) {
-    throw ValueError("no tensor column '" + key + "'; tensor columns: " + join(tensor_keys()));
+    throw ValueError("no tensor column '" + key + "'; tensor columns: " + join_or_none(tensor_keys()));
   }
   return it->second;
 }
@@ -167,7 +162,7 @@ const std::vector<json>& Batch::non_tensor(const std::string& key) const {
   auto it = impl().non_tensors.find(key);
   if (it == impl().non_tensors.end()) {
     throw ValueError("no non-tensor column '" + key +
-                     "'; non-tensor columns: " + join(non_tensor_keys()));
+                     "'; non-tensor columns: " + join_or_none(non_tensor_keys()));
   }
   return it->second;
 }
@@ -183,7 +178,7 @@ namespace {
 std::string all_columns(const Batch& batch) {
   std::vector<std::string> keys = batch.tensor_keys();
   for (auto& key : batch.non_tensor_keys()) keys.push_back(std::move(key));
-  return join(keys);
+  return join_or_none(keys);
 }
 
 }  // namespace

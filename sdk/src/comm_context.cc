@@ -5,6 +5,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 
@@ -150,8 +151,7 @@ const CommGroup& CommContext::group(const std::string& name) const {
   for (const auto& group : groups_) {
     if (group.name() == name) return group;
   }
-  std::string names;
-  for (const auto& group : groups_) names += (names.empty() ? "" : ", ") + group.name();
+  const std::string names = join(groups_, ", ", [](const auto& group) { return group.name(); });
   throw ValueError("no process group named '" + name + "'; groups: " + (names.empty() ? "(none)" : names));
 }
 

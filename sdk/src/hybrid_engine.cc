@@ -8,7 +8,6 @@ namespace rlcore {
 
 WeightAdaptor::~WeightAdaptor() = default;
 Offloader::~Offloader() = default;
-AdoptsWeights::~AdoptsWeights() = default;
 ShardingManager::~ShardingManager() = default;
 
 void MemoryLedger::set(const std::string& category, int64_t bytes) {

@@ -5,23 +5,19 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore::model {
 namespace {
 
 std::string shape_text(at::IntArrayRef shape) {
-  std::ostringstream out;
-  out << '[';
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << ']';
-  return out.str();
+  return "[" + join(shape, ", ", [](int64_t d) { return std::to_string(d); }) + "]";
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {

@@ -6,15 +6,14 @@
 #include <sstream>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 
 std::string Check::describe() const {
   std::ostringstream out;
   if (!choices.empty()) {
-    out << "one of: ";
-    for (std::size_t i = 0; i < choices.size(); ++i) out << (i ? ", " : "") << detail::format_value(choices[i]);
-    return out.str();
+    return "one of: " + join(choices, ", ", [](const auto& choice) { return detail::format_value(choice); });
   }
   if (min && max) {
     out << "in [" << detail::format_value(*min) << ", " << detail::format_value(*max) << "]";
@@ -42,9 +41,7 @@ std::string format_value(const std::string& value) { return value.empty() ? "\"\
 
 template <class T>
 std::string format_list(const std::vector<T>& values) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + format_value(values[i]);
-  return text + "]";
+  return "[" + join(values, ", ", [](const T& value) { return format_value(value); }) + "]";
 }
 std::string format_value(const std::vector<int64_t>& value) { return format_list(value); }
 std::string format_value(const std::vector<double>& value) { return format_list(value); }
@@ -114,8 +111,7 @@ void reject_unknown_keys(const ConfigNode& node, const std::vector<std::string>&
     }
     if (!best.empty()) message += "; did you mean '" + best + "'?";
     message += best.empty() ? ". Known keys here: " : " Known keys here: ";
-    for (std::size_t i = 0; i < known.size(); ++i) message += (i ? ", " : "") + known[i];
-    throw ConfigError(message);
+    throw ConfigError(message + join(known));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 namespace {
@@ -31,9 +32,7 @@ PromptTemplate PromptTemplate::from_name(std::string_view name, std::string syst
     }
     return PromptTemplate(entry.kind, std::move(system_message));
   }
-  std::string valid;
-  for (const std::string& n : names()) valid += (valid.empty() ? "" : ", ") + n;
-  throw ConfigError("unknown prompt template '" + std::string(name) + "' (valid: " + valid + ")");
+  throw ConfigError("unknown prompt template '" + std::string(name) + "' (valid: " + join(names()) + ")");
 }
 
 std::vector<std::string> PromptTemplate::names() {

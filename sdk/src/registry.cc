@@ -3,14 +3,21 @@
 
 #include <algorithm>
 
+#include "rlcore/advantage_estimator.h"
 #include "rlcore/error.h"
+#include "rlcore/grader.h"
+#include "rlcore/inference_engine.h"
+#include "rlcore/policy_loss.h"
+#include "rlcore/sharding_manager.h"
+#include "rlcore/string_join.h"
+#include "rlcore/train_engine.h"
 
 namespace rlcore {
 
 const std::vector<std::string>& component_kinds() {
   static const std::vector<std::string> kinds = {
-      "train_engine", "inference_engine", "weight_adaptor",      "offloader",
-      "sharding_manager", "reward",       "advantage_estimator", "policy_loss"};
+      TrainEngine::kKind,     InferenceEngine::kKind, WeightAdaptor::kKind,      Offloader::kKind,
+      ShardingManager::kKind, Grader::kKind,          AdvantageEstimator::kKind, PolicyLoss::kKind};
   return kinds;
 }
 
@@ -19,19 +26,13 @@ std::string describe_origin(const PluginOrigin& origin) {
   if (origin.file.empty()) return "'" + origin.plugin + "'";
   return "plugin '" + origin.plugin + "' (" + origin.file + ")";
 }
-
-std::string join(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text.empty() ? "(none)" : text;
-}
 }  // namespace
 
 void Registry::add(ComponentEntry entry) {
   const auto& kinds = component_kinds();
   if (std::find(kinds.begin(), kinds.end(), entry.kind) == kinds.end()) {
     throw PluginError(describe_origin(entry.origin) + " registers unknown kind '" + entry.kind +
-                      "'; kinds are: " + join(kinds));
+                      "'; kinds are: " + join_or_none(kinds));
   }
   if (entry.name.empty()) throw PluginError(describe_origin(entry.origin) + " registers a " + entry.kind + " with an empty name");
   auto key = std::make_pair(entry.kind, entry.name);
@@ -51,7 +52,7 @@ const ComponentEntry* Registry::find(const std::string& kind, const std::string&
 const ComponentEntry& Registry::get(const std::string& kind, const std::string& name) const {
   if (const ComponentEntry* entry = find(kind, name)) return *entry;
   throw PluginError("no " + kind + " named '" + name + "' is registered; registered " + kind +
-                    " names: " + join(names(kind)) + ". Run `rlcore plugins` to see what was loaded and why anything was refused.");
+                    " names: " + join_or_none(names(kind)) + ". Run `rlcore plugins` to see what was loaded and why anything was refused.");
 }
 
 std::vector<const ComponentEntry*> Registry::entries(const std::string& kind) const {
@@ -74,12 +75,28 @@ std::vector<std::string> Registry::names(const std::string& kind) const {
   return result;
 }
 
+void Registry::set_capabilities(const std::string& kind, const std::string& name,
+                                std::vector<std::string> capabilities) {
+  get(kind, name);  // throws for an unregistered component
+  capabilities_[{kind, name}] = std::move(capabilities);
+}
+
+std::vector<std::string> Registry::capabilities(const std::string& kind, const std::string& name) const {
+  auto it = capabilities_.find({kind, name});
+  return it == capabilities_.end() ? std::vector<std::string>{} : it->second;
+}
+
 PluginRegistrar::PluginRegistrar(Registry& registry, PluginOrigin origin)
     : registry_(registry), origin_(std::move(origin)) {}
 
 void PluginRegistrar::add_entry(ComponentEntry entry) {
   entry.origin = origin_;
   registry_.add(std::move(entry));
+}
+
+void PluginRegistrar::add_capabilities(const std::string& kind, const std::string& name,
+                                       std::vector<std::string> capabilities) {
+  registry_.set_capabilities(kind, name, std::move(capabilities));
 }
 
 }  // namespace rlcore

@@ -5,9 +5,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <sstream>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 namespace {
@@ -16,17 +16,7 @@ constexpr double kMeanEpsilon = 1e-8;    // verl's masked_mean denominator guard
 constexpr double kWhitenEpsilon = 1e-8;  // verl's masked_whiten variance guard
 
 std::string shape_text(at::IntArrayRef shape) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << "]";
-  return out.str();
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text;
+  return "[" + join(shape, ", ", [](int64_t d) { return std::to_string(d); }) + "]";
 }
 
 // The mask as 0/1 in the values' dtype, on the values' device.

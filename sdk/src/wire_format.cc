@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the wire format stores tensor bytes little-endian, as this host does");
@@ -58,9 +59,7 @@ std::optional<at::ScalarType> dtype_from_name(const std::string& name) {
 }
 
 std::string known_dtypes() {
-  std::string out;
-  for (const auto& dtype : kDtypes) out += (out.empty() ? "" : ", ") + std::string(dtype.name);
-  return out;
+  return join(kDtypes, ", ", [](const auto& dtype) { return std::string(dtype.name); });
 }
 
 // The JSON text of a value, cut short so a hostile header cannot bloat a message.

@@ -6,7 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +26,23 @@ TEST_CASE("rlcore plugins lists the reward plugin's graders without --plugins", 
     CHECK_THAT(result.out, Catch::Matches("[\\s\\S]*\\breward +" + std::string(grader) + "\\b[\\s\\S]*"));
   }
   CHECK_THAT(result.out, Catch::Contains("librlcore-reward.so"));
+}
+
+TEST_CASE("rlcore plugins lists each in-tree engine's capabilities", "[cli]") {
+  const auto result = run({"plugins"});
+  CHECK(result.status == 0);
+  CHECK_THAT(result.out, Catch::Contains("CAPABILITIES"));
+  const std::pair<const char*, const char*> expected[] = {
+      {"inference_engine +native +infer-native", "adopts_weights,tensor_parallel,sleep"},
+      {"inference_engine +vllm_bridge +infer-vllm-bridge", "sleep,remote"},
+      {"train_engine +fsdp +train-fsdp", "data_parallel,offload"},
+      {"train_engine +megatron +train-megatron", "data_parallel,tensor_parallel,pipeline_parallel,offload"},
+      {"reward +gsm8k +reward", "-"}};
+  for (const auto& [row, capabilities] : expected) {
+    if (!std::regex_search(result.out, std::regex(row))) continue;  // plugin not built here
+    CHECK_THAT(result.out,
+               Catch::Matches("[\\s\\S]*" + std::string(row) + " +[0-9.]+ +" + capabilities + " [\\s\\S]*"));
+  }
 }
 
 TEST_CASE("rlcore plugins reports refused files with their reasons", "[cli]") {

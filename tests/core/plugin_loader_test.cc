@@ -2,6 +2,8 @@
 // way a plugin can be broken. Each refusal carries its own precise reason.
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
+
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -33,8 +35,9 @@ TEST_CASE("good plugins load next to broken ones, each refusal with its reason",
   loader.load_path(kDir + "/good.so");
   loader.load_path(kDir);
 
-  REQUIRE(loader.loaded().size() == 1);
+  REQUIRE(loader.loaded().size() == 2);
   CHECK(loader.loaded()[0].name == "fixture-good");
+  CHECK(loader.loaded()[1].name == "fixture-previous-minor");
   CHECK(loader.loaded()[0].version == "0.0.1");
 
   CHECK_THAT(reason_for(loader, "not_a_library.so"), Catch::Contains("not a loadable shared library"));
@@ -48,10 +51,14 @@ TEST_CASE("good plugins load next to broken ones, each refusal with its reason",
                  Catch::Contains("good.so"));
   CHECK_THAT(reason_for(loader, "duplicate_name.so"),
              Catch::Contains("duplicate plugin 'fixture-good': already loaded from") && Catch::Contains("good.so"));
-  CHECK(loader.refused().size() == 7);
+  CHECK(reason_for(loader, "next_minor.so") ==
+        "built against a newer SDK (plugin: " + std::to_string(RLCORE_SDK_ABI_MAJOR) + "." +
+            std::to_string(RLCORE_SDK_ABI_MINOR + 1) + ", rlcore: " + std::to_string(RLCORE_SDK_ABI_MAJOR) + "." +
+            std::to_string(RLCORE_SDK_ABI_MINOR) + ")");
+  CHECK(loader.refused().size() == 8);
 
   // Nothing of a refused plugin stays registered, even one that fails after registering.
-  CHECK(registry.names("reward") == std::vector<std::string>{"fixture_constant"});
+  CHECK(registry.names("reward") == std::vector<std::string>{"fixture_constant", "previous_minor"});
   CHECK(registry.find("reward", "other") == nullptr);
 }
 
@@ -90,4 +97,25 @@ TEST_CASE("RLCORE_PLUGIN_PATH entries come after command-line paths", "[loader]"
   CHECK(paths[0] == "/cli");
   CHECK(paths[1] == "/a");
   CHECK(paths[2] == "/b");
+}
+
+TEST_CASE("a plugin built against the previous SDK minor loads and works; its components record no capabilities",
+          "[loader][abi]") {
+  rlcore::Registry registry;
+  rlcore::PluginLoader loader(registry);
+  loader.load_path(kDir + "/previous_minor.so");
+  REQUIRE(loader.refused().empty());
+  REQUIRE(loader.loaded().size() == 1);
+  CHECK(loader.loaded()[0].name == "fixture-previous-minor");
+  auto grader = registry.create<rlcore::Grader>("previous_minor");
+  CHECK(grader->grade("", "", "", nlohmann::json::object()).score == 0.5);
+  CHECK(registry.capabilities("reward", "previous_minor").empty());
+
+  // Its descriptor says the previous minor (the same minor right after a major bump).
+  void* library = dlopen((kDir + "/previous_minor.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(library != nullptr);
+  auto entry = reinterpret_cast<rlcore_plugin_entry_fn>(dlsym(library, RLCORE_PLUGIN_ENTRY_SYMBOL));
+  REQUIRE(entry != nullptr);
+  CHECK(entry()->abi_major == RLCORE_SDK_ABI_MAJOR);
+  CHECK(entry()->abi_minor == (RLCORE_SDK_ABI_MINOR > 0 ? RLCORE_SDK_ABI_MINOR - 1 : 0));
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "rlcore/core/chat_template.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore::jinja {
 namespace {
@@ -40,9 +41,7 @@ std::string python_repr(const Json& value) {
     case Json::value_t::string:
       return python_string_repr(value.get<std::string>());
     case Json::value_t::array: {
-      std::string out = "[";
-      for (size_t i = 0; i < value.size(); ++i) out += (i ? ", " : "") + python_repr(value[i]);
-      return out + "]";
+      return "[" + join(value, ", ", [](const Json& item) { return python_repr(item); }) + "]";
     }
     case Json::value_t::object: {
       std::string out = "{";

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "rlcore/core/plugin_loader.h"
 #include "rlcore/core/session.h"
+#include "rlcore/string_join.h"
 
 namespace po = boost::program_options;
 
@@ -47,9 +48,11 @@ int run_command_plugins(const std::vector<std::string>& args, CommandIo io) {
 
   const auto components = session.registry().all();
   io.out << "\nComponents: " << components.size() << "\n";
-  rows = {{"KIND", "NAME", "PLUGIN", "VERSION", "FILE"}};
+  rows = {{"KIND", "NAME", "PLUGIN", "VERSION", "CAPABILITIES", "FILE"}};
   for (const auto* entry : components) {
+    const auto capabilities = session.registry().capabilities(entry->kind, entry->name);
     rows.push_back({entry->kind, entry->name, entry->origin.plugin, entry->origin.version,
+                    capabilities.empty() ? "-" : join(capabilities, ","),
                     entry->origin.file.empty() ? "(built in)" : entry->origin.file});
   }
   print_table(io.out, rows);

@@ -7,6 +7,7 @@
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/rollout_correction.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 
@@ -143,12 +144,8 @@ void validate_graders(const Registry& registry, const RunConfig& config) {
   for (const auto& name : graders.keys()) {
     const ConfigNode options = graders[name];
     if (!registry.find("reward", name)) {
-      throw ConfigError("key " + options.describe() + ": no grader named '" + name + "' is registered; registered graders: " +
-                        [&] {
-                          std::string names;
-                          for (const auto& n : registry.names("reward")) names += (names.empty() ? "" : ", ") + n;
-                          return names;
-                        }());
+      throw ConfigError("key " + options.describe() + ": no grader named '" + name +
+                        "' is registered; registered graders: " + join(registry.names("reward")));
     }
     registry.get("reward", name).factory(options, ComponentContext());  // validates the options
   }
@@ -161,8 +158,7 @@ void validate_graders(const Registry& registry, const RunConfig& config) {
 const ComponentEntry& component(const Registry& registry, const std::string& kind, const std::string& name,
                                const std::string& key) {
   if (const ComponentEntry* entry = registry.find(kind, name)) return *entry;
-  std::string known;
-  for (const auto& n : registry.names(kind)) known += (known.empty() ? "" : ", ") + n;
+  const std::string known = join(registry.names(kind));
   throw ConfigError("key " + key + ": no " + kind + " named '" + name + "' is registered (known: " +
                     (known.empty() ? "none; is its plugin on --plugins?" : known) + ")");
 }

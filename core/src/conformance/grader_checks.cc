@@ -105,7 +105,9 @@ Outcome check_thread_safe(CheckEnv& env) {
 std::vector<Check> grader_checks() {
   return {{"create",
            [](CheckEnv& env) {
-             make_grader(env);
+             // Made and asked once: a grader that needs an option to work (custom_function's
+             // path) says so with a ConfigError here, which skips its checks.
+             make_grader(env)->grade("42", "42", "conformance", nlohmann::json::object());
              return Outcome::pass();
            }},
           {"any_text", check_any_text},

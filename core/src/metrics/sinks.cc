@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 
@@ -81,9 +82,7 @@ namespace {
 void check_sink_name(const std::string& name) {
   const auto& names = metrics_sink_names();
   if (std::find(names.begin(), names.end(), name) != names.end()) return;
-  std::string known;
-  for (const auto& known_name : names) known += (known.empty() ? "" : ", ") + known_name;
-  throw ConfigError("trainer.logger: unknown sink '" + name + "'; sinks are: " + known);
+  throw ConfigError("trainer.logger: unknown sink '" + name + "'; sinks are: " + join(names));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "report/svg.h"
 #include "rlcore/core/report/report.h"
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 namespace {
@@ -21,10 +22,9 @@ constexpr const char* kStyle =
 bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 
 std::string describe_metrics(const ReportPlot& plot) {
-  std::string text;
-  for (const auto& name : plot.names) text += (text.empty() ? "" : ", ") + name;
-  for (const auto& prefix : plot.prefixes) text += (text.empty() ? "" : ", ") + prefix + "*";
-  return text;
+  std::vector<std::string> parts = plot.names;
+  for (const auto& prefix : plot.prefixes) parts.push_back(prefix + "*");
+  return join(parts);
 }
 
 void last_step_table(std::ostringstream& html, const nlohmann::json& record) {

@@ -14,6 +14,7 @@
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/core/runtime/secret.h"
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 #include "runtime/cluster_state.h"
 
 namespace rlcore {
@@ -292,10 +293,11 @@ struct Cluster::Impl {
       if (state->failure) throw WorkerLostError(state->failed_worker, *state->failure);
       if (static_cast<int64_t>(state->ready.size()) == world_size) return;
       if (runtime_detail::Clock::now() >= deadline) {
-        std::string missing;
+        std::vector<int64_t> not_ready;
         for (int64_t rank = 0; rank < world_size; ++rank) {
-          if (!state->ready.count(rank)) missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
+          if (!state->ready.count(rank)) not_ready.push_back(rank);
         }
+        const std::string missing = join(not_ready, ", ", [](int64_t rank) { return std::to_string(rank); });
         throw TimeoutError(std::to_string(state->ready.size()) + " of " + std::to_string(world_size) +
                            " workers were ready within " + std::to_string(options.connect_timeout.count()) +
                            " ms; missing ranks: " + missing + " (controller at " + endpoint + ")");
@@ -410,9 +412,8 @@ Cluster::~Cluster() {
 WorkerGroup& Cluster::group(const std::string& pool) {
   auto it = impl_->groups.find(pool);
   if (it == impl_->groups.end()) {
-    std::string known;
-    for (const auto& [name, group] : impl_->groups) known += (known.empty() ? "" : ", ") + name;
-    throw ValueError("no resource pool '" + pool + "'; pools: " + known);
+    throw ValueError("no resource pool '" + pool +
+                     "'; pools: " + join(impl_->groups, ", ", [](const auto& entry) { return entry.first; }));
   }
   return *it->second;
 }

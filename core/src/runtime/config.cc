@@ -5,6 +5,7 @@
 #include <set>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 
@@ -91,11 +92,8 @@ MeshShape parse_mesh(const ConfigNode& node) {
 
 std::vector<PoolSpec> resolve_pools(const RuntimeConfig& config, const std::vector<RoleSpec>& roles) {
   std::map<std::string, RoleSpec> by_name;
-  std::string role_names;
-  for (const auto& role : roles) {
-    by_name[role.name] = role;
-    role_names += (role_names.empty() ? "" : ", ") + role.name;
-  }
+  for (const auto& role : roles) by_name[role.name] = role;
+  const std::string role_names = join(roles, ", ", [](const auto& role) { return role.name; });
   std::vector<PoolSpec> pools;
   std::set<std::string> placed;
   if (config.pools.defined() && !config.pools.is_null()) {

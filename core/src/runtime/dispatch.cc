@@ -4,6 +4,7 @@
 #include <map>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 
@@ -41,12 +42,11 @@ const char* to_string(DispatchMode mode) {
 }
 
 DispatchMode dispatch_mode_from_string(const std::string& name) {
-  std::string known;
   for (const auto& [value, text] : kModeNames) {
     if (name == text) return value;
-    known += (known.empty() ? "" : ", ") + std::string(text);
   }
-  throw ValueError("unknown dispatch mode '" + name + "'; modes are: " + known);
+  throw ValueError("unknown dispatch mode '" + name + "'; modes are: " +
+                   join(kModeNames, ", ", [](const auto& mode) { return std::string(mode.second); }));
 }
 
 DispatchPlan plan_dispatch(DispatchMode mode, const std::vector<Batch>& inputs, int64_t world_size,

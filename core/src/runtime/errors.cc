@@ -3,8 +3,13 @@
 
 namespace rlcore {
 
-std::string WorkerAddress::describe() const {
-  return "rank " + std::to_string(rank) + " (host " + (host.empty() ? "?" : host) + ", pid " + std::to_string(pid) + ")";
+std::string WorkerAddress::describe() const { return describe_in_pool(rank); }
+
+std::string WorkerAddress::describe_in_pool(int64_t pool_rank) const {
+  std::string text =
+      "rank " + std::to_string(pool_rank) + " (host " + (host.empty() ? "?" : host) + ", pid " + std::to_string(pid);
+  if (rank != pool_rank) text += ", global rank " + std::to_string(rank);
+  return text + ")";
 }
 
 WorkerLostError::WorkerLostError(WorkerAddress worker, const std::string& message)

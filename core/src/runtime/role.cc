@@ -2,6 +2,7 @@
 #include "rlcore/core/runtime/role.h"
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 
@@ -47,8 +48,7 @@ void RoleRegistry::add(const std::string& type, RoleFactory factory) {
 const RoleFactory& RoleRegistry::get(const std::string& type) const {
   auto it = factories_.find(type);
   if (it != factories_.end()) return it->second;
-  std::string known;
-  for (const auto& [name, factory] : factories_) known += (known.empty() ? "" : ", ") + name;
+  const std::string known = join(factories_, ", ", [](const auto& entry) { return entry.first; });
   throw ConfigError("no role type '" + type + "'; known role types: " + (known.empty() ? "(none)" : known));
 }
 

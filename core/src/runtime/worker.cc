@@ -23,6 +23,7 @@
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 
@@ -120,10 +121,9 @@ Envelope run_call(const MethodTable& table, const Envelope& call) {
   const std::string method = call.header["method"].get<std::string>();
   const MethodSpec* spec = table.find(method);
   if (!spec) {
-    std::string known;
-    for (const auto& [name, s] : table.methods()) known += (known.empty() ? "" : ", ") + name;
     reply.header["ok"] = false;
-    reply.header["error"] = "no method '" + method + "' on this worker; methods: " + known;
+    reply.header["error"] = "no method '" + method + "' on this worker; methods: " +
+                            join(table.methods(), ", ", [](const auto& entry) { return entry.first; });
     return reply;
   }
   try {

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 #include "runtime/cluster_state.h"
 
 namespace rlcore {
@@ -13,17 +14,8 @@ namespace runtime_detail {
 
 namespace {
 
-// "rank 1 (host h, pid 42)" in the pool, with the global rank when it differs.
-std::string describe_in_pool(int64_t pool_rank, const WorkerAddress& worker) {
-  std::string text = "rank " + std::to_string(pool_rank) + " (host " + worker.host + ", pid " + std::to_string(worker.pid);
-  if (worker.rank != pool_rank) text += ", global rank " + std::to_string(worker.rank);
-  return text + ")";
-}
-
 std::string ranks_text(const std::set<int64_t>& ranks, const std::vector<WorkerAddress>& workers) {
-  std::string text;
-  for (int64_t rank : ranks) text += (text.empty() ? "" : ", ") + describe_in_pool(rank, workers[rank]);
-  return text;
+  return join(ranks, ", ", [&workers](int64_t rank) { return workers[rank].describe_in_pool(rank); });
 }
 
 }  // namespace
@@ -76,7 +68,7 @@ void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
     if (!reply.header["ok"].get<bool>() && !call->held_error) {
       const WorkerAddress& worker = call->workers[rank];
       call->held_error = "method '" + call->method + "' failed on pool '" + call->pool + "' " +
-                         describe_in_pool(rank, worker) + ": " + reply.header["error"].get<std::string>();
+                         worker.describe_in_pool(rank) + ": " + reply.header["error"].get<std::string>();
       call->held_worker = worker;
       call->report_at = Clock::now() + kDeathGrace;
     }
@@ -188,9 +180,8 @@ std::future<CallOutput> WorkerGroup::dispatch(const std::string& method, const s
   try {
     auto found = methods_.find(method);
     if (found == methods_.end()) {
-      std::string known;
-      for (const auto& [name, info] : methods_) known += (known.empty() ? "" : ", ") + name;
-      throw ValueError("pool '" + pool_ + "' has no method '" + method + "'; methods: " + known);
+      throw ValueError("pool '" + pool_ + "' has no method '" + method +
+                       "'; methods: " + join(methods_, ", ", [](const auto& entry) { return entry.first; }));
     }
     const MethodInfo& info = found->second;
     if (each != (info.mode == DispatchMode::kAllToAll)) {

@@ -7,14 +7,13 @@
 
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore::serve {
 namespace {
 
 std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
+  return "[" + join(shape, ", ", [](int64_t d) { return std::to_string(d); }) + "]";
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "trainer/parallel.h"
 #include "trainer/sequences.h"
 #include "trainer/worker_common.h"
+#include "trainer/worker_contract.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -84,46 +85,40 @@ class ActorRolloutRef {
     // Every rank of a rollout TP group generates the same prompts (mesh_compute
     // sends each group one shard); with tp 1 this is dp_compute over all ranks.
     methods.set_mesh_rank(kRolloutMesh, rollout_mesh_rank(context_, layout_));
-    methods.add_mesh("generate", kRolloutMesh, [this](const Batch& b, const nlohmann::json& a) {
-      return generate(b, a);
-    });
+    methods.add_mesh(actor_methods::kGenerate.name, kRolloutMesh,
+                     [this](const Batch& b, const nlohmann::json& a) { return generate(b, a); });
     // Every rank of a model-parallel replica (train-megatron's tp x pp group)
     // gets the replica's rows; without one this is dp_compute over all ranks.
     methods.set_mesh_rank(kTrainMesh, train_mesh_rank(context_.comm, context_.rank, context_.world_size));
-    methods.add_mesh("compute_log_prob", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
-      return compute_log_prob(b, a);
-    });
-    methods.add_mesh("compute_ref_log_prob", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
-      return compute_ref_log_prob(b, a);
-    });
-    methods.add_mesh("update_actor", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
-      return update_actor(b, a);
-    });
-    methods.add_mesh("sft_step", kTrainMesh, [this](const Batch& b, const nlohmann::json& a) {
-      return sft_step(b, a);
-    });
-    methods.add("sync_weights", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
-      return sync_weights(a);
-    });
-    methods.add("save_checkpoint", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
-      actor_->save_checkpoint(a.at("dir").get<std::string>());
+    methods.add_mesh(actor_methods::kComputeLogProb.name, kTrainMesh,
+                     [this](const Batch& b, const nlohmann::json& a) { return compute_log_prob(b, a); });
+    methods.add_mesh(actor_methods::kComputeRefLogProb.name, kTrainMesh,
+                     [this](const Batch& b, const nlohmann::json& a) { return compute_ref_log_prob(b, a); });
+    methods.add_mesh(actor_methods::kUpdateActor.name, kTrainMesh,
+                     [this](const Batch& b, const nlohmann::json& a) { return update_actor(b, a); });
+    methods.add_mesh(actor_methods::kSftStep.name, kTrainMesh,
+                     [this](const Batch& b, const nlohmann::json& a) { return sft_step(b, a); });
+    methods.add(actor_methods::kSyncWeights.name, DispatchMode::kOneToAll,
+                [this](const Batch&, const nlohmann::json& a) { return sync_weights(a); });
+    methods.add(actor_methods::kSaveCheckpoint.name, DispatchMode::kOneToAll,
+                [this](const Batch&, const nlohmann::json& a) {
+                  actor_->save_checkpoint(a.at(args::kDir).get<std::string>());
+                  return MethodResult{};
+                });
+    methods.add(actor_methods::kLoadCheckpoint.name, DispatchMode::kOneToAll,
+                [this](const Batch&, const nlohmann::json& a) {
+                  actor_->load_checkpoint(a.at(args::kDir).get<std::string>());
+                  return MethodResult{Batch(), LoadCheckpointReply{actor_->step()}.to_json()};
+                });
+    methods.add(actor_methods::kExportHf.name, DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
+      actor_->export_hf(a.at(args::kDir).get<std::string>());
       return MethodResult{};
     });
-    methods.add("load_checkpoint", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
-      actor_->load_checkpoint(a.at("dir").get<std::string>());
-      return MethodResult{Batch(), {{"step", actor_->step()}}};
-    });
-    methods.add("export_hf", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& a) {
-      actor_->export_hf(a.at("dir").get<std::string>());
-      return MethodResult{};
-    });
-    methods.add("memory", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json&) {
+    methods.add(actor_methods::kMemory.name, DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json&) {
       const TrainMemory memory = actor_->memory();
-      return MethodResult{Batch(),
-                          {{"param_bytes", memory.param_bytes},
-                           {"grad_bytes", memory.grad_bytes},
-                           {"optimizer_bytes", memory.optimizer_bytes},
-                           {"host_bytes", memory.host_bytes}}};
+      return MethodResult{
+          Batch(),
+          MemoryReply{memory.param_bytes, memory.grad_bytes, memory.optimizer_bytes, memory.host_bytes}.to_json()};
     });
   }
 
@@ -147,20 +142,20 @@ class ActorRolloutRef {
     return settings;
   }
 
-  MethodResult generate(const Batch& prompts, const nlohmann::json& args) {
-    require(rollout_ != nullptr, "generate");
+  MethodResult generate(const Batch& prompts, const nlohmann::json& a) {
+    require(rollout_ != nullptr, actor_methods::kGenerate);
     SamplingParams sampling;
     sampling.n = 1;  // the controller repeats prompts n times, so every row is one sample
-    sampling.max_tokens = args.at("max_tokens").get<int64_t>();
-    sampling.temperature = args.value("greedy", false) ? 0.0 : args.value("temperature", 1.0);
-    sampling.top_k = args.value("top_k", int64_t{-1});
-    sampling.top_p = args.value("top_p", 1.0);
+    sampling.max_tokens = a.at(args::kMaxTokens).get<int64_t>();
+    sampling.temperature = a.value(args::kGreedy, false) ? 0.0 : a.value(args::kTemperature, 1.0);
+    sampling.top_k = a.value(args::kTopK, int64_t{-1});
+    sampling.top_p = a.value(args::kTopP, 1.0);
     // Every rollout dp rank samples its own rows: one seed per (call, dp rank),
     // the same on every rank of a TP group.
-    sampling.seed = args.value("seed", int64_t{0}) * 1009 + rollout_mesh_rank(context_, layout_).dp_rank;
-    sampling.stop_token_ids = args.value("stop_token_ids", std::vector<int32_t>{});
-    const int64_t pad_id = args.at("pad_token_id").get<int64_t>();
-    if (args.value("validation", false)) fault_point("actor.validate");
+    sampling.seed = a.value(args::kSeed, int64_t{0}) * 1009 + rollout_mesh_rank(context_, layout_).dp_rank;
+    sampling.stop_token_ids = a.value(args::kStopTokenIds, std::vector<int32_t>{});
+    const int64_t pad_id = a.at(args::kPadTokenId).get<int64_t>();
+    if (a.value(args::kValidation, false)) fault_point("actor.validate");
     GenerationOutput generated;
     {
       fault_point("actor.swap_to_rollout");
@@ -171,32 +166,32 @@ class ActorRolloutRef {
       swaps_.add_to_train(scope.finish());
     }
     Batch out = make_sequence_batch(prompts, generated, sampling.max_tokens, pad_id);
-    return MethodResult{out, {{"weight_version", generated.weight_version}}};
+    return MethodResult{out, GenerateReply{generated.weight_version}.to_json()};
   }
 
-  MethodResult compute_log_prob(const Batch& batch, const nlohmann::json& args) {
+  MethodResult compute_log_prob(const Batch& batch, const nlohmann::json& a) {
     ForwardOptions options;
-    options.temperature = args.value("temperature", 1.0);
-    options.entropy = args.value("entropy", true);
+    options.temperature = a.value(args::kTemperature, 1.0);
+    options.entropy = a.value(args::kEntropy, true);
     const RolloutConfig& rollout = config_.rollout;
     options.micro_batching = micro_batching(rollout.log_prob_micro_batch_size_per_gpu,
                                             rollout.log_prob_use_dynamic_bsz, rollout.log_prob_max_token_len_per_gpu);
     const ModelOutput output = actor_->forward(batch, options);
     Batch out(batch.size());
-    out.set(kOldLogProbs, output.log_prob);
-    if (output.entropy.defined()) out.set("entropys", output.entropy);
+    out.set(columns::kOldLogProbs, output.log_prob);
+    if (output.entropy.defined()) out.set(columns::kEntropys, output.entropy);
     return MethodResult{out, nullptr};
   }
 
-  MethodResult compute_ref_log_prob(const Batch& batch, const nlohmann::json& args) {
-    require(ref_ != nullptr, "compute_ref_log_prob");
+  MethodResult compute_ref_log_prob(const Batch& batch, const nlohmann::json& a) {
+    require(ref_ != nullptr, actor_methods::kComputeRefLogProb);
     ForwardOptions options;
-    options.temperature = args.value("temperature", 1.0);
+    options.temperature = a.value(args::kTemperature, 1.0);
     const RefConfig& ref = config_.ref;
     options.micro_batching = micro_batching(ref.log_prob_micro_batch_size_per_gpu, ref.log_prob_use_dynamic_bsz,
                                             ref.log_prob_max_token_len_per_gpu);
     Batch out(batch.size());
-    out.set(kRefLogProb, ref_->forward(batch, options).log_prob);
+    out.set(columns::kRefLogProb, ref_->forward(batch, options).log_prob);
     return MethodResult{out, nullptr};
   }
 
@@ -209,10 +204,10 @@ class ActorRolloutRef {
     return options;
   }
 
-  MethodResult update_actor(const Batch& batch, const nlohmann::json& args) {
-    const auto metrics = run_updates(*actor_, batch, args.at("mini_batch_rows").get<int64_t>(),
-                                     config_.actor.ppo_epochs, update_options(args.value("temperature", 1.0)),
-                                     actor_loss(loss_));
+  MethodResult update_actor(const Batch& batch, const nlohmann::json& a) {
+    const auto metrics =
+        run_updates(*actor_, batch, a.at(args::kMiniBatchRows).get<int64_t>(), config_.actor.ppo_epochs,
+                    update_options(a.value(args::kTemperature, 1.0)), actor_loss(loss_));
     return MethodResult{Batch(), to_json(metrics)};
   }
 
@@ -237,11 +232,12 @@ class ActorRolloutRef {
 
   // Sets the version the next swaps carry and returns the stats of the swaps
   // since the previous call (summed; peak: the largest).
-  MethodResult sync_weights(const nlohmann::json& args) {
-    require(rollout_ != nullptr, "sync_weights");
-    version_ = args.at("version").get<int64_t>();
-    nlohmann::json stats = swaps_.to_json();
-    stats["version"] = version_;
+  MethodResult sync_weights(const nlohmann::json& a) {
+    require(rollout_ != nullptr, actor_methods::kSyncWeights);
+    version_ = a.at(args::kVersion).get<int64_t>();
+    SyncWeightsReply reply;
+    reply.version = version_;
+    reply.swaps = swaps_;
     if (!swaps_.measured_per_swap && !warned_peak_not_reset_) {
       spdlog::warn("rank {}: the memory peak could not be reset before a swap (/proc/self/clear_refs is not "
                    "writable here); memory/peak_swap_bytes is the peak since the process started",
@@ -250,60 +246,15 @@ class ActorRolloutRef {
     }
     // This worker's device memory now, measured (rlcore/device.h).
     const DeviceMemoryStats memory = device_memory_stats(at::Device(device_));
-    stats["allocated_bytes"] = memory.allocated;
-    stats["reserved_bytes"] = memory.reserved;
-    stats["rss_bytes"] = process_rss_bytes();
+    reply.allocated_bytes = memory.allocated;
+    reply.reserved_bytes = memory.reserved;
+    reply.rss_bytes = process_rss_bytes();
     swaps_ = SwapTotals();
-    return MethodResult{Batch(), stats};
+    return MethodResult{Batch(), reply.to_json()};
   }
 
-  struct SwapTotals {
-    int64_t swaps = 0;
-    double to_rollout_s = 0;
-    double to_train_s = 0;
-    int64_t bytes_moved = 0;
-    int64_t bytes_gathered = 0;
-    int64_t planned_peak_bytes = 0;
-    int64_t measured_peak_bytes = 0;
-
-    bool measured_per_swap = true;  // false: some peak could not be reset, so it is the process's
-    std::map<std::string, double> phases;
-
-    void add_peaks(const SwapStats& s) {
-      planned_peak_bytes = std::max(planned_peak_bytes, s.planned_peak_bytes);
-      measured_peak_bytes = std::max(measured_peak_bytes, s.measured_peak_bytes);
-      measured_per_swap = measured_per_swap && s.measured_per_swap;
-    }
-    void add_to_rollout(const SwapStats& s) {
-      ++swaps;
-      to_rollout_s += s.seconds;
-      bytes_moved += s.bytes_moved;
-      bytes_gathered += s.bytes_gathered;
-      add_peaks(s);
-      phases["gather"] += s.gather_s;
-      phases["convert"] += s.convert_s;
-      phases["copy"] += s.copy_s;
-      phases["offload"] += s.offload_s;
-    }
-    void add_to_train(const SwapStats& s) {
-      to_train_s += s.seconds;
-      add_peaks(s);
-      phases["reload"] += s.reload_s;
-    }
-    nlohmann::json to_json() const {
-      return {{"swaps", swaps},
-              {"to_rollout_s", to_rollout_s},
-              {"to_train_s", to_train_s},
-              {"bytes_moved", bytes_moved},
-              {"bytes_gathered", bytes_gathered},
-              {"planned_peak_bytes", planned_peak_bytes},
-              {"measured_peak_bytes", measured_peak_bytes},
-              {"phases", phases}};
-    }
-  };
-
-  void require(bool present, const std::string& method) const {
-    if (!present) throw ValueError("actor." + method + ": this worker was started without that engine");
+  void require(bool present, const Method& method) const {
+    if (!present) throw ValueError(method.qualified() + ": this worker was started without that engine");
   }
 
   static constexpr const char* kRolloutMesh = "rollout";

@@ -3,6 +3,7 @@
 #include "rlcore/core/trainer/trainer_config.h"
 #include "trainer/losses.h"
 #include "trainer/worker_common.h"
+#include "trainer/worker_contract.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -24,31 +25,35 @@ class Critic {
   }
 
   void register_methods(RoleMethods& methods) {
-    methods.add("compute_values", DispatchMode::kDpCompute, [this](const Batch& batch, const nlohmann::json&) {
-      ForwardOptions options;
-      options.micro_batching = {config_.forward_micro_batch_size_per_gpu, config_.use_dynamic_bsz,
-                                config_.ppo_max_token_len_per_gpu};
-      Batch out(batch.size());
-      out.set(kValues, engine_->forward(batch, options).values);
-      return MethodResult{out, nullptr};
-    });
-    methods.add("update_critic", DispatchMode::kDpCompute, [this](const Batch& batch, const nlohmann::json& args) {
-      ForwardOptions options;
-      options.micro_batching = {config_.ppo_micro_batch_size_per_gpu, config_.use_dynamic_bsz,
-                                config_.ppo_max_token_len_per_gpu};
-      const auto metrics = run_updates(*engine_, batch, args.at("mini_batch_rows").get<int64_t>(),
-                                       args.at("epochs").get<int64_t>(), options,
-                                       critic_loss(config_.cliprange_value, config_.loss_agg_mode));
-      return MethodResult{Batch(), to_json(metrics)};
-    });
-    methods.add("save_checkpoint", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& args) {
-      engine_->save_checkpoint(args.at("dir").get<std::string>());
-      return MethodResult{};
-    });
-    methods.add("load_checkpoint", DispatchMode::kOneToAll, [this](const Batch&, const nlohmann::json& args) {
-      engine_->load_checkpoint(args.at("dir").get<std::string>());
-      return MethodResult{};
-    });
+    methods.add(critic_methods::kComputeValues.name, DispatchMode::kDpCompute,
+                [this](const Batch& batch, const nlohmann::json&) {
+                  ForwardOptions options;
+                  options.micro_batching = {config_.forward_micro_batch_size_per_gpu, config_.use_dynamic_bsz,
+                                            config_.ppo_max_token_len_per_gpu};
+                  Batch out(batch.size());
+                  out.set(columns::kValues, engine_->forward(batch, options).values);
+                  return MethodResult{out, nullptr};
+                });
+    methods.add(critic_methods::kUpdateCritic.name, DispatchMode::kDpCompute,
+                [this](const Batch& batch, const nlohmann::json& a) {
+                  ForwardOptions options;
+                  options.micro_batching = {config_.ppo_micro_batch_size_per_gpu, config_.use_dynamic_bsz,
+                                            config_.ppo_max_token_len_per_gpu};
+                  const auto metrics = run_updates(*engine_, batch, a.at(args::kMiniBatchRows).get<int64_t>(),
+                                                   a.at(args::kEpochs).get<int64_t>(), options,
+                                                   critic_loss(config_.cliprange_value, config_.loss_agg_mode));
+                  return MethodResult{Batch(), to_json(metrics)};
+                });
+    methods.add(critic_methods::kSaveCheckpoint.name, DispatchMode::kOneToAll,
+                [this](const Batch&, const nlohmann::json& a) {
+                  engine_->save_checkpoint(a.at(args::kDir).get<std::string>());
+                  return MethodResult{};
+                });
+    methods.add(critic_methods::kLoadCheckpoint.name, DispatchMode::kOneToAll,
+                [this](const Batch&, const nlohmann::json& a) {
+                  engine_->load_checkpoint(a.at(args::kDir).get<std::string>());
+                  return MethodResult{};
+                });
   }
 
  private:

@@ -8,12 +8,10 @@
 #include <ATen/ATen.h>
 
 #include "rlcore/error.h"
-#include "rlcore/train_engine.h"
+#include "rlcore/columns.h"
 
 namespace rlcore::trainer {
 namespace {
-
-constexpr const char* kUid = "uid";
 
 // Group ids in order of first appearance, and each group's rows.
 std::vector<std::vector<int64_t>> groups_in_order(const at::Tensor& uid) {
@@ -91,7 +89,7 @@ ScoredRollout concat_groups(const std::vector<ScoredRollout>& parts, int64_t max
   for (const ScoredRollout& part : parts) {
     std::vector<int64_t> rows;
     std::vector<int64_t> uid;
-    for (const std::vector<int64_t>& group : groups_in_order(part.rollout.batch.tensor(kUid))) {
+    for (const std::vector<int64_t>& group : groups_in_order(part.rollout.batch.tensor(columns::kUid))) {
       if (groups == max_groups) break;
       rows.insert(rows.end(), group.begin(), group.end());
       uid.insert(uid.end(), group.size(), groups++);
@@ -110,7 +108,7 @@ ScoredRollout concat_groups(const std::vector<ScoredRollout>& parts, int64_t max
     batch.set(columns::kInputIds, left_pad(batch.tensor(columns::kInputIds), width, static_cast<double>(pad_id)));
     batch.set(columns::kAttentionMask, left_pad(batch.tensor(columns::kAttentionMask), width, 0));
     batch.set(columns::kPositionIds, left_pad(batch.tensor(columns::kPositionIds), width, 0));
-    batch.set(kUid, uids[i]);
+    batch.set(columns::kUid, uids[i]);
     batches.push_back(std::move(batch));
   }
   ScoredRollout out;

@@ -5,6 +5,7 @@
 
 #include "rlcore/error.h"
 #include "trainer/sequences.h"
+#include "trainer/worker_contract.h"
 
 namespace rlcore::trainer {
 
@@ -28,21 +29,23 @@ Rollout generate_rollout(WorkerGroup& actor, const std::vector<const Example*>& 
       uid.push_back(static_cast<int64_t>(p));
     }
   }
-  nlohmann::json args = sampling;
-  args["max_tokens"] = limits.max_tokens;
-  args["stop_token_ids"] = limits.stop_token_ids;
-  args["pad_token_id"] = limits.pad_token_id;
-  CallOutput generated = actor.call("actor.generate", make_prompt_batch(ids, limits.pad_token_id), args).get();
+  nlohmann::json arguments = sampling;
+  arguments[args::kMaxTokens] = limits.max_tokens;
+  arguments[args::kStopTokenIds] = limits.stop_token_ids;
+  arguments[args::kPadTokenId] = limits.pad_token_id;
+  CallOutput generated =
+      actor.call(actor_methods::kGenerate.qualified(), make_prompt_batch(ids, limits.pad_token_id), arguments).get();
   for (const auto& reply : generated.replies) {
-    const int64_t version = reply.value.at("weight_version").get<int64_t>();
+    const int64_t version = GenerateReply::from_json(reply.value).weight_version;
     if (version != expected_version) {
-      throw ValueError("actor.generate on rank " + std::to_string(reply.rank) + " used weight version " +
-                       std::to_string(version) + ", expected " + std::to_string(expected_version) +
+      throw ValueError(actor_methods::kGenerate.qualified() + " on rank " + std::to_string(reply.rank) +
+                       " used weight version " + std::to_string(version) + ", expected " +
+                       std::to_string(expected_version) +
                        " (the weights synced after the last update): stale rollout weights");
     }
   }
   rollout.batch = std::move(generated.batch);
-  rollout.batch.set("uid", at::tensor(uid, at::kLong));
+  rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));
   return rollout;
 }
 

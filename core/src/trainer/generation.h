@@ -16,7 +16,7 @@
 namespace rlcore::trainer {
 
 struct Rollout {
-  Batch batch;                           // the engine layout + the rollout's columns + "uid"
+  Batch batch;                           // the engine layout + the rollout's columns + columns::kUid
   std::vector<const Example*> examples;  // row -> its prompt
 };
 

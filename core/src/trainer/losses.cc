@@ -35,11 +35,11 @@ LossFunction actor_loss(ActorLossSettings settings) {
                                           const GlobalBatchInfo& global) {
     const at::Tensor& mask = micro.tensor(columns::kResponseMask);
     PolicyLossInput input;
-    input.old_log_prob = micro.tensor(kOldLogProbs);
+    input.old_log_prob = micro.tensor(columns::kOldLogProbs);
     input.log_prob = output.log_prob;
-    input.advantages = micro.tensor(kAdvantages);
+    input.advantages = micro.tensor(columns::kAdvantages);
     input.response_mask = mask;
-    if (micro.contains(kRolloutIsWeights)) input.rollout_is_weights = micro.tensor(kRolloutIsWeights);
+    if (micro.contains(columns::kRolloutIsWeights)) input.rollout_is_weights = micro.tensor(columns::kRolloutIsWeights);
     PolicyLossConfig config = settings.policy;
     config.aggregation = global_aggregation(settings.policy.aggregation.mode, global);
     PolicyLossOutput policy = settings.policy_loss->compute(input, config);
@@ -60,7 +60,7 @@ LossFunction actor_loss(ActorLossSettings settings) {
       result.metrics["actor/entropy"] = local_mean(output.entropy, mask, config.aggregation.mode);
     }
     if (settings.use_kl_loss) {
-      const at::Tensor kl = kl_penalty(output.log_prob, micro.tensor(kRefLogProb), settings.kl_loss_type);
+      const at::Tensor kl = kl_penalty(output.log_prob, micro.tensor(columns::kRefLogProb), settings.kl_loss_type);
       result.loss = result.loss + settings.kl_loss_coef * agg_loss(kl, mask, config.aggregation);
       result.metrics["actor/kl_loss"] = local_mean(kl, mask, config.aggregation.mode);
       result.metrics["actor/kl_coef"] = at::scalar_tensor(settings.kl_loss_coef);
@@ -73,17 +73,19 @@ LossFunction critic_loss(double cliprange_value, std::string loss_agg_mode) {
   return [cliprange_value, mode = std::move(loss_agg_mode)](const Batch& micro, const ModelOutput& output,
                                                            const GlobalBatchInfo& global) {
     const at::Tensor& mask = micro.tensor(columns::kResponseMask);
-    const ValueLossResult value = compute_value_loss(output.values, micro.tensor(kReturns), micro.tensor(kValues),
-                                                     mask, cliprange_value, global_aggregation(mode, global));
+    const ValueLossResult value =
+        compute_value_loss(output.values, micro.tensor(columns::kReturns), micro.tensor(columns::kValues), mask,
+                           cliprange_value, global_aggregation(mode, global));
     LossOutput result;
     result.loss = value.loss;
     {
       at::NoGradGuard no_grad;
       LossAggregation local;
       local.mode = mode;
-      result.metrics["critic/vf_loss"] = compute_value_loss(output.values, micro.tensor(kReturns),
-                                                            micro.tensor(kValues), mask, cliprange_value, local)
-                                             .loss.detach();
+      result.metrics["critic/vf_loss"] =
+          compute_value_loss(output.values, micro.tensor(columns::kReturns), micro.tensor(columns::kValues), mask,
+                             cliprange_value, local)
+              .loss.detach();
     }
     result.metrics["critic/vf_clipfrac"] = value.clipfrac.detach();
     result.metrics["critic/vpred_mean"] = masked_mean(output.values, mask).detach();

@@ -10,14 +10,6 @@
 
 namespace rlcore::trainer {
 
-// Batch columns the losses read besides the engine layout.
-inline constexpr const char* kOldLogProbs = "old_log_probs";
-inline constexpr const char* kRefLogProb = "ref_log_prob";
-inline constexpr const char* kAdvantages = "advantages";
-inline constexpr const char* kRolloutIsWeights = "rollout_is_weights";  // [B, R], with rollout correction
-inline constexpr const char* kReturns = "returns";
-inline constexpr const char* kValues = "values";
-
 struct ActorLossSettings {
   std::shared_ptr<const PolicyLoss> policy_loss;
   std::string policy_loss_name;

@@ -4,6 +4,7 @@
 #include "rlcore/core/run_config.h"
 #include "rlcore/core/trainer/trainer_config.h"
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -13,10 +14,8 @@ std::string str(int64_t value) { return std::to_string(value); }
 AdvantageNeeds estimator_needs(const RunConfig& config, const Registry& components) {
   const std::string& name = config.algorithm.adv_estimator;
   if (!components.find(AdvantageEstimator::kKind, name)) {
-    std::string known;
-    for (const auto& n : components.names(AdvantageEstimator::kKind)) known += (known.empty() ? "" : ", ") + n;
     throw ConfigError("algorithm.adv_estimator: '" + name + "' is not a registered advantage estimator; known: " +
-                      known);
+                      join(components.names(AdvantageEstimator::kKind)));
   }
   return components.create<AdvantageEstimator>(name, estimator_options(components, name, config.algorithm.estimator_options))
       ->needs();

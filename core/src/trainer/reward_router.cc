@@ -9,6 +9,7 @@
 
 #include "rlcore/core/run_config.h"
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore {
 
@@ -30,8 +31,8 @@ const Grader& RewardRouter::grader_for(const std::string& data_source) const {
   if (fixed_grader_ != "auto") return *graders_.at(fixed_grader_);
   auto it = grader_by_data_source_.find(data_source);
   if (it == grader_by_data_source_.end()) {
-    std::string known;
-    for (const auto& [source, grader] : grader_by_data_source_) known += (known.empty() ? "" : ", ") + source + " -> " + grader;
+    const std::string known =
+        join(grader_by_data_source_, ", ", [](const auto& entry) { return entry.first + " -> " + entry.second; });
     throw ValueError("reward.grader is 'auto' but no grader handles data_source '" + data_source +
                      "'; known data sources: " + (known.empty() ? "(none)" : known) +
                      ". Set reward.grader to a grader name to score every sample with it.");

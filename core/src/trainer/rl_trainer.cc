@@ -19,6 +19,7 @@
 #include "rlcore/core/metrics.h"
 #include "rlcore/core/reward_router.h"
 #include "rlcore/device.h"
+#include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
 #include "rlcore/kl_controller.h"
@@ -39,14 +40,13 @@ namespace rlcore {
 
 using trainer::Rollout;
 using trainer::StepMetrics;
+namespace actor_methods = trainer::actor_methods;
+namespace critic_methods = trainer::critic_methods;
+namespace args = trainer::args;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 const std::vector<std::string> kEngineColumns = {columns::kInputIds, columns::kAttentionMask, columns::kPositionIds,
                                                  columns::kResponses, columns::kResponseMask};
@@ -151,10 +151,10 @@ struct RlTrainer::Impl {
   nlohmann::json train_sampling(int64_t gen_batch = 0) const {
     constexpr int64_t kGenBatchStride = 104729;  // a prime far from the step increments
     const auto& rollout = config.actor_rollout_ref.rollout;
-    return {{"temperature", rollout.temperature},
-            {"top_k", rollout.top_k},
-            {"top_p", rollout.top_p},
-            {"seed", config.data.seed * 1000003 + step + gen_batch * kGenBatchStride}};
+    return {{args::kTemperature, rollout.temperature},
+            {args::kTopK, rollout.top_k},
+            {args::kTopP, rollout.top_p},
+            {args::kSeed, config.data.seed * 1000003 + step + gen_batch * kGenBatchStride}};
   }
 
   StepMetrics validate() { return validator->run(workers->actor(), step); }
@@ -188,10 +188,10 @@ struct RlTrainer::Impl {
     auto add = [&](const trainer::ScoredRollout& scored) {
       ++batches;
       const std::vector<int64_t> rows = trainer::rows_of_informative_groups(
-          scored.rollout.batch.tensor("uid"), trainer::filter_metric(scored.rewards, filter.metric));
+          scored.rollout.batch.tensor(columns::kUid), trainer::filter_metric(scored.rewards, filter.metric));
       if (rows.empty()) return;
       parts.push_back(trainer::select_rows(scored, rows));
-      groups += trainer::count_groups(parts.back().rollout.batch.tensor("uid"));
+      groups += trainer::count_groups(parts.back().rollout.batch.tensor(columns::kUid));
     };
     add(first);
     while (groups < plan.prompts_per_step) {
@@ -221,9 +221,9 @@ struct RlTrainer::Impl {
     if (config.algorithm.filter_groups.enable) scored = keep_informative_groups(std::move(scored), metrics);
     Rollout& rollout = scored.rollout;
     Batch& batch = rollout.batch;
-    batch.set("token_level_scores", scored.rewards.token_level_scores);
+    batch.set(columns::kTokenLevelScores, scored.rewards.token_level_scores);
     for (const auto& [name, column] : scored.rewards.extras) {
-      batch.set(kRewardComponentPrefix + name, at::tensor(column, at::kDouble).to(at::kFloat));  // for gdpo
+      batch.set(columns::kRewardComponentPrefix + name, at::tensor(column, at::kDouble).to(at::kFloat));  // for gdpo
       double sum = 0;
       int64_t count = 0;
       for (double value : column) {
@@ -239,16 +239,19 @@ struct RlTrainer::Impl {
     const double temperature = config.actor_rollout_ref.rollout.temperature;
     timed("old_log_prob", [&] {
       std::vector<std::future<CallOutput>> calls;
-      calls.push_back(workers->actor().call("actor.compute_log_prob", engine_input,
-                                            {{"temperature", temperature}, {"entropy", true}}));
+      calls.push_back(workers->actor().call(actor_methods::kComputeLogProb.qualified(), engine_input,
+                                            {{args::kTemperature, temperature}, {args::kEntropy, true}}));
       if (plan.use_ref) {
-        calls.push_back(workers->actor().call("actor.compute_ref_log_prob", engine_input, {{"temperature", temperature}}));
+        calls.push_back(workers->actor().call(actor_methods::kComputeRefLogProb.qualified(), engine_input,
+                                              {{args::kTemperature, temperature}}));
       }
-      if (workers->critic()) calls.push_back(workers->critic()->call("critic.compute_values", engine_input));
+      if (workers->critic()) {
+        calls.push_back(workers->critic()->call(critic_methods::kComputeValues.qualified(), engine_input));
+      }
       for (auto& output : wait_all(calls)) batch.union_with(output.batch);
     });
     metrics["actor/entropy"] =
-        masked_mean(batch.tensor("entropys"), batch.tensor(columns::kResponseMask)).item<double>();
+        masked_mean(batch.tensor(columns::kEntropys), batch.tensor(columns::kResponseMask)).item<double>();
     add_rollout_probs_diff(batch, metrics);
 
     timed("adv", [&] { compute_advantages(batch, metrics); });
@@ -257,16 +260,17 @@ struct RlTrainer::Impl {
     timed("update", [&] {
       if (workers->critic()) {
         updates.push_back(workers->critic()->call(
-            "critic.update_critic", batch.select(with_engine_columns({trainer::kValues, trainer::kReturns})),
-            {{"mini_batch_rows", plan.critic_mini_batch_rows}, {"epochs", plan.critic_epochs}}));
+            critic_methods::kUpdateCritic.qualified(),
+            batch.select(with_engine_columns({columns::kValues, columns::kReturns})),
+            {{args::kMiniBatchRows, plan.critic_mini_batch_rows}, {args::kEpochs, plan.critic_epochs}}));
       }
-      std::vector<std::string> actor_columns = {trainer::kOldLogProbs, trainer::kAdvantages};
-      if (config.actor_rollout_ref.actor.use_kl_loss) actor_columns.push_back(trainer::kRefLogProb);
-      if (batch.contains(trainer::kRolloutIsWeights)) actor_columns.push_back(trainer::kRolloutIsWeights);
+      std::vector<std::string> actor_columns = {columns::kOldLogProbs, columns::kAdvantages};
+      if (config.actor_rollout_ref.actor.use_kl_loss) actor_columns.push_back(columns::kRefLogProb);
+      if (batch.contains(columns::kRolloutIsWeights)) actor_columns.push_back(columns::kRolloutIsWeights);
       const auto start = Clock::now();
-      updates.push_back(workers->actor().call("actor.update_actor", batch.select(with_engine_columns(actor_columns)),
-                                              {{"mini_batch_rows", plan.actor_mini_batch_rows},
-                                               {"temperature", temperature}}));
+      updates.push_back(workers->actor().call(
+          actor_methods::kUpdateActor.qualified(), batch.select(with_engine_columns(actor_columns)),
+          {{args::kMiniBatchRows, plan.actor_mini_batch_rows}, {args::kTemperature, temperature}}));
       for (auto& output : wait_all(updates)) {
         for (const auto& [name, value] : output.replies.front().value.items()) metrics[name] = value.get<double>();
       }
@@ -276,25 +280,29 @@ struct RlTrainer::Impl {
     timed("sync_weights", [&] {
       // The reply carries the stats of this step's swaps (train <-> rollout around each generate);
       // ranks swap in lockstep, so the slowest rank's times and the largest peak are reported.
-      const CallOutput synced = workers->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
+      const CallOutput synced =
+          workers->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
       double to_rollout = 0, to_train = 0, bytes_moved = 0;
       std::map<std::string, double> memory;  // the largest of each over the workers
       double rss_min = std::numeric_limits<double>::infinity(), rss_max = 0, rss_sum = 0;
       for (const auto& reply : synced.replies) {
-        const double rss = reply.value["rss_bytes"].get<double>();
+        const trainer::SyncWeightsReply sync = trainer::SyncWeightsReply::from_json(reply.value);
+        const auto rss = static_cast<double>(sync.rss_bytes);
         rss_min = std::min(rss_min, rss);
         rss_max = std::max(rss_max, rss);
         rss_sum += rss;
         metrics["memory/worker_rss_bytes/rank_" + std::to_string(reply.rank)] = rss;  // a leak in one rank
-        to_rollout = std::max(to_rollout, reply.value["to_rollout_s"].get<double>());
-        to_train = std::max(to_train, reply.value["to_train_s"].get<double>());
-        bytes_moved = std::max(bytes_moved, reply.value["bytes_moved"].get<double>());
-        for (const char* key : {"planned_peak_bytes", "measured_peak_bytes", "allocated_bytes", "reserved_bytes"}) {
-          memory[key] = std::max(memory[key], reply.value[key].get<double>());
-        }
-        for (const auto& [phase, seconds] : reply.value["phases"].items()) {
+        to_rollout = std::max(to_rollout, sync.swaps.to_rollout_s);
+        to_train = std::max(to_train, sync.swaps.to_train_s);
+        bytes_moved = std::max(bytes_moved, static_cast<double>(sync.swaps.bytes_moved));
+        const std::pair<const char*, int64_t> peaks[] = {{"planned_peak_bytes", sync.swaps.planned_peak_bytes},
+                                                         {"measured_peak_bytes", sync.swaps.measured_peak_bytes},
+                                                         {"allocated_bytes", sync.allocated_bytes},
+                                                         {"reserved_bytes", sync.reserved_bytes}};
+        for (const auto& [key, bytes] : peaks) memory[key] = std::max(memory[key], static_cast<double>(bytes));
+        for (const auto& [phase, seconds] : sync.swaps.phases) {
           double& slot = metrics["timing_s/reshard_" + phase];
-          slot = std::max(slot, seconds.get<double>());
+          slot = std::max(slot, seconds);
         }
       }
       metrics["timing_s/reshard_to_rollout"] = to_rollout;
@@ -330,8 +338,9 @@ struct RlTrainer::Impl {
   // makes the update off-policy without anyone noticing).
   static void add_rollout_probs_diff(const Batch& batch, StepMetrics& metrics) {
     const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
-    const at::Tensor diff =
-        (batch.tensor(trainer::kRolloutLogProbs).exp() - batch.tensor(trainer::kOldLogProbs).exp()).abs().masked_select(mask);
+    const at::Tensor diff = (batch.tensor(columns::kRolloutLogProbs).exp() - batch.tensor(columns::kOldLogProbs).exp())
+                                .abs()
+                                .masked_select(mask);
     if (diff.numel() == 0) return;
     metrics["training/rollout_probs_diff_max"] = diff.max().item<double>();
     metrics["training/rollout_probs_diff_mean"] = diff.mean().item<double>();
@@ -350,7 +359,7 @@ struct RlTrainer::Impl {
                                                              trainer::overlong_shaping(config));
     at::Tensor baselines = at::empty({batch.size()}, at::kFloat);
     for (int64_t row = 0; row < batch.size(); ++row) baselines[row] = scored.scores[row / n];
-    batch.set("reward_baselines", baselines);
+    batch.set(columns::kRewardBaselines, baselines);
   }
 
   // verl's decoupled rollout correction, between the rewards and the
@@ -359,41 +368,48 @@ struct RlTrainer::Impl {
   // are reported every step.
   void apply_rollout_correction(Batch& batch, StepMetrics& metrics) const {
     const RolloutCorrectionResult corrected =
-        compute_rollout_correction(batch.tensor(trainer::kOldLogProbs), batch.tensor(trainer::kRolloutLogProbs),
+        compute_rollout_correction(batch.tensor(columns::kOldLogProbs), batch.tensor(columns::kRolloutLogProbs),
                                    batch.tensor(columns::kResponseMask), config.algorithm.rollout_correction.settings());
     batch.set(columns::kResponseMask, corrected.response_mask);
-    if (corrected.rollout_is_weights.defined()) batch.set(trainer::kRolloutIsWeights, corrected.rollout_is_weights);
+    if (corrected.rollout_is_weights.defined()) batch.set(columns::kRolloutIsWeights, corrected.rollout_is_weights);
     metrics.insert(corrected.metrics.begin(), corrected.metrics.end());
   }
 
   void compute_advantages(Batch& batch, StepMetrics& metrics) {
     const at::Tensor mask = batch.tensor(columns::kResponseMask);
     if (config.algorithm.use_kl_in_reward) {
-      const KlInRewardResult kl = apply_kl_penalty(batch.tensor("token_level_scores"), batch.tensor(trainer::kOldLogProbs),
-                                                   batch.tensor(trainer::kRefLogProb), mask, *kl_controller,
-                                                   config.algorithm.kl_penalty);
-      batch.set("token_level_rewards", kl.token_level_rewards);
+      const KlInRewardResult kl =
+          apply_kl_penalty(batch.tensor(columns::kTokenLevelScores), batch.tensor(columns::kOldLogProbs),
+                           batch.tensor(columns::kRefLogProb), mask, *kl_controller, config.algorithm.kl_penalty);
+      batch.set(columns::kTokenLevelRewards, kl.token_level_rewards);
       metrics["actor/reward_kl_penalty"] = kl.current_kl;
       metrics["actor/reward_kl_penalty_coeff"] = kl.beta;
     } else {
-      batch.set("token_level_rewards", batch.tensor("token_level_scores"));
+      batch.set(columns::kTokenLevelRewards, batch.tensor(columns::kTokenLevelScores));
     }
     apply_rollout_correction(batch, metrics);
-    const AdvantageOutput advantages = estimator->compute(advantage_input_from_batch(batch, "uid"));
-    batch.set(trainer::kAdvantages, advantages.advantages.to(at::kFloat));
-    batch.set(trainer::kReturns, advantages.returns.to(at::kFloat));
+    const AdvantageOutput advantages = estimator->compute(advantage_input_from_batch(batch, columns::kUid));
+    batch.set(columns::kAdvantages, advantages.advantages.to(at::kFloat));
+    batch.set(columns::kReturns, advantages.returns.to(at::kFloat));
   }
 
   // ---- checkpoints -------------------------------------------------------------
 
+  // Calls the actor's `actor_method` and the critic's `critic_method` (when
+  // there is a critic) at once, each with its subdirectory of `dir`, and waits for both.
+  void on_actor_and_critic(const trainer::Method& actor_method, const trainer::Method& critic_method,
+                           const std::string& dir) {
+    std::vector<std::future<CallOutput>> calls;
+    calls.push_back(workers->actor().call(actor_method.qualified(), Batch(), {{args::kDir, dir + "/actor"}}));
+    if (workers->critic()) {
+      calls.push_back(workers->critic()->call(critic_method.qualified(), Batch(), {{args::kDir, dir + "/critic"}}));
+    }
+    wait_all(calls);
+  }
+
   std::string save_checkpoint() {
     const std::string staging = checkpoints.staging_dir(step);
-    std::vector<std::future<CallOutput>> saves;
-    saves.push_back(workers->actor().call("actor.save_checkpoint", Batch(), {{"dir", staging + "/actor"}}));
-    if (workers->critic()) {
-      saves.push_back(workers->critic()->call("critic.save_checkpoint", Batch(), {{"dir", staging + "/critic"}}));
-    }
-    wait_all(saves);
+    on_actor_and_critic(actor_methods::kSaveCheckpoint, critic_methods::kSaveCheckpoint, staging);
     trainer::TrainerState state{step, sampler->state(), kl_controller->value()};
     return checkpoints.commit(step, state, config.trainer.max_ckpt_to_keep);
   }
@@ -414,18 +430,13 @@ struct RlTrainer::Impl {
     const std::optional<std::string> dir = checkpoint_to_resume();
     if (!dir) return;
     const trainer::TrainerState state = trainer::CheckpointStore::read_state(*dir);
-    std::vector<std::future<CallOutput>> loads;
-    loads.push_back(workers->actor().call("actor.load_checkpoint", Batch(), {{"dir", *dir + "/actor"}}));
-    if (workers->critic()) {
-      loads.push_back(workers->critic()->call("critic.load_checkpoint", Batch(), {{"dir", *dir + "/critic"}}));
-    }
-    wait_all(loads);
+    on_actor_and_critic(actor_methods::kLoadCheckpoint, critic_methods::kLoadCheckpoint, *dir);
     step = resumed_from = state.step;
     sampler->restore(state.sampler);
     KlControlConfig kl = config.algorithm.kl_ctrl;
     kl.kl_coef = state.kl_coef;
     kl_controller = make_kl_controller(kl);
-    workers->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
+    workers->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
     out << "rlcore: resumed from " << *dir << " (step " << step << ")\n";
   }
 

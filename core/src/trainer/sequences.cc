@@ -58,8 +58,8 @@ Batch make_prompt_batch(const std::vector<std::vector<int32_t>>& prompts, int64_
   at::Tensor mask;
   at::Tensor ids = pack_rows(prompts, longest(prompts), pad_id, /*left_pad=*/true, &mask);
   Batch out(static_cast<int64_t>(prompts.size()));
-  out.set(kPromptIds, ids);
-  out.set(kPromptMask, mask);
+  out.set(columns::kPromptIds, ids);
+  out.set(columns::kPromptMask, mask);
   return out;
 }
 
@@ -78,7 +78,7 @@ std::vector<std::vector<int32_t>> masked_rows(const at::Tensor& ids, const at::T
 }
 
 std::vector<std::vector<int32_t>> unpad_prompts(const Batch& prompts) {
-  return masked_rows(prompts.tensor(kPromptIds), prompts.tensor(kPromptMask));
+  return masked_rows(prompts.tensor(columns::kPromptIds), prompts.tensor(columns::kPromptMask));
 }
 
 Batch make_sequence_batch(const Batch& prompts, const GenerationOutput& generated, int64_t response_length,
@@ -90,7 +90,7 @@ Batch make_sequence_batch(const Batch& prompts, const GenerationOutput& generate
   }
   at::Tensor response_mask;
   const at::Tensor responses = pack_rows(generated.token_ids, response_length, pad_id, false, &response_mask);
-  Batch out = join(prompts.tensor(kPromptIds), prompts.tensor(kPromptMask), responses, response_mask);
+  Batch out = join(prompts.tensor(columns::kPromptIds), prompts.tensor(columns::kPromptMask), responses, response_mask);
   at::Tensor log_probs = at::zeros({batch, response_length}, at::kFloat);
   at::Tensor stopped = at::zeros({batch}, at::kLong);
   auto log_probs_a = log_probs.accessor<float, 2>();
@@ -101,8 +101,8 @@ Batch make_sequence_batch(const Batch& prompts, const GenerationOutput& generate
     }
     stopped[i] = generated.finish_reasons[i] == FinishReason::kStop ? 1 : 0;
   }
-  out.set(kRolloutLogProbs, log_probs);
-  out.set(kFinishedByStop, stopped);
+  out.set(columns::kRolloutLogProbs, log_probs);
+  out.set(columns::kFinishedByStop, stopped);
   return out;
 }
 

@@ -8,24 +8,19 @@
 #include <ATen/core/Tensor.h>
 
 #include "rlcore/batch.h"
+#include "rlcore/columns.h"
 #include "rlcore/inference_engine.h"
 
 namespace rlcore::trainer {
 
-// Batch columns of a generate call's input and of the rollout's extra outputs.
-inline constexpr const char* kPromptIds = "prompt_ids";    // [B, P] int64, left-padded with pad_id
-inline constexpr const char* kPromptMask = "prompt_mask";  // [B, P] int64
-inline constexpr const char* kRolloutLogProbs = "rollout_log_probs";  // [B, R] float
-inline constexpr const char* kFinishedByStop = "finished_by_stop";    // [B] int64: ended with a stop token
-
-// Left-pads `prompts` to their longest length: kPromptIds and kPromptMask.
+// Left-pads `prompts` to their longest length: columns::kPromptIds and kPromptMask.
 Batch make_prompt_batch(const std::vector<std::vector<int32_t>>& prompts, int64_t pad_id);
 // The prompts of a prompt batch without their padding.
 std::vector<std::vector<int32_t>> unpad_prompts(const Batch& prompts);
 
 // The engine layout for prompt row i + response i, responses right-padded to
 // `response_length` with pad_id: input_ids, attention_mask, position_ids,
-// responses, response_mask (float), kRolloutLogProbs and kFinishedByStop.
+// responses, response_mask (float), columns::kRolloutLogProbs and kFinishedByStop.
 Batch make_sequence_batch(const Batch& prompts, const GenerationOutput& generated, int64_t response_length,
                           int64_t pad_id);
 

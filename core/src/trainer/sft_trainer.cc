@@ -9,6 +9,7 @@
 #include "rlcore/core/data/sampler.h"
 #include "rlcore/core/metrics.h"
 #include "rlcore/core/reward_router.h"
+#include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 #include "rlcore/tokenizer.h"
 #include "trainer/checkpoint.h"
@@ -18,6 +19,9 @@
 
 namespace rlcore {
 namespace {
+
+namespace actor_methods = trainer::actor_methods;
+namespace args = trainer::args;
 
 using Clock = std::chrono::steady_clock;
 
@@ -104,7 +108,7 @@ class SftRun {
     }
     logger_.flush();
     summary.model_dir = (std::filesystem::path(config_.run_dir()) / "hf").string();
-    workers_->actor().call("actor.export_hf", Batch(), {{"dir", summary.model_dir}}).get();
+    workers_->actor().call(actor_methods::kExportHf.qualified(), Batch(), {{args::kDir, summary.model_dir}}).get();
     return summary;
   }
 
@@ -126,21 +130,21 @@ class SftRun {
     }
     const int64_t pad_id = tokenizer_.pad_token_id().value_or(tokenizer_.eos_token_id().value_or(0));
     const Batch batch = trainer::make_supervised_batch(prompts, responses, pad_id);
-    const CallOutput result = workers_->actor().call("actor.sft_step", batch).get();
+    const CallOutput result = workers_->actor().call(actor_methods::kSftStep.qualified(), batch).get();
     std::map<std::string, double> metrics;
     for (const auto& [name, value] : result.replies.front().value.items()) {
       metrics[name == "lr" || name == "grad_norm" ? "actor/" + name : name] = value.get<double>();
     }
-    metrics["timing_s/step"] = std::chrono::duration<double>(Clock::now() - start).count();
+    metrics["timing_s/step"] = seconds_since(start);
     return metrics;
   }
 
   // The rollout gets the weights of `step` (the swap's version), then generates the validation set.
   std::map<std::string, double> validate(int64_t step) {
     const auto start = Clock::now();
-    workers_->actor().call("actor.sync_weights", Batch(), {{"version", step}}).get();
+    workers_->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
     std::map<std::string, double> metrics = validator_->run(workers_->actor(), step);
-    metrics["timing_s/testing"] = std::chrono::duration<double>(Clock::now() - start).count();
+    metrics["timing_s/testing"] = seconds_since(start);
     return metrics;
   }
 

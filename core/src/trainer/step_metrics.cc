@@ -21,13 +21,13 @@ void add_stats(StepMetrics& metrics, const std::string& prefix, const at::Tensor
 StepMetrics data_metrics(const Batch& batch) {
   StepMetrics metrics;
   const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
-  add_stats(metrics, "critic/score", batch.tensor("token_level_scores").sum(-1));
-  add_stats(metrics, "critic/rewards", batch.tensor("token_level_rewards").sum(-1));
-  add_stats(metrics, "critic/advantages", batch.tensor("advantages").masked_select(mask));
-  add_stats(metrics, "critic/returns", batch.tensor("returns").masked_select(mask));
-  if (batch.contains("values")) {
-    const at::Tensor values = batch.tensor("values").masked_select(mask).to(at::kDouble);
-    const at::Tensor returns = batch.tensor("returns").masked_select(mask).to(at::kDouble);
+  add_stats(metrics, "critic/score", batch.tensor(columns::kTokenLevelScores).sum(-1));
+  add_stats(metrics, "critic/rewards", batch.tensor(columns::kTokenLevelRewards).sum(-1));
+  add_stats(metrics, "critic/advantages", batch.tensor(columns::kAdvantages).masked_select(mask));
+  add_stats(metrics, "critic/returns", batch.tensor(columns::kReturns).masked_select(mask));
+  if (batch.contains(columns::kValues)) {
+    const at::Tensor values = batch.tensor(columns::kValues).masked_select(mask).to(at::kDouble);
+    const at::Tensor returns = batch.tensor(columns::kReturns).masked_select(mask).to(at::kDouble);
     add_stats(metrics, "critic/values", values);
     const double return_var = returns.var(/*unbiased=*/false).item<double>();
     metrics["critic/vf_explained_var"] = 1.0 - (returns - values).var(false).item<double>() / (return_var + 1e-5);

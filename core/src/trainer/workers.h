@@ -9,6 +9,7 @@
 
 #include "rlcore/core/run_config.h"
 #include "rlcore/core/runtime/cluster.h"
+#include "trainer/worker_contract.h"
 
 namespace rlcore::trainer {
 
@@ -41,9 +42,5 @@ class TrainerWorkers {
   WorkerGroup* actor_ = nullptr;
   WorkerGroup* critic_ = nullptr;
 };
-
-// Role names of the trainer's methods: "actor.<method>", "critic.<method>".
-inline constexpr const char* kActorRole = "actor";
-inline constexpr const char* kCriticRole = "critic";
 
 }  // namespace rlcore::trainer

@@ -8,6 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "rlcore/columns.h"
 #include "rlcore/export.h"
 
 namespace rlcore {
@@ -23,12 +24,10 @@ struct AdvantageInput {
   at::Tensor index;                // [B] integer group id: rows of one prompt share it (verl's uid)
   at::Tensor reward_baselines;     // [B] reward of the greedy response (remax); undefined otherwise
   // [B] per-response reward components by name: the graders' extra scores ("acc", "format", ...),
-  // for estimators that normalize each one apart (gdpo). SDK 1.2: appended.
+  // for estimators that normalize each one apart (gdpo); advantage_input_from_batch fills it from
+  // the columns::kRewardComponentPrefix columns. SDK 4.1: appended.
   std::map<std::string, at::Tensor> reward_components;
 };
-
-// Batch columns "reward_extra/<name>" ([B]) become AdvantageInput::reward_components[<name>].
-inline constexpr const char* kRewardComponentPrefix = "reward_extra/";
 
 struct AdvantageOutput {
   at::Tensor advantages;  // [B, T]
@@ -65,6 +64,6 @@ RLCORE_API void validate_advantage_input(const AdvantageInput& input, const Adva
 // response_mask, and when present values, reward_baselines and the group
 // column `group_key` (an integer tensor, or a non-tensor column of strings or
 // numbers such as verl's uid, numbered in order of first appearance).
-RLCORE_API AdvantageInput advantage_input_from_batch(const Batch& batch, const std::string& group_key = "uid");
+RLCORE_API AdvantageInput advantage_input_from_batch(const Batch& batch, const std::string& group_key = columns::kUid);
 
 }  // namespace rlcore

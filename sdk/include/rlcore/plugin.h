@@ -36,7 +36,7 @@ int invoke_register(RegisterFn register_fn, void* registrar, rlcore_register_err
   extern "C" __attribute__((visibility("default"))) const rlcore_plugin_descriptor_v1*                  \
   rlcore_plugin_descriptor() {                                                                           \
     static const rlcore_plugin_descriptor_v1 descriptor = {                                             \
-        sizeof(rlcore_plugin_descriptor_v1), RLCORE_SDK_ABI_MAJOR, RLCORE_SDK_ABI_MINOR,                 \
+        sizeof(rlcore_plugin_descriptor_v1), RLCORE_SDK_ABI_MAJOR, RLCORE_SDK_TARGET_ABI_MINOR,          \
         plugin_name,                         plugin_version,       RLCORE_COMPILER_ID,                   \
         RLCORE_CXX11_ABI,                    RLCORE_TORCH_VERSION, &rlcore_plugin_register_trampoline};  \
     return &descriptor;                                                                                  \

@@ -7,8 +7,20 @@
 
 #include <torch/version.h>
 
+// When to bump which: docs/plugin-abi.md; what each version changed: sdk/CHANGELOG.md.
 #define RLCORE_SDK_ABI_MAJOR 4  // 4: the model structs gain Mistral, Gemma 2 and yarn fields
-#define RLCORE_SDK_ABI_MINOR 0
+#define RLCORE_SDK_ABI_MINOR 1  // 4.1: capabilities (rlcore/capabilities.h), recorded at registration
+
+// A plugin may target an older minor of this major: define
+// RLCORE_SDK_TARGET_ABI_MINOR before any rlcore header and the headers' inline
+// code uses only what that minor had, and RLCORE_PLUGIN's descriptor says that
+// minor, so any host of that minor or newer loads it.
+#ifndef RLCORE_SDK_TARGET_ABI_MINOR
+#define RLCORE_SDK_TARGET_ABI_MINOR RLCORE_SDK_ABI_MINOR
+#endif
+#if RLCORE_SDK_TARGET_ABI_MINOR > RLCORE_SDK_ABI_MINOR
+#error "RLCORE_SDK_TARGET_ABI_MINOR is newer than this SDK"
+#endif
 
 // The one symbol every plugin exports (see RLCORE_PLUGIN in rlcore/plugin.h).
 #define RLCORE_PLUGIN_ENTRY_SYMBOL "rlcore_plugin_descriptor"

@@ -30,8 +30,8 @@ struct PolicyLossConfig {
   std::optional<double> clip_ratio_high;  // unset: clip_ratio
   double clip_ratio_c = 3.0;              // dual-clip bound for negative advantages; must be > 1
   LossAggregation aggregation;            // loss_agg_mode, dp_size, global token / sequence counts
-  // SAPO's gate temperatures for positive and negative advantages (SDK 1.2: appended, so a
-  // plugin built against 1.1 reads the fields before them unchanged).
+  // SAPO's gate temperatures for positive and negative advantages (SDK 4.1: appended, so a
+  // plugin built against 4.0 reads the fields before them unchanged).
   double tau_pos = 1.0;
   double tau_neg = 1.05;
 

@@ -11,9 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "rlcore/capabilities.h"
 #include "rlcore/config_node.h"
 #include "rlcore/export.h"
 #include "rlcore/options.h"
+#include "rlcore/plugin_abi.h"
 
 namespace rlcore {
 
@@ -69,6 +71,11 @@ class RLCORE_API Registry {
   std::vector<const ComponentEntry*> all() const;
   std::vector<std::string> names(const std::string& kind) const;
 
+  // The capabilities (rlcore/capabilities.h) a registered component's type declares;
+  // empty for components of plugins built before SDK 4.1, which recorded none.
+  void set_capabilities(const std::string& kind, const std::string& name, std::vector<std::string> capabilities);
+  std::vector<std::string> capabilities(const std::string& kind, const std::string& name) const;
+
   // Creates the (Interface::kKind, name) component from its options subtree.
   template <class Interface>
   std::shared_ptr<Interface> create(const std::string& name, const ConfigNode& options = ConfigNode(),
@@ -78,6 +85,9 @@ class RLCORE_API Registry {
 
  private:
   std::map<std::pair<std::string, std::string>, ComponentEntry> entries_;
+  // Beside the entries, not in ComponentEntry: plugins built against SDK 4.0
+  // construct ComponentEntry with its 4.0 layout (see docs/plugin-abi.md).
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> capabilities_;
 };
 
 // What a plugin's register function receives: adds typed factories, all
@@ -91,6 +101,9 @@ class RLCORE_API PluginRegistrar {
   template <class Interface, class Options, class Make>
   void add(std::string name, std::string doc, OptionsSchema<Options> schema, Make make,
            std::vector<std::string> data_sources = {}) {
+    using Made = std::conditional_t<std::is_invocable_v<Make, const Options&, const ComponentContext&>,
+                                    std::invoke_result<Make, const Options&, const ComponentContext&>,
+                                    std::invoke_result<Make, const Options&>>;
     ComponentEntry entry;
     entry.kind = Interface::kKind;
     entry.name = std::move(name);
@@ -108,13 +121,18 @@ class RLCORE_API PluginRegistrar {
       }
       return std::static_pointer_cast<void>(made);
     };
+    const std::string kind = entry.kind, entry_name = entry.name;
     add_entry(std::move(entry));
+#if RLCORE_SDK_TARGET_ABI_MINOR >= 1
+    add_capabilities(kind, entry_name, capabilities_of<typename std::decay_t<typename Made::type>::element_type>());
+#endif
   }
 
   const PluginOrigin& origin() const { return origin_; }
 
  private:
   void add_entry(ComponentEntry entry);
+  void add_capabilities(const std::string& kind, const std::string& name, std::vector<std::string> capabilities);
   Registry& registry_;
   PluginOrigin origin_;
 };

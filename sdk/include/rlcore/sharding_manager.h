@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "rlcore/capabilities.h"
 #include "rlcore/export.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/offloader.h"
@@ -61,18 +62,7 @@ struct SwapStats {
   bool measured_per_swap = true;  // false: the peak could not be reset (CPU: /proc/self/clear_refs)
 };
 
-// Optional capability of an InferenceEngine (found with dynamic_cast): wake
-// up without allocating parameter storage and take the caller's tensors as
-// its parameters, so the manager's bucket is the only copy of the weights.
-class RLCORE_API AdoptsWeights {
- public:
-  virtual ~AdoptsWeights();
-  // Like wake_up(), but allocates nothing: every parameter must then arrive
-  // through load_weights() before generate().
-  virtual void wake_up_unallocated() = 0;
-  // Bytes of parameter storage the engine references now (each storage once).
-  virtual int64_t weight_bytes_held() const = 0;
-};
+// AdoptsWeights, the inference engine capability the manager uses, is in rlcore/capabilities.h.
 
 // What the manager works on; all colocated in this process.
 struct HybridEngines {

@@ -16,6 +16,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "rlcore/batch.h"
+#include "rlcore/columns.h"
 #include "rlcore/export.h"
 
 namespace rlcore {
@@ -28,14 +29,7 @@ namespace rlcore {
 //   responses      [B, R] int64: input_ids[:, P:]
 //   response_mask  [B, R]: nonzero = a response token counted by losses
 // The output for response token t is computed from the logits at position
-// P + t - 1 (the position that predicts it).
-namespace columns {
-inline constexpr const char* kInputIds = "input_ids";
-inline constexpr const char* kAttentionMask = "attention_mask";
-inline constexpr const char* kPositionIds = "position_ids";
-inline constexpr const char* kResponses = "responses";
-inline constexpr const char* kResponseMask = "response_mask";
-}  // namespace columns
+// P + t - 1 (the position that predicts it). Their names: rlcore/columns.h.
 
 // How a rank's rows are cut into micro-batches (verl's *_micro_batch_size_per_gpu,
 // use_dynamic_bsz and *_max_token_len_per_gpu).

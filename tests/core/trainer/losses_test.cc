@@ -26,9 +26,9 @@ Rows random_rows(int64_t rows, int64_t width, uint64_t seed) {
   at::Tensor mask = (at::rand({rows, width}) > 0.3).to(at::kFloat);
   mask.select(1, 0).fill_(1);  // every row has a response token
   r.batch.set(columns::kResponseMask, mask);
-  r.batch.set(kOldLogProbs, -at::rand({rows, width}));
-  r.batch.set(kAdvantages, at::randn({rows, width}));
-  r.batch.set(kRefLogProb, -at::rand({rows, width}));
+  r.batch.set(columns::kOldLogProbs, -at::rand({rows, width}));
+  r.batch.set(columns::kAdvantages, at::randn({rows, width}));
+  r.batch.set(columns::kRefLogProb, -at::rand({rows, width}));
   r.output.log_prob = (-at::rand({rows, width})).requires_grad_(true);
   r.output.entropy = at::rand({rows, width}).requires_grad_(true);
   return r;
@@ -86,13 +86,18 @@ TEST_CASE("actor loss = policy loss - entropy bonus + kl loss, with its metrics"
   const LossOutput out = actor_loss(s)(rows.batch, rows.output, global);
 
   const at::Tensor mask = rows.batch.tensor(columns::kResponseMask);
-  PolicyLossInput input{rows.batch.tensor(kOldLogProbs), rows.output.log_prob, rows.batch.tensor(kAdvantages), mask, {}};
+  PolicyLossInput input{rows.batch.tensor(columns::kOldLogProbs),
+                        rows.output.log_prob,
+                        rows.batch.tensor(columns::kAdvantages),
+                        mask,
+                        {}};
   PolicyLossConfig config;
   config.aggregation.mode = "token-mean";
   const double pg = s.policy_loss->compute(input, config).loss.item<double>();
   const double entropy = masked_mean(rows.output.entropy, mask).item<double>();
-  const double kl = masked_mean(kl_penalty(rows.output.log_prob, rows.batch.tensor(kRefLogProb), "low_var_kl"), mask)
-                        .item<double>();
+  const double kl =
+      masked_mean(kl_penalty(rows.output.log_prob, rows.batch.tensor(columns::kRefLogProb), "low_var_kl"), mask)
+          .item<double>();
   CHECK(out.loss.item<double>() == Approx(pg - 0.01 * entropy + 0.1 * kl).epsilon(1e-5));
   CHECK(out.metrics.at("actor/pg_loss").item<double>() == Approx(pg).epsilon(1e-5));
   CHECK(out.metrics.at("actor/kl_loss").item<double>() == Approx(kl).epsilon(1e-5));
@@ -113,11 +118,11 @@ TEST_CASE("the rollout-correction weights of a batch reach the policy loss") {
   const GlobalBatchInfo global = whole(rows.batch);
   const at::Tensor weights = at::rand({4, 6}) + 0.5;
   const double unweighted = actor_loss(s)(rows.batch, rows.output, global).loss.item<double>();
-  rows.batch.set(kRolloutIsWeights, weights);
+  rows.batch.set(columns::kRolloutIsWeights, weights);
   const double weighted = actor_loss(s)(rows.batch, rows.output, global).loss.item<double>();
 
   const at::Tensor mask = rows.batch.tensor(columns::kResponseMask);
-  PolicyLossInput input{rows.batch.tensor(kOldLogProbs), rows.output.log_prob, rows.batch.tensor(kAdvantages), mask,
+  PolicyLossInput input{rows.batch.tensor(columns::kOldLogProbs), rows.output.log_prob, rows.batch.tensor(columns::kAdvantages), mask,
                         weights};
   PolicyLossConfig config;
   config.aggregation.mode = "token-mean";
@@ -142,8 +147,8 @@ TEST_CASE("the metric of a micro-batch is its own mean, not its share of the bat
 TEST_CASE("critic loss is verl's clipped value loss") {
   Batch batch(2);
   batch.set(columns::kResponseMask, at::ones({2, 2}));
-  batch.set(kValues, at::tensor({0.0f, 0.0f, 1.0f, 1.0f}).view({2, 2}));
-  batch.set(kReturns, at::tensor({1.0f, 1.0f, 1.0f, 1.0f}).view({2, 2}));
+  batch.set(columns::kValues, at::tensor({0.0f, 0.0f, 1.0f, 1.0f}).view({2, 2}));
+  batch.set(columns::kReturns, at::tensor({1.0f, 1.0f, 1.0f, 1.0f}).view({2, 2}));
   ModelOutput output;
   output.values = at::tensor({2.0f, 0.0f, 1.0f, 1.0f}).view({2, 2}).requires_grad_(true);
   GlobalBatchInfo global;

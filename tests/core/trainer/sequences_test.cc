@@ -20,9 +20,9 @@ std::vector<int64_t> row(const at::Tensor& t, int64_t i) {
 TEST_CASE("prompts are left-padded and round-trip without padding") {
   const std::vector<std::vector<int32_t>> prompts = {{5, 6, 7}, {8}};
   const Batch batch = make_prompt_batch(prompts, 0);
-  CHECK(row(batch.tensor(kPromptIds), 0) == std::vector<int64_t>{5, 6, 7});
-  CHECK(row(batch.tensor(kPromptIds), 1) == std::vector<int64_t>{0, 0, 8});
-  CHECK(row(batch.tensor(kPromptMask), 1) == std::vector<int64_t>{0, 0, 1});
+  CHECK(row(batch.tensor(columns::kPromptIds), 0) == std::vector<int64_t>{5, 6, 7});
+  CHECK(row(batch.tensor(columns::kPromptIds), 1) == std::vector<int64_t>{0, 0, 8});
+  CHECK(row(batch.tensor(columns::kPromptMask), 1) == std::vector<int64_t>{0, 0, 1});
   CHECK(unpad_prompts(batch) == prompts);
 }
 
@@ -39,9 +39,9 @@ TEST_CASE("a rollout becomes input_ids = prompt | response with HF position ids"
   CHECK(row(seq.tensor(columns::kPositionIds), 1) == std::vector<int64_t>{0, 0, 1, 1, 1});
   CHECK(row(seq.tensor(columns::kResponses), 0) == std::vector<int64_t>{9, 2, 0});
   CHECK(row(seq.tensor(columns::kResponseMask), 0) == std::vector<int64_t>{1, 1, 0});
-  CHECK(seq.tensor(kRolloutLogProbs)[0][1].item<float>() == -0.25f);
-  CHECK(seq.tensor(kRolloutLogProbs)[1][1].item<float>() == 0.0f);
-  CHECK(row(seq.tensor(kFinishedByStop), 0) == std::vector<int64_t>{1} );
+  CHECK(seq.tensor(columns::kRolloutLogProbs)[0][1].item<float>() == -0.25f);
+  CHECK(seq.tensor(columns::kRolloutLogProbs)[1][1].item<float>() == 0.0f);
+  CHECK(row(seq.tensor(columns::kFinishedByStop), 0) == std::vector<int64_t>{1});
   CHECK(response_tokens(seq) == std::vector<std::vector<int32_t>>{{9, 2}, {3}});
 }
 

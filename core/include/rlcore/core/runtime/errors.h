@@ -18,6 +18,9 @@ struct WorkerAddress {
 
   // "rank 1 (host node3, pid 4242)"
   RLCORE_API std::string describe() const;
+  // As rank `pool_rank` of its pool, with the global rank when it differs:
+  // "rank 0 (host node3, pid 4242, global rank 2)".
+  RLCORE_API std::string describe_in_pool(int64_t pool_rank) const;
 };
 
 // A worker died, stopped sending heartbeats or was refused; the run cannot go on.

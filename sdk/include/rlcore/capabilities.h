@@ -1,0 +1,120 @@
+// Optional capabilities of a component, asked for instead of added to a
+// released interface as new pure virtuals (TensorRT's getCapabilityInterface).
+// A component inherits each capability it truly has; the core asks
+//
+//   if (auto* adopter = capability<AdoptsWeights>(*engine)) adopter->wake_up_unallocated();
+//
+// and `rlcore plugins` lists them, because PluginRegistrar::add records the
+// capabilities of the type a factory makes. A new capability is a new class
+// here and an SDK minor bump (sdk/CHANGELOG.md, docs/plugin-abi.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "rlcore/export.h"
+
+namespace rlcore {
+
+// Inference engine: wake up without allocating parameter storage and take the
+// caller's tensors as its parameters, so the sharding manager's bucket is the
+// only copy of the weights.
+class RLCORE_API AdoptsWeights {
+ public:
+  static constexpr const char* kName = "adopts_weights";
+  virtual ~AdoptsWeights();
+  // Like wake_up(), but allocates nothing: every parameter must then arrive
+  // through load_weights() before generate().
+  virtual void wake_up_unallocated() = 0;
+  // Bytes of parameter storage the engine references now (each storage once).
+  virtual int64_t weight_bytes_held() const = 0;
+};
+
+// The markers below carry no methods: the interface the engine already has
+// (its options, its CommContext groups) does the work; the marker says that
+// the work is real rather than a no-op.
+
+// Splits the batch over the "dp" group's ranks, each holding a shard or a replica.
+class RLCORE_API DataParallel {
+ public:
+  static constexpr const char* kName = "data_parallel";
+  virtual ~DataParallel();
+};
+
+// Splits each layer's weights over a tensor-parallel group (Megatron layout).
+class RLCORE_API TensorParallel {
+ public:
+  static constexpr const char* kName = "tensor_parallel";
+  virtual ~TensorParallel();
+};
+
+// Splits the layers into stages over a "pp" group.
+class RLCORE_API PipelineParallel {
+ public:
+  static constexpr const char* kName = "pipeline_parallel";
+  virtual ~PipelineParallel();
+};
+
+// Train engine: offload() / reload() move parameters, gradients and optimizer
+// state to host memory and back.
+class RLCORE_API OffloadsState {
+ public:
+  static constexpr const char* kName = "offload";
+  virtual ~OffloadsState();
+};
+
+// Inference engine: sleep() releases its device memory and wake_up() takes it back.
+class RLCORE_API Sleeps {
+ public:
+  static constexpr const char* kName = "sleep";
+  virtual ~Sleeps();
+};
+
+// Inference engine: generation runs in another process (a server), which
+// receives weights from disk snapshots rather than tensors in memory.
+class RLCORE_API RemoteGeneration {
+ public:
+  static constexpr const char* kName = "remote";
+  virtual ~RemoteGeneration();
+};
+
+// The capability interface `Capability` of `component`, or null when it has none.
+template <class Capability, class Component>
+Capability* capability(Component& component) {
+  return dynamic_cast<Capability*>(&component);
+}
+
+template <class Capability, class Component>
+const Capability* capability(const Component& component) {
+  return dynamic_cast<const Capability*>(&component);
+}
+
+template <class Capability, class Component>
+bool supports(const Component& component) {
+  return capability<Capability>(component) != nullptr;
+}
+
+// The names of the capabilities the type `T` declares, known at compile time:
+// what PluginRegistrar::add records for `rlcore plugins`.
+template <class T>
+std::vector<std::string> capabilities_of() {
+  std::vector<std::string> names;
+  auto add = [&names](bool has, const char* name) {
+    if (has) names.emplace_back(name);
+  };
+  add(std::is_base_of_v<AdoptsWeights, T>, AdoptsWeights::kName);
+  add(std::is_base_of_v<DataParallel, T>, DataParallel::kName);
+  add(std::is_base_of_v<TensorParallel, T>, TensorParallel::kName);
+  add(std::is_base_of_v<PipelineParallel, T>, PipelineParallel::kName);
+  add(std::is_base_of_v<OffloadsState, T>, OffloadsState::kName);
+  add(std::is_base_of_v<Sleeps, T>, Sleeps::kName);
+  add(std::is_base_of_v<RemoteGeneration, T>, RemoteGeneration::kName);
+  return names;
+}
+
+// Every capability name, in the order capabilities_of() lists them.
+RLCORE_API const std::vector<std::string>& capability_names();
+
+}  // namespace rlcore

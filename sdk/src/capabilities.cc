@@ -1,0 +1,22 @@
+// Anchors the capability interfaces' vtables and type info in librlcore_sdk, so
+// capability<T>() (a dynamic_cast) sees one type across every plugin.
+#include "rlcore/capabilities.h"
+
+namespace rlcore {
+
+AdoptsWeights::~AdoptsWeights() = default;
+DataParallel::~DataParallel() = default;
+TensorParallel::~TensorParallel() = default;
+PipelineParallel::~PipelineParallel() = default;
+OffloadsState::~OffloadsState() = default;
+Sleeps::~Sleeps() = default;
+RemoteGeneration::~RemoteGeneration() = default;
+
+const std::vector<std::string>& capability_names() {
+  static const std::vector<std::string> names = {AdoptsWeights::kName,    DataParallel::kName,  TensorParallel::kName,
+                                                 PipelineParallel::kName, OffloadsState::kName, Sleeps::kName,
+                                                 RemoteGeneration::kName};
+  return names;
+}
+
+}  // namespace rlcore
