@@ -203,6 +203,13 @@ struct RlTrainer::Impl {
                          std::to_string(filter.max_num_gen_batches) +
                          "); the data may be too hard or too easy for the model, or set it to 0 for no limit");
       }
+      // With no bound (max_num_gen_batches <= 0) a data set without one informative group would
+      // loop forever: a whole epoch of prompts without any is an error too.
+      if (groups == 0 && batches * plan.prompts_per_step >= train_set.size()) {
+        throw ValueError("step " + std::to_string(step + 1) + ": a whole epoch of prompts (" +
+                         std::to_string(batches) + " generation batches) gave no group whose responses differ in '" +
+                         filter.metric + "' (algorithm.filter_groups); every response scores the same");
+      }
       add(generate_and_score(sampler->next(), batches, metrics));
     }
     metrics["train/num_gen_batches"] = static_cast<double>(batches);
