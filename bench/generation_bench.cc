@@ -27,6 +27,7 @@
 #include "rlcore/inference_engine.h"
 #include "rlcore/model/config.h"
 #include "rlcore/model/cpu_kernels.h"
+#include "../tests/common/test_paths.h"
 
 namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
@@ -139,10 +140,9 @@ Timing time_engine(InferenceEngine& engine, const std::vector<std::vector<int32_
 std::optional<Timing> time_python(const std::string& model_dir, const std::string& dtype, int64_t batch,
                                   const BenchOptions& options) {
   using bench::shell_quote;
-  const std::string command = shell_quote(options.python) + " " + shell_quote(options.baseline_script) +
-                              " --model " + shell_quote(model_dir) + " --dtype " + dtype +
-                              " --batches " + std::to_string(batch) + " --prompt-len " +
-                              std::to_string(options.prompt_len) + " --max-tokens " +
+  const std::string command = shell_quote(options.python) + " " + shell_quote(options.baseline_script) + " --model " +
+                              shell_quote(model_dir) + " --dtype " + dtype + " --batches " + std::to_string(batch) +
+                              " --prompt-len " + std::to_string(options.prompt_len) + " --max-tokens " +
                               std::to_string(options.max_tokens) + " --threads " + std::to_string(options.threads) +
                               " --repeats " + std::to_string(options.repeats) +
                               (options.device == "cpu" ? "" : " --device " + shell_quote(options.device));
@@ -168,7 +168,8 @@ std::optional<Timing> time_python(const std::string& model_dir, const std::strin
 // as the output projection).
 double weight_bytes(const InferenceEngine& engine, int64_t batch) {
   const std::vector<WeightMeta> metas = engine.weight_meta();
-  const bool tied = std::none_of(metas.begin(), metas.end(), [](const WeightMeta& m) { return m.name == "lm_head.weight"; });
+  const bool tied =
+      std::none_of(metas.begin(), metas.end(), [](const WeightMeta& m) { return m.name == "lm_head.weight"; });
   double total = 0;
   for (const WeightMeta& meta : metas) {
     double count = 1;
@@ -240,17 +241,18 @@ void print_cpu_kernels() {
   std::cout << "\nCPU decode kernels (this CPU: AVX-512 " << (support.avx512 ? "yes" : "no") << ", AVX512-BF16 "
             << (support.avx512_bf16 ? "yes" : "no") << (model::generic_cpu_kernels() ? "; generic forced" : "")
             << "), calls by path over the whole run:\n\n| kernel | AVX-512 | ATen |\n|---|---:|---:|\n";
-  for (const auto& [name, kernel] : {std::pair{"GEMV fp32", model::CpuKernel::kGemvFloat},
-                                     std::pair{"GEMV bf16", model::CpuKernel::kGemvBFloat16},
-                                     std::pair{"decode attention", model::CpuKernel::kDecodeAttention}}) {
+  for (const auto& [name, kernel] :
+       {std::pair{"GEMV fp32", model::CpuKernel::kGemvFloat}, std::pair{"GEMV bf16", model::CpuKernel::kGemvBFloat16},
+        std::pair{"decode attention", model::CpuKernel::kDecodeAttention}}) {
     const model::CpuKernelCounts counts = model::cpu_kernel_counts(kernel);
     std::cout << "| " << name << " | " << counts.avx512 << " | " << counts.aten << " |\n";
   }
 }
 
 void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, const BenchOptions& options) {
-  std::cout << "### Generation speed (" << options.device << ", prompt " << options.prompt_len << ", " << options.max_tokens
-            << " new tokens, greedy, " << options.threads << " threads, best of " << options.repeats << ")\n\n"
+  std::cout << "### Generation speed (" << options.device << ", prompt " << options.prompt_len << ", "
+            << options.max_tokens << " new tokens, greedy, " << options.threads << " threads, best of "
+            << options.repeats << ")\n\n"
             << "| model | dtype | batch | rlcore tok/s | rlcore ms/step | python tok/s | python ms/step | "
                "ratio (rlcore/python) |\n"
             << "|---|---|---:|---:|---:|---:|---:|---:|\n";
@@ -324,24 +326,25 @@ std::optional<BenchOptions> parse_options(int argc, char** argv) {
   std::string dtypes = "float32,bfloat16";
   std::string batches = "1,8,64";
   std::string cpu_kernels = "auto";
-  options.baseline_script = std::string(RLCORE_SOURCE_DIR) + "/bench/python/generate_baseline.py";
+  options.baseline_script = rlcore_test::source_dir() + "/bench/python/generate_baseline.py";
   po::options_description desc(
       "bench_generation --model NAME=DIR [--model NAME=DIR ...] [options]\n"
       "Times the `native` inference engine (and, with --python, the eager-PyTorch baseline) on HF "
       "checkpoint directories; bench/run_generation_bench.sh runs it end to end");
-  desc.add_options()("help,h", "this help")(
-      "model", po::value(&models)->required(), "NAME=DIR: a table name and an HF checkpoint directory")(
+  desc.add_options()("help,h", "this help")("model", po::value(&models)->required(),
+                                            "NAME=DIR: a table name and an HF checkpoint directory")(
       "dtypes", po::value(&dtypes), "comma-separated: float32,bfloat16")(
       "batches", po::value(&batches), "comma-separated batch sizes (default 1,8,64)")(
       "prompt-len", po::value(&options.prompt_len), "prompt tokens (default 32)")(
       "max-tokens", po::value(&options.max_tokens), "new tokens per sequence (default 128)")(
       "threads", po::value(&options.threads), "intra-op threads of both implementations (default 2)")(
       "repeats", po::value(&options.repeats), "timed runs per configuration; the best is reported (default 3)")(
-      "python", po::value(&options.python), "python with torch for the baseline (e.g. /usr/bin/python3); "
-                                            "none: rlcore only")(
-      "baseline-script", po::value(&options.baseline_script), "the baseline script")(
-      "bandwidth-mib", po::value(&options.bandwidth_mib), "buffer size for the read and memcpy bandwidths (default 512)")(
-      "plugins", po::value(&options.plugin_paths), "extra plugin directories")(
+      "python", po::value(&options.python),
+      "python with torch for the baseline (e.g. /usr/bin/python3); "
+      "none: rlcore only")("baseline-script", po::value(&options.baseline_script), "the baseline script")(
+      "bandwidth-mib", po::value(&options.bandwidth_mib),
+      "buffer size for the read and memcpy bandwidths (default 512)")("plugins", po::value(&options.plugin_paths),
+                                                                      "extra plugin directories")(
       "device", po::value(&options.device),
       "the engine's device, cpu or cuda[:N]; the baseline runs there too (default cpu; on a GPU use "
       "--baseline-script bench/python/hf_generate_baseline.py)")(

@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rlcore/core/runtime/cluster.h"
+#include "../tests/common/test_paths.h"
 
 using Clock = std::chrono::steady_clock;
 
@@ -74,7 +75,7 @@ double loopback_tcp_gbps(std::size_t bytes) {
 
 rlcore::ClusterOptions options_for(int64_t workers) {
   rlcore::ClusterOptions options;
-  options.worker_executable = RLCORE_BINARY_DIR "/bin/rlcore";
+  options.worker_executable = rlcore_test::rlcore_executable();
   options.worker_args = {"--log-level", "warn"};
   options.process_groups = false;
   rlcore::PoolSpec pool;
@@ -103,11 +104,12 @@ int main(int argc, char** argv) {
   rlcore::Batch batch(static_cast<int64_t>(bytes / (columns * 4)));
   batch.set("x", at::rand({batch.size(), columns}));
 
-  std::printf("worker runtime: %d empty calls per row; %lld MiB Batch, dp_compute echo (sent + returned)\n",
-              iterations, static_cast<long long>(mib));
-  std::printf("loopback TCP, one connection: %.2f GB/s\n\n", tcp);
-  std::printf("| workers | empty call p50 (us) | p99 (us) | mean (us) | %lld MiB round trip (ms) | Batch GB/s | vs TCP |\n",
+  std::printf("worker runtime: %d empty calls per row; %lld MiB Batch, dp_compute echo (sent + returned)\n", iterations,
               static_cast<long long>(mib));
+  std::printf("loopback TCP, one connection: %.2f GB/s\n\n", tcp);
+  std::printf(
+      "| workers | empty call p50 (us) | p99 (us) | mean (us) | %lld MiB round trip (ms) | Batch GB/s | vs TCP |\n",
+      static_cast<long long>(mib));
   std::printf("|---|---|---|---|---|---|---|\n");
   for (int64_t workers : {1, 2, 4}) {
     rlcore::Cluster cluster(options_for(workers));

@@ -5,7 +5,8 @@
 // buffers, and into freshly allocated memory as a bucket is), ledger peak and
 // peak-RSS growth during the swaps (bench/run_swap_bench.sh).
 //
-//   bench_swap --model DIR --mode bucketed|naive [--bucket-release lazy_free|unmap] [--train-dtype D] [--rollout-dtype D]
+//   bench_swap --model DIR --mode bucketed|naive [--bucket-release lazy_free|unmap] [--train-dtype D] [--rollout-dtype
+//   D]
 //              [--reps N] [--threads N] [--header]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -54,8 +55,8 @@ int main(int argc, char** argv) {
       "mode", po::value(&mode), "bucketed | naive (default bucketed)")(
       "bucket-release", po::value(&hybrid_options.bucket_release), "lazy_free | unmap (default lazy_free)")(
       "train-dtype", po::value(&train_dtype), "fsdp compute dtype; masters are fp32 (default bfloat16)")(
-      "rollout-dtype", po::value(&rollout_dtype), "infer-native dtype (default bfloat16)")("reps", po::value(&reps), "swaps (default 3)")(
-      "threads", po::value(&threads), "intra-op threads (default 2)")(
+      "rollout-dtype", po::value(&rollout_dtype), "infer-native dtype (default bfloat16)")(
+      "reps", po::value(&reps), "swaps (default 3)")("threads", po::value(&threads), "intra-op threads (default 2)")(
       "device", po::value(&device), "cpu or cuda[:N]: where both engines and the bucket live (default cpu)")(
       "header", "print the table header first");
   try {
@@ -67,8 +68,8 @@ int main(int argc, char** argv) {
     }
     po::notify(values);
     if (hybrid_options.bucket_release != "lazy_free" && hybrid_options.bucket_release != "unmap") {
-      throw std::invalid_argument("--bucket-release must be lazy_free or unmap, got '" +
-                                  hybrid_options.bucket_release + "'");
+      throw std::invalid_argument("--bucket-release must be lazy_free or unmap, got '" + hybrid_options.bucket_release +
+                                  "'");
     }
     at::set_num_threads(threads);
     ComponentContext context;
@@ -81,9 +82,11 @@ int main(int argc, char** argv) {
     infer_native::NativeEngineOptions rollout_options;
     rollout_options.dtype = rollout_dtype;
     auto rollout = std::make_shared<infer_native::NativeEngine>(rollout_options, context);
-    hybrid::HybridShardingManager manager(hybrid_options, mode == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed);
-    manager.attach({actor, rollout, std::make_shared<hybrid::IdentityAdaptor>(),
-                    std::make_shared<hybrid::EngineOffloader>(), {}});
+    const auto made = hybrid::make_sharding_manager(
+        hybrid_options, mode == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed);
+    hybrid::HybridShardingManager& manager = *made;
+    manager.attach(
+        {actor, rollout, std::make_shared<hybrid::IdentityAdaptor>(), std::make_shared<hybrid::EngineOffloader>(), {}});
     const int64_t bytes = manager.plan().bucket_bytes;
     const int64_t rss_before = max_rss_bytes();
     double to_rollout = 1e30, to_train = 1e30, first_to_rollout = 0;
@@ -112,23 +115,24 @@ int main(int argc, char** argv) {
     const double rss_growth = static_cast<double>(max_rss_bytes() - rss_before);
     // After the swaps, so the reference's buffers do not raise the RSS high-water mark first.
     // On a GPU both references are its device-to-device copy (there is no page-fault cost to split out).
-    const double memcpy = where.is_cpu() ? memcpy_gbps(bytes, reps, /*fresh=*/false)
-                                         : bench::device_copy_gbps(bytes, reps, where);
+    const double memcpy =
+        where.is_cpu() ? memcpy_gbps(bytes, reps, /*fresh=*/false) : bench::device_copy_gbps(bytes, reps, where);
     const double memcpy_fresh = where.is_cpu() ? memcpy_gbps(bytes, reps, /*fresh=*/true) : memcpy;
     if (values.count("header")) {
-      std::printf("| model | train master (compute) -> rollout | mode | threads | rollout bytes | first to_rollout s | "
-                  "to_rollout s | to_train s | swap GB/s | memcpy GB/s | ratio | fresh memcpy GB/s | ratio fresh | "
-                  "gather / convert / copy s | ledger peak MB | measured peak MB | peak RSS growth MB |\n"
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      std::printf(
+          "| model | train master (compute) -> rollout | mode | threads | rollout bytes | first to_rollout s | "
+          "to_rollout s | to_train s | swap GB/s | memcpy GB/s | ratio | fresh memcpy GB/s | ratio fresh | "
+          "gather / convert / copy s | ledger peak MB | measured peak MB | peak RSS growth MB |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     }
     const std::string mode_label = mode == "naive" ? mode : mode + " (" + hybrid_options.bucket_release + ")";
-    std::printf("| %s | fp32 (%s compute) -> %s | %s | %d | %.1f MB | %.4f | %.4f | %.4f | %.2f | %.2f | %.2f | %.2f | "
-                "%.2f | %.3f / %.3f / %.3f | %.1f | %.1f | %.1f |\n",
-                model.substr(model.find_last_of('/') + 1).c_str(), short_dtype(train_dtype).c_str(),
-                short_dtype(rollout_dtype).c_str(), mode_label.c_str(), threads, bytes / 1e6, first_to_rollout,
-                to_rollout, to_train, gbps, memcpy, gbps / memcpy, memcpy_fresh,
-                gbps / memcpy_fresh, best.gather_s, best.convert_s, best.copy_s, peak / 1e6,
-                measured_peak / 1e6, rss_growth / 1e6);
+    std::printf(
+        "| %s | fp32 (%s compute) -> %s | %s | %d | %.1f MB | %.4f | %.4f | %.4f | %.2f | %.2f | %.2f | %.2f | "
+        "%.2f | %.3f / %.3f / %.3f | %.1f | %.1f | %.1f |\n",
+        model.substr(model.find_last_of('/') + 1).c_str(), short_dtype(train_dtype).c_str(),
+        short_dtype(rollout_dtype).c_str(), mode_label.c_str(), threads, bytes / 1e6, first_to_rollout, to_rollout,
+        to_train, gbps, memcpy, gbps / memcpy, memcpy_fresh, gbps / memcpy_fresh, best.gather_s, best.convert_s,
+        best.copy_s, peak / 1e6, measured_peak / 1e6, rss_growth / 1e6);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "bench_swap: " << e.what() << "\n";

@@ -40,6 +40,7 @@
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
+#include "../tests/common/test_paths.h"
 
 extern char** environ;
 
@@ -55,7 +56,7 @@ struct Args {
   std::string ranks = "1,2,4";
   std::string dtypes = "float32,bfloat16";
   std::string python;  // empty: no eager-PyTorch baseline
-  std::string baseline_script = std::string(RLCORE_SOURCE_DIR) + "/bench/python/train_baseline.py";
+  std::string baseline_script = rlcore_test::source_dir() + "/bench/python/train_baseline.py";
   int64_t steps = 3;
   int64_t rounds = 1;
   int64_t batch = 8;
@@ -80,7 +81,9 @@ struct Args {
 int64_t train_token(int64_t row, int64_t position, int64_t vocab) {
   return 1 + (row * 7919 + position * 131 + 17) % (vocab - 1);
 }
-double advantage(int64_t row, int64_t position) { return static_cast<double>((row * 31 + position * 17) % 13) / 6.0 - 1.0; }
+double advantage(int64_t row, int64_t position) {
+  return static_cast<double>((row * 31 + position * 17) % 13) / 6.0 - 1.0;
+}
 
 Batch make_batch(const Args& a, int64_t vocab) {
   const int64_t len = a.prompt + a.response;
@@ -148,9 +151,8 @@ int run_baseline(const Args& a) {
       // Like the engine, only the positions that predict response tokens go through the head.
       const at::Tensor hidden = transformer.hidden_states(rows.tensor("input_ids"), rows.tensor("attention_mask"));
       const at::Tensor logits = transformer.apply_head(hidden.slice(1, a.prompt - 1, a.prompt - 1 + a.response));
-      const at::Tensor logp = at::log_softmax(logits.to(at::kFloat), -1)
-                                  .gather(-1, rows.tensor("responses").unsqueeze(-1))
-                                  .squeeze(-1);
+      const at::Tensor logp =
+          at::log_softmax(logits.to(at::kFloat), -1).gather(-1, rows.tensor("responses").unsqueeze(-1)).squeeze(-1);
       pg_loss_of(logp, rows, scale).backward();
     }
     adamw.step();
@@ -220,14 +222,37 @@ std::vector<nlohmann::json> spawn_processes(const std::string& self, const Args&
   std::vector<pid_t> pids;
   std::vector<std::string> results;
   for (int64_t rank = 0; rank < world; ++rank) {
-    results.push_back((fs::path(a.work) / (role + "_" + std::to_string(world) + "_" + std::to_string(rank) + ".json")).string());
-    std::vector<std::string> argv = {self, "--role", role, "--model-dir", model_dir, "--rank", std::to_string(rank),
-                                     "--world", std::to_string(world), "--port", std::to_string(store ? store->port() : 0),
-                                     "--result", results.back(), "--steps", std::to_string(a.steps),
-                                     "--batch", std::to_string(a.batch), "--prompt", std::to_string(a.prompt),
-                                     "--response", std::to_string(a.response), "--micro", std::to_string(a.micro),
-                                     "--threads", std::to_string(threads), "--dtype", a.dtype,
-                                     "--checkpointing", std::to_string(a.checkpointing)};
+    results.push_back(
+        (fs::path(a.work) / (role + "_" + std::to_string(world) + "_" + std::to_string(rank) + ".json")).string());
+    std::vector<std::string> argv = {self,
+                                     "--role",
+                                     role,
+                                     "--model-dir",
+                                     model_dir,
+                                     "--rank",
+                                     std::to_string(rank),
+                                     "--world",
+                                     std::to_string(world),
+                                     "--port",
+                                     std::to_string(store ? store->port() : 0),
+                                     "--result",
+                                     results.back(),
+                                     "--steps",
+                                     std::to_string(a.steps),
+                                     "--batch",
+                                     std::to_string(a.batch),
+                                     "--prompt",
+                                     std::to_string(a.prompt),
+                                     "--response",
+                                     std::to_string(a.response),
+                                     "--micro",
+                                     std::to_string(a.micro),
+                                     "--threads",
+                                     std::to_string(threads),
+                                     "--dtype",
+                                     a.dtype,
+                                     "--checkpointing",
+                                     std::to_string(a.checkpointing)};
     std::vector<char*> raw = as_argv(argv);
     std::vector<char*> raw_env = as_argv(env);
     pid_t pid = 0;
@@ -240,7 +265,8 @@ std::vector<nlohmann::json> spawn_processes(const std::string& self, const Args&
     int status = 0;
     ::waitpid(pids[i], &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw Error("bench_train_fsdp: " + role + " process " + std::to_string(i) + " of " + std::to_string(world) + " failed");
+      throw Error("bench_train_fsdp: " + role + " process " + std::to_string(i) + " of " + std::to_string(world) +
+                  " failed");
     std::ifstream in(results[i]);
     out.push_back(nlohmann::json::parse(in));
   }
@@ -304,7 +330,7 @@ std::optional<nlohmann::json> time_eager(const Args& a, const std::string& dir, 
 // fastest result over the rounds.
 struct Config {
   std::string model, dir, dtype, run;
-  std::string role;     // eager | eager_checkpointed | baseline | rank
+  std::string role;  // eager | eager_checkpointed | baseline | rank
   int64_t world = 1;
   int checkpointing = 1;
   std::vector<nlohmann::json> best;  // per process, of the round whose slowest process was fastest
@@ -375,7 +401,8 @@ int run_driver(const Args& a, const std::string& self) {
     }
   }
   std::cout << "peak matmul (2048^3, " << a.threads << " threads, best of the rounds):";
-  for (const std::string& dtype : dtypes) std::cout << " " << dtype << " " << static_cast<int64_t>(peak[dtype] / 1e9) << " GFLOP/s;";
+  for (const std::string& dtype : dtypes)
+    std::cout << " " << dtype << " " << static_cast<int64_t>(peak[dtype] / 1e9) << " GFLOP/s;";
   std::cout << "\nglobal batch " << a.batch << " x " << a.prompt + a.response << " tokens; " << a.rounds
             << " round(s) of every run, each " << a.steps << " timed steps after 1 warm-up; the fastest step of all "
             << "is reported; " << a.threads << " threads shared by the ranks; % of peak = 6 x params x tokens / "
@@ -408,18 +435,19 @@ int main(int argc, char** argv) {
       "ranks", po::value(&a.ranks), "comma-separated rank counts (default 1,2,4)")(
       "dtypes", po::value(&a.dtypes), "compute dtypes, float32 and/or bfloat16 (default both)")(
       "python", po::value(&a.python), "python with torch for the eager baseline (e.g. /usr/bin/python3)")(
-      "baseline-script", po::value(&a.baseline_script), "the eager baseline script")(
-      "steps", po::value(&a.steps), "timed steps (default 3)")(
-      "rounds", po::value(&a.rounds), "times every run is repeated, interleaved; the fastest is kept (default 1)")("batch", po::value(&a.batch), "global rows (default 8)")(
-      "prompt", po::value(&a.prompt), "prompt tokens per row (default 32)")(
-      "response", po::value(&a.response), "response tokens per row (default 32)")(
+      "baseline-script", po::value(&a.baseline_script), "the eager baseline script")("steps", po::value(&a.steps),
+                                                                                     "timed steps (default 3)")(
+      "rounds", po::value(&a.rounds), "times every run is repeated, interleaved; the fastest is kept (default 1)")(
+      "batch", po::value(&a.batch), "global rows (default 8)")(
+      "prompt", po::value(&a.prompt), "prompt tokens per row (default 32)")("response", po::value(&a.response),
+                                                                            "response tokens per row (default 32)")(
       "micro", po::value(&a.micro), "micro-batch rows (0: all; default 0)")(
       "threads", po::value(&a.threads), "intra-op threads, split among the ranks (default 2)")(
-      "work", po::value(&a.work), "directory for per-process results")(
-      "role", po::value(&a.role), "internal")("model-dir", po::value(&a.model_dir), "internal")(
-      "dtype", po::value(&a.dtype), "internal")("checkpointing", po::value(&a.checkpointing), "internal")(
-      "rank", po::value(&a.rank), "internal")("world", po::value(&a.world), "internal")(
-      "port", po::value(&a.port), "internal")("result", po::value(&a.result), "internal");
+      "work", po::value(&a.work), "directory for per-process results")("role", po::value(&a.role), "internal")(
+      "model-dir", po::value(&a.model_dir), "internal")("dtype", po::value(&a.dtype), "internal")(
+      "checkpointing", po::value(&a.checkpointing), "internal")("rank", po::value(&a.rank), "internal")(
+      "world", po::value(&a.world), "internal")("port", po::value(&a.port), "internal")("result", po::value(&a.result),
+                                                                                        "internal");
   try {
     po::variables_map values;
     po::store(po::parse_command_line(argc, argv, options), values);
@@ -432,7 +460,8 @@ int main(int argc, char** argv) {
     if (a.role == "baseline") return rlcore::run_baseline(a);
     if (a.role == "rank") return rlcore::run_rank(a);
     if (a.models.empty()) throw rlcore::ConfigError("bench_train_fsdp: give at least one --model NAME=DIR");
-    if (a.work.empty()) a.work = (fs::temp_directory_path() / ("bench_train_fsdp_" + std::to_string(::getpid()))).string();
+    if (a.work.empty())
+      a.work = (fs::temp_directory_path() / ("bench_train_fsdp_" + std::to_string(::getpid()))).string();
     return rlcore::run_driver(a, fs::canonical("/proc/self/exe").string());
   } catch (const std::exception& e) {
     std::cerr << "bench_train_fsdp: " << e.what() << "\n";

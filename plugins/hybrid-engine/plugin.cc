@@ -27,16 +27,17 @@ void register_hybrid_engine(PluginRegistrar& registrar) {
       "Zero-redundancy swap: one exactly-sized bucket per PP stage, filled as the trainer gathers, adopted by the "
       "rollout without a copy; the rollout sleeps during training.",
       hybrid_options_schema(),
-      [](const HybridOptions& options) { return std::make_unique<HybridShardingManager>(options, SwapMode::kBucketed); });
+      [](const HybridOptions& options) { return std::make_unique<BucketedShardingManager>(options); });
   registrar.add<ShardingManager>(
       "naive",
       "Baseline: gather the whole model, convert, copy into an always-awake rollout that keeps its own full copy.",
       hybrid_options_schema(),
-      [](const HybridOptions& options) { return std::make_unique<HybridShardingManager>(options, SwapMode::kNaive); });
+      [](const HybridOptions& options) { return std::make_unique<NaiveShardingManager>(options); });
   registrar.add<WeightAdaptor>("identity",
                                "Full HF-named training tensors -> same-named rollout tensors, sliced to the rollout "
                                "rank's tensor-parallel shard.",
-                               OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<IdentityAdaptor>(); });
+                               OptionsSchema<NoOptions>(),
+                               [](const NoOptions&) { return std::make_unique<IdentityAdaptor>(); });
   registrar.add<WeightAdaptor>(
       "megatron",
       "Full Megatron-layout training tensors (train-megatron: fused QKV per query group, fused gate/up) -> HF-named "
@@ -44,7 +45,8 @@ void register_hybrid_engine(PluginRegistrar& registrar) {
       OptionsSchema<NoOptions>(),
       [](const NoOptions&, const ComponentContext& context) { return make_megatron_adaptor(context); });
   registrar.add<Offloader>("engine", "Training state to host and back through the TrainEngine's offload()/reload().",
-                           OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<EngineOffloader>(); });
+                           OptionsSchema<NoOptions>(),
+                           [](const NoOptions&) { return std::make_unique<EngineOffloader>(); });
 }
 
 }  // namespace

@@ -13,12 +13,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t tensor_bytes(const at::Tensor& t) { return static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()); }
+int64_t tensor_bytes(const at::Tensor& t) {
+  return static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
+}
 
 }  // namespace
 
 HybridShardingManager::HybridShardingManager(const HybridOptions& options, SwapMode mode)
     : offload_(offload_set(options)), mode_(mode), bucket_memory_(bucket_release(options)) {}
+
+std::unique_ptr<HybridShardingManager> make_sharding_manager(const HybridOptions& options, SwapMode mode) {
+  if (mode == SwapMode::kBucketed) return std::make_unique<BucketedShardingManager>(options);
+  return std::make_unique<NaiveShardingManager>(options);
+}
 
 void HybridShardingManager::require_attached(const char* method) const {
   if (!engines_.train || !engines_.rollout || !engines_.adaptor || !engines_.offloader) {
@@ -120,8 +127,9 @@ void HybridShardingManager::hand_over(const std::vector<at::Tensor>& outputs, in
 
 SwapStats HybridShardingManager::to_rollout(int64_t version) {
   require_attached("to_rollout");
-  if (in_rollout_) throw ValueError("sharding_manager.to_rollout: already in rollout mode (version " +
-                                    std::to_string(engines_.rollout->weight_version()) + ")");
+  if (in_rollout_)
+    throw ValueError("sharding_manager.to_rollout: already in rollout mode (version " +
+                     std::to_string(engines_.rollout->weight_version()) + ")");
   const PeakMemoryMeter meter(device_);  // before the clock: reading the baseline takes a while on the CPU
   const auto start = Clock::now();
   ledger_.reset_peak();
@@ -144,7 +152,8 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
     // Naive: materialise every full tensor first, then convert each into its own tensor.
     std::vector<at::Tensor> gathered(plan_.tensors.size());
     for (size_t i = 0; i < plan_.tensors.size(); ++i) {
-      gathered[i] = at::empty(plan_.tensors[i].meta.shape, at::TensorOptions().dtype(plan_.tensors[i].meta.dtype).device(device_));
+      gathered[i] = at::empty(plan_.tensors[i].meta.shape,
+                              at::TensorOptions().dtype(plan_.tensors[i].meta.dtype).device(device_));
     }
     ledger_.set("bucket", plan_.bucket_bytes);
     std::vector<std::pair<std::string, at::Tensor>> full_model;

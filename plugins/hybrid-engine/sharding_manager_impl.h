@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,9 @@ namespace rlcore::hybrid {
 
 enum class SwapMode { kBucketed, kNaive };
 
-class HybridShardingManager final : public ShardingManager {
+// Both managers: one swap algorithm, two modes.
+class HybridShardingManager : public ShardingManager {
  public:
-  HybridShardingManager(const HybridOptions& options, SwapMode mode);
-
   void attach(HybridEngines engines) override;
   SwapStats to_rollout(int64_t version) override;
   SwapStats to_train() override;
@@ -32,6 +32,9 @@ class HybridShardingManager final : public ShardingManager {
   const MemoryLedger& ledger() const override { return ledger_; }
 
   const SwapPlan& plan() const { return plan_; }
+
+ protected:
+  HybridShardingManager(const HybridOptions& options, SwapMode mode);
 
  private:
   // Gathers, converts into `outputs` (one per planned tensor) and times it.
@@ -55,5 +58,21 @@ class HybridShardingManager final : public ShardingManager {
   MemoryLedger ledger_;
   bool in_rollout_ = false;
 };
+
+// Claims BoundedSwapMemory: a swap's ledger peak stays within train state +
+// rollout weights + one bucket (rlcore conformance checks it).
+class BucketedShardingManager final : public HybridShardingManager, public BoundedSwapMemory {
+ public:
+  explicit BucketedShardingManager(const HybridOptions& options)
+      : HybridShardingManager(options, SwapMode::kBucketed) {}
+};
+
+// Claims no bound: it keeps a gathered copy and the rollout's own copy.
+class NaiveShardingManager final : public HybridShardingManager {
+ public:
+  explicit NaiveShardingManager(const HybridOptions& options) : HybridShardingManager(options, SwapMode::kNaive) {}
+};
+
+std::unique_ptr<HybridShardingManager> make_sharding_manager(const HybridOptions& options, SwapMode mode);
 
 }  // namespace rlcore::hybrid

@@ -92,8 +92,8 @@ std::vector<at::Tensor> FsdpEngine::forward_trunk(std::vector<MicroBatch>& micro
   return hidden;
 }
 
-ModelOutput FsdpEngine::head_outputs(const MicroBatch& micro, const at::Tensor& hidden,
-                                     const ForwardOptions& options) const {
+ModelOutput FsdpEngine::head_outputs(const MicroBatch& micro, const at::Tensor& hidden, const ForwardOptions& options,
+                                     at::Tensor* sum_pi_squared) const {
   // Position P + t - 1 predicts response token t: only those positions reach the head.
   const at::Tensor h = hidden.slice(1, micro.prompt_len - 1, micro.prompt_len - 1 + micro.response_len);
   const at::Tensor out = skeleton_.apply_head(skeleton_.norm(h)).to(at::kFloat);
@@ -105,21 +105,36 @@ ModelOutput FsdpEngine::head_outputs(const MicroBatch& micro, const at::Tensor& 
   const at::Tensor logits = options.temperature == 1.0 ? out : out / options.temperature;
   result.log_prob = at::log_softmax(logits, -1).gather(-1, micro.responses.unsqueeze(-1)).squeeze(-1);
   if (options.entropy) result.entropy = entropy_from_logits(logits);
+  if (sum_pi_squared != nullptr) *sum_pi_squared = sum_pi_squared_from_logits(logits);
   return result;
 }
 
 ModelOutput FsdpEngine::forward(const Batch& batch, const ForwardOptions& options) {
+  return forward_outputs(batch, options, nullptr);
+}
+
+ModelOutput FsdpEngine::forward_with_sum_pi_squared(const Batch& batch, const ForwardOptions& options,
+                                                    at::Tensor& sum_pi_squared) {
+  if (head_ == model::ModelHead::kValue) {
+    throw ValueError("fsdp: sum_pi_squared needs the LM head; this engine holds a value head (the critic)");
+  }
+  return forward_outputs(batch, options, &sum_pi_squared);
+}
+
+ModelOutput FsdpEngine::forward_outputs(const Batch& batch, const ForwardOptions& options, at::Tensor* sum_pi_squared) {
   ResidentScope resident(*this, OffloadSet::kParams);
   at::NoGradGuard no_grad;
   std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
   std::vector<at::Tensor> hidden = forward_trunk(micro, nullptr);
-  std::vector<at::Tensor> log_prob, entropy, values;
+  std::vector<at::Tensor> log_prob, entropy, values, pi_squared;
   {
     GatheredUnit head(*this, head_unit(), false);
     std::optional<GatheredUnit> embed;
     if (tied()) embed.emplace(*this, embed_unit(), false);
     for (size_t m = 0; m < micro.size(); ++m) {
-      ModelOutput out = head_outputs(micro[m], hidden[m], options);
+      at::Tensor micro_pi_squared;
+      ModelOutput out = head_outputs(micro[m], hidden[m], options, sum_pi_squared ? &micro_pi_squared : nullptr);
+      pi_squared.push_back(micro_pi_squared);
       log_prob.push_back(out.log_prob);
       entropy.push_back(out.entropy);
       values.push_back(out.values);
@@ -133,6 +148,7 @@ ModelOutput FsdpEngine::forward(const Batch& batch, const ForwardOptions& option
   } else {
     output.log_prob = concat_or_empty(log_prob, response_len, device_);
     if (options.entropy) output.entropy = concat_or_empty(entropy, response_len, device_);
+    if (sum_pi_squared != nullptr) *sum_pi_squared = concat_or_empty(pi_squared, response_len, device_);
   }
   return output;
 }

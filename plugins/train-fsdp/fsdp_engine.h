@@ -31,7 +31,7 @@ class GatheredUnit;
 class GradWorkspace;
 struct UnitGrad;
 
-class FsdpEngine final : public TrainEngine, public DataParallel, public OffloadsState {
+class FsdpEngine final : public TrainEngine, public DataParallel, public OffloadsState, public ComputesSumPiSquared {
  public:
   // Reads context.model_path (config.json + safetensors); each rank copies
   // only its slices. A value head missing from the checkpoint is initialised
@@ -39,6 +39,8 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   FsdpEngine(const FsdpOptions& options, const ComponentContext& context);
 
   ModelOutput forward(const Batch& batch, const ForwardOptions& options) override;
+  ModelOutput forward_with_sum_pi_squared(const Batch& batch, const ForwardOptions& options,
+                                          at::Tensor& sum_pi_squared) override;
   TrainStepOutput train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) override;
 
   std::vector<ParameterShard> parameter_shards() const override;
@@ -90,7 +92,10 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   // needs of each layer is kept there, recorded with autograd when
   // checkpointing is off.
   std::vector<at::Tensor> forward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>* stash);
-  ModelOutput head_outputs(const MicroBatch& micro, const at::Tensor& hidden, const ForwardOptions& options) const;
+  // With `sum_pi_squared`, also Σπ² at each response position into it.
+  ModelOutput head_outputs(const MicroBatch& micro, const at::Tensor& hidden, const ForwardOptions& options,
+                           at::Tensor* sum_pi_squared = nullptr) const;
+  ModelOutput forward_outputs(const Batch& batch, const ForwardOptions& options, at::Tensor* sum_pi_squared);
   void backward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>& stash,
                       std::vector<at::Tensor> grad_hidden, GradWorkspace& workspace);
   int64_t max_padded_numel() const;

@@ -115,7 +115,8 @@ struct MegatronEngine::PipelineResult {
 MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBatch>& micro,
                                                            const ForwardOptions& options, const LossFunction* loss,
                                                            const GlobalBatchInfo& global,
-                                                           const std::vector<at::Tensor>& weights) {
+                                                           const std::vector<at::Tensor>& weights,
+                                                           bool sum_pi_squared) {
   const bool training = loss != nullptr;
   const int64_t stage = groups_.pp.rank();
   const int tag_base = static_cast<int>(micro.size());
@@ -144,7 +145,7 @@ MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBat
     // Position P + t - 1 predicts response token t: only those positions reach the head.
     const at::Tensor h = x.slice(1, mb.prompt_len - 1, mb.prompt_len - 1 + mb.response_len);
     TokenLogProbs out = stage_.head(h, weight(weights, "decoder.final_layernorm.weight"), output_weight(weights),
-                                    mb.responses, options.temperature, options.entropy);
+                                    mb.responses, options.temperature, options.entropy, sum_pi_squared);
     if (!training) {
       result.outputs.push_back(std::move(out));
       continue;
@@ -175,26 +176,38 @@ MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBat
 }
 
 ModelOutput MegatronEngine::forward(const Batch& batch, const ForwardOptions& options) {
+  return forward_outputs(batch, options, nullptr);
+}
+
+ModelOutput MegatronEngine::forward_with_sum_pi_squared(const Batch& batch, const ForwardOptions& options,
+                                                        at::Tensor& sum_pi_squared) {
+  return forward_outputs(batch, options, &sum_pi_squared);
+}
+
+ModelOutput MegatronEngine::forward_outputs(const Batch& batch, const ForwardOptions& options,
+                                            at::Tensor* sum_pi_squared) {
   Resident resident(*this, OffloadSet::kParams);
   at::NoGradGuard no_grad;
   std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "megatron");
-  const PipelineResult result = run_pipeline(micro, options, nullptr, {}, compute_weights(false));
+  const PipelineResult result =
+      run_pipeline(micro, options, nullptr, {}, compute_weights(false), sum_pi_squared != nullptr);
   const int64_t rows = train::require_column(batch, columns::kResponses, "megatron").size(0);
   const int64_t response_len = train::require_column(batch, columns::kResponses, "megatron").size(1);
-  at::Tensor log_prob, entropy;
-  if (groups_.last_stage()) {
-    std::vector<at::Tensor> lp, ent;
-    for (const TokenLogProbs& out : result.outputs) {
-      lp.push_back(out.log_prob);
-      if (options.entropy) ent.push_back(out.entropy);
-    }
-    const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
-    log_prob = lp.empty() ? at::zeros({0, response_len}, fp32) : at::cat(lp, 0);
-    if (options.entropy) entropy = ent.empty() ? at::zeros({0, response_len}, fp32) : at::cat(ent, 0);
-  }
+  // On the last stage, one field of every micro-batch's outputs, concatenated.
+  const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
+  auto last_stage_rows = [&](at::Tensor TokenLogProbs::*field) {
+    if (!groups_.last_stage()) return at::Tensor();
+    std::vector<at::Tensor> parts;
+    for (const TokenLogProbs& out : result.outputs) parts.push_back(out.*field);
+    return parts.empty() ? at::zeros({0, response_len}, fp32) : at::cat(parts, 0);
+  };
+  auto shared = [&](at::Tensor TokenLogProbs::*field) {
+    return share_from_last_stage(groups_, last_stage_rows(field), {rows, response_len}, device_);
+  };
   ModelOutput output;
-  output.log_prob = share_from_last_stage(groups_, log_prob, {rows, response_len}, device_);
-  if (options.entropy) output.entropy = share_from_last_stage(groups_, entropy, {rows, response_len}, device_);
+  output.log_prob = shared(&TokenLogProbs::log_prob);
+  if (options.entropy) output.entropy = shared(&TokenLogProbs::entropy);
+  if (sum_pi_squared != nullptr) *sum_pi_squared = shared(&TokenLogProbs::sum_pi_squared);
   return output;
 }
 

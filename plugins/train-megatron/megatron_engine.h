@@ -33,13 +33,16 @@ class MegatronEngine final : public TrainEngine,
                              public DataParallel,
                              public TensorParallel,
                              public PipelineParallel,
-                             public OffloadsState {
+                             public OffloadsState,
+                             public ComputesSumPiSquared {
  public:
   // Reads context.model_path (HF config.json + safetensors); each rank reads
   // only the tensors of its stage and keeps its TP shards. Collective.
   MegatronEngine(const MegatronOptions& options, const ComponentContext& context);
 
   ModelOutput forward(const Batch& batch, const ForwardOptions& options) override;
+  ModelOutput forward_with_sum_pi_squared(const Batch& batch, const ForwardOptions& options,
+                                          at::Tensor& sum_pi_squared) override;
   TrainStepOutput train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) override;
 
   std::vector<ParameterShard> parameter_shards() const override;
@@ -79,7 +82,9 @@ class MegatronEngine final : public TrainEngine,
   at::Tensor output_weight(const std::vector<at::Tensor>& weights) const;
 
   PipelineResult run_pipeline(std::vector<MicroBatch>& micro, const ForwardOptions& options, const LossFunction* loss,
-                              const GlobalBatchInfo& global, const std::vector<at::Tensor>& weights);
+                              const GlobalBatchInfo& global, const std::vector<at::Tensor>& weights,
+                              bool sum_pi_squared = false);
+  ModelOutput forward_outputs(const Batch& batch, const ForwardOptions& options, at::Tensor* sum_pi_squared);
   void accumulate_gradients(const std::vector<at::Tensor>& leaves);
   void reduce_gradients();
   double clip_and_step();

@@ -32,7 +32,7 @@ class StageModel {
   at::Tensor layer(const at::Tensor& x, const LayerWeights& w, const model::ForwardContext& ctx) const;
   // hidden [B, R, hidden] at the positions that predict `targets` [B, R]; logits are divided by `temperature`.
   TokenLogProbs head(const at::Tensor& hidden, const at::Tensor& final_norm, const at::Tensor& output_shard,
-                     const at::Tensor& targets, double temperature, bool entropy) const;
+                     const at::Tensor& targets, double temperature, bool entropy, bool sum_pi_squared = false) const;
 
   // The first vocabulary id of this rank's embedding / output shard.
   int64_t vocab_start() const { return tp_.rank() * (config_.vocab_size / tp_.size()); }

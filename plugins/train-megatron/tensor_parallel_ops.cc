@@ -66,7 +66,7 @@ at::Tensor vocab_parallel_embedding(const at::Tensor& ids, const at::Tensor& wei
 }
 
 TokenLogProbs vocab_parallel_log_probs(const at::Tensor& logits_shard, const at::Tensor& targets, int64_t vocab_start,
-                                       const CommGroup& tp, bool entropy) {
+                                       const CommGroup& tp, bool entropy, bool sum_pi_squared) {
   const at::Tensor logits = logits_shard.to(at::kFloat);
   // Any shift works for log-sum-exp; the global max keeps exp() in range.
   at::Tensor shift = logits.detach().amax(-1, /*keepdim=*/true);
@@ -83,6 +83,7 @@ TokenLogProbs vocab_parallel_log_probs(const at::Tensor& logits_shard, const at:
   out.log_prob = target - log_z;
   // H = log Z - sum_v p_v * shifted_v.
   if (entropy) out.entropy = log_z - reduce_from_tp((exp * shifted).sum(-1), tp) / sum_exp;
+  if (sum_pi_squared) out.sum_pi_squared = reduce_from_tp(exp.square().sum(-1), tp) / sum_exp.square();
   return out;
 }
 

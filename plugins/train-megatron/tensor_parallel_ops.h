@@ -27,12 +27,13 @@ at::Tensor vocab_parallel_embedding(const at::Tensor& ids, const at::Tensor& wei
 struct TokenLogProbs {
   at::Tensor log_prob;  // [B, R] float32
   at::Tensor entropy;   // [B, R] float32; undefined unless asked
+  at::Tensor sum_pi_squared;  // [B, R] float32, Σ_v softmax(logits)_v²; undefined unless asked
 };
 
-// log softmax(logits)[target] (and the entropy) from vocabulary-sharded
+// log softmax(logits)[target] (and the entropy, Σπ²) from vocabulary-sharded
 // logits [B, R, V / tp] (already divided by the temperature), without
 // gathering the vocabulary: max, sum of exp and the target's logit are reduced over tp.
 TokenLogProbs vocab_parallel_log_probs(const at::Tensor& logits_shard, const at::Tensor& targets, int64_t vocab_start,
-                                       const CommGroup& tp, bool entropy);
+                                       const CommGroup& tp, bool entropy, bool sum_pi_squared = false);
 
 }  // namespace rlcore::megatron

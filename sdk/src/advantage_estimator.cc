@@ -66,12 +66,14 @@ AdvantageInput advantage_input_from_batch(const Batch& batch, const std::string&
   AdvantageInput input;
   input.token_level_rewards = batch.tensor(columns::kTokenLevelRewards);
   input.response_mask = batch.tensor(columns::kResponseMask);
-  if (batch.contains(columns::kValues) && batch.is_tensor(columns::kValues)) {
-    input.values = batch.tensor(columns::kValues);
-  }
-  if (batch.contains(columns::kRewardBaselines) && batch.is_tensor(columns::kRewardBaselines)) {
-    input.reward_baselines = batch.tensor(columns::kRewardBaselines);
-  }
+  auto optional_tensor = [&batch](const char* key) {
+    return batch.contains(key) && batch.is_tensor(key) ? batch.tensor(key) : at::Tensor();
+  };
+  input.values = optional_tensor(columns::kValues);
+  input.reward_baselines = optional_tensor(columns::kRewardBaselines);
+  input.old_log_probs = optional_tensor(columns::kOldLogProbs);
+  input.sum_pi_squared = optional_tensor(columns::kSumPiSquared);
+  input.rollout_is_weights = optional_tensor(columns::kRolloutIsWeights);
   const std::string prefix = columns::kRewardComponentPrefix;
   for (const std::string& key : batch.tensor_keys()) {
     if (key.compare(0, prefix.size(), prefix) == 0) input.reward_components[key.substr(prefix.size())] = batch.tensor(key);

@@ -11,11 +11,14 @@ PipelineParallel::~PipelineParallel() = default;
 OffloadsState::~OffloadsState() = default;
 Sleeps::~Sleeps() = default;
 RemoteGeneration::~RemoteGeneration() = default;
+BoundedSwapMemory::~BoundedSwapMemory() = default;
+ComputesSumPiSquared::~ComputesSumPiSquared() = default;
 
 const std::vector<std::string>& capability_names() {
-  static const std::vector<std::string> names = {AdoptsWeights::kName,    DataParallel::kName,  TensorParallel::kName,
-                                                 PipelineParallel::kName, OffloadsState::kName, Sleeps::kName,
-                                                 RemoteGeneration::kName};
+  static const std::vector<std::string> names = {
+      AdoptsWeights::kName, DataParallel::kName, TensorParallel::kName,   PipelineParallel::kName,
+      OffloadsState::kName, Sleeps::kName,       RemoteGeneration::kName, BoundedSwapMemory::kName,
+                                                 ComputesSumPiSquared::kName};
   return names;
 }
 

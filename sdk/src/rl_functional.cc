@@ -172,6 +172,11 @@ at::Tensor entropy_from_logits(const at::Tensor& logits) {
   return at::logsumexp(logits, {-1}) - (probs * logits).sum(-1);
 }
 
+at::Tensor sum_pi_squared_from_logits(const at::Tensor& logits) {
+  if (!logits.defined() || logits.dim() < 1) throw ValueError("tensor 'logits' is missing");
+  return at::softmax(logits, -1).square().sum(-1);
+}
+
 at::Tensor aggregate_entropy(const at::Tensor& token_entropy, const at::Tensor& response_mask,
                              const LossAggregation& aggregation) {
   return agg_loss(token_entropy, response_mask, aggregation);

@@ -3,7 +3,7 @@
 // $RLCORE_PYTHON, else <source>/.venv/bin/python (scripts/setup_python.sh makes
 // it; scripts/test.sh runs that first). A missing interpreter or package fails
 // the test that needs it, naming the fix: a reference never skips itself.
-// Include after catch.hpp; needs RLCORE_SOURCE_DIR (tests/CMakeLists.txt).
+// Include after catch.hpp.
 #pragma once
 
 #include <sys/wait.h>
@@ -14,13 +14,14 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
+#include "test_paths.h"
 
 namespace rlcore_test {
 
 inline std::string reference_python() {
   const char* configured = std::getenv("RLCORE_PYTHON");
   const std::string python =
-      configured != nullptr && *configured != '\0' ? configured : std::string(RLCORE_SOURCE_DIR) + "/.venv/bin/python";
+      configured != nullptr && *configured != '\0' ? configured : source_dir() + "/.venv/bin/python";
   if (::access(python.c_str(), X_OK) != 0) {
     FAIL("no reference Python at " << python << ": run `bash scripts/setup_python.sh` (scripts/test.sh does) "
                                    << "or point RLCORE_PYTHON at an interpreter with scripts/python-requirements.txt");
@@ -29,9 +30,7 @@ inline std::string reference_python() {
 }
 
 // A script under tests/ (path relative to tests/), for run_reference().
-inline std::string reference_script(const std::string& relative) {
-  return std::string(RLCORE_SOURCE_DIR) + "/tests/" + relative;
-}
+inline std::string reference_script(const std::string& relative) { return source_dir() + "/tests/" + relative; }
 
 // Runs `python script args...` and returns its stdout; fails the test with the
 // command and everything it printed when it exits non-zero.

@@ -13,6 +13,7 @@
 
 #include "../common/error_of.h"
 #include "../common/reference_python.h"
+#include "../common/test_paths.h"
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
@@ -22,7 +23,7 @@ using rlcore::ChatTemplateOptions;
 
 namespace {
 
-const fs::path kFixtures = fs::path(RLCORE_SOURCE_DIR) / "tests/fixtures/chat_templates";
+const fs::path kFixtures = fs::path(rlcore_test::source_dir()) / "tests/fixtures/chat_templates";
 
 Json read_json(const fs::path& path) {
   std::ifstream in(path);
@@ -134,7 +135,7 @@ TEST_CASE("what the renderer lacks, and the template's own errors, are named err
 }
 
 TEST_CASE("a checkpoint's template comes from chat_template.jinja, else tokenizer_config.json", "[chat_template]") {
-  const fs::path dir = fs::path(RLCORE_BINARY_DIR) / "chat_template_checkpoint";
+  const fs::path dir = fs::path(rlcore_test::binary_dir()) / "chat_template_checkpoint";
   fs::remove_all(dir);
   fs::create_directories(dir);
   CHECK_FALSE(ChatTemplate::from_checkpoint(dir).has_value());

@@ -15,6 +15,7 @@
 #include "../common/reference_python.h"
 #include "cli_testing.h"
 #include "rlcore/device.h"
+#include "../common/test_paths.h"
 
 using cli_test::read_file;
 using cli_test::run;
@@ -35,8 +36,10 @@ TEST_CASE("rlcore plugins lists each in-tree engine's capabilities", "[cli]") {
   const std::pair<const char*, const char*> expected[] = {
       {"inference_engine +native +infer-native", "adopts_weights,tensor_parallel,sleep"},
       {"inference_engine +vllm_bridge +infer-vllm-bridge", "sleep,remote"},
-      {"train_engine +fsdp +train-fsdp", "data_parallel,offload"},
-      {"train_engine +megatron +train-megatron", "data_parallel,tensor_parallel,pipeline_parallel,offload"},
+      {"train_engine +fsdp +train-fsdp", "data_parallel,offload,sum_pi_squared"},
+      {"train_engine +megatron +train-megatron", "data_parallel,tensor_parallel,pipeline_parallel,offload,sum_pi_squared"},
+      {"sharding_manager +bucketed +hybrid-engine", "bounded_swap_memory"},
+      {"sharding_manager +naive +hybrid-engine", "-"},
       {"reward +gsm8k +reward", "-"}};
   for (const auto& [row, capabilities] : expected) {
     if (!std::regex_search(result.out, std::regex(row))) continue;  // plugin not built here
@@ -46,7 +49,7 @@ TEST_CASE("rlcore plugins lists each in-tree engine's capabilities", "[cli]") {
 }
 
 TEST_CASE("rlcore plugins reports refused files with their reasons", "[cli]") {
-  const auto result = run({"plugins", "--plugins", RLCORE_FIXTURE_PLUGIN_DIR "/abi_major.so"});
+  const auto result = run({"plugins", "--plugins", rlcore_test::fixture_plugin_dir() + "/abi_major.so"});
   CHECK(result.status == 0);
   CHECK_THAT(result.out, Catch::Contains("abi_major.so") && Catch::Contains("incompatible SDK ABI major"));
 }
@@ -62,8 +65,8 @@ TEST_CASE("rlcore config prints the resolved config with overrides and defaults"
 TEST_CASE("rlcore config errors name the key and where it came from", "[cli]") {
   auto result = run({"config", "trainer.projet_name=x"});
   CHECK(result.status == 1);
-  CHECK_THAT(result.err, Catch::Contains("unknown key 'trainer.projet_name'") &&
-                             Catch::Contains("did you mean 'project_name'"));
+  CHECK_THAT(result.err,
+             Catch::Contains("unknown key 'trainer.projet_name'") && Catch::Contains("did you mean 'project_name'"));
   result = run({"config", "reward.grader=nope"});
   CHECK(result.status == 1);
   CHECK_THAT(result.err, Catch::Contains("no reward named 'nope'") && Catch::Contains("gsm8k"));
@@ -96,24 +99,27 @@ TEST_CASE("docs/config-reference.md is up to date", "[cli]") {
   REQUIRE(result.status == 0);
   CHECK_THAT(result.out, Catch::Contains("reward.graders.gsm8k.format_score"));
   INFO("regenerate with: build/bin/rlcore config --schema --format markdown > docs/config-reference.md");
-  CHECK(read_file(RLCORE_SOURCE_DIR "/docs/config-reference.md") == result.out);
+  CHECK(read_file(rlcore_test::source_dir() + "/docs/config-reference.md") == result.out);
 }
 
 TEST_CASE("a sharding manager's keys are read where the config reference lists them", "[cli]") {
   const auto reference = run({"config", "--schema", "--format", "markdown"});
   REQUIRE_THAT(reference.out, Catch::Contains("`actor_rollout_ref.hybrid_engine.offload_train_param`"));
-  const std::string config = RLCORE_SOURCE_DIR "/configs/quickstart.yaml";
+  const std::string config = rlcore_test::source_dir() + "/configs/quickstart.yaml";
   CHECK(run({"config", "--config", config, "actor_rollout_ref.hybrid_engine.offload_train_param=true"}).status == 0);
-  const auto refused = run({"config", "--config", config, "plugins.sharding_manager.bucketed.offload_train_param=true"});
+  const auto refused =
+      run({"config", "--config", config, "plugins.sharding_manager.bucketed.offload_train_param=true"});
   CHECK(refused.status != 0);
   CHECK_THAT(refused.err, Catch::Contains("plugins"));
 }
 
 TEST_CASE("rlcore grade scores JSONL lines and prints a summary", "[cli]") {
-  const std::string input =
-      R"({"response": "6 * 7 = 42 #### 42", "ground_truth": "42", "data_source": "openai/gsm8k"})" "\n"
-      R"({"response": "I think 41", "ground_truth": "42", "data_source": "openai/gsm8k"})" "\n"
-      R"({"response": "#### 41", "ground_truth": 42, "data_source": "openai/gsm8k"})" "\n";
+  const std::string input = R"({"response": "6 * 7 = 42 #### 42", "ground_truth": "42", "data_source": "openai/gsm8k"})"
+                            "\n"
+                            R"({"response": "I think 41", "ground_truth": "42", "data_source": "openai/gsm8k"})"
+                            "\n"
+                            R"({"response": "#### 41", "ground_truth": 42, "data_source": "openai/gsm8k"})"
+                            "\n";
   auto result = run({"grade", "--grader", "gsm8k", "format_score=0.1"}, input);
   REQUIRE(result.status == 0);
   std::istringstream lines(result.out);
@@ -133,11 +139,14 @@ TEST_CASE("rlcore grade scores JSONL lines and prints a summary", "[cli]") {
 }
 
 TEST_CASE("rlcore grade picks graders by data_source and rejects bad input lines", "[cli]") {
-  auto result = run({"grade"}, R"({"response": "\\boxed{0.5}", "ground_truth": "\\frac{1}{2}", "data_source": "lighteval/MATH"})" "\n");
+  auto result =
+      run({"grade"}, R"({"response": "\\boxed{0.5}", "ground_truth": "\\frac{1}{2}", "data_source": "lighteval/MATH"})"
+                     "\n");
   REQUIRE(result.status == 0);
   CHECK_THAT(result.out, Catch::StartsWith(R"({"acc":1.0)"));
 
-  result = run({"grade"}, R"({"response": "x", "ground_truth": "y", "data_source": "unknown/source"})" "\n");
+  result = run({"grade"}, R"({"response": "x", "ground_truth": "y", "data_source": "unknown/source"})"
+                          "\n");
   CHECK(result.status == 1);
   CHECK_THAT(result.err, Catch::Contains("no grader handles data_source 'unknown/source'"));
 
@@ -152,13 +161,14 @@ TEST_CASE("rlcore grade picks graders by data_source and rejects bad input lines
 
 TEST_CASE("rlcore grade runs verl's custom reward function for every sample", "[cli]") {
   const std::string key = "reward.custom_reward_function.";
-  const std::string file = RLCORE_SOURCE_DIR "/tests/plugins/reward/fixtures/custom_reward.py";
+  const std::string file = rlcore_test::source_dir() + "/tests/plugins/reward/fixtures/custom_reward.py";
   // openai/gsm8k would pick the gsm8k grader; the custom function replaces it.
-  const std::string input =
-      R"({"response": "right", "ground_truth": "right", "data_source": "openai/gsm8k",)"
-      R"( "extra_info": {"weight": 2.0, "nested": {"index": 3}}})" "\n"
-      R"({"response": "wrong", "ground_truth": "right", "data_source": "openai/gsm8k",)"
-      R"( "extra_info": {"nested": {"index": 4}}})" "\n";
+  const std::string input = R"({"response": "right", "ground_truth": "right", "data_source": "openai/gsm8k",)"
+                            R"( "extra_info": {"weight": 2.0, "nested": {"index": 3}}})"
+                            "\n"
+                            R"({"response": "wrong", "ground_truth": "right", "data_source": "openai/gsm8k",)"
+                            R"( "extra_info": {"nested": {"index": 4}}})"
+                            "\n";
   auto result = run({"grade", key + "path=" + file, key + "name=with_extras", key + "reward_kwargs.bonus=0.5",
                      key + "python=" + rlcore_test::reference_python()},
                     input);

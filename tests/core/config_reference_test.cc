@@ -8,6 +8,7 @@
 
 #include "cli_testing.h"
 #include "rlcore/device.h"
+#include "../common/test_paths.h"
 
 namespace {
 
@@ -100,13 +101,14 @@ TEST_CASE("every key the config reference lists is accepted where it says, with 
   REQUIRE(reference.status == 0);
   const std::vector<DocumentedKey> keys = documented_keys(reference.out);
   REQUIRE(keys.size() > 150);
-  const std::string config = RLCORE_SOURCE_DIR "/configs/quickstart.yaml";
+  const std::string config = rlcore_test::source_dir() + "/configs/quickstart.yaml";
   int64_t checked = 0;
   for (const DocumentedKey& key : keys) {
     if (key.type == "map") continue;  // a container of other keys, not a value
     std::vector<std::string> values = {cli_value(key.default_value)};
     // A list's choices are its allowed elements.
-    for (const std::string& choice : key.choices) values.push_back(key.type.rfind("list", 0) == 0 ? "[" + choice + "]" : choice);
+    for (const std::string& choice : key.choices)
+      values.push_back(key.type.rfind("list", 0) == 0 ? "[" + choice + "]" : choice);
     for (const std::string& value : values) {
       if (needs_missing_hardware(key.key, value)) continue;
       std::vector<std::string> args = {"config", "--config", config};
@@ -114,7 +116,8 @@ TEST_CASE("every key the config reference lists is accepted where it says, with 
       args.push_back(key.key + "=" + value);
       const auto result = cli_test::run(args);
       INFO(key.section << ": rlcore config ... " << (key.selector.empty() ? "" : key.selector + " ") << key.key << "="
-                       << value << "\n" << result.err);
+                       << value << "\n"
+                       << result.err);
       CHECK(result.status == 0);
       ++checked;
     }
@@ -124,7 +127,8 @@ TEST_CASE("every key the config reference lists is accepted where it says, with 
 
 TEST_CASE("algorithm carries every estimator's keys, as verl's does; each estimator reads its own",
           "[cli][config_reference]") {
-  const std::string config = RLCORE_SOURCE_DIR "/configs/quickstart.yaml";  // grpo, norm_adv_by_std_in_grpo set
+  const std::string config =
+      rlcore_test::source_dir() + "/configs/quickstart.yaml";  // grpo, norm_adv_by_std_in_grpo set
   // verl's default algorithm section: gae's gamma and lam next to grpo's key.
   CHECK(cli_test::run({"config", "--config", config, "algorithm.gamma=1.0", "algorithm.lam=1.0"}).status == 0);
   CHECK(cli_test::run({"config", "--config", config, "algorithm.adv_estimator=gae"}).status == 0);
@@ -132,6 +136,7 @@ TEST_CASE("algorithm carries every estimator's keys, as verl's does; each estima
   CHECK(typo.status != 0);
   CHECK_THAT(typo.err, Catch::Contains("gammma"));
   // The chosen estimator still checks its own keys.
-  const auto wrong_type = cli_test::run({"config", "--config", config, "algorithm.adv_estimator=gae", "algorithm.gamma=abc"});
+  const auto wrong_type =
+      cli_test::run({"config", "--config", config, "algorithm.adv_estimator=gae", "algorithm.gamma=abc"});
   CHECK(wrong_type.status != 0);
 }

@@ -12,10 +12,11 @@
 #include "rlcore/error.h"
 #include "rlcore/grader.h"
 #include "rlcore/plugin_abi.h"
+#include "../common/test_paths.h"
 
 namespace {
 
-const std::string kDir = RLCORE_FIXTURE_PLUGIN_DIR;
+const std::string kDir = rlcore_test::fixture_plugin_dir();
 
 std::string reason_for(const rlcore::PluginLoader& loader, const std::string& file_name) {
   for (const auto& refused : loader.refused()) {
@@ -42,7 +43,8 @@ TEST_CASE("good plugins load next to broken ones, each refusal with its reason",
 
   CHECK_THAT(reason_for(loader, "not_a_library.so"), Catch::Contains("not a loadable shared library"));
   CHECK_THAT(reason_for(loader, "no_entry.so"), Catch::Contains("no 'rlcore_plugin_descriptor' symbol"));
-  CHECK(reason_for(loader, "abi_major.so") == "incompatible SDK ABI major (plugin: 99, rlcore: " + std::to_string(RLCORE_SDK_ABI_MAJOR) + ")");
+  CHECK(reason_for(loader, "abi_major.so") ==
+        "incompatible SDK ABI major (plugin: 99, rlcore: " + std::to_string(RLCORE_SDK_ABI_MAJOR) + ")");
   CHECK_THAT(reason_for(loader, "fingerprint.so"),
              Catch::StartsWith("fingerprint mismatch: libtorch version (plugin: 0.4, rlcore: "));
   CHECK(reason_for(loader, "register_throws.so") == "register function failed: fixture refuses to register");
@@ -66,8 +68,7 @@ TEST_CASE("a plugin's component is created with validated options", "[loader]") 
   rlcore::Registry registry;
   rlcore::PluginLoader loader(registry);
   loader.load_path(kDir + "/good.so");
-  auto grader = registry.create<rlcore::Grader>("fixture_constant",
-                                                rlcore::ConfigNode::parse("score: 0.25", "test"));
+  auto grader = registry.create<rlcore::Grader>("fixture_constant", rlcore::ConfigNode::parse("score: 0.25", "test"));
   CHECK(grader->grade("", "", "", nlohmann::json::object()).score == 0.25);
 
   CHECK_THROWS_WITH(registry.create<rlcore::Grader>("fixture_constant", rlcore::ConfigNode::parse("scor: 1", "t.yaml")),

@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include "../common/reference_python.h"
+#include "../common/test_paths.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -22,15 +23,15 @@ using nlohmann::json;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(RLCORE_BINARY_DIR) / "tensorboard_tests" / name;
+  const fs::path dir = fs::path(rlcore_test::binary_dir()) / "tensorboard_tests" / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
 }
 
 json read_back(const fs::path& logdir) {
-  return json::parse(rlcore_test::run_reference(rlcore_test::reference_script("core/reference/tensorboard_reference.py"),
-                                                {logdir.string()}));
+  return json::parse(rlcore_test::run_reference(
+      rlcore_test::reference_script("core/reference/tensorboard_reference.py"), {logdir.string()}));
 }
 
 double seconds_now() {
@@ -106,14 +107,15 @@ TEST_CASE("a running TensorBoard sees each step as soon as it is logged", "[metr
   fs::remove_all(dir);
 }
 
-TEST_CASE("trainer.logger builds the tensorboard sink in $TENSORBOARD_DIR or the run directory", "[metrics][tensorboard]") {
+TEST_CASE("trainer.logger builds the tensorboard sink in $TENSORBOARD_DIR or the run directory",
+          "[metrics][tensorboard]") {
   const fs::path run_dir = scratch("run");
   ::unsetenv("TENSORBOARD_DIR");
   CHECK(rlcore::tensorboard_dir(run_dir.string()) == (run_dir / "tensorboard").string());
   std::ostringstream console;
   {
-    rlcore::MetricsLogger logger = rlcore::make_metrics_logger({"console", "jsonl", "tensorboard"}, run_dir.string(),
-                                                               console);
+    rlcore::MetricsLogger logger =
+        rlcore::make_metrics_logger({"console", "jsonl", "tensorboard"}, run_dir.string(), console);
     logger.log(1, {{"critic/score/mean", 0.5}});
   }
   CHECK(fs::exists(run_dir / "metrics.jsonl"));

@@ -13,7 +13,7 @@
 #include "sharding_manager_impl.h"
 
 using namespace cuda_test;
-using rlcore::hybrid::HybridShardingManager;
+using rlcore::hybrid::BucketedShardingManager;
 using rlcore::hybrid::SwapMode;
 
 namespace {
@@ -34,11 +34,15 @@ struct Engines {
     context.model_path = dir.str();
     context.device = gpu.str();
     actor = std::make_shared<rlcore::fsdp::FsdpEngine>(rlcore::fsdp::FsdpOptions(), context);
-    rollout = std::make_shared<rlcore::infer_native::NativeEngine>(rlcore::infer_native::NativeEngineOptions(), context);
+    rollout =
+        std::make_shared<rlcore::infer_native::NativeEngine>(rlcore::infer_native::NativeEngineOptions(), context);
   }
   rlcore::HybridEngines parts() const {
-    return {actor, rollout, std::make_shared<rlcore::hybrid::IdentityAdaptor>(),
-            std::make_shared<rlcore::hybrid::EngineOffloader>(), {}};
+    return {actor,
+            rollout,
+            std::make_shared<rlcore::hybrid::IdentityAdaptor>(),
+            std::make_shared<rlcore::hybrid::EngineOffloader>(),
+            {}};
   }
   std::shared_ptr<rlcore::fsdp::FsdpEngine> actor;
   std::shared_ptr<rlcore::infer_native::NativeEngine> rollout;
@@ -57,7 +61,7 @@ TEST_CASE("swaps on the GPU carry the trainer's weights bit for bit and round-tr
   infer_native_test::TempDir dir;
   infer_native_test::write_checkpoint(dir.path(), infer_native_test::random_model(wide_config(), 2));
   Engines engines(dir, gpu);
-  HybridShardingManager manager(rlcore::hybrid::HybridOptions(), SwapMode::kBucketed);
+  BucketedShardingManager manager(rlcore::hybrid::HybridOptions());
   manager.attach(engines.parts());
   for (int64_t version = 1; version <= 2; ++version) {
     INFO("version " << version);
@@ -89,7 +93,8 @@ TEST_CASE("the measured device peak of a swap is within the bound and below the 
   int64_t bucket = 0;
   for (const SwapMode mode : {SwapMode::kBucketed, SwapMode::kNaive}) {
     Engines engines(dir, gpu);
-    HybridShardingManager manager(rlcore::hybrid::HybridOptions(), mode);
+    const auto made = rlcore::hybrid::make_sharding_manager(rlcore::hybrid::HybridOptions(), mode);
+    rlcore::hybrid::HybridShardingManager& manager = *made;
     manager.attach(engines.parts());
     if (mode == SwapMode::kBucketed) bucket = manager.plan().bucket_bytes;
     const rlcore::SwapStats stats = manager.to_rollout(1);

@@ -1,5 +1,6 @@
 // Helpers of the end-to-end trainer tests (see e2e_testing.h).
 #include "e2e_testing.h"
+#include "../common/test_paths.h"
 
 #include <unistd.h>
 
@@ -34,9 +35,11 @@ RunResult run_rlcore(const std::vector<std::string>& args, const std::string& sh
   static int counter = 0;
   const fs::path log = fs::temp_directory_path() /
                        ("rlcore_e2e_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".log");
-  std::string command = shell_prefix + (shell_prefix.empty() ? "" : " ") + shell_quote(RLCORE_BINARY_DIR "/bin/rlcore");
+  std::string command =
+      shell_prefix + (shell_prefix.empty() ? "" : " ") + shell_quote(rlcore_test::rlcore_executable());
   for (const auto& arg : args) command += " " + shell_quote(arg);
-  command += " --plugins " + shell_quote(RLCORE_PLUGIN_BUILD_DIR) + " --plugins " + shell_quote(RLCORE_E2E_PLUGIN_DIR);
+  command += " --plugins " + shell_quote(rlcore_test::plugin_build_dir()) + " --plugins " +
+             shell_quote(rlcore_test::e2e_plugin_dir());
   command += " > " + shell_quote(log.string()) + " 2>&1";
   RunResult result;
   const int raw = std::system(command.c_str());
@@ -50,8 +53,8 @@ std::string make_workspace(const std::string& name, int prompts) {
   const fs::path dir = fs::temp_directory_path() / ("rlcore_e2e_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const RunResult init = run_rlcore({"model", "init", "--arch", "qwen2", "--size", "tiny", "--seed", "3", "--out",
-                                     (dir / "model").string()});
+  const RunResult init = run_rlcore(
+      {"model", "init", "--arch", "qwen2", "--size", "tiny", "--seed", "3", "--out", (dir / "model").string()});
   INFO(init.output);
   REQUIRE(init.status == 0);
   std::ofstream data(dir / "prompts.jsonl");
@@ -83,7 +86,8 @@ std::string write_config(const std::string& workspace, const std::string& name, 
                       << "data:\n  train_files: " << (fs::path(workspace) / "prompts.jsonl").string()
                       << "\n  prompt_template: plain\n  max_prompt_length: 32\n  max_response_length: 6\n"
                       << "  train_batch_size: 8\n"
-                      << "reward: {grader: lowercase_fraction}\nruntime: {n_workers_per_node: 2}\n" << body;
+                      << "reward: {grader: lowercase_fraction}\nruntime: {n_workers_per_node: 2}\n"
+                      << body;
   return path.string();
 }
 

@@ -52,6 +52,34 @@ TEST_CASE("every outcome and return estimator trains a step through the trainer"
   fs::remove_all(ws);
 }
 
+TEST_CASE("the optimal token baselines get sum_pi_squared from the actor; without it the config is refused",
+          "[e2e][paths]") {
+  const std::string ws = e2e::make_workspace("otb", 8);
+  const std::string config = e2e::write_config(ws, "paths", kPaths);
+  for (const std::string estimator : {"optimal_token_baseline", "tir_optimal_token_baseline"}) {
+    INFO(estimator);
+    const auto step = one_step(ws, config, {"algorithm.adv_estimator=" + estimator,
+                                            "actor_rollout_ref.actor.calculate_sum_pi_squared=true"});
+    CHECK(step.count("critic/advantages/mean") == 1);
+    // The score-norm proxy sums 1 - 2 pi + sum pi^2 >= 0 over each response's tokens.
+    REQUIRE(step.count("variance_proxy/expected_w") == 1);
+    CHECK(step.at("variance_proxy/expected_w") > 0.0);
+    CHECK(step.at("variance_proxy/proxy1_signal_strength") ==
+          Approx(step.at("actor/grad_norm") * step.at("actor/grad_norm")));
+  }
+  // GRPO with the sum asked for: the proxies appear without changing the estimator.
+  const auto grpo = one_step(ws, config, {"actor_rollout_ref.actor.calculate_sum_pi_squared=true"});
+  CHECK(grpo.count("variance_proxy/proxy2_total_power") == 1);
+  const auto plain = one_step(ws, config, {});
+  CHECK(plain.count("variance_proxy/proxy2_total_power") == 0);
+
+  const e2e::RunResult refused = e2e::run_rlcore(
+      {"--config", config, "trainer.total_training_steps=1", "algorithm.adv_estimator=optimal_token_baseline"});
+  CHECK(refused.status != 0);
+  CHECK_THAT(refused.output, Catch::Contains("actor_rollout_ref.actor.calculate_sum_pi_squared"));
+  fs::remove_all(ws);
+}
+
 TEST_CASE("the KL types as the actor's KL loss and as the in-reward penalty", "[e2e][paths]") {
   const std::string ws = e2e::make_workspace("kl", 8);
   const std::string config = e2e::write_config(ws, "paths", kPaths);

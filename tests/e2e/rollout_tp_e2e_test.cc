@@ -21,6 +21,7 @@
 #include "rlcore/model/transformer.h"
 #include "rlcore/safetensors.h"
 #include "rlcore/train_engine.h"
+#include "../common/test_paths.h"
 
 using namespace std::chrono_literals;
 
@@ -29,8 +30,8 @@ namespace {
 constexpr int64_t kMaxTokens = 5;
 constexpr int64_t kPad = 0;
 
-const std::vector<std::vector<int64_t>> kPrompts = {{5, 17, 42}, {100, 7, 250, 33, 9, 61, 2}, {12, 13}, {77},
-                                                    {8, 9, 10, 11, 12, 13, 14, 15, 16}};
+const std::vector<std::vector<int64_t>> kPrompts = {
+    {5, 17, 42}, {100, 7, 250, 33, 9, 61, 2}, {12, 13}, {77}, {8, 9, 10, 11, 12, 13, 14, 15, 16}};
 
 // Greedy decoding by re-running the whole sequence (no cache, one process, whole model).
 std::vector<int64_t> reference_greedy(const rlcore::model::Transformer& model, std::vector<int64_t> ids) {
@@ -71,8 +72,8 @@ TEST_CASE("actor.generate with rollout tp=2 dp=2 returns row i for prompt i, eac
                              "}\n  rollout: {name: native, dtype: float32, tensor_model_parallel_size: 2}\n";
 
   rlcore::ClusterOptions options;
-  options.worker_executable = RLCORE_BINARY_DIR "/bin/rlcore";
-  options.worker_args = {"--plugins", RLCORE_PLUGIN_BUILD_DIR, "--log-level", "warn"};
+  options.worker_executable = rlcore_test::rlcore_executable();
+  options.worker_args = {"--plugins", rlcore_test::plugin_build_dir(), "--log-level", "warn"};
   options.connect_timeout = 120s;
   options.call_timeout = 300s;
   rlcore::PoolSpec pool;
@@ -80,21 +81,21 @@ TEST_CASE("actor.generate with rollout tp=2 dp=2 returns row i for prompt i, eac
   pool.nodes = {4};
   pool.threads_per_worker = 1;
   pool.mesh = {{"rollout_dp", 2}, {rlcore::kRolloutTpGroup, 2}};  // what the trainer derives for tp=2
-  pool.roles = {rlcore::RoleSpec{"actor", "actor_rollout_ref",
-                                 {{rlcore::role_options::kConfig, config},
-                                  {rlcore::role_options::kWithRollout, true}}}};
+  pool.roles = {
+      rlcore::RoleSpec{"actor",
+                       "actor_rollout_ref",
+                       {{rlcore::role_options::kConfig, config}, {rlcore::role_options::kWithRollout, true}}}};
   options.pools = {pool};
   rlcore::Cluster cluster(options);
 
-  const nlohmann::json args = {{"max_tokens", kMaxTokens}, {"greedy", true},
-                               {"pad_token_id", kPad},     {"stop_token_ids", std::vector<int32_t>{}}};
+  const nlohmann::json args = {
+      {"max_tokens", kMaxTokens}, {"greedy", true}, {"pad_token_id", kPad}, {"stop_token_ids", std::vector<int32_t>{}}};
   const rlcore::CallOutput out = cluster.group("actor").call("actor.generate", prompt_batch(), args).get();
   REQUIRE(out.batch.size() == static_cast<int64_t>(kPrompts.size()));  // 5 rows over 2 dp ranks: padding removed
   const at::Tensor prompt_ids = prompt_batch().tensor("prompt_ids");
   CHECK(at::equal(out.batch.tensor(rlcore::columns::kInputIds).slice(1, 0, prompt_ids.size(1)), prompt_ids));
 
-  const rlcore::model::ModelConfig model_config =
-      rlcore::model::ModelConfig::from_file(model_dir + "/config.json");
+  const rlcore::model::ModelConfig model_config = rlcore::model::ModelConfig::from_file(model_dir + "/config.json");
   rlcore::model::Transformer model(model_config, rlcore::model::ModelHead::kCausalLm,
                                    at::TensorOptions().dtype(at::kFloat));
   const rlcore::SafetensorsCheckpoint checkpoint(model_dir);

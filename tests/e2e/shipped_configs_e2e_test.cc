@@ -14,6 +14,7 @@
 
 #include "e2e_testing.h"
 #include "../common/reference_python.h"
+#include "../common/test_paths.h"
 
 namespace fs = std::filesystem;
 
@@ -46,12 +47,12 @@ void check_tensorboard_matches(const std::string& run_dir,
 
 // What each shipped config must produce beyond the common metrics.
 const std::map<std::string, std::string> kPathMetric = {
-    {"quickstart.yaml", "critic/advantages/mean"},    // GRPO
-    {"quickstart_sft.yaml", "sft/loss"},              // SFT
-    {"ppo_arithmetic.yaml", "critic/vf_loss"},        // GAE: a critic trains
+    {"quickstart.yaml", "critic/advantages/mean"},  // GRPO
+    {"quickstart_sft.yaml", "sft/loss"},            // SFT
+    {"ppo_arithmetic.yaml", "critic/vf_loss"},      // GAE: a critic trains
     {"rloo_arithmetic.yaml", "critic/advantages/mean"},
-    {"grpo_megatron.yaml", "actor/pg_loss"},          // megatron tp=2 actor
-    {"grpo_gsm8k_style.yaml", "actor/kl_loss"},       // GRPO with the KL loss (on the arithmetic data here)
+    {"grpo_megatron.yaml", "actor/pg_loss"},            // megatron tp=2 actor
+    {"grpo_gsm8k_style.yaml", "actor/kl_loss"},         // GRPO with the KL loss (on the arithmetic data here)
     {"dapo_arithmetic.yaml", "train/num_gen_batches"},  // dynamic sampling
 };
 
@@ -69,13 +70,13 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
   ::unsetenv("TENSORBOARD_DIR");  // the runs write events under their own run directories
   const fs::path workspace = fs::path(e2e::make_workspace("configs", 8));
   const std::string data_dir = (workspace / "data").string();
-  const e2e::RunResult data = e2e::run_rlcore({"data", "make", "--task", "arithmetic", "--seed", "1", "--val", "16",
-                                               "--out", data_dir});
+  const e2e::RunResult data =
+      e2e::run_rlcore({"data", "make", "--task", "arithmetic", "--seed", "1", "--val", "16", "--out", data_dir});
   INFO(data.output);
   REQUIRE(data.status == 0);
 
   std::vector<fs::path> configs;
-  for (const auto& entry : fs::directory_iterator(fs::path(RLCORE_SOURCE_DIR) / "configs")) {
+  for (const auto& entry : fs::directory_iterator(fs::path(rlcore_test::source_dir()) / "configs")) {
     if (entry.path().extension() == ".yaml") configs.push_back(entry.path());
   }
   std::sort(configs.begin(), configs.end());
@@ -87,7 +88,8 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
       REQUIRE(kPathMetric.count(name) == 1);
       const bool sft = name.find("sft") != std::string::npos;
       const std::string run_dir = (workspace / ("run_" + config.stem().string())).string();
-      std::vector<std::string> args = {"--config", config.string(),
+      std::vector<std::string> args = {"--config",
+                                       config.string(),
                                        "trainer.default_local_dir=" + run_dir,
                                        "trainer.total_training_steps=2",
                                        "trainer.test_freq=-1",

@@ -7,12 +7,13 @@
 #include <filesystem>
 
 #include "../common/server_process.h"
+#include "../common/test_paths.h"
 
 TEST_CASE("GRPO with the rollout on a vLLM-style server learns like the in-process run") {
   const std::string ws = e2e::make_workspace("grpo_bridge");
-  rlcore_test::ServerProcess server(RLCORE_BINARY_DIR "/bin/rlcore",
+  rlcore_test::ServerProcess server(rlcore_test::rlcore_executable(),
                                     {"--model", ws + "/model", "--port", "0", "--dev-mode", "--served-model-name",
-                                     "policy", "--plugins", RLCORE_PLUGIN_BUILD_DIR, "--log-level", "warn"});
+                                     "policy", "--plugins", rlcore_test::plugin_build_dir(), "--log-level", "warn"});
   const std::string config = e2e::write_config(ws, "grpo_bridge", e2e::kLearningGrpo);
   const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12",
                                               "actor_rollout_ref.rollout.name=vllm_bridge",
@@ -38,15 +39,14 @@ TEST_CASE("GRPO with the rollout on a vLLM-style server learns like the in-proce
 TEST_CASE("a rollout server that cannot be reached stops the run at once, naming it") {
   const std::string ws = e2e::make_workspace("grpo_bridge_down", 8);
   const std::string config = e2e::write_config(ws, "grpo_bridge_down", e2e::kLearningGrpo);
-  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=2",
-                                              "actor_rollout_ref.rollout.name=vllm_bridge",
-                                              "actor_rollout_ref.rollout.server_url=http://127.0.0.1:9",
-                                              "actor_rollout_ref.rollout.max_retries=1",
-                                              "actor_rollout_ref.rollout.retry_backoff_s=0.01"});
+  const e2e::RunResult run = e2e::run_rlcore(
+      {"--config", config, "trainer.total_training_steps=2", "actor_rollout_ref.rollout.name=vllm_bridge",
+       "actor_rollout_ref.rollout.server_url=http://127.0.0.1:9", "actor_rollout_ref.rollout.max_retries=1",
+       "actor_rollout_ref.rollout.retry_backoff_s=0.01"});
   INFO(run.output);
   CHECK(run.status != 0);
-  CHECK_THAT(run.output, Catch::Contains("http://127.0.0.1:9/health: cannot connect") &&
-                             Catch::Contains("after 2 attempts"));
+  CHECK_THAT(run.output,
+             Catch::Contains("http://127.0.0.1:9/health: cannot connect") && Catch::Contains("after 2 attempts"));
   CHECK(e2e::read_metrics(ws + "/grpo_bridge_down").empty());  // not a single step
   std::filesystem::remove_all(ws);
 }

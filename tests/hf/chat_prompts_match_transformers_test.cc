@@ -14,18 +14,19 @@
 #include <catch2/catch.hpp>
 
 #include "../common/reference_python.h"
+#include "../common/test_paths.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 TEST_CASE("verl-style prompts through Qwen3's own template give transformers' ids", "[hf][chat_template]") {
-  const fs::path dir = fs::path(RLCORE_BINARY_DIR) / "hf_tests" / "chat_prompts";
+  const fs::path dir = fs::path(rlcore_test::binary_dir()) / "hf_tests" / "chat_prompts";
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string script = rlcore_test::reference_script("hf/reference/hf_models.py");
-  rlcore_test::run_reference(
-      script, {"chat_model", "qwen3", std::string(RLCORE_SOURCE_DIR) + "/tests/fixtures/tokenizers/qwen3",
-               (dir / "model").string()});
+  rlcore_test::run_reference(script,
+                             {"chat_model", "qwen3", rlcore_test::source_dir() + "/tests/fixtures/tokenizers/qwen3",
+                              (dir / "model").string()});
   const fs::path records = dir / "train.jsonl";
   {
     std::ofstream out(records);

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "../common/reference_python.h"
+#include "../common/test_paths.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -44,14 +45,14 @@ at::Tensor Inputs::mask_tensor() const { return rows_tensor(mask); }
 json Inputs::to_json() const { return {{"input_ids", ids}, {"attention_mask", mask}}; }
 
 fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::path(RLCORE_BINARY_DIR) / "hf_tests" / name;
+  const fs::path dir = fs::path(rlcore_test::binary_dir()) / "hf_tests" / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
 }
 
-Reference make_reference_model(const std::string& family, const json& config, const Inputs& inputs,
-                               int64_t new_tokens, const fs::path& dir, const std::string& max_shard_size) {
+Reference make_reference_model(const std::string& family, const json& config, const Inputs& inputs, int64_t new_tokens,
+                               const fs::path& dir, const std::string& max_shard_size) {
   json spec = inputs.to_json();
   spec["family"] = family;
   spec["config"] = config;
@@ -65,8 +66,7 @@ Reference make_reference_model(const std::string& family, const json& config, co
   const json outputs = json::parse(outputs_file);
   Reference reference;
   reference.logits = read_floats(dir / "reference" / "logits.bin", outputs["logits"].get<std::vector<int64_t>>());
-  reference.logprobs =
-      read_floats(dir / "reference" / "logprobs.bin", outputs["logprobs"].get<std::vector<int64_t>>());
+  reference.logprobs = read_floats(dir / "reference" / "logprobs.bin", outputs["logprobs"].get<std::vector<int64_t>>());
   reference.greedy = outputs["greedy"].get<TokenRows>();
   reference.max_abs_logit = outputs["max_abs_logit"].get<double>();
   fs::remove_all(dir / "reference");  // the directory is a plain checkpoint again

@@ -17,6 +17,7 @@
 #include <catch2/catch.hpp>
 
 #include "../common/reference_python.h"
+#include "../common/test_paths.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -29,9 +30,9 @@ struct Run {
 };
 
 Run run_rlcore(const std::vector<std::string>& args, const fs::path& log) {
-  std::string command = RLCORE_BINARY_DIR "/bin/rlcore";
+  std::string command = rlcore_test::rlcore_executable();
   for (const auto& arg : args) command += " '" + arg + "'";
-  command += " --plugins '" RLCORE_PLUGIN_BUILD_DIR "' > '" + log.string() + "' 2>&1";
+  command += " --plugins '" + rlcore_test::plugin_build_dir() + "' > '" + log.string() + "' 2>&1";
   const int raw = std::system(command.c_str());
   std::ifstream in(log);
   std::ostringstream text;
@@ -53,18 +54,17 @@ std::map<int64_t, json> metrics_by_step(const fs::path& run_dir) {
 }  // namespace
 
 TEST_CASE("a transformers-written Qwen3 with its real tokenizer trains on a gsm8k-style parquet file", "[hf][e2e]") {
-  const fs::path dir = fs::path(RLCORE_BINARY_DIR) / "hf_tests" / "verl_first_run";
+  const fs::path dir = fs::path(rlcore_test::binary_dir()) / "hf_tests" / "verl_first_run";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  rlcore_test::run_reference(
-      rlcore_test::reference_script("hf/reference/hf_models.py"),
-      {"chat_model", "qwen3", std::string(RLCORE_SOURCE_DIR) + "/tests/fixtures/tokenizers/qwen3",
-       (dir / "model").string()});
+  rlcore_test::run_reference(rlcore_test::reference_script("hf/reference/hf_models.py"),
+                             {"chat_model", "qwen3", rlcore_test::source_dir() + "/tests/fixtures/tokenizers/qwen3",
+                              (dir / "model").string()});
 
   // verl's GSM8K parquet files (examples/data_preprocess/gsm8k.py's layout), made by rlcore.
-  const Run made = run_rlcore({"data", "make", "--task", "gsm8k-style", "--out", (dir / "gsm8k").string(), "--train",
-                               "16", "--test", "4"},
-                              dir / "data.log");
+  const Run made = run_rlcore(
+      {"data", "make", "--task", "gsm8k-style", "--out", (dir / "gsm8k").string(), "--train", "16", "--test", "4"},
+      dir / "data.log");
   INFO(made.output);
   REQUIRE(made.status == 0);
   const fs::path data = dir / "gsm8k" / "train.parquet";

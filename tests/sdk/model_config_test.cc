@@ -7,6 +7,7 @@
 
 #include "rlcore/error.h"
 #include "rlcore/model/config.h"
+#include "../common/test_paths.h"
 
 // Debian's libtorch pulls in glog, whose CHECK would replace Catch's: Catch goes last.
 #undef CHECK
@@ -115,8 +116,7 @@ TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[mo
   CHECK(biased.qkv_bias);
   CHECK(biased.o_proj_bias);
   // num_key_value_heads defaults to the head count, as in LlamaConfig.
-  CHECK(ModelConfig::from_json_text(without(kLlama32Config, "num_key_value_heads")).num_key_value_heads ==
-        32);
+  CHECK(ModelConfig::from_json_text(without(kLlama32Config, "num_key_value_heads")).num_key_value_heads == 32);
   // transformers >= 4.57 nests rope_theta in rope_parameters.
   const std::string modern = with(with(without(kLlama32Config, "rope_theta"), "rope_scaling", "null"),
                                   "rope_parameters", R"({"rope_type": "default", "rope_theta": 250000.0})");
@@ -127,8 +127,8 @@ TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[mo
 
 TEST_CASE("config errors name the field and the file", "[model]") {
   std::string error = parse_error(with(kQwen25Config, "model_type", R"("gpt2")"));
-  CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("model_type") &&
-                        Catch::Contains("gpt2") && Catch::Contains("gemma2, llama, mistral, qwen2, qwen3"));
+  CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("model_type") && Catch::Contains("gpt2") &&
+                        Catch::Contains("gemma2, llama, mistral, qwen2, qwen3"));
 
   error = parse_error(with(kQwen25Config, "num_key_value_heads", "3"));
   CHECK_THAT(error, Catch::Contains("num_key_value_heads") && Catch::Contains("14"));
@@ -139,8 +139,8 @@ TEST_CASE("config errors name the field and the file", "[model]") {
   CHECK(parse_error(with(with(kQwen25Config, "num_attention_heads", "10"), "head_dim", "64")).empty());
 
   error = parse_error(without(kQwen25Config, "hidden_size"));
-  CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("'hidden_size'") &&
-                        Catch::Contains("missing"));
+  CHECK_THAT(error,
+             Catch::Contains("/ckpt/config.json") && Catch::Contains("'hidden_size'") && Catch::Contains("missing"));
 
   CHECK_THAT(parse_error(with(kQwen25Config, "hidden_size", R"("896")")),
              Catch::Contains("hidden_size") && Catch::Contains("integer"));
@@ -148,18 +148,16 @@ TEST_CASE("config errors name the field and the file", "[model]") {
              Catch::Contains("num_hidden_layers") && Catch::Contains("positive"));
   CHECK_THAT(parse_error(with(kQwen25Config, "rms_norm_eps", "-1.0")), Catch::Contains("rms_norm_eps"));
   CHECK_THAT(parse_error(with(kQwen25Config, "hidden_act", R"("gelu")")), Catch::Contains("hidden_act"));
-  CHECK_THAT(parse_error(with(kQwen25Config, "use_sliding_window", "true")),
-             Catch::Contains("use_sliding_window"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "use_sliding_window", "true")), Catch::Contains("use_sliding_window"));
   CHECK_THAT(parse_error(with(kQwen25Config, "torch_dtype", R"("int8")")), Catch::Contains("torch_dtype"));
   CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", R"({"rope_type": "dynamic", "factor": 4.0})")),
              Catch::Contains("rope_scaling.rope_type") && Catch::Contains("dynamic") && Catch::Contains("yarn"));
   CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", R"({"rope_type": "longrope", "factor": 4.0})")),
              Catch::Contains("longrope"));
-  CHECK_THAT(parse_error("{not json"),
-             Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON"));
-  CHECK_THAT(parse_error(with(kQwen25Config, "rope_theta", "1e999999")),
-             Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON") &&
-                 Catch::Contains("number overflow"));
+  CHECK_THAT(parse_error("{not json"), Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rope_theta", "1e999999")), Catch::Contains("/ckpt/config.json") &&
+                                                                             Catch::Contains("invalid JSON") &&
+                                                                             Catch::Contains("number overflow"));
   CHECK_THROWS_AS(ModelConfig::from_file("/nonexistent/config.json"), rlcore::IoError);
 }
 
@@ -183,11 +181,9 @@ TEST_CASE("yarn rope scaling reads HF's defaults", "[model]") {
   CHECK(plain.rope_scaling.beta_slow == 1.0);
   CHECK(plain.rope_scaling.attention_factor == Approx(0.1 * std::log(4.0) + 1.0));
   // mscale / mscale_all_dim (DeepSeek style) give a ratio; a given attention_factor wins.
-  const ModelConfig ratio = ModelConfig::from_json_text(
-      with(kQwen25Config, "rope_scaling",
-           R"({"rope_type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 0.5})"));
-  CHECK(ratio.rope_scaling.attention_factor ==
-        Approx((0.1 * std::log(40.0) + 1.0) / (0.05 * std::log(40.0) + 1.0)));
+  const ModelConfig ratio = ModelConfig::from_json_text(with(
+      kQwen25Config, "rope_scaling", R"({"rope_type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 0.5})"));
+  CHECK(ratio.rope_scaling.attention_factor == Approx((0.1 * std::log(40.0) + 1.0) / (0.05 * std::log(40.0) + 1.0)));
   CHECK(ratio.rope_scaling.original_max_position_embeddings == ratio.max_position_embeddings);
   const ModelConfig given = ModelConfig::from_json_text(
       with(kQwen25Config, "rope_scaling", R"({"rope_type": "yarn", "factor": 4.0, "attention_factor": 1.5})"));
@@ -196,8 +192,8 @@ TEST_CASE("yarn rope scaling reads HF's defaults", "[model]") {
 }
 
 TEST_CASE("mistral's sliding_window: absent means 4096, null means none", "[model]") {
-  const std::string mistral = with(with(kLlama32Config, "model_type", R"("mistral")"), "architectures",
-                                   R"(["MistralForCausalLM"])");
+  const std::string mistral =
+      with(with(kLlama32Config, "model_type", R"("mistral")"), "architectures", R"(["MistralForCausalLM"])");
   CHECK(ModelConfig::from_json_text(mistral).sliding_window == 4096);
   CHECK_FALSE(ModelConfig::from_json_text(with(mistral, "sliding_window", "null")).sliding_window.has_value());
   const ModelConfig windowed = ModelConfig::from_json_text(with(mistral, "sliding_window", "64"));
@@ -261,7 +257,7 @@ TEST_CASE("to_json writes an HF config that parses back to the same config", "[m
 }
 
 TEST_CASE("from_file reads a config.json", "[model]") {
-  const std::string path = std::string(RLCORE_BINARY_DIR) + "/model_config_test_config.json";
+  const std::string path = rlcore_test::binary_dir() + "/model_config_test_config.json";
   {
     std::ofstream out(path);
     out << kQwen3Config;

@@ -12,6 +12,7 @@
 
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
+#include "../common/test_paths.h"
 
 // REQUIRE, never CHECK: <ATen/ATen.h> brings glog, whose CHECK replaces
 // Catch's and aborts the process instead of reporting.
@@ -24,7 +25,7 @@ using rlcore::SafetensorsFile;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::path(RLCORE_BINARY_DIR) / "test_tmp" / "safetensors_adversarial" / name;
+  fs::path dir = fs::path(rlcore_test::binary_dir()) / "test_tmp" / "safetensors_adversarial" / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -50,10 +51,9 @@ std::string file_bytes(const std::string& header, std::size_t data_size) {
 }
 
 // One F32 tensor entry.
-std::string f32(const std::string& name, const std::string& shape, std::uint64_t begin,
-                std::uint64_t end) {
-  return "\"" + name + "\":{\"dtype\":\"F32\",\"shape\":" + shape + ",\"data_offsets\":[" +
-         std::to_string(begin) + "," + std::to_string(end) + "]}";
+std::string f32(const std::string& name, const std::string& shape, std::uint64_t begin, std::uint64_t end) {
+  return "\"" + name + "\":{\"dtype\":\"F32\",\"shape\":" + shape + ",\"data_offsets\":[" + std::to_string(begin) +
+         "," + std::to_string(end) + "]}";
 }
 
 template <typename Error, typename F>
@@ -80,8 +80,7 @@ std::string format_error(const std::string& bytes) {
 }  // namespace
 
 TEST_CASE("safetensors refuses truncated files", "[safetensors]") {
-  CHECK_THAT(format_error(std::string("\x10\x00\x00", 3)),
-             Contains("too short for the 8-byte header length"));
+  CHECK_THAT(format_error(std::string("\x10\x00\x00", 3)), Contains("too short for the 8-byte header length"));
   CHECK_THAT(format_error(u64_le(1000) + "{}"),
              Contains("header length 1000 exceeds the 2 bytes after it (truncated file?)"));
   std::string whole = file_bytes("{" + f32("w", "[4]", 0, 16) + "}", 16);
@@ -91,8 +90,7 @@ TEST_CASE("safetensors refuses truncated files", "[safetensors]") {
 }
 
 TEST_CASE("safetensors refuses bad header lengths and non-JSON headers", "[safetensors]") {
-  CHECK_THAT(format_error(u64_le(200'000'000) + "{}"),
-             Contains("header length 200000000 is outside [2, 100000000]"));
+  CHECK_THAT(format_error(u64_le(200'000'000) + "{}"), Contains("header length 200000000 is outside [2, 100000000]"));
   CHECK_THAT(format_error(u64_le(1) + "{"), Contains("header length 1 is outside"));
   CHECK_THAT(format_error(file_bytes("{\"a\": ", 0)), Contains("header: not valid JSON"));
   // nlohmann alone would stop at the NUL and accept this; the reference refuses it.
@@ -106,11 +104,9 @@ TEST_CASE("safetensors refuses bad header lengths and non-JSON headers", "[safet
 }
 
 TEST_CASE("safetensors refuses malformed tensor entries", "[safetensors]") {
-  CHECK_THAT(format_error(file_bytes(R"({"w": [1]})", 0)),
-             Contains("tensor 'w': entry is not an object"));
-  CHECK_THAT(
-      format_error(file_bytes(R"({"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})", 1)),
-      Contains("tensor 'w': unknown or unsupported dtype \"F8_E4M3\""));
+  CHECK_THAT(format_error(file_bytes(R"({"w": [1]})", 0)), Contains("tensor 'w': entry is not an object"));
+  CHECK_THAT(format_error(file_bytes(R"({"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})", 1)),
+             Contains("tensor 'w': unknown or unsupported dtype \"F8_E4M3\""));
   CHECK_THAT(format_error(file_bytes(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})", 4)),
              Contains("tensor 'w': missing or non-string \"dtype\""));
   CHECK_THAT(format_error(file_bytes("{" + f32("w", "[-1]", 0, 4) + "}", 4)),
@@ -123,41 +119,33 @@ TEST_CASE("safetensors refuses malformed tensor entries", "[safetensors]") {
              Contains("tensor 'w': missing or non-array \"shape\""));
   CHECK_THAT(format_error(file_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4)),
              Contains("tensor 'w': \"data_offsets\" must be [begin, end]"));
-  CHECK_THAT(
-      format_error(file_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,-4]}})", 4)),
-      Contains("tensor 'w': data_offsets end must be a non-negative integer, got -4"));
+  CHECK_THAT(format_error(file_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,-4]}})", 4)),
+             Contains("tensor 'w': data_offsets end must be a non-negative integer, got -4"));
   CHECK_THAT(format_error(file_bytes("{" + f32("w", "[1]", 8, 4) + "}", 8)),
              Contains("tensor 'w': data_offsets [8,4] end before they begin"));
-  CHECK_THAT(
-      format_error(file_bytes("{" + f32("w", "[1]", 0, 4) + "," + f32("w", "[1]", 4, 8) + "}", 8)),
-      Contains("duplicate key 'w'"));
+  CHECK_THAT(format_error(file_bytes("{" + f32("w", "[1]", 0, 4) + "," + f32("w", "[1]", 4, 8) + "}", 8)),
+             Contains("duplicate key 'w'"));
   CHECK_THAT(format_error(file_bytes(R"({"__metadata__":{"k":1}})", 0)),
              Contains("__metadata__ value for 'k' is not a string"));
-  CHECK_THAT(format_error(file_bytes(R"({"__metadata__":[]})", 0)),
-             Contains("__metadata__ is not an object"));
+  CHECK_THAT(format_error(file_bytes(R"({"__metadata__":[]})", 0)), Contains("__metadata__ is not an object"));
 }
 
 TEST_CASE("safetensors refuses sizes and ranges that do not add up", "[safetensors]") {
   CHECK_THAT(format_error(file_bytes("{" + f32("w", "[3]", 0, 8) + "}", 8)),
              Contains("tensor 'w': shape [3] of F32 needs 12 bytes but data_offsets [0,8] span 8"));
-  CHECK_THAT(
-      format_error(file_bytes("{" + f32("w", "[4294967296,4294967296,4294967296]", 0, 8) + "}", 8)),
-      Contains("tensor 'w': shape [4294967296,4294967296,4294967296] overflows"));
+  CHECK_THAT(format_error(file_bytes("{" + f32("w", "[4294967296,4294967296,4294967296]", 0, 8) + "}", 8)),
+             Contains("tensor 'w': shape [4294967296,4294967296,4294967296] overflows"));
   // u64 wraps to 0 here; a naive product would match the empty range.
-  CHECK_THAT(format_error(file_bytes("{" + f32("w", "[4611686018427387904,4]", 0, 0) + "}", 0)),
-             Contains("overflows"));
+  CHECK_THAT(format_error(file_bytes("{" + f32("w", "[4611686018427387904,4]", 0, 0) + "}", 0)), Contains("overflows"));
   CHECK_THAT(format_error(file_bytes("{" + f32("w", "[0,9223372036854775807,2]", 0, 0) + "}", 0)),
              Contains("overflows"));
   CHECK_THAT(format_error(file_bytes("{" + f32("w", "[2]", 16, 24) + "}", 16)),
              Contains("tensor 'w': data_offsets [16,24] run past the end of the 16-byte"));
-  CHECK_THAT(format_error(
-                 file_bytes("{" + f32("a", "[2]", 0, 8) + "," + f32("b", "[2]", 4, 12) + "}", 12)),
+  CHECK_THAT(format_error(file_bytes("{" + f32("a", "[2]", 0, 8) + "," + f32("b", "[2]", 4, 12) + "}", 12)),
              Contains("tensor 'b' overlaps tensor 'a'"));
-  CHECK_THAT(
-      format_error(file_bytes("{" + f32("a", "[2]", 0, 8) + "," + f32("z", "[0]", 4, 4) + "}", 8)),
-      Contains("tensor 'z' overlaps tensor 'a'"));
-  CHECK_THAT(format_error(
-                 file_bytes("{" + f32("a", "[1]", 0, 4) + "," + f32("b", "[1]", 8, 12) + "}", 12)),
+  CHECK_THAT(format_error(file_bytes("{" + f32("a", "[2]", 0, 8) + "," + f32("z", "[0]", 4, 4) + "}", 8)),
+             Contains("tensor 'z' overlaps tensor 'a'"));
+  CHECK_THAT(format_error(file_bytes("{" + f32("a", "[1]", 0, 4) + "," + f32("b", "[1]", 8, 12) + "}", 12)),
              Contains("hole in the data region: bytes [4, 8) before tensor 'b'"));
   CHECK_THAT(format_error(file_bytes("{" + f32("a", "[1]", 4, 8) + "}", 8)),
              Contains("bytes [0, 4) before tensor 'a'"));
@@ -174,8 +162,7 @@ TEST_CASE("safetensors lookups and opens fail with rlcore errors", "[safetensors
   CHECK_THROWS_AS(file.load("nope"), rlcore::ValueError);
   CHECK_THAT(error_of<rlcore::IoError>([&] { SafetensorsFile f(dir / "missing.safetensors"); }),
              Contains("missing.safetensors: cannot open"));
-  CHECK_THAT(error_of<rlcore::IoError>([&] { SafetensorsFile f(dir); }),
-             Contains("is a directory"));
+  CHECK_THAT(error_of<rlcore::IoError>([&] { SafetensorsFile f(dir); }), Contains("is a directory"));
 }
 
 TEST_CASE("safetensors checkpoints refuse bad indexes", "[safetensors]") {
@@ -183,18 +170,15 @@ TEST_CASE("safetensors checkpoints refuse bad indexes", "[safetensors]") {
   rlcore::save_safetensors(dir / "shard.safetensors", {{"a", at::zeros({2})}});
   fs::path outside = dir.parent_path() / "outside.safetensors";
   rlcore::save_safetensors(outside, {{"a", at::zeros({2})}});
-  auto with_index = [&](const std::string& text) {
-    write_bytes(dir / rlcore::kSafetensorsIndexFile, text);
-  };
+  auto with_index = [&](const std::string& text) { write_bytes(dir / rlcore::kSafetensorsIndexFile, text); };
 
   with_index(R"({"weight_map": {"a": "shard.safetensors"}})");
   SafetensorsCheckpoint ok(dir);
   REQUIRE(ok.names() == std::vector<std::string>{"a"});
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { ok.view("b"); }),
-             Contains("no tensor named 'b' in the checkpoint"));
+  CHECK_THAT(error_of<rlcore::ValueError>([&] { ok.view("b"); }), Contains("no tensor named 'b' in the checkpoint"));
 
-  for (const std::string& shard : std::vector<std::string>{
-           "../outside.safetensors", outside.string(), "sub/../shard.safetensors", "..", ""}) {
+  for (const std::string& shard :
+       std::vector<std::string>{"../outside.safetensors", outside.string(), "sub/../shard.safetensors", "..", ""}) {
     INFO(shard);
     with_index(R"({"weight_map": {"a": ")" + shard + R"("}})");
     CHECK_THAT(error_of<rlcore::FormatError>([&] { SafetensorsCheckpoint c(dir); }),
@@ -213,8 +197,7 @@ TEST_CASE("safetensors checkpoints refuse bad indexes", "[safetensors]") {
   CHECK_THAT(error_of<rlcore::FormatError>([&] { SafetensorsCheckpoint c(dir); }),
              Contains("tensor 'b' is not in its shard 'shard.safetensors'"));
   with_index(R"({"weight_map": {"a": "shard.safetensors", "a": "shard.safetensors"}})");
-  CHECK_THAT(error_of<rlcore::FormatError>([&] { SafetensorsCheckpoint c(dir); }),
-             Contains("duplicate key 'a'"));
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { SafetensorsCheckpoint c(dir); }), Contains("duplicate key 'a'"));
   with_index(R"({"metadata": {}})");
   CHECK_THAT(error_of<rlcore::FormatError>([&] { SafetensorsCheckpoint c(dir); }),
              Contains("missing \"weight_map\" object"));
@@ -246,9 +229,7 @@ TEST_CASE("safetensors fuzz: mutated files only ever raise rlcore errors", "[saf
   const std::string alphabet(kAlphabet, sizeof kAlphabet);  // with the trailing NUL
 
   std::mt19937_64 rng(20240611);
-  auto pick = [&](std::size_t n) {
-    return static_cast<std::size_t>(rng() % std::max<std::size_t>(n, 1));
-  };
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % std::max<std::size_t>(n, 1)); };
   fs::path path = dir / "mutant.safetensors";
   int accepted = 0;
   int refused = 0;

@@ -11,6 +11,7 @@
 
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
+#include "../common/test_paths.h"
 
 // REQUIRE, never CHECK: <ATen/ATen.h> brings glog, whose CHECK replaces
 // Catch's and aborts the process instead of reporting.
@@ -23,7 +24,7 @@ using rlcore::SafetensorsFile;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::path(RLCORE_BINARY_DIR) / "test_tmp" / "safetensors" / name;
+  fs::path dir = fs::path(rlcore_test::binary_dir()) / "test_tmp" / "safetensors" / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -139,9 +140,7 @@ TEST_CASE("safetensors reader decodes a file written byte by byte", "[safetensor
     REQUIRE(file.names() == std::vector<std::string>{"w", "h", "i", "b", "z"});
     REQUIRE(file.metadata().at("k") == "v");
     for (bool use_view : {false, true}) {
-      auto get = [&](const std::string& name) {
-        return use_view ? file.view(name) : file.load(name);
-      };
+      auto get = [&](const std::string& name) { return use_view ? file.view(name) : file.load(name); };
       REQUIRE(same(get("w"), at::tensor({1.0f, -2.5f})));
       REQUIRE(same(get("h"), at::tensor({1.0f, -2.0f}).to(at::kBFloat16).reshape({1, 2})));
       REQUIRE(same(get("i"), at::scalar_tensor(-2, at::kShort)));
@@ -165,10 +164,8 @@ TEST_CASE("safetensors views are zero-copy and outlive the reader and the file",
     f64 = file.view("f64");
     bf16 = file.view("bf16");
     // Both point into one mapping, exactly as far apart as their offsets.
-    auto distance =
-        static_cast<const char*>(bf16.data_ptr()) - static_cast<const char*>(f64.data_ptr());
-    REQUIRE(distance ==
-            static_cast<std::ptrdiff_t>(file.entry("bf16").begin - file.entry("f64").begin));
+    auto distance = static_cast<const char*>(bf16.data_ptr()) - static_cast<const char*>(f64.data_ptr());
+    REQUIRE(distance == static_cast<std::ptrdiff_t>(file.entry("bf16").begin - file.entry("f64").begin));
     REQUIRE(file.view("f64").data_ptr() == f64.data_ptr());
     at::Tensor copy = file.load("f64");
     REQUIRE(copy.data_ptr() != f64.data_ptr());
@@ -203,10 +200,9 @@ TEST_CASE("safetensors sharded checkpoint round trip", "[safetensors]") {
   auto written = rlcore::save_safetensors_checkpoint(dir, tensors, 1000);
   std::vector<std::string> files;
   for (const auto& path : written) files.push_back(path.filename().string());
-  REQUIRE(files == std::vector<std::string>{
-                       "model-00001-of-00005.safetensors", "model-00002-of-00005.safetensors",
-                       "model-00003-of-00005.safetensors", "model-00004-of-00005.safetensors",
-                       "model-00005-of-00005.safetensors", "model.safetensors.index.json"});
+  REQUIRE(files == std::vector<std::string>{"model-00001-of-00005.safetensors", "model-00002-of-00005.safetensors",
+                                            "model-00003-of-00005.safetensors", "model-00004-of-00005.safetensors",
+                                            "model-00005-of-00005.safetensors", "model.safetensors.index.json"});
 
   auto index = nlohmann::json::parse(read_bytes(dir / rlcore::kSafetensorsIndexFile));
   REQUIRE(index["metadata"]["total_size"] == 5 * 400 + 1200 + 4);

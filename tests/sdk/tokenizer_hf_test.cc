@@ -20,6 +20,7 @@
 
 #include "../common/reference_python.h"
 #include "rlcore/tokenizer.h"
+#include "../common/test_paths.h"
 
 using rlcore::Tokenizer;
 using Ids = std::vector<int32_t>;
@@ -31,7 +32,7 @@ constexpr int kVariantRandomTexts = 2000;
 constexpr int kSeed = 20250617;
 constexpr int kShownMismatches = 3;
 
-const std::filesystem::path kFixtures = std::filesystem::path(RLCORE_SOURCE_DIR) / "tests/fixtures/tokenizers";
+const std::filesystem::path kFixtures = std::filesystem::path(rlcore_test::source_dir()) / "tests/fixtures/tokenizers";
 
 nlohmann::json read_json(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -109,9 +110,8 @@ Ids ids_of(const nlohmann::json& list) { return list.get<Ids>(); }
 // `variant`: one of tokenizer_reference.py's VARIANTS, applied to the file first.
 void check_against_hf(const std::string& name, const std::string& variant = "") {
   const int random_texts = variant.empty() ? kRandomTexts : kVariantRandomTexts;
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("rlcore_tokenizer_hf_" + name + variant + "_" + std::to_string(::getpid()));
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("rlcore_tokenizer_hf_" + name + variant + "_" + std::to_string(::getpid()));
   std::vector<std::string> args = {(kFixtures / name).string(), (kFixtures / "texts.json").string(),
                                    std::to_string(kSeed), std::to_string(random_texts), dir.string()};
   if (!variant.empty()) args.push_back(variant);
@@ -143,7 +143,8 @@ void check_against_hf(const std::string& name, const std::string& variant = "") 
     for (const bool skip : {false, true}) {
       const std::string expected_text = reference[skip ? "decoded_skip" : "decoded"][i].get<std::string>();
       const std::string got = tok.decode_lossy(expected_special, skip);
-      if (got != expected_text) (skip ? decoded_skip : decoded).add(shown(expected_special), escaped(expected_text), escaped(got));
+      if (got != expected_text)
+        (skip ? decoded_skip : decoded).add(shown(expected_special), escaped(expected_text), escaped(got));
     }
   }
   encoded.check();
@@ -160,9 +161,11 @@ void check_against_hf(const std::string& name, const std::string& variant = "") 
   for (std::size_t i = 0; i < random_ids.size(); ++i) {
     const Ids ids = ids_of(random_ids[i]);
     for (const bool skip : {false, true}) {
-      const std::string expected_text = reference[skip ? "random_decoded_skip" : "random_decoded"][i].get<std::string>();
+      const std::string expected_text =
+          reference[skip ? "random_decoded_skip" : "random_decoded"][i].get<std::string>();
       const std::string got = tok.decode_lossy(ids, skip);
-      if (got != expected_text) (skip ? random_decoded_skip : random_decoded).add(shown(ids), escaped(expected_text), escaped(got));
+      if (got != expected_text)
+        (skip ? random_decoded_skip : random_decoded).add(shown(ids), escaped(expected_text), escaped(got));
     }
   }
   random_decoded.check();
@@ -182,7 +185,8 @@ void check_against_hf(const std::string& name, const std::string& variant = "") 
     const Ids ids = tok.encode(text);
     if (ids != ids_of(row["ids"])) shared.add(escaped(text), shown(ids_of(row["ids"])), shown(ids));
     if (tok.post_process(ids) != ids_of(row["ids_special"])) {
-      shared.add(escaped(text) + " (with special tokens)", shown(ids_of(row["ids_special"])), shown(tok.post_process(ids)));
+      shared.add(escaped(text) + " (with special tokens)", shown(ids_of(row["ids_special"])),
+                 shown(tok.post_process(ids)));
     }
   }
   CHECK(rows == 22);
@@ -199,8 +203,7 @@ TEST_CASE("Llama 3.1's tokenizer.json encodes and decodes as HF tokenizers does"
   check_against_hf("llama3_1");
 }
 
-TEST_CASE("Llama 2's SentencePiece-style tokenizer.json encodes and decodes as HF tokenizers does",
-          "[tokenizer][hf]") {
+TEST_CASE("Llama 2's SentencePiece-style tokenizer.json encodes and decodes as HF tokenizers does", "[tokenizer][hf]") {
   check_against_hf("llama2");
 }
 
@@ -225,9 +228,7 @@ TEST_CASE("Gemma-style Replace normalizer and MergedWithPrevious split, as HF", 
   check_against_hf("llama2", "gemma_style");
 }
 
-TEST_CASE("unk_token without byte fallback, as HF", "[tokenizer][hf]") {
-  check_against_hf("llama2", "unk_tokens");
-}
+TEST_CASE("unk_token without byte fallback, as HF", "[tokenizer][hf]") { check_against_hf("llama2", "unk_tokens"); }
 
 TEST_CASE("fused unk_token with partial byte fallback, as HF", "[tokenizer][hf]") {
   check_against_hf("llama2", "fused_unk_partial_fallback");

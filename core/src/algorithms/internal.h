@@ -12,6 +12,7 @@ namespace rlcore::algorithms {
 
 void register_return_estimators(PluginRegistrar& registrar);   // gae, reinforce_plus_plus, remax
 void register_outcome_estimators(PluginRegistrar& registrar);  // grpo*, gdpo, rloo*, opo, gpg, reinforce_plus_plus_baseline
+void register_optimal_token_baseline_estimators(PluginRegistrar& registrar);  // optimal_token_baseline, tir_*
 void register_ppo_losses(PluginRegistrar& registrar);          // vanilla, gspo, cispo, gpg, geo_mean
 void register_cov_losses(PluginRegistrar& registrar);          // clip_cov, kl_cov
 void register_divergence_losses(PluginRegistrar& registrar);   // dppo_tv, dppo_kl, sapo, dro

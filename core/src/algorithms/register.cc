@@ -33,6 +33,7 @@ void register_builtin_algorithms(Registry& registry) {
   PluginRegistrar registrar(registry, PluginOrigin{"core", RLCORE_VERSION_STRING, ""});
   algorithms::register_return_estimators(registrar);
   algorithms::register_outcome_estimators(registrar);
+  algorithms::register_optimal_token_baseline_estimators(registrar);
   algorithms::register_ppo_losses(registrar);
   algorithms::register_cov_losses(registrar);
   algorithms::register_divergence_losses(registrar);

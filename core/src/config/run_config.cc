@@ -181,6 +181,13 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
         .validate(ConfigNode());
     component(registry, "policy_loss", arr.actor.policy_loss.loss_mode, "actor_rollout_ref.actor.policy_loss.loss_mode")
         .validate(arr.actor.policy_loss.options);
+    const auto capabilities = registry.capabilities("train_engine", arr.actor.strategy);
+    if (arr.actor.calculate_sum_pi_squared &&
+        std::find(capabilities.begin(), capabilities.end(), ComputesSumPiSquared::kName) == capabilities.end()) {
+      throw ConfigError("key actor_rollout_ref.actor.calculate_sum_pi_squared: the train engine '" +
+                        arr.actor.strategy + "' cannot compute sum_pi_squared (it lacks the '" +
+                        ComputesSumPiSquared::kName + "' capability; see `rlcore plugins`)");
+    }
   }
   if (tree.has("critic")) {
     component(registry, "train_engine", config.critic.strategy, "critic.strategy").validate(config.critic.engine_options);
@@ -188,6 +195,12 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
   if (tree.has("algorithm")) {
     component(registry, "advantage_estimator", config.algorithm.adv_estimator, "algorithm.adv_estimator")
         .validate(estimator_options(registry, config.algorithm.adv_estimator, config.algorithm.estimator_options));
+    const std::string& estimator = config.algorithm.adv_estimator;
+    if ((estimator == "optimal_token_baseline" || estimator == "tir_optimal_token_baseline") &&
+        !config.actor_rollout_ref.actor.calculate_sum_pi_squared) {
+      throw ConfigError("key algorithm.adv_estimator = " + estimator +
+                        " needs sum_pi_squared from the actor: set actor_rollout_ref.actor.calculate_sum_pi_squared=true");
+    }
   }
 }
 

@@ -176,13 +176,17 @@ Outcome manager_round_trip(CheckEnv& env) {
   return Outcome::pass("bit-exact, two swaps");
 }
 
-// The ledger's peak during a swap <= train state + the rollout's weights + one
-// bucket, a bucket holding at most the rollout's weights (so: train + 2 x rollout).
+// For a manager that claims BoundedSwapMemory: the ledger's peak during a swap <=
+// train state + the rollout's weights + one bucket, a bucket holding at most the
+// rollout's weights (so: train + 2 x rollout).
 Outcome manager_ledger_bound(CheckEnv& env) {
   Outcome missing;
   auto hybrid = make_hybrid(env, missing);
   if (!hybrid) return missing;
   auto& [manager, engines] = *hybrid;
+  if (!supports<BoundedSwapMemory>(*manager)) {
+    return Outcome::not_applicable("does not claim the bounded_swap_memory capability");
+  }
   engines.train->train_step(train_batch(4), forward_options(1.0, false), pg_loss);
   const TrainMemory memory = engines.train->memory();
   const int64_t train_state = memory.param_bytes + memory.grad_bytes + memory.optimizer_bytes;

@@ -96,6 +96,39 @@ Outcome compare_forward(CheckEnv& env, bool entropy) {
   return Outcome::measured(worst.error, kForwardTolerance, worst.what + " vs the reference");
 }
 
+// For an engine with the sum_pi_squared capability: Σπ² vs the reference's, and the
+// log-probs forward_with_sum_pi_squared returns vs its own forward()'s.
+Outcome check_forward_sum_pi_squared(CheckEnv& env) {
+  auto candidate = make_candidate(env, env.tiny_model);
+  auto* with_sum = capability<ComputesSumPiSquared>(*candidate);
+  if (with_sum == nullptr) return Outcome::not_applicable("does not claim the sum_pi_squared capability");
+  if (!env.reference) return no_reference(env);
+  auto reference = make_reference(env, env.tiny_model);
+  auto* reference_sum = capability<ComputesSumPiSquared>(*reference);
+  if (reference_sum == nullptr) {
+    return Outcome::skipped("reference train_engine '" + env.reference_name + "' cannot compute sum_pi_squared");
+  }
+  const Batch batch = train_batch(3);
+  const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
+  Worst worst;
+  for (double temperature : {1.0, 0.7}) {
+    at::Tensor got, want;
+    const ModelOutput output = with_sum->forward_with_sum_pi_squared(batch, forward_options(temperature, false), got);
+    reference_sum->forward_with_sum_pi_squared(batch, forward_options(temperature, false), want);
+    if (!got.defined()) return Outcome::fail("sum_pi_squared was not returned");
+    if (got.sizes() != want.sizes()) {
+      return Outcome::fail("shape " + c10::str(got.sizes()) + ", the reference's is " + c10::str(want.sizes()));
+    }
+    const ModelOutput plain = candidate->forward(batch, forward_options(temperature, false));
+    std::ostringstream what;
+    what << "at temperature " << temperature;
+    worst.add("sum_pi_squared " + what.str(), max_abs_diff(got.masked_select(mask), want.masked_select(mask)));
+    worst.add("its log_prob vs forward()'s " + what.str(),
+              max_abs_diff(output.log_prob.masked_select(mask), plain.log_prob.masked_select(mask)));
+  }
+  return Outcome::measured(worst.error, kForwardTolerance, worst.what + " vs the reference");
+}
+
 Outcome check_forward_log_prob(CheckEnv& env) { return compare_forward(env, false); }
 Outcome check_forward_entropy(CheckEnv& env) { return compare_forward(env, true); }
 
@@ -387,6 +420,7 @@ std::vector<Check> train_engine_checks() {
       {"create", check_create},
       {"forward_log_prob", check_forward_log_prob},
       {"forward_entropy", check_forward_entropy},
+      {"forward_sum_pi_squared", check_forward_sum_pi_squared},
       {"optimizer_step", check_optimizer_step},
       {"grad_accumulation", check_grad_accumulation},
       {"checkpoint_round_trip", check_checkpoint_round_trip},

@@ -176,8 +176,20 @@ class ActorRolloutRef {
     const RolloutConfig& rollout = config_.rollout;
     options.micro_batching = micro_batching(rollout.log_prob_micro_batch_size_per_gpu,
                                             rollout.log_prob_use_dynamic_bsz, rollout.log_prob_max_token_len_per_gpu);
-    const ModelOutput output = actor_->forward(batch, options);
     Batch out(batch.size());
+    ModelOutput output;
+    if (config_.actor.calculate_sum_pi_squared) {
+      auto* engine = capability<ComputesSumPiSquared>(*actor_);
+      if (engine == nullptr) {
+        throw ConfigError("key actor_rollout_ref.actor.calculate_sum_pi_squared: the train engine '" +
+                          config_.actor.strategy + "' cannot compute sum_pi_squared");
+      }
+      at::Tensor sum_pi_squared;
+      output = engine->forward_with_sum_pi_squared(batch, options, sum_pi_squared);
+      out.set(columns::kSumPiSquared, sum_pi_squared);
+    } else {
+      output = actor_->forward(batch, options);
+    }
     out.set(columns::kOldLogProbs, output.log_prob);
     if (output.entropy.defined()) out.set(columns::kEntropys, output.entropy);
     return MethodResult{out, nullptr};

@@ -62,6 +62,10 @@ OptionsSchema<ActorConfig> actor_schema() {
       .key("use_kl_loss", &ActorConfig::use_kl_loss, "Add kl_loss_coef * KL(actor || ref) to the loss (GRPO style).")
       .key("kl_loss_coef", &ActorConfig::kl_loss_coef, "Coefficient of the KL loss.", at_least(0))
       .key("kl_loss_type", &ActorConfig::kl_loss_type, "KL estimator of the KL loss.", one_of(kl_penalty_types()))
+      .key("calculate_sum_pi_squared", &ActorConfig::calculate_sum_pi_squared,
+           "The old-log-prob pass also computes sum_pi_squared (the sum over the vocabulary of each token's "
+           "squared probability), which optimal_token_baseline and tir_optimal_token_baseline need and which "
+           "adds the variance_proxy/ metrics; the train engine must have the sum_pi_squared capability.")
       .section("policy_loss", &ActorConfig::policy_loss, policy_loss_schema())
       .other_keys_to(&ActorConfig::engine_options);
   return schema;

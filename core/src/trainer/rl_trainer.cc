@@ -334,6 +334,9 @@ struct RlTrainer::Impl {
     }
     const auto data = trainer::data_metrics(batch);
     metrics.insert(data.begin(), data.end());
+    const auto variance = trainer::variance_proxy_metrics(
+        batch, metrics.count("actor/grad_norm") ? &metrics.at("actor/grad_norm") : nullptr);
+    metrics.insert(variance.begin(), variance.end());
     metrics["timing_s/step"] = seconds_since(step_start);
     const auto perf = trainer::throughput_metrics(batch, metrics["timing_s/step"], plan.actor_workers);
     metrics.insert(perf.begin(), perf.end());

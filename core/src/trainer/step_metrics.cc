@@ -3,6 +3,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "rlcore/train_engine.h"
 
 namespace rlcore::trainer {
@@ -17,6 +19,39 @@ void add_stats(StepMetrics& metrics, const std::string& prefix, const at::Tensor
 }
 
 }  // namespace
+
+StepMetrics variance_proxy_metrics(const Batch& batch, const double* grad_norm) {
+  StepMetrics metrics;
+  for (const char* key : {columns::kSumPiSquared, columns::kOldLogProbs, columns::kAdvantages}) {
+    if (!batch.contains(key)) return metrics;
+  }
+  const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kFloat);
+  auto masked_sum = [&mask](const at::Tensor& values) { return at::where(mask.gt(0), values, 0.0).mul(mask).sum(-1); };
+  auto masked_mean = [&](const at::Tensor& values) { return masked_sum(values) / (mask.sum(-1) + 1e-8); };
+  at::Tensor w = 1 - 2 * batch.tensor(columns::kOldLogProbs).exp() + batch.tensor(columns::kSumPiSquared);
+  const at::Tensor advantages = masked_mean(batch.tensor(columns::kAdvantages));
+  at::Tensor total_power;
+  if (batch.contains(columns::kRolloutIsWeights)) {
+    const at::Tensor weights = batch.tensor(columns::kRolloutIsWeights);
+    w = w * weights.square();
+    const at::Tensor w_original = masked_sum(w / weights.square().clamp_min(1e-10)).clamp_min(0.0);
+    total_power = (masked_mean(weights).square() * advantages.square() * w_original).mean();
+  } else {
+    total_power = (advantages.square() * masked_sum(w).clamp_min(0.0)).mean();
+  }
+  const double signal = grad_norm != nullptr ? *grad_norm * *grad_norm : 0.0;
+  const int64_t rows = advantages.size(0);
+  double noise = 0.0;
+  if (grad_norm != nullptr && rows > 1) {
+    noise = std::max(0.0, (total_power.item<double>() - signal) / static_cast<double>(rows - 1));
+  }
+  metrics["variance_proxy/proxy1_signal_strength"] = signal;
+  metrics["variance_proxy/proxy2_total_power"] = total_power.item<double>();
+  metrics["variance_proxy/proxy3_pure_noise"] = noise;
+  metrics["variance_proxy/expected_a_squared"] = advantages.square().mean().item<double>();
+  metrics["variance_proxy/expected_w"] = masked_sum(w).mean().item<double>();
+  return metrics;
+}
 
 StepMetrics data_metrics(const Batch& batch) {
   StepMetrics metrics;

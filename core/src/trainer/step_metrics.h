@@ -19,6 +19,14 @@ using StepMetrics = std::map<std::string, double>;
 // response_mask, attention_mask, and values when present.
 StepMetrics data_metrics(const Batch& batch);
 
+// verl's compute_variance_proxy_metrics, when the batch has sum_pi_squared
+// (actor.calculate_sum_pi_squared): variance_proxy/{proxy1_signal_strength,
+// proxy2_total_power, proxy3_pure_noise, expected_a_squared, expected_w} from
+// the score-norm proxy W = sum_t (1 - 2 pi_t + sum_pi_squared_t), scaled by the
+// rollout IS weights when the batch has them. `grad_norm`: actor/grad_norm, or
+// null (then proxies 1 and 3 are 0). Empty without sum_pi_squared.
+StepMetrics variance_proxy_metrics(const Batch& batch, const double* grad_norm);
+
 // perf/total_num_tokens, perf/time_per_step and perf/throughput (tokens per
 // second per worker, as verl's per-GPU figure).
 StepMetrics throughput_metrics(const Batch& batch, double step_seconds, int64_t workers);

@@ -27,6 +27,13 @@ struct AdvantageInput {
   // for estimators that normalize each one apart (gdpo); advantage_input_from_batch fills it from
   // the columns::kRewardComponentPrefix columns. SDK 4.1: appended.
   std::map<std::string, at::Tensor> reward_components;
+  // [B, T] each, undefined when the batch lacks the column; SDK 4.2: appended. The optimal
+  // token baseline's inputs: the actor's log-probs before the update (columns::kOldLogProbs),
+  // Σπ² at each token (columns::kSumPiSquared) and the rollout-correction IS weights
+  // (columns::kRolloutIsWeights).
+  at::Tensor old_log_probs;
+  at::Tensor sum_pi_squared;
+  at::Tensor rollout_is_weights;
 };
 
 struct AdvantageOutput {

@@ -15,8 +15,17 @@
 #include <vector>
 
 #include "rlcore/export.h"
+#include "rlcore/plugin_abi.h"
+
+namespace at {
+class Tensor;
+}
 
 namespace rlcore {
+
+class Batch;
+struct ForwardOptions;
+struct ModelOutput;
 
 // Inference engine: wake up without allocating parameter storage and take the
 // caller's tensors as its parameters, so the sharding manager's bucket is the
@@ -80,6 +89,30 @@ class RLCORE_API RemoteGeneration {
   virtual ~RemoteGeneration();
 };
 
+#if RLCORE_SDK_TARGET_ABI_MINOR >= 2
+// Sharding manager: a swap's memory peak (its ledger's, SwapStats::planned_peak_bytes)
+// stays within train state + the rollout's weights + one bucket, a bucket holding at
+// most the rollout's weights; `rlcore conformance` holds a manager that claims it to it.
+class RLCORE_API BoundedSwapMemory {
+ public:
+  static constexpr const char* kName = "bounded_swap_memory";
+  virtual ~BoundedSwapMemory();
+};
+
+// Train engine: forward() that also gives Σ_v π_v² per response token, with
+// π = softmax(logits / temperature) (verl's actor.calculate_sum_pi_squared, which
+// the optimal-token-baseline estimators need).
+class RLCORE_API ComputesSumPiSquared {
+ public:
+  static constexpr const char* kName = "sum_pi_squared";
+  virtual ~ComputesSumPiSquared();
+  // forward(batch, options), and `sum_pi_squared` set to [b, R] float32 (rlcore/rl_functional.h's
+  // sum_pi_squared_from_logits over the positions forward() takes log-probs at).
+  virtual ModelOutput forward_with_sum_pi_squared(const Batch& batch, const ForwardOptions& options,
+                                                  at::Tensor& sum_pi_squared) = 0;
+};
+#endif
+
 // The capability interface `Capability` of `component`, or null when it has none.
 template <class Capability, class Component>
 Capability* capability(Component& component) {
@@ -111,6 +144,10 @@ std::vector<std::string> capabilities_of() {
   add(std::is_base_of_v<OffloadsState, T>, OffloadsState::kName);
   add(std::is_base_of_v<Sleeps, T>, Sleeps::kName);
   add(std::is_base_of_v<RemoteGeneration, T>, RemoteGeneration::kName);
+#if RLCORE_SDK_TARGET_ABI_MINOR >= 2
+  add(std::is_base_of_v<BoundedSwapMemory, T>, BoundedSwapMemory::kName);
+  add(std::is_base_of_v<ComputesSumPiSquared, T>, ComputesSumPiSquared::kName);
+#endif
   return names;
 }
 

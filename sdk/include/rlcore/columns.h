@@ -23,6 +23,7 @@ inline constexpr const char* kUid = "uid";  // [B] int64: the prompt a row answe
 // What the RL step adds (verl's DataProto names).
 inline constexpr const char* kOldLogProbs = "old_log_probs";              // [B, R] the actor's, before the update
 inline constexpr const char* kEntropys = "entropys";                      // [B, R] with kOldLogProbs
+inline constexpr const char* kSumPiSquared = "sum_pi_squared";            // [B, R] with kOldLogProbs, when asked
 inline constexpr const char* kRefLogProb = "ref_log_prob";                // [B, R] the reference policy's
 inline constexpr const char* kValues = "values";                          // [B, R] the critic's
 inline constexpr const char* kTokenLevelScores = "token_level_scores";    // [B, R] the reward, at the last token

@@ -71,6 +71,8 @@ RLCORE_API at::Tensor agg_loss(const at::Tensor& loss_mat, const at::Tensor& los
 
 // Entropy of softmax(logits) over the last dimension: logsumexp - sum(p * logits).
 RLCORE_API at::Tensor entropy_from_logits(const at::Tensor& logits);
+// Σ_v softmax(logits)_v² over the last dimension (verl's sum_pi_squared). SDK 4.2.
+RLCORE_API at::Tensor sum_pi_squared_from_logits(const at::Tensor& logits);
 // agg_loss of per-token entropies [B, T] (the actor's entropy metric / bonus).
 RLCORE_API at::Tensor aggregate_entropy(const at::Tensor& token_entropy, const at::Tensor& response_mask,
                                         const LossAggregation& aggregation);

@@ -33,8 +33,9 @@ rlcore::Registry builtin_registry() {
 TEST_CASE("register_builtin_algorithms adds verl's names with origin core", "[algorithms]") {
   const rlcore::Registry registry = builtin_registry();
   CHECK(registry.names("advantage_estimator") ==
-        std::vector<std::string>{"gae", "gdpo", "gpg", "grpo", "grpo_passk", "grpo_vectorized", "opo", "reinforce_plus_plus",
-                                 "reinforce_plus_plus_baseline", "remax", "rloo", "rloo_vectorized"});
+        std::vector<std::string>{"gae", "gdpo", "gpg", "grpo", "grpo_passk", "grpo_vectorized", "opo",
+                                 "optimal_token_baseline", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
+                                 "remax", "rloo", "rloo_vectorized", "tir_optimal_token_baseline"});
   CHECK(registry.names("policy_loss") ==
         std::vector<std::string>{"cispo", "clip_cov", "dppo_kl", "dppo_tv", "dro", "geo_mean", "gpg", "gspo", "kl_cov",
                                  "sapo", "vanilla"});

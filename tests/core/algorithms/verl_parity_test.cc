@@ -63,6 +63,9 @@ TEST_CASE("every advantage estimator verl and rlcore share gives verl's values",
     input.response_mask = float_tensor(c["response_mask"]);
     input.index = at::tensor(c["index"].get<std::vector<int64_t>>(), at::kLong);
     if (c.contains("values")) input.values = float_tensor(c["values"]);
+    if (c.contains("old_log_probs")) input.old_log_probs = float_tensor(c["old_log_probs"]);
+    if (c.contains("sum_pi_squared")) input.sum_pi_squared = float_tensor(c["sum_pi_squared"]);
+    if (c.contains("rollout_is_weights")) input.rollout_is_weights = float_tensor(c["rollout_is_weights"]);
     if (c.contains("reward_baselines")) input.reward_baselines = float_vector(c["reward_baselines"]);
     if (c.contains("reward_components")) {
       for (const auto& [key, values] : c["reward_components"].items()) input.reward_components[key] = float_vector(values);
@@ -74,7 +77,8 @@ TEST_CASE("every advantage estimator verl and rlcore share gives verl's values",
   }
   CHECK(covered == std::set<std::string>{"gae", "grpo", "grpo_vectorized", "grpo_passk", "gdpo", "rloo",
                                           "rloo_vectorized", "opo", "gpg", "reinforce_plus_plus",
-                                          "reinforce_plus_plus_baseline", "remax"});
+                                          "reinforce_plus_plus_baseline", "remax", "optimal_token_baseline",
+                                          "tir_optimal_token_baseline"});
 }
 
 TEST_CASE("every policy loss verl and rlcore share gives verl's loss, gradient and metrics", "[algorithms][verl]") {

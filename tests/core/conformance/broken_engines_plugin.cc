@@ -4,6 +4,7 @@
 //   BROKEN_LOG_PROBS        train_engine `broken_log_probs`: forward() adds 0.01 to every log-prob
 //   BROKEN_CHECKPOINT       train_engine `broken_checkpoint`: save_checkpoint() drops a tensor
 //   BROKEN_LOAD_WEIGHTS     inference_engine `broken_load_weights`: load_weights() keeps the old weights
+//   BROKEN_SWAP_BOUND       sharding_manager `broken_swap_bound`: the naive manager claiming BoundedSwapMemory
 #include <ATen/ATen.h>
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "fsdp_engine.h"
 #include "fsdp_options.h"
 #include "native_engine.h"
+#include "sharding_manager_impl.h"
 #include "rlcore/plugin.h"
 #include "rlcore/safetensors.h"
 
@@ -96,6 +98,20 @@ class IgnoresLoadWeights final : public InferenceEngine {
   int64_t version_ = 0;
 };
 
+// The naive manager, which keeps redundant copies, claiming the bucketed one's bound.
+class OverclaimedBound final : public ShardingManager, public BoundedSwapMemory {
+ public:
+  explicit OverclaimedBound(const hybrid::HybridOptions& options) : inner_(options) {}
+  void attach(HybridEngines engines) override { inner_.attach(std::move(engines)); }
+  SwapStats to_rollout(int64_t version) override { return inner_.to_rollout(version); }
+  SwapStats to_train() override { return inner_.to_train(); }
+  bool in_rollout() const override { return inner_.in_rollout(); }
+  const MemoryLedger& ledger() const override { return inner_.ledger(); }
+
+ private:
+  hybrid::NaiveShardingManager inner_;
+};
+
 void register_broken(PluginRegistrar& registrar) {
 #if defined(BROKEN_LOG_PROBS)
   registrar.add<TrainEngine>("broken_log_probs", "fsdp with log-probs off by 0.01", fsdp::fsdp_options_schema(),
@@ -113,8 +129,12 @@ void register_broken(PluginRegistrar& registrar) {
                                  [](const infer_native::NativeEngineOptions& options, const ComponentContext& context) {
                                    return std::make_shared<IgnoresLoadWeights>(options, context);
                                  });
+#elif defined(BROKEN_SWAP_BOUND)
+  registrar.add<ShardingManager>(
+      "broken_swap_bound", "naive, claiming the bucketed manager's memory bound", hybrid::hybrid_options_schema(),
+      [](const hybrid::HybridOptions& options) { return std::make_unique<OverclaimedBound>(options); });
 #else
-#error "define BROKEN_LOG_PROBS, BROKEN_CHECKPOINT or BROKEN_LOAD_WEIGHTS"
+#error "define BROKEN_LOG_PROBS, BROKEN_CHECKPOINT, BROKEN_LOAD_WEIGHTS or BROKEN_SWAP_BOUND"
 #endif
 }
 

@@ -11,6 +11,7 @@
 #undef CHECK
 #include <catch2/catch.hpp>
 #include "../../common/error_of.h"
+#include "../../common/test_paths.h"
 
 namespace rlcore_test {
 
@@ -23,7 +24,5 @@ inline bool eventually(const std::function<bool()>& done, std::chrono::milliseco
   }
   return done();
 }
-
-inline std::string rlcore_executable() { return RLCORE_BINARY_DIR "/bin/rlcore"; }
 
 }  // namespace rlcore_test

@@ -25,6 +25,7 @@
 #include "rlcore/core/serve/api.h"
 #include "rlcore/core/serve/server.h"
 #include "rlcore/core/session.h"
+#include "../../common/test_paths.h"
 
 extern char** environ;
 
@@ -64,8 +65,8 @@ class NativeServer {
     rlcore::apply_overrides(options, {"max_model_len=" + std::to_string(kMaxModelLen), "max_num_seqs=4"});
     auto engine = session_.registry().create<rlcore::InferenceEngine>(
         "native", options, rlcore::ComponentContext{"cpu", checkpoint_dir()});
-    api_ = std::make_shared<OpenAiApi>(std::move(engine),
-                                       load_served_model(checkpoint_dir(), "tiny-llama", kMaxModelLen));
+    api_ =
+        std::make_shared<OpenAiApi>(std::move(engine), load_served_model(checkpoint_dir(), "tiny-llama", kMaxModelLen));
     server_ = std::make_unique<Server>(api_);
     port_ = server_->bind("127.0.0.1", 0);
     thread_ = std::thread([this] { server_->serve(); });
@@ -102,8 +103,8 @@ std::vector<int32_t> ids_of(const json& value) { return value.get<std::vector<in
 
 TEST_CASE("native engine: greedy completions are deterministic and well formed", "[serve][native]") {
   NativeServer server;
-  const json request = {{"prompt", "Question: 1 + 2"}, {"max_tokens", 6},       {"temperature", 0},
-                        {"ignore_eos", true},          {"logprobs", 0},         {"return_token_ids", true}};
+  const json request = {{"prompt", "Question: 1 + 2"}, {"max_tokens", 6}, {"temperature", 0},
+                        {"ignore_eos", true},          {"logprobs", 0},   {"return_token_ids", true}};
   const json first = server.post("/v1/completions", request);
   const json second = server.post("/v1/completions", request);
   REQUIRE(first["choices"].size() == 1);
@@ -139,9 +140,9 @@ TEST_CASE("native engine: greedy completions are deterministic and well formed",
 
 TEST_CASE("the openai client gets the same seeded answer whole and streamed", "[serve][native][openai]") {
   NativeServer server;
-  const json answers = json::parse(rlcore_test::run_reference(
-      rlcore_test::reference_script("core/serve/reference/openai_client.py"),
-      {std::to_string(server.port()), "tiny-llama"}));
+  const json answers =
+      json::parse(rlcore_test::run_reference(rlcore_test::reference_script("core/serve/reference/openai_client.py"),
+                                             {std::to_string(server.port()), "tiny-llama"}));
   INFO(answers.dump(2));
   CHECK(answers["models"] == json::array({"tiny-llama"}));
   REQUIRE(answers["whole"].size() == 4);
@@ -171,8 +172,12 @@ TEST_CASE("the openai client chats through the checkpoint's template, whole and 
 
 TEST_CASE("native engine: n samples per prompt come back prompt-major and seeded", "[serve][native]") {
   NativeServer server;
-  const json request = {{"prompt", {{5, 6, 7}, {8, 9}}}, {"n", 3},       {"max_tokens", 4},
-                        {"temperature", 1.0},             {"seed", 1234}, {"ignore_eos", true},
+  const json request = {{"prompt", {{5, 6, 7}, {8, 9}}},
+                        {"n", 3},
+                        {"max_tokens", 4},
+                        {"temperature", 1.0},
+                        {"seed", 1234},
+                        {"ignore_eos", true},
                         {"return_token_ids", true}};
   const json response = server.post("/v1/completions", request);
   REQUIRE(response["choices"].size() == 6);
@@ -258,9 +263,9 @@ class Child {
 
 TEST_CASE("the rlcore serve command answers with auth and stops cleanly on SIGTERM", "[serve][native][cli]") {
   // max_model_len=0 is infer-native's "the model's": the server must then use 2048 too.
-  Child child({RLCORE_BINARY_DIR "/bin/rlcore", "serve", "--model", checkpoint_dir(), "--port", "0", "--api-key",
-               "k3y", "--served-model-name", "tiny-llama", "--plugins", RLCORE_PLUGIN_BUILD_DIR, "max_num_seqs=8",
-               "max_model_len=0", "--log-level", "warn"});
+  Child child({rlcore_test::rlcore_executable(), "serve", "--model", checkpoint_dir(), "--port", "0", "--api-key",
+               "k3y", "--served-model-name", "tiny-llama", "--plugins", rlcore_test::plugin_build_dir(),
+               "max_num_seqs=8", "max_model_len=0", "--log-level", "warn"});
   const std::string banner = child.read_until("\n");
   REQUIRE_THAT(banner, Catch::Contains("listening on http://127.0.0.1:"));
   CHECK_THAT(banner, Catch::Contains("model 'tiny-llama' (engine native, max_model_len 2048)"));
@@ -278,7 +283,8 @@ TEST_CASE("the rlcore serve command answers with auth and stops cleanly on SIGTE
   CHECK(models->status == 200);
   CHECK(json::parse(models->body)["data"][0]["max_model_len"] == 2048);
   auto completion = client.Post("/v1/completions", R"({"model": "tiny-llama", "prompt": "Hi", "max_tokens": 3,
-                                                       "ignore_eos": true})", "application/json");
+                                                       "ignore_eos": true})",
+                                "application/json");
   REQUIRE(completion);
   CHECK(completion->status == 200);
   CHECK(json::parse(completion->body)["usage"]["completion_tokens"] == 3);

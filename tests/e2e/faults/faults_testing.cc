@@ -1,5 +1,6 @@
 // Helpers of the fault tests (see faults_testing.h).
 #include "faults_testing.h"
+#include "../../common/test_paths.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -21,9 +22,9 @@ namespace fs = std::filesystem;
 namespace faults {
 
 RlcoreProcess::RlcoreProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
-  std::vector<std::string> argv = {RLCORE_BINARY_DIR "/bin/rlcore"};
+  std::vector<std::string> argv = {rlcore_test::rlcore_executable()};
   argv.insert(argv.end(), args.begin(), args.end());
-  for (const char* dir : {RLCORE_PLUGIN_BUILD_DIR, RLCORE_E2E_PLUGIN_DIR}) {
+  for (const std::string& dir : {rlcore_test::plugin_build_dir(), rlcore_test::e2e_plugin_dir()}) {
     argv.push_back("--plugins");
     argv.push_back(dir);
   }

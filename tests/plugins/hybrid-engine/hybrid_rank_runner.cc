@@ -99,10 +99,10 @@ Actor make_actor(const std::map<std::string, std::string>& args, const Component
     return {std::make_shared<fsdp::FsdpEngine>(options, context), std::make_shared<hybrid::IdentityAdaptor>(), false};
   }
   PluginLoader(registry).load_path(arg(args, "plugin"));
-  const ConfigNode options = ConfigNode::parse("{megatron: {tensor_model_parallel_size: " + arg(args, "train-tp", "1") +
-                                                   ", pipeline_model_parallel_size: " + arg(args, "train-pp", "1") +
-                                                   "}, optim: {lr: 0.01}}",
-                                               "hybrid_rank_runner");
+  const ConfigNode options =
+      ConfigNode::parse("{megatron: {tensor_model_parallel_size: " + arg(args, "train-tp", "1") +
+                            ", pipeline_model_parallel_size: " + arg(args, "train-pp", "1") + "}, optim: {lr: 0.01}}",
+                        "hybrid_rank_runner");
   return {registry.create<TrainEngine>("megatron", options, context),
           std::make_shared<hybrid::MegatronAdaptor>(model::ModelConfig::from_file(context.model_path + "/config.json")),
           true};
@@ -128,7 +128,8 @@ int run(const std::map<std::string, std::string>& args) {
   MeshShape mesh;
   if (replica > 1) {
     if (tp != 1) throw ValueError("hybrid_rank_runner: a model-parallel trainer is tested with --tp 1");
-    mesh = {{"dp", world / replica}, {"pp", std::stoll(arg(args, "train-pp", "1"))},
+    mesh = {{"dp", world / replica},
+            {"pp", std::stoll(arg(args, "train-pp", "1"))},
             {"tp", std::stoll(arg(args, "train-tp", "1"))}};
   } else if (tp > 1) {
     mesh = {{"rollout_dp", world / tp}, {kRolloutTpGroup, tp}};
@@ -152,15 +153,15 @@ int run(const std::map<std::string, std::string>& args) {
   const int64_t vocab = rollout->config().vocab_size;
   at::manual_seed(100 + row_group);
   const at::Tensor prompts = at::randint(1, vocab, {kRowsPerRank, kPrompt}, at::kLong);
-  actor->train_step(sequence_batch(prompts, at::randint(1, vocab, {kRowsPerRank, kResponse}, at::kLong)), {},
-                    mean_nll);
+  actor->train_step(sequence_batch(prompts, at::randint(1, vocab, {kRowsPerRank, kResponse}, at::kLong)), {}, mean_nll);
   actor->save_checkpoint((out / "before").string());
 
   hybrid::HybridOptions options;
   const bool offload = arg(args, "offload", "none") == "all";
   options.offload_train_param = options.offload_train_grad = options.offload_train_optimizer = offload;
   const auto mode = arg(args, "mode", "bucketed") == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed;
-  hybrid::HybridShardingManager manager(options, mode);
+  const auto owned_manager = hybrid::make_sharding_manager(options, mode);
+  hybrid::HybridShardingManager& manager = *owned_manager;
   const int64_t train_bytes = train_state_bytes(*actor);
   RolloutLayout layout;
   layout.tp_size = rollout->tp_size();
@@ -181,11 +182,12 @@ int run(const std::map<std::string, std::string>& args) {
   result["train_state_bytes_in_rollout"] = train_state_bytes(*actor);
   result["host_bytes_in_rollout"] = actor->memory().host_bytes;
   result["rollout_bytes_in_rollout"] = rollout->bytes_held();
-  {  // No view of the bucket may outlive the rollout: the next swap reuses its pages.
+  {                             // No view of the bucket may outlive the rollout: the next swap reuses its pages.
     bool shares_bucket = true;  // every parameter a view into one storage
     const auto params = rollout->parameters();
     for (const auto& [name, tensor] : params)
-      shares_bucket = shares_bucket && tensor.storage().unsafeGetStorageImpl() == params.front().second.storage().unsafeGetStorageImpl();
+      shares_bucket = shares_bucket &&
+                      tensor.storage().unsafeGetStorageImpl() == params.front().second.storage().unsafeGetStorageImpl();
     result["rollout_shares_one_storage"] = shares_bucket;
     save_safetensors(out / ("rollout_" + std::to_string(rank) + ".safetensors"), params);
   }

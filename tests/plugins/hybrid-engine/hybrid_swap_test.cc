@@ -9,6 +9,7 @@
 #include <map>
 
 #include "rlcore/model/tensor_parallel.h"
+#include "../../common/test_paths.h"
 
 using namespace fsdp_test;
 
@@ -16,7 +17,7 @@ namespace {
 
 constexpr int64_t kWorld = 2;
 
-std::string hybrid_runner() { return std::string(RLCORE_BINARY_DIR) + "/bin/hybrid_rank_runner"; }
+std::string hybrid_runner() { return rlcore_test::built_executable("hybrid_rank_runner"); }
 
 struct Run {
   fs::path out;
@@ -170,7 +171,8 @@ TEST_CASE("planned (ledger) peak <= train shard + inference shard + one bucket; 
     CHECK(b["to_rollout"]["planned_peak_bytes"].get<int64_t>() <= bound);
     CHECK(b["ledger_peak"].get<int64_t>() <= bound);
     // The bucket really is resident at the peak (the ledger saw it).
-    CHECK(b["to_rollout"]["planned_peak_bytes"].get<int64_t>() >= b["train_state_bytes"].get<int64_t>() + b["bucket_bytes"].get<int64_t>());
+    CHECK(b["to_rollout"]["planned_peak_bytes"].get<int64_t>() >=
+          b["train_state_bytes"].get<int64_t>() + b["bucket_bytes"].get<int64_t>());
     CHECK(naive.ranks[rank]["to_rollout"]["planned_peak_bytes"].get<int64_t>() > bound);
     // The naive rollout keeps its full copy through training.
     CHECK(naive.ranks[rank]["rollout_bytes_after"].get<int64_t>() == b["bucket_bytes"].get<int64_t>());
@@ -190,9 +192,10 @@ TEST_CASE("planned (ledger) peak <= train shard + inference shard + one bucket; 
 // pages, which the lower bound catches); naive 76 MB.
 constexpr int64_t kMeasureSlack = 8 * kMiB;
 
-TEST_CASE("measured peak <= inference shard + one bucket (+ slack), at every swap; the naive baseline's is above the "
-          "bucketed one",
-          "[hybrid][dp][memory]") {
+TEST_CASE(
+    "measured peak <= inference shard + one bucket (+ slack), at every swap; the naive baseline's is above the "
+    "bucketed one",
+    "[hybrid][dp][memory]") {
   const Run& bucketed = suite().run_memory_model({"--dtype", "float32", "--swaps", "2"});
   const Run& naive = suite().run_memory_model({"--dtype", "float32", "--mode", "naive"});
   for (int64_t rank = 0; rank < kWorld; ++rank) {
@@ -216,9 +219,10 @@ TEST_CASE("measured peak <= inference shard + one bucket (+ slack), at every swa
   }
 }
 
-TEST_CASE("fsdp dp=4 -> native tp=2 dp=2 (and dp=2 -> tp=2 dp=1): each rank's rollout weights are tp_slice(full), "
-          "bit-exact, and only that shard is held",
-          "[hybrid][tp]") {
+TEST_CASE(
+    "fsdp dp=4 -> native tp=2 dp=2 (and dp=2 -> tp=2 dp=1): each rank's rollout weights are tp_slice(full), "
+    "bit-exact, and only that shard is held",
+    "[hybrid][tp]") {
   int64_t world = 0;
   std::string dtype;
   std::tie(world, dtype) = GENERATE(table<int64_t, std::string>({{4, "float32"}, {4, "bfloat16"}, {2, "float32"}}));
@@ -254,9 +258,10 @@ TEST_CASE("fsdp dp=4 -> native tp=2 dp=2 (and dp=2 -> tp=2 dp=1): each rank's ro
   for (int64_t rank = 0; rank < world; ++rank) CHECK(tp_ranks[rank] == rank % 2);
 }
 
-TEST_CASE("fsdp dp=4 -> native tp=2 dp=2: log-probs match the trainer, the round trip is bit-identical, the ledger "
-          "stays within train shard + inference shard + one bucket",
-          "[hybrid][tp]") {
+TEST_CASE(
+    "fsdp dp=4 -> native tp=2 dp=2: log-probs match the trainer, the round trip is bit-identical, the ledger "
+    "stays within train shard + inference shard + one bucket",
+    "[hybrid][tp]") {
   const Run& run = suite().run({"--dtype", "float32", "--tp", "2"}, 4);
   for (int64_t rank = 0; rank < 4; ++rank) {
     INFO("rank " << rank);
@@ -273,7 +278,7 @@ TEST_CASE("fsdp dp=4 -> native tp=2 dp=2: log-probs match the trainer, the round
   require_same_checkpoint(run.out / "before", run.out / "after", 4);
 }
 
-#ifdef RLCORE_MEGATRON_PLUGIN
+#ifdef RLCORE_HAVE_MEGATRON
 // train-megatron (loaded from its plugin) -> native: the issue's resharding
 // cases. The trainer visits Megatron-layout tensors gathered inside its tp x pp
 // replica; the megatron adaptor cuts each HF tensor out of them.
@@ -281,24 +286,27 @@ namespace {
 
 std::vector<std::string> megatron_args(const std::string& train_tp, const std::string& train_pp, const std::string& tp,
                                        const std::string& dtype) {
-  return {"--trainer", "megatron", "--plugin", RLCORE_MEGATRON_PLUGIN, "--train-tp", train_tp, "--train-pp", train_pp,
-          "--tp", tp, "--dtype", dtype};
+  return {"--trainer",  "megatron", "--plugin",   rlcore_test::plugin_build_dir() + "/librlcore-train-megatron.so",
+          "--train-tp", train_tp,   "--train-pp", train_pp,
+          "--tp",       tp,         "--dtype",    dtype};
 }
 
 }  // namespace
 
-TEST_CASE("megatron tp=2 -> tp=1 (dp doubles), tp=1 -> tp=2, pp=2 -> pp=1, tp=2 pp=2 -> tp=1: rollout weights are "
-          "tp_slice(HF(full)) bit-exact, log-probs match, the round trip is bit-identical, the ledger stays in bounds",
-          "[hybrid][megatron]") {
+TEST_CASE(
+    "megatron tp=2 -> tp=1 (dp doubles), tp=1 -> tp=2, pp=2 -> pp=1, tp=2 pp=2 -> tp=1: rollout weights are "
+    "tp_slice(HF(full)) bit-exact, log-probs match, the round trip is bit-identical, the ledger stays in bounds",
+    "[hybrid][megatron]") {
   std::string train_tp, train_pp, tp, dtype;
   int64_t world = 0;
-  std::tie(train_tp, train_pp, tp, world, dtype) = GENERATE(table<std::string, std::string, std::string, int64_t, std::string>(
-      {{"2", "1", "1", 2, "float32"},
-       {"2", "1", "1", 2, "bfloat16"},
-       {"1", "1", "2", 2, "float32"},
-       {"1", "2", "1", 2, "float32"},
-       {"2", "2", "1", 4, "bfloat16"}}));
-  INFO("train tp " << train_tp << " pp " << train_pp << " -> rollout tp " << tp << ", world " << world << ", " << dtype);
+  std::tie(train_tp, train_pp, tp, world, dtype) =
+      GENERATE(table<std::string, std::string, std::string, int64_t, std::string>({{"2", "1", "1", 2, "float32"},
+                                                                                   {"2", "1", "1", 2, "bfloat16"},
+                                                                                   {"1", "1", "2", 2, "float32"},
+                                                                                   {"1", "2", "1", 2, "float32"},
+                                                                                   {"2", "2", "1", 4, "bfloat16"}}));
+  INFO("train tp " << train_tp << " pp " << train_pp << " -> rollout tp " << tp << ", world " << world << ", "
+                   << dtype);
   const Run& run = suite().run(megatron_args(train_tp, train_pp, tp, dtype), world);
   const int64_t rollout_tp = std::stoll(tp);
   const auto full = by_name(load_tensors(run.out / "full.safetensors"));

@@ -16,8 +16,7 @@
 using namespace fsdp_test;
 using rlcore::ValueError;
 using rlcore::WeightMeta;
-using rlcore::hybrid::HybridShardingManager;
-using rlcore::hybrid::SwapMode;
+using rlcore::hybrid::BucketedShardingManager;
 
 namespace {
 
@@ -27,11 +26,15 @@ struct Engines {
     rlcore::ComponentContext context;
     context.model_path = dir.str();
     actor = std::make_shared<rlcore::fsdp::FsdpEngine>(rlcore::fsdp::FsdpOptions(), context);
-    rollout = std::make_shared<rlcore::infer_native::NativeEngine>(rlcore::infer_native::NativeEngineOptions(), context);
+    rollout =
+        std::make_shared<rlcore::infer_native::NativeEngine>(rlcore::infer_native::NativeEngineOptions(), context);
   }
   rlcore::HybridEngines parts(std::shared_ptr<rlcore::InferenceEngine> engine = nullptr) const {
-    return {actor, engine ? engine : rollout, std::make_shared<rlcore::hybrid::IdentityAdaptor>(),
-            std::make_shared<rlcore::hybrid::EngineOffloader>(), {}};
+    return {actor,
+            engine ? engine : rollout,
+            std::make_shared<rlcore::hybrid::IdentityAdaptor>(),
+            std::make_shared<rlcore::hybrid::EngineOffloader>(),
+            {}};
   }
   TempDir dir;
   std::shared_ptr<rlcore::fsdp::FsdpEngine> actor;
@@ -59,7 +62,8 @@ class StaleEngine final : public rlcore::InferenceEngine {
 }  // namespace
 
 TEST_CASE("the bucket plan is exactly the rollout's weights, packed without padding", "[hybrid][plan]") {
-  const std::vector<WeightMeta> meta = {{"a", {3, 5}, at::kBFloat16}, {"b", {7}, at::kBFloat16}, {"c", {2, 2}, at::kFloat}};
+  const std::vector<WeightMeta> meta = {
+      {"a", {3, 5}, at::kBFloat16}, {"b", {7}, at::kBFloat16}, {"c", {2, 2}, at::kFloat}};
   const auto plan = rlcore::hybrid::plan_swap(meta, rlcore::hybrid::IdentityAdaptor(), {});
   CHECK(plan.tensors[1].byte_offset == 30);
   CHECK(plan.tensors[2].byte_offset == 44);  // 44 is already 4-byte aligned: no padding
@@ -85,7 +89,8 @@ TEST_CASE("the identity adaptor converts dtype and refuses what it cannot map", 
              Catch::Contains("model.norm.weight") && Catch::Contains("[5]"));
 }
 
-TEST_CASE("the identity adaptor re-slices by tp rank: column dim 0, row dim 1, replicated whole", "[hybrid][adaptor][tp]") {
+TEST_CASE("the identity adaptor re-slices by tp rank: column dim 0, row dim 1, replicated whole",
+          "[hybrid][adaptor][tp]") {
   const rlcore::hybrid::IdentityAdaptor adaptor;
   const at::Tensor full = at::arange(24, at::kFloat).view({4, 6});
   for (int64_t rank = 0; rank < 2; ++rank) {
@@ -108,7 +113,9 @@ TEST_CASE("the identity adaptor re-slices by tp rank: column dim 0, row dim 1, r
     CHECK(at::equal(out, full));
     // A rollout shard shape that is not this layout's slice is refused, naming the tensor and layout.
     out = at::empty({4, 6}, at::kFloat);
-    CHECK_THAT(error_of<ValueError>([&] { adaptor.convert({column.name, {4, 6}, at::kFloat}, layout, {full}, out); }),
+    CHECK_THAT(error_of<ValueError>([&] {
+                 adaptor.convert({column.name, {4, 6}, at::kFloat}, layout, {full}, out);
+               }),
                Catch::Contains(column.name) && Catch::Contains("of 2"));
   }
 }
@@ -123,7 +130,8 @@ TEST_CASE("offload keys and their verl-style aliases select the same state", "[h
   CHECK(set_of("{offload_train_param: true, offload_train_optimizer: true}") ==
         (OffloadSet::kParams | OffloadSet::kOptimizer));
   CHECK(set_of("{param_offload: true, grad_offload: true, optimizer_offload: true}") == OffloadSet::kAll);
-  CHECK_THAT(error_of<rlcore::ConfigError>([&] { set_of("{offload_params: true}"); }), Catch::Contains("offload_params"));
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { set_of("{offload_params: true}"); }),
+             Catch::Contains("offload_params"));
 }
 
 TEST_CASE("the native engine adopts matching tensors zero-copy and copies the rest", "[hybrid][infer-native]") {
@@ -155,9 +163,18 @@ TEST_CASE("the native engine adopts matching tensors zero-copy and copies the re
   CHECK(engine.parameters()[1].second.eq(0).all().item<bool>());
 }
 
+TEST_CASE("bucketed claims the bounded swap memory capability and naive does not", "[hybrid][capabilities]") {
+  CHECK(rlcore::capabilities_of<BucketedShardingManager>() == std::vector<std::string>{"bounded_swap_memory"});
+  CHECK(rlcore::capabilities_of<rlcore::hybrid::NaiveShardingManager>().empty());
+  const auto naive = rlcore::hybrid::make_sharding_manager({}, rlcore::hybrid::SwapMode::kNaive);
+  const auto bucketed = rlcore::hybrid::make_sharding_manager({}, rlcore::hybrid::SwapMode::kBucketed);
+  CHECK_FALSE(rlcore::supports<rlcore::BoundedSwapMemory>(*naive));
+  CHECK(rlcore::supports<rlcore::BoundedSwapMemory>(*bucketed));
+}
+
 TEST_CASE("the scope swaps in and out, also on an exception, and modes are enforced", "[hybrid][scope]") {
   Engines engines;
-  HybridShardingManager manager({}, SwapMode::kBucketed);
+  BucketedShardingManager manager({});
   manager.attach(engines.parts());
   CHECK(engines.rollout->asleep());
   CHECK_THAT(error_of<ValueError>([&] { manager.to_train(); }), Catch::Contains("not in rollout"));
@@ -176,7 +193,7 @@ TEST_CASE("the scope swaps in and out, also on an exception, and modes are enfor
 
 TEST_CASE("a rollout that does not take the swapped version is an error, never silent", "[hybrid][version]") {
   Engines engines;
-  HybridShardingManager manager({}, SwapMode::kBucketed);
+  BucketedShardingManager manager({});
   manager.attach(engines.parts(std::make_shared<StaleEngine>(engines.rollout)));
   CHECK_THAT(error_of<ValueError>([&] { manager.to_rollout(9); }),
              Catch::Contains("weight version 0") && Catch::Contains("version 9"));
@@ -193,7 +210,7 @@ TEST_CASE("consecutive swaps through the reused bucket range carry each version'
     INFO("bucket_release " << release);
     rlcore::hybrid::HybridOptions options;
     options.bucket_release = release;
-    HybridShardingManager manager(options, SwapMode::kBucketed);
+    BucketedShardingManager manager(options);
     manager.attach(engines.parts());
     REQUIRE(manager.plan().bucket_bytes >= (int64_t{32} << 20));
     const void* first_range = nullptr;

@@ -8,6 +8,7 @@
 #include "rlcore/core/plugin_loader.h"
 #include "rlcore/registry.h"
 #include "rlcore/safetensors.h"
+#include "../../common/test_paths.h"
 
 using namespace infer_native_test;
 using rlcore::SamplingParams;
@@ -98,7 +99,7 @@ TEST_CASE("dtype bfloat16 computes in bf16 and still returns fp32 log-probs", "[
 TEST_CASE("the infer-native plugin loads through the PluginLoader and generates", "[infer-native][plugin]") {
   rlcore::Registry registry;
   rlcore::PluginLoader loader(registry);
-  loader.load_path(std::string(RLCORE_PLUGIN_BUILD_DIR) + "/librlcore-infer-native.so");
+  loader.load_path(rlcore_test::plugin_build_dir() + "/librlcore-infer-native.so");
   for (const auto& refused : loader.refused()) INFO(refused.file << ": " << refused.reason);
   REQUIRE(loader.loaded().size() == 1);
   CHECK(loader.loaded()[0].name == "infer-native");

@@ -8,6 +8,7 @@
 #include "native_engine.h"
 #include "rlcore/error.h"
 #include "rlcore/inference_engine.h"
+#include "../../common/test_paths.h"
 
 using namespace fsdp_test;
 using rlcore::infer_native::NativeEngine;
@@ -34,7 +35,7 @@ float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return worst;
 }
 
-std::string tp_runner() { return std::string(RLCORE_BINARY_DIR) + "/bin/native_tp_rank_runner"; }
+std::string tp_runner() { return rlcore_test::built_executable("native_tp_rank_runner"); }
 
 // The runner's prompts (native_tp_rank_runner.cc).
 const std::vector<std::vector<int32_t>> kPrompts = {

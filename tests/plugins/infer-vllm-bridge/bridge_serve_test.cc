@@ -9,6 +9,7 @@
 
 #include "../../common/server_process.h"
 #include "native_engine.h"
+#include "../../common/test_paths.h"
 
 using namespace bridge_test;
 using rlcore::vllm_bridge::BridgeEngine;
@@ -17,13 +18,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kRlcore = RLCORE_BINARY_DIR "/bin/rlcore";
+const std::string kRlcore = rlcore_test::rlcore_executable();
 
 // A tiny qwen2 with its tokenizer, as `rlcore model init` writes it.
 struct Checkpoint {
   Checkpoint() {
-    const std::string command = kRlcore + " model init --arch qwen2 --size tiny --seed 3 --force --out '" +
-                                dir.str() + "' > /dev/null 2>&1";
+    const std::string command =
+        kRlcore + " model init --arch qwen2 --size tiny --seed 3 --force --out '" + dir.str() + "' > /dev/null 2>&1";
     REQUIRE(std::system(command.c_str()) == 0);
   }
   infer_native_test::TempDir dir;
@@ -31,7 +32,7 @@ struct Checkpoint {
 
 ServerProcess serve(const Checkpoint& checkpoint) {
   return ServerProcess(kRlcore, {"--model", checkpoint.dir.str(), "--port", "0", "--dev-mode", "--served-model-name",
-                                 kModel, "--plugins", RLCORE_PLUGIN_BUILD_DIR, "--log-level", "warn"});
+                                 kModel, "--plugins", rlcore_test::plugin_build_dir(), "--log-level", "warn"});
 }
 
 rlcore::ComponentContext context_of(const Checkpoint& checkpoint) {
@@ -123,15 +124,16 @@ TEST_CASE("weights reloaded from disk give exactly what the new weights give", "
   check_same(bridge.generate(kPrompts, greedy(8)), after);
 }
 
-TEST_CASE("a colocated server sleeps while the trainer trains and wakes for the next weights",
-          "[vllm_bridge][serve]") {
+TEST_CASE("a colocated server sleeps while the trainer trains and wakes for the next weights", "[vllm_bridge][serve]") {
   const Checkpoint checkpoint;
   ServerProcess server = serve(checkpoint);
   auto options = bridge_options(server, "vllm");
   options.free_cache_engine = true;
   BridgeEngine bridge(options, context_of(checkpoint));
   const rlcore::vllm_bridge::HttpJsonClient probe({server.url()});
-  const auto is_sleeping = [&] { return probe.get_ok("/is_sleeping", rlcore::vllm_bridge::Retry::kNo).at("is_sleeping"); };
+  const auto is_sleeping = [&] {
+    return probe.get_ok("/is_sleeping", rlcore::vllm_bridge::Retry::kNo).at("is_sleeping");
+  };
   bridge.sleep();
   CHECK(is_sleeping() == true);
   bridge.wake_up();

@@ -6,13 +6,14 @@
 #include <fstream>
 
 #include "completion_protocol.h"
+#include "../../common/test_paths.h"
 
 using nlohmann::json;
 
 namespace {
 
 json fixture(const std::string& name) {
-  const std::string path = RLCORE_SOURCE_DIR "/tests/fixtures/vllm_bridge/" + name;
+  const std::string path = rlcore_test::source_dir() + "/tests/fixtures/vllm_bridge/" + name;
   std::ifstream in(path);
   REQUIRE(in.good());
   return json::parse(in);
@@ -53,7 +54,8 @@ TEST_CASE("vLLM's token_id strings stand in for missing token_ids", "[vllm_bridg
     choice.erase("token_ids");
   }
   const rlcore::GenerationOutput out = rlcore::vllm_bridge::parse_completion_response(response, 2, 2);
-  for (std::size_t i = 0; i < out.token_ids.size(); ++i) CHECK(out.token_ids[i] == expected[i].get<std::vector<int32_t>>());
+  for (std::size_t i = 0; i < out.token_ids.size(); ++i)
+    CHECK(out.token_ids[i] == expected[i].get<std::vector<int32_t>>());
 }
 
 TEST_CASE("every server's error shape is quoted by its message", "[vllm_bridge]") {

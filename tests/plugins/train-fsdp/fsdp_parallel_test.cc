@@ -7,6 +7,7 @@
 #include <map>
 
 #include "rlcore/model/transformer.h"
+#include "../../common/test_paths.h"
 
 using namespace fsdp_test;
 
@@ -121,11 +122,11 @@ TEST_CASE("per-rank parameter, gradient and optimizer bytes are 1/N of the unsha
   }
 }
 
-TEST_CASE("save at step k with 2 ranks, resume with 1, 2 and 4: identical to an uninterrupted run", "[fsdp][checkpoint]") {
+TEST_CASE("save at step k with 2 ranks, resume with 1, 2 and 4: identical to an uninterrupted run",
+          "[fsdp][checkpoint]") {
   Suite& s = suite();
   TempDir ckpt;
-  const Run uninterrupted =
-      s.run(2, {"--scenario", "train", "--steps", "4", "--save-at", "2", "--ckpt", ckpt.str()});
+  const Run uninterrupted = s.run(2, {"--scenario", "train", "--steps", "4", "--save-at", "2", "--ckpt", ckpt.str()});
   REQUIRE(fs::exists(ckpt.path() / "fsdp_checkpoint.json"));
   REQUIRE(fs::exists(ckpt.path() / "rank_1.safetensors"));
   for (int64_t world : {1, 2, 4}) {
@@ -144,8 +145,8 @@ TEST_CASE("offload then reload is bit-identical and moves bytes between device a
   for (const auto& rank : run.ranks) {
     CHECK(rank["bit_identical"] == true);
     const auto& resident = rank["memory_resident"];
-    const int64_t state = resident["param"].get<int64_t>() + resident["grad"].get<int64_t>() +
-                          resident["optimizer"].get<int64_t>();
+    const int64_t state =
+        resident["param"].get<int64_t>() + resident["grad"].get<int64_t>() + resident["optimizer"].get<int64_t>();
     CHECK(state > 0);
     CHECK(rank["memory_offloaded"]["param"] == 0);
     CHECK(rank["memory_offloaded"]["grad"] == 0);
@@ -202,14 +203,24 @@ TEST_CASE("a frozen engine (trainable = false) refuses train_step", "[fsdp][froz
   }
 }
 
-TEST_CASE("rlcore export reshards a 2-rank checkpoint onto one process and writes an HF directory", "[fsdp][export][cli]") {
+TEST_CASE("rlcore export reshards a 2-rank checkpoint onto one process and writes an HF directory",
+          "[fsdp][export][cli]") {
   Suite& s = suite();
   TempDir ckpt;
   TempDir out;
   const Run trained = s.run(2, {"--scenario", "train", "--steps", "1", "--save-at", "1", "--ckpt", ckpt.str()});
-  const std::vector<std::string> argv = {std::string(RLCORE_BINARY_DIR) + "/bin/rlcore", "export", "--plugins",
-                                         RLCORE_PLUGIN_BUILD_DIR, "--checkpoint", ckpt.str(), "--model", s.model.str(),
-                                         "--out", (out.path() / "hf").string(), "--log-level", "error"};
+  const std::vector<std::string> argv = {rlcore_test::built_executable("rlcore"),
+                                         "export",
+                                         "--plugins",
+                                         rlcore_test::plugin_build_dir(),
+                                         "--checkpoint",
+                                         ckpt.str(),
+                                         "--model",
+                                         s.model.str(),
+                                         "--out",
+                                         (out.path() / "hf").string(),
+                                         "--log-level",
+                                         "error"};
   REQUIRE(run_process(argv) == 0);
   rlcore::SafetensorsCheckpoint exported(out.path() / "hf");
   rlcore::NamedTensors loaded;

@@ -29,6 +29,7 @@
 #include "rlcore/model/config.h"
 #include "rlcore/model/transformer.h"
 #include "rlcore/safetensors.h"
+#include "../../common/test_paths.h"
 
 extern char** environ;
 
@@ -82,7 +83,7 @@ inline void write_tiny_checkpoint(const fs::path& dir, const rlcore::model::Mode
   rlcore::write_hf_checkpoint(dir, config, model.named_parameters(), rlcore::builtin_tokenizer_files());
 }
 
-inline std::string runner_path() { return std::string(RLCORE_BINARY_DIR) + "/bin/fsdp_rank_runner"; }
+inline std::string runner_path() { return rlcore_test::built_executable("fsdp_rank_runner"); }
 
 // Starts `argv` (argv[0] is the executable's path) with this environment.
 inline pid_t spawn(std::vector<std::string> argv) {
@@ -106,8 +107,17 @@ inline std::vector<nlohmann::json> run_ranks(int64_t world, const fs::path& out,
   const std::string prefix = std::to_string(::getpid()) + "_" + std::to_string(run_counter++);
   std::vector<pid_t> pids;
   for (int64_t rank = 0; rank < world; ++rank) {
-    std::vector<std::string> argv = {runner, "--rank", std::to_string(rank), "--world", std::to_string(world),
-                                     "--port", std::to_string(store.port()), "--prefix", prefix, "--out", out.string()};
+    std::vector<std::string> argv = {runner,
+                                     "--rank",
+                                     std::to_string(rank),
+                                     "--world",
+                                     std::to_string(world),
+                                     "--port",
+                                     std::to_string(store.port()),
+                                     "--prefix",
+                                     prefix,
+                                     "--out",
+                                     out.string()};
     argv.insert(argv.end(), args.begin(), args.end());
     pids.push_back(spawn(argv));
   }

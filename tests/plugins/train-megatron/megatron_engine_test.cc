@@ -12,6 +12,7 @@
 #include "../../common/train_batch.h"
 #include "rlcore/error.h"
 #include "rlcore/model/megatron_layout.h"
+#include "../../common/test_paths.h"
 
 using namespace fsdp_test;
 namespace mg = rlcore::model::megatron;
@@ -28,7 +29,7 @@ rlcore::model::ModelConfig test_config() {
   return c;
 }
 
-std::string megatron_runner() { return std::string(RLCORE_BINARY_DIR) + "/bin/megatron_rank_runner"; }
+std::string megatron_runner() { return rlcore_test::built_executable("megatron_rank_runner"); }
 
 struct Layout {
   int64_t tp, pp, world;
@@ -46,8 +47,8 @@ struct Suite {
     Run result;
     result.layout = layout;
     result.out = work.path() / ("run_" + std::to_string(counter++));
-    std::vector<std::string> args = {"--model", model.str(), "--tp", std::to_string(layout.tp), "--pp",
-                                     std::to_string(layout.pp)};
+    std::vector<std::string> args = {
+        "--model", model.str(), "--tp", std::to_string(layout.tp), "--pp", std::to_string(layout.pp)};
     args.insert(args.end(), extra.begin(), extra.end());
     result.ranks = run_ranks(layout.world, result.out, args, std::chrono::seconds(180), megatron_runner());
     return result;
@@ -92,7 +93,8 @@ constexpr double kAfterTolerance = 1e-4;
 // differ here). So parameters holding a key bias (HF k_proj.bias, Megatron's fused
 // linear_qkv.bias) get 10x the tolerance.
 double after_tolerance(const std::string& name) {
-  const bool key_bias = name.find("k_proj.bias") != std::string::npos || name.find("linear_qkv.bias") != std::string::npos;
+  const bool key_bias =
+      name.find("k_proj.bias") != std::string::npos || name.find("linear_qkv.bias") != std::string::npos;
   return key_bias ? 10 * kAfterTolerance : kAfterTolerance;
 }
 
@@ -112,7 +114,8 @@ void require_same_training(const Run& run, const Run& reference) {
         const double expected =
             reference.ranks[0]["metrics"][step][key].get<double>() * (std::string(key) == "loss" ? dp : 1.0);
         const double tolerance = step == 0 ? kBeforeTolerance : kAfterTolerance;
-        CHECK(std::abs(rank["metrics"][step][key].get<double>() - expected) <= tolerance * std::max(1.0, std::abs(expected)));
+        CHECK(std::abs(rank["metrics"][step][key].get<double>() - expected) <=
+              tolerance * std::max(1.0, std::abs(expected)));
       }
     }
   }

@@ -98,6 +98,40 @@ def main():
         token_level_rewards=rewards.clone(), values=grouped["values"], response_mask=mask, gamma=0.95, lam=0.9)
     cases.append(case("gae", {"gamma": 0.95, "lam": 0.9}, grouped, advantages, returns, "dense_rewards",
                       extra=("values",)))
+
+    # Optimal token baseline: the actor's old log-probs and sum_pi_squared per token, with and
+    # without rollout IS weights; tir_ also on multi-turn masks (gaps of tool output) with an
+    # empty response.
+    def token_stats(inputs):
+        rows, length = inputs["response_mask"].shape
+        probs = torch.rand(rows, length, generator=generator) * 0.9 + 0.05
+        inputs["old_log_probs"] = probs.log()
+        inputs["sum_pi_squared"] = probs.square() + torch.rand(rows, length, generator=generator) * (1 - probs.square())
+        inputs["rollout_is_weights"] = torch.rand(rows, length, generator=generator) * 1.5 + 0.25
+        return inputs
+
+    token_stats(grouped)
+    multi_turn = token_stats(batch(generator, [1, 6, 1, 6, 2, 1, 6, 2], length=9))
+    gaps = torch.ones(8, 9)
+    gaps[0, 2:4] = 0
+    gaps[2, 5:] = 0
+    gaps[3, 1:8] = 0
+    gaps[4, :] = 0  # an empty response: in no group
+    gaps[6, 3:5] = 0
+    multi_turn["response_mask"] = multi_turn["response_mask"] * gaps
+    multi_turn["response_mask"][5, :] = 1  # full length, a turn gap in the middle
+    multi_turn["response_mask"][5, 4] = 0
+    multi_turn["token_level_rewards"] = multi_turn["dense_rewards"] * multi_turn["response_mask"]
+    for name, inputs in (("optimal_token_baseline", grouped), ("tir_optimal_token_baseline", grouped),
+                         ("tir_optimal_token_baseline", multi_turn)):
+        for with_weights in (False, True):
+            weights = inputs["rollout_is_weights"] if with_weights else None
+            advantages, returns = algorithms.get_adv_estimator_fn(name)(
+                token_level_rewards=inputs["token_level_rewards"].clone(), response_mask=inputs["response_mask"],
+                index=inputs["index"], old_log_probs=inputs["old_log_probs"],
+                sum_pi_squared=inputs["sum_pi_squared"], rollout_is_weights=weights, config=Config())
+            extra = ("old_log_probs", "sum_pi_squared") + (("rollout_is_weights",) if with_weights else ())
+            cases.append(case(name, {}, inputs, advantages, returns, extra=extra))
     print(json.dumps({"verl": version("verl"), "cases": cases}))
 
 

@@ -47,6 +47,7 @@ struct ActorConfig {
   bool use_kl_loss = false;
   double kl_loss_coef = 0.001;
   std::string kl_loss_type = "low_var_kl";
+  bool calculate_sum_pi_squared = false;  // old_log_prob also gives Σπ² per token (optimal token baseline)
   PolicyLossSection policy_loss;
   ConfigNode engine_options;  // the train engine's keys (optim, fsdp_config, grad_clip, ...)
 };
