@@ -9,6 +9,7 @@
 #include "custom_function_grader.h"
 #include "exact_match_grader.h"
 #include "gsm8k_grader.h"
+#include "math_dapo_grader.h"
 #include "math_grader.h"
 #include "rlcore/error.h"
 
@@ -83,6 +84,16 @@ void register_graders(PluginRegistrar& registrar) {
           .key("format_score", &MathOptions::format_score, "Score when a boxed answer is found but not equivalent."),
       [](const MathOptions& options) { return std::make_unique<MathGrader>(options); },
       {"lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500"});
+
+  registrar.add<Grader>(
+      "math_dapo",
+      "DAPO math (verl's math_dapo.py): the last 'Answer:' line, normalised, else the last \\boxed{}; "
+      "1.0 right, -1.0 wrong; extras acc, pred",
+      OptionsSchema<MathDapoOptions>().key(
+          "strict_box_verify", &MathDapoOptions::strict_box_verify,
+          "Only the last \\boxed{} of the response's last 100 characters, equal to the ground truth as written."),
+      [](const MathDapoOptions& options) { return std::make_unique<MathDapoGrader>(options); },
+      {"math_dapo", "math", "math_dapo_reasoning", "aime*"});
 
   registrar.add<Grader>(
       "exact_match", "The whole response equals the ground truth",
