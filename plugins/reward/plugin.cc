@@ -12,6 +12,7 @@
 #include "math_dapo_grader.h"
 #include "math_grader.h"
 #include "rlcore/error.h"
+#include "sandbox_fusion_grader.h"
 
 namespace rlcore::reward {
 namespace {
@@ -51,6 +52,27 @@ nlohmann::json to_json(const ConfigNode& node) {
   if (!value.is_discarded() && (value.is_number() || value.is_boolean() || value.is_null())) return value;
   if (text == "True" || text == "False") return text == "True";  // YAML 1.1 spellings
   return text;
+}
+
+// verl's reward_model.sandbox_fusion keys, plus rlcore's; api_errors is an enum in the grader.
+struct SandboxFusionConfig {
+  std::string url;
+  int64_t max_concurrent = 64;
+  int64_t memory_limit_mb = 1024;
+  double timeout_s = 10;
+  bool continuous = true;
+  std::string api_errors = "raise";
+};
+
+std::unique_ptr<Grader> make_sandbox_fusion_grader(const SandboxFusionConfig& config) {
+  SandboxFusionOptions options;
+  options.url = config.url;
+  options.max_concurrent = config.max_concurrent;
+  options.memory_limit_mb = config.memory_limit_mb;
+  options.timeout_s = config.timeout_s;
+  options.continuous = config.continuous;
+  options.api_errors = config.api_errors == "raise" ? SandboxApiErrors::kRaise : SandboxApiErrors::kFailCase;
+  return std::make_unique<SandboxFusionGrader>(std::move(options));
 }
 
 std::unique_ptr<Grader> make_custom_function_grader(const CustomFunctionConfig& config) {
@@ -110,6 +132,30 @@ void register_graders(PluginRegistrar& registrar) {
           .key("format_score", &ArithmeticOptions::format_score, "Score when an answer is found but wrong."),
       [](const ArithmeticOptions& options) { return std::make_unique<ArithmeticGrader>(options); },
       {"arithmetic", "rlcore/arithmetic"});
+
+  registrar.add<Grader>(
+      "sandbox_fusion",
+      "Code (verl's sandbox_fusion): the response's code block run on the ground truth's test cases by a "
+      "SandboxFusion server; score: the fraction passed",
+      OptionsSchema<SandboxFusionConfig>()
+          .key("url", &SandboxFusionConfig::url,
+               "The sandbox's run_code endpoint, e.g. http://localhost:8080/run_code (verl's "
+               "reward_model.sandbox_fusion.url); required to grade.")
+          .key("max_concurrent", &SandboxFusionConfig::max_concurrent,
+               "Requests in flight at once, over the whole batch (verl's reward_model.sandbox_fusion.max_concurrent).",
+               at_least(1))
+          .key("memory_limit_mb", &SandboxFusionConfig::memory_limit_mb,
+               "memory_limit_MB of each run (verl's reward_model.sandbox_fusion.memory_limit_mb).", at_least(1))
+          .key("timeout_s", &SandboxFusionConfig::timeout_s,
+               "compile_timeout and run_timeout of each test case; a request may take twice this plus 10 s.",
+               greater_than(0))
+          .key("continuous", &SandboxFusionConfig::continuous,
+               "Score the first 10 test cases only, as verl's default_compute_score does; false: all of them.")
+          .key("api_errors", &SandboxFusionConfig::api_errors,
+               "A sandbox that cannot be asked (down, HTTP error, no reply in time, a body not a JSON object): "
+               "raise stops the step naming the URL; fail_case counts the test case as failed, as verl does.",
+               one_of({"raise", "fail_case"})),
+      make_sandbox_fusion_grader, {"codecontests", "apps", "codeforces", "taco"});
 
   registrar.add<Grader>(
       "custom_function",
