@@ -11,6 +11,7 @@
 #include "gsm8k_grader.h"
 #include "math_dapo_grader.h"
 #include "math_grader.h"
+#include "prime_math_grader.h"
 #include "rlcore/error.h"
 #include "sandbox_fusion_grader.h"
 
@@ -116,6 +117,15 @@ void register_graders(PluginRegistrar& registrar) {
           "Only the last \\boxed{} of the response's last 100 characters, equal to the ground truth as written."),
       [](const MathDapoOptions& options) { return std::make_unique<MathDapoGrader>(options); },
       {"math_dapo", "math", "math_dapo_reasoning", "aime*"});
+
+  registrar.add<Grader>(
+      "prime_math",
+      "PRIME math (verl's prime_math): the answer after 'answer is' / the last \\boxed{} / the last 'is' or '=', "
+      "equal after normalisation, as a number (1e-4, or as a percentage) or element-wise; without verl's sympy "
+      "steps (docs/algorithms.md)",
+      OptionsSchema<PrimeMathOptions>(), [](const PrimeMathOptions&) { return std::make_unique<PrimeMathGrader>(); },
+      {"numina_aops_forum", "numina_synthetic_math", "numina_amc_aime", "numina_synthetic_amc", "numina_cn_k12",
+       "numina_olympiads"});
 
   registrar.add<Grader>(
       "exact_match", "The whole response equals the ground truth",

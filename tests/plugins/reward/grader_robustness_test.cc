@@ -17,6 +17,7 @@
 #include "gsm8k_grader.h"
 #include "math_dapo_grader.h"
 #include "math_grader.h"
+#include "prime_math_grader.h"
 
 namespace {
 
@@ -29,7 +30,8 @@ const std::vector<std::string> kPieces = {
     "\\text{ ", "#### ",   "####",     "-",       "1",      "0",     ".",      ",",      "=",
     "/",        " ",       "\n",       "0.5",     "\\\\",   "\\!",   "\xc3\xa9", "\xff", "\xe2\x88",
     "x",        "\\left",  "^\\circ",  "\\%",     "dfrac",  "Answer:", "answer :", "\\text{", "$$",
-    "frac",     "sqrt",    "\u017f",   "\u3000"};
+    "frac",     "sqrt",    "\u017f",   "\u3000",  "answer is", "Interval(", "Point(", "_2", "\\pi", "1e400",
+    "\\begin{pmatrix}", "nan", "1,000"};
 
 std::string random_text(std::mt19937& rng) {
   std::uniform_int_distribution<std::size_t> length(0, 24);
@@ -63,6 +65,7 @@ std::vector<Subject> subjects() {
   strict_box.strict_box_verify = true;
   out.push_back({std::make_unique<rlcore::reward::MathDapoGrader>(), {-1.0, 1.0}});
   out.push_back({std::make_unique<rlcore::reward::MathDapoGrader>(strict_box), {-1.0, 1.0}});
+  out.push_back({std::make_unique<rlcore::reward::PrimeMathGrader>(), {0.0, 1.0}});
   return out;
 }
 

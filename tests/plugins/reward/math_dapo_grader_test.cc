@@ -50,7 +50,9 @@ nlohmann::json verl_results(const nlohmann::json& cases) {
   const std::string output = rlcore_test::run_reference(
       rlcore_test::reference_script("plugins/reward/reference/verl_math_graders.py"), {"math_dapo", path});
   std::remove(path);
-  const nlohmann::json reply = nlohmann::json::parse(output);
+  // The result is the last line; verl may print before it (and the reference's stderr is merged in).
+  const std::string trimmed = output.substr(0, output.find_last_not_of('\n') + 1);
+  const nlohmann::json reply = nlohmann::json::parse(trimmed.substr(trimmed.rfind('\n') + 1));
   CHECK(reply.at("verl") == "0.9.1");
   return reply.at("results");
 }

@@ -1,10 +1,13 @@
-"""verl's own math graders, the reference for tests/plugins/reward/math_dapo_parity_test.cc and
-prime_math_parity_test.cc. Usage: verl_math_graders.py {math_dapo|prime} CORPUS.json, where the
-corpus is a JSON list of {"response", "ground_truth"[, "strict_box_verify"]}. Prints
-{"verl": VERSION, "results": [...]}, one result per case, in order:
+"""verl's own math graders, the reference for tests/plugins/reward/math_dapo_grader_test.cc and
+prime_math_grader_test.cc. Usage: verl_math_graders.py {math_dapo|prime} CORPUS.json, where the
+corpus is a JSON list of {"response", "ground_truth"[, "strict_box_verify"]}. Prints, as its
+last line, {"verl": VERSION, "results": [...]}, one result per case, in order:
   math_dapo: verl's compute_score dict {"score", "acc", "pred"} (pred may be null);
   prime:     {"score": float(res[0]) as default_compute_score returns it, "pred": the extracted answer}.
+verl's prime_math runs here with sympy 1.14 and pylatexenc 2.10 and without antlr4 (sympy's parse_latex
+then fails, and verl's symbolic_equal falls back to parse_expr), as scripts/python-requirements.txt pins them.
 """
+import contextlib
 import json
 import os
 import sys
@@ -27,6 +30,12 @@ def math_dapo_results(cases):
 
 
 def prime_results(cases):
+    # prime_math turns LaTeX into text with pylatexenc before sympy: the real one, not a stub.
+    verl_stubs.STUBBED.discard("pylatexenc")
+    try:
+        import pylatexenc  # noqa: F401
+    except ImportError:
+        sys.exit("pylatexenc is missing: run `bash scripts/setup_python.sh` (scripts/python-requirements.txt pins it)")
     from verl.utils.reward_score import prime_math
 
     out = []
@@ -40,8 +49,10 @@ def main():
     grader, corpus = sys.argv[1], sys.argv[2]
     with open(corpus, encoding="utf-8") as f:
         cases = json.load(f)
-    results = {"math_dapo": math_dapo_results, "prime": prime_results}[grader](cases)
-    json.dump({"verl": version("verl"), "results": results}, sys.stdout, ensure_ascii=True)
+    # verl prints (sympy errors, timeouts): keep stdout for the result, the last line.
+    with contextlib.redirect_stdout(sys.stderr):
+        results = {"math_dapo": math_dapo_results, "prime": prime_results}[grader](cases)
+    sys.stdout.write("\n" + json.dumps({"verl": version("verl"), "results": results}, ensure_ascii=True) + "\n")
 
 
 if __name__ == "__main__":
