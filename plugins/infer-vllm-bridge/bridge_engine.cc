@@ -24,6 +24,7 @@ HttpSettings http_settings(const BridgeOptions& options) {
   }
   HttpSettings settings;
   settings.base_url = options.server_url;
+  settings.client_name = "vllm_bridge";
   settings.api_key = options.api_key;
   if (settings.api_key.empty()) {
     if (const char* key = std::getenv("RLCORE_BRIDGE_API_KEY")) settings.api_key = key;

@@ -24,6 +24,11 @@
 
 namespace rlcore::vllm_bridge {
 
+using http::HttpJsonClient;
+using http::HttpReply;
+using http::HttpSettings;
+using http::Retry;
+
 class BridgeEngine final : public InferenceEngine, public RemoteGeneration, public Sleeps {
  public:
   // Checks the server (health, model, max_model_len, kind) before returning:

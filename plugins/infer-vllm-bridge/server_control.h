@@ -12,6 +12,11 @@
 
 namespace rlcore::vllm_bridge {
 
+using http::HttpJsonClient;
+using http::HttpReply;
+using http::HttpSettings;
+using http::Retry;
+
 enum class ServerKind { kVllm, kSglang };
 const char* server_kind_name(ServerKind kind);
 

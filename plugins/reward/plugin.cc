@@ -9,8 +9,11 @@
 #include "custom_function_grader.h"
 #include "exact_match_grader.h"
 #include "gsm8k_grader.h"
+#include "math_dapo_grader.h"
 #include "math_grader.h"
+#include "prime_math_grader.h"
 #include "rlcore/error.h"
+#include "sandbox_fusion_grader.h"
 
 namespace rlcore::reward {
 namespace {
@@ -52,6 +55,27 @@ nlohmann::json to_json(const ConfigNode& node) {
   return text;
 }
 
+// verl's reward_model.sandbox_fusion keys, plus rlcore's; api_errors is an enum in the grader.
+struct SandboxFusionConfig {
+  std::string url;
+  int64_t max_concurrent = 64;
+  int64_t memory_limit_mb = 1024;
+  double timeout_s = 10;
+  bool continuous = true;
+  std::string api_errors = "raise";
+};
+
+std::unique_ptr<Grader> make_sandbox_fusion_grader(const SandboxFusionConfig& config) {
+  SandboxFusionOptions options;
+  options.url = config.url;
+  options.max_concurrent = config.max_concurrent;
+  options.memory_limit_mb = config.memory_limit_mb;
+  options.timeout_s = config.timeout_s;
+  options.continuous = config.continuous;
+  options.api_errors = config.api_errors == "raise" ? SandboxApiErrors::kRaise : SandboxApiErrors::kFailCase;
+  return std::make_unique<SandboxFusionGrader>(std::move(options));
+}
+
 std::unique_ptr<Grader> make_custom_function_grader(const CustomFunctionConfig& config) {
   nlohmann::json kwargs = to_json(config.reward_kwargs);
   if (kwargs.is_null()) kwargs = nlohmann::json::object();
@@ -85,6 +109,25 @@ void register_graders(PluginRegistrar& registrar) {
       {"lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500"});
 
   registrar.add<Grader>(
+      "math_dapo",
+      "DAPO math (verl's math_dapo.py): the last 'Answer:' line, normalised, else the last \\boxed{}; "
+      "1.0 right, -1.0 wrong; extras acc, pred",
+      OptionsSchema<MathDapoOptions>().key(
+          "strict_box_verify", &MathDapoOptions::strict_box_verify,
+          "Only the last \\boxed{} of the response's last 100 characters, equal to the ground truth as written."),
+      [](const MathDapoOptions& options) { return std::make_unique<MathDapoGrader>(options); },
+      {"math_dapo", "math", "math_dapo_reasoning", "aime*"});
+
+  registrar.add<Grader>(
+      "prime_math",
+      "PRIME math (verl's prime_math): the answer after 'answer is' / the last \\boxed{} / the last 'is' or '=', "
+      "equal after normalisation, as a number (1e-4, or as a percentage) or element-wise; without verl's sympy "
+      "steps (docs/algorithms.md)",
+      OptionsSchema<PrimeMathOptions>(), [](const PrimeMathOptions&) { return std::make_unique<PrimeMathGrader>(); },
+      {"numina_aops_forum", "numina_synthetic_math", "numina_amc_aime", "numina_synthetic_amc", "numina_cn_k12",
+       "numina_olympiads"});
+
+  registrar.add<Grader>(
       "exact_match", "The whole response equals the ground truth",
       OptionsSchema<ExactMatchOptions>()
           .key("strip", &ExactMatchOptions::strip, "Trim ASCII whitespace from both ends of both strings first.")
@@ -99,6 +142,30 @@ void register_graders(PluginRegistrar& registrar) {
           .key("format_score", &ArithmeticOptions::format_score, "Score when an answer is found but wrong."),
       [](const ArithmeticOptions& options) { return std::make_unique<ArithmeticGrader>(options); },
       {"arithmetic", "rlcore/arithmetic"});
+
+  registrar.add<Grader>(
+      "sandbox_fusion",
+      "Code (verl's sandbox_fusion): the response's code block run on the ground truth's test cases by a "
+      "SandboxFusion server; score: the fraction passed",
+      OptionsSchema<SandboxFusionConfig>()
+          .key("url", &SandboxFusionConfig::url,
+               "The sandbox's run_code endpoint, e.g. http://localhost:8080/run_code (verl's "
+               "reward_model.sandbox_fusion.url); required to grade.")
+          .key("max_concurrent", &SandboxFusionConfig::max_concurrent,
+               "Requests in flight at once, over the whole batch (verl's reward_model.sandbox_fusion.max_concurrent).",
+               at_least(1))
+          .key("memory_limit_mb", &SandboxFusionConfig::memory_limit_mb,
+               "memory_limit_MB of each run (verl's reward_model.sandbox_fusion.memory_limit_mb).", at_least(1))
+          .key("timeout_s", &SandboxFusionConfig::timeout_s,
+               "compile_timeout and run_timeout of each test case; a request may take twice this plus 10 s.",
+               greater_than(0))
+          .key("continuous", &SandboxFusionConfig::continuous,
+               "Score the first 10 test cases only, as verl's default_compute_score does; false: all of them.")
+          .key("api_errors", &SandboxFusionConfig::api_errors,
+               "A sandbox that cannot be asked (down, HTTP error, no reply in time, a body not a JSON object): "
+               "raise stops the step naming the URL; fail_case counts the test case as failed, as verl does.",
+               one_of({"raise", "fail_case"})),
+      make_sandbox_fusion_grader, {"codecontests", "apps", "codeforces", "taco"});
 
   registrar.add<Grader>(
       "custom_function",

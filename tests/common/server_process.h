@@ -1,4 +1,4 @@
-// `rlcore serve` as a child process for tests: started on a free port (the
+// `rlcore serve` (or another server program) as a child process for tests: started on a free port (the
 // banner line names it), stopped with SIGTERM (SIGKILL if it lingers) when the
 // object goes away. Throws when the server does not come up within the limit,
 // with what it printed.
@@ -20,7 +20,12 @@ namespace rlcore_test {
 class ServerProcess {
  public:
   // `args` follow `rlcore serve`; stdout and stderr are read until the banner.
-  ServerProcess(const std::string& rlcore, const std::vector<std::string>& args, double timeout_s = 120) {
+  ServerProcess(const std::string& rlcore, const std::vector<std::string>& args, double timeout_s = 120)
+      : ServerProcess(serve_command(rlcore, args), timeout_s) {}
+
+  // Any program (argv[0]: its path) that prints the same banner,
+  // "listening on http://HOST:PORT", e.g. a Python stand-in server.
+  explicit ServerProcess(std::vector<std::string> argv_strings, double timeout_s = 120) {
     int pipe_fds[2];
     if (::pipe(pipe_fds) != 0) throw std::runtime_error("ServerProcess: pipe failed");
     pid_ = ::fork();
@@ -30,12 +35,10 @@ class ServerProcess {
       ::dup2(pipe_fds[1], STDERR_FILENO);
       ::close(pipe_fds[0]);
       ::close(pipe_fds[1]);
-      std::vector<std::string> argv_strings = {rlcore, "serve"};
-      argv_strings.insert(argv_strings.end(), args.begin(), args.end());
       std::vector<char*> argv;
       for (std::string& s : argv_strings) argv.push_back(s.data());
       argv.push_back(nullptr);
-      ::execv(rlcore.c_str(), argv.data());
+      ::execv(argv[0], argv.data());
       ::_exit(127);
     }
     ::close(pipe_fds[1]);
@@ -50,7 +53,7 @@ class ServerProcess {
       if (left.count() <= 0 || ::poll(&fd, 1, static_cast<int>(left.count())) <= 0 ||
           (got = ::read(out_, buffer, sizeof(buffer))) <= 0) {
         stop();
-        throw std::runtime_error("rlcore serve did not start:\n" + printed_);
+        throw std::runtime_error(argv_strings[0] + " did not start:\n" + printed_);
       }
       printed_.append(buffer, static_cast<std::size_t>(got));
       const auto at = printed_.find(marker);
@@ -95,6 +98,12 @@ class ServerProcess {
   }
 
  private:
+  static std::vector<std::string> serve_command(const std::string& rlcore, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {rlcore, "serve"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
   pid_t pid_ = -1;
   int out_ = -1;
   std::string url_;

@@ -17,7 +17,13 @@ RewardRouter::RewardRouter(const Registry& registry, const RewardConfig& config)
   for (const ComponentEntry* entry : registry.entries(Grader::kKind)) {
     const ConfigNode options = config.graders[entry->name];
     graders_[entry->name] = std::static_pointer_cast<Grader>(entry->factory(options, ComponentContext()));
-    for (const auto& source : entry->data_sources) grader_by_data_source_.emplace(source, entry->name);
+    for (const auto& source : entry->data_sources) {
+      if (!source.empty() && source.back() == '*') {
+        grader_by_data_source_prefix_.emplace(source.substr(0, source.size() - 1), entry->name);
+      } else {
+        grader_by_data_source_.emplace(source, entry->name);
+      }
+    }
   }
   if (fixed_grader_ != "auto" && !graders_.count(fixed_grader_)) registry.get(Grader::kKind, fixed_grader_);
   if (custom_reward_function_enabled(config)) {
@@ -29,15 +35,21 @@ RewardRouter::RewardRouter(const Registry& registry, const RewardConfig& config)
 const Grader& RewardRouter::grader_for(const std::string& data_source) const {
   if (custom_) return *custom_;
   if (fixed_grader_ != "auto") return *graders_.at(fixed_grader_);
-  auto it = grader_by_data_source_.find(data_source);
-  if (it == grader_by_data_source_.end()) {
-    const std::string known =
-        join(grader_by_data_source_, ", ", [](const auto& entry) { return entry.first + " -> " + entry.second; });
-    throw ValueError("reward.grader is 'auto' but no grader handles data_source '" + data_source +
-                     "'; known data sources: " + (known.empty() ? "(none)" : known) +
-                     ". Set reward.grader to a grader name to score every sample with it.");
+  if (auto it = grader_by_data_source_.find(data_source); it != grader_by_data_source_.end()) {
+    return *graders_.at(it->second);
   }
-  return *graders_.at(it->second);
+  // The longest registered prefix wins; the map is sorted, so walk it backwards.
+  for (auto it = grader_by_data_source_prefix_.rbegin(); it != grader_by_data_source_prefix_.rend(); ++it) {
+    if (data_source.compare(0, it->first.size(), it->first) == 0) return *graders_.at(it->second);
+  }
+  std::string known =
+      join(grader_by_data_source_, ", ", [](const auto& entry) { return entry.first + " -> " + entry.second; });
+  const std::string prefixes =
+      join(grader_by_data_source_prefix_, ", ", [](const auto& entry) { return entry.first + "* -> " + entry.second; });
+  if (!prefixes.empty()) known += (known.empty() ? "" : ", ") + prefixes;
+  throw ValueError("reward.grader is 'auto' but no grader handles data_source '" + data_source +
+                   "'; known data sources: " + (known.empty() ? "(none)" : known) +
+                   ". Set reward.grader to a grader name to score every sample with it.");
 }
 
 GradeResult RewardRouter::score(const RewardSample& sample) const {

@@ -9,14 +9,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../common/error_of.h"
 #include "rlcore/core/reward_router.h"
 #include "rlcore/core/run_config.h"
+#include "rlcore/error.h"
 
 namespace {
 
 using rlcore::BatchGrader;
-using rlcore::GradeRequest;
 using rlcore::Grader;
+using rlcore::GradeRequest;
 using rlcore::GradeResult;
 
 // Scores `base` + the response's length; counts how it was called.
@@ -64,8 +66,8 @@ struct Graders {
       entry.factory = [grader](const rlcore::ConfigNode&, const rlcore::ComponentContext&) { return grader; };
       registry.add(std::move(entry));
     };
-    add("single", single, {"s"});
-    add("batch", batch, {"b"});
+    add("single", single, {"s", "ai*", "aime2024"});
+    add("batch", batch, {"b", "aim*"});
     add(rlcore::kCustomFunctionGrader, custom, {});
     return registry;
   }
@@ -110,4 +112,17 @@ TEST_CASE("RewardRouter sends every sample to the custom function when its path 
 
   config.custom_reward_function = rlcore::ConfigNode::parse("path: ''\n", "test");
   CHECK_FALSE(rlcore::custom_reward_function_enabled(config));
+}
+
+TEST_CASE("RewardRouter routes a data_source by exact value, else by the longest '<prefix>*'") {
+  const Graders graders;
+  const rlcore::Registry registry = graders.registry();
+  const rlcore::RewardRouter router(registry, rlcore::RewardConfig{});
+  const auto score_of = [&](const std::string& source) { return router.score({"x", "", source, nullptr}).score; };
+  CHECK(score_of("aime2025") == 201.0);  // "aim*" is longer than "ai*"
+  CHECK(score_of("aime2024") == 101.0);  // an exact value wins over any prefix
+  CHECK(score_of("aim") == 201.0);       // the prefix alone matches
+  CHECK(score_of("ai_x") == 101.0);
+  const std::string error = rlcore_test::error_of<rlcore::ValueError>([&] { router.score({"x", "", "a", nullptr}); });
+  CHECK_THAT(error, Catch::Contains("'a'") && Catch::Contains("aim* -> batch") && Catch::Contains("s -> single"));
 }

@@ -130,10 +130,8 @@ TEST_CASE("a colocated server sleeps while the trainer trains and wakes for the 
   auto options = bridge_options(server, "vllm");
   options.free_cache_engine = true;
   BridgeEngine bridge(options, context_of(checkpoint));
-  const rlcore::vllm_bridge::HttpJsonClient probe({server.url()});
-  const auto is_sleeping = [&] {
-    return probe.get_ok("/is_sleeping", rlcore::vllm_bridge::Retry::kNo).at("is_sleeping");
-  };
+  const rlcore::http::HttpJsonClient probe({server.url()});
+  const auto is_sleeping = [&] { return probe.get_ok("/is_sleeping", rlcore::http::Retry::kNo).at("is_sleeping"); };
   bridge.sleep();
   CHECK(is_sleeping() == true);
   bridge.wake_up();

@@ -59,7 +59,7 @@ TEST_CASE("vLLM's token_id strings stand in for missing token_ids", "[vllm_bridg
 }
 
 TEST_CASE("every server's error shape is quoted by its message", "[vllm_bridge]") {
-  using rlcore::vllm_bridge::server_message;
+  using rlcore::http::server_message;
   CHECK(server_message(fixture("vllm-0.33.0/v1_completions.error.json").dump()) ==
         fixture("vllm-0.33.0/v1_completions.error.json")["error"]["message"]);
   CHECK(server_message(fixture("vllm-0.33.0/pause.error.json").dump()) ==

@@ -15,7 +15,9 @@
 #include "arithmetic_grader.h"
 #include "exact_match_grader.h"
 #include "gsm8k_grader.h"
+#include "math_dapo_grader.h"
 #include "math_grader.h"
+#include "prime_math_grader.h"
 
 namespace {
 
@@ -27,7 +29,9 @@ const std::vector<std::string> kPieces = {
     "\\boxed", "\\boxed ", "\\boxed{", "\\fbox{", "{",      "}",     "$",      "\\frac", "\\sqrt",
     "\\text{ ", "#### ",   "####",     "-",       "1",      "0",     ".",      ",",      "=",
     "/",        " ",       "\n",       "0.5",     "\\\\",   "\\!",   "\xc3\xa9", "\xff", "\xe2\x88",
-    "x",        "\\left",  "^\\circ",  "\\%",     "dfrac"};
+    "x",        "\\left",  "^\\circ",  "\\%",     "dfrac",  "Answer:", "answer :", "\\text{", "$$",
+    "frac",     "sqrt",    "\u017f",   "\u3000",  "answer is", "Interval(", "Point(", "_2", "\\pi", "1e400",
+    "\\begin{pmatrix}", "nan", "1,000"};
 
 std::string random_text(std::mt19937& rng) {
   std::uniform_int_distribution<std::size_t> length(0, 24);
@@ -57,6 +61,11 @@ std::vector<Subject> subjects() {
   out.push_back({std::make_unique<rlcore::reward::MathGrader>(math), {0.0, 0.1, 1.0}});
   out.push_back({std::make_unique<rlcore::reward::ArithmeticGrader>(arithmetic), {0.0, 0.1, 1.0}});
   out.push_back({std::make_unique<rlcore::reward::ExactMatchGrader>(), {0.0, 1.0}});
+  rlcore::reward::MathDapoOptions strict_box;
+  strict_box.strict_box_verify = true;
+  out.push_back({std::make_unique<rlcore::reward::MathDapoGrader>(), {-1.0, 1.0}});
+  out.push_back({std::make_unique<rlcore::reward::MathDapoGrader>(strict_box), {-1.0, 1.0}});
+  out.push_back({std::make_unique<rlcore::reward::PrimeMathGrader>(), {0.0, 1.0}});
   return out;
 }
 

@@ -1,7 +1,10 @@
 // Batch-level rule reward: scores each sample with the grader named in config,
 // or (grader: auto) with the grader registered for the sample's data_source,
-// as verl's default_compute_score does. With reward.custom_reward_function.path
-// set, the `custom_function` grader (a user program) scores every sample instead.
+// as verl's default_compute_score does. A registered data_source ending in '*'
+// takes every data_source that starts with the rest (verl's startswith("aime")):
+// an exact value wins, then the longest such prefix. With
+// reward.custom_reward_function.path set, the `custom_function` grader (a user
+// program) scores every sample instead.
 #pragma once
 
 #include <map>
@@ -43,7 +46,8 @@ class RLCORE_API RewardRouter {
   std::shared_ptr<Grader> custom_;  // reward.custom_reward_function; null when its path is empty
   std::string fixed_grader_;
   std::map<std::string, std::shared_ptr<Grader>> graders_;       // by grader name
-  std::map<std::string, std::string> grader_by_data_source_;     // data_source -> grader name
+  std::map<std::string, std::string> grader_by_data_source_;         // data_source -> grader name
+  std::map<std::string, std::string> grader_by_data_source_prefix_;  // from "<prefix>*" entries
 };
 
 }  // namespace rlcore

@@ -1,6 +1,7 @@
-// JSON over HTTP to one inference server: timeouts on every request, bounded
-// retries with backoff for calls that are safe to repeat, an optional Bearer
-// key, and errors that quote the server's own error object.
+// JSON over HTTP to one server (an inference server, a code sandbox): timeouts
+// on every request, bounded retries with backoff for calls that are safe to
+// repeat, an optional Bearer key, and errors that name the URL and quote the
+// server's own error object.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::http {
 
 struct HttpSettings {
-  std::string base_url;  // scheme://host:port, no trailing slash
-  std::string api_key;   // empty: no Authorization header
+  std::string base_url;              // scheme://host:port, no trailing slash
+  std::string client_name = "http";  // prefix of every error message, e.g. "vllm_bridge"
+  std::string api_key;               // empty: no Authorization header
   double connect_timeout_s = 10;
   double request_timeout_s = 600;
   int64_t max_retries = 3;  // extra attempts after the first, for retryable calls
@@ -60,4 +62,4 @@ class HttpJsonClient {
 // {"message"} or {"detail"}), else the body itself, cut to a readable length.
 std::string server_message(const std::string& body);
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::http

@@ -11,7 +11,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::http {
 namespace {
 
 constexpr std::size_t kMaxQuoted = 500;
@@ -35,14 +35,14 @@ nlohmann::json parse_or_null(const std::string& body) {
 
 bool retryable_status(int status) { return status == 408 || status == 429 || status >= 500; }
 
-std::string transport_failure(httplib::Error error, const HttpSettings& settings) {
+std::string transport_failure(httplib::Error error, const HttpSettings& settings, double timeout_s) {
   switch (error) {
     case httplib::Error::Connection:
       return "cannot connect (refused or unreachable)";
     case httplib::Error::ConnectionTimeout:
       return "no connection within connect_timeout_s (" + std::to_string(settings.connect_timeout_s) + " s)";
     case httplib::Error::Read:
-      return "no complete answer in time (request_timeout_s, reload_timeout_s) or the connection closed";
+      return "no complete answer within " + std::to_string(timeout_s) + " s or the connection closed";
     case httplib::Error::Write:
       return "the request could not be sent (connection closed)";
     default:
@@ -75,10 +75,11 @@ std::string server_message(const std::string& body) {
 HttpJsonClient::HttpJsonClient(HttpSettings settings) : settings_(std::move(settings)) {
   while (!settings_.base_url.empty() && settings_.base_url.back() == '/') settings_.base_url.pop_back();
   if (settings_.base_url.rfind("http://", 0) != 0 && settings_.base_url.rfind("https://", 0) != 0) {
-    throw ConfigError("server_url '" + settings_.base_url + "' must start with http:// or https://");
+    throw ConfigError(settings_.client_name + ": URL '" + settings_.base_url + "' must start with http:// or https://");
   }
   if (!httplib::Client(settings_.base_url).is_valid()) {
-    throw ConfigError("server_url '" + settings_.base_url + "' is not a valid URL (expected http://host:port)");
+    throw ConfigError(settings_.client_name + ": URL '" + settings_.base_url +
+                      "' is not a valid URL (expected http://host:port)");
   }
 }
 
@@ -99,14 +100,14 @@ HttpReply HttpJsonClient::send(const std::string& method, const std::string& pat
       if (!retryable_status(reply.status) || attempt == attempts) return reply;
       last_failure = describe(method, path, reply);
     } else {
-      last_failure = method + " " + settings_.base_url + path + ": " + transport_failure(result.error(), settings_);
+      last_failure = method + " " + settings_.base_url + path + ": " + transport_failure(result.error(), settings_, timeout_s);
     }
     if (attempt < attempts) {
       std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
       backoff *= 2;
     }
   }
-  throw IoError("vllm_bridge: " + last_failure +
+  throw IoError(settings_.client_name + ": " + last_failure +
                 (attempts > 1 ? " (after " + std::to_string(attempts) + " attempts)" : ""));
 }
 
@@ -122,14 +123,14 @@ HttpReply HttpJsonClient::post(const std::string& path, const nlohmann::json& bo
 
 nlohmann::json HttpJsonClient::get_ok(const std::string& path, Retry retry) const {
   HttpReply reply = get(path, retry);
-  if (reply.status != 200) throw IoError("vllm_bridge: " + describe("GET", path, reply));
+  if (reply.status != 200) throw IoError(settings_.client_name + ": " + describe("GET", path, reply));
   return std::move(reply.json);
 }
 
 nlohmann::json HttpJsonClient::post_ok(const std::string& path, const nlohmann::json& body, Retry retry,
                                        std::optional<double> timeout_s) const {
   HttpReply reply = post(path, body, retry, timeout_s);
-  if (reply.status != 200) throw IoError("vllm_bridge: " + describe("POST", path, reply));
+  if (reply.status != 200) throw IoError(settings_.client_name + ": " + describe("POST", path, reply));
   return std::move(reply.json);
 }
 
@@ -139,4 +140,4 @@ std::string HttpJsonClient::describe(const std::string& method, const std::strin
          server_message(reply.body);
 }
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::http
