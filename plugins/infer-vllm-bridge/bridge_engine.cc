@@ -20,7 +20,8 @@ namespace {
 
 HttpSettings http_settings(const BridgeOptions& options) {
   if (options.server_url.empty()) {
-    throw ConfigError("vllm_bridge: server_url is required (e.g. actor_rollout_ref.rollout.server_url=http://host:8000)");
+    throw ConfigError(
+        "vllm_bridge: server_url is required (e.g. actor_rollout_ref.rollout.server_url=http://host:8000)");
   }
   HttpSettings settings;
   settings.base_url = options.server_url;
@@ -130,8 +131,8 @@ GenerationOutput BridgeEngine::generate_chunks(const std::vector<std::vector<int
         http_.post("/v1/completions", completion_request(server_.model, chunks[c], sampling, seed), Retry::kYes);
     if (reply.status != 200) throw IoError("vllm_bridge: " + http_.describe("POST", "/v1/completions", reply));
     if (reply.json.is_null()) {
-      throw FormatError("vllm_bridge: POST " + http_.base_url() + "/v1/completions answered 200 with a body that is not JSON: " +
-                        reply.body.substr(0, 200));
+      throw FormatError("vllm_bridge: POST " + http_.base_url() +
+                        "/v1/completions answered 200 with a body that is not JSON: " + reply.body.substr(0, 200));
     }
     return parse_completion_response(reply.json, chunks[c].size(), sampling.n);
   };
@@ -163,7 +164,8 @@ void BridgeEngine::load_weights(const NamedTensorList& weights, int64_t version)
   std::string failure;
   if (leader()) {
     try {
-      const fs::path dir = snapshots_->write(weights, version);
+      const fs::path dir =
+          snapshots_->write(weights, version, last_good_.empty() ? snapshots_->model_path() : last_good_);
       try {
         control_.load_weights(dir, version);
         const std::optional<std::string> reported = control_.weight_version();
@@ -176,7 +178,8 @@ void BridgeEngine::load_weights(const NamedTensorList& weights, int64_t version)
         if (!last_good_.empty()) {
           try {
             control_.load_weights(last_good_, version_);
-            restored = "the server was given back version " + std::to_string(version_) + " (" + last_good_.string() + ")";
+            restored =
+                "the server was given back version " + std::to_string(version_) + " (" + last_good_.string() + ")";
           } catch (const std::exception& again) {
             restored = "restoring version " + std::to_string(version_) + " failed too: " + again.what();
           }

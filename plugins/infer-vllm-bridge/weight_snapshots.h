@@ -19,11 +19,16 @@ class WeightSnapshots {
   WeightSnapshots(std::filesystem::path root, std::filesystem::path model_path);
 
   // <root>/weights-v<version> (absolute), replacing an earlier one of that version.
-  std::filesystem::path write(const NamedTensorList& weights, int64_t version) const;
+  // A server reloads whole checkpoints, so the tensors `weights` lacks (a
+  // load_weights call with one bucket of them) come from the checkpoint at
+  // `complete_from` (the last snapshot the server took, else the model).
+  std::filesystem::path write(const NamedTensorList& weights, int64_t version,
+                              const std::filesystem::path& complete_from) const;
   // Removes every snapshot but `keep` (the ones a rollback may still need).
   void remove_all_but(const std::vector<std::filesystem::path>& keep) const;
 
   const std::filesystem::path& root() const { return root_; }
+  const std::filesystem::path& model_path() const { return model_path_; }
 
  private:
   std::filesystem::path root_;

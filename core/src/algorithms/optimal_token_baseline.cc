@@ -47,8 +47,9 @@ ReturnsAndWeights returns_and_weights(const AdvantageInput& input, const char* e
   const at::IntArrayRef shape = input.token_level_rewards.sizes();
   const std::string prefix = std::string("advantage estimator '") + estimator + "': ";
   if (!input.sum_pi_squared.defined()) {
-    throw ValueError(prefix + "needs sum_pi_squared from the actor; set "
-                              "actor_rollout_ref.actor.calculate_sum_pi_squared=true");
+    throw ValueError(prefix +
+                     "needs sum_pi_squared from the actor; set "
+                     "actor_rollout_ref.actor.calculate_sum_pi_squared=true");
   }
   if (!input.old_log_probs.defined()) throw ValueError(prefix + "needs the actor's old_log_probs");
   try {

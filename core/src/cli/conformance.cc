@@ -17,7 +17,7 @@ int run_command_conformance(const std::vector<std::string>& args, CommandIo io) 
   std::string format = "table";
   po::options_description options(
       "rlcore conformance --plugins FILE|DIR [--kind K] [--name N] [--reference NAME] [--format table|json] "
-      "[key=value ...]\n"
+      "[--models DIR] [key=value ...]\n"
       "Checks every component the given plugins register against the in-tree reference of its kind\n"
       "(train_engine: fsdp, inference_engine: native) on tiny models made on the fly; key=value options\n"
       "go to the components under test. Exit code 0 only when no check failed (docs/conformance.md)");
@@ -25,7 +25,10 @@ int run_command_conformance(const std::vector<std::string>& args, CommandIo io) 
   options.add_options()("kind", po::value(&run.kind), "only components of this kind (train_engine, ...)")(
       "name", po::value(&run.name), "only the component of this name")(
       "reference", po::value(&run.reference), "the reference component's name (default: the kind's in-tree one)")(
-      "format", po::value(&format), "table | json");
+      "format", po::value(&format), "table | json")(
+      "models", po::value(&run.models_dir),
+      "keep the suite's tiny models in DIR (tiny_seed1, tiny_seed2; reused when there), e.g. for a server that "
+      "vllm_bridge drives: rlcore serve --model DIR/tiny_seed1");
   std::vector<std::string> positional;
   parse_command_line(args, options, positional);
   apply_log_level(common.log_level);

@@ -36,11 +36,20 @@ AdvantageInput estimator_input(uint64_t seed) {
   input.values = at::randn({kRows, kTokens}, generator);
   input.index = at::tensor({0, 0, 0, 1, 1, 1}, at::kLong);
   input.reward_baselines = at::randn({kRows}, generator);
+  // The actor's token statistics: probabilities in (0.05, 0.95), sum_pi_squared between p^2 and 1.
+  const at::Tensor probs = at::rand({kRows, kTokens}, generator) * 0.9 + 0.05;
+  input.old_log_probs = probs.log();
+  input.sum_pi_squared = probs.square() + at::rand({kRows, kTokens}, generator) * (1 - probs.square());
+  input.rollout_is_weights = at::rand({kRows, kTokens}, generator) + 0.5;
   return input;
 }
 
+const char* const kInputNames[] = {"token_level_rewards", "response_mask", "values",         "index",
+                                   "reward_baselines",    "old_log_probs", "sum_pi_squared", "rollout_is_weights"};
+
 std::vector<at::Tensor*> tensors_of(AdvantageInput& input) {
-  return {&input.token_level_rewards, &input.response_mask, &input.values, &input.index, &input.reward_baselines};
+  return {&input.token_level_rewards, &input.response_mask, &input.values,         &input.index,
+          &input.reward_baselines,    &input.old_log_probs, &input.sum_pi_squared, &input.rollout_is_weights};
 }
 
 std::shared_ptr<AdvantageEstimator> make_estimator(CheckEnv& env) {
@@ -68,7 +77,8 @@ Outcome estimator_shapes(CheckEnv& env) {
   return Outcome::pass();
 }
 
-// Critic values at padding positions change: response positions keep their outputs.
+// Critic values and the actor's token statistics at padding positions change:
+// response positions keep their outputs.
 // (Rewards at padding are zero by the trainer's construction, and verl's outcome
 // estimators sum every position, so they are left alone.)
 Outcome estimator_mask_respected(CheckEnv& env) {
@@ -77,6 +87,9 @@ Outcome estimator_mask_respected(CheckEnv& env) {
   AdvantageInput noisy = estimator_input(1);
   const at::Tensor padding = input.response_mask == 0;
   noisy.values = noisy.values.masked_fill(padding, -7.0);
+  noisy.old_log_probs = noisy.old_log_probs.masked_fill(padding, -30.0);
+  noisy.sum_pi_squared = noisy.sum_pi_squared.masked_fill(padding, 0.5);
+  noisy.rollout_is_weights = noisy.rollout_is_weights.masked_fill(padding, 9.0);
   const AdvantageOutput a = estimator->compute(input);
   const AdvantageOutput b = estimator->compute(noisy);
   const at::Tensor keep = input.response_mask.to(at::kBool);
@@ -91,11 +104,11 @@ Outcome estimator_no_input_mutation(CheckEnv& env) {
   AdvantageInput input = estimator_input(2);
   AdvantageInput copy = estimator_input(2);
   make_estimator(env)->compute(input);
-  const char* names[] = {"token_level_rewards", "response_mask", "values", "index", "reward_baselines"};
   const auto before = tensors_of(copy);
   const auto after = tensors_of(input);
   for (size_t i = 0; i < before.size(); ++i) {
-    if (!bit_equal(*after[i], *before[i])) return Outcome::fail(std::string("compute() modified input.") + names[i]);
+    if (!bit_equal(*after[i], *before[i]))
+      return Outcome::fail(std::string("compute() modified input.") + kInputNames[i]);
   }
   return Outcome::pass();
 }

@@ -106,6 +106,9 @@ struct RunOptions {
   std::string name;                       // only this component ("" = all)
   std::string reference;                  // "" = the kind's default reference
   std::vector<std::string> overrides;     // key=value options of the candidate
+  // Where the tiny models go ("" = a scratch directory removed afterwards); kept, and
+  // reused when already there, so a server can serve the same model (vllm_bridge).
+  std::string models_dir;
 };
 
 // Components from `plugin_paths` (every component when empty), filtered by kind and name.

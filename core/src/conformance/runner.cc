@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "conformance/conformance.h"
@@ -119,11 +121,14 @@ std::vector<CheckResult> run_checks(const Registry& registry, const std::vector<
                                     const std::function<void(const CheckResult&)>& progress) {
   ConfigNode overrides;
   apply_overrides(overrides, options.overrides);
-  ScratchDir models("models");
-  const fs::path tiny_model = models.path() / "tiny_seed1";
-  const fs::path tiny_model_alt = models.path() / "tiny_seed2";
-  write_tiny_model(tiny_model, 1);
-  write_tiny_model(tiny_model_alt, 2);
+  std::optional<ScratchDir> scratch;
+  if (options.models_dir.empty()) scratch.emplace("models");
+  const fs::path models = options.models_dir.empty() ? scratch->path() : fs::path(options.models_dir);
+  const fs::path tiny_model = models / "tiny_seed1";
+  const fs::path tiny_model_alt = models / "tiny_seed2";
+  // The models are deterministic: ones already in --models are the same bytes (a server may be serving them).
+  if (!fs::exists(tiny_model / "config.json")) write_tiny_model(tiny_model, 1);
+  if (!fs::exists(tiny_model_alt / "config.json")) write_tiny_model(tiny_model_alt, 2);
 
   std::vector<CheckResult> results;
   for (const ComponentEntry* candidate : candidates) {
@@ -167,7 +172,7 @@ std::vector<CheckResult> run_checks(const Registry& registry, const std::vector<
       } catch (const ConfigError& e) {
         // Options the suite cannot invent (a key without a usable default) are the user's to give.
         outcome = check.name == "create" ? Outcome::skipped(std::string("needs options the suite cannot choose: ") +
-                                                         e.what() + " (give them as key=value)")
+                                                            e.what() + " (give them as key=value)")
                                          : Outcome::fail(std::string("threw: ") + e.what());
       } catch (const std::exception& e) {
         outcome = Outcome::fail(std::string("threw: ") + e.what());

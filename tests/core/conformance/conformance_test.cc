@@ -3,6 +3,9 @@
 // fails the check that covers its defect, named in the output.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -10,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../cli_testing.h"
+#include "../../common/server_process.h"
 #include "../../common/test_paths.h"
 
 namespace {
@@ -52,17 +56,10 @@ void require_statuses(const Report& report, const std::vector<std::string>& chec
   }
 }
 
-const std::vector<std::string> kTrainChecks = {"create",
-                                               "forward_log_prob",
-                                               "forward_entropy",
-                                               "forward_sum_pi_squared",
-                                               "optimizer_step",
-                                               "grad_accumulation",
-                                               "checkpoint_round_trip",
-                                               "resume_continuity",
-                                               "export_hf",
-                                               "offload_reload",
-                                               "data_parallel"};
+const std::vector<std::string> kTrainChecks = {
+    "create",         "forward_log_prob",  "forward_entropy",       "forward_sum_pi_squared",
+    "optimizer_step", "grad_accumulation", "checkpoint_round_trip", "resume_continuity",
+    "export_hf",      "offload_reload",    "data_parallel"};
 // The broken engines wrap fsdp without its optional capabilities.
 const char* const kWrapped = "not applicable";
 const std::vector<std::string> kInferenceChecks = {
@@ -187,9 +184,9 @@ TEST_CASE("wrong log-probs fail forward_log_prob, named, and nothing else", "[co
 TEST_CASE("a checkpoint that drops a tensor fails the checkpoint checks", "[conformance][broken]") {
   const Report report = run_json({"--plugins", kBrokenDir + "/broken_checkpoint.so"});
   CHECK(report.status == 1);
-  require_statuses(report, kTrainChecks, {{"checkpoint_round_trip", "fail"},
-                                          {"resume_continuity", "fail"},
-                                          {"forward_sum_pi_squared", kWrapped}});
+  require_statuses(
+      report, kTrainChecks,
+      {{"checkpoint_round_trip", "fail"}, {"resume_continuity", "fail"}, {"forward_sum_pi_squared", kWrapped}});
   INFO(report.by_check.at("checkpoint_round_trip").dump());
   CHECK_FALSE(report.by_check.at("checkpoint_round_trip")["detail"].get<std::string>().empty());
 }
@@ -255,4 +252,28 @@ TEST_CASE("conformance refuses bad arguments and an empty selection", "[conforma
   result = cli_test::run({"conformance", "--kind", "engine"});
   CHECK(result.status == 1);
   CHECK_THAT(result.err, Catch::Contains("not a component kind"));
+}
+
+TEST_CASE("vllm_bridge passes against rlcore serve --dev-mode serving the suite's tiny model",
+          "[conformance][vllm_bridge]") {
+  const std::string bridge = kPluginDir + "/librlcore-infer-vllm-bridge.so";
+  if (!std::filesystem::exists(bridge)) FAIL("infer-vllm-bridge is not built: " << bridge);
+  const std::filesystem::path models =
+      std::filesystem::temp_directory_path() / ("rlcore_conformance_models_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(models);
+  // Any quick run with --models writes the suite's tiny models there, for the server to serve.
+  REQUIRE(
+      run_json({"--plugins", kPluginDir + "/librlcore-reward.so", "--name", "exact_match", "--models", models.string()})
+          .status == 0);
+  REQUIRE(std::filesystem::exists(models / "tiny_seed1" / "config.json"));
+  {
+    rlcore_test::ServerProcess server(rlcore_test::rlcore_executable(),
+                                      {"--model", (models / "tiny_seed1").string(), "--port", "0", "--dev-mode",
+                                       "--plugins", kPluginDir, "--log-level", "warn"});
+    const Report report = run_json({"--plugins", bridge, "--models", models.string(), "server_url=" + server.url()});
+    INFO(report.json.dump(1));
+    require_statuses(report, kInferenceChecks, {});
+    CHECK(report.status == 0);
+  }
+  std::filesystem::remove_all(models);
 }
