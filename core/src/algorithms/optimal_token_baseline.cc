@@ -95,6 +95,28 @@ std::vector<int64_t> row_lengths(const at::Tensor& mask) {
   return std::vector<int64_t>(lengths.data_ptr<int64_t>(), lengths.data_ptr<int64_t>() + lengths.numel());
 }
 
+// Each group's baseline B_t = sum_i G_it W_it / (sum_i W_it + 1e-8), given to
+// every row of the group (a lone response keeps baseline 0), then zero_tail.
+// `weights` is 0 wherever a row has no token.
+at::Tensor group_baselines(const std::map<int64_t, std::vector<int64_t>>& groups, const at::Tensor& returns,
+                           const at::Tensor& weights, const std::vector<int64_t>& lengths) {
+  at::Tensor baselines = at::zeros_like(returns);
+  for (const auto& [id, rows] : groups) {
+    if (rows.size() == 1) continue;
+    const at::Tensor idx = at::tensor(rows, at::kLong).to(returns.device());
+    const at::Tensor g = returns.index_select(0, idx);
+    const at::Tensor w = weights.index_select(0, idx);
+    const at::Tensor baseline = (g * w).sum(0) / (w.sum(0) + kEpsilon);
+    std::vector<int64_t> group_lengths;
+    for (int64_t row : rows) {
+      baselines[row].copy_(baseline);
+      group_lengths.push_back(lengths[row]);
+    }
+    zero_tail(baselines, rows, group_lengths);
+  }
+  return baselines;
+}
+
 class OptimalTokenBaselineEstimator final : public AdvantageEstimator {
  public:
   AdvantageNeeds needs() const override { return kNeedsIndex; }
@@ -103,20 +125,8 @@ class OptimalTokenBaselineEstimator final : public AdvantageEstimator {
     at::NoGradGuard no_grad;
     const ReturnsAndWeights rw = returns_and_weights(input, "optimal_token_baseline");
     const at::Tensor mask = float_mask(input.response_mask, rw.returns);
-    const std::vector<int64_t> lengths = row_lengths(mask);
-    at::Tensor baselines = at::zeros_like(rw.returns);
-    for (const auto& [id, rows] : groups_of(input.index)) {
-      if (rows.size() == 1) continue;  // a lone response: advantage = return
-      const at::Tensor idx = at::tensor(rows, at::kLong).to(rw.returns.device());
-      const at::Tensor g = rw.returns.index_select(0, idx);
-      const at::Tensor w = rw.w_cumulative.index_select(0, idx);
-      const at::Tensor m = mask.index_select(0, idx);
-      const at::Tensor baseline = (g * w * m).sum(0) / ((w * m).sum(0) + kEpsilon);
-      for (int64_t row : rows) baselines[row].copy_(baseline);
-      std::vector<int64_t> group_lengths;
-      for (int64_t row : rows) group_lengths.push_back(lengths[row]);
-      zero_tail(baselines, rows, group_lengths);
-    }
+    const at::Tensor baselines =
+        group_baselines(groups_of(input.index), rw.returns, rw.w_cumulative * mask, row_lengths(mask));
     return {(rw.returns - baselines) * mask, rw.returns};
   }
 };
@@ -150,19 +160,7 @@ class TirOptimalTokenBaselineEstimator final : public AdvantageEstimator {
     for (int64_t row = 0; row < rows_total; ++row) {
       if (lengths[row] > 0) groups[ids.data_ptr<int64_t>()[row]].push_back(row);
     }
-    at::Tensor baselines = at::zeros_like(packed_returns);
-    for (const auto& [id, rows] : groups) {
-      if (rows.size() == 1) continue;
-      const at::Tensor idx = at::tensor(rows, at::kLong).to(packed_w.device());
-      const at::Tensor w = packed_w.index_select(0, idx);
-      const at::Tensor g = packed_returns.index_select(0, idx);
-      const at::Tensor baseline = (g * w).sum(0) / (w.sum(0) + kEpsilon);
-      for (int64_t row : rows) baselines[row].copy_(baseline);
-      std::vector<int64_t> group_lengths;
-      for (int64_t row : rows) group_lengths.push_back(lengths[row]);
-      zero_tail(baselines, rows, group_lengths);
-    }
-    const at::Tensor packed_advantages = packed_returns - baselines;
+    const at::Tensor packed_advantages = packed_returns - group_baselines(groups, packed_returns, packed_w, lengths);
     at::Tensor advantages = at::zeros_like(rw.returns);
     for (int64_t row = 0; row < rows_total; ++row) {
       if (lengths[row] == 0) continue;

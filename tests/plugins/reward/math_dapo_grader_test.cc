@@ -3,27 +3,21 @@
 // verl's own compute_score (reference/verl_math_graders.py) and by the C++ grader.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "../../common/reference_python.h"
 #include "math_dapo_grader.h"
+#include "verl_math_reference.h"
 
 namespace {
 
+using reward_test::load_corpus;
+using reward_test::verl_results;
 using rlcore::reward::math_dapo_verify;
 using rlcore::reward::MathDapoGrader;
 using rlcore::reward::MathDapoOptions;
 using rlcore::reward::normalize_final_answer;
-
-nlohmann::json load_corpus(const std::string& name) {
-  std::ifstream in(rlcore_test::reference_script("plugins/reward/fixtures/" + name));
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
 
 nlohmann::json generated_cases() {
   nlohmann::json cases = nlohmann::json::array();
@@ -40,30 +34,13 @@ nlohmann::json generated_cases() {
   return cases;
 }
 
-// verl's results for `cases`, via a temporary corpus file.
-nlohmann::json verl_results(const nlohmann::json& cases) {
-  char path[] = "/tmp/rlcore_math_dapo_corpus_XXXXXX";
-  const int fd = ::mkstemp(path);
-  REQUIRE(fd >= 0);
-  ::close(fd);
-  std::ofstream(path) << cases.dump();
-  const std::string output = rlcore_test::run_reference(
-      rlcore_test::reference_script("plugins/reward/reference/verl_math_graders.py"), {"math_dapo", path});
-  std::remove(path);
-  // The result is the last line; verl may print before it (and the reference's stderr is merged in).
-  const std::string trimmed = output.substr(0, output.find_last_not_of('\n') + 1);
-  const nlohmann::json reply = nlohmann::json::parse(trimmed.substr(trimmed.rfind('\n') + 1));
-  CHECK(reply.at("verl") == "0.9.1");
-  return reply.at("results");
-}
-
 }  // namespace
 
 TEST_CASE("math_dapo agrees with verl 0.9.1's compute_score on every corpus case") {
   nlohmann::json cases = load_corpus("math_dapo_corpus.json");
   REQUIRE(cases.size() > 100);
   for (const auto& extra : generated_cases()) cases.push_back(extra);
-  const nlohmann::json expected = verl_results(cases);
+  const nlohmann::json expected = verl_results("math_dapo", cases);
   REQUIRE(expected.size() == cases.size());
 
   int agreed = 0;

@@ -5,49 +5,27 @@
 // rlcore cannot: the test requires those, and only those, to differ.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "../../common/reference_python.h"
 #include "prime_math_grader.h"
+#include "verl_math_reference.h"
 
 namespace {
 
+using reward_test::load_corpus;
+using reward_test::verl_results;
 using rlcore::reward::prime_match_answer;
 using rlcore::reward::prime_math_verify;
 using rlcore::reward::PrimeMathGrader;
 
-nlohmann::json load_corpus() {
-  std::ifstream in(rlcore_test::reference_script("plugins/reward/fixtures/prime_math_corpus.json"));
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
-
-nlohmann::json verl_results(const nlohmann::json& cases) {
-  char path[] = "/tmp/rlcore_prime_math_corpus_XXXXXX";
-  const int fd = ::mkstemp(path);
-  REQUIRE(fd >= 0);
-  ::close(fd);
-  std::ofstream(path) << cases.dump();
-  const std::string output = rlcore_test::run_reference(
-      rlcore_test::reference_script("plugins/reward/reference/verl_math_graders.py"), {"prime", path});
-  std::remove(path);
-  // The result is the last line; verl may print before it (and the reference's stderr is merged in).
-  const std::string trimmed = output.substr(0, output.find_last_not_of('\n') + 1);
-  const nlohmann::json reply = nlohmann::json::parse(trimmed.substr(trimmed.rfind('\n') + 1));
-  CHECK(reply.at("verl") == "0.9.1");
-  return reply.at("results");
-}
-
 }  // namespace
 
 TEST_CASE("prime_math agrees with verl 0.9.1 except on the documented sympy cases") {
-  const nlohmann::json cases = load_corpus();
+  const nlohmann::json cases = load_corpus("prime_math_corpus.json");
   REQUIRE(cases.size() > 80);
-  const nlohmann::json expected = verl_results(cases);
+  const nlohmann::json expected = verl_results("prime", cases);
   REQUIRE(expected.size() == cases.size());
 
   int differences = 0;
