@@ -61,7 +61,7 @@ TEST_CASE("swaps on the GPU carry the trainer's weights bit for bit and round-tr
   infer_native_test::TempDir dir;
   infer_native_test::write_checkpoint(dir.path(), infer_native_test::random_model(wide_config(), 2));
   Engines engines(dir, gpu);
-  BucketedShardingManager manager(rlcore::hybrid::HybridOptions());
+  BucketedShardingManager manager{rlcore::hybrid::HybridOptions()};
   manager.attach(engines.parts());
   for (int64_t version = 1; version <= 2; ++version) {
     INFO("version " << version);
