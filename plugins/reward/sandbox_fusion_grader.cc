@@ -249,7 +249,7 @@ SamplePlan plan_sample(std::size_t sample, std::string_view response, std::strin
   SamplePlan plan;
   const std::optional<std::string> code = extract_code(response);
   if (!code) return plan;  // "Invalid completion (missing code block)"
-  ordered_json cases = ordered_json::parse(ground_truth, nullptr, /*allow_exceptions=*/false);
+  ordered_json cases = http::parse_json_bounded<ordered_json>(ground_truth);
   if (cases.is_discarded() || !cases.is_object()) return plan;  // not JSON, or json.loads gave no dict
 
   const bool has_asserts = cases.contains("assert_case");

@@ -29,7 +29,7 @@ void set_timeout(httplib::Client& client, double seconds, bool connect) {
 
 nlohmann::json parse_or_null(const std::string& body) {
   if (body.empty()) return nullptr;
-  nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json parsed = parse_json_bounded(body);
   return parsed.is_discarded() ? nlohmann::json() : parsed;
 }
 

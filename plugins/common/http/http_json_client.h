@@ -18,7 +18,7 @@ struct HttpSettings {
   std::string api_key;               // empty: no Authorization header
   double connect_timeout_s = 10;
   double request_timeout_s = 600;
-  int64_t max_retries = 3;  // extra attempts after the first, for retryable calls
+  int64_t max_retries = 3;       // extra attempts after the first, for retryable calls
   double retry_backoff_s = 0.5;  // doubles after each failed attempt
 };
 
@@ -61,5 +61,21 @@ class HttpJsonClient {
 // The message inside a vLLM/SGLang/OpenAI error body ({"error": {"message"}},
 // {"message"} or {"detail"}), else the body itself, cut to a readable length.
 std::string server_message(const std::string& body);
+
+// `text` as JSON, or a discarded value when it is not JSON or nests deeper than
+// `max_depth`: a hostile body nested 100,000 deep parses, but copying or freeing
+// it recurses once per level and overflows the stack.
+template <class Json = nlohmann::json>
+Json parse_json_bounded(const std::string& text, int max_depth = 64) {
+  bool too_deep = false;
+  Json parsed = Json::parse(
+      text,
+      [&](int depth, typename Json::parse_event_t, Json&) {
+        too_deep = too_deep || depth > max_depth;
+        return !too_deep;  // deeper values are dropped, never built
+      },
+      /*allow_exceptions=*/false);
+  return too_deep ? Json(Json::value_t::discarded) : parsed;
+}
 
 }  // namespace rlcore::http
