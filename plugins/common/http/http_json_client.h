@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -66,7 +67,7 @@ std::string server_message(const std::string& body);
 // `max_depth`: a hostile body nested 100,000 deep parses, but copying or freeing
 // it recurses once per level and overflows the stack.
 template <class Json = nlohmann::json>
-Json parse_json_bounded(const std::string& text, int max_depth = 64) {
+Json parse_json_bounded(std::string_view text, int max_depth = 64) {
   bool too_deep = false;
   Json parsed = Json::parse(
       text,
