@@ -42,6 +42,9 @@ const OptionsSchema<RunConfig>& run_config_schema() {
              "A global_step_N checkpoint directory (resume_mode: resume_path).")
         .key("max_ckpt_to_keep", &TrainerConfig::max_ckpt_to_keep, "Checkpoints kept (oldest removed); 0: all.",
              at_least(0))
+        .key("rollout_data_dir", &TrainerConfig::rollout_data_dir,
+             "Write each step's responses to <dir>/<step>.jsonl (input, output, gts, score, step and the reward "
+             "extras, one line per response); empty: off.")
         .key("device", &TrainerConfig::device,
              "Device of every worker's engines: cuda (each worker binds cuda:<its local rank>), cpu, or auto "
              "(cuda when this build has CUDA and a GPU is visible, else cpu). See docs/launch.md.",
@@ -62,6 +65,20 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .key("penalty_factor", &OverlongBufferConfig::penalty_factor,
              "Penalty of a response that uses the whole buffer.", at_least(0))
         .key("log", &OverlongBufferConfig::log, "Also report overlong_reward and overlong (critic/score_extra/*).");
+    OptionsSchema<RewardModelConfig> reward_model;
+    reward_model
+        .key("enable", &RewardModelConfig::enable,
+             "Score responses with a reward model (a sequence-classification checkpoint) instead of, or besides, "
+             "the rule graders (docs/reward-model.md).")
+        .key("model_path", &RewardModelConfig::model_path,
+             "HF checkpoint of the reward model: *ForSequenceClassification with one label (a `score` head).")
+        .key("strategy", &RewardModelConfig::strategy, "Train engine that runs its forward (frozen).")
+        .key("micro_batch_size_per_gpu", &RewardModelConfig::micro_batch_size_per_gpu,
+             "Responses per forward on one worker; 0: all at once.", at_least(0))
+        .key("combine", &RewardModelConfig::combine,
+             "replace: the model's score is the reward and the rule graders are not asked (verl); add: the rule "
+             "grade plus the model's score.",
+             one_of({"replace", "add"}));
     OptionsSchema<RewardConfig> reward;
     reward
         .key("grader", &RewardConfig::grader,
@@ -71,7 +88,8 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .subtree("custom_reward_function", &RewardConfig::custom_reward_function,
                  "verl's custom reward function: a Python file's compute_score run in a subprocess; path set: it "
                  "scores every sample instead of reward.grader. Keys: path, name, python, timeout_s, reward_kwargs "
-                 "(docs/custom-rewards.md).");
+                 "(docs/custom-rewards.md).")
+        .section("reward_model", &RewardConfig::reward_model, reward_model);
     OptionsSchema<RunConfig> root;
     root.section("trainer", &RunConfig::trainer, trainer)
         .section("data", &RunConfig::data, data_config_schema())
@@ -252,6 +270,16 @@ void validate_device(const RunConfig& config) {
 }
 
 // DAPO's overlong buffer must fit inside the response length it shapes.
+void validate_reward_model(const Registry& registry, const RunConfig& config) {
+  const RewardModelConfig& model = config.reward.reward_model;
+  if (!model.enable) return;
+  if (model.model_path.empty()) {
+    throw ConfigError("key reward.reward_model.model_path is required when reward.reward_model.enable is true: "
+                      "the sequence-classification checkpoint that scores responses");
+  }
+  component(registry, "train_engine", model.strategy, "reward.reward_model.strategy");
+}
+
 void validate_overlong_buffer(const ConfigNode& tree, const RunConfig& config) {
   const OverlongBufferConfig& buffer = config.reward.overlong_buffer;
   if (!buffer.enable) return;
@@ -295,6 +323,7 @@ ResolvedConfig resolve_config(const Registry& registry, const std::string& confi
   validate_device(config);
   validate_graders(registry, resolved.config);
   validate_overlong_buffer(resolved.tree, resolved.config);
+  validate_reward_model(registry, resolved.config);
   validate_rollout_correction(resolved.config);
   validate_trainer_components(registry, resolved.tree, resolved.config);
   fill_defaults(resolved.tree, run_config_schema().keys());

@@ -127,6 +127,7 @@ class ExampleBuilder {
   bool build(const nlohmann::json& record, const std::string& where, Example& example) const {
     if (!prompt_ids(record, where, example.prompt_ids)) return false;
     if (with_responses_) example.response_ids = response_ids(record, where);
+    example.prompt_messages = prompt_messages(record, where, config_);
     example.data_source = read_data_source(record, where);
     example.ground_truth = read_ground_truth(record);
     const auto extra = record.find("extra_info");

@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include "rlcore/error.h"
 #include "rlcore/train_engine.h"
 #include "trainer/sequences.h"
 
@@ -32,7 +33,7 @@ OverlongShaping overlong_shaping(const RunConfig& config) {
 }
 
 Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*>& examples, const Tokenizer& tokenizer,
-                        const RewardRouter& router, const OverlongShaping& overlong) {
+                        const RewardRouter& router, const OverlongShaping& overlong, const ModelScores* model) {
   const std::vector<std::vector<int32_t>> responses = response_tokens(sequences);
   const int64_t rows = sequences.size();
   Rewards rewards;
@@ -45,7 +46,12 @@ Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*
     samples[i].data_source = examples[i]->data_source;
     samples[i].extra = &examples[i]->extra_info;
   }
-  const std::vector<GradeResult> grades = router.score(samples);
+  const std::vector<GradeResult> grades =
+      model != nullptr && model->replace ? std::vector<GradeResult>(samples.size()) : router.score(samples);
+  if (model != nullptr && model->scores.size() != samples.size()) {
+    throw ValueError("the reward model returned " + std::to_string(model->scores.size()) + " scores for " +
+                     std::to_string(samples.size()) + " responses");
+  }
   auto scores_a = rewards.token_level_scores.accessor<float, 2>();
   auto set_extra = [&rewards, rows](const std::string& name, int64_t row, double value) {
     auto& column = rewards.extras[name];
@@ -57,6 +63,10 @@ Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*
     const auto length = static_cast<int64_t>(responses[i].size());
     double score = grade.score;
     for (const auto& [name, value] : grade.extras) set_extra(name, i, value);
+    if (model != nullptr) {
+      score += model->scores[i];
+      set_extra("rm_score", i, model->scores[i]);
+    }
     if (overlong.buffer.enable) {
       const double penalty = overlong.reward(length);
       score += penalty;

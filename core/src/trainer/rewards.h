@@ -38,10 +38,20 @@ struct OverlongShaping {
 // The shaping a run's config asks for (reward.overlong_buffer, data.max_response_length).
 OverlongShaping overlong_shaping(const RunConfig& config);
 
+// A reward model's score of each row (trainer/reward_model.h) and how it meets
+// the rule grades (reward.reward_model.combine).
+struct ModelScores {
+  std::vector<double> scores;  // [B]
+  bool replace = true;         // true: the rule graders are not asked; false: added to their grade
+};
+
 // `examples[i]` is the prompt of row i of `sequences` (the engine layout). A
-// response's score is its grade plus the overlong penalty when shaping is on.
+// response's score is its grade (or, with `model`, the model's score, or both
+// added), plus the overlong penalty when shaping is on. With `model`, the
+// extras gain rm_score.
 Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*>& examples, const Tokenizer& tokenizer,
-                        const RewardRouter& router, const OverlongShaping& overlong = {});
+                        const RewardRouter& router, const OverlongShaping& overlong = {},
+                        const ModelScores* model = nullptr);
 
 // Decodes ids, dropping any the tokenizer does not know (a model's padded vocabulary).
 std::string decode_known(const Tokenizer& tokenizer, const std::vector<int32_t>& ids);

@@ -27,9 +27,11 @@
 #include "rlcore/rollout_correction.h"
 #include "trainer/checkpoint.h"
 #include "trainer/dynamic_sampling.h"
+#include "trainer/generation_dump.h"
 #include "trainer/generation.h"
 #include "trainer/losses.h"
 #include "trainer/plan.h"
+#include "trainer/reward_model.h"
 #include "trainer/rewards.h"
 #include "trainer/sequences.h"
 #include "trainer/step_metrics.h"
@@ -81,6 +83,7 @@ struct RlTrainer::Impl {
   std::unique_ptr<KlController> kl_controller;
   RewardRouter rewards;
   trainer::CheckpointStore checkpoints;
+  std::unique_ptr<trainer::RewardModel> reward_model;  // null without reward.reward_model.enable
   std::unique_ptr<trainer::TrainerWorkers> workers;
   MetricsLogger logger;
   trainer::GenerationLimits limits;
@@ -112,7 +115,11 @@ struct RlTrainer::Impl {
         estimator_options(components, config.algorithm.adv_estimator, config.algorithm.estimator_options));
     kl_controller = make_kl_controller(config.algorithm.kl_ctrl);
     limits = trainer::generation_limits(tokenizer, plan.response_length);
-    validator = std::make_unique<trainer::Validator>(config, val_set, tokenizer, rewards, limits);
+    if (config.reward.reward_model.enable) {
+      reward_model = std::make_unique<trainer::RewardModel>(config.reward.reward_model, tokenizer);
+    }
+    validator = std::make_unique<trainer::Validator>(
+        config, val_set, [this](const Rollout& rollout) { return score(rollout); }, limits);
     logger.add(std::make_unique<ConsoleMetricsSink>(out, console_keys(validator->core_metric_names())));
     add_file_sinks(logger, config.trainer.logger, config.run_dir());
 
@@ -159,6 +166,14 @@ struct RlTrainer::Impl {
 
   StepMetrics validate() { return validator->run(workers->actor(), step); }
 
+  // The rule graders' and (reward.reward_model) the reward model's rewards of a rollout.
+  trainer::Rewards score(const Rollout& rollout) {
+    std::optional<trainer::ModelScores> model;
+    if (reward_model) model = reward_model->score(*workers->reward_model(), rollout.batch, rollout.examples);
+    return trainer::compute_rewards(rollout.batch, rollout.examples, tokenizer, rewards,
+                                    trainer::overlong_shaping(config), model ? &*model : nullptr);
+  }
+
   // ---- one step --------------------------------------------------------------
 
   // Generation and rewards of one batch of prompts (their times add up over
@@ -172,8 +187,7 @@ struct RlTrainer::Impl {
     scored.rollout = generate(prompts, config.actor_rollout_ref.rollout.n, train_sampling(gen_batch));
     metrics["timing_s/gen"] += seconds_since(start);
     start = Clock::now();
-    scored.rewards = trainer::compute_rewards(scored.rollout.batch, scored.rollout.examples, tokenizer, rewards,
-                                              trainer::overlong_shaping(config));
+    scored.rewards = score(scored.rollout);
     metrics["timing_s/reward"] += seconds_since(start);
     return scored;
   }
@@ -229,6 +243,9 @@ struct RlTrainer::Impl {
     Rollout& rollout = scored.rollout;
     Batch& batch = rollout.batch;
     batch.set(columns::kTokenLevelScores, scored.rewards.token_level_scores);
+    if (!config.trainer.rollout_data_dir.empty()) {
+      trainer::dump_generations(config.trainer.rollout_data_dir, step + 1, rollout, scored.rewards, tokenizer);
+    }
     for (const auto& [name, column] : scored.rewards.extras) {
       batch.set(columns::kRewardComponentPrefix + name, at::tensor(column, at::kDouble).to(at::kFloat));  // for gdpo
       double sum = 0;
@@ -365,8 +382,7 @@ struct RlTrainer::Impl {
     std::vector<const Example*> prompts;
     for (size_t row = 0; row < examples.size(); row += static_cast<size_t>(n)) prompts.push_back(examples[row]);
     const Rollout baseline = generate(prompts, 1, greedy);
-    const trainer::Rewards scored = trainer::compute_rewards(baseline.batch, baseline.examples, tokenizer, rewards,
-                                                             trainer::overlong_shaping(config));
+    const trainer::Rewards scored = score(baseline);
     at::Tensor baselines = at::empty({batch.size()}, at::kFloat);
     for (int64_t row = 0; row < batch.size(); ++row) baselines[row] = scored.scores[row / n];
     batch.set(columns::kRewardBaselines, baselines);

@@ -67,8 +67,13 @@ class SftRun {
       val_set_ =
           Dataset::load(config_.data.val_files, config_.data, tokenizer_, /*with_responses=*/false, chat_renderer_);
     }
+    // The rule graders only: SFT has no reward model workers.
+    auto score = [this](const trainer::Rollout& rollout) {
+      return trainer::compute_rewards(rollout.batch, rollout.examples, tokenizer_, rewards_,
+                                      trainer::overlong_shaping(config_));
+    };
     validator_ = std::make_unique<trainer::Validator>(
-        config_, val_set_, tokenizer_, rewards_, trainer::generation_limits(tokenizer_, config_.data.max_response_length));
+        config_, val_set_, score, trainer::generation_limits(tokenizer_, config_.data.max_response_length));
 
     out_ << "rlcore sft: " << train_set_.size() << " examples, " << config_.data.train_batch_size << " per step, "
          << total_steps_ << " steps, " << workers << " data-parallel rank(s)"

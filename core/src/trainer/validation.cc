@@ -20,9 +20,9 @@ std::string at_n_suffix(int64_t n) { return "/mean@" + std::to_string(n); }
 
 }  // namespace
 
-Validator::Validator(const RunConfig& config, const Dataset& val_set, const Tokenizer& tokenizer,
-                     const RewardRouter& rewards, GenerationLimits limits)
-    : config_(config), val_set_(val_set), tokenizer_(tokenizer), rewards_(rewards), limits_(std::move(limits)) {
+Validator::Validator(const RunConfig& config, const Dataset& val_set, std::function<Rewards(const Rollout&)> score,
+                     GenerationLimits limits)
+    : config_(config), val_set_(val_set), score_(std::move(score)), limits_(std::move(limits)) {
   const std::string suffix = at_n_suffix(config.actor_rollout_ref.rollout.val_kwargs.n);
   for (int64_t i = 0; i < val_set.size(); ++i) {
     const std::string name = kValCorePrefix + val_set.at(i).data_source + "/reward" + suffix;
@@ -46,7 +46,7 @@ StepMetrics Validator::run(WorkerGroup& actor, int64_t version) const {
     std::vector<const Example*> prompts;
     for (int64_t i = start; i < std::min(val_set_.size(), start + chunk); ++i) prompts.push_back(&val_set_.at(i));
     const Rollout rollout = generate_rollout(actor, prompts, val.n, sampling, limits_, version);
-    const Rewards scored = compute_rewards(rollout.batch, rollout.examples, tokenizer_, rewards_, overlong_shaping(config_));
+    const Rewards scored = score_(rollout);
     for (size_t i = 0; i < rollout.examples.size(); ++i) {
       const std::string& source = rollout.examples[i]->data_source;
       auto& reward = sums[kValCorePrefix + source + "/reward" + suffix];

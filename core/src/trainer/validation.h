@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,14 +14,15 @@
 #include "rlcore/core/run_config.h"
 #include "rlcore/tokenizer.h"
 #include "trainer/generation.h"
+#include "trainer/rewards.h"
 #include "trainer/step_metrics.h"
 
 namespace rlcore::trainer {
 
 class Validator {
  public:
-  // Keeps references to all four arguments.
-  Validator(const RunConfig& config, const Dataset& val_set, const Tokenizer& tokenizer, const RewardRouter& rewards,
+  // Keeps references to `config` and `val_set`; `score` gives a rollout's rewards.
+  Validator(const RunConfig& config, const Dataset& val_set, std::function<Rewards(const Rollout&)> score,
             GenerationLimits limits);
 
   bool enabled() const { return val_set_.size() > 0; }
@@ -33,8 +35,7 @@ class Validator {
  private:
   const RunConfig& config_;
   const Dataset& val_set_;
-  const Tokenizer& tokenizer_;
-  const RewardRouter& rewards_;
+  std::function<Rewards(const Rollout&)> score_;
   GenerationLimits limits_;
   std::vector<std::string> core_names_;
 };

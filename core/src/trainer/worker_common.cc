@@ -69,6 +69,7 @@ namespace rlcore {
 void add_trainer_roles(RoleRegistry& roles, const Registry& components) {
   trainer::add_actor_rollout_ref_role(roles, components);
   trainer::add_critic_role(roles, components);
+  trainer::add_reward_model_role(roles, components);
 }
 
 }  // namespace rlcore

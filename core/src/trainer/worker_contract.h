@@ -18,6 +18,7 @@ namespace rlcore::trainer {
 // Role names of the trainer's methods: "actor.<method>", "critic.<method>".
 inline constexpr const char* kActorRole = "actor";
 inline constexpr const char* kCriticRole = "critic";
+inline constexpr const char* kRewardModelRole = "reward_model";
 
 // One method of a role: the worker registers `name`, the controller calls qualified().
 struct Method {
@@ -45,6 +46,16 @@ inline constexpr Method kUpdateCritic{kCriticRole, "update_critic"};
 inline constexpr Method kSaveCheckpoint{kCriticRole, "save_checkpoint"};
 inline constexpr Method kLoadCheckpoint{kCriticRole, "load_checkpoint"};
 }  // namespace critic_methods
+
+namespace reward_model_methods {
+// Input: one sequence per row in the engine layout, the sequence as the
+// "prompt" and one padding token as the "response", so the value head's output
+// for that response is the score at the sequence's last token. Output: kRmScores [B].
+inline constexpr Method kComputeRmScore{kRewardModelRole, "compute_rm_score"};
+}  // namespace reward_model_methods
+
+// The reward model's output column (verl's rm_scores, one score per row).
+inline constexpr const char* kRmScores = "rm_scores";
 
 // Argument keys. Which method reads which: generate reads the sampling keys
 // and the generation limits; compute_log_prob, compute_ref_log_prob and

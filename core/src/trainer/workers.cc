@@ -13,9 +13,12 @@
 namespace rlcore::trainer {
 namespace {
 
-std::vector<RoleSpec> role_specs(bool critic) {
+std::vector<RoleSpec> role_specs(const RunConfig& config, bool critic) {
   std::vector<RoleSpec> roles = {RoleSpec{kActorRole, "actor_rollout_ref", nlohmann::json::object()}};
   if (critic) roles.push_back(RoleSpec{kCriticRole, "critic", nlohmann::json::object()});
+  if (config.reward.reward_model.enable) {
+    roles.push_back(RoleSpec{kRewardModelRole, "reward_model", nlohmann::json::object()});
+  }
   return roles;
 }
 
@@ -65,7 +68,7 @@ void check_local_devices(const RunConfig& config, const std::vector<PoolSpec>& p
 }  // namespace
 
 std::pair<int64_t, int64_t> TrainerWorkers::data_parallel_sizes(const RunConfig& config, bool critic) {
-  const std::vector<PoolSpec> pools = resolve_pools(config.runtime, role_specs(critic));
+  const std::vector<PoolSpec> pools = resolve_pools(config.runtime, role_specs(config, critic));
   const int64_t actor_dp =
       actor_data_parallel_size(actor_parallelism(config.actor_rollout_ref), pool_of(pools, kActorRole).size());
   return {actor_dp, critic ? pool_of(pools, kCriticRole).size() : 0};
@@ -78,7 +81,7 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
                             {role_options::kWithRollout, roles.rollout},
                             {role_options::kTotalSteps, roles.total_training_steps}};
   if (!roles.model_path.empty()) options[role_options::kModelPath] = roles.model_path;
-  std::vector<PoolSpec> pools = resolve_pools(resolved.config.runtime, role_specs(roles.critic));
+  std::vector<PoolSpec> pools = resolve_pools(resolved.config.runtime, role_specs(resolved.config, roles.critic));
   for (auto& pool : pools) {
     for (auto& role : pool.roles) role.options = options;
     if (&pool == &pool_of(pools, kActorRole)) set_actor_mesh(pool, resolved.config, roles.rollout);
@@ -99,9 +102,13 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
       (void)info;
       if (method.rfind(std::string(kActorRole) + ".", 0) == 0) actor_ = &group;
       if (method.rfind(std::string(kCriticRole) + ".", 0) == 0) critic_ = &group;
+      if (method.rfind(std::string(kRewardModelRole) + ".", 0) == 0) reward_model_ = &group;
     }
   }
   if (!actor_) throw Error("the workers registered no actor methods");
+  if (resolved.config.reward.reward_model.enable && !reward_model_) {
+    throw Error("the workers registered no reward_model methods (reward.reward_model.enable is true)");
+  }
 }
 
 TrainerWorkers::~TrainerWorkers() { shutdown(); }

@@ -1,5 +1,5 @@
 // Private to the core: the worker groups a trainer drives (the actor's, and
-// the critic's when there is one), started from the run config's pools.
+// the critic's and the reward model's when there are), started from the run config's pools.
 #pragma once
 
 #include <cstdint>
@@ -35,12 +35,14 @@ class TrainerWorkers {
 
   WorkerGroup& actor() { return *actor_; }
   WorkerGroup* critic() { return critic_; }  // null without a critic
+  WorkerGroup* reward_model() { return reward_model_; }  // null without reward.reward_model.enable
   void shutdown();
 
  private:
   std::unique_ptr<Cluster> cluster_;
   WorkerGroup* actor_ = nullptr;
   WorkerGroup* critic_ = nullptr;
+  WorkerGroup* reward_model_ = nullptr;
 };
 
 }  // namespace rlcore::trainer

@@ -32,6 +32,7 @@ struct TrainerConfig {
   std::string resume_mode = "auto";  // auto | disable | resume_path
   std::string resume_from_path;      // resume_path: a global_step_N checkpoint directory
   int64_t max_ckpt_to_keep = 0;      // 0: keep all
+  std::string rollout_data_dir;      // "": off; else each step's responses as <dir>/<step>.jsonl
   std::string device = "auto";       // auto | cpu | cuda: each worker binds cuda:<its local rank>
   // The default pool's size, verl's names for runtime.nnodes / runtime.n_workers_per_node:
   // resolve_config makes each pair equal (one set: it wins; both set and different: an error).
@@ -49,6 +50,18 @@ struct OverlongBufferConfig {
   bool log = false;  // also report overlong_reward and overlong as score extras
 };
 
+// verl's reward.reward_model: a sequence-classification checkpoint (HF
+// *ForSequenceClassification, one label, a `score` head) that scores each
+// prompt + response at its last token, served by a frozen train engine in the
+// `reward_model` worker role (colocated, or in its own runtime.pools entry).
+struct RewardModelConfig {
+  bool enable = false;
+  std::string model_path;
+  std::string strategy = "fsdp";           // the train engine that runs the forward
+  int64_t micro_batch_size_per_gpu = 0;    // rows per forward on one worker; 0: all at once
+  std::string combine = "replace";         // replace: the model's score is the reward (verl) | add: rule + model
+};
+
 struct RewardConfig {
   std::string grader = "auto";
   ConfigNode graders;  // <grader name> -> that grader's options
@@ -56,6 +69,7 @@ struct RewardConfig {
   // verl's custom_reward_function: the options of the `custom_function` grader
   // (reward plugin); with a non-empty path it scores every sample.
   ConfigNode custom_reward_function;
+  RewardModelConfig reward_model;
 };
 
 // The grader that runs reward.custom_reward_function (docs/custom-rewards.md).

@@ -55,6 +55,7 @@ RLCORE_API const OptionsSchema<DataConfig>& data_config_schema();
 
 struct Example {
   std::vector<int32_t> prompt_ids;    // template applied, tokenized, truncated
+  nlohmann::json prompt_messages;     // the prompt as chat messages, system prompt included (verl's raw_prompt)
   std::vector<int32_t> response_ids;  // SFT only (eos appended); empty otherwise
   std::string data_source;            // record's "data_source" (default: "unknown")
   std::string ground_truth;           // record's reward_model.ground_truth (numbers printed), or ""

@@ -2,7 +2,8 @@
 // controller sends:
 //   actor_rollout_ref: the actor's TrainEngine, the rollout's InferenceEngine
 //     and (with a KL term) the frozen reference, colocated in one process;
-//   critic: a TrainEngine with a value head.
+//   critic: a TrainEngine with a value head;
+//   reward_model: a frozen TrainEngine with a sequence classifier's score head.
 // Their methods are called by the RL and SFT trainers (rl_trainer.h).
 #pragma once
 
@@ -21,7 +22,7 @@ inline constexpr const char* kTotalSteps = "total_training_steps";
 inline constexpr const char* kModelPath = "model_path";  // overrides the config's model path
 }  // namespace role_options
 
-// Adds the role types "actor_rollout_ref" and "critic"; engines are created
+// Adds the role types "actor_rollout_ref", "critic" and "reward_model"; engines are created
 // from `components` (which must outlive the worker).
 RLCORE_API void add_trainer_roles(RoleRegistry& roles, const Registry& components);
 
