@@ -139,6 +139,22 @@ TEST_CASE("bad trainer configs fail before any worker starts, naming the keys") 
   CHECK_THAT(error_of({"actor_rollout_ref.actor.optim.lrr=1"}), Catch::Contains("optim.lrr"));
   CHECK_THAT(error_of({"trainer.stop_at_val_reward=0.5"}),
              Catch::Contains("trainer.stop_at_val_reward (0.500000) needs data.val_files"));
+  CHECK_THAT(error_of({"trainer.val_only=true"}), Catch::Contains("trainer.val_only needs data.val_files"));
+  fs::remove_all(ws);
+}
+
+TEST_CASE("trainer.val_only validates once and trains no step") {
+  const std::string ws = e2e::make_workspace("val_only", 8);
+  const std::string config = e2e::write_config(ws, "val_only", kGrpo);
+  // val_before_train is false in the workspace's config: val_only validates anyway.
+  const e2e::RunResult run = e2e::run_rlcore(
+      {"--config", config, "trainer.val_only=true", "data.val_files=" + ws + "/prompts.jsonl"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/val_only");
+  REQUIRE(metrics.size() == 1);
+  CHECK(metrics.begin()->first == 0);
+  CHECK(metrics.at(0).count("val-core/letters/reward/mean@1") == 1);
   fs::remove_all(ws);
 }
 

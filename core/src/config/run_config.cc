@@ -30,6 +30,9 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .key("test_freq", &TrainerConfig::test_freq, "Validate every N steps and after the last; -1: never.")
         .key("save_freq", &TrainerConfig::save_freq, "Checkpoint every N steps and after the last; -1: never.")
         .key("val_before_train", &TrainerConfig::val_before_train, "Validate once before the first step.")
+        .key("val_only", &TrainerConfig::val_only,
+             "Validate once (whatever val_before_train says) and stop without training, e.g. to score an exported "
+             "checkpoint with the rule graders.")
         .key("stop_at_val_reward", &TrainerConfig::stop_at_val_reward,
              "Stop (and save, export) after the first validation whose val-core reward, averaged over data "
              "sources, is at least this; 0: never. SFT uses it to stop at a chosen warm-start accuracy.",

@@ -478,9 +478,14 @@ struct RlTrainer::Impl {
     }
     resume();
     summary.resumed_from = resumed_from;
-    if (config.trainer.val_before_train && step == 0) {
+    if ((config.trainer.val_before_train && step == 0) || config.trainer.val_only) {
       summary.first_validation = validate();
       if (!summary.first_validation.empty()) logger.log(step, summary.first_validation);
+    }
+    if (config.trainer.val_only) {
+      logger.flush();
+      summary.steps = step;
+      return summary;
     }
     bool stop = false;
     while (step < plan.total_steps && !stop) {

@@ -75,6 +75,9 @@ double mean_val_core_reward(const StepMetrics& metrics) {
 }
 
 void check_stop_rule(const RunConfig& config) {
+  if (config.trainer.val_only && config.data.val_files.empty()) {
+    throw ConfigError("trainer.val_only needs data.val_files: it only validates");
+  }
   if (config.trainer.stop_at_val_reward <= 0) return;
   const std::string rule = "trainer.stop_at_val_reward (" + std::to_string(config.trainer.stop_at_val_reward) + ")";
   if (config.data.val_files.empty()) throw ConfigError(rule + " needs data.val_files: it stops on validation");

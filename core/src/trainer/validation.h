@@ -44,7 +44,8 @@ class Validator {
 double mean_val_core_reward(const StepMetrics& metrics);
 
 // ConfigError when trainer.stop_at_val_reward is set but nothing validates
-// (no data.val_files, or trainer.test_freq <= 0): the rule could never fire.
+// (no data.val_files, or trainer.test_freq <= 0): the rule could never fire;
+// and when trainer.val_only is set without data.val_files.
 void check_stop_rule(const RunConfig& config);
 
 // trainer.stop_at_val_reward: true when it is set and `validation` reaches it.

@@ -28,6 +28,7 @@ struct TrainerConfig {
   int64_t test_freq = -1;            // validate every N steps (and at the end); -1: never
   int64_t save_freq = -1;            // checkpoint every N steps (and at the end); -1: never
   bool val_before_train = true;
+  bool val_only = false;  // validate once, then stop without training
   double stop_at_val_reward = 0.0;   // stop after a validation whose val-core reward reaches it; 0: never
   std::string resume_mode = "auto";  // auto | disable | resume_path
   std::string resume_from_path;      // resume_path: a global_step_N checkpoint directory
