@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <future>
 
+#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
 #include "rlcore/safetensors.h"
