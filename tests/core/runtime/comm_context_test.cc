@@ -4,6 +4,8 @@
 
 #include <future>
 
+#include <nlohmann/json.hpp>
+
 #include "rlcore/comm_context.h"
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/error.h"

@@ -1,6 +1,8 @@
 // Dispatch plans and result collection per mode, and mesh layout, without sockets.
 #include "runtime_testing.h"
 
+#include <nlohmann/json.hpp>
+
 #include "rlcore/core/runtime/dispatch.h"
 #include "rlcore/core/runtime/mesh.h"
 #include "rlcore/error.h"
