@@ -259,7 +259,11 @@ void FsdpEngine::for_each_full_parameter(const std::function<void(const std::str
   at::NoGradGuard no_grad;
   for (size_t u = 0; u < layouts_.size(); ++u) {
     const at::Tensor full = gather_full(static_cast<int64_t>(u));
-    for (const UnitParam& p : layouts_[u].params) visit(p.name, full.narrow(0, p.offset, p.numel).view(p.shape));
+    for (const UnitParam& p : layouts_[u].params) {
+      const at::Tensor weight = full.narrow(0, p.offset, p.numel).view(p.shape);
+      const LoraPair* adapter = lora_.adapter_of(p.name);
+      visit(p.name, adapter ? lora_.merged(*adapter, weight) : weight);
+    }
   }
 }
 

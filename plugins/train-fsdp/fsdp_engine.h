@@ -45,6 +45,8 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   TrainStepOutput train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) override;
 
   std::vector<ParameterShard> parameter_shards() const override;
+  // With LoRA, the adapted projections' merged W + (alpha / r) B A under the base names (the rollout's
+  // weights, the HF export); parameter_shards() stays the frozen base.
   void for_each_full_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) override;
 
   void save_checkpoint(const std::string& dir) override;

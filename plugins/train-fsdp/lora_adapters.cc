@@ -76,6 +76,8 @@ LoraAdapters::LoraAdapters(const LoraOptions& options, model::Transformer& skele
     throw ConfigError("fsdp: lora.lora_rank must be >= 0 (0 = off), got " + std::to_string(options.lora_rank));
   if (options.lora_rank == 0) return;
   const std::set<std::string> targets = resolve_targets(options.target_modules);
+  for (const std::string& name : projection_names())
+    if (targets.count(name)) target_names_.push_back(name);
   const int64_t r = options.lora_rank;
   scaling_ = options.lora_alpha / static_cast<double>(r);
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
@@ -108,9 +110,20 @@ LoraAdapters::LoraAdapters(const LoraOptions& options, model::Transformer& skele
             at::linear(at::linear(x, adapter->a.to(x.scalar_type())), adapter->b.to(x.scalar_type()));
         return base + delta * scaling;
       };
+      by_weight_[pair->module + ".weight"] = pair.get();
       pairs_.push_back(std::move(pair));
     }
   }
+}
+
+const LoraPair* LoraAdapters::adapter_of(const std::string& weight_name) const {
+  auto found = by_weight_.find(weight_name);
+  return found == by_weight_.end() ? nullptr : found->second;
+}
+
+at::Tensor LoraAdapters::merged(const LoraPair& pair, const at::Tensor& base) const {
+  at::NoGradGuard no_grad;
+  return (base.to(at::kFloat) + at::matmul(pair.b, pair.a) * scaling_).to(base.scalar_type());
 }
 
 std::vector<at::Tensor> LoraAdapters::layer_leaves(int64_t layer) const {

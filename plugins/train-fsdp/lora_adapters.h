@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,15 @@ struct LoraOptions {
 
 OptionsSchema<LoraOptions> lora_options_schema();
 
+class LoraAdapters;
+
+// PEFT's on-disk adapter (what PeftModel.from_pretrained reads; verl's lora_adapter/):
+// adapter_config.json and adapter_model.safetensors with keys
+// "base_model.model.<module>.lora_A.weight" / ".lora_B.weight".
+void write_peft_adapter(const std::string& dir, const LoraAdapters& adapters, const std::string& base_model);
+// Copies a PEFT adapter written for the same rank and targets into `adapters`.
+void read_peft_adapter(const std::string& dir, LoraAdapters& adapters);
+
 // One adapted projection: A [r, in] (kaiming-uniform, as PEFT) and B [out, r]
 // (zeros, so the first forward is the base model's), with their training state.
 struct LoraPair {
@@ -47,8 +57,14 @@ class LoraAdapters {
   bool enabled() const { return !pairs_.empty(); }
   double scaling() const { return scaling_; }
   const LoraOptions& options() const { return options_; }
+  // target_modules with all-linear spelled out, in the model's order.
+  const std::vector<std::string>& target_names() const { return target_names_; }
   std::vector<std::unique_ptr<LoraPair>>& pairs() { return pairs_; }
   const std::vector<std::unique_ptr<LoraPair>>& pairs() const { return pairs_; }
+  // The adapter of the projection whose weight is `weight_name` (HF name), or null.
+  const LoraPair* adapter_of(const std::string& weight_name) const;
+  // base + (alpha / r) B A in base's dtype (summed in fp32): the weight the adapted projection computes with.
+  at::Tensor merged(const LoraPair& pair, const at::Tensor& base) const;
   // The trainable tensors of decoder layer `layer` (a, b of each of its pairs, in order).
   std::vector<at::Tensor> layer_leaves(int64_t layer) const;
   // Adds grads[first + i] (the gradients of layer_leaves(layer)) to the pairs' gradients.
@@ -62,6 +78,8 @@ class LoraAdapters {
  private:
   LoraOptions options_;
   double scaling_ = 0;
+  std::vector<std::string> target_names_;
+  std::map<std::string, const LoraPair*> by_weight_;
   std::vector<std::unique_ptr<LoraPair>> pairs_;  // stable addresses: the Linears' forwards point at them
 };
 

@@ -50,27 +50,21 @@ FsdpOptions lora_options(int64_t rank, std::vector<std::string> targets = {"all-
   return options;
 }
 
+// The frozen base weights (one rank: its shards are the whole tensors).
+rlcore::NamedTensors base_parameters(const FsdpEngine& engine) {
+  rlcore::NamedTensors out;
+  for (const rlcore::ParameterShard& shard : engine.parameter_shards()) {
+    REQUIRE(shard.local.numel() == c10::multiply_integers(shard.shape));
+    out.emplace_back(shard.name, shard.local.view(shard.shape).clone());
+  }
+  return out;
+}
+
 rlcore::NamedTensors full_parameters(FsdpEngine& engine) {
   rlcore::NamedTensors out;
   engine.for_each_full_parameter(
       [&](const std::string& name, const at::Tensor& full) { out.emplace_back(name, full.clone()); });
   return out;
-}
-
-// The base weights with (alpha / r) B A added to each adapted projection.
-rlcore::NamedTensors merged_parameters(FsdpEngine& engine) {
-  rlcore::NamedTensors params = full_parameters(engine);
-  at::NoGradGuard no_grad;
-  for (const auto& pair : engine.lora().pairs()) {
-    bool found = false;
-    for (auto& [name, tensor] : params) {
-      if (name != pair->module + ".weight") continue;
-      tensor = tensor + at::matmul(pair->b, pair->a) * engine.lora().scaling();
-      found = true;
-    }
-    REQUIRE(found);
-  }
-  return params;
 }
 
 }  // namespace
@@ -98,7 +92,7 @@ TEST_CASE("LoRA training moves only the adapters and keeps no AdamW state for th
   FsdpEngine full(FsdpOptions{}, context_for(dir.str()));
   FsdpEngine lora(lora_options(4, {"q_proj", "v_proj"}), context_for(dir.str()));
   REQUIRE(lora.lora().pairs().size() == 2 * 2);
-  const rlcore::NamedTensors before = full_parameters(lora);
+  const rlcore::NamedTensors before = base_parameters(lora);
   std::vector<at::Tensor> a_before;
   for (const auto& pair : lora.lora().pairs()) a_before.push_back(pair->a.detach().clone());
 
@@ -107,7 +101,7 @@ TEST_CASE("LoRA training moves only the adapters and keeps no AdamW state for th
     const auto metrics = lora.train_step(batch, {}, pg_loss).metrics;
     CHECK(metrics.at("grad_norm") > 0);
   }
-  const rlcore::NamedTensors after = full_parameters(lora);
+  const rlcore::NamedTensors after = base_parameters(lora);
   REQUIRE(after.size() == before.size());
   for (size_t i = 0; i < before.size(); ++i) {
     INFO(before[i].first);
@@ -132,19 +126,70 @@ TEST_CASE("LoRA training moves only the adapters and keeps no AdamW state for th
             << "; grad bytes: full " << without.grad_bytes << ", lora " << with.grad_bytes << "\n";
 }
 
-TEST_CASE("a trained LoRA model equals a plain model with the merged weights", "[fsdp][lora]") {
+TEST_CASE("a trained LoRA model equals a plain model with the merged weights it exports", "[fsdp][lora]") {
   TempDir dir, merged_dir;
   write_tiny_checkpoint(dir.path());
   FsdpEngine lora(lora_options(4), context_for(dir.str()));
   const rlcore::Batch batch = lora_batch(tiny_config().vocab_size);
   for (int step = 0; step < 3; ++step) lora.train_step(batch, {}, pg_loss);
-  rlcore::write_hf_checkpoint(merged_dir.path(), tiny_config(), merged_parameters(lora),
-                              rlcore::builtin_tokenizer_files());
-  FsdpEngine merged(FsdpOptions{}, context_for(merged_dir.str()));
-  FsdpEngine base(FsdpOptions{}, context_for(dir.str()));
+
+  // for_each_full_parameter (what the rollout and the HF export get) is W + (alpha / r) B A under the base names.
+  const rlcore::NamedTensors merged = full_parameters(lora);
+  const rlcore::NamedTensors base = base_parameters(lora);
+  REQUIRE(merged.size() == base.size());
+  size_t adapted = 0;
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < base.size(); ++i) {
+    INFO(base[i].first);
+    REQUIRE(merged[i].first == base[i].first);
+    const rlcore::fsdp::LoraPair* pair = lora.lora().adapter_of(base[i].first);
+    at::Tensor expected = base[i].second;
+    if (pair != nullptr) {
+      expected = expected + at::matmul(pair->b, pair->a) * (16.0 / 4);
+      ++adapted;
+    }
+    CHECK((merged[i].second - expected).abs().max().item<double>() < 1e-6);
+  }
+  CHECK(adapted == 14);
+
+  rlcore::write_hf_checkpoint(merged_dir.path(), tiny_config(), merged, rlcore::builtin_tokenizer_files());
+  FsdpEngine plain(FsdpOptions{}, context_for(merged_dir.str()));
+  FsdpEngine untrained(FsdpOptions{}, context_for(dir.str()));
   const at::Tensor got = lora.forward(batch, {}).log_prob;
-  CHECK((got - merged.forward(batch, {}).log_prob).abs().max().item<double>() < 1e-5);
-  CHECK((got - base.forward(batch, {}).log_prob).abs().max().item<double>() > 1e-3);  // the adapters did something
+  CHECK((got - plain.forward(batch, {}).log_prob).abs().max().item<double>() < 1e-5);
+  CHECK((got - untrained.forward(batch, {}).log_prob).abs().max().item<double>() > 1e-3);  // the adapters moved
+}
+
+TEST_CASE("a LoRA checkpoint round trip keeps the adapters and their AdamW state", "[fsdp][lora]") {
+  TempDir dir, saved;
+  write_tiny_checkpoint(dir.path());
+  const rlcore::Batch batch = lora_batch(tiny_config().vocab_size);
+  FsdpEngine first(lora_options(4, {"q_proj", "v_proj"}), context_for(dir.str()));
+  for (int step = 0; step < 2; ++step) first.train_step(batch, {}, pg_loss);
+  first.save_checkpoint(saved.str());
+  CHECK(fs::exists(saved.path() / "lora_adapter" / "adapter_config.json"));
+  CHECK(fs::exists(saved.path() / "lora_adapter" / "adapter_model.safetensors"));
+
+  FsdpOptions other_seed = lora_options(4, {"q_proj", "v_proj"});
+  other_seed.seed = 99;  // different initial A: only the load can make them equal
+  FsdpEngine second(other_seed, context_for(dir.str()));
+  second.load_checkpoint(saved.str());
+  for (size_t i = 0; i < first.lora().pairs().size(); ++i) {
+    INFO(first.lora().pairs()[i]->module);
+    CHECK(at::equal(first.lora().pairs()[i]->a, second.lora().pairs()[i]->a));
+    CHECK(at::equal(first.lora().pairs()[i]->b, second.lora().pairs()[i]->b));
+  }
+  // The next step continues identically (same moments, same step count).
+  first.train_step(batch, {}, pg_loss);
+  second.train_step(batch, {}, pg_loss);
+  CHECK(second.step() == 3);
+  for (size_t i = 0; i < first.lora().pairs().size(); ++i) {
+    CHECK(at::equal(first.lora().pairs()[i]->a, second.lora().pairs()[i]->a));
+    CHECK(at::equal(first.lora().pairs()[i]->b, second.lora().pairs()[i]->b));
+  }
+  FsdpEngine other_rank(lora_options(8, {"q_proj", "v_proj"}), context_for(dir.str()));
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { other_rank.load_checkpoint(saved.str()); }),
+             Catch::Contains("lora_rank 4") && Catch::Contains("lora.lora_rank 8"));
 }
 
 TEST_CASE("bad LoRA options name their key", "[fsdp][lora]") {
