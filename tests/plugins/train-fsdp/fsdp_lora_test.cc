@@ -8,6 +8,7 @@
 #include "fsdp_engine.h"
 #include "fsdp_options.h"
 #include "rlcore/error.h"
+#include "../../common/reference_python.h"
 
 using namespace fsdp_test;
 using rlcore::fsdp::FsdpEngine;
@@ -199,4 +200,34 @@ TEST_CASE("bad LoRA options name their key", "[fsdp][lora]") {
              Catch::Contains("lora.lora_rank"));
   CHECK_THAT(error_of<rlcore::ConfigError>([&] { FsdpEngine(lora_options(4, {"qkv"}), context_for(dir.str())); }),
              Catch::Contains("lora.target_modules") && Catch::Contains("'qkv'"));
+}
+
+TEST_CASE("the saved adapter loads in PEFT with rlcore's log-probs and merged weights", "[fsdp][lora][peft]") {
+  TempDir dir, saved, scratch;
+  write_tiny_checkpoint(dir.path());
+  FsdpEngine lora(lora_options(4), context_for(dir.str()));
+  const rlcore::Batch batch = lora_batch(tiny_config().vocab_size);
+  for (int step = 0; step < 3; ++step) lora.train_step(batch, {}, pg_loss);
+  lora.save_checkpoint(saved.str());
+  rlcore::save_safetensors(scratch.path() / "inputs.safetensors", {{"input_ids", batch.tensor("input_ids")}});
+
+  const fs::path out = scratch.path() / "peft.safetensors";
+  rlcore_test::run_reference(rlcore_test::reference_script("plugins/train-fsdp/reference/peft_adapter.py"),
+                             {dir.str(), (saved.path() / "lora_adapter").string(),
+                              (scratch.path() / "inputs.safetensors").string(), out.string()});
+  const rlcore::SafetensorsFile peft(out);
+  // Positions 3..6 predict the response tokens 4..7 (no padding).
+  const at::Tensor peft_log_prob = at::log_softmax(peft.load("logits").slice(1, 3, 7), -1)
+                                       .gather(-1, batch.tensor("responses").unsqueeze(-1))
+                                       .squeeze(-1);
+  CHECK((lora.forward(batch, {}).log_prob - peft_log_prob).abs().max().item<double>() < 1e-5);
+
+  size_t compared = 0;
+  for (const auto& [name, merged] : full_parameters(lora)) {
+    INFO(name);
+    REQUIRE(peft.contains("merged." + name));
+    CHECK((merged - peft.load("merged." + name)).abs().max().item<double>() < 1e-6);
+    ++compared;
+  }
+  CHECK(compared > 14);
 }
