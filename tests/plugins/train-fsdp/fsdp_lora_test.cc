@@ -3,6 +3,7 @@
 // trained model equals a plain one holding the merged W + (alpha / r) B A.
 #include "fsdp_testing.h"
 
+#include <cmath>
 #include <iostream>
 
 #include "fsdp_engine.h"
@@ -230,4 +231,32 @@ TEST_CASE("the saved adapter loads in PEFT with rlcore's log-probs and merged we
     ++compared;
   }
   CHECK(compared > 14);
+}
+
+TEST_CASE("LoRA trains the same without gradient checkpointing, and in bf16 close to fp32", "[fsdp][lora]") {
+  TempDir dir;
+  write_tiny_checkpoint(dir.path());
+  const rlcore::Batch batch = lora_batch(tiny_config().vocab_size);
+  FsdpOptions recorded_options = lora_options(4);
+  recorded_options.enable_gradient_checkpointing = false;
+  FsdpOptions bf16_options = lora_options(4);
+  bf16_options.fsdp_config.dtype = "bfloat16";
+  FsdpEngine checkpointed(lora_options(4), context_for(dir.str()));
+  FsdpEngine recorded(recorded_options, context_for(dir.str()));
+  FsdpEngine bf16(bf16_options, context_for(dir.str()));
+  for (int step = 0; step < 2; ++step) {
+    checkpointed.train_step(batch, {}, pg_loss);
+    recorded.train_step(batch, {}, pg_loss);
+    CHECK(std::isfinite(bf16.train_step(batch, {}, pg_loss).metrics.at("grad_norm")));
+  }
+  for (size_t i = 0; i < checkpointed.lora().pairs().size(); ++i) {
+    const auto& a = *checkpointed.lora().pairs()[i];
+    const auto& b = *recorded.lora().pairs()[i];
+    INFO(a.module);
+    CHECK((a.a - b.a).abs().max().item<double>() < 1e-6);
+    CHECK((a.b - b.b).abs().max().item<double>() < 1e-6);
+    CHECK(bf16.lora().pairs()[i]->a.scalar_type() == at::kFloat);  // fp32 masters in bf16 compute
+  }
+  const at::Tensor fp32_log_prob = checkpointed.forward(batch, {}).log_prob;
+  CHECK((bf16.forward(batch, {}).log_prob - fp32_log_prob).abs().max().item<double>() < 0.1);
 }
