@@ -121,7 +121,7 @@ void FsdpEngine::save_checkpoint(const std::string& dir_text) {
                                      {"adam_steps", adam_steps_},
                                      {"optimizer", trainable_},
                                      {"model_head", head_ == model::ModelHead::kValue ? "value" : "lm"},
-                                     {"lora_rank", lora_.options().lora_rank * (lora_.enabled() ? 1 : 0)},
+                                     {"lora_rank", lora_.rank()},
                                      {"units", units}};
     write_file_atomically(dir / kManifest, manifest.dump(2));
   }
@@ -157,10 +157,9 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
                         layouts_[u].name + "' (another model or head?)");
   }
   const int64_t saved_lora_rank = manifest.value("lora_rank", int64_t{0});
-  if (saved_lora_rank != (lora_.enabled() ? lora_.options().lora_rank : 0))
+  if (saved_lora_rank != lora_.rank())
     throw FormatError(manifest_path.string() + ": saved with lora_rank " + std::to_string(saved_lora_rank) +
-                      ", this engine has lora.lora_rank " +
-                      std::to_string(lora_.enabled() ? lora_.options().lora_rank : 0));
+                      ", this engine has lora.lora_rank " + std::to_string(lora_.rank()));
   if (trainable_ && !has_optimizer)
     throw FormatError(manifest_path.string() + ": saved by a frozen engine, no optimizer state to train from");
 

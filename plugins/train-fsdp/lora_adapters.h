@@ -55,6 +55,7 @@ class LoraAdapters {
   LoraAdapters(const LoraOptions& options, model::Transformer& skeleton, const at::Device& device, uint64_t seed);
 
   bool enabled() const { return !pairs_.empty(); }
+  int64_t rank() const { return enabled() ? options_.lora_rank : 0; }  // 0 when off
   double scaling() const { return scaling_; }
   const LoraOptions& options() const { return options_; }
   // target_modules with all-linear spelled out, in the model's order.
