@@ -4,6 +4,8 @@
 //   DIR/fsdp_checkpoint.json   rank 0, written last: format, world size, step, unit layout
 //   DIR/rank_<r>.safetensors   "<unit>.param" [+ ".exp_avg", ".exp_avg_sq"]: rank r's flat shards
 //   DIR/rank_<r>.json          rank r's RNG state
+//   DIR/lora_adapter/          with LoRA (rank 0): the adapters in PEFT's format (verl's lora_adapter/)
+//   DIR/lora_optimizer.safetensors  with LoRA (rank 0): the adapters' AdamW moments
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -30,6 +32,20 @@ namespace fs = std::filesystem;
 
 constexpr const char* kManifest = "fsdp_checkpoint.json";
 constexpr const char* kFormat = "rlcore-fsdp/1";
+constexpr const char* kLoraDir = "lora_adapter";
+constexpr const char* kLoraOptimizer = "lora_optimizer.safetensors";
+
+// The adapters' AdamW moments, keyed "<module>.lora_A.exp_avg" etc.
+std::vector<std::pair<std::string, at::Tensor*>> lora_moments(LoraAdapters& adapters) {
+  std::vector<std::pair<std::string, at::Tensor*>> out;
+  for (auto& pair : adapters.pairs()) {
+    out.emplace_back(pair->module + ".lora_A.exp_avg", &pair->exp_avg_a);
+    out.emplace_back(pair->module + ".lora_A.exp_avg_sq", &pair->exp_avg_sq_a);
+    out.emplace_back(pair->module + ".lora_B.exp_avg", &pair->exp_avg_b);
+    out.emplace_back(pair->module + ".lora_B.exp_avg_sq", &pair->exp_avg_sq_b);
+  }
+  return out;
+}
 
 fs::path rank_file(const fs::path& dir, int64_t rank, const char* ext) {
   return dir / ("rank_" + std::to_string(rank) + ext);
@@ -51,7 +67,8 @@ at::Tensor from_hex(const std::string& text, const fs::path& file) {
   if (text.size() % 2 != 0) throw FormatError(file.string() + ": malformed rng state");
   at::Tensor bytes = at::empty({static_cast<int64_t>(text.size() / 2)}, at::kByte);
   auto* data = bytes.data_ptr<uint8_t>();
-  for (size_t i = 0; i < text.size() / 2; ++i) data[i] = static_cast<uint8_t>(std::stoi(text.substr(2 * i, 2), nullptr, 16));
+  for (size_t i = 0; i < text.size() / 2; ++i)
+    data[i] = static_cast<uint8_t>(std::stoi(text.substr(2 * i, 2), nullptr, 16));
   return bytes;
 }
 
@@ -78,7 +95,7 @@ void FsdpEngine::save_checkpoint(const std::string& dir_text) {
   for (size_t u = 0; u < layouts_.size(); ++u) {
     const std::string& unit = layouts_[u].name;
     tensors.emplace_back(unit + ".param", shards_[u].param.device);
-    if (trainable_) {
+    if (trainable_ && base_trains()) {
       tensors.emplace_back(unit + ".exp_avg", shards_[u].exp_avg.device);
       tensors.emplace_back(unit + ".exp_avg_sq", shards_[u].exp_avg_sq.device);
     }
@@ -86,6 +103,12 @@ void FsdpEngine::save_checkpoint(const std::string& dir_text) {
   save_safetensors(rank_file(dir, dp_.rank(), ".safetensors"), tensors, {{"format", kFormat}});
   const nlohmann::json rank_state = {{"rank", dp_.rank()}, {"rng", to_hex(default_cpu_generator().get_state())}};
   write_file_atomically(rank_file(dir, dp_.rank(), ".json"), rank_state.dump(2));
+  if (lora_.enabled() && dp_.rank() == 0) {  // replicated: rank 0's copy is everyone's
+    write_peft_adapter((dir / kLoraDir).string(), lora_, model_path_);
+    NamedTensors moments;
+    for (const auto& [name, tensor] : lora_moments(lora_)) moments.emplace_back(name, *tensor);
+    save_safetensors(dir / kLoraOptimizer, moments, {{"format", kFormat}});
+  }
   fault_point("fsdp.save_checkpoint.rank_files_written");
   dp_.barrier();
   if (dp_.rank() == 0) {
@@ -98,6 +121,7 @@ void FsdpEngine::save_checkpoint(const std::string& dir_text) {
                                      {"adam_steps", adam_steps_},
                                      {"optimizer", trainable_},
                                      {"model_head", head_ == model::ModelHead::kValue ? "value" : "lm"},
+                                     {"lora_rank", lora_.rank()},
                                      {"units", units}};
     write_file_atomically(dir / kManifest, manifest.dump(2));
   }
@@ -132,6 +156,10 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
       throw FormatError(manifest_path.string() + ": unit '" + saved[u].name + "' does not match this model's '" +
                         layouts_[u].name + "' (another model or head?)");
   }
+  const int64_t saved_lora_rank = manifest.value("lora_rank", int64_t{0});
+  if (saved_lora_rank != lora_.rank())
+    throw FormatError(manifest_path.string() + ": saved with lora_rank " + std::to_string(saved_lora_rank) +
+                      ", this engine has lora.lora_rank " + std::to_string(lora_.rank()));
   if (trainable_ && !has_optimizer)
     throw FormatError(manifest_path.string() + ": saved by a frozen engine, no optimizer state to train from");
 
@@ -150,7 +178,7 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
   for (size_t u = 0; u < layouts_.size(); ++u) {
     train::ShardState& state = shards_[u];
     std::vector<std::pair<std::string, at::Tensor*>> targets = {{".param", &state.param.device}};
-    if (trainable_) {
+    if (trainable_ && base_trains()) {
       targets.emplace_back(".exp_avg", &state.exp_avg.device);
       targets.emplace_back(".exp_avg_sq", &state.exp_avg_sq.device);
     }
@@ -168,9 +196,20 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
       }
     }
   }
+  if (lora_.enabled()) {
+    read_peft_adapter((dir / kLoraDir).string(), lora_);
+    if (trainable_) {
+      const SafetensorsFile moments(dir / kLoraOptimizer);
+      for (auto& [name, tensor] : lora_moments(lora_)) {
+        if (!moments.contains(name)) throw FormatError(moments.path().string() + ": missing tensor '" + name + "'");
+        tensor->copy_(moments.view(name));
+      }
+    }
+  }
   const fs::path rng_path = rank_file(dir, dp_.rank() % saved_world, ".json");
   try {
-    default_cpu_generator().set_state(from_hex(train::read_json(rng_path, "an fsdp checkpoint").at("rng").get<std::string>(), rng_path));
+    default_cpu_generator().set_state(
+        from_hex(train::read_json(rng_path, "an fsdp checkpoint").at("rng").get<std::string>(), rng_path));
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(rng_path.string() + ": " + e.what());
   }
@@ -197,6 +236,7 @@ void FsdpEngine::export_hf(const std::string& dir_text) {
       json["num_labels"] = 1;
     }
     train::write_hf_export(dir, json, tensors, model_path_);
+    if (lora_.enabled()) write_peft_adapter((dir / kLoraDir).string(), lora_, model_path_);
   }
   dp_.barrier();
 }

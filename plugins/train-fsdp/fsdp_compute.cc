@@ -79,7 +79,7 @@ std::vector<at::Tensor> FsdpEngine::forward_trunk(std::vector<MicroBatch>& micro
     for (size_t m = 0; m < micro.size(); ++m) hidden[m] = skeleton_.embed(micro[m].input_ids);
   }
   for (int64_t layer = 0; layer < config_.num_hidden_layers; ++layer) {
-    auto unit = std::make_unique<GatheredUnit>(*this, layer_unit(layer), record);
+    auto unit = std::make_unique<GatheredUnit>(*this, layer_unit(layer), record && base_trains());
     for (size_t m = 0; m < micro.size(); ++m) {
       const at::Tensor x = record ? hidden[m].detach().requires_grad_(true) : hidden[m];
       hidden[m] = skeleton_.layers[layer](x, micro[m].ctx, layer);
@@ -171,33 +171,38 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
   std::vector<at::Tensor> grad_hidden(micro.size());
   MetricMeans metrics;
   {
-    GatheredUnit head(*this, head_unit(), true);
+    GatheredUnit head(*this, head_unit(), base_trains());
     std::optional<GatheredUnit> embed;
-    if (tied()) embed.emplace(*this, embed_unit(), true);
-    UnitGrad head_grad = start_unit_grad(head_unit(), workspace, 0);
-    UnitGrad embed_grad = tied() ? start_unit_grad(embed_unit(), workspace, 1) : UnitGrad{};
+    if (tied()) embed.emplace(*this, embed_unit(), base_trains());
+    UnitGrad head_grad = base_trains() ? start_unit_grad(head_unit(), workspace, 0) : UnitGrad{};
+    UnitGrad embed_grad = tied() && base_trains() ? start_unit_grad(embed_unit(), workspace, 1) : UnitGrad{};
     for (size_t m = 0; m < micro.size(); ++m) {
       const at::Tensor x = hidden[m].detach().requires_grad_(true);
       hidden[m] = at::Tensor();
       const LossOutput out = loss(micro[m].rows, head_outputs(micro[m], x, options), global);
       if (!out.loss.defined() || out.loss.numel() != 1 || !out.loss.requires_grad())
         throw ValueError("fsdp: the loss function must return a scalar loss with gradient");
-      std::vector<at::Tensor> inputs = head.leaves();
-      if (embed) inputs.insert(inputs.end(), embed->leaves().begin(), embed->leaves().end());
+      std::vector<at::Tensor> inputs;
+      if (base_trains()) {
+        inputs = head.leaves();
+        if (embed) inputs.insert(inputs.end(), embed->leaves().begin(), embed->leaves().end());
+      }
       inputs.push_back(x);
       const auto grads = torch::autograd::grad({out.loss}, inputs, {}, false, false, /*allow_unused=*/true);
-      head.add_grads(head_grad, grads, 0);
-      if (embed) embed->add_grads(embed_grad, grads, head.leaves().size());
+      if (base_trains()) {
+        head.add_grads(head_grad, grads, 0);
+        if (embed) embed->add_grads(embed_grad, grads, head.leaves().size());
+      }
       grad_hidden[m] = grads.back().defined() ? grads.back() : at::zeros_like(x);
       metrics.add(out.metrics);
     }
-    finish_unit_grad(head_unit(), head_grad);
-    if (embed) finish_unit_grad(embed_unit(), embed_grad);
+    if (base_trains()) finish_unit_grad(head_unit(), head_grad);
+    if (embed && base_trains()) finish_unit_grad(embed_unit(), embed_grad);
   }
   backward_trunk(micro, stash, std::move(grad_hidden), workspace);
 
   const double lr = schedule_.lr(step_);
-  const double grad_norm = clip_and_step();
+  const double grad_norm = base_trains() ? clip_and_step() : lora_clip_and_step();
   TrainStepOutput result;
   result.metrics = metrics.dp_mean(dp_);
   result.metrics["grad_norm"] = grad_norm;
@@ -211,20 +216,22 @@ void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<Laye
     LayerStash& saved = stash[layer];
     const bool recorded = saved.unit != nullptr;  // else checkpointing: gather again and recompute
     const std::unique_ptr<GatheredUnit> unit =
-        recorded ? std::move(saved.unit) : std::make_unique<GatheredUnit>(*this, layer_unit(layer), true);
-    UnitGrad unit_grad = start_unit_grad(layer_unit(layer), workspace, 0);
+        recorded ? std::move(saved.unit) : std::make_unique<GatheredUnit>(*this, layer_unit(layer), base_trains());
+    UnitGrad unit_grad = base_trains() ? start_unit_grad(layer_unit(layer), workspace, 0) : UnitGrad{};
+    const std::vector<at::Tensor> trained = base_trains() ? unit->leaves() : lora_.layer_leaves(layer);
     for (size_t m = 0; m < micro.size(); ++m) {
       const at::Tensor x = recorded ? saved.inputs[m] : saved.inputs[m].detach().requires_grad_(true);
       const at::Tensor y = recorded ? saved.outputs[m] : skeleton_.layers[layer](x, micro[m].ctx, layer);
-      std::vector<at::Tensor> inputs = unit->leaves();
+      std::vector<at::Tensor> inputs = trained;
       inputs.push_back(x);
       const auto grads = torch::autograd::grad({y}, inputs, {grad_hidden[m]}, false, false, true);
-      unit->add_grads(unit_grad, grads, 0);
+      base_trains() ? unit->add_grads(unit_grad, grads, 0) : lora_.add_grads(layer, grads, 0);
       grad_hidden[m] = grads.back().defined() ? grads.back() : at::zeros_like(x);
     }
     saved = LayerStash{};
-    finish_unit_grad(layer_unit(layer), unit_grad);
+    if (base_trains()) finish_unit_grad(layer_unit(layer), unit_grad);
   }
+  if (!base_trains()) return;  // frozen embeddings: nothing below them trains
   GatheredUnit embed(*this, embed_unit(), true);
   UnitGrad embed_grad = start_unit_grad(embed_unit(), workspace, 0);
   for (size_t m = 0; m < micro.size(); ++m) {
@@ -250,14 +257,37 @@ double FsdpEngine::clip_and_step() {
     return grad_norm;
   }
   ++adam_steps_;
-  train::AdamWHyper hyper{lr, options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps,
-                          options_.optim.weight_decay, adam_steps_};
+  train::AdamWHyper hyper{
+      lr,         options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps, options_.optim.weight_decay,
+      adam_steps_};
   // Clipping scales the gradient inside the update's own pass over it (the gradients are dropped after).
   if (options_.grad_clip > 0) hyper.grad_scale = std::min(1.0, options_.grad_clip / (grad_norm + 1e-6));
   at::NoGradGuard no_grad;
   for (train::ShardState& state : shards_)
     train::adamw_update(state.param.device, state.grad.device, state.exp_avg.device, state.exp_avg_sq.device, hyper);
   zero_grads();
+  return grad_norm;
+}
+
+double FsdpEngine::lora_clip_and_step() {
+  const double grad_norm = std::sqrt(lora_.reduce_grads(dp_));
+  const double lr = schedule_.lr(step_);
+  ++step_;
+  if (!std::isfinite(grad_norm)) {
+    lora_.zero_grads();
+    return grad_norm;
+  }
+  ++adam_steps_;
+  train::AdamWHyper hyper{
+      lr,         options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps, options_.optim.weight_decay,
+      adam_steps_};
+  if (options_.grad_clip > 0) hyper.grad_scale = std::min(1.0, options_.grad_clip / (grad_norm + 1e-6));
+  at::NoGradGuard no_grad;
+  for (auto& pair : lora_.pairs()) {
+    train::adamw_update(pair->a, pair->grad_a, pair->exp_avg_a, pair->exp_avg_sq_a, hyper);
+    train::adamw_update(pair->b, pair->grad_b, pair->exp_avg_b, pair->exp_avg_sq_b, hyper);
+  }
+  lora_.zero_grads();
   return grad_norm;
 }
 

@@ -20,8 +20,9 @@ namespace {
 
 model::ModelConfig read_config(const std::string& model_path) {
   if (model_path.empty()) {
-    throw ConfigError("fsdp: model_path is empty; the engine trains a Hugging Face checkpoint directory "
-                      "(config.json + model.safetensors), e.g. one written by `rlcore model init`");
+    throw ConfigError(
+        "fsdp: model_path is empty; the engine trains a Hugging Face checkpoint directory "
+        "(config.json + model.safetensors), e.g. one written by `rlcore model init`");
   }
   std::error_code error;
   if (!std::filesystem::is_directory(model_path, error))
@@ -72,6 +73,7 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       placeholders_.back().push_back(*by_name.at(p.name));
     }
   }
+  lora_ = LoraAdapters(options_.lora, skeleton_, device_, static_cast<uint64_t>(options_.seed));
   init_shards();
   load_initial_weights();
   OffloadSet parked = OffloadSet::kNone;
@@ -95,7 +97,7 @@ void FsdpEngine::init_shards() {
   for (const UnitLayout& layout : layouts_) {
     train::ShardState state;
     state.param.device = at::zeros({layout.shard_size}, fp32);
-    if (trainable_) {
+    if (trainable_ && base_trains()) {
       state.grad.device = at::zeros({layout.shard_size}, fp32);
       state.exp_avg.device = at::zeros({layout.shard_size}, fp32);
       state.exp_avg_sq.device = at::zeros({layout.shard_size}, fp32);
@@ -112,8 +114,8 @@ void FsdpEngine::load_initial_weights() {
     for (const UnitParam& p : layout.params) expected.insert(p.name);
   for (const std::string& name : checkpoint.names()) {
     if (!expected.count(name) && !is_ignorable(name, head_, config_.tie_word_embeddings))
-      throw ValueError("checkpoint '" + model_path_ + "': unexpected tensor '" + name + "' for a " + config_.model_type +
-                       (head_ == model::ModelHead::kValue ? " value model" : " causal LM"));
+      throw ValueError("checkpoint '" + model_path_ + "': unexpected tensor '" + name + "' for a " +
+                       config_.model_type + (head_ == model::ModelHead::kValue ? " value model" : " causal LM"));
   }
   // A critic made from an LM checkpoint gets a fresh score head (verl's critic does the same).
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options_.seed));
@@ -137,7 +139,8 @@ void FsdpEngine::load_initial_weights() {
       }
       const ElementRange mine = intersect(own, ElementRange{p.offset, p.offset + p.numel});
       if (mine.size() == 0) continue;
-      shards_[u].param.device.narrow(0, mine.begin - base, mine.size())
+      shards_[u]
+          .param.device.narrow(0, mine.begin - base, mine.size())
           .copy_(source.reshape(-1).narrow(0, mine.begin - p.offset, mine.size()));
     }
   }
@@ -256,7 +259,11 @@ void FsdpEngine::for_each_full_parameter(const std::function<void(const std::str
   at::NoGradGuard no_grad;
   for (size_t u = 0; u < layouts_.size(); ++u) {
     const at::Tensor full = gather_full(static_cast<int64_t>(u));
-    for (const UnitParam& p : layouts_[u].params) visit(p.name, full.narrow(0, p.offset, p.numel).view(p.shape));
+    for (const UnitParam& p : layouts_[u].params) {
+      const at::Tensor weight = full.narrow(0, p.offset, p.numel).view(p.shape);
+      const LoraPair* adapter = lora_.adapter_of(p.name);
+      visit(p.name, adapter ? lora_.merged(*adapter, weight) : weight);
+    }
   }
 }
 
@@ -290,12 +297,18 @@ TrainMemory FsdpEngine::memory() const {
     memory.param_bytes += state.param.device_bytes();
     memory.grad_bytes += state.grad.device_bytes();
     memory.optimizer_bytes += state.exp_avg.device_bytes() + state.exp_avg_sq.device_bytes();
-    memory.host_bytes += state.param.host_bytes() + state.grad.host_bytes() + state.exp_avg.host_bytes() +
-                         state.exp_avg_sq.host_bytes();
+    memory.host_bytes +=
+        state.param.host_bytes() + state.grad.host_bytes() + state.exp_avg.host_bytes() + state.exp_avg_sq.host_bytes();
   }
+  memory.param_bytes += lora_.param_bytes();
+  memory.grad_bytes += lora_.param_bytes();
+  memory.optimizer_bytes += lora_.optimizer_bytes();
   return memory;
 }
 
-void FsdpEngine::zero_grads() { grad_cleared_.assign(shards_.size(), true); }
+void FsdpEngine::zero_grads() {
+  grad_cleared_.assign(shards_.size(), true);
+  if (lora_.enabled()) lora_.zero_grads();
+}
 
 }  // namespace rlcore::fsdp

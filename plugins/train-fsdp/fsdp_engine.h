@@ -15,6 +15,7 @@
 
 #include "dp_comm.h"
 #include "fsdp_options.h"
+#include "lora_adapters.h"
 #include "lr_schedule.h"
 #include "micro_batches.h"
 #include "mixed_precision.h"
@@ -44,6 +45,8 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   TrainStepOutput train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) override;
 
   std::vector<ParameterShard> parameter_shards() const override;
+  // With LoRA, the adapted projections' merged W + (alpha / r) B A under the base names (the rollout's
+  // weights, the HF export); parameter_shards() stays the frozen base.
   void for_each_full_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) override;
 
   void save_checkpoint(const std::string& dir) override;
@@ -57,6 +60,7 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   int64_t step() const override { return step_; }
 
   const model::ModelConfig& model_config() const { return config_; }
+  const LoraAdapters& lora() const { return lora_; }
 
  private:
   friend class GatheredUnit;
@@ -75,6 +79,8 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   int64_t layer_unit(int64_t layer) const { return 1 + layer; }
   int64_t head_unit() const { return static_cast<int64_t>(layouts_.size()) - 1; }
   bool tied() const;
+  // False with LoRA: the base weights are frozen (no gradient, no AdamW state) and only the adapters train.
+  bool base_trains() const { return !lora_.enabled(); }
 
   void init_shards();
   void load_initial_weights();
@@ -103,6 +109,7 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   UnitGrad start_unit_grad(int64_t unit, GradWorkspace& workspace, int slot);
   void finish_unit_grad(int64_t unit, UnitGrad& grad);
   double clip_and_step();  // returns the global grad norm
+  double lora_clip_and_step();
   void zero_grads();                 // logically: see grad_cleared_
   void materialize_cleared_grads();  // writes the zeros of the units no reduce_gradient reached
 
@@ -116,13 +123,14 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   model::ModelConfig config_;
   // Parameters live on the meta device except while their unit is installed.
   model::Transformer skeleton_;
+  LoraAdapters lora_;  // installs its forward on the skeleton's targeted Linears
   std::vector<UnitLayout> layouts_;
   std::vector<std::vector<at::Tensor*>> slots_;  // per unit, per parameter
   std::vector<std::vector<at::Tensor>> placeholders_;
   std::vector<train::ShardState> shards_;
   train::LrSchedule schedule_;
-  int64_t step_ = 0;          // train_step calls (drives the lr schedule)
-  int64_t adam_steps_ = 0;    // updates applied (a step with a non-finite norm is skipped)
+  int64_t step_ = 0;        // train_step calls (drives the lr schedule)
+  int64_t adam_steps_ = 0;  // updates applied (a step with a non-finite norm is skipped)
   OffloadSet offloaded_ = OffloadSet::kNone;
   // Per unit: the gradient shard is logically zero but not written (zero_grads()
   // only sets these); the next reduce_gradient copies instead of adding, so no

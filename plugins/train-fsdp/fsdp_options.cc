@@ -38,8 +38,7 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
            "float32. Setting both to different dtypes is an error.",
            one_of(unset_or_precision()))
       .section("mixed_precision", &FsdpConfigOptions::mixed_precision, mixed_precision)
-      .key("param_offload", &FsdpConfigOptions::param_offload,
-           "Keep parameter shards in host memory between calls.")
+      .key("param_offload", &FsdpConfigOptions::param_offload, "Keep parameter shards in host memory between calls.")
       .key("optimizer_offload", &FsdpConfigOptions::optimizer_offload,
            "Keep AdamW state in host memory between optimizer steps.");
   OptionsSchema<FsdpOptions> schema;
@@ -50,8 +49,10 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
            "false keeps every layer's activations and gathered parameters from the forward: one forward "
            "fewer, the memory of an unsharded model in the compute dtype.")
       .section("fsdp_config", &FsdpOptions::fsdp_config, fsdp_config)
-      .key("seed", &FsdpOptions::seed, "Seed of a value head initialised fresh (critic from an LM checkpoint).",
-           at_least(0));
+      .key("seed", &FsdpOptions::seed,
+           "Seed of a value head initialised fresh (critic from an LM checkpoint) and of the LoRA A matrices.",
+           at_least(0))
+      .section("lora", &FsdpOptions::lora, lora_options_schema());
   return schema;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lora_adapters.h"
 #include "optim_options.h"
 #include "rlcore/options.h"
 
@@ -16,7 +17,7 @@ using train::OptimOptions;
 // verl's fsdp_config.mixed_precision (torch FSDP's MixedPrecision); the
 // strings are resolved and checked by resolve_mixed_precision().
 struct MixedPrecisionOptions {
-  std::string param_dtype;  // compute dtype of gathered parameters; "" = fsdp_config.dtype
+  std::string param_dtype;               // compute dtype of gathered parameters; "" = fsdp_config.dtype
   std::string reduce_dtype = "float32";  // gradients are averaged over dp in this dtype
   std::string buffer_dtype = "float32";  // model buffers (the rotary inv_freq): float32 only
 };
@@ -34,7 +35,8 @@ struct FsdpOptions {
   // Recompute each decoder layer in the backward pass (verl's model.enable_gradient_checkpointing).
   bool enable_gradient_checkpointing = true;
   FsdpConfigOptions fsdp_config;
-  int64_t seed = 1;  // initialises a value head absent from the checkpoint
+  int64_t seed = 1;  // initialises a value head absent from the checkpoint, and the LoRA A matrices
+  LoraOptions lora;
 };
 
 OptionsSchema<FsdpOptions> fsdp_options_schema();

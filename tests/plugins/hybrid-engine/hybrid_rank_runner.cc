@@ -11,6 +11,7 @@
 //                      [--mode bucketed|naive] [--dtype float32|bfloat16] [--offload none|all] [--tp T]
 //                      [--swaps N]   (N train -> rollout -> train round trips; the first is checked in full)
 //                      [--trainer fsdp|megatron --plugin FILE --train-tp T --train-pp P]
+//                      [--lora-rank R]   (fsdp: LoRA adapters on every projection; the rollout gets merged weights)
 #include <malloc.h>
 
 #include <ATen/ATen.h>
@@ -96,6 +97,7 @@ Actor make_actor(const std::map<std::string, std::string>& args, const Component
   if (arg(args, "trainer", "fsdp") == "fsdp") {
     fsdp::FsdpOptions options;
     options.optim.lr = 1e-2;
+    options.lora.lora_rank = std::stoll(arg(args, "lora-rank", "0"));
     return {std::make_shared<fsdp::FsdpEngine>(options, context), std::make_shared<hybrid::IdentityAdaptor>(), false};
   }
   PluginLoader(registry).load_path(arg(args, "plugin"));

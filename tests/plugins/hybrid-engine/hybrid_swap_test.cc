@@ -145,6 +145,19 @@ TEST_CASE("rollout log-probs after the swap equal the trainer's for the same tok
   }
 }
 
+TEST_CASE("with LoRA the rollout gets the merged weights: its log-probs equal the trainer's, state survives",
+          "[hybrid][dp][lora]") {
+  const Run& run = suite().run({"--dtype", "float32", "--lora-rank", "4"});
+  for (int64_t rank = 0; rank < kWorld; ++rank) {
+    const auto logprobs = by_name(load_tensors(run.out / ("logprobs_" + std::to_string(rank) + ".safetensors")));
+    const at::Tensor rollout = logprobs.at("rollout");
+    REQUIRE(rollout.sizes() == logprobs.at("trainer").sizes());
+    CHECK((rollout - logprobs.at("trainer")).abs().max().item<double>() < 1e-4);
+  }
+  require_same_checkpoint(run.out / "before", run.out / "after");
+  CHECK(fs::exists(run.out / "before" / "lora_adapter" / "adapter_model.safetensors"));
+}
+
 TEST_CASE("train -> rollout -> train leaves the training state bit-identical", "[hybrid][dp][offload]") {
   const std::string offload = GENERATE(std::string("none"), std::string("all"));
   INFO("offload " << offload);

@@ -94,6 +94,16 @@ TEST_CASE("2 and 4 ranks train like 1 rank, with and without accumulation and dy
   }
 }
 
+TEST_CASE("LoRA trains the same on 1 and 2 ranks (replicated adapters, dp-averaged gradients)", "[fsdp][dp][lora]") {
+  Suite& s = suite();
+  const Run one = s.run(1, {"--scenario", "train", "--steps", "3", "--lora-rank", "4"});
+  const Run untrained = s.run(1, {"--scenario", "train", "--steps", "0", "--lora-rank", "4"});
+  // params.safetensors holds the merged weights: they moved, so equality is not "nothing trained".
+  CHECK(max_abs_diff(untrained.params(), one.params()) > 1e-4);
+  check_same_training(one, s.run(2, {"--scenario", "train", "--steps", "3", "--lora-rank", "4"}), 3);
+  check_same_training(one, s.run(2, {"--scenario", "train", "--steps", "3", "--lora-rank", "4", "--micro", "1"}), 3);
+}
+
 TEST_CASE("a critic (value head from an LM checkpoint) trains the same on 1 and 2 ranks", "[fsdp][dp][value]") {
   Suite& s = suite();
   const Run one = s.run(1, {"--scenario", "train", "--steps", "2", "--head", "value"});

@@ -6,7 +6,7 @@
 //   fsdp_rank_runner --scenario train|resume|offload|export|frozen|reduce --rank R --world N
 //                    --port P --model DIR --out DIR [--steps K] [--save-at K --ckpt DIR]
 //                    [--micro N] [--dynamic TOKENS] [--dtype float32|bfloat16] [--head lm|value]
-//                    [--reduce-dtype float32|bfloat16] [--checkpointing 1|0]
+//                    [--reduce-dtype float32|bfloat16] [--checkpointing 1|0] [--lora-rank R]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -103,6 +103,7 @@ int run(const std::map<std::string, std::string>& args) {
   options.fsdp_config.dtype = arg(args, "dtype", "float32");
   options.fsdp_config.mixed_precision.reduce_dtype = arg(args, "reduce-dtype", "float32");
   options.enable_gradient_checkpointing = arg(args, "checkpointing", "1") != "0";
+  options.lora.lora_rank = std::stoll(arg(args, "lora-rank", "0"));
   fsdp::FsdpEngine engine(options, context);
 
   ForwardOptions forward;
