@@ -250,42 +250,37 @@ double FsdpEngine::clip_and_step() {
   squares = squares.cpu();
   dp_.all_reduce_sum(squares);
   const double grad_norm = std::sqrt(squares.item<double>());
+  if (const std::optional<train::AdamWHyper> hyper = begin_update(grad_norm)) {
+    at::NoGradGuard no_grad;
+    for (train::ShardState& state : shards_)
+      train::adamw_update(state.param.device, state.grad.device, state.exp_avg.device, state.exp_avg_sq.device,
+                          *hyper);
+  }
+  zero_grads();
+  return grad_norm;
+}
+
+std::optional<train::AdamWHyper> FsdpEngine::begin_update(double grad_norm) {
   const double lr = schedule_.lr(step_);
   ++step_;
-  if (!std::isfinite(grad_norm)) {  // verl skips the update and drops the gradients
-    zero_grads();
-    return grad_norm;
-  }
+  if (!std::isfinite(grad_norm)) return std::nullopt;  // verl skips the update and drops the gradients
   ++adam_steps_;
   train::AdamWHyper hyper{
       lr,         options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps, options_.optim.weight_decay,
       adam_steps_};
   // Clipping scales the gradient inside the update's own pass over it (the gradients are dropped after).
   if (options_.grad_clip > 0) hyper.grad_scale = std::min(1.0, options_.grad_clip / (grad_norm + 1e-6));
-  at::NoGradGuard no_grad;
-  for (train::ShardState& state : shards_)
-    train::adamw_update(state.param.device, state.grad.device, state.exp_avg.device, state.exp_avg_sq.device, hyper);
-  zero_grads();
-  return grad_norm;
+  return hyper;
 }
 
 double FsdpEngine::lora_clip_and_step() {
   const double grad_norm = std::sqrt(lora_.reduce_grads(dp_));
-  const double lr = schedule_.lr(step_);
-  ++step_;
-  if (!std::isfinite(grad_norm)) {
-    lora_.zero_grads();
-    return grad_norm;
-  }
-  ++adam_steps_;
-  train::AdamWHyper hyper{
-      lr,         options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps, options_.optim.weight_decay,
-      adam_steps_};
-  if (options_.grad_clip > 0) hyper.grad_scale = std::min(1.0, options_.grad_clip / (grad_norm + 1e-6));
-  at::NoGradGuard no_grad;
-  for (auto& pair : lora_.pairs()) {
-    train::adamw_update(pair->a, pair->grad_a, pair->exp_avg_a, pair->exp_avg_sq_a, hyper);
-    train::adamw_update(pair->b, pair->grad_b, pair->exp_avg_b, pair->exp_avg_sq_b, hyper);
+  if (const std::optional<train::AdamWHyper> hyper = begin_update(grad_norm)) {
+    at::NoGradGuard no_grad;
+    for (auto& pair : lora_.pairs()) {
+      train::adamw_update(pair->a, pair->grad_a, pair->exp_avg_a, pair->exp_avg_sq_a, *hyper);
+      train::adamw_update(pair->b, pair->grad_b, pair->exp_avg_b, pair->exp_avg_sq_b, *hyper);
+    }
   }
   lora_.zero_grads();
   return grad_norm;

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
+#include "adamw.h"
 #include "dp_comm.h"
 #include "fsdp_options.h"
 #include "lora_adapters.h"
@@ -110,6 +112,9 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   void finish_unit_grad(int64_t unit, UnitGrad& grad);
   double clip_and_step();  // returns the global grad norm
   double lora_clip_and_step();
+  // Advances the lr schedule; this update's AdamW settings (clipping included),
+  // or nullopt for a non-finite norm, whose update is skipped.
+  std::optional<train::AdamWHyper> begin_update(double grad_norm);
   void zero_grads();                 // logically: see grad_cleared_
   void materialize_cleared_grads();  // writes the zeros of the units no reduce_gradient reached
 

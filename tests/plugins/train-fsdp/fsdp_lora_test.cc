@@ -6,6 +6,8 @@
 #include <cmath>
 #include <iostream>
 
+#include <ATen/core/grad_mode.h>
+
 #include "fsdp_engine.h"
 #include "fsdp_options.h"
 #include "rlcore/error.h"
