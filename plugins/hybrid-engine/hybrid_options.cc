@@ -18,7 +18,11 @@ OptionsSchema<HybridOptions> hybrid_options_schema() {
       .key("bucket_release", &HybridOptions::bucket_release,
            "What a CPU bucket's pages become when the rollout sleeps: lazy_free (MADV_FREE: the kernel may "
            "take them, and the next swap reuses those it did not) or unmap (fresh pages every swap).",
-           one_of({"lazy_free", "unmap"}));
+           one_of({"lazy_free", "unmap"}))
+      .key("lora_base_cache", &HybridOptions::lora_base_cache,
+           "When the actor trains LoRA adapters: the first swap gathers the frozen base and keeps it (host "
+           "memory on a GPU), and later swaps rebuild only the adapted weights, with no collective; false: every "
+           "swap gathers every weight.");
   return schema;
 }
 

@@ -21,6 +21,8 @@ struct HybridOptions {
   bool optimizer_offload = false;
   // lazy_free | unmap: see BucketRelease.
   std::string bucket_release = "lazy_free";
+  // LoRA actors: gather the frozen base once, then rebuild only the adapted weights (LoraSwap).
+  bool lora_base_cache = true;
 };
 
 OptionsSchema<HybridOptions> hybrid_options_schema();

@@ -20,7 +20,10 @@ int64_t tensor_bytes(const at::Tensor& t) {
 }  // namespace
 
 HybridShardingManager::HybridShardingManager(const HybridOptions& options, SwapMode mode)
-    : offload_(offload_set(options)), mode_(mode), bucket_memory_(bucket_release(options)) {}
+    : offload_(offload_set(options)),
+      lora_base_cache_(options.lora_base_cache),
+      mode_(mode),
+      bucket_memory_(bucket_release(options)) {}
 
 std::unique_ptr<HybridShardingManager> make_sharding_manager(const HybridOptions& options, SwapMode mode) {
   if (mode == SwapMode::kBucketed) return std::make_unique<BucketedShardingManager>(options);
@@ -42,6 +45,8 @@ void HybridShardingManager::attach(HybridEngines engines) {
     local_numel_[shard.name] = shard.local.numel();
     device_ = shard.local.device();
   }
+  lora_.reset();
+  if (mode_ == SwapMode::kBucketed && lora_base_cache_) lora_ = LoraSwap::for_engine(*engines_.train, plan_);
   if (mode_ == SwapMode::kBucketed) {
     engines_.rollout->sleep();
     ledger_.set("rollout_weights", 0);
@@ -69,12 +74,30 @@ void HybridShardingManager::note_peaks(const PeakMemoryMeter& meter, SwapStats& 
   stats.measured_per_swap = meter.per_phase();
 }
 
-void HybridShardingManager::fill(std::vector<at::Tensor>& outputs, SwapStats& stats) {
+void HybridShardingManager::fill_bucket(std::vector<at::Tensor>& outputs, SwapStats& stats) {
+  if (!lora_) {
+    fill(outputs, stats, [this](const FullParameterVisitor& visit) { engines_.train->for_each_full_parameter(visit); });
+    return;
+  }
+  if (!lora_->cached()) {
+    fill(outputs, stats, [this](const FullParameterVisitor& visit) { lora_->visit_and_keep_bases(visit); });
+    lora_->keep_frozen(outputs);
+    ledger_.set("lora_cache", device_.is_cpu() ? lora_->bytes() : 0);
+    return;
+  }
+  const auto start = Clock::now();
+  lora_->fill_from_cache(*engines_.adaptor, engines_.layout, outputs);
+  stats.bytes_moved += plan_.bucket_bytes;
+  stats.convert_s += seconds_since(start);
+}
+
+void HybridShardingManager::fill(std::vector<at::Tensor>& outputs, SwapStats& stats,
+                                 const std::function<void(const FullParameterVisitor&)>& walk) {
   std::map<size_t, std::vector<at::Tensor>> pending;  // tensor -> its sources gathered so far
   int64_t pending_bytes = 0;
   std::vector<bool> filled(plan_.tensors.size(), false);
   const auto start = Clock::now();
-  engines_.train->for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
+  walk([&](const std::string& name, const at::Tensor& full) {
     const auto visit_start = Clock::now();
     stats.bytes_gathered += received_bytes(name, full);
     auto targets = plan_.targets_of.find(name);
@@ -141,7 +164,7 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
     at::Tensor bucket = bucket_memory_.allocate(plan_.bucket_bytes, device_);
     ledger_.set("bucket", plan_.bucket_bytes);
     outputs = bucket_views(plan_, bucket);
-    fill(outputs, stats);
+    fill_bucket(outputs, stats);
     hand_over(outputs, version, stats);
     outputs.clear();
     bucket.reset();

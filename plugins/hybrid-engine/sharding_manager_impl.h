@@ -2,6 +2,8 @@
 //   bucketed: one bucket per PP stage, allocated at to_rollout, filled tensor
 //     by tensor as the trainer gathers its units, adopted by the engine
 //     (zero-copy); to_train puts the engine to sleep, so no rollout byte stays.
+//     With a LoRA actor, swaps after the first rebuild only the adapted
+//     weights from a cache of the frozen base (LoraSwap).
 //   naive: the full-gather baseline: every full training tensor is gathered
 //     and kept, then converted into separate tensors the awake engine copies;
 //     the rollout keeps its own full copy between swaps.
@@ -14,6 +16,7 @@
 
 #include "bucket_memory.h"
 #include "hybrid_options.h"
+#include "lora_swap.h"
 #include "rlcore/device.h"
 #include "rlcore/sharding_manager.h"
 #include "swap_plan.h"
@@ -37,8 +40,12 @@ class HybridShardingManager : public ShardingManager {
   HybridShardingManager(const HybridOptions& options, SwapMode mode);
 
  private:
-  // Gathers, converts into `outputs` (one per planned tensor) and times it.
-  void fill(std::vector<at::Tensor>& outputs, SwapStats& stats);
+  // Gathers (through `walk`: the engine's for_each_full_parameter or an
+  // equivalent), converts into `outputs` (one per planned tensor) and times it.
+  void fill(std::vector<at::Tensor>& outputs, SwapStats& stats,
+            const std::function<void(const FullParameterVisitor&)>& walk);
+  // The bucketed swap's fill: from the engine, or with LoRA through the base cache.
+  void fill_bucket(std::vector<at::Tensor>& outputs, SwapStats& stats);
   void hand_over(const std::vector<at::Tensor>& outputs, int64_t version, SwapStats& stats);
   void note_train_state();
   // The swap's planned (ledger) and measured (device) peaks into `stats`.
@@ -46,10 +53,12 @@ class HybridShardingManager : public ShardingManager {
   void require_attached(const char* method) const;
 
   OffloadSet offload_;
+  bool lora_base_cache_;
   SwapMode mode_;
   BucketMemory bucket_memory_;
   HybridEngines engines_;
   SwapPlan plan_;
+  std::unique_ptr<LoraSwap> lora_;  // bucketed mode, a LoRA actor, lora_base_cache
   // What of a gathered tensor came from other ranks (full minus this rank's piece).
   int64_t received_bytes(const std::string& name, const at::Tensor& full) const;
 

@@ -157,6 +157,11 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
                         layouts_[u].name + "' (another model or head?)");
   }
   const int64_t saved_lora_rank = manifest.value("lora_rank", int64_t{0});
+  if (!trainable_ && saved_lora_rank > 0 && !lora_.enabled()) {
+    // A frozen engine (rlcore export, a reference) serves what was trained: base + the checkpoint's adapters.
+    lora_ = LoraAdapters(read_peft_adapter_options((dir / kLoraDir).string()), skeleton_, device_,
+                         static_cast<uint64_t>(options_.seed));
+  }
   if (saved_lora_rank != lora_.rank())
     throw FormatError(manifest_path.string() + ": saved with lora_rank " + std::to_string(saved_lora_rank) +
                       ", this engine has lora.lora_rank " + std::to_string(lora_.rank()));

@@ -254,17 +254,39 @@ std::vector<ParameterShard> FsdpEngine::parameter_shards() const {
   return shards;
 }
 
-void FsdpEngine::for_each_full_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) {
+void FsdpEngine::visit_full_parameters(const std::function<void(const std::string&, const at::Tensor&)>& visit,
+                                       bool merge) {
   ResidentScope resident(*this, OffloadSet::kParams);
   at::NoGradGuard no_grad;
   for (size_t u = 0; u < layouts_.size(); ++u) {
     const at::Tensor full = gather_full(static_cast<int64_t>(u));
     for (const UnitParam& p : layouts_[u].params) {
       const at::Tensor weight = full.narrow(0, p.offset, p.numel).view(p.shape);
-      const LoraPair* adapter = lora_.adapter_of(p.name);
+      const LoraPair* adapter = merge ? lora_.adapter_of(p.name) : nullptr;
       visit(p.name, adapter ? lora_.merged(*adapter, weight) : weight);
     }
   }
+}
+
+void FsdpEngine::for_each_full_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) {
+  visit_full_parameters(visit, /*merge=*/true);
+}
+
+void FsdpEngine::for_each_full_base_parameter(
+    const std::function<void(const std::string&, const at::Tensor&)>& visit) {
+  visit_full_parameters(visit, /*merge=*/false);
+}
+
+std::vector<std::string> FsdpEngine::adapted_parameters() const {
+  std::vector<std::string> names;
+  for (const auto& pair : lora_.pairs()) names.push_back(pair->module + ".weight");
+  return names;
+}
+
+at::Tensor FsdpEngine::merged_parameter(const std::string& name, const at::Tensor& base) {
+  const LoraPair* adapter = lora_.adapter_of(name);
+  if (adapter == nullptr) throw ValueError("fsdp: merged_parameter('" + name + "'): no LoRA adapter on it");
+  return lora_.merged(*adapter, base);
 }
 
 void FsdpEngine::offload(OffloadSet what) {

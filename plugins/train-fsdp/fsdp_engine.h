@@ -34,7 +34,11 @@ class GatheredUnit;
 class GradWorkspace;
 struct UnitGrad;
 
-class FsdpEngine final : public TrainEngine, public DataParallel, public OffloadsState, public ComputesSumPiSquared {
+class FsdpEngine final : public TrainEngine,
+                         public DataParallel,
+                         public OffloadsState,
+                         public ComputesSumPiSquared,
+                         public TrainsLowRankAdapters {
  public:
   // Reads context.model_path (config.json + safetensors); each rank copies
   // only its slices. A value head missing from the checkpoint is initialised
@@ -50,6 +54,11 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   // With LoRA, the adapted projections' merged W + (alpha / r) B A under the base names (the rollout's
   // weights, the HF export); parameter_shards() stays the frozen base.
   void for_each_full_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) override;
+  // LoRA (lora.lora_rank > 0): the adapted projections' weight names; empty without LoRA.
+  std::vector<std::string> adapted_parameters() const override;
+  void for_each_full_base_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) override;
+  // Local: every rank holds all adapters.
+  at::Tensor merged_parameter(const std::string& name, const at::Tensor& base) override;
 
   void save_checkpoint(const std::string& dir) override;
   void load_checkpoint(const std::string& dir) override;
@@ -84,6 +93,8 @@ class FsdpEngine final : public TrainEngine, public DataParallel, public Offload
   // False with LoRA: the base weights are frozen (no gradient, no AdamW state) and only the adapters train.
   bool base_trains() const { return !lora_.enabled(); }
 
+  // Every full parameter, gathered unit by unit; with `merge`, LoRA merged into the adapted ones.
+  void visit_full_parameters(const std::function<void(const std::string&, const at::Tensor&)>& visit, bool merge);
   void init_shards();
   void load_initial_weights();
   // The unit's full flat buffer (padded) in `dtype`, gathered from every rank

@@ -63,9 +63,10 @@ OptionsSchema<LoraOptions> lora_options_schema() {
       .key("lora_alpha", &LoraOptions::lora_alpha,
            "LoRA alpha (verl's model.lora_alpha): the adapter output is scaled by lora_alpha / lora_rank.")
       .key("target_modules", &LoraOptions::target_modules,
-           "Projections that get adapters (verl's model.target_modules): [all-linear] (every projection of every "
-           "decoder layer, not the lm_head) or names among q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
-           "down_proj.");
+           "Projections that get adapters (verl's model.target_modules): all-linear (every projection of every "
+           "decoder layer, not the lm_head) or a list of names among q_proj, k_proj, v_proj, o_proj, gate_proj, "
+           "up_proj, down_proj.",
+           {}, read_one_or_many);
   return schema;
 }
 

@@ -36,6 +36,8 @@ class LoraAdapters;
 void write_peft_adapter(const std::string& dir, const LoraAdapters& adapters, const std::string& base_model);
 // Copies a PEFT adapter written for the same rank and targets into `adapters`.
 void read_peft_adapter(const std::string& dir, LoraAdapters& adapters);
+// The rank, alpha and target modules a PEFT adapter directory was written with.
+LoraOptions read_peft_adapter_options(const std::string& dir);
 
 // One adapted projection: A [r, in] (kaiming-uniform, as PEFT) and B [out, r]
 // (zeros, so the first forward is the base model's), with their training state.

@@ -50,20 +50,29 @@ void write_peft_adapter(const std::string& dir_text, const LoraAdapters& adapter
   write_file_atomically(dir / kConfigFile, config.dump(2));
 }
 
-void read_peft_adapter(const std::string& dir_text, LoraAdapters& adapters) {
-  const fs::path dir(dir_text);
-  const fs::path config_path = dir / kConfigFile;
+LoraOptions read_peft_adapter_options(const std::string& dir) {
+  const fs::path config_path = fs::path(dir) / kConfigFile;
   std::ifstream in(config_path);
   if (!in) throw IoError(config_path.string() + ": missing (a LoRA checkpoint needs its adapter)");
-  nlohmann::json config;
   try {
-    config = nlohmann::json::parse(in);
-    if (config.at("r").get<int64_t>() != adapters.options().lora_rank)
-      throw FormatError(config_path.string() + ": r = " + std::to_string(config.at("r").get<int64_t>()) +
-                        ", lora.lora_rank is " + std::to_string(adapters.options().lora_rank));
+    const nlohmann::json config = nlohmann::json::parse(in);
+    LoraOptions options;
+    options.lora_rank = config.at("r").get<int64_t>();
+    options.lora_alpha = config.at("lora_alpha").get<double>();
+    options.target_modules = config.at("target_modules").get<std::vector<std::string>>();
+    if (options.lora_rank < 1) throw FormatError(config_path.string() + ": r must be >= 1");
+    return options;
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(config_path.string() + ": " + e.what());
   }
+}
+
+void read_peft_adapter(const std::string& dir_text, LoraAdapters& adapters) {
+  const fs::path dir(dir_text);
+  const LoraOptions saved = read_peft_adapter_options(dir_text);
+  if (saved.lora_rank != adapters.options().lora_rank)
+    throw FormatError((dir / kConfigFile).string() + ": r = " + std::to_string(saved.lora_rank) +
+                      ", lora.lora_rank is " + std::to_string(adapters.options().lora_rank));
   const SafetensorsFile file(dir / kWeightsFile);
   at::NoGradGuard no_grad;
   for (const auto& pair : adapters.pairs()) {

@@ -13,12 +13,14 @@ Sleeps::~Sleeps() = default;
 RemoteGeneration::~RemoteGeneration() = default;
 BoundedSwapMemory::~BoundedSwapMemory() = default;
 ComputesSumPiSquared::~ComputesSumPiSquared() = default;
+TrainsLowRankAdapters::~TrainsLowRankAdapters() = default;
 
 const std::vector<std::string>& capability_names() {
   static const std::vector<std::string> names = {
-      AdoptsWeights::kName, DataParallel::kName, TensorParallel::kName,   PipelineParallel::kName,
-      OffloadsState::kName, Sleeps::kName,       RemoteGeneration::kName, BoundedSwapMemory::kName,
-                                                 ComputesSumPiSquared::kName};
+      AdoptsWeights::kName,        DataParallel::kName,          TensorParallel::kName,
+      PipelineParallel::kName,     OffloadsState::kName,         Sleeps::kName,
+      RemoteGeneration::kName,     BoundedSwapMemory::kName,     ComputesSumPiSquared::kName,
+      TrainsLowRankAdapters::kName};
   return names;
 }
 

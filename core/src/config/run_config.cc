@@ -188,8 +188,17 @@ const ComponentEntry& component(const Registry& registry, const std::string& kin
 void validate_trainer_components(const Registry& registry, const ConfigNode& tree, const RunConfig& config) {
   if (tree.has("actor_rollout_ref")) {
     const auto& arr = config.actor_rollout_ref;
+    const auto capabilities = registry.capabilities("train_engine", arr.actor.strategy);
+    auto lacks = [&capabilities](const char* name) {
+      return std::find(capabilities.begin(), capabilities.end(), name) == capabilities.end();
+    };
+    if (arr.model.lora_rank > 0 && lacks(TrainsLowRankAdapters::kName)) {
+      throw ConfigError("key actor_rollout_ref.model.lora_rank: the train engine '" + arr.actor.strategy +
+                        "' does not train LoRA adapters (it lacks the '" + TrainsLowRankAdapters::kName +
+                        "' capability; see `rlcore plugins`); use actor_rollout_ref.actor.strategy=fsdp");
+    }
     component(registry, "train_engine", arr.actor.strategy, "actor_rollout_ref.actor.strategy")
-        .validate(arr.actor.engine_options);
+        .validate(actor_engine_options(arr));
     component(registry, "train_engine", arr.ref.strategy, "actor_rollout_ref.ref.strategy")
         .validate(arr.ref.engine_options);
     component(registry, "inference_engine", arr.rollout.name, "actor_rollout_ref.rollout.name")
@@ -202,9 +211,7 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
         .validate(ConfigNode());
     component(registry, "policy_loss", arr.actor.policy_loss.loss_mode, "actor_rollout_ref.actor.policy_loss.loss_mode")
         .validate(arr.actor.policy_loss.options);
-    const auto capabilities = registry.capabilities("train_engine", arr.actor.strategy);
-    if (arr.actor.calculate_sum_pi_squared &&
-        std::find(capabilities.begin(), capabilities.end(), ComputesSumPiSquared::kName) == capabilities.end()) {
+    if (arr.actor.calculate_sum_pi_squared && lacks(ComputesSumPiSquared::kName)) {
       throw ConfigError("key actor_rollout_ref.actor.calculate_sum_pi_squared: the train engine '" +
                         arr.actor.strategy + "' cannot compute sum_pi_squared (it lacks the '" +
                         ComputesSumPiSquared::kName + "' capability; see `rlcore plugins`)");

@@ -4,23 +4,14 @@
 #include "rlcore/prompt_template.h"
 
 namespace rlcore {
-namespace {
-
-// verl accepts `train_files: path.parquet` as well as a list of paths.
-std::vector<std::string> read_path_list(const ConfigNode& node) {
-  if (node.is_scalar()) return {node.as<std::string>()};
-  return node.as<std::vector<std::string>>();
-}
-
-}  // namespace
 
 const OptionsSchema<DataConfig>& data_config_schema() {
   static const OptionsSchema<DataConfig> schema = [] {
     OptionsSchema<DataConfig> data;
     data.key("train_files", &DataConfig::train_files,
              "Training data: a .parquet, .jsonl or .json file or a list of them (verl's row layout).", {},
-             read_path_list)
-        .key("val_files", &DataConfig::val_files, "Validation data: a file or a list of files.", {}, read_path_list)
+             read_one_or_many)
+        .key("val_files", &DataConfig::val_files, "Validation data: a file or a list of files.", {}, read_one_or_many)
         .key("prompt_key", &DataConfig::prompt_key,
              "Record field holding the prompt: a string or a list of chat messages [{role, content}].")
         .key("response_key", &DataConfig::response_key, "SFT only: record field holding the response text.")

@@ -54,7 +54,7 @@ class ActorRolloutRef {
     const std::string model_path = context.options.value(role_options::kModelPath, config_.model.path);
     const int64_t total_steps = context.options.value(role_options::kTotalSteps, int64_t{0});
 
-    EngineRequest actor{config_.actor.strategy, config_.actor.engine_options, model_path};
+    EngineRequest actor{config_.actor.strategy, actor_engine_options(config_), model_path};
     actor.total_training_steps = total_steps;
     actor_ = make_train_engine(components, context, actor);
     if (context.options.value(role_options::kWithRef, false)) {

@@ -1,6 +1,9 @@
 // Schemas of the RL trainer's config sections (see trainer_config.h).
 #include "rlcore/core/trainer/trainer_config.h"
 
+#include <nlohmann/json.hpp>
+
+#include "rlcore/error.h"
 #include "rlcore/rl_functional.h"
 
 namespace rlcore {
@@ -9,6 +12,23 @@ namespace {
 OptionsSchema<ModelPathConfig> model_path_schema(const std::string& doc) {
   OptionsSchema<ModelPathConfig> schema;
   schema.key("path", &ModelPathConfig::path, doc);
+  return schema;
+}
+
+OptionsSchema<ActorModelConfig> actor_model_schema() {
+  OptionsSchema<ActorModelConfig> schema;
+  schema.key("path", &ActorModelConfig::path, "HF checkpoint directory the actor, reference and rollout start from.")
+      .key("lora_rank", &ActorModelConfig::lora_rank,
+           "LoRA rank r; 0 trains the whole model. > 0 freezes the base weights and trains rank-r adapters "
+           "(handed to the actor's train engine as its lora options; the engine needs the low_rank_adapters "
+           "capability).",
+           at_least(0))
+      .key("lora_alpha", &ActorModelConfig::lora_alpha, "LoRA alpha: adapter outputs are scaled by lora_alpha / lora_rank.",
+           greater_than(0))
+      .key("target_modules", &ActorModelConfig::target_modules,
+           "Projections that get adapters: all-linear (every projection of every decoder layer) or a list of "
+           "module names (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj).",
+           {}, read_one_or_many);
   return schema;
 }
 
@@ -103,6 +123,22 @@ OptionsSchema<RolloutConfig> rollout_schema() {
   return schema;
 }
 
+ConfigNode actor_engine_options(const ActorRolloutRefConfig& config) {
+  const ConfigNode& actor = config.actor.engine_options;
+  ConfigNode options = actor.defined() && !actor.is_null() ? actor.clone()
+                                                           : ConfigNode::parse("{}", "actor_rollout_ref.actor");
+  const ActorModelConfig& model = config.model;
+  if (model.lora_rank == 0) return options;
+  if (options.has("lora"))
+    throw ConfigError("LoRA is set twice: actor_rollout_ref.model.lora_rank (verl's key) and "
+                      "actor_rollout_ref.actor.lora; keep one");
+  const std::string source = "actor_rollout_ref.model";
+  options.set("lora.lora_rank", std::to_string(model.lora_rank), source);
+  options.set("lora.lora_alpha", nlohmann::json(model.lora_alpha).dump(), source);
+  options.set("lora.target_modules", nlohmann::json(model.target_modules).dump(), source);
+  return options;
+}
+
 std::string weight_adaptor_for(const ActorRolloutRefConfig& config) {
   if (!config.hybrid_engine.weight_adaptor.empty()) return config.hybrid_engine.weight_adaptor;
   return config.actor.strategy == "megatron" ? "megatron" : "identity";
@@ -120,8 +156,7 @@ OptionsSchema<HybridEngineConfig> hybrid_engine_schema() {
 OptionsSchema<ActorRolloutRefConfig> actor_rollout_ref_schema() {
   OptionsSchema<ActorRolloutRefConfig> schema;
   schema
-      .section("model", &ActorRolloutRefConfig::model,
-               model_path_schema("HF checkpoint directory the actor, reference and rollout start from."))
+      .section("model", &ActorRolloutRefConfig::model, actor_model_schema())
       .section("actor", &ActorRolloutRefConfig::actor, actor_schema())
       .section("ref", &ActorRolloutRefConfig::ref, ref_schema())
       .section("rollout", &ActorRolloutRefConfig::rollout, rollout_schema())

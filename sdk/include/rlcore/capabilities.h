@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -113,6 +114,27 @@ class RLCORE_API ComputesSumPiSquared {
 };
 #endif
 
+#if RLCORE_SDK_TARGET_ABI_MINOR >= 3
+// Train engine: trains low-rank adapters over frozen base weights (LoRA), so a
+// full weight is its frozen base, or for an adapted parameter base + a delta
+// the adapters define. A sharding manager gathers the base once and afterwards
+// rebuilds only the adapted weights, with no collective for the frozen ones.
+class RLCORE_API TrainsLowRankAdapters {
+ public:
+  static constexpr const char* kName = "low_rank_adapters";
+  virtual ~TrainsLowRankAdapters();
+  // HF names of the full parameters that carry an adapter (empty: LoRA is off).
+  virtual std::vector<std::string> adapted_parameters() const = 0;
+  // As TrainEngine::for_each_full_parameter (collective, same order on every
+  // rank), but every parameter's frozen base value, no adapter merged in.
+  virtual void for_each_full_base_parameter(
+      const std::function<void(const std::string&, const at::Tensor&)>& visit) = 0;
+  // The full weight of adapted parameter `name` that for_each_full_parameter
+  // would give, from its full base value `base`. Call it on every rank in the same order.
+  virtual at::Tensor merged_parameter(const std::string& name, const at::Tensor& base) = 0;
+};
+#endif
+
 // The capability interface `Capability` of `component`, or null when it has none.
 template <class Capability, class Component>
 Capability* capability(Component& component) {
@@ -147,6 +169,9 @@ std::vector<std::string> capabilities_of() {
 #if RLCORE_SDK_TARGET_ABI_MINOR >= 2
   add(std::is_base_of_v<BoundedSwapMemory, T>, BoundedSwapMemory::kName);
   add(std::is_base_of_v<ComputesSumPiSquared, T>, ComputesSumPiSquared::kName);
+#endif
+#if RLCORE_SDK_TARGET_ABI_MINOR >= 3
+  add(std::is_base_of_v<TrainsLowRankAdapters, T>, TrainsLowRankAdapters::kName);
 #endif
   return names;
 }

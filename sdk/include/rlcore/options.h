@@ -198,6 +198,14 @@ class OptionsSchema {
   ConfigNode Options::*others_ = nullptr;
 };
 
+// The reader for a list-of-strings key that also takes one string, as verl's
+// do (`train_files: a.parquet`, `target_modules: all-linear`):
+//   schema.key("target_modules", &Options::target_modules, doc, {}, read_one_or_many);
+inline std::vector<std::string> read_one_or_many(const ConfigNode& node) {
+  if (node.is_scalar()) return {node.as<std::string>()};
+  return node.as<std::vector<std::string>>();
+}
+
 // For components without options.
 struct NoOptions {};
 

@@ -12,6 +12,9 @@
 //                      [--swaps N]   (N train -> rollout -> train round trips; the first is checked in full)
 //                      [--trainer fsdp|megatron --plugin FILE --train-tp T --train-pp P]
 //                      [--lora-rank R]   (fsdp: LoRA adapters on every projection; the rollout gets merged weights)
+//                      [--train-between-swaps 1]  (a train step before each later swap; the last one's
+//                                                  rollout weights and the trainer's are written to compare)
+//                      [--lora-base-cache true|false]  (the hybrid option; false: every swap gathers everything)
 #include <malloc.h>
 
 #include <ATen/ATen.h>
@@ -161,6 +164,7 @@ int run(const std::map<std::string, std::string>& args) {
   hybrid::HybridOptions options;
   const bool offload = arg(args, "offload", "none") == "all";
   options.offload_train_param = options.offload_train_grad = options.offload_train_optimizer = offload;
+  options.lora_base_cache = arg(args, "lora-base-cache", "true") == "true";
   const auto mode = arg(args, "mode", "bucketed") == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed;
   const auto owned_manager = hybrid::make_sharding_manager(options, mode);
   hybrid::HybridShardingManager& manager = *owned_manager;
@@ -210,11 +214,38 @@ int run(const std::map<std::string, std::string>& args) {
   result["rollout_bytes_after"] = rollout->bytes_held();
   result["rollout_asleep_after"] = rollout->asleep();
   result["ledger_peak"] = manager.ledger().peak();
+  // The full training parameters by HF name in the rollout dtype, for the bit-exact comparisons.
+  const at::ScalarType rollout_dtype = rollout->dtype();
+  const model::ModelConfig& config = rollout->config();
+  auto full_parameters = [&] {
+    NamedTensors full;
+    actor->for_each_full_parameter([&](const std::string& name, const at::Tensor& t) {
+      if (!made.megatron) {
+        full.emplace_back(name, t.to(rollout_dtype).clone());
+        return;
+      }
+      for (const std::string& hf : model::megatron::hf_sources(config, name))
+        full.emplace_back(hf, model::megatron::to_hf(config, hf, t).to(rollout_dtype).clone());
+    });
+    return full;
+  };
+
   // Later swaps run on what the first left behind (e.g. a lazily freed
   // bucket's pages): their measured peaks are checked too.
-  for (int64_t swap = 1; swap < std::stoll(arg(args, "swaps", "1")); ++swap) {
+  const int64_t swaps = std::stoll(arg(args, "swaps", "1"));
+  const bool train_between = arg(args, "train-between-swaps", "0") == "1";
+  for (int64_t swap = 1; swap < swaps; ++swap) {
+    if (train_between) {
+      actor->train_step(sequence_batch(prompts, at::randint(1, vocab, {kRowsPerRank, kResponse}, at::kLong)), {},
+                        mean_nll);
+    }
     release_cached_memory(at::kCPU);
     result["last_to_rollout"] = stats_json(manager.to_rollout(7 + swap));
+    if (train_between && swap + 1 == swaps) {
+      save_safetensors(out / ("rollout_last_" + std::to_string(rank) + ".safetensors"), rollout->parameters());
+      const NamedTensors full = full_parameters();
+      if (rank == 0) save_safetensors(out / "full_last.safetensors", full);
+    }
     result["last_to_train"] = stats_json(manager.to_train());
   }
   actor->save_checkpoint((out / "after").string());
@@ -230,18 +261,7 @@ int run(const std::map<std::string, std::string>& args) {
   save_safetensors(out / ("logprobs_" + std::to_string(rank) + ".safetensors"),
                    {{"rollout", at::stack(rollout_logprobs)}, {"trainer", scored.log_prob.contiguous()}});
 
-  // The full training parameters by HF name in the rollout dtype, for the bit-exact comparison.
-  NamedTensors full;
-  const at::ScalarType rollout_dtype = rollout->dtype();
-  const model::ModelConfig& config = rollout->config();
-  actor->for_each_full_parameter([&](const std::string& name, const at::Tensor& t) {
-    if (!made.megatron) {
-      full.emplace_back(name, t.to(rollout_dtype).clone());
-      return;
-    }
-    for (const std::string& hf : model::megatron::hf_sources(config, name))
-      full.emplace_back(hf, model::megatron::to_hf(config, hf, t).to(rollout_dtype).clone());
-  });
+  const NamedTensors full = full_parameters();
   if (rank == 0) save_safetensors(out / "full.safetensors", full);
 
   std::ofstream(out / ("rank_" + std::to_string(rank) + ".json")) << result.dump(2);

@@ -196,6 +196,45 @@ TEST_CASE("a LoRA checkpoint round trip keeps the adapters and their AdamW state
              Catch::Contains("lora_rank 4") && Catch::Contains("lora.lora_rank 8"));
 }
 
+TEST_CASE("a frozen engine (rlcore export) loading a LoRA checkpoint serves base + the checkpoint's adapters",
+          "[fsdp][lora]") {
+  TempDir dir, saved;
+  write_tiny_checkpoint(dir.path());
+  FsdpEngine trained(lora_options(4, {"q_proj", "v_proj"}), context_for(dir.str()));
+  const rlcore::Batch batch = lora_batch(tiny_config().vocab_size);
+  for (int step = 0; step < 2; ++step) trained.train_step(batch, {}, pg_loss);
+  trained.save_checkpoint(saved.str());
+
+  rlcore::ComponentContext frozen_context = context_for(dir.str());
+  frozen_context.trainable = false;
+  FsdpEngine frozen(FsdpOptions{}, frozen_context);  // no lora options: they come from the checkpoint
+  frozen.load_checkpoint(saved.str());
+  CHECK(frozen.lora().rank() == 4);
+  CHECK(frozen.lora().target_names() == std::vector<std::string>{"q_proj", "v_proj"});
+  const rlcore::NamedTensors expected = full_parameters(trained);
+  const rlcore::NamedTensors got = full_parameters(frozen);
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(got[i].first);
+    CHECK(at::equal(got[i].second, expected[i].second));
+  }
+  CHECK(at::equal(frozen.forward(batch, {}).log_prob, trained.forward(batch, {}).log_prob));
+  // A trainable engine still has to be configured for the rank it resumes.
+  FsdpEngine plain(FsdpOptions{}, context_for(dir.str()));
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { plain.load_checkpoint(saved.str()); }),
+             Catch::Contains("lora_rank 4"));
+}
+
+TEST_CASE("lora.target_modules takes verl's scalar all-linear as well as a list", "[fsdp][lora]") {
+  const auto parse = [](const std::string& yaml) {
+    return rlcore::fsdp::fsdp_options_schema().parse(rlcore::ConfigNode::parse(yaml, "test")).lora;
+  };
+  CHECK(parse("{lora: {lora_rank: 2, target_modules: all-linear}}").target_modules ==
+        std::vector<std::string>{"all-linear"});
+  CHECK(parse("{lora: {lora_rank: 2, target_modules: [q_proj, v_proj]}}").target_modules ==
+        std::vector<std::string>{"q_proj", "v_proj"});
+}
+
 TEST_CASE("bad LoRA options name their key", "[fsdp][lora]") {
   TempDir dir;
   write_tiny_checkpoint(dir.path());

@@ -23,6 +23,15 @@ struct ModelPathConfig {
   std::string path;  // HF checkpoint directory (config.json, weights, tokenizer)
 };
 
+// actor_rollout_ref.model: the checkpoint, and verl's LoRA keys, which the
+// trainer hands to the actor's train engine as its `lora` options.
+struct ActorModelConfig {
+  std::string path;
+  int64_t lora_rank = 0;  // 0: LoRA off
+  double lora_alpha = 16;
+  std::vector<std::string> target_modules = {"all-linear"};
+};
+
 // actor.policy_loss: the loss's name and its own keys.
 struct PolicyLossSection {
   std::string loss_mode = "vanilla";  // a registered policy_loss
@@ -91,7 +100,7 @@ struct HybridEngineConfig {
 };
 
 struct ActorRolloutRefConfig {
-  ModelPathConfig model;
+  ActorModelConfig model;
   ActorConfig actor;
   RefConfig ref;
   RolloutConfig rollout;
@@ -147,6 +156,11 @@ struct AlgorithmConfig {
   RolloutCorrectionSection rollout_correction;
   ConfigNode estimator_options;  // the advantage estimator's keys (gamma, lam, ...)
 };
+
+// The actor train engine's keys: actor_rollout_ref.actor's engine keys, plus
+// verl's model.lora_rank / lora_alpha / target_modules as `lora` when lora_rank > 0.
+// Throws ConfigError when LoRA is set under both names.
+RLCORE_API ConfigNode actor_engine_options(const ActorRolloutRefConfig& config);
 
 // The weight adaptor the hybrid engine uses: hybrid_engine.weight_adaptor when
 // set, else the one matching the actor's layout (megatron for the megatron
