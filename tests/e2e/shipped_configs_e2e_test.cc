@@ -54,6 +54,12 @@ const std::map<std::string, std::string> kPathMetric = {
     {"grpo_megatron.yaml", "actor/pg_loss"},            // megatron tp=2 actor
     {"grpo_gsm8k_style.yaml", "actor/kl_loss"},         // GRPO with the KL loss (on the arithmetic data here)
     {"dapo_arithmetic.yaml", "train/num_gen_batches"},  // dynamic sampling
+    {"grpo_lora_arithmetic.yaml", "actor/pg_loss"},     // and the adapter below
+};
+
+// What a config's path writes that no other does, in its step-2 checkpoint (saved for these).
+const std::map<std::string, std::string> kPathCheckpointFile = {
+    {"grpo_lora_arithmetic.yaml", "actor/lora_adapter/adapter_config.json"},
 };
 
 // Overrides that keep a config's two steps short on the tiny model.
@@ -102,12 +108,15 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
                                        "actor_rollout_ref.model.path=" + (workspace / "model").string()};
       if (sft) args.insert(args.begin(), "sft");
       if (kShortRun.count(name)) args.insert(args.end(), kShortRun.at(name).begin(), kShortRun.at(name).end());
+      if (kPathCheckpointFile.count(name)) args.push_back("trainer.save_freq=2");
       const e2e::RunResult run = e2e::run_rlcore(args);
       INFO(run.output);
       REQUIRE(run.status == 0);
       const auto metrics = e2e::read_metrics(run_dir);
       REQUIRE(metrics.count(2) == 1);
       CHECK(metrics.at(2).count(kPathMetric.at(name)) == 1);
+      if (kPathCheckpointFile.count(name))
+        CHECK(fs::exists(fs::path(run_dir) / "checkpoints/global_step_2" / kPathCheckpointFile.at(name)));
       check_tensorboard_matches(run_dir, metrics);
     }
   }
