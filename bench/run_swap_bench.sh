@@ -7,8 +7,10 @@
 # (a cast) or to fp32 (a plain copy). Each row is its own process (peak RSS is per process).
 #   bench/run_swap_bench.sh [--build-dir DIR] [--models tiny,100m,1b] [--pairs float32:bfloat16,...]
 #                           [--modes bucketed,naive] [--releases lazy_free,unmap] [--reps N]
-#                           [--threads N] [--device cpu|cuda] [--no-build]
-# --releases applies to bucketed rows (hybrid_engine.bucket_release).
+#                           [--threads N] [--device cpu|cuda] [--lora-rank R] [--no-build]
+# --releases applies to bucketed rows (hybrid_engine.bucket_release). --lora-rank R gives the
+# actor LoRA adapters on every projection and runs each bucketed row twice: the base cached
+# after the first swap (the default) and gathered on every swap (lora_base_cache: false).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,6 +24,7 @@ reps=3
 threads=1
 build=1
 device=cpu
+lora_rank=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build-dir) build_dir=$(realpath -m "$2"); shift 2 ;;
@@ -32,6 +35,7 @@ while [[ $# -gt 0 ]]; do
     --reps) reps=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
+    --lora-rank) lora_rank=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     *) echo "run_swap_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -53,10 +57,15 @@ for size in ${models//,/ }; do
     for mode in ${modes//,/ }; do
       mode_releases=$releases
       [[ $mode == naive ]] && mode_releases=unmap  # naive keeps no bucket
+      caches=true
+      [[ $lora_rank != 0 && $mode == bucketed ]] && caches="true false"
       for release in ${mode_releases//,/ }; do
-        "$build_dir/bin/bench_swap" --model "$work/$size" --mode "$mode" --bucket-release "$release" --reps "$reps" \
-          --threads "$threads" --train-dtype "$train_dtype" --rollout-dtype "$rollout_dtype" --device "$device" $header
-        header=
+        for cache in $caches; do
+          "$build_dir/bin/bench_swap" --model "$work/$size" --mode "$mode" --bucket-release "$release" --reps "$reps" \
+            --threads "$threads" --train-dtype "$train_dtype" --rollout-dtype "$rollout_dtype" --device "$device" \
+            --lora-rank "$lora_rank" --lora-base-cache "$cache" $header
+          header=
+        done
       done
     done
   done

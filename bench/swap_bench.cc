@@ -7,7 +7,10 @@
 //
 //   bench_swap --model DIR --mode bucketed|naive [--bucket-release lazy_free|unmap] [--train-dtype D] [--rollout-dtype
 //   D]
-//              [--reps N] [--threads N] [--header]
+//              [--lora-rank R [--lora-base-cache true|false]] [--reps N] [--threads N] [--header]
+// With --lora-rank the actor trains LoRA adapters on every projection (all-linear):
+// the first swap gathers the base and later ones rebuild only the adapted weights
+// unless --lora-base-cache false.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -50,12 +53,16 @@ int main(int argc, char** argv) {
   hybrid::HybridOptions hybrid_options;
   std::string device = "cpu";
   int reps = 3, threads = 2;
+  int64_t lora_rank = 0;
+  std::string lora_base_cache = "true";
   po::options_description options("bench_swap");
   options.add_options()("help,h", "this text")("model", po::value(&model)->required(), "HF checkpoint directory")(
       "mode", po::value(&mode), "bucketed | naive (default bucketed)")(
       "bucket-release", po::value(&hybrid_options.bucket_release), "lazy_free | unmap (default lazy_free)")(
       "train-dtype", po::value(&train_dtype), "fsdp compute dtype; masters are fp32 (default bfloat16)")(
       "rollout-dtype", po::value(&rollout_dtype), "infer-native dtype (default bfloat16)")(
+      "lora-rank", po::value(&lora_rank), "LoRA rank of the actor on every projection (default 0: off)")(
+      "lora-base-cache", po::value(&lora_base_cache), "with LoRA: true (default) | false")(
       "reps", po::value(&reps), "swaps (default 3)")("threads", po::value(&threads), "intra-op threads (default 2)")(
       "device", po::value(&device), "cpu or cuda[:N]: where both engines and the bucket live (default cpu)")(
       "header", "print the table header first");
@@ -71,6 +78,7 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--bucket-release must be lazy_free or unmap, got '" + hybrid_options.bucket_release +
                                   "'");
     }
+    hybrid_options.lora_base_cache = lora_base_cache != "false";
     at::set_num_threads(threads);
     ComponentContext context;
     context.model_path = model;
@@ -78,6 +86,7 @@ int main(int argc, char** argv) {
     const at::Device where(device);
     fsdp::FsdpOptions train_options;
     train_options.fsdp_config.dtype = train_dtype;
+    train_options.lora.lora_rank = lora_rank;
     auto actor = std::make_shared<fsdp::FsdpEngine>(train_options, context);
     infer_native::NativeEngineOptions rollout_options;
     rollout_options.dtype = rollout_dtype;
@@ -125,7 +134,11 @@ int main(int argc, char** argv) {
           "gather / convert / copy s | ledger peak MB | measured peak MB | peak RSS growth MB |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     }
-    const std::string mode_label = mode == "naive" ? mode : mode + " (" + hybrid_options.bucket_release + ")";
+    std::string mode_label = mode == "naive" ? mode : mode + " (" + hybrid_options.bucket_release + ")";
+    if (lora_rank > 0) {
+      mode_label += ", LoRA r" + std::to_string(lora_rank) +
+                    (mode != "naive" && hybrid_options.lora_base_cache ? " base cached" : " full gather");
+    }
     std::printf(
         "| %s | fp32 (%s compute) -> %s | %s | %d | %.1f MB | %.4f | %.4f | %.4f | %.2f | %.2f | %.2f | %.2f | "
         "%.2f | %.3f / %.3f / %.3f | %.1f | %.1f | %.1f |\n",
