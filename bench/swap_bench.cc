@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
       "train-dtype", po::value(&train_dtype), "fsdp compute dtype; masters are fp32 (default bfloat16)")(
       "rollout-dtype", po::value(&rollout_dtype), "infer-native dtype (default bfloat16)")(
       "lora-rank", po::value(&lora_rank), "LoRA rank of the actor on every projection (default 0: off)")(
-      "lora-base-cache", po::value(&lora_base_cache), "with LoRA: true (default) | false")(
+      "lora-base-cache", po::value(&lora_base_cache), "with LoRA: auto (on when sharded: never at one rank) | true (default here) | false")(
       "reps", po::value(&reps), "swaps (default 3)")("threads", po::value(&threads), "intra-op threads (default 2)")(
       "device", po::value(&device), "cpu or cuda[:N]: where both engines and the bucket live (default cpu)")(
       "header", "print the table header first");
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--bucket-release must be lazy_free or unmap, got '" + hybrid_options.bucket_release +
                                   "'");
     }
-    hybrid_options.lora_base_cache = lora_base_cache != "false";
+    hybrid_options.lora_base_cache = lora_base_cache;
     at::set_num_threads(threads);
     ComponentContext context;
     context.model_path = model;
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
     std::string mode_label = mode == "naive" ? mode : mode + " (" + hybrid_options.bucket_release + ")";
     if (lora_rank > 0) {
       mode_label += ", LoRA r" + std::to_string(lora_rank) +
-                    (mode != "naive" && hybrid_options.lora_base_cache ? " base cached" : " full gather");
+                    (mode != "naive" && lora_base_cache == "true" ? " base cached" : " full gather");
     }
     std::printf(
         "| %s | fp32 (%s compute) -> %s | %s | %d | %.1f MB | %.4f | %.4f | %.4f | %.2f | %.2f | %.2f | %.2f | "

@@ -21,8 +21,10 @@ OptionsSchema<HybridOptions> hybrid_options_schema() {
            one_of({"lazy_free", "unmap"}))
       .key("lora_base_cache", &HybridOptions::lora_base_cache,
            "When the actor trains LoRA adapters: the first swap gathers the frozen base and keeps it (host "
-           "memory on a GPU), and later swaps rebuild only the adapted weights, with no collective; false: every "
-           "swap gathers every weight.");
+           "memory on a GPU), and later swaps rebuild only the adapted weights, with no collective. auto: when the "
+           "training weights are sharded over ranks (one rank has no collective to save); false: every swap "
+           "gathers every weight.",
+           one_of({"auto", "true", "false"}));
   return schema;
 }
 

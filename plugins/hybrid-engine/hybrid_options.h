@@ -21,8 +21,9 @@ struct HybridOptions {
   bool optimizer_offload = false;
   // lazy_free | unmap: see BucketRelease.
   std::string bucket_release = "lazy_free";
-  // LoRA actors: gather the frozen base once, then rebuild only the adapted weights (LoraSwap).
-  bool lora_base_cache = true;
+  // LoRA actors: gather the frozen base once, then rebuild only the adapted weights (LoraSwap):
+  // auto (when the training weights are sharded over ranks, so a gather is a collective) | true | false.
+  std::string lora_base_cache = "auto";
 };
 
 OptionsSchema<HybridOptions> hybrid_options_schema();

@@ -41,12 +41,17 @@ void HybridShardingManager::attach(HybridEngines engines) {
   require_attached("attach");
   plan_ = plan_swap(engines_.rollout->weight_meta(), *engines_.adaptor, engines_.layout);
   // A rank may hold no piece of some tensors; sources are checked as they are visited (fill()).
+  bool sharded = false;  // a gather needs other ranks
   for (const ParameterShard& shard : engines_.train->parameter_shards()) {
     local_numel_[shard.name] = shard.local.numel();
     device_ = shard.local.device();
+    int64_t full = 1;
+    for (int64_t d : shard.shape) full *= d;
+    sharded = sharded || shard.local.numel() < full;
   }
   lora_.reset();
-  if (mode_ == SwapMode::kBucketed && lora_base_cache_) lora_ = LoraSwap::for_engine(*engines_.train, plan_);
+  const bool cache = lora_base_cache_ == "true" || (lora_base_cache_ == "auto" && sharded);
+  if (mode_ == SwapMode::kBucketed && cache) lora_ = LoraSwap::for_engine(*engines_.train, plan_);
   if (mode_ == SwapMode::kBucketed) {
     engines_.rollout->sleep();
     ledger_.set("rollout_weights", 0);

@@ -53,12 +53,12 @@ class HybridShardingManager : public ShardingManager {
   void require_attached(const char* method) const;
 
   OffloadSet offload_;
-  bool lora_base_cache_;
+  std::string lora_base_cache_;  // auto | true | false
   SwapMode mode_;
   BucketMemory bucket_memory_;
   HybridEngines engines_;
   SwapPlan plan_;
-  std::unique_ptr<LoraSwap> lora_;  // bucketed mode, a LoRA actor, lora_base_cache
+  std::unique_ptr<LoraSwap> lora_;  // bucketed mode, a LoRA actor, lora_base_cache on (or auto and sharded)
   // What of a gathered tensor came from other ranks (full minus this rank's piece).
   int64_t received_bytes(const std::string& name, const at::Tensor& full) const;
 

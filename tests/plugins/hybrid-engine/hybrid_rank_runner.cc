@@ -14,7 +14,7 @@
 //                      [--lora-rank R]   (fsdp: LoRA adapters on every projection; the rollout gets merged weights)
 //                      [--train-between-swaps 1]  (a train step before each later swap; the last one's
 //                                                  rollout weights and the trainer's are written to compare)
-//                      [--lora-base-cache true|false]  (the hybrid option; false: every swap gathers everything)
+//                      [--lora-base-cache auto|true|false]  (the hybrid option; false: every swap gathers all)
 #include <malloc.h>
 
 #include <ATen/ATen.h>
@@ -164,7 +164,7 @@ int run(const std::map<std::string, std::string>& args) {
   hybrid::HybridOptions options;
   const bool offload = arg(args, "offload", "none") == "all";
   options.offload_train_param = options.offload_train_grad = options.offload_train_optimizer = offload;
-  options.lora_base_cache = arg(args, "lora-base-cache", "true") == "true";
+  options.lora_base_cache = arg(args, "lora-base-cache", "auto");
   const auto mode = arg(args, "mode", "bucketed") == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed;
   const auto owned_manager = hybrid::make_sharding_manager(options, mode);
   hybrid::HybridShardingManager& manager = *owned_manager;

@@ -190,6 +190,20 @@ TEST_CASE("with LoRA, swaps after the first rebuild the adapted weights from the
   }
 }
 
+TEST_CASE("lora_base_cache auto caches only when the training weights are sharded (one rank gathers nothing)",
+          "[hybrid][lora]") {
+  const std::vector<std::string> lora = {"--dtype", "float32", "--lora-rank", "4", "--swaps", "2"};
+  auto with_cache = [&](const std::string& cache) {
+    std::vector<std::string> args = lora;
+    args.insert(args.end(), {"--lora-base-cache", cache});
+    return suite().run(args, /*world=*/1).ranks.at(0);
+  };
+  const nlohmann::json automatic = with_cache("auto"), forced = with_cache("true"), off = with_cache("false");
+  // The cache is the only thing between swaps the ledger counts beyond train state.
+  CHECK(automatic["ledger_peak"].get<int64_t>() == off["ledger_peak"].get<int64_t>());
+  CHECK(forced["ledger_peak"].get<int64_t>() > off["ledger_peak"].get<int64_t>());
+}
+
 TEST_CASE("train -> rollout -> train leaves the training state bit-identical", "[hybrid][dp][offload]") {
   const std::string offload = GENERATE(std::string("none"), std::string("all"));
   INFO("offload " << offload);
