@@ -15,7 +15,7 @@ std::unique_ptr<LoraSwap> LoraSwap::for_engine(TrainEngine& train, const SwapPla
 
 LoraSwap::LoraSwap(TrainsLowRankAdapters& adapters, const SwapPlan& plan)
     : adapters_(adapters), plan_(plan), rebuilt_(plan.tensors.size(), false), frozen_(plan.tensors.size()) {
-  for (const std::string& name : adapters.adapted_parameters()) adapted_[name] = true;
+  for (const std::string& name : adapters.adapted_parameters()) adapted_.insert(name);
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     for (const std::string& source : plan.tensors[i].sources) {
       if (adapted_.count(source)) rebuilt_[i] = true;
@@ -52,7 +52,7 @@ void LoraSwap::keep_frozen(const std::vector<at::Tensor>& outputs) {
 }
 
 void LoraSwap::fill_from_cache(const WeightAdaptor& adaptor, const RolloutLayout& layout,
-                                  std::vector<at::Tensor>& outputs) {
+                               std::vector<at::Tensor>& outputs) {
   for (size_t i = 0; i < plan_.tensors.size(); ++i) {
     const PlannedTensor& planned = plan_.tensors[i];
     if (!rebuilt_[i]) {

@@ -4,11 +4,14 @@
 //   - the full base of every source of a tensor with an adapted source;
 // later swaps copy the first and rebuild the second (base + adapters, then the
 // weight adaptor) with no collective: only the adapted tensors are recomputed.
-// The cache lives in host memory (pinned) when the device is a GPU.
+// The cache lives in host memory (pinned) when the device is a GPU. It is built
+// at the first swap after attach(): load a checkpoint with another base before
+// that swap (the trainer resumes before it), or attach() again.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,7 +48,7 @@ class LoraSwap {
 
   TrainsLowRankAdapters& adapters_;
   const SwapPlan& plan_;
-  std::map<std::string, bool> adapted_;      // training name -> has an adapter
+  std::set<std::string> adapted_;            // training names that carry an adapter
   std::vector<bool> rebuilt_;                // per planned tensor: a source is adapted
   std::map<std::string, at::Tensor> bases_;  // sources of rebuilt tensors, full base values
   std::vector<at::Tensor> frozen_;           // per planned tensor that is not rebuilt
