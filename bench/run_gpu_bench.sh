@@ -3,12 +3,10 @@
 # on cuda: infer-native generation vs Hugging Face transformers' eager
 # `generate` (batch 1 and 64, bf16 and fp32, tiny and 100m models), and the
 # weight swap's GB/s vs a device-to-device copy of the same bytes and its
-# measured peak vs the naive manager's. Fails when no GPU is visible.
+# measured peak vs the naive manager's, and the fsdp train step's tokens/s
+# with and without parameter + optimizer offload. Fails when no GPU is visible.
 #
 #   bash bench/run_gpu_bench.sh [--build-dir DIR] [--python PATH]
-#
-# Not yet here (docs/gpu.md says so): the train step's tokens/s with and
-# without offload on the GPU.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=$repo/build-cuda
@@ -27,3 +25,5 @@ bash "$repo/bench/run_generation_bench.sh" --no-build --build-dir "$build_dir" -
   --models tiny,100m --dtypes bfloat16,float32 --batches 1,64
 bash "$repo/bench/run_swap_bench.sh" --no-build --build-dir "$build_dir" --device cuda --models 100m,1b \
   --pairs float32:bfloat16,float32:float32 --releases unmap
+bash "$repo/bench/run_train_fsdp_bench.sh" --no-build --build-dir "$build_dir" --device cuda --models tiny,100m \
+  --dtypes float32,bfloat16 --batch 16 --prompt 128 --response 128

@@ -2,7 +2,8 @@
 # FSDP training benchmark end to end: builds bench_train_fsdp and the rlcore
 # CLI, writes random llama checkpoints with `rlcore model init`, and prints the
 # fsdp vs eager-PyTorch table with the fraction of the matmul roofline, in fp32
-# and bf16 (docs/train-fsdp.md).
+# and bf16, with and without offload (docs/train-fsdp.md; on a GPU with
+# --device cuda, docs/gpu.md).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,6 +21,7 @@ response=32
 threads=2
 jobs=2
 build=1
+device=cpu
 
 usage() {
   cat <<EOF
@@ -36,6 +38,7 @@ usage: bench/run_train_fsdp_bench.sh [options]
   --prompt N         prompt tokens per row (default: $prompt)
   --response N       response tokens per row (default: $response)
   --threads N        intra-op threads, split among the ranks (default: $threads)
+  --device D         cpu or cuda (default: $device); cuda runs one rank, no CPU baselines
   --build-dir DIR    CMake build directory (default: $build_dir; configured if needed)
   --work-dir DIR     where checkpoints and results go (default: BUILD_DIR/bench-train-fsdp)
   --jobs N           ninja -j (default: $jobs)
@@ -56,6 +59,7 @@ while [[ $# -gt 0 ]]; do
     --prompt) prompt=$2; shift 2 ;;
     --response) response=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --device) device=$2; shift 2 ;;
     --build-dir) build_dir=$(realpath -m "$2"); shift 2 ;;
     --work-dir) work_dir=$(realpath -m "$2"); shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
@@ -81,6 +85,10 @@ for size in "${sizes[@]}"; do
   model_args+=(--model "$size=$dir")
 done
 
+if [[ $device == cuda ]]; then
+  ranks=1       # NCCL gives each rank a GPU of its own
+  python=none   # the eager and libtorch baselines run on the CPU
+fi
 python_args=()
 if [[ $python != none ]]; then
   "$python" -c 'import torch' || { echo "run_train_fsdp_bench.sh: $python has no torch (use Debian's /usr/bin/python3 or --python none)" >&2; exit 1; }
@@ -95,5 +103,5 @@ echo "machine: $(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE
 "$build_dir/bin/bench_train_fsdp" "${model_args[@]}" --ranks "$ranks" --dtypes "$dtypes" --steps "$steps" --rounds "$rounds" \
   --batch "$batch" --prompt "$prompt" --response "$response" --threads "$threads" --work "$work_dir/results" \
-  "${python_args[@]}"
+  --device "$device" "${python_args[@]}"
 echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"

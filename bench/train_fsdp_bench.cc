@@ -5,11 +5,15 @@
 // an unsharded libtorch baseline (plain Transformer + torch AdamW), all on the
 // same global batch. The fraction of the FLOP roofline is 6 * params * tokens /
 // step time over a big at::matmul's rate in that dtype, measured in the same
-// run. Prints a markdown table (docs/train-fsdp.md).
+// run. One rank also runs with parameter and optimizer offload (verl's
+// param_offload / optimizer_offload). With --device cuda the ranks and the
+// matmul run on the GPU (one rank: NCCL gives each rank its own GPU) and the
+// baselines, which run on the CPU, are left out. Prints a markdown table
+// (docs/train-fsdp.md, docs/gpu.md).
 //
 //   bench_train_fsdp --model tiny=DIR --model 100m=DIR [--ranks 1,2,4] [--dtypes float32,bfloat16]
 //                    [--steps 3] [--rounds 1] [--batch 8] [--prompt 32] [--response 32] [--micro 0] [--threads 2]
-//                    [--python /usr/bin/python3]
+//                    [--python /usr/bin/python3] [--device cpu|cuda]
 // Internally it re-runs itself with --role baseline|rank for each measured process.
 #include <spawn.h>
 #include <sys/resource.h>
@@ -32,12 +36,14 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <boost/program_options.hpp>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>
 
 #include "fsdp_engine.h"
 #include "python_baseline.h"
 #include "rlcore/core/runtime/process_groups.h"
+#include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
 #include "../tests/common/test_paths.h"
@@ -64,12 +70,14 @@ struct Args {
   int64_t response = 32;
   int64_t micro = 0;
   int threads = 2;
+  std::string device = "cpu";
   std::string work;
   // Internal (one measured process).
   std::string role;
   std::string model_dir;
   std::string dtype = "float32";
   int checkpointing = 1;  // enable_gradient_checkpointing of the ranks
+  int offload = 0;        // param_offload and optimizer_offload of the ranks
   int64_t rank = 0;
   int64_t world = 1;
   int port = 0;
@@ -112,15 +120,24 @@ double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+// Returns once the work queued on `device`'s current stream is done.
+void wait_for(const at::Device& device) {
+  if (device.is_cpu()) return;
+  const auto& impl = *c10::impl::getDeviceGuardImpl(device.type());
+  impl.synchronizeStream(impl.getStream(device));
+}
+
 // Runs `step` once to warm up, then `steps` times; the fastest step's seconds
 // (the machine is shared, so the minimum is the least disturbed measurement).
 template <class Step>
-double time_steps(int64_t steps, Step step) {
+double time_steps(int64_t steps, const at::Device& device, Step step) {
   step();
+  wait_for(device);
   double best = std::numeric_limits<double>::infinity();
   for (int64_t s = 0; s < steps; ++s) {
     const auto start = Clock::now();
     step();
+    wait_for(device);
     best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
   }
   return best;
@@ -144,7 +161,7 @@ int run_baseline(const Args& a) {
   const Batch batch = make_batch(a, config.vocab_size);
   const double scale = 1.0 / batch.tensor("response_mask").sum().item<double>();
   const int64_t micro = a.micro > 0 ? a.micro : a.batch;
-  const double seconds = time_steps(a.steps, [&] {
+  const double seconds = time_steps(a.steps, at::kCPU, [&] {
     adamw.zero_grad();
     for (int64_t begin = 0; begin < a.batch; begin += micro) {
       const Batch rows = batch.slice(begin, std::min(a.batch, begin + micro));
@@ -174,9 +191,13 @@ int run_rank(const Args& a) {
   ComponentContext context;
   context.model_path = a.model_dir;
   context.comm = comm.get();
+  const at::Device device = resolve_device(a.device, a.rank, "--device");
+  context.device = device.str();
   fsdp::FsdpOptions options;
   options.fsdp_config.mixed_precision.param_dtype = a.dtype;
   options.enable_gradient_checkpointing = a.checkpointing != 0;
+  options.fsdp_config.param_offload = a.offload != 0;
+  options.fsdp_config.optimizer_offload = a.offload != 0;
   fsdp::FsdpEngine engine(options, context);
   const Batch all = make_batch(a, engine.model_config().vocab_size);
   const Batch mine = all.slice(a.rank * a.batch / a.world, (a.rank + 1) * a.batch / a.world);
@@ -185,10 +206,15 @@ int run_rank(const Args& a) {
   auto loss = [](const Batch& rows, const ModelOutput& out, const GlobalBatchInfo& global) {
     return LossOutput{pg_loss_of(out.log_prob, rows, global.dp_size / global.num_tokens), {}};
   };
-  const double seconds = time_steps(a.steps, [&] { engine.train_step(mine, forward, loss); });
+  if (!device.is_cpu()) reset_peak_memory(device);  // on the CPU it would also reset ru_maxrss
+  const double seconds = time_steps(a.steps, device, [&] { engine.train_step(mine, forward, loss); });
   const TrainMemory memory = engine.memory();
   const double state = static_cast<double>(memory.param_bytes + memory.grad_bytes + memory.optimizer_bytes);
-  write_result(a, {{"seconds", seconds}, {"rss_mb", peak_rss_mb()}, {"state_mb", state / 1e6}});
+  const double device_peak = device.is_cpu() ? 0.0 : static_cast<double>(device_memory_stats(device).peak_allocated);
+  write_result(a, {{"seconds", seconds},
+                   {"rss_mb", peak_rss_mb()},
+                   {"state_mb", state / 1e6},
+                   {"device_peak_mb", device_peak / 1e6}});
   return 0;
 }
 
@@ -252,7 +278,11 @@ std::vector<nlohmann::json> spawn_processes(const std::string& self, const Args&
                                      "--dtype",
                                      a.dtype,
                                      "--checkpointing",
-                                     std::to_string(a.checkpointing)};
+                                     std::to_string(a.checkpointing),
+                                     "--offload",
+                                     std::to_string(a.offload),
+                                     "--device",
+                                     a.device};
     std::vector<char*> raw = as_argv(argv);
     std::vector<char*> raw_env = as_argv(env);
     pid_t pid = 0;
@@ -273,13 +303,14 @@ std::vector<nlohmann::json> spawn_processes(const std::string& self, const Args&
   return out;
 }
 
-// The best of a few big square matmuls in `dtype`, in FLOP/s: the roofline the
-// training steps are compared with (same threads, same process settings).
-double peak_matmul_flops(at::ScalarType dtype) {
+// The best of a few big square matmuls in `dtype` on `device`, in FLOP/s: the
+// roofline the training steps are compared with (same threads, same process
+// settings).
+double peak_matmul_flops(at::ScalarType dtype, const at::Device& device) {
   constexpr int64_t n = 2048;
-  const at::Tensor x = at::randn({n, n}).to(dtype);
-  const at::Tensor y = at::randn({n, n}).to(dtype);
-  const double seconds = time_steps(5, [&] { at::matmul(x, y); });
+  const at::Tensor x = at::randn({n, n}).to(device, dtype);
+  const at::Tensor y = at::randn({n, n}).to(device, dtype);
+  const double seconds = time_steps(5, device, [&] { at::matmul(x, y); });
   return 2.0 * n * n * n / seconds;
 }
 
@@ -299,11 +330,12 @@ std::string fixed_or_dash(double value, int digits, const char* suffix = "") {
 }
 
 void print_row(const RowSpec& row, const std::vector<nlohmann::json>& ranks) {
-  double seconds = 0, rss = 0, state = 0;
+  double seconds = 0, rss = 0, state = 0, device_peak = 0;
   for (const auto& r : ranks) {
     seconds = std::max(seconds, r["seconds"].get<double>());
     rss = std::max(rss, r.value("rss_mb", 0.0));
     state = std::max(state, r.value("state_mb", 0.0));
+    device_peak = std::max(device_peak, r.value("device_peak_mb", 0.0));
   }
   const double vs_eager = row.eager_seconds > 0 ? row.eager_seconds / seconds : 0;
   const double vs_checkpointed = row.eager_checkpointed_seconds > 0 ? row.eager_checkpointed_seconds / seconds : 0;
@@ -311,7 +343,8 @@ void print_row(const RowSpec& row, const std::vector<nlohmann::json>& ranks) {
             << " | " << fixed_or_dash(row.tokens / seconds, 0) << " | " << fixed_or_dash(vs_eager, 2, "x") << " | "
             << fixed_or_dash(vs_checkpointed, 2, "x") << " | "
             << fixed_or_dash(100.0 * row.flops_per_step / seconds / row.peak_flops, 1, "%") << " | "
-            << fixed_or_dash(rss, 0) << " | " << fixed_or_dash(state, 1) << " |" << std::endl;
+            << fixed_or_dash(rss, 0) << " | " << fixed_or_dash(device_peak, 0) << " | " << fixed_or_dash(state, 1)
+            << " |" << std::endl;
 }
 
 // The eager-PyTorch step of `dir` in `dtype`, as a result row; nullopt when it could not run.
@@ -333,6 +366,7 @@ struct Config {
   std::string role;  // eager | eager_checkpointed | baseline | rank
   int64_t world = 1;
   int checkpointing = 1;
+  int offload = 0;
   std::vector<nlohmann::json> best;  // per process, of the round whose slowest process was fastest
 };
 
@@ -352,15 +386,18 @@ std::vector<Config> table_configs(const Args& a, const std::vector<int64_t>& wor
     const std::string dir = spec.substr(eq + 1);
     for (const std::string& dtype : dtypes) {
       const std::string eager = dtype == "bfloat16" ? "eager PyTorch autocast" : "eager PyTorch";
-      if (!a.python.empty()) {
+      if (!a.python.empty() && a.device == "cpu") {
         configs.push_back({name, dir, dtype, eager + " (1 process)", "eager"});
         configs.push_back({name, dir, dtype, eager + " + layer checkpointing (1 process)", "eager_checkpointed"});
       }
-      if (dtype == "float32") configs.push_back({name, dir, dtype, "unsharded libtorch (1 process)", "baseline"});
+      if (dtype == "float32" && a.device == "cpu")
+        configs.push_back({name, dir, dtype, "unsharded libtorch (1 process)", "baseline"});
       for (int64_t world : worlds)
         configs.push_back({name, dir, dtype, "fsdp " + std::to_string(world) + " rank(s)", "rank", world});
       // Like-for-like with the plain eager step: the graph kept from the forward, no recompute.
       configs.push_back({name, dir, dtype, "fsdp 1 rank, no checkpointing", "rank", 1, 0});
+      // Parameters and AdamW state in host memory between steps, reloaded through the copy stream.
+      configs.push_back({name, dir, dtype, "fsdp 1 rank, param + optimizer offload", "rank", 1, 1, 1});
     }
   }
   return configs;
@@ -375,11 +412,13 @@ std::vector<nlohmann::json> measure(const Args& a, const std::string& self, cons
   Args run = a;
   run.dtype = config.dtype;
   run.checkpointing = config.checkpointing;
+  run.offload = config.offload;
   return spawn_processes(self, run, config.dir, config.role, config.world);
 }
 
 int run_driver(const Args& a, const std::string& self) {
   fs::create_directories(a.work);
+  const at::Device device = resolve_device(a.device, 0, "--device");
   std::vector<int64_t> worlds;
   std::stringstream list(a.ranks);
   for (std::string item; std::getline(list, item, ',');) worlds.push_back(std::stoll(item));
@@ -393,14 +432,15 @@ int run_driver(const Args& a, const std::string& self) {
   std::map<std::string, double> peak;
   for (int64_t round = 0; round < a.rounds; ++round) {
     for (const std::string& dtype : dtypes)
-      peak[dtype] = std::max(peak[dtype], peak_matmul_flops(dtype == "bfloat16" ? at::kBFloat16 : at::kFloat));
+      peak[dtype] =
+          std::max(peak[dtype], peak_matmul_flops(dtype == "bfloat16" ? at::kBFloat16 : at::kFloat, device));
     for (Config& config : configs) {
       std::vector<nlohmann::json> results = measure(a, self, config);
       if (!results.empty() && (config.best.empty() || slowest(results) < slowest(config.best)))
         config.best = std::move(results);
     }
   }
-  std::cout << "peak matmul (2048^3, " << a.threads << " threads, best of the rounds):";
+  std::cout << "device " << device.str() << "; peak matmul (2048^3, " << a.threads << " threads, best of the rounds):";
   for (const std::string& dtype : dtypes)
     std::cout << " " << dtype << " " << static_cast<int64_t>(peak[dtype] / 1e9) << " GFLOP/s;";
   std::cout << "\nglobal batch " << a.batch << " x " << a.prompt + a.response << " tokens; " << a.rounds
@@ -408,8 +448,8 @@ int run_driver(const Args& a, const std::string& self) {
             << "is reported; " << a.threads << " threads shared by the ranks; % of peak = 6 x params x tokens / "
             << "step s / peak matmul of the dtype\n\n"
             << "| model | dtype | run | step s | tokens/s | vs eager | vs eager + ckpt | % of peak | "
-               "peak RSS/rank MB | train state/rank MB |\n"
-            << "|---|---|---|---|---|---|---|---|---|---|" << std::endl;
+               "peak RSS/rank MB | peak device/rank MB | train state/rank MB |\n"
+            << "|---|---|---|---|---|---|---|---|---|---|---|" << std::endl;
   for (const Config& config : configs) {
     if (config.best.empty()) continue;
     RowSpec row{config.model, config.dtype, config.run, tokens, 0, peak[config.dtype], 0, 0};
@@ -443,9 +483,10 @@ int main(int argc, char** argv) {
                                                                             "response tokens per row (default 32)")(
       "micro", po::value(&a.micro), "micro-batch rows (0: all; default 0)")(
       "threads", po::value(&a.threads), "intra-op threads, split among the ranks (default 2)")(
+      "device", po::value(&a.device), "cpu or cuda (default cpu)")(
       "work", po::value(&a.work), "directory for per-process results")("role", po::value(&a.role), "internal")(
       "model-dir", po::value(&a.model_dir), "internal")("dtype", po::value(&a.dtype), "internal")(
-      "checkpointing", po::value(&a.checkpointing), "internal")("rank", po::value(&a.rank), "internal")(
+      "checkpointing", po::value(&a.checkpointing), "internal")("offload", po::value(&a.offload), "internal")("rank", po::value(&a.rank), "internal")(
       "world", po::value(&a.world), "internal")("port", po::value(&a.port), "internal")("result", po::value(&a.result),
                                                                                         "internal");
   try {

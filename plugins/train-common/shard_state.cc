@@ -1,30 +1,46 @@
-// Moving a Placed tensor between device and host memory.
+// Moving training state between device and host memory through a CopyStream.
 #include "shard_state.h"
-
-#include <ATen/ATen.h>
 
 namespace rlcore::train {
 
-void Placed::offload() {
-  if (!device.defined()) return;
-  if (device.is_cuda()) {
-    // Pinned, so the copy back in reload() is an asynchronous DMA on the stream.
-    host = at::empty(device.sizes(), device.options().device(at::kCPU).pinned_memory(true));
-    host.copy_(device);
-  } else {
-    host = device.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+void Placed::offload(CopyStream& copies) {
+  if (!device_.defined()) return;
+  host_ = copies.to_host(device());
+  device_ = at::Tensor();
+}
+
+void Placed::reload(CopyStream& copies) {
+  if (!host_.defined()) return;
+  device_ = copies.to_device(host_, ready_);
+  host_ = at::Tensor();
+}
+
+int64_t Placed::device_bytes() const { return device_.defined() ? static_cast<int64_t>(device_.nbytes()) : 0; }
+int64_t Placed::host_bytes() const { return host_.defined() ? static_cast<int64_t>(host_.nbytes()) : 0; }
+
+void offload_states(const std::vector<ShardState*>& states, OffloadSet what, CopyStream& copies) {
+  for (ShardState* state : states) {
+    if (contains(what, OffloadSet::kParams)) state->param.offload(copies);
+    if (contains(what, OffloadSet::kGrads)) state->grad.offload(copies);
+    if (contains(what, OffloadSet::kOptimizer)) {
+      state->exp_avg.offload(copies);
+      state->exp_avg_sq.offload(copies);
+    }
   }
-  device = at::Tensor();
+  copies.synchronize();
 }
 
-void Placed::reload(const at::Device& to) {
-  if (!host.defined()) return;
-  // Stream-ordered: kernels that read `device` run after the copy lands.
-  device = host.to(to, /*non_blocking=*/host.is_pinned(), /*copy=*/true);
-  host = at::Tensor();
+void reload_states(const std::vector<ShardState*>& states, OffloadSet what, CopyStream& copies) {
+  if (contains(what, OffloadSet::kParams)) {
+    for (ShardState* state : states) state->param.reload(copies);
+  }
+  for (ShardState* state : states) {
+    if (contains(what, OffloadSet::kGrads)) state->grad.reload(copies);
+    if (contains(what, OffloadSet::kOptimizer)) {
+      state->exp_avg.reload(copies);
+      state->exp_avg_sq.reload(copies);
+    }
+  }
 }
-
-int64_t Placed::device_bytes() const { return device.defined() ? static_cast<int64_t>(device.nbytes()) : 0; }
-int64_t Placed::host_bytes() const { return host.defined() ? static_cast<int64_t>(host.nbytes()) : 0; }
 
 }  // namespace rlcore::train

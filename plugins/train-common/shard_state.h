@@ -3,24 +3,44 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
+#include "copy_stream.h"
+#include "rlcore/train_engine.h"
+
 namespace rlcore::train {
 
-// A tensor that lives on the device or, while offloaded, as a separate host copy.
-struct Placed {
-  at::Tensor device;
-  at::Tensor host;
-
-  bool defined() const { return device.defined() || host.defined(); }
-  bool offloaded() const { return host.defined(); }
+// A tensor that lives on the device or, while offloaded, as a separate host
+// copy. A reload may still be in flight on the copy stream: device() makes the
+// compute stream wait for it, so every use of the tensor goes through device().
+class Placed {
+ public:
+  at::Tensor& device() {
+    ready_.wait();
+    return device_;
+  }
+  const at::Tensor& device() const {
+    ready_.wait();
+    return device_;
+  }
+  bool defined() const { return device_.defined() || host_.defined(); }
+  bool offloaded() const { return host_.defined(); }
   // The live tensor wherever it is (for reads that need no particular place).
-  const at::Tensor& any() const { return device.defined() ? device : host; }
-  void offload();  // device -> host (a distinct buffer even when the device is the CPU)
-  void reload(const at::Device& to);
+  const at::Tensor& any() const { return device_.defined() ? device() : host_; }
+  // device -> host (a distinct buffer even when the device is the CPU); the
+  // host copy is complete after copies.synchronize().
+  void offload(CopyStream& copies);
+  // host -> device, overlapping whatever the compute stream runs meanwhile.
+  void reload(CopyStream& copies);
   int64_t device_bytes() const;
   int64_t host_bytes() const;
+
+ private:
+  at::Tensor device_;
+  at::Tensor host_;
+  mutable CopyFence ready_;
 };
 
 struct ShardState {
@@ -29,5 +49,13 @@ struct ShardState {
   Placed exp_avg;     // AdamW first moment; trainable only
   Placed exp_avg_sq;  // AdamW second moment; trainable only
 };
+
+// Moves the parts `what` names of every state to host memory, and waits until
+// the copies are complete (the device memory is then free).
+void offload_states(const std::vector<ShardState*>& states, OffloadSet what, CopyStream& copies);
+// Starts moving them back and returns at once: the parameters of every state
+// first, in the order given (the order compute needs them), then gradients and
+// optimizer moments, which the optimizer step needs last.
+void reload_states(const std::vector<ShardState*>& states, OffloadSet what, CopyStream& copies);
 
 }  // namespace rlcore::train

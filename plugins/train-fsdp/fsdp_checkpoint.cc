@@ -94,10 +94,10 @@ void FsdpEngine::save_checkpoint(const std::string& dir_text) {
   NamedTensors tensors;
   for (size_t u = 0; u < layouts_.size(); ++u) {
     const std::string& unit = layouts_[u].name;
-    tensors.emplace_back(unit + ".param", shards_[u].param.device);
+    tensors.emplace_back(unit + ".param", shards_[u].param.device());
     if (trainable_ && base_trains()) {
-      tensors.emplace_back(unit + ".exp_avg", shards_[u].exp_avg.device);
-      tensors.emplace_back(unit + ".exp_avg_sq", shards_[u].exp_avg_sq.device);
+      tensors.emplace_back(unit + ".exp_avg", shards_[u].exp_avg.device());
+      tensors.emplace_back(unit + ".exp_avg_sq", shards_[u].exp_avg_sq.device());
     }
   }
   save_safetensors(rank_file(dir, dp_.rank(), ".safetensors"), tensors, {{"format", kFormat}});
@@ -182,10 +182,10 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
   at::NoGradGuard no_grad;
   for (size_t u = 0; u < layouts_.size(); ++u) {
     train::ShardState& state = shards_[u];
-    std::vector<std::pair<std::string, at::Tensor*>> targets = {{".param", &state.param.device}};
+    std::vector<std::pair<std::string, at::Tensor*>> targets = {{".param", &state.param.device()}};
     if (trainable_ && base_trains()) {
-      targets.emplace_back(".exp_avg", &state.exp_avg.device);
-      targets.emplace_back(".exp_avg_sq", &state.exp_avg_sq.device);
+      targets.emplace_back(".exp_avg", &state.exp_avg.device());
+      targets.emplace_back(".exp_avg_sq", &state.exp_avg_sq.device());
     }
     for (auto& target : targets) target.second->zero_();
     const ElementRange own = owned_range(layouts_[u], dp_.rank());

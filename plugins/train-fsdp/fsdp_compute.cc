@@ -246,14 +246,14 @@ double FsdpEngine::clip_and_step() {
   materialize_cleared_grads();
   // Each shard's fp32 norm (no shard-sized double copy), squared and summed in double.
   at::Tensor squares = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
-  for (const train::ShardState& state : shards_) squares += state.grad.device.norm().to(at::kDouble).square();
+  for (const train::ShardState& state : shards_) squares += state.grad.device().norm().to(at::kDouble).square();
   squares = squares.cpu();
   dp_.all_reduce_sum(squares);
   const double grad_norm = std::sqrt(squares.item<double>());
   if (const std::optional<train::AdamWHyper> hyper = begin_update(grad_norm)) {
     at::NoGradGuard no_grad;
     for (train::ShardState& state : shards_)
-      train::adamw_update(state.param.device, state.grad.device, state.exp_avg.device, state.exp_avg_sq.device,
+      train::adamw_update(state.param.device(), state.grad.device(), state.exp_avg.device(), state.exp_avg_sq.device(),
                           *hyper);
   }
   zero_grads();

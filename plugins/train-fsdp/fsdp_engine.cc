@@ -50,6 +50,7 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       head_(parse_head(context.model_head)),
       trainable_(context.trainable),
       device_(context.device.empty() ? std::string("cpu") : context.device),
+      copies_(device_),
       precision_(resolve_mixed_precision(options.fsdp_config)),
       dp_(context.comm),
       config_(read_config(context.model_path)),
@@ -96,11 +97,11 @@ void FsdpEngine::init_shards() {
   shards_.clear();
   for (const UnitLayout& layout : layouts_) {
     train::ShardState state;
-    state.param.device = at::zeros({layout.shard_size}, fp32);
+    state.param.device() = at::zeros({layout.shard_size}, fp32);
     if (trainable_ && base_trains()) {
-      state.grad.device = at::zeros({layout.shard_size}, fp32);
-      state.exp_avg.device = at::zeros({layout.shard_size}, fp32);
-      state.exp_avg_sq.device = at::zeros({layout.shard_size}, fp32);
+      state.grad.device() = at::zeros({layout.shard_size}, fp32);
+      state.exp_avg.device() = at::zeros({layout.shard_size}, fp32);
+      state.exp_avg_sq.device() = at::zeros({layout.shard_size}, fp32);
     }
     shards_.push_back(std::move(state));
   }
@@ -140,14 +141,14 @@ void FsdpEngine::load_initial_weights() {
       const ElementRange mine = intersect(own, ElementRange{p.offset, p.offset + p.numel});
       if (mine.size() == 0) continue;
       shards_[u]
-          .param.device.narrow(0, mine.begin - base, mine.size())
+          .param.device().narrow(0, mine.begin - base, mine.size())
           .copy_(source.reshape(-1).narrow(0, mine.begin - p.offset, mine.size()));
     }
   }
 }
 
 at::Tensor FsdpEngine::gather_full(int64_t unit, at::ScalarType dtype) const {
-  const at::Tensor& shard = shards_[static_cast<size_t>(unit)].param.device;
+  const at::Tensor& shard = shards_[static_cast<size_t>(unit)].param.device();
   if (!shard.defined()) throw ValueError("fsdp: parameters of unit '" + layouts_[unit].name + "' are offloaded");
   return dp_.all_gather_flat(shard.to(dtype));
 }
@@ -162,14 +163,14 @@ void FsdpEngine::uninstall(int64_t unit) {
 
 void FsdpEngine::reduce_gradient(int64_t unit, at::Tensor full_grad) {
   const at::Tensor mine = dp_.reduce_scatter_mean(full_grad, precision_.reduce);
-  at::Tensor& grad = shards_[unit].grad.device;
+  at::Tensor& grad = shards_[unit].grad.device();
   grad_cleared_[unit] ? grad.copy_(mine) : grad.add_(mine);
   grad_cleared_[unit] = false;
 }
 
 void FsdpEngine::materialize_cleared_grads() {
   for (size_t u = 0; u < shards_.size(); ++u) {
-    if (grad_cleared_[u] && shards_[u].grad.device.defined()) shards_[u].grad.device.zero_();
+    if (grad_cleared_[u] && shards_[u].grad.device().defined()) shards_[u].grad.device().zero_();
     grad_cleared_[u] = false;
   }
 }
@@ -183,7 +184,7 @@ at::Tensor GradWorkspace::take(int64_t numel, int slot) {
 UnitGrad FsdpEngine::start_unit_grad(int64_t unit, GradWorkspace& workspace, int slot) {
   UnitGrad grad;
   if (dp_.size() == 1 && precision_.reduce == at::kFloat) {
-    grad.flat = shards_[unit].grad.device;
+    grad.flat = shards_[unit].grad.device();
     grad.direct = true;
     grad.written = !grad_cleared_[unit];
   } else {
@@ -289,27 +290,19 @@ at::Tensor FsdpEngine::merged_parameter(const std::string& name, const at::Tenso
   return lora_.merged(*adapter, base);
 }
 
+std::vector<train::ShardState*> FsdpEngine::shard_states() {
+  std::vector<train::ShardState*> states;
+  for (train::ShardState& state : shards_) states.push_back(&state);
+  return states;
+}
+
 void FsdpEngine::offload(OffloadSet what) {
-  for (train::ShardState& state : shards_) {
-    if (contains(what, OffloadSet::kParams)) state.param.offload();
-    if (contains(what, OffloadSet::kGrads)) state.grad.offload();
-    if (contains(what, OffloadSet::kOptimizer)) {
-      state.exp_avg.offload();
-      state.exp_avg_sq.offload();
-    }
-  }
+  train::offload_states(shard_states(), what, copies_);
   offloaded_ = offloaded_ | what;
 }
 
 void FsdpEngine::reload(OffloadSet what) {
-  for (train::ShardState& state : shards_) {
-    if (contains(what, OffloadSet::kParams)) state.param.reload(device_);
-    if (contains(what, OffloadSet::kGrads)) state.grad.reload(device_);
-    if (contains(what, OffloadSet::kOptimizer)) {
-      state.exp_avg.reload(device_);
-      state.exp_avg_sq.reload(device_);
-    }
-  }
+  train::reload_states(shard_states(), what, copies_);
   offloaded_ = static_cast<OffloadSet>(static_cast<unsigned>(offloaded_) & ~static_cast<unsigned>(what));
 }
 

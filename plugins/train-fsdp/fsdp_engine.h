@@ -97,6 +97,7 @@ class FsdpEngine final : public TrainEngine,
   void visit_full_parameters(const std::function<void(const std::string&, const at::Tensor&)>& visit, bool merge);
   void init_shards();
   void load_initial_weights();
+  std::vector<train::ShardState*> shard_states();  // in unit order
   // The unit's full flat buffer (padded) in `dtype`, gathered from every rank
   // (the shards are cast before the gather: 16-bit halves the traffic).
   at::Tensor gather_full(int64_t unit, at::ScalarType dtype = at::kFloat) const;
@@ -134,6 +135,7 @@ class FsdpEngine final : public TrainEngine,
   model::ModelHead head_;
   bool trainable_;
   at::Device device_;
+  train::CopyStream copies_;  // offload and reload, beside the compute stream
   MixedPrecision precision_;  // param: compute dtype of gathered units; reduce: of the gradient average
   DpComm dp_;
   model::ModelConfig config_;

@@ -51,12 +51,12 @@ void MegatronEngine::save_checkpoint(const std::string& dir_text) {
   NamedTensors model, optimizer;
   const bool writer = writes_files(groups_);
   for (const mg::MegatronParam& param : mg::megatron_parameters(config_)) {
-    const at::Tensor master = gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.param.device; });
+    const at::Tensor master = gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.param.device(); });
     if (writer) model.emplace_back(param.name, master.cpu());
     if (!trainable_) continue;
-    const at::Tensor m = gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.exp_avg.device; });
+    const at::Tensor m = gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.exp_avg.device(); });
     const at::Tensor v =
-        gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.exp_avg_sq.device; });
+        gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.exp_avg_sq.device(); });
     if (writer) {
       optimizer.emplace_back(param.name + ".exp_avg", m.cpu());
       optimizer.emplace_back(param.name + ".exp_avg_sq", v.cpu());
@@ -92,12 +92,12 @@ void MegatronEngine::load_checkpoint(const std::string& dir_text) {
   if (with_optimizer) optimizer = std::make_unique<SafetensorsFile>(dir / "optimizer.safetensors");
   at::NoGradGuard no_grad;
   for (LocalParam& p : params_) {
-    read_shard(model, p.meta.name, config_, p.meta, groups_.tp.rank(), groups_.tp.size(), p.state.param.device);
+    read_shard(model, p.meta.name, config_, p.meta, groups_.tp.rank(), groups_.tp.size(), p.state.param.device());
     if (!with_optimizer) continue;
     read_shard(*optimizer, p.meta.name + ".exp_avg", config_, p.meta, groups_.tp.rank(), groups_.tp.size(),
-               p.state.exp_avg.device);
+               p.state.exp_avg.device());
     read_shard(*optimizer, p.meta.name + ".exp_avg_sq", config_, p.meta, groups_.tp.rank(), groups_.tp.size(),
-               p.state.exp_avg_sq.device);
+               p.state.exp_avg_sq.device());
   }
   step_ = manifest.value("step", int64_t{0});
   adam_steps_ = manifest.value("adam_steps", int64_t{0});

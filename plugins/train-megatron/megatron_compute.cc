@@ -239,7 +239,7 @@ TrainStepOutput MegatronEngine::train_step(const Batch& batch, const ForwardOpti
 void MegatronEngine::accumulate_gradients(const std::vector<at::Tensor>& leaves) {
   for (size_t i = 0; i < params_.size(); ++i) {
     const at::Tensor& grad = leaves[i].grad();
-    if (grad.defined()) params_[i].state.grad.device.add_(grad.to(at::kFloat));
+    if (grad.defined()) params_[i].state.grad.device().add_(grad.to(at::kFloat));
   }
 }
 
@@ -250,24 +250,24 @@ void MegatronEngine::reduce_gradients() {
     const std::string name = "embedding.word_embeddings.weight";
     at::Tensor* grad = nullptr;
     for (LocalParam& p : params_)
-      if (p.meta.name == name) grad = &p.state.grad.device;
+      if (p.meta.name == name) grad = &p.state.grad.device();
     at::Tensor shared = grad ? grad->clone()
                              : at::zeros({config_.vocab_size / groups_.tp.size(), config_.hidden_size},
                                          at::TensorOptions().dtype(at::kFloat).device(device_));
     groups_.pp.all_reduce(shared);
     for (LocalParam& p : params_)
-      if (p.meta.name == name) p.state.grad.device.copy_(shared);
+      if (p.meta.name == name) p.state.grad.device().copy_(shared);
   }
   if (groups_.dp.size() == 1) return;
   std::vector<at::Tensor> grads;
-  for (LocalParam& p : params_) grads.push_back(p.state.grad.device.reshape(-1));
+  for (LocalParam& p : params_) grads.push_back(p.state.grad.device().reshape(-1));
   at::Tensor flat = at::cat(grads);
   groups_.dp.all_reduce(flat);
   flat.div_(static_cast<double>(groups_.dp.size()));
   int64_t offset = 0;
   for (LocalParam& p : params_) {
-    const int64_t n = p.state.grad.device.numel();
-    p.state.grad.device.copy_(flat.narrow(0, offset, n).view_as(p.state.grad.device));
+    const int64_t n = p.state.grad.device().numel();
+    p.state.grad.device().copy_(flat.narrow(0, offset, n).view_as(p.state.grad.device()));
     offset += n;
   }
 }
@@ -275,7 +275,7 @@ void MegatronEngine::reduce_gradients() {
 double MegatronEngine::clip_and_step() {
   at::Tensor squares = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
   for (const LocalParam& p : params_)
-    if (p.counted_in_norm) squares += p.state.grad.device.to(at::kDouble).pow(2).sum();
+    if (p.counted_in_norm) squares += p.state.grad.device().to(at::kDouble).pow(2).sum();
   squares = squares.cpu();
   groups_.tp.all_reduce(squares);
   groups_.pp.all_reduce(squares);
@@ -289,14 +289,14 @@ double MegatronEngine::clip_and_step() {
   if (options_.grad_clip > 0) {
     const double coef = std::min(1.0, options_.grad_clip / (grad_norm + 1e-6));
     if (coef < 1.0)
-      for (LocalParam& p : params_) p.state.grad.device.mul_(coef);
+      for (LocalParam& p : params_) p.state.grad.device().mul_(coef);
   }
   ++adam_steps_;
   const train::AdamWHyper hyper{lr, options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps,
                                 options_.optim.weight_decay, adam_steps_};
   at::NoGradGuard no_grad;
   for (LocalParam& p : params_)
-    train::adamw_update(p.state.param.device, p.state.grad.device, p.state.exp_avg.device, p.state.exp_avg_sq.device,
+    train::adamw_update(p.state.param.device(), p.state.grad.device(), p.state.exp_avg.device(), p.state.exp_avg_sq.device(),
                         hyper);
   zero_grads();
   return grad_norm;
@@ -304,7 +304,7 @@ double MegatronEngine::clip_and_step() {
 
 void MegatronEngine::zero_grads() {
   for (LocalParam& p : params_)
-    if (p.state.grad.device.defined()) p.state.grad.device.zero_();
+    if (p.state.grad.device().defined()) p.state.grad.device().zero_();
 }
 
 }  // namespace rlcore::megatron

@@ -54,6 +54,7 @@ MegatronEngine::MegatronEngine(const MegatronOptions& options, const ComponentCo
       model_path_(context.model_path),
       trainable_(context.trainable),
       device_(context.device.empty() ? std::string("cpu") : context.device),
+      copies_(device_),
       compute_dtype_(options.megatron.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat),
       config_(read_config(context.model_path)),
       groups_(parallel_groups(context.comm, options.megatron.tensor_model_parallel_size,
@@ -96,12 +97,12 @@ void MegatronEngine::load_initial_weights(const std::string& model_path) {
     const at::Tensor full = mg::from_hf(config_, meta.name, hf);
     LocalParam local;
     local.meta = meta;
-    local.state.param.device =
+    local.state.param.device() =
         mg::tp_shard(config_, meta, full, groups_.tp.rank(), groups_.tp.size()).to(fp32).contiguous().clone();
     if (trainable_) {
-      local.state.grad.device = at::zeros_like(local.state.param.device);
-      local.state.exp_avg.device = at::zeros_like(local.state.param.device);
-      local.state.exp_avg_sq.device = at::zeros_like(local.state.param.device);
+      local.state.grad.device() = at::zeros_like(local.state.param.device());
+      local.state.exp_avg.device() = at::zeros_like(local.state.param.device());
+      local.state.exp_avg_sq.device() = at::zeros_like(local.state.param.device());
     }
     local.tied_output = tied_output;
     local.counted_in_norm = !tied_output && (meta.split != model::TpSplit::kReplicated || groups_.tp.rank() == 0);
@@ -120,7 +121,7 @@ void MegatronEngine::load_initial_weights(const std::string& model_path) {
 std::vector<at::Tensor> MegatronEngine::compute_weights(bool requires_grad) const {
   std::vector<at::Tensor> weights;
   for (const LocalParam& p : params_) {
-    const at::Tensor& master = p.state.param.device;
+    const at::Tensor& master = p.state.param.device();
     if (!master.defined()) throw ValueError("megatron: parameter '" + p.meta.name + "' is offloaded");
     at::Tensor w = master.detach().to(compute_dtype_);
     if (requires_grad) w.requires_grad_(true);
@@ -180,7 +181,7 @@ void MegatronEngine::for_each_full_parameter(
     const std::function<void(const std::string&, const at::Tensor&)>& visit) {
   Resident resident(*this, OffloadSet::kParams);
   for (const mg::MegatronParam& param : mg::megatron_parameters(config_)) {
-    const at::Tensor full = gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.param.device; });
+    const at::Tensor full = gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.param.device(); });
     visit(param.name, full);
   }
 }
@@ -206,27 +207,19 @@ std::vector<ParameterShard> MegatronEngine::parameter_shards() const {
   return shards;
 }
 
+std::vector<train::ShardState*> MegatronEngine::shard_states() {
+  std::vector<train::ShardState*> states;
+  for (LocalParam& p : params_) states.push_back(&p.state);
+  return states;
+}
+
 void MegatronEngine::offload(OffloadSet what) {
-  for (LocalParam& p : params_) {
-    if (contains(what, OffloadSet::kParams)) p.state.param.offload();
-    if (contains(what, OffloadSet::kGrads)) p.state.grad.offload();
-    if (contains(what, OffloadSet::kOptimizer)) {
-      p.state.exp_avg.offload();
-      p.state.exp_avg_sq.offload();
-    }
-  }
+  train::offload_states(shard_states(), what, copies_);
   offloaded_ = offloaded_ | what;
 }
 
 void MegatronEngine::reload(OffloadSet what) {
-  for (LocalParam& p : params_) {
-    if (contains(what, OffloadSet::kParams)) p.state.param.reload(device_);
-    if (contains(what, OffloadSet::kGrads)) p.state.grad.reload(device_);
-    if (contains(what, OffloadSet::kOptimizer)) {
-      p.state.exp_avg.reload(device_);
-      p.state.exp_avg_sq.reload(device_);
-    }
-  }
+  train::reload_states(shard_states(), what, copies_);
   offloaded_ = static_cast<OffloadSet>(static_cast<unsigned>(offloaded_) & ~static_cast<unsigned>(what));
 }
 

@@ -95,10 +95,13 @@ class MegatronEngine final : public TrainEngine,
   at::Tensor gather_full(const model::megatron::MegatronParam& param,
                          const std::function<const at::Tensor&(const LocalParam&)>& part) const;
 
+  std::vector<train::ShardState*> shard_states();  // in model order
+
   MegatronOptions options_;
   std::string model_path_;
   bool trainable_;
   at::Device device_;
+  train::CopyStream copies_;  // offload and reload, beside the compute stream
   at::ScalarType compute_dtype_;
   model::ModelConfig config_;
   ParallelGroups groups_;

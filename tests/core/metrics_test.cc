@@ -46,3 +46,24 @@ TEST_CASE("an unknown logger name is a config error naming the sinks", "[metrics
   CHECK_THROWS_WITH(rlcore::make_metrics_logger({"wandb"}, "/tmp", console),
                     Catch::Contains("unknown sink 'wandb'") && Catch::Contains("console, jsonl"));
 }
+
+TEST_CASE("a fresh run sets an earlier run's metrics.jsonl aside instead of appending to it", "[metrics]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("rlcore_metrics_aside_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ostringstream out;
+  rlcore::set_aside_earlier_metrics({"console", "jsonl"}, dir.string(), out);  // nothing there yet
+  CHECK(out.str().empty());
+  std::ofstream(dir / "metrics.jsonl") << "{\"step\": 1}\n";
+  std::ofstream(dir / "metrics.1.jsonl") << "{\"step\": 7}\n";  // an older one still: kept as it is
+  rlcore::set_aside_earlier_metrics({"console"}, dir.string(), out);  // no jsonl sink: not its file to move
+  CHECK(std::filesystem::exists(dir / "metrics.jsonl"));
+  rlcore::set_aside_earlier_metrics({"console", "jsonl"}, dir.string(), out);
+  CHECK_FALSE(std::filesystem::exists(dir / "metrics.jsonl"));
+  std::ifstream kept(dir / "metrics.2.jsonl");
+  std::string line;
+  std::getline(kept, line);
+  CHECK(line == "{\"step\": 1}");
+  CHECK_THAT(out.str(), Catch::Contains("metrics.2.jsonl"));
+  std::filesystem::remove_all(dir);
+}

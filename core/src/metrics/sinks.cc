@@ -95,6 +95,26 @@ void add_file_sinks(MetricsLogger& logger, const std::vector<std::string>& logge
   }
 }
 
+void set_aside_earlier_metrics(const std::vector<std::string>& loggers, const std::string& run_dir,
+                               std::ostream& out) {
+  if (std::find(loggers.begin(), loggers.end(), "jsonl") == loggers.end()) return;
+  const std::filesystem::path dir(run_dir);
+  const std::filesystem::path current = dir / "metrics.jsonl";
+  std::error_code error;
+  const auto size = std::filesystem::file_size(current, error);
+  if (error || size == 0) return;
+  int k = 1;
+  while (std::filesystem::exists(dir / ("metrics." + std::to_string(k) + ".jsonl"))) ++k;
+  const std::filesystem::path kept = dir / ("metrics." + std::to_string(k) + ".jsonl");
+  std::filesystem::rename(current, kept, error);
+  if (error) {
+    throw IoError("cannot set the earlier run's '" + current.string() + "' aside as '" + kept.string() +
+                  "': " + error.message());
+  }
+  out << "rlcore: " << current.string() << " held an earlier run's metrics; they are now in " << kept.string()
+      << "\n";
+}
+
 MetricsLogger make_metrics_logger(const std::vector<std::string>& loggers, const std::string& run_dir,
                                   std::ostream& console) {
   MetricsLogger logger;

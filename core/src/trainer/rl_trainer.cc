@@ -121,6 +121,7 @@ struct RlTrainer::Impl {
     validator = std::make_unique<trainer::Validator>(
         config, val_set, [this](const Rollout& rollout) { return score(rollout); }, limits);
     logger.add(std::make_unique<ConsoleMetricsSink>(out, console_keys(validator->core_metric_names())));
+    if (!checkpoint_to_resume()) set_aside_earlier_metrics(config.trainer.logger, config.run_dir(), out);
     add_file_sinks(logger, config.trainer.logger, config.run_dir());
 
     out << "rlcore: " << config.algorithm.adv_estimator << " on " << train_set.size() << " prompts, "

@@ -83,6 +83,7 @@ class SftRun {
     for (const auto& name : validator_->core_metric_names()) console.push_back(name);
     console.push_back("timing_s/step");
     logger_.add(std::make_unique<ConsoleMetricsSink>(out_, console));
+    set_aside_earlier_metrics(config_.trainer.logger, config_.run_dir(), out_);  // sft always starts at step 0
     add_file_sinks(logger_, config_.trainer.logger, config_.run_dir());
     trainer::WorkerRoles roles;
     roles.rollout = validator_->enabled();  // generation only serves validation

@@ -91,6 +91,13 @@ class RLCORE_API MetricsLogger {
 RLCORE_API void add_file_sinks(MetricsLogger& logger, const std::vector<std::string>& loggers,
                                const std::string& run_dir);
 
+// For a run starting at step 0 in `run_dir` that logs to "jsonl": an earlier
+// run's non-empty metrics.jsonl there is renamed metrics.<k>.jsonl (the first
+// k from 1 that is free) and `out` told so, so that the new run's file holds
+// its own steps only and nothing is lost. A resumed run appends instead.
+RLCORE_API void set_aside_earlier_metrics(const std::vector<std::string>& loggers, const std::string& run_dir,
+                                          std::ostream& out);
+
 // Builds every sink named by trainer.logger, the console showing all metrics.
 // ConfigError listing the sinks for an unknown name.
 RLCORE_API MetricsLogger make_metrics_logger(const std::vector<std::string>& loggers, const std::string& run_dir,
