@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -147,14 +149,46 @@ TEST_CASE("trainer.val_only validates once and trains no step") {
   const std::string ws = e2e::make_workspace("val_only", 8);
   const std::string config = e2e::write_config(ws, "val_only", kGrpo);
   // val_before_train is false in the workspace's config: val_only validates anyway.
-  const e2e::RunResult run = e2e::run_rlcore(
-      {"--config", config, "trainer.val_only=true", "data.val_files=" + ws + "/prompts.jsonl"});
+  const std::vector<std::string> args = {"--config", config, "trainer.val_only=true",
+                                         "data.val_files=" + ws + "/prompts.jsonl",
+                                         "trainer.validation_data_dir=" + ws + "/val"};
+  const e2e::RunResult run = e2e::run_rlcore(args);
   INFO(run.output);
   REQUIRE(run.status == 0);
   const auto metrics = e2e::read_metrics(ws + "/val_only");
   REQUIRE(metrics.size() == 1);
   CHECK(metrics.begin()->first == 0);
   CHECK(metrics.at(0).count("val-core/letters/reward/mean@1") == 1);
+
+  // verl's trainer.validation_data_dir: every validation response, scored, as <dir>/<step>.jsonl.
+  std::ifstream dump(ws + "/val/0.jsonl");
+  REQUIRE(dump);
+  double score_sum = 0;
+  int lines = 0;
+  for (std::string line; std::getline(dump, line); ++lines) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    CHECK(record.at("step") == 0);
+    CHECK(record.at("input").get<std::string>().size() > 0);
+    CHECK(record.contains("output"));
+    CHECK(record.contains("gts"));
+    score_sum += record.at("score").get<double>();
+  }
+  CHECK(lines == 8);
+  CHECK(score_sum / lines == Approx(metrics.at(0).at("val-core/letters/reward/mean@1")));
+
+  // A second fresh run in the same run directory: the first run's metrics are set aside, not appended to.
+  const e2e::RunResult again = e2e::run_rlcore(args);
+  INFO(again.output);
+  REQUIRE(again.status == 0);
+  CHECK_THAT(again.output, Catch::Contains("metrics.1.jsonl"));
+  const auto line_count = [](const std::string& file) {
+    std::ifstream in(file);
+    int count = 0;
+    for (std::string line; std::getline(in, line);) ++count;
+    return count;
+  };
+  CHECK(line_count(ws + "/val_only/metrics.jsonl") == 1);
+  CHECK(line_count(ws + "/val_only/metrics.1.jsonl") == 1);
   fs::remove_all(ws);
 }
 

@@ -48,6 +48,9 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .key("rollout_data_dir", &TrainerConfig::rollout_data_dir,
              "Write each step's responses to <dir>/<step>.jsonl (input, output, gts, score, step and the reward "
              "extras, one line per response); empty: off.")
+        .key("validation_data_dir", &TrainerConfig::validation_data_dir,
+             "Write each validation's responses to <dir>/<step>.jsonl (the same fields; step 0: before "
+             "training); empty: off.")
         .key("device", &TrainerConfig::device,
              "Device of every worker's engines: cuda (each worker binds cuda:<its local rank>), cpu, or auto "
              "(cuda when this build has CUDA and a GPU is visible, else cpu). See docs/launch.md.",

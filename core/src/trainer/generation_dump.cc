@@ -3,7 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -11,26 +11,35 @@
 
 namespace rlcore::trainer {
 
-void dump_generations(const std::string& dir, int64_t step, const Rollout& rollout, const Rewards& rewards,
-                      const Tokenizer& tokenizer) {
-  const std::filesystem::path file = std::filesystem::path(dir) / (std::to_string(step) + ".jsonl");
+GenerationDump::GenerationDump(const std::string& dir, int64_t step, std::string key)
+    : file_((std::filesystem::path(dir) / (std::to_string(step) + ".jsonl")).string()),
+      step_(step),
+      key_(std::move(key)) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  std::ofstream out(file);
-  if (!out) throw IoError(file.string() + ": cannot write (trainer.rollout_data_dir)");
+  out_.open(file_);
+  if (!out_) throw IoError(file_ + ": cannot write (" + key_ + ")");
+}
+
+void GenerationDump::add(const Rollout& rollout, const Rewards& rewards, const Tokenizer& tokenizer) {
   for (size_t i = 0; i < rollout.examples.size(); ++i) {
     const Example& example = *rollout.examples[i];
     nlohmann::json line = {{"input", decode_known(tokenizer, example.prompt_ids)},
                            {"output", rewards.responses[i]},
                            {"gts", example.ground_truth},
                            {"score", rewards.scores[i]},
-                           {"step", step}};
+                           {"step", step_}};
     for (const auto& [name, column] : rewards.extras) {
       if (!std::isnan(column[i])) line[name] = column[i];
     }
-    out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    out_ << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   }
-  if (!out.flush()) throw IoError(file.string() + ": write failed (trainer.rollout_data_dir)");
+  if (!out_) throw IoError(file_ + ": write failed (" + key_ + ")");
+}
+
+void GenerationDump::close() {
+  if (!out_.flush()) throw IoError(file_ + ": write failed (" + key_ + ")");
+  out_.close();
 }
 
 }  // namespace rlcore::trainer

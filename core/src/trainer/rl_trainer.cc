@@ -119,7 +119,7 @@ struct RlTrainer::Impl {
       reward_model = std::make_unique<trainer::RewardModel>(config.reward.reward_model, tokenizer);
     }
     validator = std::make_unique<trainer::Validator>(
-        config, val_set, [this](const Rollout& rollout) { return score(rollout); }, limits);
+        config, val_set, tokenizer, [this](const Rollout& rollout) { return score(rollout); }, limits);
     logger.add(std::make_unique<ConsoleMetricsSink>(out, console_keys(validator->core_metric_names())));
     if (!checkpoint_to_resume()) set_aside_earlier_metrics(config.trainer.logger, config.run_dir(), out);
     add_file_sinks(logger, config.trainer.logger, config.run_dir());
@@ -245,7 +245,9 @@ struct RlTrainer::Impl {
     Batch& batch = rollout.batch;
     batch.set(columns::kTokenLevelScores, scored.rewards.token_level_scores);
     if (!config.trainer.rollout_data_dir.empty()) {
-      trainer::dump_generations(config.trainer.rollout_data_dir, step + 1, rollout, scored.rewards, tokenizer);
+      trainer::GenerationDump dump(config.trainer.rollout_data_dir, step + 1, "trainer.rollout_data_dir");
+      dump.add(rollout, scored.rewards, tokenizer);
+      dump.close();
     }
     for (const auto& [name, column] : scored.rewards.extras) {
       batch.set(columns::kRewardComponentPrefix + name, at::tensor(column, at::kDouble).to(at::kFloat));  // for gdpo

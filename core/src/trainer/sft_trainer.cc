@@ -73,7 +73,7 @@ class SftRun {
                                       trainer::overlong_shaping(config_));
     };
     validator_ = std::make_unique<trainer::Validator>(
-        config_, val_set_, score, trainer::generation_limits(tokenizer_, config_.data.max_response_length));
+        config_, val_set_, tokenizer_, score, trainer::generation_limits(tokenizer_, config_.data.max_response_length));
 
     out_ << "rlcore sft: " << train_set_.size() << " examples, " << config_.data.train_batch_size << " per step, "
          << total_steps_ << " steps, " << workers << " data-parallel rank(s)"

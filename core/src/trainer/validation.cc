@@ -5,9 +5,11 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "rlcore/error.h"
+#include "trainer/generation_dump.h"
 #include "trainer/rewards.h"
 #include "trainer/worker_contract.h"
 
@@ -20,9 +22,13 @@ std::string at_n_suffix(int64_t n) { return "/mean@" + std::to_string(n); }
 
 }  // namespace
 
-Validator::Validator(const RunConfig& config, const Dataset& val_set, std::function<Rewards(const Rollout&)> score,
-                     GenerationLimits limits)
-    : config_(config), val_set_(val_set), score_(std::move(score)), limits_(std::move(limits)) {
+Validator::Validator(const RunConfig& config, const Dataset& val_set, const Tokenizer& tokenizer,
+                     std::function<Rewards(const Rollout&)> score, GenerationLimits limits)
+    : config_(config),
+      val_set_(val_set),
+      tokenizer_(tokenizer),
+      score_(std::move(score)),
+      limits_(std::move(limits)) {
   const std::string suffix = at_n_suffix(config.actor_rollout_ref.rollout.val_kwargs.n);
   for (int64_t i = 0; i < val_set.size(); ++i) {
     const std::string name = kValCorePrefix + val_set.at(i).data_source + "/reward" + suffix;
@@ -42,11 +48,15 @@ StepMetrics Validator::run(WorkerGroup& actor, int64_t version) const {
   const int64_t chunk = config_.data.val_batch_size > 0 ? config_.data.val_batch_size : val_set_.size();
   const std::string suffix = at_n_suffix(val.n);
   std::map<std::string, std::pair<double, int64_t>> sums;  // metric -> (sum, count)
+  std::optional<GenerationDump> dump;
+  if (!config_.trainer.validation_data_dir.empty())
+    dump.emplace(config_.trainer.validation_data_dir, version, "trainer.validation_data_dir");
   for (int64_t start = 0; start < val_set_.size(); start += chunk) {
     std::vector<const Example*> prompts;
     for (int64_t i = start; i < std::min(val_set_.size(), start + chunk); ++i) prompts.push_back(&val_set_.at(i));
     const Rollout rollout = generate_rollout(actor, prompts, val.n, sampling, limits_, version);
     const Rewards scored = score_(rollout);
+    if (dump) dump->add(rollout, scored, tokenizer_);
     for (size_t i = 0; i < rollout.examples.size(); ++i) {
       const std::string& source = rollout.examples[i]->data_source;
       auto& reward = sums[kValCorePrefix + source + "/reward" + suffix];
@@ -60,6 +70,7 @@ StepMetrics Validator::run(WorkerGroup& actor, int64_t version) const {
       }
     }
   }
+  if (dump) dump->close();
   StepMetrics metrics;
   for (const auto& [name, sum] : sums) metrics[name] = sum.first / static_cast<double>(sum.second);
   return metrics;

@@ -1,7 +1,8 @@
 // Private to the core: validation by generation. Every validation prompt gets
 // val_kwargs.n responses (greedy unless val_kwargs.do_sample), graded by the
 // reward router; metrics val-core/<data_source>/reward/mean@n and
-// val-aux/<data_source>/<extra>/mean@n. Used by the RL loop and by SFT.
+// val-aux/<data_source>/<extra>/mean@n; with trainer.validation_data_dir the
+// responses too, as <dir>/<step>.jsonl. Used by the RL loop and by SFT.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +22,9 @@ namespace rlcore::trainer {
 
 class Validator {
  public:
-  // Keeps references to `config` and `val_set`; `score` gives a rollout's rewards.
-  Validator(const RunConfig& config, const Dataset& val_set, std::function<Rewards(const Rollout&)> score,
-            GenerationLimits limits);
+  // Keeps references to `config`, `val_set` and `tokenizer`; `score` gives a rollout's rewards.
+  Validator(const RunConfig& config, const Dataset& val_set, const Tokenizer& tokenizer,
+            std::function<Rewards(const Rollout&)> score, GenerationLimits limits);
 
   bool enabled() const { return val_set_.size() > 0; }
   // The val-core names, one per data_source, in order of first appearance.
@@ -35,6 +36,7 @@ class Validator {
  private:
   const RunConfig& config_;
   const Dataset& val_set_;
+  const Tokenizer& tokenizer_;
   std::function<Rewards(const Rollout&)> score_;
   GenerationLimits limits_;
   std::vector<std::string> core_names_;

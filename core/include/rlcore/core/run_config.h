@@ -34,6 +34,7 @@ struct TrainerConfig {
   std::string resume_from_path;      // resume_path: a global_step_N checkpoint directory
   int64_t max_ckpt_to_keep = 0;      // 0: keep all
   std::string rollout_data_dir;      // "": off; else each step's responses as <dir>/<step>.jsonl
+  std::string validation_data_dir;   // "": off; else each validation's responses as <dir>/<step>.jsonl
   std::string device = "auto";       // auto | cpu | cuda: each worker binds cuda:<its local rank>
   // The default pool's size, verl's names for runtime.nnodes / runtime.n_workers_per_node:
   // resolve_config makes each pair equal (one set: it wins; both set and different: an error).
