@@ -61,6 +61,15 @@ rlcore::Batch rows_of(const rlcore::GenerationOutput& out, const std::vector<std
   return batch;
 }
 
+// The policy-gradient loss over the response tokens, averaged over the global batch.
+rlcore::LossOutput policy_gradient_loss(const rlcore::Batch& micro, const rlcore::ModelOutput& out,
+                                        const rlcore::GlobalBatchInfo& global) {
+  const at::Tensor adv = micro.tensor("advantages").to(out.log_prob.device());
+  const at::Tensor mask = micro.tensor("response_mask").to(out.log_prob.device());
+  const at::Tensor value = -(out.log_prob * adv * mask).sum() / global.num_tokens * global.dp_size;
+  return rlcore::LossOutput{value, {{"loss", value.detach()}}};
+}
+
 }  // namespace
 
 TEST_CASE("infer-native on the GPU generates the CPU's greedy tokens and log-probs", "[cuda]") {
@@ -130,13 +139,7 @@ TEST_CASE("an fsdp optimizer step on the GPU equals the CPU's", "[cuda]") {
   batch.set("responses", (ids * mask).slice(1, 5).clone());
   batch.set("response_mask", mask.slice(1, 5).to(at::kFloat));
   batch.set("advantages", at::randn({4, 4}, generator));
-  const rlcore::LossFunction loss = [](const rlcore::Batch& micro, const rlcore::ModelOutput& out,
-                                       const rlcore::GlobalBatchInfo& global) {
-    const at::Tensor adv = micro.tensor("advantages").to(out.log_prob.device());
-    const at::Tensor m = micro.tensor("response_mask").to(out.log_prob.device());
-    const at::Tensor value = -(out.log_prob * adv * m).sum() / global.num_tokens * global.dp_size;
-    return rlcore::LossOutput{value, {{"loss", value.detach()}}};
-  };
+  const rlcore::LossFunction loss = policy_gradient_loss;
   rlcore::ForwardOptions forward;
   const auto cpu_metrics = cpu->train_step(batch, forward, loss).metrics;
   const auto gpu_metrics = cuda->train_step(batch, forward, loss).metrics;
@@ -201,13 +204,7 @@ TEST_CASE("fsdp offload on the GPU leaves every step and log-prob as without it"
   CHECK(offloaded->memory().host_bytes > 0);
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(11);
   const int64_t vocab = fixture.model.config().vocab_size;
-  const rlcore::LossFunction loss = [](const rlcore::Batch& micro, const rlcore::ModelOutput& out,
-                                       const rlcore::GlobalBatchInfo& global) {
-    const at::Tensor adv = micro.tensor("advantages").to(out.log_prob.device());
-    const at::Tensor m = micro.tensor("response_mask").to(out.log_prob.device());
-    const at::Tensor value = -(out.log_prob * adv * m).sum() / global.num_tokens * global.dp_size;
-    return rlcore::LossOutput{value, {{"loss", value.detach()}}};
-  };
+  const rlcore::LossFunction loss = policy_gradient_loss;
   rlcore::ForwardOptions forward;
   forward.micro_batching.micro_batch_size = 2;
   for (int step = 0; step < 3; ++step) {
