@@ -1,12 +1,14 @@
 // The copy stream that offload and reload go through (train-common), on the
 // CPU: copies are synchronous, distinct buffers and fenced by nothing. Its GPU
 // side (a side stream, fences, pinned memory) is tests/cuda's.
-#include "fsdp_testing.h"
+#include <ATen/ATen.h>
+#undef CHECK  // glog's; Catch's below
+#include <catch2/catch.hpp>
 
 #include "copy_stream.h"
 #include "shard_state.h"
 
-TEST_CASE("on the CPU the copy stream copies at once, into distinct buffers", "[fsdp][offload]") {
+TEST_CASE("on the CPU the copy stream copies at once, into distinct buffers", "[offload]") {
   rlcore::train::CopyStream copies(at::Device(at::kCPU));
   CHECK_FALSE(copies.side_stream().has_value());
   const at::Tensor source = at::arange(16, at::kFloat);
@@ -20,7 +22,7 @@ TEST_CASE("on the CPU the copy stream copies at once, into distinct buffers", "[
   CHECK(at::equal(back, source));
 }
 
-TEST_CASE("reload brings parameters back first, offload parks only what it names", "[fsdp][offload]") {
+TEST_CASE("reload brings parameters back first, offload parks only what it names", "[offload]") {
   rlcore::train::CopyStream copies(at::Device(at::kCPU));
   std::vector<rlcore::train::ShardState> states(2);
   for (rlcore::train::ShardState& state : states) {
