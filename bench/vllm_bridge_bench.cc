@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   rlcore::ComponentContext context;
   context.model_path = model;
   rlcore::vllm_bridge::BridgeOptions bridge_options;
-  bridge_options.server_url = server;
+  bridge_options.server_urls = {server};
   bridge_options.weights_dir = weights_dir;
   rlcore::vllm_bridge::BridgeEngine bridge(bridge_options, context);
   rlcore::infer_native::NativeEngine native({}, context);

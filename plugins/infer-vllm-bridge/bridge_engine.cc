@@ -18,13 +18,9 @@ namespace rlcore::vllm_bridge {
 namespace fs = std::filesystem;
 namespace {
 
-HttpSettings http_settings(const BridgeOptions& options) {
-  if (options.server_url.empty()) {
-    throw ConfigError(
-        "vllm_bridge: server_url is required (e.g. actor_rollout_ref.rollout.server_url=http://host:8000)");
-  }
+HttpSettings http_settings(const BridgeOptions& options, const std::string& url) {
   HttpSettings settings;
-  settings.base_url = options.server_url;
+  settings.base_url = url;
   settings.client_name = "vllm_bridge";
   settings.api_key = options.api_key;
   if (settings.api_key.empty()) {
@@ -60,12 +56,27 @@ void append(GenerationOutput& into, GenerationOutput&& part) {
 
 }  // namespace
 
+BridgeEngine::Server::Server(const HttpSettings& settings, const BridgeOptions& options)
+    : http(settings),
+      info(probe_server(http, expectations(options))),
+      control(http, info.kind, options.reload_timeout_s) {}
+
 BridgeEngine::BridgeEngine(const BridgeOptions& options, const ComponentContext& context)
-    : options_(options),
-      http_(http_settings(options)),
-      server_(probe_server(http_, expectations(options))),
-      control_(http_, server_.kind, options.reload_timeout_s),
-      meta_(checkpoint_meta(context.model_path)) {
+    : options_(options), meta_(checkpoint_meta(context.model_path)) {
+  if (options.server_urls.empty() || options.server_urls.front().empty()) {
+    throw ConfigError(
+        "vllm_bridge: server_url is required (e.g. actor_rollout_ref.rollout.server_url=http://host:8000)");
+  }
+  for (const std::string& url : options.server_urls) {
+    servers_.push_back(std::make_unique<Server>(http_settings(options, url), options));
+    const Server& first = *servers_.front();
+    const Server& added = *servers_.back();
+    if (added.info.model != first.info.model) {
+      throw ConfigError("vllm_bridge: the servers of server_url must serve one model: " + first.http.base_url() +
+                        " serves '" + first.info.model + "', " + added.http.base_url() + " serves '" +
+                        added.info.model + "'");
+    }
+  }
   if (context.comm != nullptr && context.comm->world_size() > 1) world_ = context.comm->group("world");
   if (leader()) {
     fs::path root = options.weights_dir;
@@ -124,14 +135,16 @@ GenerationOutput BridgeEngine::generate_chunks(const std::vector<std::vector<int
     chunks.emplace_back(prompts.begin() + static_cast<std::ptrdiff_t>(begin),
                         prompts.begin() + static_cast<std::ptrdiff_t>(end));
   }
+  const std::size_t first_server = world_ ? static_cast<std::size_t>(world_->rank()) : 0;
   const auto send = [&](std::size_t c) {
+    const Server& server = *servers_[(first_server + c) % servers_.size()];
     // A seeded run stays reproducible whatever the request sizes: chunk c gets seed + c.
     const int64_t seed = sampling.seed >= 0 ? sampling.seed + static_cast<int64_t>(c) : -1;
-    const HttpReply reply =
-        http_.post("/v1/completions", completion_request(server_.model, chunks[c], sampling, seed), Retry::kYes);
-    if (reply.status != 200) throw IoError("vllm_bridge: " + http_.describe("POST", "/v1/completions", reply));
+    const HttpReply reply = server.http.post(
+        "/v1/completions", completion_request(server.info.model, chunks[c], sampling, seed), Retry::kYes);
+    if (reply.status != 200) throw IoError("vllm_bridge: " + server.http.describe("POST", "/v1/completions", reply));
     if (reply.json.is_null()) {
-      throw FormatError("vllm_bridge: POST " + http_.base_url() +
+      throw FormatError("vllm_bridge: POST " + server.http.base_url() +
                         "/v1/completions answered 200 with a body that is not JSON: " + reply.body.substr(0, 200));
     }
     return parse_completion_response(reply.json, chunks[c].size(), sampling.n);
@@ -159,6 +172,31 @@ GenerationOutput BridgeEngine::generate_chunks(const std::vector<std::vector<int
 
 std::vector<WeightMeta> BridgeEngine::weight_meta() const { return meta_; }
 
+void BridgeEngine::on_every_server(const std::function<void(const Server&)>& action) const {
+  std::vector<std::future<void>> running;
+  for (const auto& server : servers_) running.push_back(std::async(std::launch::async, action, std::cref(*server)));
+  std::exception_ptr failure;
+  for (auto& result : running) {
+    try {
+      result.get();
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+void BridgeEngine::reload_every_server(const fs::path& dir, int64_t version) const {
+  on_every_server([&](const Server& server) {
+    server.control.load_weights(dir, version);
+    const std::optional<std::string> reported = server.control.weight_version();
+    if (reported && *reported != std::to_string(version)) {
+      throw IoError("vllm_bridge: " + server.http.base_url() + " reports weights version '" + *reported +
+                    "' after loading version " + std::to_string(version));
+    }
+  });
+}
+
 void BridgeEngine::load_weights(const NamedTensorList& weights, int64_t version) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string failure;
@@ -167,26 +205,21 @@ void BridgeEngine::load_weights(const NamedTensorList& weights, int64_t version)
       const fs::path dir =
           snapshots_->write(weights, version, last_good_.empty() ? snapshots_->model_path() : last_good_);
       try {
-        control_.load_weights(dir, version);
-        const std::optional<std::string> reported = control_.weight_version();
-        if (reported && *reported != std::to_string(version)) {
-          throw IoError("vllm_bridge: the server reports weights version '" + *reported + "' after loading version " +
-                        std::to_string(version));
-        }
+        reload_every_server(dir, version);
       } catch (const std::exception& e) {
         std::string restored = "no earlier weights to restore";
         if (!last_good_.empty()) {
           try {
-            control_.load_weights(last_good_, version_);
-            restored =
-                "the server was given back version " + std::to_string(version_) + " (" + last_good_.string() + ")";
+            on_every_server([&](const Server& server) { server.control.load_weights(last_good_, version_); });
+            restored = std::string(servers_.size() > 1 ? "every server was" : "the server was") +
+                       " given back version " + std::to_string(version_) + " (" + last_good_.string() + ")";
           } catch (const std::exception& again) {
             restored = "restoring version " + std::to_string(version_) + " failed too: " + again.what();
           }
         }
         throw IoError(std::string(e.what()) + "; " + restored);
       }
-      if (kv_cache_asleep_) control_.wake_kv_cache();
+      if (kv_cache_asleep_) on_every_server([](const Server& server) { server.control.wake_kv_cache(); });
       snapshots_->remove_all_but({dir});
       last_good_ = dir;
     } catch (const std::exception& e) {
@@ -206,31 +239,33 @@ int64_t BridgeEngine::weight_version() const {
 void BridgeEngine::sleep() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!options_.free_cache_engine || weights_asleep_) return;
-  if (leader()) control_.sleep(options_.sleep_level);
+  if (leader()) on_every_server([&](const Server& server) { server.control.sleep(options_.sleep_level); });
   weights_asleep_ = kv_cache_asleep_ = true;
 }
 
 void BridgeEngine::wake_up() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!weights_asleep_) return;
-  if (leader()) control_.wake_weights();
+  if (leader()) on_every_server([](const Server& server) { server.control.wake_weights(); });
   weights_asleep_ = false;
 }
 
 void BridgeEngine::wake_kv_cache_if_asleep() {
   if (!kv_cache_asleep_) return;
-  if (leader()) control_.wake_kv_cache();
+  if (leader()) on_every_server([](const Server& server) { server.control.wake_kv_cache(); });
   kv_cache_asleep_ = false;
 }
 
 void BridgeEngine::check_server_weight_version() const {
   if (version_ == 0 || !leader()) return;
-  const std::optional<std::string> reported = control_.weight_version();
-  if (reported && *reported != std::to_string(version_)) {
-    throw IoError("vllm_bridge: " + http_.base_url() + " serves weights version '" + *reported +
-                  "' but the trainer loaded version " + std::to_string(version_) +
-                  " (was the server reloaded or restarted by someone else?)");
-  }
+  on_every_server([&](const Server& server) {
+    const std::optional<std::string> reported = server.control.weight_version();
+    if (reported && *reported != std::to_string(version_)) {
+      throw IoError("vllm_bridge: " + server.http.base_url() + " serves weights version '" + *reported +
+                    "' but the trainer loaded version " + std::to_string(version_) +
+                    " (was the server reloaded or restarted by someone else?)");
+    }
+  });
 }
 
 }  // namespace rlcore::vllm_bridge

@@ -5,9 +5,13 @@
 // Every rank of the pool sends its own prompts; rank 0 alone writes weight
 // snapshots and drives the server's reloads and sleep/wake-up, and tells the
 // other ranks whether a reload worked, so no rank generates on stale weights.
+// With several servers (replicas of one model) a rank's requests go round the
+// servers, starting at its rank, and rank 0 drives every server at once.
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -31,7 +35,7 @@ using http::Retry;
 
 class BridgeEngine final : public InferenceEngine, public RemoteGeneration, public Sleeps {
  public:
-  // Checks the server (health, model, max_model_len, kind) before returning:
+  // Checks every server (health, model, max_model_len, kind) before returning:
   // ConfigError / IoError name the URL and what is wrong.
   BridgeEngine(const BridgeOptions& options, const ComponentContext& context);
   ~BridgeEngine() override;
@@ -50,11 +54,24 @@ class BridgeEngine final : public InferenceEngine, public RemoteGeneration, publ
   void sleep() override;
   void wake_up() override;
 
-  const ServerInfo& server() const { return server_; }
+  const ServerInfo& server() const { return servers_.front()->info; }  // the first server's
+  size_t server_count() const { return servers_.size(); }
   const std::filesystem::path& weights_dir() const;
 
  private:
+  // One server and the client that talks to it (ServerControl keeps a reference to the client).
+  struct Server {
+    Server(const HttpSettings& settings, const BridgeOptions& options);
+    HttpJsonClient http;
+    ServerInfo info;
+    ServerControl control;
+  };
+
   bool leader() const;
+  // Runs `action` on every server at once; after all have finished, throws the
+  // first failure (by server order).
+  void on_every_server(const std::function<void(const Server&)>& action) const;
+  void reload_every_server(const std::filesystem::path& dir, int64_t version) const;
   // Rank 0's outcome on every rank: throws on all ranks when rank 0 failed.
   void share_outcome(const std::string& failure, const std::string& what) const;
   void check_server_weight_version() const;
@@ -64,9 +81,7 @@ class BridgeEngine final : public InferenceEngine, public RemoteGeneration, publ
 
   mutable std::mutex mutex_;  // one call at a time
   BridgeOptions options_;
-  HttpJsonClient http_;
-  ServerInfo server_;
-  ServerControl control_;
+  std::vector<std::unique_ptr<Server>> servers_;
   std::vector<WeightMeta> meta_;
   std::optional<CommGroup> world_;  // set with more than one rank
   std::optional<WeightSnapshots> snapshots_;  // rank 0 only

@@ -3,11 +3,14 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rlcore::vllm_bridge {
 
 struct BridgeOptions {
-  std::string server_url;         // http://host:port of the vLLM / SGLang / rlcore serve server
+  // server_url: http://host:port of a vLLM / SGLang / rlcore serve server, or a
+  // list of them (replicas of one model: requests spread over them, each reloads).
+  std::vector<std::string> server_urls;
   std::string api_key;            // Bearer key; empty: $RLCORE_BRIDGE_API_KEY, else none
   std::string server_kind = "auto";  // auto | vllm | sglang
   std::string served_model_name;  // empty: the only model the server lists

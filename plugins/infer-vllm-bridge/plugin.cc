@@ -11,7 +11,10 @@ void register_engine(PluginRegistrar& registrar) {
       "vllm_bridge",
       "Generation by an external vLLM or SGLang server over HTTP (weights reloaded from disk snapshots)",
       OptionsSchema<BridgeOptions>()
-          .key("server_url", &BridgeOptions::server_url, "The server, http://host:port (required).")
+          .key("server_url", &BridgeOptions::server_urls,
+               "The server, http://host:port (required), or a list of servers of the same model: every rank "
+               "spreads its requests over them, and each reloads every weights version.",
+               {}, read_one_or_many)
           .key("api_key", &BridgeOptions::api_key,
                "Bearer key the server wants (vLLM --api-key); empty: $RLCORE_BRIDGE_API_KEY, else none.")
           .key("server_kind", &BridgeOptions::server_kind,

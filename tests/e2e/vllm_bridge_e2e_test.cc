@@ -1,7 +1,7 @@
-// GRPO with the rollout in another process: `rlcore serve --dev-mode` plays
-// the vLLM server, the trainer drives it through rollout.name vllm_bridge
-// (two workers, weights reloaded from disk every step), and the reward rises
-// by the in-process run's bar.
+// GRPO with the rollout in other processes: two `rlcore serve --dev-mode`
+// replicas play vLLM servers, the trainer drives them through rollout.name
+// vllm_bridge (two workers, weights reloaded from disk by both every step), and
+// the reward rises by the in-process run's bar.
 #include "e2e_testing.h"
 
 #include <filesystem>
@@ -9,21 +9,25 @@
 #include "../common/server_process.h"
 #include "../common/test_paths.h"
 
-TEST_CASE("GRPO with the rollout on a vLLM-style server learns like the in-process run") {
+TEST_CASE("GRPO with the rollout on two vLLM-style servers learns like the in-process run") {
   const std::string ws = e2e::make_workspace("grpo_bridge");
-  rlcore_test::ServerProcess server(rlcore_test::rlcore_executable(),
-                                    {"--model", ws + "/model", "--port", "0", "--dev-mode", "--served-model-name",
-                                     "policy", "--plugins", rlcore_test::plugin_build_dir(), "--log-level", "warn"});
+  const std::vector<std::string> server_args = {"--model",  ws + "/model", "--port", "0", "--dev-mode",
+                                                "--served-model-name", "policy", "--plugins",
+                                                rlcore_test::plugin_build_dir(), "--log-level", "warn"};
+  rlcore_test::ServerProcess server(rlcore_test::rlcore_executable(), server_args);
+  rlcore_test::ServerProcess replica(rlcore_test::rlcore_executable(), server_args);
   const std::string config = e2e::write_config(ws, "grpo_bridge", e2e::kLearningGrpo);
   const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12",
                                               "actor_rollout_ref.rollout.name=vllm_bridge",
-                                              "actor_rollout_ref.rollout.server_url=" + server.url(),
+                                              "actor_rollout_ref.rollout.server_url=[" + server.url() + ", " +
+                                                  replica.url() + "]",
                                               "actor_rollout_ref.rollout.weights_dir=" + ws + "/weights"});
   INFO(run.output);
   REQUIRE(run.status == 0);
   const auto metrics = e2e::read_metrics(ws + "/grpo_bridge");
   REQUIRE(metrics.size() == 12);
-  // The server's log-probs are the trainer's: it runs the weights of this very step.
+  // The servers' log-probs are the trainer's: both run the weights of this very step (before every
+  // generation the bridge checks that each server reports the version the trainer loaded).
   CHECK(metrics.at(12).at("training/rollout_probs_diff_max") < 1e-3);
   const double first = e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3);
   const double last = e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12);
@@ -33,6 +37,7 @@ TEST_CASE("GRPO with the rollout on a vLLM-style server learns like the in-proce
   for (const auto& entry : std::filesystem::directory_iterator(ws + "/weights")) snapshots += entry.is_directory();
   CHECK(snapshots == 1);
   server.stop();
+  replica.stop();
   std::filesystem::remove_all(ws);
 }
 

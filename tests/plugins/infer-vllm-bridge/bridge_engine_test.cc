@@ -90,12 +90,12 @@ TEST_CASE("a server that is down is an error naming the URL, after the retries",
     url = gone.url();
   }
   rlcore::vllm_bridge::BridgeOptions options;
-  options.server_url = url;
+  options.server_urls = {url};
   options.max_retries = 2;
   options.retry_backoff_s = 0.01;
   const std::string error = error_of([&] { BridgeEngine(options, context_for(fixture)); });
   CHECK_THAT(error, Catch::Contains(url + "/health") && Catch::Contains("after 3 attempts"));
-  options.server_url = "localhost:8000";
+  options.server_urls = {"localhost:8000"};
   CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }), Catch::Contains("http://"));
 }
 
@@ -305,5 +305,84 @@ TEST_CASE("colocated: sleep, then weights, reload, KV cache; a separate server i
     engine.sleep();
     engine.wake_up();
     CHECK(server.calls().empty());
+  }
+}
+
+TEST_CASE("several servers: requests go round them, and every one reloads, sleeps and wakes", "[vllm_bridge]") {
+  const Fixture fixture;
+  FakeServer first;
+  FakeServer second;
+  for (FakeServer* server : {&first, &second}) {
+    add_probe_routes(*server, "vllm");
+    for (const char* path : {"/pause", "/resume", "/reset_prefix_cache", "/sleep", "/wake_up"}) {
+      server->on_json("POST", path, nullptr);
+    }
+    server->on_json("POST", "/collective_rpc", {{"results", {nullptr}}});
+  }
+  auto options = options_for(first);
+  options.server_urls.push_back(second.url());
+  options.prompts_per_request = 1;
+  options.free_cache_engine = true;
+
+  SECTION("replicas of one model") {
+    BridgeEngine engine(options, context_for(fixture));
+    CHECK(engine.server_count() == 2);
+    first.clear_log();
+    second.clear_log();
+    const rlcore::GenerationOutput out = engine.generate({{10}, {20}, {30}, {40}, {50}}, sampling(1, 1));
+    REQUIRE(out.token_ids.size() == 5);
+    for (int32_t p = 0; p < 5; ++p) CHECK(out.token_ids[p] == std::vector<int32_t>{10 * (p + 1) + 1});
+    const auto completions = [](const FakeServer& server) {
+      std::vector<int64_t> prompts;
+      for (const Recorded& r : server.log()) {
+        if (r.target == "/v1/completions") prompts.push_back(json::parse(r.body)["prompt"][0][0].get<int64_t>());
+      }
+      std::sort(prompts.begin(), prompts.end());
+      return prompts;
+    };
+    CHECK(completions(first) == std::vector<int64_t>{10, 30, 50});  // requests 0, 2, 4
+    CHECK(completions(second) == std::vector<int64_t>{20, 40});
+
+    first.clear_log();
+    second.clear_log();
+    engine.sleep();
+    engine.wake_up();
+    engine.load_weights(weights_of(fixture, 0.5f), 1);
+    const std::vector<std::string> expected = {"POST /sleep?level=1",       "POST /wake_up?tags=weights",
+                                               "POST /pause?mode=wait",     "POST /collective_rpc",
+                                               "POST /reset_prefix_cache",  "POST /update_weight_version",
+                                               "POST /resume",              "POST /wake_up?tags=kv_cache"};
+    CHECK(first.calls() == expected);
+    CHECK(second.calls() == expected);
+    // One snapshot for both.
+    CHECK(json::parse(first.log()[3].body)["kwargs"]["weights_path"] ==
+          json::parse(second.log()[3].body)["kwargs"]["weights_path"]);
+
+    // A reload that fails on one server gives every server the last good weights back.
+    first.clear_log();
+    second.clear_log();
+    int rpcs = 0;
+    second.on("POST", "/collective_rpc", [&](const httplib::Request&, httplib::Response& res) {
+      if (++rpcs == 1) {
+        res.status = 500;
+        res.set_content(R"({"error":{"message":"out of memory"}})", "application/json");
+      } else {
+        res.set_content(R"({"results":[null]})", "application/json");
+      }
+    });
+    const std::string error = error_of([&] { engine.load_weights(weights_of(fixture, 1.0f), 2); });
+    CHECK_THAT(error, Catch::Contains(second.url()) && Catch::Contains("out of memory") &&
+                          Catch::Contains("every server was given back version 1"));
+    CHECK(engine.weight_version() == 1);
+    for (FakeServer* server : {&first, &second}) {
+      const std::vector<std::string> calls = server->calls();
+      CHECK(std::count(calls.begin(), calls.end(), "POST /collective_rpc") == 2);  // the new weights, then the old
+    }
+  }
+  SECTION("servers of different models are refused, naming both") {
+    second.on_json("GET", "/v1/models",
+                   {{"object", "list"}, {"data", {{{"id", "other"}, {"object", "model"}, {"max_model_len", 256}}}}});
+    CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }),
+               Catch::Contains(first.url()) && Catch::Contains(second.url()) && Catch::Contains("'other'"));
   }
 }

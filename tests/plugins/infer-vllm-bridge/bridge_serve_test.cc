@@ -43,7 +43,7 @@ rlcore::ComponentContext context_of(const Checkpoint& checkpoint) {
 
 rlcore::vllm_bridge::BridgeOptions bridge_options(const ServerProcess& server, const std::string& kind) {
   rlcore::vllm_bridge::BridgeOptions options;
-  options.server_url = server.url();
+  options.server_urls = {server.url()};
   options.server_kind = kind;
   options.prompts_per_request = 2;  // several concurrent requests per call
   return options;

@@ -54,7 +54,7 @@ inline void add_probe_routes(FakeServer& server, const std::string& kind, int64_
 
 inline rlcore::vllm_bridge::BridgeOptions options_for(const FakeServer& server) {
   rlcore::vllm_bridge::BridgeOptions options;
-  options.server_url = server.url();
+  options.server_urls = {server.url()};
   options.retry_backoff_s = 0.01;
   options.request_timeout_s = 5;
   return options;
