@@ -9,7 +9,7 @@
 #include "shard_state.h"
 
 TEST_CASE("on the CPU the copy stream copies at once, into distinct buffers", "[offload]") {
-  rlcore::train::CopyStream copies(at::Device(at::kCPU));
+  rlcore::train::CopyStream copies{at::Device(at::kCPU)};
   CHECK_FALSE(copies.side_stream().has_value());
   const at::Tensor source = at::arange(16, at::kFloat);
   const at::Tensor host = copies.to_host(source);
@@ -23,7 +23,7 @@ TEST_CASE("on the CPU the copy stream copies at once, into distinct buffers", "[
 }
 
 TEST_CASE("reload brings parameters back first, offload parks only what it names", "[offload]") {
-  rlcore::train::CopyStream copies(at::Device(at::kCPU));
+  rlcore::train::CopyStream copies{at::Device(at::kCPU)};
   std::vector<rlcore::train::ShardState> states(2);
   for (rlcore::train::ShardState& state : states) {
     state.param.device() = at::ones({4});
