@@ -68,6 +68,10 @@ BridgeEngine::BridgeEngine(const BridgeOptions& options, const ComponentContext&
         "vllm_bridge: server_url is required (e.g. actor_rollout_ref.rollout.server_url=http://host:8000)");
   }
   for (const std::string& url : options.server_urls) {
+    if (std::count(options.server_urls.begin(), options.server_urls.end(), url) > 1) {
+      // Two concurrent reloads of one server would interleave its pause / reload / resume.
+      throw ConfigError("vllm_bridge: server_url lists " + url + " more than once");
+    }
     servers_.push_back(std::make_unique<Server>(http_settings(options, url), options));
     const Server& first = *servers_.front();
     const Server& added = *servers_.back();
@@ -173,6 +177,7 @@ GenerationOutput BridgeEngine::generate_chunks(const std::vector<std::vector<int
 std::vector<WeightMeta> BridgeEngine::weight_meta() const { return meta_; }
 
 void BridgeEngine::on_every_server(const std::function<void(const Server&)>& action) const {
+  if (servers_.size() == 1) return action(*servers_.front());  // no thread for the usual case
   std::vector<std::future<void>> running;
   for (const auto& server : servers_) running.push_back(std::async(std::launch::async, action, std::cref(*server)));
   std::exception_ptr failure;

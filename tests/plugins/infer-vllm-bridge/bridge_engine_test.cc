@@ -379,6 +379,11 @@ TEST_CASE("several servers: requests go round them, and every one reloads, sleep
       CHECK(std::count(calls.begin(), calls.end(), "POST /collective_rpc") == 2);  // the new weights, then the old
     }
   }
+  SECTION("a server listed twice is refused") {
+    options.server_urls.push_back(first.url());
+    CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }),
+               Catch::Contains(first.url() + " more than once"));
+  }
   SECTION("servers of different models are refused, naming both") {
     second.on_json("GET", "/v1/models",
                    {{"object", "list"}, {"data", {{{"id", "other"}, {"object", "model"}, {"max_model_len", 256}}}}});
