@@ -4,37 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
+#include "lora_targets.h"
 #include "rlcore/error.h"
 
 namespace rlcore::fsdp {
 namespace {
-
-const std::vector<std::string>& projection_names() {
-  static const std::vector<std::string> names = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
-                                                 "gate_proj", "up_proj", "down_proj"};
-  return names;
-}
-
-std::set<std::string> resolve_targets(const std::vector<std::string>& targets) {
-  if (targets.size() == 1 && targets[0] == "all-linear") return {projection_names().begin(), projection_names().end()};
-  if (targets.empty()) throw ConfigError("fsdp: lora.target_modules is empty; use 'all-linear' or module names");
-  std::set<std::string> out;
-  for (const std::string& name : targets) {
-    if (std::find(projection_names().begin(), projection_names().end(), name) == projection_names().end()) {
-      throw ConfigError("fsdp: lora.target_modules has unknown module '" + name +
-                        "'; expected 'all-linear' or some of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
-                        "down_proj");
-    }
-    out.insert(name);
-  }
-  return out;
-}
 
 model::Linear* projection(model::DecoderLayer& layer, const std::string& name) {
   if (name == "q_proj") return &layer.self_attn.q_proj;
@@ -44,11 +23,6 @@ model::Linear* projection(model::DecoderLayer& layer, const std::string& name) {
   if (name == "gate_proj") return &layer.mlp.gate_proj;
   if (name == "up_proj") return &layer.mlp.up_proj;
   return &layer.mlp.down_proj;
-}
-
-std::string module_prefix(const std::string& name) {
-  const bool attention = name == "q_proj" || name == "k_proj" || name == "v_proj" || name == "o_proj";
-  return attention ? "self_attn." : "mlp.";
 }
 
 }  // namespace
@@ -64,9 +38,17 @@ OptionsSchema<LoraOptions> lora_options_schema() {
            "LoRA alpha (verl's model.lora_alpha): the adapter output is scaled by lora_alpha / lora_rank.")
       .key("target_modules", &LoraOptions::target_modules,
            "Projections that get adapters (verl's model.target_modules): all-linear (every projection of every "
-           "decoder layer, not the lm_head) or a list of names among q_proj, k_proj, v_proj, o_proj, gate_proj, "
-           "up_proj, down_proj.",
-           {}, read_one_or_many);
+           "decoder layer, not the lm_head), or names among q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+           "down_proj (a dotted suffix such as self_attn.q_proj too), or regular expressions over full module names "
+           "(model.layers.0.self_attn.q_proj).",
+           {}, read_one_or_many)
+      .key("exclude_modules", &LoraOptions::exclude_modules,
+           "Modules taken out of target_modules (verl's model.exclude_modules), in the same forms: e.g. down_proj, "
+           "or '.*layers\\.0\\..*' for the first layer. An entry that selects no module is an error.",
+           {}, read_one_or_many)
+      .key("lora_adapter_path", &LoraOptions::lora_adapter_path,
+           "PEFT adapter directory (adapter_config.json, adapter_model.safetensors) to continue training from "
+           "(verl's model.lora_adapter_path): its r, lora_alpha and modules replace the keys above.");
   return schema;
 }
 
@@ -76,9 +58,16 @@ LoraAdapters::LoraAdapters(const LoraOptions& options, model::Transformer& skele
   if (options.lora_rank < 0)
     throw ConfigError("fsdp: lora.lora_rank must be >= 0 (0 = off), got " + std::to_string(options.lora_rank));
   if (options.lora_rank == 0) return;
-  const std::set<std::string> targets = resolve_targets(options.target_modules);
-  for (const std::string& name : projection_names())
-    if (targets.count(name)) target_names_.push_back(name);
+  num_layers_ = static_cast<int64_t>(skeleton.layers.size());
+  std::vector<std::string> candidates;
+  for (size_t l = 0; l < skeleton.layers.size(); ++l)
+    for (const std::string& name : projection_names())
+      candidates.push_back(projection_module(static_cast<int64_t>(l), name));
+  const std::vector<std::string> modules = select_modules(candidates, options.target_modules, options.exclude_modules);
+  for (const std::string& name : projection_names()) {
+    if (std::any_of(modules.begin(), modules.end(), [&](const std::string& m) { return projection_of(m) == name; }))
+      target_names_.push_back(name);
+  }
   const int64_t r = options.lora_rank;
   scaling_ = options.lora_alpha / static_cast<double>(r);
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
@@ -86,11 +75,12 @@ LoraAdapters::LoraAdapters(const LoraOptions& options, model::Transformer& skele
   at::NoGradGuard no_grad;
   for (size_t l = 0; l < skeleton.layers.size(); ++l) {
     for (const std::string& name : projection_names()) {
-      if (!targets.count(name)) continue;
+      const std::string module = projection_module(static_cast<int64_t>(l), name);
+      if (std::find(modules.begin(), modules.end(), module) == modules.end()) continue;
       model::Linear* linear = projection(skeleton.layers[l], name);
       const int64_t out = linear->weight.size(0), in = linear->weight.size(1);
       auto pair = std::make_unique<LoraPair>();
-      pair->module = "model.layers." + std::to_string(l) + "." + module_prefix(name) + name;
+      pair->module = module;
       pair->layer = static_cast<int64_t>(l);
       // PEFT: nn.init.kaiming_uniform_(lora_A.weight, a=sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)).
       const double bound = 1.0 / std::sqrt(static_cast<double>(in));
@@ -115,6 +105,11 @@ LoraAdapters::LoraAdapters(const LoraOptions& options, model::Transformer& skele
       pairs_.push_back(std::move(pair));
     }
   }
+}
+
+bool LoraAdapters::every_layer_alike() const {
+  // Each (layer, projection) has at most one pair, so the count decides.
+  return pairs_.size() == static_cast<size_t>(num_layers_) * target_names_.size();
 }
 
 const LoraPair* LoraAdapters::adapter_of(const std::string& weight_name) const {

@@ -1,5 +1,5 @@
 // LoRA adapters of the fsdp engine (verl's model.lora_rank / lora_alpha /
-// target_modules, PEFT's semantics): each targeted projection computes
+// target_modules / exclude_modules / lora_adapter_path, PEFT's semantics): each targeted projection computes
 // W x + b + (alpha / r) B A x with the base W frozen. The adapters are small,
 // so every dp rank keeps all of them (replicated, fp32) with their gradient
 // and AdamW state; gradients are averaged over dp with one all-reduce.
@@ -22,8 +22,13 @@ namespace rlcore::fsdp {
 struct LoraOptions {
   int64_t lora_rank = 0;  // 0: LoRA off, the whole model trains
   double lora_alpha = 16;
-  // "all-linear" (every projection of every decoder layer) or module names (q_proj, v_proj, ...).
+  // "all-linear" (every projection of every decoder layer), module names (q_proj, v_proj, ...)
+  // or regular expressions over full module names (lora_targets.h).
   std::vector<std::string> target_modules = {"all-linear"};
+  std::vector<std::string> exclude_modules;  // taken out of what target_modules selects
+  // A PEFT adapter directory to start from; its adapter_config.json then gives
+  // the rank, alpha and modules (lora_rank, when set, must agree).
+  std::string lora_adapter_path;
 };
 
 OptionsSchema<LoraOptions> lora_options_schema();
@@ -34,10 +39,15 @@ class LoraAdapters;
 // adapter_config.json and adapter_model.safetensors with keys
 // "base_model.model.<module>.lora_A.weight" / ".lora_B.weight".
 void write_peft_adapter(const std::string& dir, const LoraAdapters& adapters, const std::string& base_model);
-// Copies a PEFT adapter written for the same rank and targets into `adapters`.
+// Copies a PEFT adapter written for the same rank and modules into `adapters`;
+// throws FormatError naming the file and tensor when it holds other modules or shapes.
 void read_peft_adapter(const std::string& dir, LoraAdapters& adapters);
-// The rank, alpha and target modules a PEFT adapter directory was written with.
+// The rank, alpha and modules a PEFT adapter directory was written with; throws
+// FormatError naming the field for PEFT features rlcore does not train (DoRA, rsLoRA, ...).
 LoraOptions read_peft_adapter_options(const std::string& dir);
+// `options`, or with lora_adapter_path set the adapter's own options (PEFT's
+// from_pretrained, as verl does); throws ConfigError when lora_rank disagrees with it.
+LoraOptions with_adapter_options(const LoraOptions& options);
 
 // One adapted projection: A [r, in] (kaiming-uniform, as PEFT) and B [out, r]
 // (zeros, so the first forward is the base model's), with their training state.
@@ -60,8 +70,10 @@ class LoraAdapters {
   int64_t rank() const { return enabled() ? options_.lora_rank : 0; }  // 0 when off
   double scaling() const { return scaling_; }
   const LoraOptions& options() const { return options_; }
-  // target_modules with all-linear spelled out, in the model's order.
+  // The projections that carry an adapter in some layer, in the model's order.
   const std::vector<std::string>& target_names() const { return target_names_; }
+  // Whether every decoder layer adapts exactly target_names().
+  bool every_layer_alike() const;
   std::vector<std::unique_ptr<LoraPair>>& pairs() { return pairs_; }
   const std::vector<std::unique_ptr<LoraPair>>& pairs() const { return pairs_; }
   // The adapter of the projection whose weight is `weight_name` (HF name), or null.
@@ -81,6 +93,7 @@ class LoraAdapters {
  private:
   LoraOptions options_;
   double scaling_ = 0;
+  int64_t num_layers_ = 0;
   std::vector<std::string> target_names_;
   std::map<std::string, const LoraPair*> by_weight_;
   std::vector<std::unique_ptr<LoraPair>> pairs_;  // stable addresses: the Linears' forwards point at them

@@ -2,6 +2,7 @@
 // (and verl's lora_adapter/ consumers, e.g. vLLM's LoRARequest) read them as is.
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -20,8 +21,45 @@ namespace fs = std::filesystem;
 constexpr const char* kConfigFile = "adapter_config.json";
 constexpr const char* kWeightsFile = "adapter_model.safetensors";
 
+constexpr const char* kKeyPrefix = "base_model.model.";
+
 std::string peft_key(const LoraPair& pair, const char* matrix) {
-  return "base_model.model." + pair.module + "." + matrix + ".weight";
+  return kKeyPrefix + pair.module + "." + matrix + ".weight";
+}
+
+// target_modules as PEFT reads it back to the same modules: the projection
+// names when every layer has the same ones, else every module by its full name.
+nlohmann::json written_targets(const LoraAdapters& adapters) {
+  if (adapters.every_layer_alike()) return adapters.target_names();
+  std::vector<std::string> modules;
+  for (const auto& pair : adapters.pairs()) modules.push_back(pair->module);
+  return modules;
+}
+
+// A string (PEFT: a regular expression, or all-linear) or a list of names.
+std::vector<std::string> one_or_many(const nlohmann::json& value) {
+  if (value.is_string()) return {value.get<std::string>()};
+  return value.get<std::vector<std::string>>();
+}
+
+// Throws FormatError when the adapter uses a PEFT feature rlcore's LoRA does not train.
+void require_plain_lora(const nlohmann::json& config, const fs::path& path) {
+  auto refuse = [&path](const std::string& field, const std::string& value) {
+    throw FormatError(path.string() + ": " + field + " is " + value +
+                      "; rlcore trains plain LoRA (no DoRA, rsLoRA, per-module ranks, layer filters, biases or "
+                      "extra trained modules)");
+  };
+  const std::string peft_type = config.value("peft_type", std::string("LORA"));
+  if (peft_type != "LORA") refuse("peft_type", "'" + peft_type + "'");
+  for (const char* flag : {"use_dora", "use_rslora", "fan_in_fan_out", "lora_bias"})
+    if (config.contains(flag) && config.at(flag).is_boolean() && config.at(flag).get<bool>()) refuse(flag, "true");
+  if (config.contains("bias") && config.at("bias") != "none") refuse("bias", config.at("bias").dump());
+  for (const char* field : {"rank_pattern", "alpha_pattern", "layers_to_transform", "modules_to_save",
+                            "target_parameters"}) {
+    if (!config.contains(field)) continue;
+    const nlohmann::json& value = config.at(field);
+    if (!value.is_null() && !value.empty()) refuse(field, value.dump());
+  }
 }
 
 }  // namespace
@@ -39,7 +77,7 @@ void write_peft_adapter(const std::string& dir_text, const LoraAdapters& adapter
                                  {"task_type", "CAUSAL_LM"},
                                  {"r", adapters.options().lora_rank},
                                  {"lora_alpha", adapters.options().lora_alpha},
-                                 {"target_modules", adapters.target_names()},
+                                 {"target_modules", written_targets(adapters)},
                                  {"lora_dropout", 0.0},
                                  {"bias", "none"},
                                  {"fan_in_fan_out", false},
@@ -53,18 +91,39 @@ void write_peft_adapter(const std::string& dir_text, const LoraAdapters& adapter
 LoraOptions read_peft_adapter_options(const std::string& dir) {
   const fs::path config_path = fs::path(dir) / kConfigFile;
   std::ifstream in(config_path);
-  if (!in) throw IoError(config_path.string() + ": missing (a LoRA checkpoint needs its adapter)");
+  if (!in) throw IoError(config_path.string() + ": missing (a LoRA adapter directory holds it)");
   try {
     const nlohmann::json config = nlohmann::json::parse(in);
+    require_plain_lora(config, config_path);
     LoraOptions options;
     options.lora_rank = config.at("r").get<int64_t>();
     options.lora_alpha = config.at("lora_alpha").get<double>();
-    options.target_modules = config.at("target_modules").get<std::vector<std::string>>();
+    options.target_modules = one_or_many(config.at("target_modules"));
+    if (config.contains("exclude_modules") && !config.at("exclude_modules").is_null())
+      options.exclude_modules = one_or_many(config.at("exclude_modules"));
     if (options.lora_rank < 1) throw FormatError(config_path.string() + ": r must be >= 1");
     return options;
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(config_path.string() + ": " + e.what());
   }
+}
+
+LoraOptions with_adapter_options(const LoraOptions& options) {
+  if (options.lora_adapter_path.empty()) return options;
+  LoraOptions adapter;
+  try {
+    adapter = read_peft_adapter_options(options.lora_adapter_path);
+  } catch (const Error& e) {
+    throw ConfigError(std::string("fsdp: lora.lora_adapter_path: ") + e.what());
+  }
+  if (options.lora_rank > 0 && options.lora_rank != adapter.lora_rank) {
+    throw ConfigError("fsdp: lora.lora_rank is " + std::to_string(options.lora_rank) + " but the adapter " +
+                      options.lora_adapter_path + " (lora.lora_adapter_path) has r = " +
+                      std::to_string(adapter.lora_rank) + "; set lora_rank to " + std::to_string(adapter.lora_rank) +
+                      " or leave it 0 to take the adapter's");
+  }
+  adapter.lora_adapter_path = options.lora_adapter_path;
+  return adapter;
 }
 
 void read_peft_adapter(const std::string& dir_text, LoraAdapters& adapters) {
@@ -74,6 +133,15 @@ void read_peft_adapter(const std::string& dir_text, LoraAdapters& adapters) {
     throw FormatError((dir / kConfigFile).string() + ": r = " + std::to_string(saved.lora_rank) +
                       ", lora.lora_rank is " + std::to_string(adapters.options().lora_rank));
   const SafetensorsFile file(dir / kWeightsFile);
+  std::set<std::string> expected;
+  for (const auto& pair : adapters.pairs())
+    for (const char* matrix : {"lora_A", "lora_B"}) expected.insert(peft_key(*pair, matrix));
+  for (const std::string& key : file.names()) {
+    if (!expected.count(key)) {
+      throw FormatError(file.path().string() + ": tensor '" + key + "' is not an adapter of a module that " +
+                        (dir / kConfigFile).string() + " selects");
+    }
+  }
   at::NoGradGuard no_grad;
   for (const auto& pair : adapters.pairs()) {
     for (auto [matrix, tensor] : {std::pair<const char*, at::Tensor*>{"lora_A", &pair->a}, {"lora_B", &pair->b}}) {

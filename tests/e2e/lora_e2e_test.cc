@@ -1,7 +1,8 @@
 // LoRA through the trainer under verl's keys (actor_rollout_ref.model.lora_rank,
-// lora_alpha, target_modules): the checkpoint carries a PEFT adapter, `rlcore
-// export` writes the merged model, the frozen base stays as it was, and the
-// keys are refused by name where they cannot work.
+// lora_alpha, target_modules, exclude_modules, lora_adapter_path): the
+// checkpoint carries a PEFT adapter, `rlcore export` writes the merged model,
+// the frozen base stays as it was, a run from the saved adapter generates what
+// the export does, and the keys are refused by name where they cannot work.
 #include "e2e_testing.h"
 
 #include <filesystem>
@@ -18,6 +19,25 @@ namespace {
 
 at::Tensor weight(const fs::path& dir, const std::string& name) {
   return rlcore::SafetensorsFile(dir / "model.safetensors").view(name).clone();
+}
+
+// The responses of a trainer.val_only run (its validation_data_dir dump), in order.
+std::vector<std::string> validation_responses(const std::string& config, const std::string& ws,
+                                              const std::string& name, std::vector<std::string> overrides) {
+  std::vector<std::string> args = {"--config", config, "trainer.val_only=true",
+                                   "data.val_files=" + ws + "/prompts.jsonl",
+                                   "trainer.default_local_dir=" + ws + "/" + name,
+                                   "trainer.validation_data_dir=" + ws + "/" + name + "/val"};
+  args.insert(args.end(), overrides.begin(), overrides.end());
+  const e2e::RunResult run = e2e::run_rlcore(args);
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  std::ifstream dump(ws + "/" + name + "/val/0.jsonl");
+  REQUIRE(dump);
+  std::vector<std::string> responses;
+  for (std::string line; std::getline(dump, line);)
+    responses.push_back(nlohmann::json::parse(line).at("output").get<std::string>());
+  return responses;
 }
 
 }  // namespace
@@ -52,6 +72,15 @@ TEST_CASE("verl's LoRA keys train adapters over the frozen base; export merges t
     INFO(frozen);
     CHECK(at::equal(weight(exported, frozen), weight(base, frozen)));
   }
+
+  // verl's lora_adapter_path: the base plus the saved adapter generates what the merged export does.
+  const std::vector<std::string> from_adapter = validation_responses(
+      config, ws, "from_adapter", {"actor_rollout_ref.model.lora_adapter_path=" + (actor / "lora_adapter").string()});
+  const std::vector<std::string> from_export =
+      validation_responses(config, ws, "from_export", {"actor_rollout_ref.model.path=" + exported.string()});
+  CHECK(from_adapter.size() == 8);
+  CHECK(from_adapter == from_export);
+  CHECK(from_adapter != validation_responses(config, ws, "from_base", {}));  // the adapter was applied
   fs::remove_all(ws);
 }
 
@@ -72,5 +101,12 @@ TEST_CASE("LoRA keys are refused by name where they cannot work", "[e2e][lora]")
   CHECK_THAT(error_of({"actor_rollout_ref.model.lora_rank=4", "actor_rollout_ref.model.target_modules=[qkv]"}),
              Catch::Contains("lora.target_modules") && Catch::Contains("'qkv'"));
   CHECK_THAT(error_of({"actor_rollout_ref.model.lora_rank=-1"}), Catch::Contains("actor_rollout_ref.model.lora_rank"));
+  CHECK_THAT(error_of({"actor_rollout_ref.model.lora_adapter_path=" + ws + "/no_adapter"}),
+             Catch::Contains("lora.lora_adapter_path") && Catch::Contains("no_adapter/adapter_config.json"));
+  CHECK_THAT(error_of({"actor_rollout_ref.model.lora_adapter_path=" + ws + "/no_adapter",
+                       "actor_rollout_ref.actor.strategy=megatron"}),
+             Catch::Contains("actor_rollout_ref.model.lora_adapter_path") && Catch::Contains("low_rank_adapters"));
+  CHECK_THAT(error_of({"actor_rollout_ref.model.lora_rank=4", "actor_rollout_ref.model.exclude_modules=[nothing]"}),
+             Catch::Contains("lora.exclude_modules") && Catch::Contains("'nothing'"));
   fs::remove_all(ws);
 }

@@ -195,8 +195,9 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
     auto lacks = [&capabilities](const char* name) {
       return std::find(capabilities.begin(), capabilities.end(), name) == capabilities.end();
     };
-    if (arr.model.lora_rank > 0 && lacks(TrainsLowRankAdapters::kName)) {
-      throw ConfigError("key actor_rollout_ref.model.lora_rank: the train engine '" + arr.actor.strategy +
+    if (arr.model.lora() && lacks(TrainsLowRankAdapters::kName)) {
+      const std::string key = arr.model.lora_rank > 0 ? "lora_rank" : "lora_adapter_path";
+      throw ConfigError("key actor_rollout_ref.model." + key + ": the train engine '" + arr.actor.strategy +
                         "' does not train LoRA adapters (it lacks the '" + TrainsLowRankAdapters::kName +
                         "' capability; see `rlcore plugins`); use actor_rollout_ref.actor.strategy=fsdp");
     }

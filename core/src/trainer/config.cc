@@ -26,9 +26,18 @@ OptionsSchema<ActorModelConfig> actor_model_schema() {
       .key("lora_alpha", &ActorModelConfig::lora_alpha, "LoRA alpha: adapter outputs are scaled by lora_alpha / lora_rank.",
            greater_than(0))
       .key("target_modules", &ActorModelConfig::target_modules,
-           "Projections that get adapters: all-linear (every projection of every decoder layer) or a list of "
-           "module names (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj).",
-           {}, read_one_or_many);
+           "Projections that get adapters: all-linear (every projection of every decoder layer), module names "
+           "(q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj) or regular expressions over full module "
+           "names (model.layers.0.self_attn.q_proj).",
+           {}, read_one_or_many)
+      .key("exclude_modules", &ActorModelConfig::exclude_modules,
+           "Modules taken out of target_modules, in the same forms (e.g. down_proj, or '.*layers\\.0\\..*'); an "
+           "entry that selects no module is an error.",
+           {}, read_one_or_many)
+      .key("lora_adapter_path", &ActorModelConfig::lora_adapter_path,
+           "A PEFT adapter directory to continue training from (e.g. `rlcore sft`'s hf/lora_adapter): turns LoRA "
+           "on with the adapter's r, lora_alpha and modules (lora_rank, when set, must agree). The reference "
+           "policy stays the base model, as in verl.");
   return schema;
 }
 
@@ -128,14 +137,18 @@ ConfigNode actor_engine_options(const ActorRolloutRefConfig& config) {
   ConfigNode options = actor.defined() && !actor.is_null() ? actor.clone()
                                                            : ConfigNode::parse("{}", "actor_rollout_ref.actor");
   const ActorModelConfig& model = config.model;
-  if (model.lora_rank == 0) return options;
+  if (!model.lora()) return options;
   if (options.has("lora"))
-    throw ConfigError("LoRA is set twice: actor_rollout_ref.model.lora_rank (verl's key) and "
+    throw ConfigError("LoRA is set twice: actor_rollout_ref.model.lora_rank / lora_adapter_path (verl's keys) and "
                       "actor_rollout_ref.actor.lora; keep one");
   const std::string source = "actor_rollout_ref.model";
   options.set("lora.lora_rank", std::to_string(model.lora_rank), source);
   options.set("lora.lora_alpha", nlohmann::json(model.lora_alpha).dump(), source);
   options.set("lora.target_modules", nlohmann::json(model.target_modules).dump(), source);
+  if (!model.exclude_modules.empty())
+    options.set("lora.exclude_modules", nlohmann::json(model.exclude_modules).dump(), source);
+  if (!model.lora_adapter_path.empty())
+    options.set("lora.lora_adapter_path", nlohmann::json(model.lora_adapter_path).dump(), source);
   return options;
 }
 

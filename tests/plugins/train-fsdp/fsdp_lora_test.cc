@@ -1,7 +1,7 @@
 // LoRA in the fsdp engine: B = 0 leaves the first forward the base model's,
 // training moves only the adapters (no AdamW state for the base), and the
 // trained model equals a plain one holding the merged W + (alpha / r) B A.
-#include "fsdp_testing.h"
+#include "lora_testing.h"
 
 #include <cmath>
 #include <iostream>
@@ -14,64 +14,9 @@
 #include "../../common/reference_python.h"
 
 using namespace fsdp_test;
+using namespace lora_test;
 using rlcore::fsdp::FsdpEngine;
 using rlcore::fsdp::FsdpOptions;
-
-namespace {
-
-rlcore::Batch lora_batch(int64_t vocab) {
-  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(11);
-  const at::Tensor ids = at::randint(1, vocab, {4, 8}, generator, at::kLong);
-  rlcore::Batch batch(4);
-  batch.set("input_ids", ids);
-  batch.set("attention_mask", at::ones({4, 8}, at::kLong));
-  batch.set("responses", ids.slice(1, 4).clone());
-  batch.set("response_mask", at::ones({4, 4}, at::kFloat));
-  batch.set("advantages", at::randn({4, 4}, generator));
-  return batch;
-}
-
-rlcore::LossOutput pg_loss(const rlcore::Batch& micro, const rlcore::ModelOutput& out,
-                           const rlcore::GlobalBatchInfo& g) {
-  const at::Tensor loss =
-      -(out.log_prob * micro.tensor("advantages") * micro.tensor("response_mask")).sum() / g.num_tokens * g.dp_size;
-  return {loss, {{"loss", loss.detach()}}};
-}
-
-rlcore::ComponentContext context_for(const std::string& model) {
-  rlcore::ComponentContext context;
-  context.model_path = model;
-  context.total_training_steps = 8;
-  return context;
-}
-
-FsdpOptions lora_options(int64_t rank, std::vector<std::string> targets = {"all-linear"}) {
-  FsdpOptions options;
-  options.optim.lr = 1e-2;
-  options.lora.lora_rank = rank;
-  options.lora.lora_alpha = 16;
-  options.lora.target_modules = std::move(targets);
-  return options;
-}
-
-// The frozen base weights (one rank: its shards are the whole tensors).
-rlcore::NamedTensors base_parameters(const FsdpEngine& engine) {
-  rlcore::NamedTensors out;
-  for (const rlcore::ParameterShard& shard : engine.parameter_shards()) {
-    REQUIRE(shard.local.numel() == c10::multiply_integers(shard.shape));
-    out.emplace_back(shard.name, shard.local.view(shard.shape).clone());
-  }
-  return out;
-}
-
-rlcore::NamedTensors full_parameters(FsdpEngine& engine) {
-  rlcore::NamedTensors out;
-  engine.for_each_full_parameter(
-      [&](const std::string& name, const at::Tensor& full) { out.emplace_back(name, full.clone()); });
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("LoRA's first forward is the base model's (B = 0)", "[fsdp][lora]") {
   TempDir dir;

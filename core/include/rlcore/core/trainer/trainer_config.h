@@ -27,9 +27,13 @@ struct ModelPathConfig {
 // trainer hands to the actor's train engine as its `lora` options.
 struct ActorModelConfig {
   std::string path;
-  int64_t lora_rank = 0;  // 0: LoRA off
+  int64_t lora_rank = 0;  // 0: LoRA off (unless lora_adapter_path is set)
   double lora_alpha = 16;
   std::vector<std::string> target_modules = {"all-linear"};
+  std::vector<std::string> exclude_modules;
+  std::string lora_adapter_path;  // a PEFT adapter to start from; LoRA is on with its rank
+
+  bool lora() const { return lora_rank > 0 || !lora_adapter_path.empty(); }
 };
 
 // actor.policy_loss: the loss's name and its own keys.
@@ -158,7 +162,8 @@ struct AlgorithmConfig {
 };
 
 // The actor train engine's keys: actor_rollout_ref.actor's engine keys, plus
-// verl's model.lora_rank / lora_alpha / target_modules as `lora` when lora_rank > 0.
+// verl's model.lora_rank / lora_alpha / target_modules / exclude_modules /
+// lora_adapter_path as `lora` when LoRA is on (model.lora()).
 // Throws ConfigError when LoRA is set under both names.
 RLCORE_API ConfigNode actor_engine_options(const ActorRolloutRefConfig& config);
 
