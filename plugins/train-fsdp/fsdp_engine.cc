@@ -74,8 +74,7 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       placeholders_.back().push_back(*by_name.at(p.name));
     }
   }
-  lora_ = LoraAdapters(with_adapter_options(options_.lora), skeleton_, device_, static_cast<uint64_t>(options_.seed));
-  if (!options_.lora.lora_adapter_path.empty()) read_peft_adapter(options_.lora.lora_adapter_path, lora_);
+  lora_ = make_lora_adapters(options_.lora, skeleton_, device_, static_cast<uint64_t>(options_.seed));
   init_shards();
   load_initial_weights();
   OffloadSet parked = OffloadSet::kNone;

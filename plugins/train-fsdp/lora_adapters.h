@@ -45,9 +45,11 @@ void read_peft_adapter(const std::string& dir, LoraAdapters& adapters);
 // The rank, alpha and modules a PEFT adapter directory was written with; throws
 // FormatError naming the field for PEFT features rlcore does not train (DoRA, rsLoRA, ...).
 LoraOptions read_peft_adapter_options(const std::string& dir);
-// `options`, or with lora_adapter_path set the adapter's own options (PEFT's
-// from_pretrained, as verl does); throws ConfigError when lora_rank disagrees with it.
-LoraOptions with_adapter_options(const LoraOptions& options);
+// The adapters `options` ask for; with lora_adapter_path set, those of that
+// PEFT adapter with its weights (PEFT's from_pretrained, as verl does): its
+// config gives rank, alpha and modules, and a lora_rank that disagrees is a ConfigError.
+LoraAdapters make_lora_adapters(const LoraOptions& options, model::Transformer& skeleton, const at::Device& device,
+                                uint64_t seed);
 
 // One adapted projection: A [r, in] (kaiming-uniform, as PEFT) and B [out, r]
 // (zeros, so the first forward is the base model's), with their training state.

@@ -108,24 +108,6 @@ LoraOptions read_peft_adapter_options(const std::string& dir) {
   }
 }
 
-LoraOptions with_adapter_options(const LoraOptions& options) {
-  if (options.lora_adapter_path.empty()) return options;
-  LoraOptions adapter;
-  try {
-    adapter = read_peft_adapter_options(options.lora_adapter_path);
-  } catch (const Error& e) {
-    throw ConfigError(std::string("fsdp: lora.lora_adapter_path: ") + e.what());
-  }
-  if (options.lora_rank > 0 && options.lora_rank != adapter.lora_rank) {
-    throw ConfigError("fsdp: lora.lora_rank is " + std::to_string(options.lora_rank) + " but the adapter " +
-                      options.lora_adapter_path + " (lora.lora_adapter_path) has r = " +
-                      std::to_string(adapter.lora_rank) + "; set lora_rank to " + std::to_string(adapter.lora_rank) +
-                      " or leave it 0 to take the adapter's");
-  }
-  adapter.lora_adapter_path = options.lora_adapter_path;
-  return adapter;
-}
-
 void read_peft_adapter(const std::string& dir_text, LoraAdapters& adapters) {
   const fs::path dir(dir_text);
   const LoraOptions saved = read_peft_adapter_options(dir_text);
@@ -154,6 +136,33 @@ void read_peft_adapter(const std::string& dir_text, LoraAdapters& adapters) {
       tensor->copy_(saved);
     }
   }
+}
+
+LoraAdapters make_lora_adapters(const LoraOptions& options, model::Transformer& skeleton, const at::Device& device,
+                                uint64_t seed) {
+  const std::string& path = options.lora_adapter_path;
+  if (path.empty()) return LoraAdapters(options, skeleton, device, seed);
+  LoraOptions adapter_options;
+  try {
+    adapter_options = read_peft_adapter_options(path);
+  } catch (const Error& e) {
+    throw ConfigError(std::string("fsdp: lora.lora_adapter_path: ") + e.what());
+  }
+  if (options.lora_rank > 0 && options.lora_rank != adapter_options.lora_rank) {
+    throw ConfigError("fsdp: lora.lora_rank is " + std::to_string(options.lora_rank) + " but the adapter " + path +
+                      " (lora.lora_adapter_path) has r = " + std::to_string(adapter_options.lora_rank) +
+                      "; set lora_rank to " + std::to_string(adapter_options.lora_rank) +
+                      " or leave it 0 to take the adapter's");
+  }
+  adapter_options.lora_adapter_path = path;
+  LoraAdapters adapters;
+  try {
+    adapters = LoraAdapters(adapter_options, skeleton, device, seed);
+  } catch (const ConfigError& e) {  // its modules, named by the keys they would have under lora
+    throw ConfigError((fs::path(path) / kConfigFile).string() + " (lora.lora_adapter_path): " + e.what());
+  }
+  read_peft_adapter(path, adapters);
+  return adapters;
 }
 
 }  // namespace rlcore::fsdp

@@ -171,6 +171,12 @@ TEST_CASE("lora_adapter_path refuses, by name, an adapter it cannot train", "[fs
   CHECK_THAT(config_error(adapter), Catch::Contains("layers_to_transform is [1]"));
   edit_json(config, [](nlohmann::json& c) {
     c["layers_to_transform"] = nullptr;
+    c["exclude_modules"] = ".*visual.*";
+  });
+  CHECK_THAT(config_error(adapter), Catch::Contains("adapter_config.json (lora.lora_adapter_path)") &&
+                                        Catch::Contains("'.*visual.*' selects no module"));
+  edit_json(config, [](nlohmann::json& c) {
+    c["exclude_modules"] = nullptr;
     c["target_modules"] = {"q_proj"};  // the file still holds v_proj's adapters
   });
   CHECK_THAT(error_of<rlcore::FormatError>([&] { FsdpEngine(from_adapter(adapter), context_for(dir.str())); }),
