@@ -202,6 +202,23 @@ TEST_CASE("unknown commands and options are reported", "[cli]") {
   CHECK_THAT(result.err, Catch::Contains("unrecognised option '--bogus'"));
 }
 
+TEST_CASE("every command's --help prints its usage and exits 0, as the top-level usage promises", "[cli]") {
+  const std::vector<std::string> commands = {"plugins", "config", "conformance", "export", "data", "grade",
+                                             "model",   "report", "serve",       "sft",    "worker"};
+  for (const std::string& command : commands) {
+    for (const std::string& flag : {"--help", "-h"}) {
+      INFO(command << " " << flag);
+      const auto result = run({command, flag});
+      CHECK(result.status == 0);
+      CHECK(result.err.empty());
+      CHECK_THAT(result.out, Catch::Contains("rlcore " + command));
+    }
+  }
+  const auto train = run({"--config", "run.yaml", "--help"});  // the trainer: no command word
+  CHECK(train.status == 0);
+  CHECK_THAT(train.out, Catch::Contains("--config"));
+}
+
 TEST_CASE("rlcore data make writes either task and refuses options of the other", "[cli]") {
   const auto dir = std::filesystem::temp_directory_path() / ("rlcore_cli_data_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);

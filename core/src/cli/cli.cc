@@ -1,6 +1,7 @@
 // Dispatch of `rlcore COMMAND ...` and the options shared by every command.
 #include "rlcore/core/cli.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -53,6 +54,12 @@ po::variables_map parse_command_line(const std::vector<std::string>& args, const
   all.add_options()("positional", po::value(&positional)->composing(), "");
   po::positional_options_description positions;
   positions.add("positional", -1);
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    std::ostringstream usage;
+    usage << options;
+    throw HelpRequested{usage.str()};
+  }
   try {
     po::variables_map values;
     po::store(po::command_line_parser(args).options(all).positional(positions).run(), values);
@@ -100,6 +107,9 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     if (command == "worker") return run_command_worker(rest, io);
     err << "rlcore: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
+  } catch (const HelpRequested& help) {
+    out << help.usage;
+    return 0;
   } catch (const Error& e) {
     err << "rlcore: error: " << e.what() << "\n";
     return 1;

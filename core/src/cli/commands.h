@@ -28,8 +28,15 @@ struct CommonArgs {
 // Adds the common options to `options`, bound to `common`.
 void add_common_options(boost::program_options::options_description& options, CommonArgs& common);
 
+// What parse_command_line throws for --help / -h: the command's usage, which
+// run_cli prints to stdout before exiting 0.
+struct HelpRequested {
+  std::string usage;
+};
+
 // Parses `args` with `options` and positional arguments collected into `positional`;
-// returns what was given; throws ConfigError with the usage when something is wrong.
+// returns what was given; throws ConfigError with the usage when something is wrong
+// and HelpRequested when --help or -h is among `args`.
 boost::program_options::variables_map parse_command_line(const std::vector<std::string>& args,
                                                          const boost::program_options::options_description& options,
                                                          std::vector<std::string>& positional);
