@@ -14,6 +14,7 @@
 #include "prime_math_grader.h"
 #include "rlcore/error.h"
 #include "sandbox_fusion_grader.h"
+#include "search_r1_grader.h"
 
 namespace rlcore::reward {
 namespace {
@@ -126,6 +127,18 @@ void register_graders(PluginRegistrar& registrar) {
       OptionsSchema<PrimeMathOptions>(), [](const PrimeMathOptions&) { return std::make_unique<PrimeMathGrader>(); },
       {"numina_aops_forum", "numina_synthetic_math", "numina_amc_aime", "numina_synthetic_amc", "numina_cn_k12",
        "numina_olympiads"});
+
+  registrar.add<Grader>(
+      "search_r1_like_qa_em",
+      "Search-R1 QA (verl's search_r1_like_qa_em.py): the last <answer>...</answer>, SQuAD-normalised, equal to "
+      "one of the ground truth's targets",
+      OptionsSchema<SearchR1Options>()
+          .key("score", &SearchR1Options::score,
+               "Score when the answer matches a target (a quarter of it with more than 10 answer tags).")
+          .key("format_score", &SearchR1Options::format_score, "Score when an answer is found but matches no target."),
+      [](const SearchR1Options& options) { return std::make_unique<SearchR1Grader>(options); },
+      {"searchR1_nq", "searchR1_triviaqa", "searchR1_popqa", "searchR1_hotpotqa", "searchR1_2wikimultihopqa",
+       "searchR1_musique", "searchR1_bamboogle"});
 
   registrar.add<Grader>(
       "exact_match", "The whole response equals the ground truth",

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "python_str.h"
+#include "python_unicode_tables.h"
 
 namespace rlcore::reward {
 namespace {
@@ -31,6 +32,21 @@ constexpr std::pair<char32_t, char32_t> kDigitRanges[] = {
     {0x1D7CE, 0x1D7FF}, {0x1E140, 0x1E149}, {0x1E2F0, 0x1E2F9}, {0x1E950, 0x1E959}, {0x1F100, 0x1F10A},
     {0x1FBF0, 0x1FBF9},
 };
+
+// str.isalpha() stand-in for the Final_Sigma context: letters are alnum and not digits.
+bool is_letter(char32_t c) { return python_isalnum(c) && !python_isdigit(c); }
+
+char32_t lower_char(char32_t c) {
+  const tables::LowerRun* begin = tables::kLowerRuns;
+  const tables::LowerRun* end = begin + tables::kLowerRunCount;
+  const auto* it = std::upper_bound(begin, end, c, [](char32_t value, const tables::LowerRun& run) {
+    return value < run.first;
+  });
+  if (it == begin) return c;
+  const tables::LowerRun& run = *std::prev(it);
+  if (c > run.last || (c - run.first) % run.stride != 0) return c;
+  return static_cast<char32_t>(static_cast<int64_t>(c) + run.delta);
+}
 
 }  // namespace
 
@@ -84,6 +100,50 @@ std::string_view python_strip(std::string_view text) {
     if (!python_isspace(decode_utf8(text, pos, &size))) end = pos + size;
   }
   return text.substr(begin, end - begin);
+}
+
+bool python_isalnum(char32_t c) {
+  if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  const auto* begin = tables::kAlnumRanges;
+  const auto* end = begin + tables::kAlnumRangeCount;
+  const auto* it = std::upper_bound(begin, end, c, [](char32_t value, const auto& range) { return value < range.first; });
+  return it != begin && c <= std::prev(it)->second;
+}
+
+void append_utf8(char32_t c, std::string& out) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+    return;
+  }
+  static constexpr unsigned char kLeadBits[] = {0, 0xC0, 0xE0, 0xF0};
+  const int continuation_bytes = c < 0x800 ? 1 : c < 0x10000 ? 2 : 3;
+  out += static_cast<char>(kLeadBits[continuation_bytes] | (c >> (6 * continuation_bytes)));
+  for (int i = continuation_bytes - 1; i >= 0; --i) out += static_cast<char>(0x80 | ((c >> (6 * i)) & 0x3F));
+}
+
+std::string python_lower(std::string_view text) {
+  constexpr char32_t kCapitalSigma = 0x3A3, kSmallSigma = 0x3C3, kFinalSigma = 0x3C2;
+  std::string out;
+  out.reserve(text.size());
+  std::size_t size = 0;
+  char32_t previous = 0;
+  for (std::size_t pos = 0; pos < text.size(); pos += size) {
+    const char32_t c = decode_utf8(text, pos, &size);
+    if (c < 0x80) {
+      out += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    } else if (c == 0x130) {  // İ lowers to i + combining dot above
+      append_utf8(U'i', out);
+      append_utf8(0x307, out);
+    } else if (c == kCapitalSigma) {
+      std::size_t next_size = 0;
+      const bool letter_follows = pos + size < text.size() && is_letter(decode_utf8(text, pos + size, &next_size));
+      append_utf8(is_letter(previous) && !letter_follows ? kFinalSigma : kSmallSigma, out);
+    } else {
+      append_utf8(lower_char(c), out);
+    }
+    previous = c;
+  }
+  return out;
 }
 
 }  // namespace rlcore::reward

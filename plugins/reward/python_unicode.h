@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace rlcore::reward {
@@ -27,5 +28,17 @@ bool python_str_any_digit(std::string_view text);
 
 // text.strip() with no argument: Unicode whitespace from both ends.
 std::string_view python_strip(std::string_view text);
+
+// str.isalnum() of one character; with '_' it is what `\w` matches in a str regex.
+bool python_isalnum(char32_t c);
+
+// text.lower(): Python's lowercase mapping of every character (U+0130 included).
+// Python lowers a capital sigma to final ς by Unicode's Final_Sigma context; here
+// it does so when a letter precedes it and none follows, which agrees for words
+// of letters (it differs only around combining marks and other case-ignorables).
+std::string python_lower(std::string_view text);
+
+// The UTF-8 bytes of `c`, appended to `out`.
+void append_utf8(char32_t c, std::string& out);
 
 }  // namespace rlcore::reward

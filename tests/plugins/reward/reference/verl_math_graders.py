@@ -1,9 +1,12 @@
-"""verl's own math graders, the reference for tests/plugins/reward/math_dapo_grader_test.cc and
-prime_math_grader_test.cc. Usage: verl_math_graders.py {math_dapo|prime} CORPUS.json, where the
-corpus is a JSON list of {"response", "ground_truth"[, "strict_box_verify"]}. Prints, as its
-last line, {"verl": VERSION, "results": [...]}, one result per case, in order:
+"""verl's own answer graders, the reference for tests/plugins/reward/math_dapo_grader_test.cc,
+prime_math_grader_test.cc and search_r1_grader_test.cc. Usage: verl_math_graders.py
+{math_dapo|prime|search_r1} CORPUS.json, where the corpus is a JSON list of {"response",
+"ground_truth"[, "strict_box_verify"]}. Prints, as its last line, {"verl": VERSION, "results":
+[...]}, one result per case, in order:
   math_dapo: verl's compute_score dict {"score", "acc", "pred"} (pred may be null);
-  prime:     {"score": float(res[0]) as default_compute_score returns it, "pred": the extracted answer}.
+  prime:     {"score": float(res[0]) as default_compute_score returns it, "pred": the extracted answer};
+  search_r1: {"score": search_r1_like_qa_em.compute_score, "normalized": normalize_answer(response)}
+             (the ground truth as the dataset holds it: {"target": [...]}).
 verl's prime_math runs here with sympy 1.14 and pylatexenc 2.10 and without antlr4 (sympy's parse_latex
 then fails, and verl's symbolic_equal falls back to parse_expr), as scripts/python-requirements.txt pins them.
 """
@@ -45,13 +48,21 @@ def prime_results(cases):
     return out
 
 
+def search_r1_results(cases):
+    from verl.utils.reward_score import search_r1_like_qa_em
+
+    return [{"score": float(search_r1_like_qa_em.compute_score(case["response"], case["ground_truth"])),
+             "normalized": search_r1_like_qa_em.normalize_answer(case["response"])} for case in cases]
+
+
 def main():
     grader, corpus = sys.argv[1], sys.argv[2]
     with open(corpus, encoding="utf-8") as f:
         cases = json.load(f)
     # verl prints (sympy errors, timeouts): keep stdout for the result, the last line.
     with contextlib.redirect_stdout(sys.stderr):
-        results = {"math_dapo": math_dapo_results, "prime": prime_results}[grader](cases)
+        results = {"math_dapo": math_dapo_results, "prime": prime_results,
+                   "search_r1": search_r1_results}[grader](cases)
     sys.stdout.write("\n" + json.dumps({"verl": version("verl"), "results": results}, ensure_ascii=True) + "\n")
 
 
