@@ -156,7 +156,27 @@ TEST_CASE("rlcore grade picks graders by data_source and rejects bad input lines
 
   result = run({"grade", "--grader", "exact_match"}, "{\"ground_truth\": \"a\"}\n");
   CHECK(result.status == 1);
-  CHECK_THAT(result.err, Catch::Contains("line 1: missing field \"response\""));
+  CHECK_THAT(result.err, Catch::Contains("line 1: missing field \"response\" or \"output\""));
+}
+
+TEST_CASE("rlcore grade re-scores the trainer's dumps and verl data rows as they are", "[cli]") {
+  // A validation_data_dir line (output, gts) and a verl row with reward_model.ground_truth.
+  const std::string input =
+      R"({"input": "q", "output": "<answer>The Paris</answer>", "gts": "{\"target\": [\"paris\"]}", "score": 0, "step": 3})"
+      "\n"
+      R"({"response": "<answer>Lyon</answer>", "data_source": "searchR1_nq", "reward_model": {"ground_truth": {"target": ["Paris"]}}})"
+      "\n";
+  const auto result = run({"grade", "--grader", "search_r1_like_qa_em"}, input);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::istringstream lines(result.out);
+  std::string line;
+  std::vector<nlohmann::json> records;
+  while (std::getline(lines, line)) records.push_back(nlohmann::json::parse(line));
+  REQUIRE(records.size() == 3);
+  CHECK(records[0]["score"] == 1.0);
+  CHECK(records[1]["score"] == 0.0);
+  CHECK(records[1]["format_ok"] == 1.0);
 }
 
 TEST_CASE("rlcore grade runs verl's custom reward function for every sample", "[cli]") {

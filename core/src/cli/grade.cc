@@ -1,5 +1,7 @@
 // `rlcore grade`: score a JSONL file of {"response", "ground_truth", "data_source"}
-// lines offline, one JSON line out per line in, then a summary line.
+// lines offline, one JSON line out per line in, then a summary line. The trainer's
+// own dumps (rollout_data_dir, validation_data_dir: "output", "gts") and verl data
+// rows ("reward_model": {"ground_truth"}) are read as they are.
 #include <fstream>
 #include <istream>
 #include <map>
@@ -18,14 +20,29 @@ namespace po = boost::program_options;
 namespace rlcore {
 namespace {
 
-std::string text_field(const nlohmann::json& record, const char* field, std::size_t line_number, bool required) {
-  auto it = record.find(field);
-  if (it == record.end() || it->is_null()) {
-    if (required) throw FormatError("line " + std::to_string(line_number) + ": missing field \"" + field + "\"");
-    return "";
+// The first of `names` the record has, as text; a name may be a path "a.b".
+std::string text_field(const nlohmann::json& record, std::initializer_list<const char*> names, std::size_t line_number,
+                       bool required) {
+  for (const char* name : names) {
+    const std::string path = name;
+    const std::size_t dot = path.find('.');
+    const nlohmann::json* parent = &record;
+    if (dot != std::string::npos) {
+      auto outer = record.find(path.substr(0, dot));
+      if (outer == record.end() || !outer->is_object()) continue;
+      parent = &*outer;
+    }
+    auto it = parent->find(dot == std::string::npos ? path : path.substr(dot + 1));
+    if (it == parent->end() || it->is_null()) continue;
+    // Ground truths are often numbers in JSON (gsm8k); graders compare text.
+    return it->is_string() ? it->get<std::string>() : it->dump();
   }
-  // Ground truths are often numbers in JSON (gsm8k); graders compare text.
-  return it->is_string() ? it->get<std::string>() : it->dump();
+  if (required) {
+    std::string spelled;
+    for (const char* name : names) spelled += std::string(spelled.empty() ? "" : " or ") + "\"" + name + "\"";
+    throw FormatError("line " + std::to_string(line_number) + ": missing field " + spelled);
+  }
+  return "";
 }
 
 struct Summary {
@@ -52,7 +69,8 @@ int run_command_grade(const std::vector<std::string>& args, CommandIo io) {
   std::string grader = "auto";
   po::options_description options(
       "rlcore grade --grader NAME [option=value ...] [reward.key=value ...] [FILE]\n"
-      "Reads JSONL lines {\"response\", \"ground_truth\", \"data_source\", \"extra_info\"} from FILE (or stdin)");
+      "Reads JSONL lines {\"response\", \"ground_truth\", \"data_source\", \"extra_info\"} from FILE (or stdin);\n"
+      "also the trainer's rollout/validation dumps (\"output\", \"gts\") and verl's reward_model.ground_truth");
   add_common_options(options, common);
   options.add_options()("grader", po::value(&grader),
                         "grader name, or auto to pick by data_source (options then take the form NAME.key=value)");
@@ -96,9 +114,9 @@ int run_command_grade(const std::vector<std::string>& args, CommandIo io) {
                         " is not a JSON object");
     }
     const nlohmann::json extra = record.value("extra_info", nlohmann::json::object());
-    RewardSample sample{text_field(record, "response", line_number, true),
-                        text_field(record, "ground_truth", line_number, true),
-                        text_field(record, "data_source", line_number, grader == "auto"), &extra};
+    RewardSample sample{text_field(record, {"response", "output"}, line_number, true),
+                        text_field(record, {"ground_truth", "gts", "reward_model.ground_truth"}, line_number, true),
+                        text_field(record, {"data_source"}, line_number, grader == "auto"), &extra};
     const GradeResult result = router.score(sample);
     nlohmann::json out = {{"score", result.score}};
     for (const auto& [name, value] : result.extras) out[name] = value;
