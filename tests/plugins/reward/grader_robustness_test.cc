@@ -18,6 +18,7 @@
 #include "math_dapo_grader.h"
 #include "math_grader.h"
 #include "prime_math_grader.h"
+#include "search_r1_grader.h"
 
 namespace {
 
@@ -31,7 +32,8 @@ const std::vector<std::string> kPieces = {
     "/",        " ",       "\n",       "0.5",     "\\\\",   "\\!",   "\xc3\xa9", "\xff", "\xe2\x88",
     "x",        "\\left",  "^\\circ",  "\\%",     "dfrac",  "Answer:", "answer :", "\\text{", "$$",
     "frac",     "sqrt",    "\u017f",   "\u3000",  "answer is", "Interval(", "Point(", "_2", "\\pi", "1e400",
-    "\\begin{pmatrix}", "nan", "1,000"};
+    "\\begin{pmatrix}", "nan", "1,000", "<answer>", "</answer>", "the", "a ", "\u03a3", "\u0130", "{\"target\": [",
+    "\"", "]}"};
 
 std::string random_text(std::mt19937& rng) {
   std::uniform_int_distribution<std::size_t> length(0, 24);
@@ -66,6 +68,8 @@ std::vector<Subject> subjects() {
   out.push_back({std::make_unique<rlcore::reward::MathDapoGrader>(), {-1.0, 1.0}});
   out.push_back({std::make_unique<rlcore::reward::MathDapoGrader>(strict_box), {-1.0, 1.0}});
   out.push_back({std::make_unique<rlcore::reward::PrimeMathGrader>(), {0.0, 1.0}});
+  out.push_back({std::make_unique<rlcore::reward::SearchR1Grader>(rlcore::reward::SearchR1Options{0.1, 1.0}),
+                 {0.0, 0.1, 0.25, 1.0}});
   return out;
 }
 
