@@ -89,6 +89,8 @@ void write_peft_adapter(const std::string& dir_text, const LoraAdapters& adapter
 }
 
 LoraOptions read_peft_adapter_options(const std::string& dir) {
+  if (fs::is_regular_file(dir))
+    throw IoError(dir + ": a file; a LoRA adapter is the directory that holds " + kConfigFile + " and " + kWeightsFile);
   const fs::path config_path = fs::path(dir) / kConfigFile;
   std::ifstream in(config_path);
   if (!in) throw IoError(config_path.string() + ": missing (a LoRA adapter directory holds it)");

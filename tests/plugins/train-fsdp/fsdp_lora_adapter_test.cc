@@ -160,6 +160,7 @@ TEST_CASE("lora_adapter_path refuses, by name, an adapter it cannot train", "[fs
   CHECK_THAT(config_error(adapter, 8), Catch::Contains("lora.lora_rank is 8") && Catch::Contains("r = 4"));
   CHECK_THAT(config_error(saved.path() / "nowhere"),
              Catch::Contains("lora.lora_adapter_path") && Catch::Contains("adapter_config.json"));
+  CHECK_THAT(config_error(adapter / "adapter_config.json"), Catch::Contains("a file; a LoRA adapter is the directory"));
 
   const fs::path config = adapter / "adapter_config.json";
   edit_json(config, [](nlohmann::json& c) { c["use_dora"] = true; });
