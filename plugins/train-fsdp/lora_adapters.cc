@@ -46,6 +46,9 @@ OptionsSchema<LoraOptions> lora_options_schema() {
            "Modules taken out of target_modules (verl's model.exclude_modules), in the same forms: e.g. down_proj, "
            "or '.*layers\\.0\\..*' for the first layer. An entry that selects no module is an error.",
            {}, read_one_or_many)
+      .key("use_rslora", &LoraOptions::use_rslora,
+           "PEFT's rank-stabilised LoRA: scale the adapter output by lora_alpha / sqrt(lora_rank) instead of "
+           "lora_alpha / lora_rank (taken from the adapter with lora_adapter_path).")
       .key("lora_adapter_path", &LoraOptions::lora_adapter_path,
            "PEFT adapter directory (adapter_config.json, adapter_model.safetensors) to continue training from "
            "(verl's model.lora_adapter_path): its r, lora_alpha and modules replace the keys above.");
@@ -69,7 +72,7 @@ LoraAdapters::LoraAdapters(const LoraOptions& options, model::Transformer& skele
       target_names_.push_back(name);
   }
   const int64_t r = options.lora_rank;
-  scaling_ = options.lora_alpha / static_cast<double>(r);
+  scaling_ = options.lora_alpha / (options.use_rslora ? std::sqrt(static_cast<double>(r)) : static_cast<double>(r));
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
   const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device);
   at::NoGradGuard no_grad;

@@ -1,6 +1,6 @@
 // LoRA adapters of the fsdp engine (verl's model.lora_rank / lora_alpha /
 // target_modules / exclude_modules / lora_adapter_path, PEFT's semantics): each targeted projection computes
-// W x + b + (alpha / r) B A x with the base W frozen. The adapters are small,
+// W x + b + (alpha / r) B A x (alpha / sqrt(r) with use_rslora) with the base W frozen. The adapters are small,
 // so every dp rank keeps all of them (replicated, fp32) with their gradient
 // and AdamW state; gradients are averaged over dp with one all-reduce.
 #pragma once
@@ -26,6 +26,7 @@ struct LoraOptions {
   // or regular expressions over full module names (lora_targets.h).
   std::vector<std::string> target_modules = {"all-linear"};
   std::vector<std::string> exclude_modules;  // taken out of what target_modules selects
+  bool use_rslora = false;                   // PEFT's rank-stabilised scaling: lora_alpha / sqrt(r)
   // A PEFT adapter directory to start from; its adapter_config.json then gives
   // the rank, alpha and modules (lora_rank, when set, must agree).
   std::string lora_adapter_path;

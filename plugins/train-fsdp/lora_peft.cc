@@ -46,12 +46,12 @@ std::vector<std::string> one_or_many(const nlohmann::json& value) {
 void require_plain_lora(const nlohmann::json& config, const fs::path& path) {
   auto refuse = [&path](const std::string& field, const std::string& value) {
     throw FormatError(path.string() + ": " + field + " is " + value +
-                      "; rlcore trains plain LoRA (no DoRA, rsLoRA, per-module ranks, layer filters, biases or "
+                      "; rlcore trains plain LoRA and rsLoRA (no DoRA, per-module ranks, layer filters, biases or "
                       "extra trained modules)");
   };
   const std::string peft_type = config.value("peft_type", std::string("LORA"));
   if (peft_type != "LORA") refuse("peft_type", "'" + peft_type + "'");
-  for (const char* flag : {"use_dora", "use_rslora", "fan_in_fan_out", "lora_bias"})
+  for (const char* flag : {"use_dora", "fan_in_fan_out", "lora_bias"})
     if (config.contains(flag) && config.at(flag).is_boolean() && config.at(flag).get<bool>()) refuse(flag, "true");
   if (config.contains("bias") && config.at("bias") != "none") refuse("bias", config.at("bias").dump());
   for (const char* field : {"rank_pattern", "alpha_pattern", "layers_to_transform", "modules_to_save",
@@ -81,7 +81,7 @@ void write_peft_adapter(const std::string& dir_text, const LoraAdapters& adapter
                                  {"lora_dropout", 0.0},
                                  {"bias", "none"},
                                  {"fan_in_fan_out", false},
-                                 {"use_rslora", false},
+                                 {"use_rslora", adapters.options().use_rslora},
                                  {"init_lora_weights", true},
                                  {"inference_mode", true},
                                  {"base_model_name_or_path", base_model}};
@@ -101,6 +101,7 @@ LoraOptions read_peft_adapter_options(const std::string& dir) {
     options.lora_rank = config.at("r").get<int64_t>();
     options.lora_alpha = config.at("lora_alpha").get<double>();
     options.target_modules = one_or_many(config.at("target_modules"));
+    options.use_rslora = config.value("use_rslora", false);
     if (config.contains("exclude_modules") && !config.at("exclude_modules").is_null())
       options.exclude_modules = one_or_many(config.at("exclude_modules"));
     if (options.lora_rank < 1) throw FormatError(config_path.string() + ": r must be >= 1");
@@ -116,6 +117,12 @@ void read_peft_adapter(const std::string& dir_text, LoraAdapters& adapters) {
   if (saved.lora_rank != adapters.options().lora_rank)
     throw FormatError((dir / kConfigFile).string() + ": r = " + std::to_string(saved.lora_rank) +
                       ", lora.lora_rank is " + std::to_string(adapters.options().lora_rank));
+  if (saved.lora_alpha != adapters.options().lora_alpha || saved.use_rslora != adapters.options().use_rslora) {
+    throw FormatError((dir / kConfigFile).string() + ": lora_alpha = " + std::to_string(saved.lora_alpha) +
+                      ", use_rslora = " + (saved.use_rslora ? "true" : "false") + "; lora.lora_alpha is " +
+                      std::to_string(adapters.options().lora_alpha) + ", lora.use_rslora " +
+                      (adapters.options().use_rslora ? "true" : "false") + " (the adapters would be scaled otherwise)");
+  }
   const SafetensorsFile file(dir / kWeightsFile);
   std::set<std::string> expected;
   for (const auto& pair : adapters.pairs())

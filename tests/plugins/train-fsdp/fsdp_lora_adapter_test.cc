@@ -145,6 +145,32 @@ TEST_CASE("an adapter PEFT made (lora_adapter_path) gives PEFT's log-probs and t
   CHECK((engine.forward(batch, {}).log_prob - trained_peft).abs().max().item<double>() < 1e-5);
 }
 
+TEST_CASE("an rsLoRA adapter PEFT made scales by alpha / sqrt(r), as PEFT does", "[fsdp][lora][peft]") {
+  TempDir dir, adapter, scratch, saved;
+  write_tiny_checkpoint(dir.path());
+  const rlcore::Batch batch = lora_batch(tiny_config().vocab_size);
+  rlcore::save_safetensors(scratch.path() / "inputs.safetensors", {{"input_ids", batch.tensor("input_ids")}});
+  const fs::path out = scratch.path() / "peft.safetensors";
+  rlcore_test::run_reference(rlcore_test::reference_script("plugins/train-fsdp/reference/peft_make_adapter.py"),
+                             {dir.str(), adapter.str(), (scratch.path() / "inputs.safetensors").string(), out.string(),
+                              "4", "8", R"(["q_proj", "down_proj"])", "null", "1"});
+  FsdpEngine engine(from_adapter(adapter.path()), context_for(dir.str()));
+  CHECK(engine.lora().options().use_rslora);
+  CHECK(engine.lora().scaling() == 4.0);  // 8 / sqrt(4)
+  const at::Tensor peft_log_prob = response_log_probs(rlcore::SafetensorsFile(out).load("logits"), batch);
+  CHECK((engine.forward(batch, {}).log_prob - peft_log_prob).abs().max().item<double>() < 1e-5);
+
+  // Saved and resumed with the flag; an engine configured without it is refused, naming both.
+  engine.save_checkpoint(saved.str());
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(saved.path() / "lora_adapter/adapter_config.json"));
+  CHECK(config.at("use_rslora") == true);
+  FsdpOptions plain = lora_options(4, {"q_proj", "down_proj"});
+  plain.lora.lora_alpha = 8;
+  FsdpEngine resumed(plain, context_for(dir.str()));
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { resumed.load_checkpoint(saved.str()); }),
+             Catch::Contains("use_rslora = true") && Catch::Contains("lora.use_rslora false"));
+}
+
 TEST_CASE("lora_adapter_path refuses, by name, an adapter it cannot train", "[fsdp][lora]") {
   TempDir dir, saved;
   write_tiny_checkpoint(dir.path());

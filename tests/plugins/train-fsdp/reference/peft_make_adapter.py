@@ -7,7 +7,8 @@ init_lora_weights=False, so B is not zero), saves it to ADAPTER_DIR
 TARGETS and EXCLUDES are JSON: a string (PEFT: a regular expression, or
 all-linear) or a list of names; EXCLUDES may be null.
 
-usage: peft_make_adapter.py BASE_DIR ADAPTER_DIR INPUTS.safetensors OUT.safetensors R ALPHA TARGETS EXCLUDES
+usage: peft_make_adapter.py BASE_DIR ADAPTER_DIR INPUTS.safetensors OUT.safetensors R ALPHA TARGETS EXCLUDES [RSLORA]
+(RSLORA: 1 for use_rslora=True)
 """
 import json
 import sys
@@ -18,11 +19,12 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM
 
 
-def main(base_dir, adapter_dir, inputs_path, out_path, rank, alpha, targets, excludes):
+def main(base_dir, adapter_dir, inputs_path, out_path, rank, alpha, targets, excludes, rslora="0"):
     torch.manual_seed(0)
     base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
     config = LoraConfig(r=int(rank), lora_alpha=float(alpha), target_modules=json.loads(targets),
-                        exclude_modules=json.loads(excludes), init_lora_weights=False, task_type="CAUSAL_LM")
+                        exclude_modules=json.loads(excludes), use_rslora=rslora == "1", init_lora_weights=False,
+                        task_type="CAUSAL_LM")
     model = get_peft_model(base, config)
     model.eval()
     model.save_pretrained(adapter_dir)
@@ -37,6 +39,6 @@ def main(base_dir, adapter_dir, inputs_path, out_path, rank, alpha, targets, exc
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 9:
+    if len(sys.argv) not in (9, 10):
         sys.exit(__doc__)
     main(*sys.argv[1:])
