@@ -33,6 +33,7 @@ int run_command_config(const std::vector<std::string>& args, CommandIo io) {
     return 0;
   }
   const ResolvedConfig resolved = resolve_config(session.registry(), config_file, overrides);
+  for (const std::string& note : resolved.notes) io.err << "note: " << note << "\n";
   io.out << resolved.tree.to_yaml() << "\n";
   return 0;
 }

@@ -1,6 +1,8 @@
 // configure_run: the command-line handling the training commands share.
 #include "cli/commands.h"
 
+#include <spdlog/spdlog.h>
+
 namespace po = boost::program_options;
 
 namespace rlcore {
@@ -17,6 +19,7 @@ ConfiguredRun configure_run(const std::vector<std::string>& args, const std::str
   run.session = std::make_unique<Session>(run.common.plugin_paths);
   run.resolved = resolve_config(run.session->registry(), config_file, overrides);
   if (run.common.log_level.empty()) apply_log_level(run.resolved.config.trainer.log_level);
+  for (const std::string& note : run.resolved.notes) spdlog::warn("{}", note);
   return run;
 }
 

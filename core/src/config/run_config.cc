@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "config/verl_keys.h"
 #include "rlcore/core/metrics.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
@@ -183,8 +184,12 @@ const ComponentEntry& component(const Registry& registry, const std::string& kin
                                const std::string& key) {
   if (const ComponentEntry* entry = registry.find(kind, name)) return *entry;
   const std::string known = join(registry.names(kind));
+  const bool in_process_server = kind == "inference_engine" && (name == "vllm" || name == "sglang");
   throw ConfigError("key " + key + ": no " + kind + " named '" + name + "' is registered (known: " +
-                    (known.empty() ? "none; is its plugin on --plugins?" : known) + ")");
+                    (known.empty() ? "none; is its plugin on --plugins?" : known) + ")" +
+                    (in_process_server ? "; rlcore drives a vLLM or SGLang server you start with vllm_bridge "
+                                         "(docs/vllm-bridge.md), or generates in its workers with native"
+                                       : ""));
 }
 
 // The engines, estimator and loss a config selects, each given its keys.
@@ -328,6 +333,7 @@ ResolvedConfig resolve_config(const Registry& registry, const std::string& confi
   ResolvedConfig resolved;
   resolved.tree = config_file.empty() ? ConfigNode::parse("", "<defaults>") : ConfigNode::load_file(config_file);
   apply_overrides(resolved.tree, overrides);
+  resolved.notes = apply_verl_key_rules(resolved.tree);
   resolved.config = run_config_schema().parse(resolved.tree);
   RunConfig& config = resolved.config;
   reconcile_pool_size(resolved.tree, overrides, "trainer.nnodes", config.trainer.nnodes, "runtime.nnodes",

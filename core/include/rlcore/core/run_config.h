@@ -108,9 +108,13 @@ RLCORE_API ConfigNode estimator_options(const Registry& registry, const std::str
 struct ResolvedConfig {
   ConfigNode tree;  // with defaults of the core keys filled in
   RunConfig config;
+  // One line per verl key that has no effect in rlcore (docs/user-guide.md#verl-keys),
+  // for the commands to show; such keys are gone from `tree`.
+  std::vector<std::string> notes;
 };
 
-// Loads `config_file` (none when empty), applies `overrides`, validates every key
+// Loads `config_file` (none when empty), applies `overrides`, handles verl's keys
+// that rlcore has no key for (config/verl_keys.h), validates every key
 // (core and selected components) and fills in defaults. Components of the
 // trainer sections (engines, estimator, policy loss) are validated when the
 // config has that section. Throws ConfigError or PluginError naming the key
