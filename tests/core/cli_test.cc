@@ -20,6 +20,18 @@
 using cli_test::read_file;
 using cli_test::run;
 
+namespace {
+
+// Each line of `text` parsed as JSON (rlcore grade's output).
+std::vector<nlohmann::json> json_lines(const std::string& text) {
+  std::istringstream lines(text);
+  std::vector<nlohmann::json> records;
+  for (std::string line; std::getline(lines, line);) records.push_back(nlohmann::json::parse(line));
+  return records;
+}
+
+}  // namespace
+
 TEST_CASE("rlcore plugins lists the reward plugin's graders without --plugins", "[cli]") {
   const auto result = run({"plugins"});
   CHECK(result.status == 0);
@@ -122,10 +134,7 @@ TEST_CASE("rlcore grade scores JSONL lines and prints a summary", "[cli]") {
                             "\n";
   auto result = run({"grade", "--grader", "gsm8k", "format_score=0.1"}, input);
   REQUIRE(result.status == 0);
-  std::istringstream lines(result.out);
-  std::string line;
-  std::vector<nlohmann::json> records;
-  while (std::getline(lines, line)) records.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> records = json_lines(result.out);
   REQUIRE(records.size() == 4);
   CHECK(records[0]["score"] == 1.0);
   CHECK(records[1]["score"] == 0.0);
@@ -169,10 +178,7 @@ TEST_CASE("rlcore grade re-scores the trainer's dumps and verl data rows as they
   const auto result = run({"grade", "--grader", "search_r1_like_qa_em"}, input);
   INFO(result.err);
   REQUIRE(result.status == 0);
-  std::istringstream lines(result.out);
-  std::string line;
-  std::vector<nlohmann::json> records;
-  while (std::getline(lines, line)) records.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> records = json_lines(result.out);
   REQUIRE(records.size() == 3);
   CHECK(records[0]["score"] == 1.0);
   CHECK(records[1]["score"] == 0.0);
@@ -194,10 +200,7 @@ TEST_CASE("rlcore grade runs verl's custom reward function for every sample", "[
                     input);
   INFO(result.err);
   REQUIRE(result.status == 0);
-  std::istringstream lines(result.out);
-  std::string line;
-  std::vector<nlohmann::json> records;
-  while (std::getline(lines, line)) records.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> records = json_lines(result.out);
   REQUIRE(records.size() == 3);
   CHECK(records[0]["score"] == 2.5);
   CHECK(records[0]["nested_index"] == 3.0);
