@@ -3,7 +3,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -94,12 +93,6 @@ double device_copy_gbps(int64_t bytes, int reps, const at::Device& device) {
     best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
   }
   return static_cast<double>(bytes) / best / 1e9;
-}
-
-int64_t max_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }
 
 }  // namespace rlcore::bench

@@ -29,7 +29,4 @@ double device_copy_gbps(int64_t bytes, int reps, const at::Device& device);
 // Waits until the work queued on `device` so far is done (a no-op on the CPU).
 void wait_for_device(const at::Device& device);
 
-// The process's peak resident set so far, in bytes.
-int64_t max_rss_bytes();
-
 }  // namespace rlcore::bench

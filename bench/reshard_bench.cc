@@ -4,10 +4,13 @@
 // baseline, every engine made through the plugin registry as `rlcore` makes
 // them. Prints one table row (bench/run_reshard_bench.sh): the slowest rank's
 // swap times, aggregate GB/s against a memcpy of the same bytes run on every
-// rank at once, bytes gathered and ledger / RSS peaks per rank.
+// rank at once, bytes gathered and the ledger's and the measured swap peaks per
+// rank (SwapStats: the process's high-water mark, which the manager's meter
+// resets at each swap, so getrusage's maximum would not be the run's).
 //
 //   bench_reshard --model DIR --plugins DIR --world N [--trainer fsdp|megatron] [--train-tp T] [--train-pp P]
-//                 [--tp T] [--mode bucketed|naive] [--rollout-dtype D] [--reps N] [--threads N] [--header]
+//                 [--tp T] [--mode bucketed|naive] [--gather-into-bucket true|false] [--rollout-dtype D]
+//                 [--reps N] [--threads N] [--header]
 // Without --rank it is the launcher: it hosts the rendezvous store and runs the N ranks.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -41,6 +44,7 @@ using namespace rlcore;
 
 struct Args {
   std::string model, plugins, trainer = "fsdp", mode = "bucketed", rollout_dtype = "bfloat16";
+  std::string gather_into_bucket = "true";  // the bucketed manager's option
   int64_t world = 2, train_tp = 1, train_pp = 1, tp = 1, rank = -1;
   int port = 0, reps = 3, threads = 1;
   bool header = false;
@@ -52,6 +56,10 @@ std::string layout_name(const Args& a) {
                                                 std::to_string(a.train_pp) + " dp=" +
                                                 std::to_string(a.world / (a.train_tp * a.train_pp));
   return train + " -> tp=" + std::to_string(a.tp) + " dp=" + std::to_string(a.world / a.tp);
+}
+
+std::string mode_name(const Args& a) {
+  return a.mode == "bucketed" && a.gather_into_bucket == "false" ? "bucketed (gather apart)" : a.mode;
 }
 
 MeshShape mesh_of(const Args& a) {
@@ -111,14 +119,17 @@ int run_rank(const Args& a) {
     engines.layout.tp_size = comm->group(kRolloutTpGroup).size();
     engines.layout.tp_rank = comm->group(kRolloutTpGroup).rank();
   }
-  auto manager = registry.create<ShardingManager>(a.mode);
+  const ConfigNode manager_options =
+      a.mode == "bucketed" ? ConfigNode::parse("{gather_into_bucket: " + a.gather_into_bucket + "}", "bench")
+                           : ConfigNode();
+  auto manager = registry.create<ShardingManager>(a.mode, manager_options);
   manager->attach(engines);
 
   const CommGroup& world = comm->world();
-  const int64_t rss_before = bench::max_rss_bytes();
   double to_rollout = 1e30, to_train = 1e30;
   SwapStats best;
   int64_t peak = 0;
+  int64_t measured = 0;
   for (int r = 0; r < a.reps; ++r) {
     world.barrier();
     const SwapStats in = manager->to_rollout(r + 1);
@@ -128,8 +139,9 @@ int run_rank(const Args& a) {
     to_rollout = std::min(to_rollout, slowest_in);
     to_train = std::min(to_train, reduce(world, out.seconds, true));
     peak = std::max({peak, in.planned_peak_bytes, out.planned_peak_bytes});
+    measured = std::max({measured, in.measured_peak_bytes, out.measured_peak_bytes});
   }
-  const double rss_growth = reduce(world, static_cast<double>(bench::max_rss_bytes() - rss_before), true);
+  const double measured_max = reduce(world, static_cast<double>(measured), true);
   const double bucket_bytes = static_cast<double>(best.bytes_moved);
   const double all_bytes = reduce(world, bucket_bytes, false);
   // Every rank copies its own bucket's bytes at the same time, as in the swap.
@@ -142,16 +154,16 @@ int run_rank(const Args& a) {
   if (a.rank != 0) return 0;
   if (a.header) {
     std::printf("| layout | rollout dtype | mode | ranks | bucket MB/rank | to_rollout s | to_train s | swap GB/s | memcpy GB/s | "
-                "ratio | gather s | convert + copy s | gathered MB/rank | ledger peak MB/rank | RSS growth MB/rank |\n"
+                "ratio | gather s | convert + copy s | gathered MB/rank | ledger peak MB/rank | measured peak MB/rank |\n"
                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   }
   const double swap_gbps = all_bytes / to_rollout / 1e9;
   const double memcpy_gbps = all_bytes / memcpy_s / 1e9;
   std::printf("| %s | %s | %s | %lld | %.1f | %.4f | %.4f | %.2f | %.2f | %.2f | %.4f | %.4f | %.1f | %.1f | %.1f |\n",
-              layout_name(a).c_str(), a.rollout_dtype.c_str(), a.mode.c_str(), static_cast<long long>(a.world),
+              layout_name(a).c_str(), a.rollout_dtype.c_str(), mode_name(a).c_str(), static_cast<long long>(a.world),
               bucket_bytes / 1e6, to_rollout, to_train, swap_gbps, memcpy_gbps, swap_gbps / memcpy_gbps, gather_s,
               convert_s, gathered / 1e6,
-              peak_max / 1e6, rss_growth / 1e6);
+              peak_max / 1e6, measured_max / 1e6);
   std::fflush(stdout);
   return 0;
 }
@@ -193,6 +205,7 @@ int main(int argc, char** argv) {
       "train-tp", po::value(&a.train_tp), "megatron tensor parallel")("train-pp", po::value(&a.train_pp),
                                                                         "megatron pipeline parallel")(
       "tp", po::value(&a.tp), "rollout tensor parallel")("mode", po::value(&a.mode), "bucketed | naive")(
+      "gather-into-bucket", po::value(&a.gather_into_bucket), "bucketed: true (default) | false")(
       "rollout-dtype", po::value(&a.rollout_dtype), "native dtype (default bfloat16)")(
       "reps", po::value(&a.reps), "swaps (default 3)")("threads", po::value(&a.threads), "intra-op threads per rank")(
       "header", po::bool_switch(&a.header), "print the table header first")("rank", po::value(&a.rank), "internal")(

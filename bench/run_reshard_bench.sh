@@ -3,15 +3,16 @@
 # and the plugins, writes a random bf16 llama checkpoint per size with
 # `rlcore model init` (kept in BUILD_DIR/bench-reshard, seeded), and prints one
 # row per (case, mode): fsdp dp=2 -> tp=1, fsdp dp=4 -> tp=2 dp=2, and the
-# train-megatron cases tp=2 -> tp=1, tp=1 -> tp=2, pp=2 -> pp=1, tp=2 pp=2 -> tp=1.
-#   bench/run_reshard_bench.sh [--build-dir DIR] [--models tiny,100m] [--modes bucketed,naive]
+# train-megatron cases tp=2 -> tp=1, tp=1 -> tp=2, pp=2 -> pp=1, tp=2 pp=2 -> tp=1. Mode "apart"
+# is bucketed with hybrid_engine.gather_into_bucket: false (fsdp units gathered, then copied in).
+#   bench/run_reshard_bench.sh [--build-dir DIR] [--models tiny,100m] [--modes bucketed,apart,naive]
 #                              [--rollout-dtype D] [--reps N] [--no-build]
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=$repo/build
 models=100m
-modes=bucketed,naive
+modes=bucketed,apart,naive
 rollout_dtype=bfloat16
 reps=3
 build=1
@@ -49,8 +50,14 @@ for size in ${models//,/ }; do
   echo "model $size"
   for case in "${cases[@]}"; do
     for mode in ${modes//,/ }; do
+      mode_args=(--mode "$mode")
+      if [[ $mode == apart ]]; then
+        # Only fsdp gathers into the bucket: elsewhere "apart" is plain bucketed.
+        [[ $case == *megatron* || $case == *--tp* ]] && continue
+        mode_args=(--mode bucketed --gather-into-bucket false)
+      fi
       # shellcheck disable=SC2086
-      "$build_dir/bin/bench_reshard" --model "$work/$size" --plugins "$build_dir/plugins" $case --mode "$mode" \
+      "$build_dir/bin/bench_reshard" --model "$work/$size" --plugins "$build_dir/plugins" $case "${mode_args[@]}" \
         --rollout-dtype "$rollout_dtype" --reps "$reps" $header
       header=
     done

@@ -2,8 +2,8 @@
 // rollout in one process (dp 1), swapped train -> rollout -> train by the
 // `bucketed` or `naive` sharding manager. Prints one table row: swap times,
 // effective GB/s against memcpy of the same bytes measured in this run (warm
-// buffers, and into freshly allocated memory as a bucket is), ledger peak and
-// peak-RSS growth during the swaps (bench/run_swap_bench.sh).
+// buffers, and into freshly allocated memory as a bucket is), and the ledger's
+// and the measured swap peaks (bench/run_swap_bench.sh).
 //
 //   bench_swap --model DIR --mode bucketed|naive [--bucket-release lazy_free|unmap] [--train-dtype D] [--rollout-dtype
 //   D]
@@ -37,7 +37,6 @@ namespace {
 namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
 using namespace rlcore;
-using bench::max_rss_bytes;
 using bench::memcpy_gbps;
 
 std::string short_dtype(const std::string& dtype) {
@@ -97,7 +96,6 @@ int main(int argc, char** argv) {
     manager.attach(
         {actor, rollout, std::make_shared<hybrid::IdentityAdaptor>(), std::make_shared<hybrid::EngineOffloader>(), {}});
     const int64_t bytes = manager.plan().bucket_bytes;
-    const int64_t rss_before = max_rss_bytes();
     double to_rollout = 1e30, to_train = 1e30, first_to_rollout = 0;
     SwapStats best;
     int64_t peak = 0;
@@ -121,7 +119,6 @@ int main(int argc, char** argv) {
       measured_peak = std::max({measured_peak, in.measured_peak_bytes, out.measured_peak_bytes});
     }
     const double gbps = static_cast<double>(bytes) / to_rollout / 1e9;
-    const double rss_growth = static_cast<double>(max_rss_bytes() - rss_before);
     // After the swaps, so the reference's buffers do not raise the RSS high-water mark first.
     // On a GPU both references are its device-to-device copy (there is no page-fault cost to split out).
     const double memcpy =
@@ -131,8 +128,8 @@ int main(int argc, char** argv) {
       std::printf(
           "| model | train master (compute) -> rollout | mode | threads | rollout bytes | first to_rollout s | "
           "to_rollout s | to_train s | swap GB/s | memcpy GB/s | ratio | fresh memcpy GB/s | ratio fresh | "
-          "gather / convert / copy s | ledger peak MB | measured peak MB | peak RSS growth MB |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+          "gather / convert / copy s | ledger peak MB | measured peak MB |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     }
     std::string mode_label = mode == "naive" ? mode : mode + " (" + hybrid_options.bucket_release + ")";
     if (lora_rank > 0) {
@@ -141,11 +138,11 @@ int main(int argc, char** argv) {
     }
     std::printf(
         "| %s | fp32 (%s compute) -> %s | %s | %d | %.1f MB | %.4f | %.4f | %.4f | %.2f | %.2f | %.2f | %.2f | "
-        "%.2f | %.3f / %.3f / %.3f | %.1f | %.1f | %.1f |\n",
+        "%.2f | %.3f / %.3f / %.3f | %.1f | %.1f |\n",
         model.substr(model.find_last_of('/') + 1).c_str(), short_dtype(train_dtype).c_str(),
         short_dtype(rollout_dtype).c_str(), mode_label.c_str(), threads, bytes / 1e6, first_to_rollout, to_rollout,
         to_train, gbps, memcpy, gbps / memcpy, memcpy_fresh, gbps / memcpy_fresh, best.gather_s, best.convert_s,
-        best.copy_s, peak / 1e6, measured_peak / 1e6, rss_growth / 1e6);
+        best.copy_s, peak / 1e6, measured_peak / 1e6);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "bench_swap: " << e.what() << "\n";

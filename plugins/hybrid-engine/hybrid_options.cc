@@ -24,7 +24,12 @@ OptionsSchema<HybridOptions> hybrid_options_schema() {
            "memory on a GPU), and later swaps rebuild only the adapted weights, with no collective. auto: when the "
            "training weights are sharded over ranks (one rank has no collective to save); false: every swap "
            "gathers every weight.",
-           one_of({"auto", "true", "false"}));
+           one_of({"auto", "true", "false"}))
+      .key("gather_into_bucket", &HybridOptions::gather_into_bucket,
+           "bucketed: the actor engine gathers each unit straight into the bucket, where the engine can "
+           "(capability gather_into_buffer: fsdp) and the rollout lays the unit's weights out as the trainer "
+           "does; a swap then holds no gathered copy (on NCCL: one all-gather into the bucket per unit). false: "
+           "every unit is gathered into memory of its own and copied in.");
   return schema;
 }
 

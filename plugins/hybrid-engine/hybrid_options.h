@@ -24,6 +24,8 @@ struct HybridOptions {
   // LoRA actors: gather the frozen base once, then rebuild only the adapted weights (LoraSwap):
   // auto (when the training weights are sharded over ranks, so a gather is a collective) | true | false.
   std::string lora_base_cache = "auto";
+  // Gather the actor's units straight into the bucket where the engine can (GathersIntoBuffers).
+  bool gather_into_bucket = true;
 };
 
 OptionsSchema<HybridOptions> hybrid_options_schema();

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include "identity_adaptor.h"
 #include "rlcore/device.h"
 #include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
@@ -17,11 +18,18 @@ int64_t tensor_bytes(const at::Tensor& t) {
   return static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
 }
 
+// The engine gathered `full` straight into `out` (a direct gather): nothing to convert.
+bool gathered_in_place(const at::Tensor& full, const at::Tensor& out) {
+  return full.data_ptr() == out.data_ptr() && full.scalar_type() == out.scalar_type() &&
+         full.sizes() == out.sizes() && full.strides() == out.strides();
+}
+
 }  // namespace
 
 HybridShardingManager::HybridShardingManager(const HybridOptions& options, SwapMode mode)
     : offload_(offload_set(options)),
       lora_base_cache_(options.lora_base_cache),
+      gather_into_bucket_(options.gather_into_bucket),
       mode_(mode),
       bucket_memory_(bucket_release(options)) {}
 
@@ -52,6 +60,7 @@ void HybridShardingManager::attach(HybridEngines engines) {
   lora_.reset();
   const bool cache = lora_base_cache_ == "true" || (lora_base_cache_ == "auto" && sharded);
   if (mode_ == SwapMode::kBucketed && cache) lora_ = LoraSwap::for_engine(*engines_.train, plan_);
+  direct_ = plan_direct();
   if (mode_ == SwapMode::kBucketed) {
     engines_.rollout->sleep();
     ledger_.set("rollout_weights", 0);
@@ -60,6 +69,15 @@ void HybridShardingManager::attach(HybridEngines engines) {
   }
   note_train_state();
   in_rollout_ = false;
+}
+
+DirectGatherPlan HybridShardingManager::plan_direct() const {
+  auto* gatherer = capability<GathersIntoBuffers>(*engines_.train);
+  // Only the identity adaptor over whole tensors promises that a bucket tensor is a plain copy of its source.
+  const bool plain_copies = dynamic_cast<const IdentityAdaptor*>(engines_.adaptor.get()) != nullptr &&
+                            engines_.layout.tp_size == 1 && engines_.layout.pp_size == 1;
+  if (mode_ != SwapMode::kBucketed || !gather_into_bucket_ || lora_ || !gatherer || !plain_copies) return {};
+  return plan_direct_gathers(plan_, gatherer->full_parameter_gathers());
 }
 
 int64_t HybridShardingManager::received_bytes(const std::string& name, const at::Tensor& full) const {
@@ -79,7 +97,20 @@ void HybridShardingManager::note_peaks(const PeakMemoryMeter& meter, SwapStats& 
   stats.measured_per_swap = meter.per_phase();
 }
 
-void HybridShardingManager::fill_bucket(std::vector<at::Tensor>& outputs, SwapStats& stats) {
+void HybridShardingManager::fill_bucket(const at::Tensor& bucket, std::vector<at::Tensor>& outputs,
+                                        SwapStats& stats) {
+  if (!lora_ && direct_.direct_count() > 0) {
+    auto destination = [&](size_t gather) {
+      const DirectGather& placed = direct_.gathers.at(gather);
+      if (!placed.direct()) return at::Tensor();
+      const int64_t bytes = placed.numel * static_cast<int64_t>(c10::elementSize(placed.dtype));
+      return bucket.narrow(0, placed.byte_offset, bytes).view(placed.dtype);
+    };
+    fill(outputs, stats, [&](const FullParameterVisitor& visit) {
+      capability<GathersIntoBuffers>(*engines_.train)->for_each_full_parameter_into(destination, visit);
+    });
+    return;
+  }
   if (!lora_) {
     fill(outputs, stats, [this](const FullParameterVisitor& visit) { engines_.train->for_each_full_parameter(visit); });
     return;
@@ -109,6 +140,11 @@ void HybridShardingManager::fill(std::vector<at::Tensor>& outputs, SwapStats& st
     if (targets == plan_.targets_of.end()) return;  // e.g. a head the rollout does not serve
     for (size_t index : targets->second) {
       const PlannedTensor& planned = plan_.tensors[index];
+      if (gathered_in_place(full, outputs[index])) {
+        stats.bytes_moved += planned.bytes;
+        filled[index] = true;
+        continue;
+      }
       std::vector<at::Tensor>& sources = pending[index];
       sources.push_back(full);
       pending_bytes += tensor_bytes(full);
@@ -169,7 +205,7 @@ SwapStats HybridShardingManager::to_rollout(int64_t version) {
     at::Tensor bucket = bucket_memory_.allocate(plan_.bucket_bytes, device_);
     ledger_.set("bucket", plan_.bucket_bytes);
     outputs = bucket_views(plan_, bucket);
-    fill_bucket(outputs, stats);
+    fill_bucket(bucket, outputs, stats);
     hand_over(outputs, version, stats);
     outputs.clear();
     bucket.reset();

@@ -2,8 +2,10 @@
 //   bucketed: one bucket per PP stage, allocated at to_rollout, filled tensor
 //     by tensor as the trainer gathers its units, adopted by the engine
 //     (zero-copy); to_train puts the engine to sleep, so no rollout byte stays.
-//     With a LoRA actor, swaps after the first rebuild only the adapted
-//     weights from a cache of the frozen base (LoraSwap).
+//     A train engine that GathersIntoBuffers gathers each unit laid out as the
+//     bucket is straight into it (DirectGatherPlan). With a LoRA actor, swaps
+//     after the first rebuild only the adapted weights from a cache of the
+//     frozen base (LoraSwap).
 //   naive: the full-gather baseline: every full training tensor is gathered
 //     and kept, then converted into separate tensors the awake engine copies;
 //     the rollout keeps its own full copy between swaps.
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "bucket_memory.h"
+#include "direct_gather.h"
 #include "hybrid_options.h"
 #include "lora_swap.h"
 #include "rlcore/device.h"
@@ -35,6 +38,8 @@ class HybridShardingManager : public ShardingManager {
   const MemoryLedger& ledger() const override { return ledger_; }
 
   const SwapPlan& plan() const { return plan_; }
+  // Which of the train engine's gathers land in the bucket (empty: none can).
+  const DirectGatherPlan& direct_gathers() const { return direct_; }
 
  protected:
   HybridShardingManager(const HybridOptions& options, SwapMode mode);
@@ -42,10 +47,14 @@ class HybridShardingManager : public ShardingManager {
  private:
   // Gathers (through `walk`: the engine's for_each_full_parameter or an
   // equivalent), converts into `outputs` (one per planned tensor) and times it.
+  // A visited tensor that already is its output (gathered in place) is not copied.
   void fill(std::vector<at::Tensor>& outputs, SwapStats& stats,
             const std::function<void(const FullParameterVisitor&)>& walk);
-  // The bucketed swap's fill: from the engine, or with LoRA through the base cache.
-  void fill_bucket(std::vector<at::Tensor>& outputs, SwapStats& stats);
+  // The bucketed swap's fill: from the engine (straight into `bucket` where
+  // direct_ allows), or with LoRA through the base cache.
+  void fill_bucket(const at::Tensor& bucket, std::vector<at::Tensor>& outputs, SwapStats& stats);
+  // direct_ for the attached engines (empty where the engine, adaptor or layout rule it out).
+  DirectGatherPlan plan_direct() const;
   void hand_over(const std::vector<at::Tensor>& outputs, int64_t version, SwapStats& stats);
   void note_train_state();
   // The swap's planned (ledger) and measured (device) peaks into `stats`.
@@ -54,10 +63,12 @@ class HybridShardingManager : public ShardingManager {
 
   OffloadSet offload_;
   std::string lora_base_cache_;  // auto | true | false
+  bool gather_into_bucket_;
   SwapMode mode_;
   BucketMemory bucket_memory_;
   HybridEngines engines_;
   SwapPlan plan_;
+  DirectGatherPlan direct_;
   std::unique_ptr<LoraSwap> lora_;  // bucketed mode, a LoRA actor, lora_base_cache on (or auto and sharded)
   // What of a gathered tensor came from other ranks (full minus this rank's piece).
   int64_t received_bytes(const std::string& name, const at::Tensor& full) const;

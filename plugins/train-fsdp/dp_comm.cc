@@ -55,10 +55,24 @@ at::Tensor DpComm::reduce_scatter_mean(at::Tensor& full, at::ScalarType dtype) c
 
 at::Tensor DpComm::all_gather_flat(const at::Tensor& shard) const {
   if (!group_) return shard;
+  at::Tensor full = at::empty({shard.numel() * size()}, shard.options());
+  all_gather_into(shard, full);
+  return full;
+}
+
+void DpComm::all_gather_into(const at::Tensor& shard, at::Tensor output) const {
+  if (!group_) {
+    output.copy_(shard);  // rounds on the fly: no converted temporary
+    return;
+  }
+  at::Tensor mine = shard.to(output.scalar_type()).contiguous();
   // Gathering only moves bytes: bf16 travels as fp16 bits, which Gloo can carry and bf16 it cannot.
-  if (shard.scalar_type() == at::kBFloat16)
-    return at::cat(group_->all_gather(shard.contiguous().view(at::kHalf))).view(at::kBFloat16);
-  return at::cat(group_->all_gather(shard.contiguous()));
+  if (output.scalar_type() == at::kBFloat16) {
+    at::Tensor bits = output.view(at::kHalf);
+    group_->all_gather_into(mine.view(at::kHalf), bits);
+    return;
+  }
+  group_->all_gather_into(mine, output);
 }
 
 void DpComm::barrier() const {

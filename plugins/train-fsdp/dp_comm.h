@@ -35,6 +35,9 @@ class DpComm {
   at::Tensor reduce_scatter_mean(at::Tensor& full, at::ScalarType dtype) const;
   // Every rank's 1-D `shard` (equal sizes, any dtype), concatenated in rank order.
   at::Tensor all_gather_flat(const at::Tensor& shard) const;
+  // The same into `output` (1-D, contiguous, size() x shard elements), in
+  // output's dtype (each rank's shard is rounded to it before the gather).
+  void all_gather_into(const at::Tensor& shard, at::Tensor output) const;
   void barrier() const;
 
  private:

@@ -153,6 +153,26 @@ at::Tensor FsdpEngine::gather_full(int64_t unit, at::ScalarType dtype) const {
   return dp_.all_gather_flat(shard.to(dtype));
 }
 
+void FsdpEngine::check_destination(int64_t unit, const at::Tensor& into) const {
+  const UnitLayout& layout = layouts_[static_cast<size_t>(unit)];
+  if (into.dim() != 1 || !into.is_contiguous() || into.numel() < layout.padded() || into.device() != device_ ||
+      !at::isFloatingType(into.scalar_type())) {
+    throw ValueError("fsdp: the destination of unit '" + layout.name + "' must be a contiguous 1-D floating tensor of " +
+                     std::to_string(layout.padded()) + " elements or more on " + device_.str() + " (got " +
+                     std::to_string(into.numel()) + " of " + c10::toString(into.scalar_type()) + " on " +
+                     into.device().str() + ")");
+  }
+}
+
+at::Tensor FsdpEngine::gather_into(int64_t unit, const at::Tensor& into) const {
+  const UnitLayout& layout = layouts_[static_cast<size_t>(unit)];
+  const at::Tensor& shard = shards_[static_cast<size_t>(unit)].param.device();
+  if (!shard.defined()) throw ValueError("fsdp: parameters of unit '" + layout.name + "' are offloaded");
+  at::Tensor full = into.narrow(0, 0, layout.padded());
+  dp_.all_gather_into(shard, full);
+  return full;
+}
+
 void FsdpEngine::install(int64_t unit, const std::vector<at::Tensor>& params) {
   for (size_t i = 0; i < params.size(); ++i) *slots_[unit][i] = params[i];
 }
@@ -255,17 +275,30 @@ std::vector<ParameterShard> FsdpEngine::parameter_shards() const {
   return shards;
 }
 
+void FsdpEngine::visit_unit(int64_t unit, const at::Tensor& full,
+                            const std::function<void(const std::string&, const at::Tensor&)>& visit,
+                            bool merge) const {
+  for (const UnitParam& p : layouts_[static_cast<size_t>(unit)].params) {
+    const at::Tensor weight = full.narrow(0, p.offset, p.numel).view(p.shape);
+    const LoraPair* adapter = merge ? lora_.adapter_of(p.name) : nullptr;
+    visit(p.name, adapter ? lora_.merged(*adapter, weight) : weight);
+  }
+}
+
+bool FsdpEngine::unit_has_adapter(int64_t unit) const {
+  for (const UnitParam& p : layouts_[static_cast<size_t>(unit)].params) {
+    if (lora_.adapter_of(p.name) != nullptr) return true;
+  }
+  return false;
+}
+
 void FsdpEngine::visit_full_parameters(const std::function<void(const std::string&, const at::Tensor&)>& visit,
                                        bool merge) {
   ResidentScope resident(*this, OffloadSet::kParams);
   at::NoGradGuard no_grad;
   for (size_t u = 0; u < layouts_.size(); ++u) {
-    const at::Tensor full = gather_full(static_cast<int64_t>(u));
-    for (const UnitParam& p : layouts_[u].params) {
-      const at::Tensor weight = full.narrow(0, p.offset, p.numel).view(p.shape);
-      const LoraPair* adapter = merge ? lora_.adapter_of(p.name) : nullptr;
-      visit(p.name, adapter ? lora_.merged(*adapter, weight) : weight);
-    }
+    const auto unit = static_cast<int64_t>(u);
+    visit_unit(unit, gather_full(unit), visit, merge);
   }
 }
 
@@ -276,6 +309,36 @@ void FsdpEngine::for_each_full_parameter(const std::function<void(const std::str
 void FsdpEngine::for_each_full_base_parameter(
     const std::function<void(const std::string&, const at::Tensor&)>& visit) {
   visit_full_parameters(visit, /*merge=*/false);
+}
+
+std::vector<GathersIntoBuffers::Gather> FsdpEngine::full_parameter_gathers() const {
+  std::vector<Gather> gathers;
+  for (const UnitLayout& layout : layouts_) {
+    Gather gather;
+    gather.numel = layout.padded();
+    for (const UnitParam& p : layout.params) {
+      gather.names.push_back(p.name);
+      gather.offsets.push_back(p.offset);
+      gather.numels.push_back(p.numel);
+    }
+    gathers.push_back(std::move(gather));
+  }
+  return gathers;
+}
+
+void FsdpEngine::for_each_full_parameter_into(
+    const std::function<at::Tensor(size_t gather)>& destination,
+    const std::function<void(const std::string&, const at::Tensor&)>& visit) {
+  ResidentScope resident(*this, OffloadSet::kParams);
+  at::NoGradGuard no_grad;
+  for (size_t u = 0; u < layouts_.size(); ++u) {
+    const auto unit = static_cast<int64_t>(u);
+    const at::Tensor into = destination(u);
+    if (into.defined()) check_destination(unit, into);
+    // One rank's parameters are full already: visiting them costs no memory and no copy.
+    const bool direct = into.defined() && dp_.size() > 1 && !unit_has_adapter(unit);
+    visit_unit(unit, direct ? gather_into(unit, into) : gather_full(unit), visit, /*merge=*/true);
+  }
 }
 
 std::vector<std::string> FsdpEngine::adapted_parameters() const {

@@ -38,7 +38,8 @@ class FsdpEngine final : public TrainEngine,
                          public DataParallel,
                          public OffloadsState,
                          public ComputesSumPiSquared,
-                         public TrainsLowRankAdapters {
+                         public TrainsLowRankAdapters,
+                         public GathersIntoBuffers {
  public:
   // Reads context.model_path (config.json + safetensors); each rank copies
   // only its slices. A value head missing from the checkpoint is initialised
@@ -59,6 +60,12 @@ class FsdpEngine final : public TrainEngine,
   void for_each_full_base_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) override;
   // Local: every rank holds all adapters.
   at::Tensor merged_parameter(const std::string& name, const at::Tensor& base) override;
+  // One gather per unit: its flat buffer, padded to a multiple of the dp size.
+  std::vector<Gather> full_parameter_gathers() const override;
+  // Destinations are used over several ranks; one rank visits its own (already full) shards, and a
+  // unit with a LoRA adapter is gathered into memory of its own (its weights are merged in fp32).
+  void for_each_full_parameter_into(const std::function<at::Tensor(size_t gather)>& destination,
+                                    const std::function<void(const std::string&, const at::Tensor&)>& visit) override;
 
   void save_checkpoint(const std::string& dir) override;
   void load_checkpoint(const std::string& dir) override;
@@ -95,12 +102,20 @@ class FsdpEngine final : public TrainEngine,
 
   // Every full parameter, gathered unit by unit; with `merge`, LoRA merged into the adapted ones.
   void visit_full_parameters(const std::function<void(const std::string&, const at::Tensor&)>& visit, bool merge);
+  // Visits the parameters of `unit` in `full` (its flat buffer).
+  void visit_unit(int64_t unit, const at::Tensor& full,
+                  const std::function<void(const std::string&, const at::Tensor&)>& visit, bool merge) const;
+  bool unit_has_adapter(int64_t unit) const;
   void init_shards();
   void load_initial_weights();
   std::vector<train::ShardState*> shard_states();  // in unit order
   // The unit's full flat buffer (padded) in `dtype`, gathered from every rank
   // (the shards are cast before the gather: 16-bit halves the traffic).
   at::Tensor gather_full(int64_t unit, at::ScalarType dtype = at::kFloat) const;
+  // The same into `into` (see GathersIntoBuffers); returns the unit's part of it.
+  at::Tensor gather_into(int64_t unit, const at::Tensor& into) const;
+  // ValueError naming the unit unless `into` can take its gather.
+  void check_destination(int64_t unit, const at::Tensor& into) const;
   // Points the skeleton's parameter slots at `params` (the unit's, in order) / back at meta placeholders.
   void install(int64_t unit, const std::vector<at::Tensor>& params);
   void uninstall(int64_t unit);

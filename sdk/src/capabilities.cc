@@ -14,13 +14,14 @@ RemoteGeneration::~RemoteGeneration() = default;
 BoundedSwapMemory::~BoundedSwapMemory() = default;
 ComputesSumPiSquared::~ComputesSumPiSquared() = default;
 TrainsLowRankAdapters::~TrainsLowRankAdapters() = default;
+GathersIntoBuffers::~GathersIntoBuffers() = default;
 
 const std::vector<std::string>& capability_names() {
   static const std::vector<std::string> names = {
       AdoptsWeights::kName,        DataParallel::kName,          TensorParallel::kName,
       PipelineParallel::kName,     OffloadsState::kName,         Sleeps::kName,
       RemoteGeneration::kName,     BoundedSwapMemory::kName,     ComputesSumPiSquared::kName,
-      TrainsLowRankAdapters::kName};
+      TrainsLowRankAdapters::kName, GathersIntoBuffers::kName};
   return names;
 }
 

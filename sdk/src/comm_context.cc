@@ -103,6 +103,30 @@ std::vector<at::Tensor> CommGroup::all_gather(const at::Tensor& tensor) const {
   return outputs[0];
 }
 
+void CommGroup::all_gather_into(const at::Tensor& input, at::Tensor& output) const {
+  if (output.dim() != 1 || !output.is_contiguous() || output.numel() != size() * input.numel() ||
+      output.scalar_type() != input.scalar_type() || output.device() != input.device()) {
+    throw ValueError("group '" + impl_->name + "': all_gather_into needs a contiguous 1-D output of " +
+                     std::to_string(size()) + " x " + std::to_string(input.numel()) + " elements of " +
+                     std::string(c10::toString(input.scalar_type())) + " on " + input.device().str() + " (got " +
+                     std::to_string(output.numel()) + " of " + c10::toString(output.scalar_type()) + " on " +
+                     output.device().str() + ")");
+  }
+  at::Tensor in = input.contiguous().view(-1);
+  if (size() == 1 && !impl_->backend) {
+    output.copy_(in);
+    return;
+  }
+  if (in.is_cuda() && impl_->device_backend == "nccl") {
+    wait_for(backend()._allgather_base(output, in), *this, "all_gather");
+    return;
+  }
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int64_t i = 0; i < size(); ++i) outputs[0].push_back(output.narrow(0, i * in.numel(), in.numel()));
+  std::vector<at::Tensor> inputs{in};
+  wait_for(backend().allgather(outputs, inputs), *this, "all_gather");
+}
+
 void CommGroup::reduce_scatter(const at::Tensor& input, at::Tensor& output) const {
   const int64_t chunk = input.numel() / size();
   if (input.dim() != 1 || chunk * size() != input.numel() || output.numel() != chunk) {

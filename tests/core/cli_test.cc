@@ -48,7 +48,7 @@ TEST_CASE("rlcore plugins lists each in-tree engine's capabilities", "[cli]") {
   const std::pair<const char*, const char*> expected[] = {
       {"inference_engine +native +infer-native", "adopts_weights,tensor_parallel,sleep"},
       {"inference_engine +vllm_bridge +infer-vllm-bridge", "sleep,remote"},
-      {"train_engine +fsdp +train-fsdp", "data_parallel,offload,sum_pi_squared,low_rank_adapters"},
+      {"train_engine +fsdp +train-fsdp", "data_parallel,offload,sum_pi_squared,low_rank_adapters,gather_into_buffer"},
       {"train_engine +megatron +train-megatron", "data_parallel,tensor_parallel,pipeline_parallel,offload,sum_pi_squared"},
       {"sharding_manager +bucketed +hybrid-engine", "bounded_swap_memory"},
       {"sharding_manager +naive +hybrid-engine", "-"},

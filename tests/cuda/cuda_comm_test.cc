@@ -36,9 +36,14 @@ std::vector<double> collectives(const rlcore::CommContext& comm, const at::Devic
   world.broadcast(root, 0);
   const std::vector<at::Tensor> gathered =
       world.all_gather(at::full({3}, static_cast<double>(comm.rank()), at::TensorOptions().device(gpu)));
+  // Into a view of a larger tensor, as into a swap's bucket (NCCL: one all-gather into it).
+  at::Tensor flat = at::zeros({world.size() * 2 + 1}, at::TensorOptions().device(gpu));
+  at::Tensor into = flat.narrow(0, 1, world.size() * 2);
+  world.all_gather_into(at::full({2}, static_cast<double>(comm.rank() + 1), into.options()), into);
   CHECK(sum.device() == gpu);
   std::vector<double> seen = {sum.sum().item<double>(), root.sum().item<double>()};
   for (const at::Tensor& t : gathered) seen.push_back(t.sum().item<double>());
+  seen.push_back(flat.to(at::kDouble).sum().item<double>());
   return seen;
 }
 
@@ -48,7 +53,7 @@ TEST_CASE("one rank's NCCL group reduces CUDA tensors", "[cuda]") {
   const at::Device gpu = require_gpu();
   rlcore::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
   const auto comm = join(store, "nccl1", 0, 1, "nccl");
-  CHECK(collectives(*comm, gpu) == std::vector<double>{4.0, 14.0, 0.0});
+  CHECK(collectives(*comm, gpu) == std::vector<double>{4.0, 14.0, 0.0, 2.0});
   // Host tensors of the same group still go through Gloo.
   at::Tensor host = at::ones({3});
   comm->world().all_reduce(host);
@@ -65,7 +70,8 @@ TEST_CASE("two ranks on one GPU reduce CUDA tensors through Gloo", "[cuda]") {
   auto other = std::async(std::launch::async, run, 1);
   const std::vector<double> mine = run(0);
   const std::vector<double> theirs = other.get();
-  const std::vector<double> expected = {12.0, 14.0, 0.0, 3.0};  // (1 + 2) x 4, 7 x 2, ranks 0 and 1 x 3
+  // (1 + 2) x 4, 7 x 2, ranks 0 and 1 x 3, (1 + 2) x 2 gathered into the view
+  const std::vector<double> expected = {12.0, 14.0, 0.0, 3.0, 6.0};
   CHECK(mine == expected);
   CHECK(theirs == expected);
 }

@@ -1,18 +1,22 @@
 // TrainEngine checks: forward outputs and one optimizer step against the
 // reference engine (fsdp) on the same tiny model, gradient accumulation,
-// checkpoint round trips, the HF export and offload/reload.
+// checkpoint round trips, the HF export, offload/reload, two dp ranks and
+// gathers into the caller's buffers.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "conformance/conformance.h"
 #include "conformance/tiny_model.h"
+#include "rlcore/capabilities.h"
 #include "rlcore/comm_context.h"
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/error.h"
@@ -303,18 +307,20 @@ Outcome check_offload_reload(CheckEnv& env) {
   return outcome;
 }
 
-// Two ranks (threads of this process, a gloo "dp" group over a file store)
-// each step on half of the rows == one rank on all of them.
-Outcome check_data_parallel(CheckEnv& env) {
-  constexpr int64_t kWorld = 2;
+constexpr int64_t kWorld = 2;
+
+// The candidate on two ranks: threads of this process with a gloo "dp" group
+// over a file store, each running `body` on its engine. Empty, or what went
+// wrong: `refused` when both ranks' factories refused the group.
+struct TwoRanks {
+  std::vector<std::string> errors = std::vector<std::string>(kWorld);
+  bool refused = false;
+};
+
+TwoRanks run_two_ranks(CheckEnv& env, const std::string& prefix,
+                       const std::function<void(int64_t rank, TrainEngine& engine)>& body) {
   const auto store = RendezvousStore::on_this_host();
-  const Batch batch = train_batch(4);
-  const Batch probe = train_batch(5);
-  std::vector<std::unique_ptr<CommContext>> comms(kWorld);
-  std::vector<std::shared_ptr<TrainEngine>> ranks(kWorld);
-  std::vector<model::NamedTensors> params(kWorld);
-  std::vector<at::Tensor> log_probs(kWorld);
-  std::vector<std::string> errors(kWorld);
+  TwoRanks result;
   std::vector<bool> refused(kWorld, false);
   std::vector<std::thread> threads;
   for (int64_t rank = 0; rank < kWorld; ++rank) {
@@ -322,40 +328,57 @@ Outcome check_data_parallel(CheckEnv& env) {
       try {
         ProcessGroupOptions options;
         options.store_file = store->file();
-        options.prefix = "conformance_dp";
+        options.prefix = prefix;
         options.rank = rank;
         options.local_rank = rank;
         options.world_size = kWorld;
         options.timeout = std::chrono::seconds(60);
-        comms[rank] = make_comm_context(options);
+        const std::unique_ptr<CommContext> comm = make_comm_context(options);
         ComponentContext context;
         context.model_path = env.tiny_model.string();
         context.total_training_steps = kTotalSteps;
-        context.comm = comms[rank].get();
+        context.comm = comm.get();
+        std::shared_ptr<TrainEngine> engine;
         try {
-          ranks[rank] = std::static_pointer_cast<TrainEngine>(
+          engine = std::static_pointer_cast<TrainEngine>(
               env.candidate.factory(train_options(env.candidate, env.candidate_options), context));
         } catch (...) {
           refused[rank] = true;
           throw;
         }
-        const int64_t rows = batch.size() / kWorld;
-        ranks[rank]->train_step(batch.slice(rank * rows, (rank + 1) * rows), forward_options(1.0, false), pg_loss);
-        log_probs[rank] =
-            ranks[rank]->forward(probe.slice(rank * rows, (rank + 1) * rows), forward_options(1.0, false)).log_prob;
-        params[rank] = full_parameters(*ranks[rank]);
+        body(rank, *engine);
       } catch (const std::exception& e) {
-        errors[rank] = e.what();
+        result.errors[rank] = e.what();
       }
     });
   }
   for (auto& thread : threads) thread.join();
-  if (refused[0] && refused[1]) {
-    return Outcome::not_applicable("the engine does not take a 2-rank dp group: " + errors[0]);
-  }
+  result.refused = refused[0] && refused[1];
+  return result;
+}
+
+// Not applicable (refused), a failure naming the rank, or nullopt when both ranks ran.
+std::optional<Outcome> two_rank_problem(const TwoRanks& run) {
+  if (run.refused) return Outcome::not_applicable("the engine does not take a 2-rank dp group: " + run.errors[0]);
   for (int64_t rank = 0; rank < kWorld; ++rank) {
-    if (!errors[rank].empty()) return Outcome::fail("rank " + std::to_string(rank) + " of 2: " + errors[rank]);
+    if (!run.errors[rank].empty()) return Outcome::fail("rank " + std::to_string(rank) + " of 2: " + run.errors[rank]);
   }
+  return std::nullopt;
+}
+
+// Each of two ranks takes the step on half of the rows == one rank on all of them.
+Outcome check_data_parallel(CheckEnv& env) {
+  const Batch batch = train_batch(4);
+  const Batch probe = train_batch(5);
+  std::vector<model::NamedTensors> params(kWorld);
+  std::vector<at::Tensor> log_probs(kWorld);
+  const TwoRanks run = run_two_ranks(env, "conformance_dp", [&](int64_t rank, TrainEngine& engine) {
+    const int64_t rows = batch.size() / kWorld;
+    engine.train_step(batch.slice(rank * rows, (rank + 1) * rows), forward_options(1.0, false), pg_loss);
+    log_probs[rank] = engine.forward(probe.slice(rank * rows, (rank + 1) * rows), forward_options(1.0, false)).log_prob;
+    params[rank] = full_parameters(engine);
+  });
+  if (auto problem = two_rank_problem(run)) return *problem;
   auto single = make_candidate(env, env.tiny_model);
   single->train_step(batch, forward_options(1.0, false), pg_loss);
   Worst worst;
@@ -366,6 +389,96 @@ Outcome check_data_parallel(CheckEnv& env) {
   worst.add("log_prob after the step",
             max_abs_diff(at::cat(log_probs, 0), single->forward(probe, forward_options(1.0, false)).log_prob));
   return Outcome::measured(worst.error, kStepTolerance, worst.what + " with 2 dp ranks vs 1");
+}
+
+// On one rank, what is wrong with `engine`'s gathers into bf16 buffers (empty: nothing); counts
+// the gathers it landed in them.
+std::string gather_into_problem(TrainEngine& engine, GathersIntoBuffers& gatherer, int64_t& landed) {
+  model::NamedTensors want;
+  engine.for_each_full_parameter(
+      [&](const std::string& name, const at::Tensor& t) { want.emplace_back(name, t.to(at::kBFloat16)); });
+  const std::vector<GathersIntoBuffers::Gather> gathers = gatherer.full_parameter_gathers();
+  std::vector<at::Tensor> buffers;
+  std::map<std::string, std::pair<size_t, int64_t>> place;  // name -> (gather, element offset)
+  size_t listed = 0;
+  for (size_t g = 0; g < gathers.size(); ++g) {
+    const GathersIntoBuffers::Gather& gather = gathers[g];
+    if (gather.offsets.size() != gather.names.size() || gather.numels.size() != gather.names.size()) {
+      return "gather " + std::to_string(g) + " lists " + std::to_string(gather.names.size()) + " names but " +
+             std::to_string(gather.offsets.size()) + " offsets and " + std::to_string(gather.numels.size()) + " sizes";
+    }
+    for (size_t k = 0; k < gather.names.size(); ++k, ++listed) {
+      if (listed >= want.size() || gather.names[k] != want[listed].first) {
+        return "full_parameter_gathers() lists '" + gather.names[k] + "' where for_each_full_parameter visits " +
+               (listed < want.size() ? "'" + want[listed].first + "'" : std::string("nothing more"));
+      }
+      if (gather.offsets[k] < 0 || gather.offsets[k] + gather.numels[k] > gather.numel ||
+          gather.numels[k] != want[listed].second.numel()) {
+        return "gather " + std::to_string(g) + " places '" + gather.names[k] + "' outside its buffer or with the wrong size";
+      }
+      place[gather.names[k]] = {g, gather.offsets[k]};
+    }
+    buffers.push_back(at::full({gather.numel}, -7.0, at::kBFloat16));
+  }
+  if (listed != want.size()) return "full_parameter_gathers() lists " + std::to_string(listed) + " of the " +
+                                    std::to_string(want.size()) + " parameters";
+  size_t asked = 0;
+  size_t visited = 0;
+  std::vector<bool> used(gathers.size(), false);
+  std::string problem;
+  gatherer.for_each_full_parameter_into(
+      [&](size_t gather) {
+        if (gather != asked && problem.empty()) problem = "destination(" + std::to_string(gather) + ") asked out of order";
+        ++asked;
+        return gather < buffers.size() ? buffers[gather] : at::Tensor();
+      },
+      [&](const std::string& name, const at::Tensor& t) {
+        if (!problem.empty()) return;
+        if (visited >= want.size() || name != want[visited].first) {
+          problem = "for_each_full_parameter_into visits '" + name + "' out of for_each_full_parameter's order";
+          return;
+        }
+        if (!at::equal(t.to(at::kBFloat16), want[visited].second)) {
+          problem = "'" + name + "' differs from for_each_full_parameter's value rounded to the buffer's dtype";
+        }
+        const auto [gather, offset] = place.at(name);
+        const at::Tensor& buffer = buffers[gather];
+        const auto* begin = static_cast<const char*>(buffer.data_ptr());
+        const auto* at = static_cast<const char*>(t.data_ptr());
+        if (at >= begin && at < begin + buffer.nbytes()) {
+          used[gather] = true;
+          if (at != begin + offset * buffer.element_size() || t.scalar_type() != at::kBFloat16 || !t.is_contiguous()) {
+            problem = "'" + name + "' lies in its gather's buffer but not at its listed offset, as a bf16 view";
+          }
+        }
+        ++visited;
+      });
+  if (!problem.empty()) return problem;
+  if (asked != gathers.size()) return "destination() was asked " + std::to_string(asked) + " times for " +
+                                      std::to_string(gathers.size()) + " gathers";
+  if (visited != want.size()) return "visited " + std::to_string(visited) + " of " + std::to_string(want.size());
+  landed = std::count(used.begin(), used.end(), true);
+  return "";
+}
+
+// For an engine with the gather_into_buffer capability, on two ranks: its
+// gathers list the full parameters in visit order; gathering into the
+// caller's bf16 buffers visits the same values rounded to bf16, every one it
+// places in a buffer at its listed offset.
+Outcome check_gather_into_buffer(CheckEnv& env) {
+  auto single = make_candidate(env, env.tiny_model);
+  if (!supports<GathersIntoBuffers>(*single)) return Outcome::not_applicable("does not claim the gather_into_buffer capability");
+  std::vector<std::string> problems(kWorld);
+  std::vector<int64_t> landed(kWorld, 0);
+  const TwoRanks run = run_two_ranks(env, "conformance_gather_into", [&](int64_t rank, TrainEngine& engine) {
+    auto* gatherer = capability<GathersIntoBuffers>(engine);
+    problems[rank] = gatherer ? gather_into_problem(engine, *gatherer, landed[rank]) : "lost the capability";
+  });
+  if (auto problem = two_rank_problem(run)) return *problem;
+  for (int64_t rank = 0; rank < kWorld; ++rank) {
+    if (!problems[rank].empty()) return Outcome::fail("rank " + std::to_string(rank) + " of 2: " + problems[rank]);
+  }
+  return Outcome::pass("bit-exact, " + std::to_string(landed[0]) + " gathers in the caller's buffers");
 }
 
 }  // namespace
@@ -428,6 +541,7 @@ std::vector<Check> train_engine_checks() {
       {"export_hf", check_export_hf},
       {"offload_reload", check_offload_reload},
       {"data_parallel", check_data_parallel},
+      {"gather_into_buffer", check_gather_into_buffer},
   };
 }
 

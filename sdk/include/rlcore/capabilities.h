@@ -135,6 +135,38 @@ class RLCORE_API TrainsLowRankAdapters {
 };
 #endif
 
+#if RLCORE_SDK_TARGET_ABI_MINOR >= 4
+// Train engine: gathers full parameters straight into memory the caller gives
+// (a sharding manager's bucket), so a weight swap holds no gathered copy of
+// its own. On NCCL a gather is one all-gather into that memory.
+class RLCORE_API GathersIntoBuffers {
+ public:
+  static constexpr const char* kName = "gather_into_buffer";
+  // What one collective of for_each_full_parameter brings in full: parameters
+  // laid out in one flat buffer of `numel` elements (padding included).
+  struct Gather {
+    std::vector<std::string> names;  // HF names, in buffer (and visit) order
+    std::vector<int64_t> offsets;    // element offset of each in the buffer
+    std::vector<int64_t> numels;     // elements of each
+    int64_t numel = 0;               // elements the collective writes
+  };
+  virtual ~GathersIntoBuffers();
+  // The gathers for_each_full_parameter makes, in the order it makes them.
+  virtual std::vector<Gather> full_parameter_gathers() const = 0;
+  // As for_each_full_parameter, but gather i lands in `destination(i)` when
+  // that is defined (1-D, contiguous, on the engine's device, at least
+  // Gather::numel elements, of any floating dtype: the gather's values are
+  // rounded to it), and `visit` sees views of it. An undefined destination,
+  // or a gather whose values the engine computes rather than gathers (a
+  // merged LoRA weight), visits tensors of the engine's own, as
+  // for_each_full_parameter does. Collective; `destination` is asked once per
+  // gather, in order, on every rank.
+  virtual void for_each_full_parameter_into(
+      const std::function<at::Tensor(size_t gather)>& destination,
+      const std::function<void(const std::string&, const at::Tensor&)>& visit) = 0;
+};
+#endif
+
 // The capability interface `Capability` of `component`, or null when it has none.
 template <class Capability, class Component>
 Capability* capability(Component& component) {
@@ -172,6 +204,9 @@ std::vector<std::string> capabilities_of() {
 #endif
 #if RLCORE_SDK_TARGET_ABI_MINOR >= 3
   add(std::is_base_of_v<TrainsLowRankAdapters, T>, TrainsLowRankAdapters::kName);
+#endif
+#if RLCORE_SDK_TARGET_ABI_MINOR >= 4
+  add(std::is_base_of_v<GathersIntoBuffers, T>, GathersIntoBuffers::kName);
 #endif
   return names;
 }

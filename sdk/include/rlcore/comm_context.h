@@ -53,6 +53,11 @@ class RLCORE_API CommGroup {
   void broadcast(at::Tensor& tensor, int64_t root) const;
   // One tensor per group rank, each shaped like `tensor`.
   std::vector<at::Tensor> all_gather(const at::Tensor& tensor) const;
+  // Every rank's `input` concatenated in rank order into `output` (1-D,
+  // contiguous, size() * input.numel() elements of input's dtype): for CUDA
+  // tensors over NCCL one all-gather writing `output` itself; over Gloo its
+  // chunks (Gloo stages the gather in a buffer of its own). Since SDK 4.4.
+  void all_gather_into(const at::Tensor& input, at::Tensor& output) const;
   // This rank's chunk of the sum of `input` (1-D, size() equal chunks), in
   // `output`: NCCL's reduce-scatter for CUDA tensors, else an all-reduce of a
   // copy and a slice (Gloo in libtorch 1.13 has no reduce-scatter).

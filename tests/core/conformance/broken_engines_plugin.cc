@@ -3,6 +3,7 @@
 // fail exactly the check that covers it.
 //   BROKEN_LOG_PROBS        train_engine `broken_log_probs`: forward() adds 0.01 to every log-prob
 //   BROKEN_CHECKPOINT       train_engine `broken_checkpoint`: save_checkpoint() drops a tensor
+//   BROKEN_GATHER_INTO      train_engine `broken_gather_into`: gathers one element past the offsets it lists
 //   BROKEN_LOAD_WEIGHTS     inference_engine `broken_load_weights`: load_weights() keeps the old weights
 //   BROKEN_SWAP_BOUND       sharding_manager `broken_swap_bound`: the naive manager claiming BoundedSwapMemory
 #include <ATen/ATen.h>
@@ -26,6 +27,7 @@ class WrappedTrainEngine : public TrainEngine {
  public:
   WrappedTrainEngine(const fsdp::FsdpOptions& options, const ComponentContext& context)
       : inner_(std::make_unique<fsdp::FsdpEngine>(options, context)) {}
+  explicit WrappedTrainEngine(std::unique_ptr<TrainEngine> inner) : inner_(std::move(inner)) {}
   ModelOutput forward(const Batch& batch, const ForwardOptions& options) override {
     return inner_->forward(batch, options);
   }
@@ -43,6 +45,9 @@ class WrappedTrainEngine : public TrainEngine {
   void reload(OffloadSet what) override { inner_->reload(what); }
   TrainMemory memory() const override { return inner_->memory(); }
   int64_t step() const override { return inner_->step(); }
+
+ protected:
+  TrainEngine& inner() const { return *inner_; }
 
  private:
   std::unique_ptr<TrainEngine> inner_;
@@ -75,6 +80,31 @@ class DroppingCheckpoint final : public WrappedTrainEngine {
       save_safetensors(file.path(), tensors, metadata);
     }
   }
+};
+
+// fsdp's gathers into the caller's buffers, each one element later than the
+// offsets it lists (an off-by-one a hand-written layout makes).
+class ShiftedGatherInto final : public WrappedTrainEngine, public GathersIntoBuffers {
+ public:
+  ShiftedGatherInto(const fsdp::FsdpOptions& options, const ComponentContext& context)
+      : WrappedTrainEngine(std::make_unique<fsdp::FsdpEngine>(options, context)) {}
+  std::vector<Gather> full_parameter_gathers() const override {
+    std::vector<Gather> gathers = fsdp().full_parameter_gathers();
+    for (Gather& gather : gathers) ++gather.numel;
+    return gathers;
+  }
+  void for_each_full_parameter_into(const std::function<at::Tensor(size_t)>& destination,
+                                    const std::function<void(const std::string&, const at::Tensor&)>& visit) override {
+    fsdp().for_each_full_parameter_into(
+        [&](size_t gather) {
+          const at::Tensor buffer = destination(gather);
+          return buffer.defined() ? buffer.narrow(0, 1, buffer.numel() - 1) : buffer;
+        },
+        visit);
+  }
+
+ private:
+  fsdp::FsdpEngine& fsdp() const { return static_cast<fsdp::FsdpEngine&>(inner()); }
 };
 
 // Records the version but never touches the weights.
@@ -123,6 +153,12 @@ void register_broken(PluginRegistrar& registrar) {
                              [](const fsdp::FsdpOptions& options, const ComponentContext& context) {
                                return std::make_shared<DroppingCheckpoint>(options, context);
                              });
+#elif defined(BROKEN_GATHER_INTO)
+  registrar.add<TrainEngine>("broken_gather_into", "fsdp gathering one element past its listed offsets",
+                             fsdp::fsdp_options_schema(),
+                             [](const fsdp::FsdpOptions& options, const ComponentContext& context) {
+                               return std::make_shared<ShiftedGatherInto>(options, context);
+                             });
 #elif defined(BROKEN_LOAD_WEIGHTS)
   registrar.add<InferenceEngine>("broken_load_weights", "native that ignores load_weights",
                                  OptionsSchema<infer_native::NativeEngineOptions>(),
@@ -134,7 +170,7 @@ void register_broken(PluginRegistrar& registrar) {
       "broken_swap_bound", "naive, claiming the bucketed manager's memory bound", hybrid::hybrid_options_schema(),
       [](const hybrid::HybridOptions& options) { return std::make_unique<OverclaimedBound>(options); });
 #else
-#error "define BROKEN_LOG_PROBS, BROKEN_CHECKPOINT, BROKEN_LOAD_WEIGHTS or BROKEN_SWAP_BOUND"
+#error "define BROKEN_LOG_PROBS, BROKEN_CHECKPOINT, BROKEN_GATHER_INTO, BROKEN_LOAD_WEIGHTS or BROKEN_SWAP_BOUND"
 #endif
 }
 

@@ -59,7 +59,7 @@ void require_statuses(const Report& report, const std::vector<std::string>& chec
 const std::vector<std::string> kTrainChecks = {
     "create",         "forward_log_prob",  "forward_entropy",       "forward_sum_pi_squared",
     "optimizer_step", "grad_accumulation", "checkpoint_round_trip", "resume_continuity",
-    "export_hf",      "offload_reload",    "data_parallel"};
+    "export_hf",      "offload_reload",    "data_parallel",         "gather_into_buffer"};
 // The broken engines wrap fsdp without its optional capabilities.
 const char* const kWrapped = "not applicable";
 const std::vector<std::string> kInferenceChecks = {
@@ -77,6 +77,8 @@ TEST_CASE("the in-tree fsdp train engine passes every check that applies", "[con
   // Measured checks state their error and tolerance.
   CHECK(report.by_check.at("forward_log_prob")["tolerance"].get<double>() == Approx(2e-5));
   CHECK(report.by_check.at("forward_log_prob")["error"].get<double>() <= 2e-5);
+  // Over two ranks every unit of the tiny model (embeddings, 2 layers, head) lands in the caller's buffer.
+  CHECK(report.by_check.at("gather_into_buffer")["detail"] == "bit-exact, 4 gathers in the caller's buffers");
 }
 
 TEST_CASE("the in-tree native inference engine passes every check", "[conformance]") {
@@ -88,7 +90,7 @@ TEST_CASE("the in-tree native inference engine passes every check", "[conformanc
 #ifdef RLCORE_HAVE_MEGATRON
 TEST_CASE("the in-tree megatron train engine passes every check that applies", "[conformance]") {
   const Report report = run_json({"--plugins", kPluginDir + "/librlcore-train-megatron.so", "--kind", "train_engine"});
-  require_statuses(report, kTrainChecks, {});
+  require_statuses(report, kTrainChecks, {{"gather_into_buffer", "not applicable"}});
   CHECK(report.status == 0);
 }
 #endif
@@ -174,11 +176,23 @@ TEST_CASE("wrong log-probs fail forward_log_prob, named, and nothing else", "[co
   const Report report = run_json({"--plugins", kBrokenDir + "/broken_log_probs.so"});
   CHECK(report.status == 1);
   require_statuses(report, kTrainChecks,
-                   {{"forward_log_prob", "fail"}, {"optimizer_step", "fail"}, {"forward_sum_pi_squared", kWrapped}});
+                   {{"forward_log_prob", "fail"},
+                    {"optimizer_step", "fail"},
+                    {"forward_sum_pi_squared", kWrapped},
+                    {"gather_into_buffer", kWrapped}});
   const auto& failed = report.by_check.at("forward_log_prob");
   CHECK(failed["name"] == "broken_log_probs");
   CHECK(failed["error"].get<double>() == Approx(0.01).margin(1e-4));
   CHECK_THAT(failed["detail"].get<std::string>(), Catch::Contains("log_prob"));
+}
+
+TEST_CASE("gathers that land one element past their listed offsets fail gather_into_buffer, named",
+          "[conformance][broken]") {
+  const Report report = run_json({"--plugins", kBrokenDir + "/broken_gather_into.so"});
+  CHECK(report.status == 1);
+  require_statuses(report, kTrainChecks, {{"forward_sum_pi_squared", kWrapped}, {"gather_into_buffer", "fail"}});
+  const std::string detail = report.by_check.at("gather_into_buffer")["detail"].get<std::string>();
+  CHECK_THAT(detail, Catch::Contains("rank 0 of 2") && Catch::Contains("not at its listed offset"));
 }
 
 TEST_CASE("a checkpoint that drops a tensor fails the checkpoint checks", "[conformance][broken]") {
@@ -186,7 +200,10 @@ TEST_CASE("a checkpoint that drops a tensor fails the checkpoint checks", "[conf
   CHECK(report.status == 1);
   require_statuses(
       report, kTrainChecks,
-      {{"checkpoint_round_trip", "fail"}, {"resume_continuity", "fail"}, {"forward_sum_pi_squared", kWrapped}});
+      {{"checkpoint_round_trip", "fail"},
+       {"resume_continuity", "fail"},
+       {"forward_sum_pi_squared", kWrapped},
+       {"gather_into_buffer", kWrapped}});
   INFO(report.by_check.at("checkpoint_round_trip").dump());
   CHECK_FALSE(report.by_check.at("checkpoint_round_trip")["detail"].get<std::string>().empty());
 }

@@ -39,6 +39,11 @@ TEST_CASE("ranks rendezvous through the store and run collectives on named group
     seen["broadcast"] = root.item<double>();
     const auto gathered = comm->world().all_gather(at::full({1}, static_cast<double>(rank * 10)));
     seen["gathered"] = {gathered[0].item<double>(), gathered[1].item<double>()};
+    // Into one flat tensor (here a view into a larger one, as a swap's bucket is).
+    at::Tensor flat = at::full({7}, -1.0, at::kDouble);
+    at::Tensor into = flat.narrow(0, 1, 4);
+    comm->world().all_gather_into(at::full({2}, static_cast<double>(rank + 1), at::kDouble), into);
+    seen["gathered_into"] = std::vector<double>(flat.data_ptr<double>(), flat.data_ptr<double>() + 7);
     comm->group("dp").all_reduce(value);  // a group of one: a no-op
     seen["dp_sum"] = value[0].item<double>();
     // Gloo's reduce-scatter: each rank keeps its half of the sum.
@@ -65,6 +70,8 @@ TEST_CASE("ranks rendezvous through the store and run collectives on named group
   CHECK(b["sum"] == 3.0);
   CHECK(a["broadcast"] == 42.0);
   CHECK(a["gathered"] == nlohmann::json::array({0.0, 10.0}));
+  CHECK(a["gathered_into"] == nlohmann::json::array({-1.0, 1.0, 1.0, 2.0, 2.0, -1.0, -1.0}));
+  CHECK(b["gathered_into"] == a["gathered_into"]);
   CHECK(b["dp_sum"] == 3.0);
   CHECK(a["scattered"] == nlohmann::json::array({0.0, 3.0}));  // arange(4) x (1 + 2), first half
   CHECK(b["scattered"] == nlohmann::json::array({6.0, 9.0}));
@@ -82,6 +89,15 @@ TEST_CASE("CommContext names the missing group and checks group ranks", "[runtim
   at::Tensor chunk = at::empty({3});
   CHECK_THAT(error_of<ValueError>([&] { solo.reduce_scatter(at::ones({2, 3}), chunk); }),
              Catch::Contains("1-D input of 1 equal chunks"));
+  at::Tensor into = at::empty({2});
+  solo.all_gather_into(at::full({2}, 5.0), into);  // a group of one: a copy
+  CHECK(into.sum().item<float>() == 10.0f);
+  at::Tensor too_small = at::empty({1});
+  CHECK_THAT(error_of<ValueError>([&] { solo.all_gather_into(at::ones({2}), too_small); }),
+             Catch::Contains("all_gather_into needs a contiguous 1-D output of 1 x 2 elements of Float on cpu (got 1"));
+  at::Tensor wrong_dtype = at::empty({2}, at::kDouble);
+  CHECK_THAT(error_of<ValueError>([&] { solo.all_gather_into(at::ones({2}), wrong_dtype); }),
+             Catch::Contains("(got 2 of Double on cpu)"));
   CHECK_THAT(error_of<ValueError>([] { CommGroup("tp", std::vector<int64_t>{0, 1}, 0); }), Catch::Contains("no backend"));
   CHECK_THAT(error_of<ValueError>([] { CommGroup("tp", std::vector<int64_t>{0}, 1); }), Catch::Contains("rank 1 is outside"));
   const CommContext comm(0, 1, 0, {{"dp", 1}}, {CommGroup("world", std::vector<int64_t>{0}, 0), solo});

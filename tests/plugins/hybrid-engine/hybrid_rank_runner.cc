@@ -15,6 +15,7 @@
 //                      [--train-between-swaps 1]  (a train step before each later swap; the last one's
 //                                                  rollout weights and the trainer's are written to compare)
 //                      [--lora-base-cache auto|true|false]  (the hybrid option; false: every swap gathers all)
+//                      [--gather-into-bucket true|false]  (the hybrid option; false: units gathered apart, copied in)
 #include <malloc.h>
 
 #include <ATen/ATen.h>
@@ -165,6 +166,7 @@ int run(const std::map<std::string, std::string>& args) {
   const bool offload = arg(args, "offload", "none") == "all";
   options.offload_train_param = options.offload_train_grad = options.offload_train_optimizer = offload;
   options.lora_base_cache = arg(args, "lora-base-cache", "auto");
+  options.gather_into_bucket = arg(args, "gather-into-bucket", "true") == "true";
   const auto mode = arg(args, "mode", "bucketed") == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed;
   const auto owned_manager = hybrid::make_sharding_manager(options, mode);
   hybrid::HybridShardingManager& manager = *owned_manager;
@@ -177,6 +179,8 @@ int run(const std::map<std::string, std::string>& args) {
   result["tp_rank"] = layout.tp_rank;
   result["train_state_bytes"] = train_bytes;
   result["bucket_bytes"] = manager.plan().bucket_bytes;
+  result["direct_gathers"] = manager.direct_gathers().direct_count();
+  if (auto* gatherer = capability<GathersIntoBuffers>(*actor)) result["gathers"] = gatherer->full_parameter_gathers().size();
   result["rollout_bytes_at_attach"] = rollout->bytes_held();
 
   // On the CPU a swap's measured peak is new resident memory: what malloc

@@ -3,7 +3,8 @@
 // actor at dp=4 (and 2) into a tp=2 rollout (each rank holds its TP shard).
 // Rollout weights are bit-exact, the round trip leaves training state
 // bit-identical, rollout log-probs match the trainer's, the planned (ledger)
-// and measured memory peaks stay within bounds.
+// and measured memory peaks stay within bounds, and units gathered straight
+// into the bucket equal units gathered apart.
 #include "../train-fsdp/fsdp_testing.h"
 
 #include <map>
@@ -275,6 +276,50 @@ TEST_CASE(
     // Naive also holds every full training tensor at once: about one more model copy.
     CHECK(n["to_rollout"]["measured_peak_bytes"].get<int64_t>() >
           b["to_rollout"]["measured_peak_bytes"].get<int64_t>() + bucket / 2);
+  }
+}
+
+TEST_CASE(
+    "dp=2: each unit is gathered straight into the bucket, the same bits as gathered apart, with no gathered copy "
+    "in the ledger and less measured memory",
+    "[hybrid][dp][memory][gather_into]") {
+  const std::string dtype = GENERATE(std::string("float32"), std::string("bfloat16"));
+  INFO("rollout dtype " << dtype);
+  const Run& into = suite().run({"--dtype", dtype});
+  const Run& apart = suite().run({"--dtype", dtype, "--gather-into-bucket", "false"});
+  for (int64_t rank = 0; rank < kWorld; ++rank) {
+    INFO("rank " << rank);
+    const nlohmann::json& i = into.ranks[rank];
+    const nlohmann::json& a = apart.ranks[rank];
+    CHECK(i["direct_gathers"].get<int64_t>() == tiny_config().num_hidden_layers + 2);
+    CHECK(i["direct_gathers"] == i["gathers"]);
+    CHECK(a["direct_gathers"].get<int64_t>() == 0);
+    const std::string file = "rollout_" + std::to_string(rank) + ".safetensors";
+    const auto got = by_name(load_tensors(into.out / file));
+    const auto want = by_name(load_tensors(apart.out / file));
+    REQUIRE(got.size() == want.size());
+    for (const auto& [name, tensor] : want) {
+      INFO(name);
+      CHECK(at::equal(got.at(name), tensor));
+    }
+    const int64_t train = i["train_state_bytes"].get<int64_t>();
+    const int64_t bucket = i["bucket_bytes"].get<int64_t>();
+    CHECK(i["to_rollout"]["planned_peak_bytes"].get<int64_t>() == train + bucket);
+    CHECK(a["to_rollout"]["planned_peak_bytes"].get<int64_t>() > train + bucket);
+    // bf16 rollout: the shards are rounded before the gather, so half the bytes travel.
+    const int64_t received = i["to_rollout"]["bytes_gathered"].get<int64_t>();
+    CHECK(received * (dtype == "bfloat16" ? 2 : 1) == a["to_rollout"]["bytes_gathered"].get<int64_t>());
+  }
+  const Run& into_memory = suite().run_memory_model({"--dtype", "float32", "--swaps", "2"});
+  const Run& apart_memory = suite().run_memory_model({"--dtype", "float32", "--swaps", "2", "--gather-into-bucket", "false"});
+  for (int64_t rank = 0; rank < kWorld; ++rank) {
+    INFO("rank " << rank << ": into " << into_memory.ranks[rank]["to_rollout"].dump() << ", apart "
+                 << apart_memory.ranks[rank]["to_rollout"].dump());
+    for (const char* swap : {"to_rollout", "last_to_rollout"}) {
+      const int64_t measured_into = into_memory.ranks[rank][swap]["measured_peak_bytes"].get<int64_t>();
+      const int64_t measured_apart = apart_memory.ranks[rank][swap]["measured_peak_bytes"].get<int64_t>();
+      CHECK(measured_into < measured_apart);
+    }
   }
 }
 

@@ -233,3 +233,84 @@ TEST_CASE("consecutive swaps through the reused bucket range carry each version'
     }
   }
 }
+
+namespace {
+
+rlcore::GathersIntoBuffers::Gather gather_of(std::vector<std::string> names, std::vector<int64_t> offsets,
+                                            std::vector<int64_t> numels, int64_t numel) {
+  return {std::move(names), std::move(offsets), std::move(numels), numel};
+}
+
+// A fused target built from two sources, as the megatron adaptor's are.
+class FusingAdaptor final : public rlcore::WeightAdaptor {
+ public:
+  std::vector<std::string> sources(const WeightMeta& target, const rlcore::RolloutLayout&) const override {
+    if (target.name == "qk") return {"q", "k"};
+    return {target.name};
+  }
+  void convert(const WeightMeta&, const rlcore::RolloutLayout&, const std::vector<at::Tensor>&,
+               at::Tensor&) const override {}
+};
+
+}  // namespace
+
+TEST_CASE("a gather lands in the bucket only where its buffer is exactly its tensors there", "[hybrid][plan]") {
+  using rlcore::hybrid::plan_direct_gathers;
+  // a, b, c: bf16 at bytes 0, 30, 44; d: fp32 at 52 (4-aligned after c's 8 bytes); 68 bytes in all.
+  const std::vector<WeightMeta> meta = {{"a", {3, 5}, at::kBFloat16},
+                                        {"b", {7}, at::kBFloat16},
+                                        {"c", {2, 2}, at::kBFloat16},
+                                        {"d", {4}, at::kFloat}};
+  const auto plan = rlcore::hybrid::plan_swap(meta, rlcore::hybrid::IdentityAdaptor(), {});
+  REQUIRE(plan.tensors[3].byte_offset == 52);
+  REQUIRE(plan.bucket_bytes == 68);
+
+  // a and b as one buffer; c padded by 2 elements spills onto d, which a later gather writes;
+  // d padded would run past the bucket's end.
+  auto direct = plan_direct_gathers(plan, {gather_of({"a", "b"}, {0, 15}, {15, 7}, 22),
+                                           gather_of({"c"}, {0}, {4}, 6), gather_of({"d"}, {0}, {4}, 6)});
+  REQUIRE(direct.gathers.size() == 3);
+  CHECK(direct.gathers[0].byte_offset == 0);
+  CHECK(direct.gathers[0].dtype == at::kBFloat16);
+  CHECK(direct.gathers[1].byte_offset == 44);
+  CHECK_FALSE(direct.gathers[2].direct());
+  CHECK(direct.direct_count() == 2);
+  // Unpadded, d fits exactly.
+  direct = plan_direct_gathers(plan, {gather_of({"d"}, {0}, {4}, 4)});
+  CHECK(direct.gathers[0].byte_offset == 52);
+  CHECK(direct.gathers[0].dtype == at::kFloat);
+
+  // Padding that would overwrite a tensor an earlier gather already wrote.
+  direct = plan_direct_gathers(plan, {gather_of({"d"}, {0}, {4}, 4), gather_of({"c"}, {0}, {4}, 6)});
+  CHECK(direct.gathers[0].direct());
+  CHECK_FALSE(direct.gathers[1].direct());
+  // Other order, other spacing, mixed dtypes, a wrong size, a name the rollout does not have.
+  CHECK_FALSE(plan_direct_gathers(plan, {gather_of({"b", "a"}, {0, 7}, {7, 15}, 22)}).gathers[0].direct());
+  CHECK_FALSE(plan_direct_gathers(plan, {gather_of({"a", "b"}, {0, 16}, {15, 7}, 24)}).gathers[0].direct());
+  CHECK_FALSE(plan_direct_gathers(plan, {gather_of({"c", "d"}, {0, 4}, {4, 4}, 8)}).gathers[0].direct());
+  CHECK_FALSE(plan_direct_gathers(plan, {gather_of({"b"}, {0}, {8}, 8)}).gathers[0].direct());
+  CHECK_FALSE(plan_direct_gathers(plan, {gather_of({"lm_head.weight"}, {0}, {4}, 4)}).gathers[0].direct());
+  CHECK(plan_direct_gathers(plan, {}).direct_count() == 0);
+
+  // A target built from several sources is never a plain copy of one.
+  const auto fused = rlcore::hybrid::plan_swap({{"qk", {4}, at::kFloat}, {"v", {2}, at::kFloat}}, FusingAdaptor(), {});
+  direct = plan_direct_gathers(fused, {gather_of({"q"}, {0}, {2}, 2), gather_of({"k", "v"}, {0, 2}, {2, 2}, 4)});
+  CHECK(direct.direct_count() == 0);
+}
+
+TEST_CASE("infer-native lays out every fsdp unit as the trainer does; gather_into_bucket false plans none",
+          "[hybrid][gather_into]") {
+  Engines engines;
+  rlcore::hybrid::HybridOptions apart;
+  apart.gather_into_bucket = false;
+  BucketedShardingManager into_manager({});
+  BucketedShardingManager apart_manager(apart);
+  into_manager.attach(engines.parts());
+  apart_manager.attach(engines.parts());
+  // Planned for every unit (the swap tests over two ranks gather into them; one rank visits its own shards).
+  CHECK(into_manager.direct_gathers().direct_count() == tiny_config().num_hidden_layers + 2);
+  CHECK(apart_manager.direct_gathers().direct_count() == 0);
+  rlcore::hybrid::NaiveShardingManager naive({});
+  naive.attach(engines.parts());
+  CHECK(naive.direct_gathers().direct_count() == 0);
+}

@@ -3,6 +3,8 @@
 // micro-batch cutting, the options schema and checkpoint error messages.
 #include "fsdp_testing.h"
 
+#include <map>
+
 #include <torch/optim/adamw.h>
 
 #include "fsdp_engine.h"
@@ -159,6 +161,59 @@ TEST_CASE("parameter_shards of a single rank are every full parameter in model o
     for (int64_t d : specs[i].shape) numel *= d;
     CHECK(shards[i].local.numel() == numel);
   }
+}
+
+// Over several ranks the units land in the caller's buffers: hybrid_swap_test's dp=2 runs.
+TEST_CASE("one rank visits its own full parameters whatever buffers the caller offers, and checks them",
+          "[fsdp][gather_into]") {
+  const int64_t lora_rank = GENERATE(0, 2);
+  INFO("lora_rank " << lora_rank);
+  TempDir dir;
+  write_tiny_checkpoint(dir.path());
+  FsdpOptions options;
+  options.lora.lora_rank = lora_rank;
+  options.lora.target_modules = {"o_proj"};
+  FsdpEngine engine(options, context_for(dir));
+  rlcore::NamedTensors expected;
+  engine.for_each_full_parameter([&](const std::string& name, const at::Tensor& t) {
+    expected.emplace_back(name, t.to(at::kBFloat16));
+  });
+  const auto gathers = engine.full_parameter_gathers();
+  REQUIRE(gathers.size() == static_cast<size_t>(tiny_config().num_hidden_layers + 2));  // embeddings, layers, head
+  std::vector<at::Tensor> buffers;
+  std::map<std::string, size_t> unit_of;
+  for (const auto& gather : gathers) {
+    REQUIRE(gather.names.size() == gather.offsets.size());
+    for (const std::string& name : gather.names) unit_of[name] = buffers.size();
+    buffers.push_back(at::full({gather.numel}, 7.0, at::kBFloat16));
+  }
+  size_t asked = 0;
+  size_t visited = 0;
+  engine.for_each_full_parameter_into(
+      [&](size_t gather) {
+        CHECK(gather == asked++);
+        return gather == 0 ? at::Tensor() : buffers[gather];  // the embeddings: the engine's own memory
+      },
+      [&](const std::string& name, const at::Tensor& t) {
+        REQUIRE(visited < expected.size());
+        INFO(name);
+        CHECK(name == expected[visited].first);
+        CHECK(at::equal(t.to(at::kBFloat16), expected[visited].second));
+        const size_t unit = unit_of.at(name);
+        const char* begin = static_cast<const char*>(buffers[unit].data_ptr());
+        const char* at = static_cast<const char*>(t.data_ptr());
+        CHECK_FALSE((at >= begin && at < begin + buffers[unit].nbytes()));
+        ++visited;
+      });
+  CHECK(asked == gathers.size());
+  CHECK(visited == expected.size());
+  CHECK_THAT(error_of<rlcore::ValueError>([&] {
+               engine.for_each_full_parameter_into(
+                   [&](size_t gather) { return at::empty({gathers[gather].numel - 1}, at::kBFloat16); },
+                   [](const std::string&, const at::Tensor&) {});
+             }),
+             Catch::Contains("the destination of unit") &&
+                 Catch::Contains("must be a contiguous 1-D floating tensor of " + std::to_string(gathers[0].numel)));
 }
 
 TEST_CASE("learning-rate schedules follow transformers' warmup, constant and cosine", "[fsdp][lr]") {
