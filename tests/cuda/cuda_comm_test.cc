@@ -4,28 +4,10 @@
 #include "cuda_testing.h"
 
 #include <future>
-#include <memory>
-
-#include "rlcore/comm_context.h"
-#include "rlcore/core/runtime/process_groups.h"
 
 using namespace cuda_test;
 
 namespace {
-
-std::unique_ptr<rlcore::CommContext> join(const rlcore::RendezvousStore& store, const std::string& prefix,
-                                          int64_t rank, int64_t world, const std::string& backend) {
-  rlcore::ProcessGroupOptions options;
-  options.store_host = "127.0.0.1";
-  options.store_port = store.port();
-  options.prefix = prefix;
-  options.rank = rank;
-  options.world_size = world;
-  options.local_address = "127.0.0.1";
-  options.timeout = std::chrono::seconds(60);
-  options.device_backend = backend;
-  return rlcore::make_comm_context(options);
-}
 
 // all_reduce, broadcast and all_gather of CUDA tensors; returns what rank saw.
 std::vector<double> collectives(const rlcore::CommContext& comm, const at::Device& gpu) {

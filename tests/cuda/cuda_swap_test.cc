@@ -2,9 +2,13 @@
 // rollout's weights are the trainer's, bit for bit, after each swap; a round
 // trip leaves the training state bit-identical; the caching allocator's
 // measured peak stays within the zero-redundancy bound and below the naive
-// manager's in the same run.
+// manager's in the same run. Two ranks sharing the GPU (Gloo) gather each
+// fsdp unit straight into the CUDA bucket, with the weights of gathering apart.
 #include "../plugins/infer-native/engine_testing.h"
 #include "cuda_testing.h"
+
+#include <future>
+#include <map>
 
 #include "engine_offloader.h"
 #include "fsdp_engine.h"
@@ -29,10 +33,11 @@ rlcore::model::ModelConfig wide_config() {
 }
 
 struct Engines {
-  Engines(const infer_native_test::TempDir& dir, const at::Device& gpu) {
+  Engines(const infer_native_test::TempDir& dir, const at::Device& gpu, const rlcore::CommContext* comm = nullptr) {
     rlcore::ComponentContext context;
     context.model_path = dir.str();
     context.device = gpu.str();
+    context.comm = comm;
     actor = std::make_shared<rlcore::fsdp::FsdpEngine>(rlcore::fsdp::FsdpOptions(), context);
     rollout =
         std::make_shared<rlcore::infer_native::NativeEngine>(rlcore::infer_native::NativeEngineOptions(), context);
@@ -109,4 +114,55 @@ TEST_CASE("the measured device peak of a swap is within the bound and below the 
   CHECK(peaks[SwapMode::kBucketed] <= 2 * bucket + kSlack);
   CHECK(peaks[SwapMode::kBucketed] >= bucket - kSlack);
   CHECK(peaks[SwapMode::kNaive] > peaks[SwapMode::kBucketed] + bucket / 2);
+}
+
+TEST_CASE("two ranks on one GPU gather each unit straight into the CUDA bucket, the weights of gathering apart",
+          "[cuda]") {
+  const at::Device gpu = require_gpu();
+  infer_native_test::TempDir dir;
+  infer_native_test::write_checkpoint(dir.path(), infer_native_test::random_model(wide_config(), 4));
+  rlcore::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
+  struct Seen {
+    std::vector<at::Tensor> weights;  // on the host
+    bool on_gpu = true;
+    int64_t direct = 0, planned_peak = 0, train_and_bucket = 0;
+  };
+  // Runs on both ranks' threads: no Catch assertions inside (they are not thread-safe).
+  auto swap = [&](int64_t rank, bool into) {
+    const auto comm = join(store, into ? "into" : "apart", rank, 2, "gloo");
+    Engines engines(dir, gpu, comm.get());
+    rlcore::hybrid::HybridOptions options;
+    options.gather_into_bucket = into;
+    BucketedShardingManager manager(options);
+    manager.attach(engines.parts());
+    const rlcore::TrainMemory memory = engines.actor->memory();
+    Seen seen;
+    seen.direct = manager.direct_gathers().direct_count();
+    seen.train_and_bucket =
+        memory.param_bytes + memory.grad_bytes + memory.optimizer_bytes + manager.plan().bucket_bytes;
+    seen.planned_peak = manager.to_rollout(1).planned_peak_bytes;
+    for (const auto& [name, tensor] : engines.rollout->parameters()) {
+      seen.on_gpu = seen.on_gpu && tensor.device() == gpu;
+      seen.weights.push_back(tensor.to(at::kCPU));
+    }
+    manager.to_train();
+    return seen;
+  };
+  std::map<bool, std::pair<Seen, Seen>> runs;  // gather_into_bucket -> (rank 0, rank 1)
+  for (const bool into : {true, false}) {
+    auto other = std::async(std::launch::async, swap, 1, into);
+    runs[into].first = swap(0, into);
+    runs[into].second = other.get();
+  }
+  const Seen& into = runs[true].first;
+  const Seen& apart = runs[false].first;
+  CHECK(into.direct == wide_config().num_hidden_layers + 2);  // embeddings, layers, head
+  CHECK(into.planned_peak == into.train_and_bucket);          // nothing gathered beside the bucket
+  CHECK(apart.direct == 0);
+  CHECK(apart.planned_peak > apart.train_and_bucket);
+  for (const Seen* rank : {&runs[true].first, &runs[true].second, &runs[false].first, &runs[false].second}) {
+    CHECK(rank->on_gpu);
+    REQUIRE(rank->weights.size() == into.weights.size());
+    for (size_t i = 0; i < into.weights.size(); ++i) CHECK(at::equal(rank->weights[i], into.weights[i]));
+  }
 }

@@ -10,6 +10,12 @@
 #endif
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "rlcore/comm_context.h"
+#include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/device.h"
 
 namespace cuda_test {
@@ -23,6 +29,22 @@ inline at::Device require_gpu() {
   at::globalContext().setAllowTF32CuBLAS(false);
   at::globalContext().setAllowTF32CuDNN(false);
   return rlcore::resolve_device("cuda", 0, "test");
+}
+
+// This rank's process groups over `store` (ranks are threads of the test), CUDA
+// tensors through `backend` ("nccl", or "gloo" for ranks sharing one GPU).
+inline std::unique_ptr<rlcore::CommContext> join(const rlcore::RendezvousStore& store, const std::string& prefix,
+                                                 int64_t rank, int64_t world, const std::string& backend) {
+  rlcore::ProcessGroupOptions options;
+  options.store_host = "127.0.0.1";
+  options.store_port = store.port();
+  options.prefix = prefix;
+  options.rank = rank;
+  options.world_size = world;
+  options.local_address = "127.0.0.1";
+  options.timeout = std::chrono::seconds(60);
+  options.device_backend = backend;
+  return rlcore::make_comm_context(options);
 }
 
 inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
