@@ -4,7 +4,7 @@
 # BUILD_DIR/bench-swap and reused: seeded), and prints the bucketed-vs-naive
 # table of docs/hybrid-engine.md for each (training compute dtype : rollout
 # dtype) pair. fsdp keeps fp32 masters, so every pair swaps from fp32: to bf16
-# (a cast) or to fp32 (a plain copy). Each row is its own process (peak RSS is per process).
+# (a cast) or to fp32 (a plain copy). Each row is its own process (the measured peak is per process).
 #   bench/run_swap_bench.sh [--build-dir DIR] [--models tiny,100m,1b] [--pairs float32:bfloat16,...]
 #                           [--modes bucketed,naive] [--releases lazy_free,unmap] [--reps N]
 #                           [--threads N] [--device cpu|cuda] [--lora-rank R] [--no-build]
