@@ -3,17 +3,10 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <string>
 
 namespace rlcore::hybrid {
 namespace {
-
-int64_t numel_of(const WeightMeta& meta) {
-  int64_t numel = 1;
-  for (int64_t d : meta.shape) numel *= d;
-  return numel;
-}
 
 // The planned tensor that is exactly `name`'s copy, or -1.
 int64_t sole_target(const SwapPlan& plan, const std::string& name) {
@@ -37,11 +30,11 @@ DirectGather place(const SwapPlan& plan, const GathersIntoBuffers::Gather& gathe
     if (index < 0) return placed;
     const PlannedTensor& tensor = plan.tensors[static_cast<size_t>(index)];
     if (k == 0) placed.dtype = tensor.meta.dtype;
+    const auto element = static_cast<int64_t>(c10::elementSize(placed.dtype));
     if (tensor.meta.dtype != placed.dtype || !at::isFloatingType(placed.dtype) ||
-        numel_of(tensor.meta) != gather.numels[k]) {
+        tensor.bytes != gather.numels[k] * element) {
       return placed;
     }
-    const auto element = static_cast<int64_t>(c10::elementSize(placed.dtype));
     const int64_t start = tensor.byte_offset - gather.offsets[k] * element;
     if (k == 0) base = start;
     if (start != base || base < 0) return placed;
