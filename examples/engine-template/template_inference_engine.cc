@@ -86,8 +86,19 @@ void TemplateInferenceEngine::sleep() {
 
 void TemplateInferenceEngine::wake_up() {
   if (!asleep_) return;
+  // One allocation in parameter order, as the model's constructor lays them out: q/k/v and gate/up
+  // stay adjacent and keep running as one GEMM, so generation is bit for bit what it was before
+  // sleep(). Separate tensors would run as separate GEMMs, which may round differently.
+  int64_t total = 0;
+  for (const auto& spec : specs_) total += c10::multiply_integers(spec.shape);
   auto slots = model_.parameter_slots();
-  for (size_t i = 0; i < slots.size(); ++i) *slots[i].second = at::zeros(specs_[i].shape, slots[i].second->options());
+  const at::Tensor flat = at::zeros({total}, slots.front().second->options());
+  int64_t offset = 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const int64_t numel = c10::multiply_integers(specs_[i].shape);
+    *slots[i].second = flat.narrow(0, offset, numel).view(specs_[i].shape);
+    offset += numel;
+  }
   asleep_ = false;
 }
 

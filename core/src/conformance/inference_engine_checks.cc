@@ -294,8 +294,16 @@ Outcome check_sleep_wake_up(CheckEnv& env) {
   const GenerationOutput after = generate_checked(*engine, greedy());
   const std::string problem = compare_tokens(after.token_ids, before.token_ids, "before sleep() it was");
   if (!problem.empty()) return Outcome::fail("after sleep / wake_up / load_weights: " + problem);
-  if (after.logprobs != before.logprobs) return Outcome::fail("after sleep / wake_up / load_weights: log-probs differ");
-  return Outcome::pass("bit-exact");
+  // Bit for bit: the same weights in the same engine. An engine that reallocates its weights apart
+  // after sleep() may run fused projections as separate GEMMs, which round differently.
+  Worst worst;
+  for (size_t i = 0; i < after.logprobs.size(); ++i) {
+    worst.add("log-prob of output " + std::to_string(i),
+              max_abs_diff(at::tensor(after.logprobs[i]), at::tensor(before.logprobs[i])));
+  }
+  Outcome outcome = Outcome::measured(worst.error, 0, worst.what + " after sleep / wake_up / load_weights vs before");
+  if (outcome.status == Status::kPass) outcome.detail = "bit-exact";
+  return outcome;
 }
 
 // weight_meta() lists unique names, and load_weights() accepts exactly those

@@ -28,8 +28,9 @@ TEST_CASE("LoRA's first forward is the base model's (B = 0)", "[fsdp][lora]") {
   const rlcore::Batch batch = lora_batch(tiny_config().vocab_size);
   const at::Tensor expected = base.forward(batch, {}).log_prob;
   const at::Tensor got = lora.forward(batch, {}).log_prob;
-  // q/k/v are one fused GEMM in the base model and three with adapters: the same sums, maybe blocked differently.
-  CHECK((got - expected).abs().max().item<double>() < 1e-6);
+  // q/k/v are one fused GEMM in the base model and three with adapters: the same sums, maybe
+  // blocked differently. Log-probs near -5 are 4.8e-7 apart in fp32: a few ulps.
+  CHECK((got - expected).abs().max().item<double>() < 1e-5);
   // Adapters only on projections that are never fused: bit for bit the base model.
   FsdpEngine unfused(lora_options(4, {"o_proj", "down_proj"}), context_for(dir.str()));
   CHECK(at::equal(unfused.forward(batch, {}).log_prob, expected));
