@@ -89,6 +89,16 @@ GenerationOutput generate_checked(InferenceEngine& engine, const SamplingParams&
   return out;
 }
 
+// The largest log-prob difference between two generations of the same prompts, and where.
+Worst worst_logprob_difference(const GenerationOutput& got, const GenerationOutput& want) {
+  Worst worst;
+  for (size_t i = 0; i < got.logprobs.size(); ++i) {
+    worst.add("log-prob of output " + std::to_string(i),
+              max_abs_diff(at::tensor(got.logprobs[i]), at::tensor(want.logprobs[i])));
+  }
+  return worst;
+}
+
 // Weights named as the engine's weight_meta() lists them, from an HF weight list;
 // empty when weight_meta() does not use HF names and shapes (with `why` set).
 NamedTensorList weights_for(const InferenceEngine& engine, const model::NamedTensors& hf, std::string& why) {
@@ -269,11 +279,7 @@ Outcome check_load_weights(CheckEnv& env) {
   const std::string problem =
       compare_tokens(out.token_ids, want.token_ids, "an engine made from the new weights gives");
   if (!problem.empty()) return Outcome::fail("after load_weights: " + problem);
-  Worst worst;
-  for (size_t i = 0; i < out.logprobs.size(); ++i) {
-    worst.add("log-prob of output " + std::to_string(i),
-              max_abs_diff(at::tensor(out.logprobs[i]), at::tensor(want.logprobs[i])));
-  }
+  const Worst worst = worst_logprob_difference(out, want);
   Outcome outcome = Outcome::measured(worst.error, 0, worst.what + " vs an engine made from the new weights");
   if (outcome.status == Status::kPass) outcome.detail = "bit-exact";
   return outcome;
@@ -296,11 +302,7 @@ Outcome check_sleep_wake_up(CheckEnv& env) {
   if (!problem.empty()) return Outcome::fail("after sleep / wake_up / load_weights: " + problem);
   // Bit for bit: the same weights in the same engine. An engine that reallocates its weights apart
   // after sleep() may run fused projections as separate GEMMs, which round differently.
-  Worst worst;
-  for (size_t i = 0; i < after.logprobs.size(); ++i) {
-    worst.add("log-prob of output " + std::to_string(i),
-              max_abs_diff(at::tensor(after.logprobs[i]), at::tensor(before.logprobs[i])));
-  }
+  const Worst worst = worst_logprob_difference(after, before);
   Outcome outcome = Outcome::measured(worst.error, 0, worst.what + " after sleep / wake_up / load_weights vs before");
   if (outcome.status == Status::kPass) outcome.detail = "bit-exact";
   return outcome;
