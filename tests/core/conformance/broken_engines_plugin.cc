@@ -5,9 +5,11 @@
 //   BROKEN_CHECKPOINT       train_engine `broken_checkpoint`: save_checkpoint() drops a tensor
 //   BROKEN_GATHER_INTO      train_engine `broken_gather_into`: gathers one element past the offsets it lists
 //   BROKEN_LOAD_WEIGHTS     inference_engine `broken_load_weights`: load_weights() keeps the old weights
+//   BROKEN_WAKE_UP          inference_engine `broken_wake_up`: after wake_up(), log-probs one fp32 ulp off
 //   BROKEN_SWAP_BOUND       sharding_manager `broken_swap_bound`: the naive manager claiming BoundedSwapMemory
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "fsdp_engine.h"
@@ -128,6 +130,34 @@ class IgnoresLoadWeights final : public InferenceEngine {
   int64_t version_ = 0;
 };
 
+// native, whose log-probs after wake_up() are one fp32 ulp off (as when the weights come back
+// apart and fused projections run as separate GEMMs); the tokens stay the same.
+class RoundsDifferentlyAfterWakeUp final : public InferenceEngine {
+ public:
+  RoundsDifferentlyAfterWakeUp(const infer_native::NativeEngineOptions& options, const ComponentContext& context)
+      : inner_(options, context) {}
+  GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling) override {
+    GenerationOutput out = inner_.generate(prompts, sampling);
+    if (woken_) {
+      for (auto& row : out.logprobs)
+        for (float& logprob : row) logprob = std::nextafter(logprob, 0.0f);
+    }
+    return out;
+  }
+  std::vector<WeightMeta> weight_meta() const override { return inner_.weight_meta(); }
+  void load_weights(const NamedTensorList& weights, int64_t version) override { inner_.load_weights(weights, version); }
+  int64_t weight_version() const override { return inner_.weight_version(); }
+  void sleep() override { inner_.sleep(); }
+  void wake_up() override {
+    inner_.wake_up();
+    woken_ = true;
+  }
+
+ private:
+  infer_native::NativeEngine inner_;
+  bool woken_ = false;
+};
+
 // The naive manager, which keeps redundant copies, claiming the bucketed one's bound.
 class OverclaimedBound final : public ShardingManager, public BoundedSwapMemory {
  public:
@@ -165,12 +195,18 @@ void register_broken(PluginRegistrar& registrar) {
                                  [](const infer_native::NativeEngineOptions& options, const ComponentContext& context) {
                                    return std::make_shared<IgnoresLoadWeights>(options, context);
                                  });
+#elif defined(BROKEN_WAKE_UP)
+  registrar.add<InferenceEngine>("broken_wake_up", "native whose log-probs are one ulp off after wake_up",
+                                 OptionsSchema<infer_native::NativeEngineOptions>(),
+                                 [](const infer_native::NativeEngineOptions& options, const ComponentContext& context) {
+                                   return std::make_shared<RoundsDifferentlyAfterWakeUp>(options, context);
+                                 });
 #elif defined(BROKEN_SWAP_BOUND)
   registrar.add<ShardingManager>(
       "broken_swap_bound", "naive, claiming the bucketed manager's memory bound", hybrid::hybrid_options_schema(),
       [](const hybrid::HybridOptions& options) { return std::make_unique<OverclaimedBound>(options); });
 #else
-#error "define BROKEN_LOG_PROBS, BROKEN_CHECKPOINT, BROKEN_GATHER_INTO, BROKEN_LOAD_WEIGHTS or BROKEN_SWAP_BOUND"
+#error "define BROKEN_LOG_PROBS, BROKEN_CHECKPOINT, BROKEN_GATHER_INTO, BROKEN_LOAD_WEIGHTS, BROKEN_WAKE_UP or BROKEN_SWAP_BOUND"
 #endif
 }
 

@@ -216,6 +216,14 @@ TEST_CASE("an engine that ignores load_weights fails load_weights", "[conformanc
              Catch::Contains("after load_weights") && Catch::Contains("the new weights"));
 }
 
+TEST_CASE("an engine whose log-probs change by an ulp across sleep fails sleep_wake_up", "[conformance][broken]") {
+  const Report report = run_json({"--plugins", kBrokenDir + "/broken_wake_up.so"});
+  CHECK(report.status == 1);
+  require_statuses(report, kInferenceChecks, {{"sleep_wake_up", "fail"}, {"load_weights", "pass"}});
+  CHECK_THAT(report.by_check.at("sleep_wake_up")["detail"].get<std::string>(),
+             Catch::Contains("after sleep / wake_up / load_weights vs before") && Catch::Contains("> tolerance 0"));
+}
+
 TEST_CASE("a manager that claims bounded_swap_memory but keeps redundant copies fails ledger_bound",
           "[conformance][broken]") {
   const Report report = run_json({"--plugins", kBrokenDir + "/broken_swap_bound.so"});
