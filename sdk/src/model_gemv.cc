@@ -16,9 +16,11 @@ namespace rlcore::model::cpu {
 #if defined(__x86_64__)
 namespace {
 
-// Weight bytes one thread reads at least: below this, waking the pool costs
-// more than the second thread saves.
-constexpr int64_t kBytesPerTask = int64_t{256} << 10;
+// Weight bytes one thread reads at least. A fork wakes a sleeping thread
+// (workers run OMP_WAIT_POLICY=PASSIVE), tens of microseconds; 1 MB takes about
+// that long to stream, so smaller matrices (all of the tiny model's, which sit
+// in cache) stay on the calling thread.
+constexpr int64_t kBytesPerTask = int64_t{1} << 20;
 
 // One 64-byte vector of weights or inputs and its products, per dtype. Both
 // carry the bf16 target attributes so that one kernel template serves both;
