@@ -228,27 +228,33 @@ TEST_CASE("forced generic, the decode step runs the ATen ops and agrees with the
 
 TEST_CASE("fused RMSNorm equals the ATen op sequence", "[model]") {
   at::manual_seed(3);
-  for (const auto dtype : {at::kFloat, at::kBFloat16}) {
-    INFO(c10::toString(dtype));
-    const at::Tensor x = (at::randn({3, 5, 96}) * 4).to(dtype);
-    const RmsNorm norm{(at::rand({96}) + 0.5).to(dtype), 1e-5};
-    const at::Tensor fused = norm(x);
-    CHECK(fused.scalar_type() == dtype);
-    // Only the sum of squares is accumulated in another order: at most one bf16 step apart.
-    CHECK(max_diff(fused, reference_rms_norm(x, norm.weight, norm.eps)) < (dtype == at::kFloat ? 1e-5 : 0.05));
+  // 15 rows run on one thread, 1200 are split over the intra-op threads.
+  for (const int64_t len : {5, 400}) {
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+      INFO(c10::toString(dtype) << " " << 3 * len << " rows");
+      const at::Tensor x = (at::randn({3, len, 96}) * 4).to(dtype);
+      const RmsNorm norm{(at::rand({96}) + 0.5).to(dtype), 1e-5};
+      const at::Tensor fused = norm(x);
+      CHECK(fused.scalar_type() == dtype);
+      // Only the sum of squares is accumulated in another order: at most one bf16 step apart.
+      CHECK(max_diff(fused, reference_rms_norm(x, norm.weight, norm.eps)) < (dtype == at::kFloat ? 1e-5 : 0.05));
+    }
   }
 }
 
 TEST_CASE("fused rotary equals x*cos + rotate_half(x)*sin bit for bit, also on strided views", "[model]") {
   at::manual_seed(4);
-  for (const auto dtype : {at::kFloat, at::kBFloat16}) {
-    INFO(c10::toString(dtype));
-    // [B, T, H, D] transposed to [B, H, T, D], as attention hands it over.
-    const at::Tensor x = at::randn({2, 7, 3, 16}).to(dtype).transpose(1, 2);
-    const at::Tensor angles = at::randn({2, 7, 16});
-    const at::Tensor cos = angles.cos().to(dtype), sin = angles.sin().to(dtype);
-    const at::Tensor expected = x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1);
-    CHECK(apply_rotary(x, cos, sin).equal(expected));
+  // 42 rows run on one thread, 4200 are split over the intra-op threads.
+  for (const int64_t len : {7, 700}) {
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+      INFO(c10::toString(dtype) << " " << len << " positions");
+      // [B, T, H, D] transposed to [B, H, T, D], as attention hands it over.
+      const at::Tensor x = at::randn({2, len, 3, 16}).to(dtype).transpose(1, 2);
+      const at::Tensor angles = at::randn({2, len, 16});
+      const at::Tensor cos = angles.cos().to(dtype), sin = angles.sin().to(dtype);
+      const at::Tensor expected = x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1);
+      CHECK(apply_rotary(x, cos, sin).equal(expected));
+    }
   }
 }
 
