@@ -37,6 +37,13 @@ void run_steps(Shard& shard, const std::vector<at::Tensor>& grads) {
                                 hyper_at(static_cast<int64_t>(i) + 1));
 }
 
+// A contiguous shard starting at `start` after one fused update per gradient.
+Shard updated(const at::Tensor& start, const std::vector<at::Tensor>& grads) {
+  Shard shard = shard_like(start);
+  run_steps(shard, grads);
+  return shard;
+}
+
 std::vector<at::Tensor> random_grads(int steps) {
   std::vector<at::Tensor> grads;
   for (int i = 0; i < steps; ++i) grads.push_back(at::randn({kElements}) * 1e-3);
@@ -51,8 +58,7 @@ TEST_CASE("the fused pass follows torch::optim::AdamW to the last bits", "[adamw
   at::manual_seed(7);
   const at::Tensor start = at::randn({kElements});
   const std::vector<at::Tensor> grads = random_grads(3);
-  Shard fused = shard_like(start);
-  run_steps(fused, grads);
+  const Shard fused = updated(start, grads);
 
   at::Tensor reference = start.clone().requires_grad_(true);
   torch::optim::AdamW adamw({reference}, torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
@@ -71,8 +77,7 @@ TEST_CASE("the fused pass and the tensor-op form agree", "[adamw]") {
   // Every other element of a buffer is not contiguous: adamw_update takes the tensor-op form for it.
   const at::Tensor start = at::randn({kElements});
   const std::vector<at::Tensor> grads = random_grads(3);
-  Shard fused = shard_like(start);
-  run_steps(fused, grads);
+  const Shard fused = updated(start, grads);
 
   const auto strided = [](const at::Tensor& flat) {
     at::Tensor every_other = at::zeros({2 * kElements}).slice(0, 0, 2 * kElements, 2);
@@ -94,11 +99,9 @@ TEST_CASE("threads split the fused pass without changing a bit", "[adamw]") {
   const std::vector<at::Tensor> grads = random_grads(2);
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
-  Shard one = shard_like(start);
-  run_steps(one, grads);
+  const Shard one = updated(start, grads);
   at::set_num_threads(4);
-  Shard four = shard_like(start);
-  run_steps(four, grads);
+  const Shard four = updated(start, grads);
   at::set_num_threads(threads);
   CHECK(at::equal(one.param, four.param));
   CHECK(at::equal(one.exp_avg, four.exp_avg));
