@@ -49,6 +49,7 @@ struct BenchOptions {
   std::vector<std::string> plugin_paths;
   std::string device = "cpu";  // the engine's (and the baseline's) device
   bool generic_cpu_kernels = false;
+  bool cuda_graphs = false;  // also time the engine with enforce_eager: false
 };
 
 // One implementation's numbers for one (model, dtype, batch).
@@ -65,6 +66,7 @@ struct Row {
   std::string dtype;
   int64_t batch = 0;
   Timing rlcore;
+  std::optional<Timing> graphs;  // rlcore with its decode steps replayed as CUDA graphs
   std::optional<Timing> python;
   double weight_bytes = 0;  // read once per decode step
   double kv_bytes = 0;      // KV cache read per decode step, mean over the steps
@@ -197,12 +199,16 @@ std::vector<Row> run_benchmarks(Session& session, const BenchOptions& options) {
   for (const auto& [name, dir] : options.models) {
     const model::ModelConfig config = model::ModelConfig::from_file(dir + "/config.json");
     for (const std::string& dtype : options.dtypes) {
-      const ConfigNode engine_options = ConfigNode::parse(
-          "dtype: " + dtype + "\nmax_model_len: " + std::to_string(options.prompt_len + options.max_tokens) +
-              "\nmax_num_seqs: " + std::to_string(max_batch) + "\n",
-          "bench_generation engine options");
-      const auto engine =
-          session.registry().create<InferenceEngine>("native", engine_options, ComponentContext{options.device, dir});
+      const std::string engine_yaml = "dtype: " + dtype + "\nmax_model_len: " +
+                                      std::to_string(options.prompt_len + options.max_tokens) +
+                                      "\nmax_num_seqs: " + std::to_string(max_batch) + "\n";
+      const auto make_engine = [&](const std::string& extra) {
+        const ConfigNode engine_options = ConfigNode::parse(engine_yaml + extra, "bench_generation engine options");
+        return session.registry().create<InferenceEngine>("native", engine_options,
+                                                          ComponentContext{options.device, dir});
+      };
+      const auto engine = make_engine("");
+      const auto graphed = options.cuda_graphs ? make_engine("enforce_eager: false\n") : nullptr;
       const at::ScalarType scalar_type = dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
       for (int64_t batch : options.batches) {
         std::cerr << "bench_generation: " << name << " " << dtype << " batch " << batch << "\n";
@@ -212,6 +218,7 @@ std::vector<Row> run_benchmarks(Session& session, const BenchOptions& options) {
         row.batch = batch;
         const auto prompts = make_prompts(batch, options.prompt_len, config.vocab_size);
         row.rlcore = time_engine(*engine, prompts, options);
+        if (graphed) row.graphs = time_engine(*graphed, prompts, options);
         if (!options.python.empty()) row.python = time_python(dir, dtype, batch, options);
         row.weight_bytes = weight_bytes(*engine, batch);
         row.kv_bytes = mean_kv_bytes(config, scalar_type, batch, options);
@@ -253,12 +260,14 @@ void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, cons
   std::cout << "### Generation speed (" << options.device << ", prompt " << options.prompt_len << ", "
             << options.max_tokens << " new tokens, greedy, " << options.threads << " threads, best of "
             << options.repeats << ")\n\n"
-            << "| model | dtype | batch | rlcore tok/s | rlcore ms/step | python tok/s | python ms/step | "
-               "ratio (rlcore/python) |\n"
-            << "|---|---|---:|---:|---:|---:|---:|---:|\n";
+            << "| model | dtype | batch | rlcore tok/s | rlcore ms/step | "
+            << (options.cuda_graphs ? "graphs tok/s | graphs ms/step | " : "")
+            << "python tok/s | python ms/step | ratio (rlcore/python) |\n"
+            << "|---|---|---:|---:|---:|" << (options.cuda_graphs ? "---:|---:|" : "") << "---:|---:|---:|\n";
   for (const Row& row : rows) {
     std::cout << "| " << row.model << " | " << row.dtype << " | " << row.batch << " | "
               << fixed(row.rlcore.tokens_per_s, 1) << " | " << fixed(row.rlcore.ms_per_step, 2) << " | ";
+    if (row.graphs) std::cout << fixed(row.graphs->tokens_per_s, 1) << " | " << fixed(row.graphs->ms_per_step, 2) << " | ";
     if (row.python) {
       std::cout << fixed(row.python->tokens_per_s, 1) << " | " << fixed(row.python->ms_per_step, 2) << " | "
                 << fixed(row.rlcore.tokens_per_s / row.python->tokens_per_s, 2) << "x |\n";
@@ -266,14 +275,25 @@ void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, cons
       std::cout << "n/a | n/a | n/a |\n";
     }
   }
-  std::cout << "\nratio = rlcore tok/s / python tok/s (higher is better for rlcore). Greedy tokens of row 0, "
-               "rlcore vs python (first mismatch shows numerical drift, not a bug by itself):";
+  std::cout << "\nratio = rlcore tok/s / python tok/s (higher is better for rlcore)"
+            << (options.cuda_graphs ? "; graphs: rlcore with enforce_eager: false (decode steps replayed as CUDA "
+                                      "graphs)" : "")
+            << ". Greedy tokens of row 0, rlcore vs python (first mismatch shows numerical drift, not a bug by "
+               "itself):";
   for (const Row& row : rows) {
     if (!row.python) continue;
     std::cout << " " << row.model << "/" << row.dtype << "/" << row.batch << " "
               << common_prefix(row.rlcore.row0_tokens, row.python->row0_tokens) << "/" << options.max_tokens << ";";
   }
   std::cout << "\n";
+  if (options.cuda_graphs) {
+    std::cout << "\nGreedy tokens of row 0, graphs vs eager rlcore (the same unless the kernels round differently):";
+    for (const Row& row : rows) {
+      std::cout << " " << row.model << "/" << row.dtype << "/" << row.batch << " "
+                << common_prefix(row.graphs->row0_tokens, row.rlcore.row0_tokens) << "/" << options.max_tokens << ";";
+    }
+    std::cout << "\n";
+  }
   // The floor is the host's read bandwidth: it says nothing of a GPU's step.
   if (options.device == "cpu") print_floor_table(rows, bandwidth, options);
 }
@@ -348,7 +368,9 @@ std::optional<BenchOptions> parse_options(int argc, char** argv) {
       "device", po::value(&options.device),
       "the engine's device, cpu or cuda[:N]; the baseline runs there too (default cpu; on a GPU use "
       "--baseline-script bench/python/hf_generate_baseline.py)")(
-      "cpu-kernels", po::value(&cpu_kernels), "auto (AVX-512 where the CPU has it) or generic (the ATen ops)");
+      "cpu-kernels", po::value(&cpu_kernels), "auto (AVX-512 where the CPU has it) or generic (the ATen ops)")(
+      "cuda-graphs", po::bool_switch(&options.cuda_graphs),
+      "also time the engine with enforce_eager: false (decode steps replayed as CUDA graphs; --device cuda)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
   if (vm.count("help")) {
@@ -360,6 +382,8 @@ std::optional<BenchOptions> parse_options(int argc, char** argv) {
   if (cpu_kernels != "auto" && cpu_kernels != "generic")
     throw ConfigError("--cpu-kernels: '" + cpu_kernels + "' is neither auto nor generic");
   options.generic_cpu_kernels = cpu_kernels == "generic";
+  if (options.cuda_graphs && options.device.rfind("cuda", 0) != 0)
+    throw ConfigError("--cuda-graphs needs --device cuda: graphs are recorded on a GPU only");
   for (const std::string& model : models) {
     const auto eq = model.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == model.size())

@@ -16,6 +16,7 @@ jobs=2
 python=/usr/bin/python3
 build=1
 device=cpu
+extra_args=()
 
 usage() {
   cat <<EOF
@@ -33,6 +34,7 @@ usage: bench/run_generation_bench.sh [options]
   --no-build         use the binaries already built
   --device DEV       cpu (default) or cuda: on a GPU the baseline is transformers' eager generate
                      (bench/python/hf_generate_baseline.py; --python must have transformers)
+  --cuda-graphs      also time rlcore with rollout.enforce_eager: false (needs --device cuda)
 EOF
 }
 
@@ -50,6 +52,7 @@ while [[ $# -gt 0 ]]; do
     --python) python=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     --device) device=$2; shift 2 ;;
+    --cuda-graphs) extra_args+=(--cuda-graphs); shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run_generation_bench.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -102,7 +105,7 @@ results=$work_dir/results.md
   echo "machine: $machine; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
   "$build_dir/bin/bench_generation" "${model_args[@]}" --dtypes "$dtypes" --batches "$batches" \
-    --threads "$threads" --repeats "$repeats" --device "$device" "${python_args[@]}"
+    --threads "$threads" --repeats "$repeats" --device "$device" "${python_args[@]}" "${extra_args[@]}"
   echo
   echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$results"

@@ -22,7 +22,7 @@ nvidia-smi -L >/dev/null 2>&1 || { echo "run_gpu_bench.sh: no GPU is visible" >&
 "$python" -c 'import torch, transformers; assert torch.cuda.is_available()' ||
   { echo "run_gpu_bench.sh: $python needs torch with CUDA and transformers" >&2; exit 1; }
 bash "$repo/bench/run_generation_bench.sh" --no-build --build-dir "$build_dir" --device cuda --python "$python" \
-  --models tiny,100m --dtypes bfloat16,float32 --batches 1,64
+  --models tiny,100m --dtypes bfloat16,float32 --batches 1,64 --cuda-graphs
 bash "$repo/bench/run_swap_bench.sh" --no-build --build-dir "$build_dir" --device cuda --models 100m,1b \
   --pairs float32:bfloat16,float32:float32 --releases unmap
 bash "$repo/bench/run_train_fsdp_bench.sh" --no-build --build-dir "$build_dir" --device cuda --models tiny,100m \

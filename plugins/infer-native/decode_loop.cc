@@ -40,9 +40,10 @@ bool is_stop(int32_t token, const std::vector<int32_t>& stop_ids) {
 
 }  // namespace
 
-void decode_batch(const model::Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
-                  std::vector<Sequence*>& sequences, const SamplingParams& params) {
-  if (sequences.empty()) return;
+DecodeStats decode_batch(const model::Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+                         std::vector<Sequence*>& sequences, const SamplingParams& params, DecodeMode mode) {
+  DecodeStats stats;
+  if (sequences.empty()) return stats;
   c10::InferenceMode inference_mode;
   const at::Device device = model.embed_tokens.device();
 
@@ -65,15 +66,19 @@ void decode_batch(const model::Transformer& model, const std::vector<std::vector
     logits = logits.index_select(0, rows);
   }
 
-  std::vector<Sequence*> active = sequences;
+  DecodeStepper stepper(model, cache, mode, stats);
+  // rows[r]: the sequence of batch row r, nullptr once it has finished while
+  // its row stays (shape-static steps keep a batch shape as long as they can).
+  std::vector<Sequence*> rows = sequences;
   const bool greedy = is_greedy(params);
   while (true) {
-    const auto batch = static_cast<int64_t>(active.size());
+    const auto batch = static_cast<int64_t>(rows.size());
     at::Tensor uniforms;
     if (!greedy) {
       uniforms = at::empty({batch}, at::kDouble);
       double* u = uniforms.data_ptr<double>();
-      for (int64_t r = 0; r < batch; ++r) u[r] = active[r]->rng.uniform();
+      // A finished row draws nothing: every sequence's stream stays its own.
+      for (int64_t r = 0; r < batch; ++r) u[r] = rows[r] != nullptr ? rows[r]->rng.uniform() : 0.0;
     }
     const SampledTokens sampled = sample_tokens(logits, params, uniforms);
     const at::Tensor tokens_cpu = sampled.tokens.to(at::kCPU);
@@ -82,9 +87,10 @@ void decode_batch(const model::Transformer& model, const std::vector<std::vector
     const float* logprobs = logprobs_cpu.data_ptr<float>();
 
     std::vector<int64_t> keep;
-    keep.reserve(active.size());
+    keep.reserve(rows.size());
     for (int64_t r = 0; r < batch; ++r) {
-      Sequence& seq = *active[r];
+      if (rows[r] == nullptr) continue;
+      Sequence& seq = *rows[r];
       const auto token = static_cast<int32_t>(tokens[r]);
       seq.token_ids.push_back(token);
       seq.logprobs.push_back(logprobs[r]);
@@ -96,19 +102,27 @@ void decode_batch(const model::Transformer& model, const std::vector<std::vector
         keep.push_back(r);
       }
     }
-    if (keep.empty()) return;
+    if (keep.empty()) return stats;
 
     at::Tensor next = sampled.tokens;
-    if (static_cast<int64_t>(keep.size()) != batch) {
-      const at::Tensor rows = index_tensor(keep, device);
-      cache.keep_rows(rows);
-      next = next.index_select(0, rows);
+    const auto live = static_cast<int64_t>(keep.size());
+    // Eager steps shrink with every finished row; shape-static ones (a new
+    // graph each time) only once half the rows have finished.
+    const bool compact = stepper.mode() == DecodeMode::kEager ? live != batch : 2 * live <= batch;
+    if (compact) {
+      const at::Tensor kept = index_tensor(keep, device);
+      stepper.keep_rows(kept);
+      next = next.index_select(0, kept);
       std::vector<Sequence*> still;
       still.reserve(keep.size());
-      for (int64_t r : keep) still.push_back(active[r]);
-      active.swap(still);
+      for (int64_t r : keep) still.push_back(rows[r]);
+      rows.swap(still);
+    } else {
+      std::vector<Sequence*> still(rows.size(), nullptr);
+      for (int64_t r : keep) still[r] = rows[r];
+      rows.swap(still);
     }
-    logits = model.forward(next.view({-1, 1}), cache, {}, {}, /*keep_last=*/1).select(1, 0);
+    logits = stepper.step(next);
   }
 }
 

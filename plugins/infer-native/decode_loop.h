@@ -1,11 +1,13 @@
 // One batch of infer-native generation: left-padded prefill of the distinct
 // prompts, cache rows copied per sample, then batched decode steps from which
-// finished sequences leave (KvCache::keep_rows).
+// finished sequences leave (KvCache::keep_rows): at once when eager, once half
+// the rows have finished when the steps are shape-static (decode_step.h).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "decode_step.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/model/transformer.h"
 #include "sampling.h"
@@ -24,8 +26,10 @@ struct Sequence {
 
 // Generates every sequence of `sequences` in one batch. Prompts must be
 // non-empty, in the vocabulary, and ordered so that the sequences' prompt
-// indices are non-decreasing (prompt-major). Runs under InferenceMode.
-void decode_batch(const model::Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
-                  std::vector<Sequence*>& sequences, const SamplingParams& params);
+// indices are non-decreasing (prompt-major). Runs under InferenceMode. Every
+// mode gives the same tokens, and log-probs equal up to rounding.
+DecodeStats decode_batch(const model::Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+                         std::vector<Sequence*>& sequences, const SamplingParams& params,
+                         DecodeMode mode = DecodeMode::kEager);
 
 }  // namespace rlcore::infer_native

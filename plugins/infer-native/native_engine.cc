@@ -120,6 +120,10 @@ NativeEngine::NativeEngine(const NativeEngineOptions& options, const ComponentCo
   local_specs_ = local_parameter_specs(config, tp_size());
   load_checkpoint_weights(*model_, context.model_path, tp_rank(), tp_size());
   request_seeds_ = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options.seed));
+  // Graphs would also record the TP all-reduces, which rlcore has not done yet.
+  if (!options.enforce_eager && DeviceGraph::supported(device) && tp_size() == 1) {
+    decode_mode_ = DecodeMode::kDeviceGraph;
+  }
 }
 
 GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>& prompts,
@@ -134,6 +138,7 @@ GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>&
                      std::to_string(not_loaded_.size()) + " parameter(s) still missing, e.g. '" +
                      *not_loaded_.begin() + "'");
   }
+  last_decode_stats_ = DecodeStats();
   // Before validating: a rank that threw alone would leave the others waiting in a collective.
   if (tp_group_) check_same_request_across_tp(prompts, sampling);
   validate_sampling(sampling);
@@ -156,7 +161,11 @@ GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>&
     const size_t end = std::min(sequences.size(), begin + static_cast<size_t>(options_.max_num_seqs));
     std::vector<Sequence*> chunk;
     for (size_t k = begin; k < end; ++k) chunk.push_back(&sequences[k]);
-    decode_batch(*model_, prompts, chunk, sampling);
+    const DecodeStats stats = decode_batch(*model_, prompts, chunk, sampling, decode_mode_);
+    last_decode_stats_.steps += stats.steps;
+    last_decode_stats_.graphs_recorded += stats.graphs_recorded;
+    last_decode_stats_.graph_replays += stats.graph_replays;
+    last_decode_stats_.compactions += stats.compactions;
   }
 
   GenerationOutput output;
@@ -252,6 +261,11 @@ void NativeEngine::load_weights(const NamedTensorList& weights, int64_t version)
 bool NativeEngine::adoptable(const at::Tensor& tensor, const at::Tensor& slot) const {
   return tensor.scalar_type() == dtype_ && tensor.device() == slot.device() && tensor.is_contiguous() &&
          !tensor.requires_grad();
+}
+
+DecodeStats NativeEngine::last_decode_stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_decode_stats_;
 }
 
 int64_t NativeEngine::weight_version() const {

@@ -14,6 +14,7 @@
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
+#include "decode_step.h"
 #include "rlcore/capabilities.h"
 #include "rlcore/comm_context.h"
 #include "rlcore/inference_engine.h"
@@ -29,6 +30,7 @@ struct NativeEngineOptions {
   int64_t max_num_seqs = 256;  // sequences per batch; bigger requests run in chunks
   int64_t seed = 0;            // seeds requests that give no seed (SamplingParams::seed = -1)
   int64_t tensor_model_parallel_size = 1;  // ranks of kRolloutTpGroup sharing one model (Megatron layout)
+  bool enforce_eager = true;  // false: decode steps replayed as CUDA graphs (one GPU, no TP)
 };
 
 class NativeEngine final : public InferenceEngine, public AdoptsWeights, public TensorParallel, public Sleeps {
@@ -80,6 +82,11 @@ class NativeEngine final : public InferenceEngine, public AdoptsWeights, public 
   at::ScalarType dtype() const { return dtype_; }
   int64_t tp_size() const { return tp_group_ ? tp_group_->size() : 1; }
   int64_t tp_rank() const { return tp_group_ ? tp_group_->rank() : 0; }
+  // How decode steps run: kDeviceGraph when enforce_eager is false on a GPU
+  // without tensor parallelism, otherwise kEager.
+  DecodeMode decode_mode() const { return decode_mode_; }
+  // Summed over the batches of the last generate() call.
+  DecodeStats last_decode_stats() const;
 
  private:
   int64_t held_bytes_locked() const;
@@ -94,6 +101,8 @@ class NativeEngine final : public InferenceEngine, public AdoptsWeights, public 
   std::vector<model::ParameterSpec> local_specs_;  // this rank's parameter shapes
   at::ScalarType dtype_;
   int64_t max_model_len_ = 0;
+  DecodeMode decode_mode_ = DecodeMode::kEager;
+  DecodeStats last_decode_stats_;
   int64_t version_ = 0;
   bool asleep_ = false;
   int64_t bytes_released_ = 0;

@@ -22,7 +22,10 @@ void register_engine(PluginRegistrar& registrar) {
           .key("tensor_model_parallel_size", &NativeEngineOptions::tensor_model_parallel_size,
                "Ranks sharing one model copy (Megatron TP layout) over the pool's rollout_tp group; must divide "
                "the model's attention heads, kv heads and intermediate_size.",
-               at_least(1)),
+               at_least(1))
+          .key("enforce_eager", &NativeEngineOptions::enforce_eager,
+               "false: decode steps are recorded once per batch shape and replayed as CUDA graphs (a GPU, "
+               "tensor_model_parallel_size 1; not yet run on a GPU in rlcore's checks, hence true by default)."),
       [](const NativeEngineOptions& options, const ComponentContext& context) {
         return std::make_unique<NativeEngine>(options, context);
       });

@@ -217,7 +217,12 @@ at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx,
   }
   q = apply_rotary(q.transpose(1, 2), ctx.cos, ctx.sin);
   k = apply_rotary(k.transpose(1, 2), ctx.cos, ctx.sin);
-  if (ctx.cache != nullptr) {
+  if (ctx.cache != nullptr && ctx.cache_slot.defined()) {
+    ctx.cache->keys[layer].index_copy_(2, ctx.cache_slot, k);
+    ctx.cache->values[layer].index_copy_(2, ctx.cache_slot, v);
+    k = ctx.cache->keys[layer];
+    v = ctx.cache->values[layer];
+  } else if (ctx.cache != nullptr) {
     const int64_t end = ctx.cache_offset + len;
     ctx.cache->keys[layer].slice(2, ctx.cache_offset, end).copy_(k);
     ctx.cache->values[layer].slice(2, ctx.cache_offset, end).copy_(v);

@@ -279,4 +279,37 @@ at::Tensor Transformer::forward(const at::Tensor& input_ids, KvCache& cache, con
   return apply_head(h);
 }
 
+at::Tensor Transformer::forward_decode(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& slot) const {
+  if (!input_ids.defined() || input_ids.dim() != 2 || input_ids.size(1) != 1 ||
+      input_ids.size(0) != cache.batch_size()) {
+    throw ValueError("forward_decode: input_ids must be [" + std::to_string(cache.batch_size()) +
+                     ", 1] (one token per cache row), got " +
+                     (input_ids.defined() ? shape_text(input_ids.sizes()) : std::string("<undefined>")));
+  }
+  if (!slot.defined() || slot.numel() != 1 || slot.scalar_type() != at::kLong ||
+      slot.device() != cache.valid.device()) {
+    throw ValueError("forward_decode: slot must be a one-element int64 tensor on the cache's device");
+  }
+  if (cache.used >= cache.max_len()) {
+    throw ValueError("KV cache full: " + std::to_string(cache.used) + " + 1 tokens exceed max_len " +
+                     std::to_string(cache.max_len()));
+  }
+  const int64_t batch = input_ids.size(0);
+  const int64_t max_len = cache.max_len();
+  ForwardContext ctx;
+  // Each row's next position is its real-token count, read before it grows.
+  std::tie(ctx.cos, ctx.sin) = rotary.cos_sin(cache.lengths.unsqueeze(1), options_.dtype().toScalarType());
+  cache.valid.index_fill_(1, slot, true);
+  cache.lengths.add_(1);
+  ctx.blocked = cache.valid.logical_not().view({batch, 1, 1, max_len});
+  if (config_.sliding_window) {
+    const at::Tensor key_slots = at::arange(max_len, slot.options());
+    const at::Tensor outside = (slot - key_slots >= *config_.sliding_window).view({1, 1, 1, max_len});
+    ctx.blocked_sliding = ctx.blocked.logical_or(outside);
+  }
+  ctx.cache = &cache;
+  ctx.cache_slot = slot;
+  return apply_head(hidden_states(input_ids, ctx));
+}
+
 }  // namespace rlcore::model

@@ -106,6 +106,23 @@ TEST_CASE("verl features rlcore lacks are refused by key unless off; conflicts n
   CHECK(same.err.empty());
 }
 
+TEST_CASE("enforce_eager is the native engine's option and a note for other engines", "[config][verl]") {
+  const auto native = run(config_command({"actor_rollout_ref.rollout.enforce_eager=False"}));
+  INFO(native.err);
+  REQUIRE(native.status == 0);
+  const rlcore::ConfigNode tree = rlcore::ConfigNode::parse(native.out, "rlcore config");
+  CHECK_FALSE(tree.at_path("actor_rollout_ref.rollout.enforce_eager").as<bool>());
+  CHECK_THAT(native.err, !Catch::Contains("enforce_eager"));
+
+  rlcore::ConfigNode bridge = rlcore::ConfigNode::parse(
+      "actor_rollout_ref: {rollout: {name: vllm_bridge, enforce_eager: false}}", "test");
+  const std::vector<std::string> notes = rlcore::apply_verl_key_rules(bridge);
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::Contains("'actor_rollout_ref.rollout.enforce_eager'") &&
+                           Catch::Contains("rollout engine 'vllm_bridge'") && Catch::Contains("--enforce-eager"));
+  CHECK_FALSE(bridge.at_path("actor_rollout_ref.rollout.enforce_eager").defined());
+}
+
 TEST_CASE("the user guide lists every verl key rule", "[config][verl]") {
   const std::string guide = read_file(rlcore_test::source_dir() + "/docs/user-guide.md");
   const auto begin = guide.find("### verl keys");

@@ -1,6 +1,9 @@
 // The device layer on a real GPU: binding, the caching allocator's statistics
-// as rlcore reports them, and memory really returned by release_cached_memory.
+// as rlcore reports them, memory really returned by release_cached_memory, and
+// device graphs recorded once and replayed.
 #include "cuda_testing.h"
+
+#include "rlcore/device_graph.h"
 
 using namespace cuda_test;
 
@@ -42,4 +45,24 @@ TEST_CASE("allocator statistics follow allocations, peaks reset, caches are retu
   CHECK(cached.reserved - before.reserved >= kBytes);  // the allocator keeps the block
   rlcore::release_cached_memory(device);
   CHECK(rlcore::device_memory_stats(device).reserved < cached.reserved);
+}
+
+TEST_CASE("a device graph records without running and replays on new inputs", "[cuda]") {
+  const at::Device device = require_gpu();
+  REQUIRE(rlcore::DeviceGraph::supported(device));
+  const at::Tensor input = at::arange(1000, at::TensorOptions().dtype(at::kFloat).device(device));
+  const at::Tensor output = at::zeros_like(input);
+  const auto work = [&] { output.copy_(at::exp(input / 100) + 1); };
+  work();  // the warm-up a recording needs
+  output.zero_();
+  rlcore::DeviceGraph graph;
+  graph.record(device, work);
+  REQUIRE(graph.recorded());
+  CHECK(output.abs().sum().item<double>() == 0);  // recorded, not run
+  for (double shift : {0.0, 3.0}) {
+    input.copy_(at::arange(1000, input.options()) + shift);
+    graph.replay();
+    CHECK(output.equal(at::exp(input / 100) + 1));
+  }
+  CHECK_THROWS_WITH(rlcore::DeviceGraph().replay(), Catch::Contains("nothing recorded"));
 }

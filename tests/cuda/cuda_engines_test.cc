@@ -19,11 +19,12 @@ using rlcore::infer_native::NativeEngine;
 
 namespace {
 
-NativeEngine engine_on(const Fixture& fixture, const std::string& device) {
+NativeEngine engine_on(const Fixture& fixture, const std::string& device,
+                       const rlcore::infer_native::NativeEngineOptions& options = {}) {
   rlcore::ComponentContext context;
   context.model_path = fixture.dir.str();
   context.device = device;
-  return NativeEngine(rlcore::infer_native::NativeEngineOptions{}, context);
+  return NativeEngine(options, context);
 }
 
 rlcore::SamplingParams greedy(int64_t tokens) {
@@ -84,6 +85,37 @@ TEST_CASE("infer-native on the GPU generates the CPU's greedy tokens and log-pro
     INFO("prompt " << i);
     CHECK(actual.token_ids[i] == expected.token_ids[i]);
     CHECK(infer_native_test::max_abs_diff(actual.logprobs[i], expected.logprobs[i]) < 1e-4);
+  }
+}
+
+TEST_CASE("infer-native's decode steps replayed as CUDA graphs give the eager steps' tokens and log-probs",
+          "[cuda]") {
+  const at::Device gpu = require_gpu();
+  const Fixture fixture;
+  rlcore::infer_native::NativeEngineOptions options;
+  options.max_model_len = 20;  // rows run out of room after 17, 13 and 8 tokens: the batch shrinks
+  NativeEngine eager = engine_on(fixture, gpu.str(), options);
+  options.enforce_eager = false;
+  NativeEngine graphed = engine_on(fixture, gpu.str(), options);
+  REQUIRE(graphed.decode_mode() == rlcore::infer_native::DecodeMode::kDeviceGraph);
+  rlcore::SamplingParams sampled = greedy(17);
+  sampled.temperature = 1.0;
+  sampled.seed = 11;
+  for (rlcore::SamplingParams sampling : {greedy(17), sampled}) {
+    INFO("temperature " << sampling.temperature);
+    sampling.n = 2;
+    const rlcore::GenerationOutput expected = eager.generate(test_prompts(), sampling);
+    const rlcore::GenerationOutput actual = graphed.generate(test_prompts(), sampling);
+    REQUIRE(actual.token_ids.size() == expected.token_ids.size());
+    for (size_t i = 0; i < expected.token_ids.size(); ++i) {
+      INFO("sequence " << i);
+      CHECK(actual.token_ids[i] == expected.token_ids[i]);
+      CHECK(infer_native_test::max_abs_diff(actual.logprobs[i], expected.logprobs[i]) < 1e-4);
+    }
+    const rlcore::infer_native::DecodeStats stats = graphed.last_decode_stats();
+    CHECK(stats.graphs_recorded >= 2);  // the first batch shape, and the one after half the rows finished
+    CHECK(stats.graph_replays == stats.steps - stats.graphs_recorded);
+    CHECK(eager.last_decode_stats().graphs_recorded == 0);
   }
 }
 

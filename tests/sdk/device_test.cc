@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "rlcore/device.h"
+#include "rlcore/device_graph.h"
 #include "rlcore/error.h"
 #include "rlcore/plugin_abi.h"
 
@@ -91,6 +92,18 @@ TEST_CASE("a CUDA build names the GPU index and count when the index is past the
 TEST_CASE("bfloat16 is refused only on a GPU older than compute capability 8.0", "[device]") {
   CHECK_NOTHROW(rlcore::check_dtype_supported(at::Device(at::kCPU), at::kBFloat16, "dtype"));
   CHECK_NOTHROW(rlcore::check_dtype_supported(at::Device(at::kCPU), at::kFloat, "dtype"));
+}
+
+TEST_CASE("device graphs record only on a CUDA device; an empty one refuses to replay", "[device]") {
+  CHECK_FALSE(rlcore::DeviceGraph::supported(at::Device(at::kCPU)));
+  if (!rlcore::cuda_build()) CHECK_FALSE(rlcore::DeviceGraph::supported(at::Device(at::kCUDA, 0)));
+  rlcore::DeviceGraph graph;
+  bool ran = false;
+  CHECK_THROWS_WITH(graph.record(at::Device(at::kCPU), [&] { ran = true; }),
+                    Catch::Contains("cannot record on cpu") && Catch::Contains("CUDA device"));
+  CHECK_FALSE(ran);
+  CHECK_FALSE(graph.recorded());
+  CHECK_THROWS_WITH(graph.replay(), Catch::Contains("nothing recorded"));
 }
 
 TEST_CASE("cpu peak memory: VmHWM rises by a touched 64 MiB buffer and falls back after a reset", "[device][memory]") {

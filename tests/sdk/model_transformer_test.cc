@@ -479,3 +479,56 @@ TEST_CASE("forward validates its inputs", "[model]") {
   KvCache wrong_batch = model.make_cache(3, 6);
   CHECK_THROWS_WITH(model.forward(ids, wrong_batch), Catch::Contains("3 rows"));
 }
+
+TEST_CASE("a shape-static decode step equals the incremental forward", "[model]") {
+  ModelConfig mistral = tiny("llama");
+  mistral.model_type = "mistral";
+  mistral.sliding_window = 4;  // shorter than the decode, so the window blocks keys
+  std::vector<ModelConfig> variants = all_variants();
+  variants.push_back(mistral);
+  const int64_t lengths[] = {3, 7, 5};
+  for (const ModelConfig& c : variants) {
+    INFO(c.model_type << (c.sliding_window ? " with a sliding window" : ""));
+    const Transformer model = make_model(c, 31);
+    at::Tensor ids = random_ids(3, 7, 32);
+    at::Tensor mask = at::ones({3, 7}, at::kLong);
+    for (int64_t r = 0; r < 3; ++r) mask[r].slice(0, 0, 7 - lengths[r]).fill_(0);
+    const at::Tensor steps = random_ids(3, 6, 33);
+    KvCache incremental = model.make_cache(3, 16);
+    KvCache shape_static = model.make_cache(3, 16);
+    model.forward(ids, incremental, mask);
+    model.forward(ids, shape_static, mask);
+    at::Tensor slot = at::empty({1}, at::kLong);
+    at::Tensor rows = at::arange(3, at::kLong);
+    for (int64_t t = 0; t < 6; ++t) {
+      if (t == 3) {  // row 1 (the longest prompt) leaves, and with it the slots only it used
+        rows = at::tensor({0, 2}, at::kLong);
+        incremental.keep_rows(at::tensor({0, 2}, at::kLong));
+        shape_static.keep_rows(at::tensor({0, 2}, at::kLong));
+      }
+      const at::Tensor next = steps.slice(1, t, t + 1).index_select(0, rows);
+      const at::Tensor expected = model.forward(next, incremental);
+      slot.fill_(shape_static.used);
+      const at::Tensor got = model.forward_decode(next, shape_static, slot);
+      ++shape_static.used;
+      CHECK(max_diff(got, expected) < 1e-5);
+    }
+    CHECK(shape_static.lengths.equal(incremental.lengths));
+    CHECK(shape_static.valid.equal(incremental.valid));
+  }
+}
+
+TEST_CASE("forward_decode validates its inputs", "[model]") {
+  const Transformer model = make_model(tiny("llama"), 23);
+  KvCache cache = model.make_cache(2, 3);
+  model.forward(random_ids(2, 2, 24), cache);
+  const at::Tensor slot = at::full({1}, 2, at::kLong);
+  CHECK_THROWS_WITH(model.forward_decode(random_ids(2, 2, 25), cache, slot),
+                    Catch::Contains("[2, 1]") && Catch::Contains("[2, 2]"));
+  CHECK_THROWS_WITH(model.forward_decode(random_ids(3, 1, 25), cache, slot), Catch::Contains("[3, 1]"));
+  CHECK_THROWS_WITH(model.forward_decode(random_ids(2, 1, 25), cache, slot.to(at::kInt)),
+                    Catch::Contains("one-element int64"));
+  model.forward_decode(random_ids(2, 1, 25), cache, slot);
+  ++cache.used;
+  CHECK_THROWS_WITH(model.forward_decode(random_ids(2, 1, 26), cache, slot), Catch::Contains("KV cache full"));
+}

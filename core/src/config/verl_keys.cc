@@ -84,7 +84,8 @@ const std::vector<VerlKeyRule>& verl_key_rules() {
       {"actor_rollout_ref.model.use_fused_kernels", H::kNoEffect, nullptr, "a choice among verl's Triton kernels"},
       {"actor_rollout_ref.model.use_liger", H::kNoEffect, nullptr, "a choice among verl's Liger kernels"},
       {"actor_rollout_ref.rollout.gpu_memory_utilization", H::kNoEffect, nullptr, kEngineKnob},
-      {"actor_rollout_ref.rollout.enforce_eager", H::kNoEffect, nullptr, kEngineKnob},
+      {"actor_rollout_ref.rollout.enforce_eager", H::kNativeRolloutOption, nullptr,
+       "a vllm_bridge server takes --enforce-eager on its own command line"},
       {"actor_rollout_ref.rollout.enable_chunked_prefill", H::kNoEffect, nullptr, kEngineKnob},
       {"actor_rollout_ref.rollout.max_num_batched_tokens", H::kNoEffect, nullptr, kEngineKnob},
       {"actor_rollout_ref.rollout.enable_prefix_caching", H::kNoEffect, nullptr, kEngineKnob},
@@ -133,6 +134,13 @@ std::vector<std::string> apply_verl_key_rules(ConfigNode& tree) {
       case VerlKeyHandling::kNoEffect:
         if (!is_off(node)) notes.push_back("key " + node.describe() + " has no effect in rlcore: " + rule.why);
         break;
+      case VerlKeyHandling::kNativeRolloutOption: {
+        const ConfigNode engine = tree.at_path("actor_rollout_ref.rollout.name");
+        if (!engine.defined() || (engine.is_scalar() && engine.as<std::string>() == "native")) continue;
+        notes.push_back("key " + node.describe() + " has no effect with rollout engine '" +
+                        engine.as<std::string>() + "': " + rule.why);
+        break;
+      }
       case VerlKeyHandling::kOnlyValue:
         if (!holds(node, rule.target)) {
           throw ConfigError("key " + node.describe() + " = " + node.to_yaml() + ": " + rule.why + "; only " +

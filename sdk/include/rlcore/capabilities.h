@@ -90,7 +90,6 @@ class RLCORE_API RemoteGeneration {
   virtual ~RemoteGeneration();
 };
 
-#if RLCORE_SDK_TARGET_ABI_MINOR >= 2
 // Sharding manager: a swap's memory peak (its ledger's, SwapStats::planned_peak_bytes)
 // stays within train state + the rollout's weights + one bucket, a bucket holding at
 // most the rollout's weights; `rlcore conformance` holds a manager that claims it to it.
@@ -112,9 +111,7 @@ class RLCORE_API ComputesSumPiSquared {
   virtual ModelOutput forward_with_sum_pi_squared(const Batch& batch, const ForwardOptions& options,
                                                   at::Tensor& sum_pi_squared) = 0;
 };
-#endif
 
-#if RLCORE_SDK_TARGET_ABI_MINOR >= 3
 // Train engine: trains low-rank adapters over frozen base weights (LoRA), so a
 // full weight is its frozen base, or for an adapted parameter base + a delta
 // the adapters define. A sharding manager gathers the base once and afterwards
@@ -133,9 +130,7 @@ class RLCORE_API TrainsLowRankAdapters {
   // would give, from its full base value `base`. Call it on every rank in the same order.
   virtual at::Tensor merged_parameter(const std::string& name, const at::Tensor& base) = 0;
 };
-#endif
 
-#if RLCORE_SDK_TARGET_ABI_MINOR >= 4
 // Train engine: gathers full parameters straight into memory the caller gives
 // (a sharding manager's bucket), so a weight swap holds no gathered copy of
 // its own. On NCCL a gather is one all-gather into that memory.
@@ -165,7 +160,6 @@ class RLCORE_API GathersIntoBuffers {
       const std::function<at::Tensor(size_t gather)>& destination,
       const std::function<void(const std::string&, const at::Tensor&)>& visit) = 0;
 };
-#endif
 
 // The capability interface `Capability` of `component`, or null when it has none.
 template <class Capability, class Component>
@@ -198,16 +192,10 @@ std::vector<std::string> capabilities_of() {
   add(std::is_base_of_v<OffloadsState, T>, OffloadsState::kName);
   add(std::is_base_of_v<Sleeps, T>, Sleeps::kName);
   add(std::is_base_of_v<RemoteGeneration, T>, RemoteGeneration::kName);
-#if RLCORE_SDK_TARGET_ABI_MINOR >= 2
   add(std::is_base_of_v<BoundedSwapMemory, T>, BoundedSwapMemory::kName);
   add(std::is_base_of_v<ComputesSumPiSquared, T>, ComputesSumPiSquared::kName);
-#endif
-#if RLCORE_SDK_TARGET_ABI_MINOR >= 3
   add(std::is_base_of_v<TrainsLowRankAdapters, T>, TrainsLowRankAdapters::kName);
-#endif
-#if RLCORE_SDK_TARGET_ABI_MINOR >= 4
   add(std::is_base_of_v<GathersIntoBuffers, T>, GathersIntoBuffers::kName);
-#endif
   return names;
 }
 

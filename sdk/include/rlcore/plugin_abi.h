@@ -8,8 +8,8 @@
 #include <torch/version.h>
 
 // When to bump which: docs/plugin-abi.md; what each version changed: sdk/CHANGELOG.md.
-#define RLCORE_SDK_ABI_MAJOR 4  // 4: the model structs gain Mistral, Gemma 2 and yarn fields
-#define RLCORE_SDK_ABI_MINOR 4  // 4.4: GathersIntoBuffers, CommGroup::all_gather_into
+#define RLCORE_SDK_ABI_MAJOR 5  // 5: ForwardContext::cache_slot (shape-static decode steps)
+#define RLCORE_SDK_ABI_MINOR 0
 
 // A plugin may target an older minor of this major: define
 // RLCORE_SDK_TARGET_ABI_MINOR before any rlcore header and the headers' inline

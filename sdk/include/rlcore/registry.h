@@ -71,8 +71,8 @@ class RLCORE_API Registry {
   std::vector<const ComponentEntry*> all() const;
   std::vector<std::string> names(const std::string& kind) const;
 
-  // The capabilities (rlcore/capabilities.h) a registered component's type declares;
-  // empty for components of plugins built before SDK 4.1, which recorded none.
+  // The capabilities (rlcore/capabilities.h) a registered component's type declares
+  // (empty when it declares none).
   void set_capabilities(const std::string& kind, const std::string& name, std::vector<std::string> capabilities);
   std::vector<std::string> capabilities(const std::string& kind, const std::string& name) const;
 
@@ -123,9 +123,7 @@ class RLCORE_API PluginRegistrar {
     };
     const std::string kind = entry.kind, entry_name = entry.name;
     add_entry(std::move(entry));
-#if RLCORE_SDK_TARGET_ABI_MINOR >= 1
     add_capabilities(kind, entry_name, capabilities_of<typename std::decay_t<typename Made::type>::element_type>());
-#endif
   }
 
   const PluginOrigin& origin() const { return origin_; }

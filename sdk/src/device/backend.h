@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -28,5 +30,16 @@ struct AllocatorStats {
 AllocatorStats allocator_stats(int64_t index);
 void reset_peak(int64_t index);
 void empty_cache();
+
+// Device work recorded once, replayed with one launch (a CUDA graph).
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  // Queues the recorded work on the device's current stream.
+  virtual void replay() = 0;
+};
+// Records what `work` queues on device `index` (not running it); throws Error
+// naming the cause when recording fails, and the CPU twin always throws.
+std::unique_ptr<Graph> record_graph(int64_t index, const std::function<void()>& work);
 
 }  // namespace rlcore::device_backend

@@ -1,13 +1,18 @@
 // The device backend of the CUDA flavour. Only calls present in both libtorch
 // 1.13 and 2.x: device_count/set_device (c10/cuda), getDeviceProperties (ATen),
-// and the caching allocator's getDeviceStats/resetPeakStats/emptyCache.
+// the caching allocator's getDeviceStats/resetPeakStats/emptyCache, and
+// at::cuda::CUDAGraph's capture_begin/capture_end/replay.
 #include "backend.h"
 
 #include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/version.h>
+
+#include "rlcore/error.h"
 
 namespace rlcore::device_backend {
 namespace {
@@ -28,6 +33,12 @@ void initialise_cuda() {
   at::globalContext().lazyInitCUDA();
 #endif
 }
+
+class CudaGraph final : public Graph {
+ public:
+  void replay() override { graph.replay(); }
+  at::cuda::CUDAGraph graph;
+};
 
 }  // namespace
 
@@ -65,6 +76,31 @@ void reset_peak(int64_t index) {
 void empty_cache() {
   initialise_cuda();
   c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
+std::unique_ptr<Graph> record_graph(int64_t index, const std::function<void()>& work) {
+  const c10::cuda::CUDAGuard device_guard(index_of(index));
+  // Recording needs a stream of its own; the work already queued must finish
+  // first, since a graph records what its stream does, not what it waits on.
+  c10::cuda::device_synchronize();
+  const c10::cuda::CUDAStreamGuard stream_guard(c10::cuda::getStreamFromPool(false, index_of(index)));
+  auto recorded = std::make_unique<CudaGraph>();
+  recorded->graph.capture_begin();
+  try {
+    work();
+  } catch (const std::exception& e) {
+    try {
+      recorded->graph.capture_end();  // ends the stream's capture mode; the graph is invalid anyway
+    } catch (const std::exception&) {
+    }
+    throw Error("recording a CUDA graph on cuda:" + std::to_string(index) + " failed: " + e.what());
+  }
+  try {
+    recorded->graph.capture_end();
+  } catch (const std::exception& e) {
+    throw Error("recording a CUDA graph on cuda:" + std::to_string(index) + " failed: " + e.what());
+  }
+  return recorded;
 }
 
 }  // namespace rlcore::device_backend

@@ -20,5 +20,6 @@ std::pair<int, int> compute_capability(int64_t) { no_cuda("compute_capability");
 AllocatorStats allocator_stats(int64_t) { no_cuda("allocator_stats"); }
 void reset_peak(int64_t) { no_cuda("reset_peak"); }
 void empty_cache() {}
+std::unique_ptr<Graph> record_graph(int64_t, const std::function<void()>&) { no_cuda("record_graph"); }
 
 }  // namespace rlcore::device_backend

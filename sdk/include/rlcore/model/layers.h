@@ -82,6 +82,11 @@ struct RLCORE_API ForwardContext {
   at::Tensor blocked_sliding;
   KvCache* cache = nullptr;  // new k/v go to slots [cache_offset, cache_offset + T)
   int64_t cache_offset = 0;
+  // Set by Transformer::forward_decode instead of cache_offset: a one-element
+  // int64 tensor on the device, the slot the step's k/v go to. Attention then
+  // spans every slot of the cache (blocked is [B, 1, 1, max_len]), so no shape
+  // depends on how full the cache is.
+  at::Tensor cache_slot;
 };
 
 // Softmax attention with grouped kv heads, HF's op order (fp32 softmax).

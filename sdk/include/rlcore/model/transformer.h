@@ -84,6 +84,17 @@ class RLCORE_API Transformer {
   at::Tensor forward(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& attention_mask = {},
                      const at::Tensor& position_ids = {}, int64_t keep_last = 0) const;
 
+  // One decode step whose shapes do not depend on how full `cache` is, so that
+  // it can be recorded once and replayed (rlcore/device_graph.h). input_ids
+  // [B, 1] go to the slot that `slot` holds (a one-element int64 tensor on the
+  // model's device, equal to cache.used) and attend over every slot of the
+  // cache, the unwritten ones blocked through cache.valid. Returns logits
+  // [B, 1, vocab]: those of forward(input_ids, cache) up to rounding. Reads no
+  // tensor value on the host, so the caller advances cache.used (and `slot`)
+  // after each step. Needs every slot before cache.used to hold some row's
+  // token, which a left-padded prefill and keep_rows() keep.
+  at::Tensor forward_decode(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& slot) const;
+
   // Sized by the layers' (possibly tensor-parallel local) kv head count.
   KvCache make_cache(int64_t batch_size, int64_t max_len) const;
 

@@ -1,0 +1,58 @@
+// DecodeStepper: the three ways of running a decode step.
+#include "decode_step.h"
+
+#include <ATen/ATen.h>
+
+#include "rlcore/error.h"
+
+namespace rlcore::infer_native {
+
+DecodeStepper::DecodeStepper(const model::Transformer& model, model::KvCache& cache, DecodeMode mode,
+                             DecodeStats& stats)
+    : model_(model), cache_(cache), mode_(mode), stats_(stats) {}
+
+at::Tensor DecodeStepper::step(const at::Tensor& tokens) {
+  ++stats_.steps;
+  if (mode_ == DecodeMode::kEager) {
+    return model_.forward(tokens.view({-1, 1}), cache_, {}, {}, /*keep_last=*/1).select(1, 0);
+  }
+  return step_shape_static(tokens);
+}
+
+at::Tensor DecodeStepper::step_shape_static(const at::Tensor& tokens) {
+  const at::Device device = cache_.valid.device();
+  if (!slot_.defined()) slot_ = at::empty({1}, at::TensorOptions().device(device).dtype(at::kLong));
+  slot_.fill_(cache_.used);
+  at::Tensor logits;
+  if (graph_.recorded()) {
+    tokens_.copy_(tokens.view({-1, 1}));
+    graph_.replay();
+    ++stats_.graph_replays;
+    logits = logits_;
+  } else {
+    tokens_ = tokens.view({-1, 1}).clone();
+    // This step's result, and in kDeviceGraph the warm-up run recording needs.
+    logits = model_.forward_decode(tokens_, cache_, slot_).select(1, 0);
+    if (mode_ == DecodeMode::kDeviceGraph) {
+      try {
+        graph_.record(device, [this] { logits_ = model_.forward_decode(tokens_, cache_, slot_).select(1, 0); });
+      } catch (const Error& e) {
+        throw Error(std::string(e.what()) +
+                    " (decode steps as CUDA graphs; actor_rollout_ref.rollout.enforce_eager=true decodes without)");
+      }
+      ++stats_.graphs_recorded;
+    }
+  }
+  ++cache_.used;  // forward_decode leaves the host's count to its caller
+  return logits;
+}
+
+void DecodeStepper::keep_rows(const at::Tensor& rows) {
+  cache_.keep_rows(rows);
+  ++stats_.compactions;
+  graph_ = DeviceGraph();
+  tokens_ = at::Tensor();
+  logits_ = at::Tensor();
+}
+
+}  // namespace rlcore::infer_native
