@@ -104,7 +104,7 @@ TEST_CASE("the infer-native plugin loads through the PluginLoader and generates"
   REQUIRE(loader.loaded().size() == 1);
   CHECK(loader.loaded()[0].name == "infer-native");
   const rlcore::ComponentEntry& entry = registry.get(rlcore::InferenceEngine::kKind, "native");
-  CHECK(entry.keys.size() == 5);  // dtype, max_model_len, max_num_seqs, seed, tensor_model_parallel_size
+  CHECK(entry.keys.size() == 6);  // dtype, max_model_len, max_num_seqs, seed, tensor_model_parallel_size, enforce_eager
 
   Fixture fixture;
   rlcore::ComponentContext context;
