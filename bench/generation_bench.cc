@@ -267,7 +267,9 @@ void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, cons
   for (const Row& row : rows) {
     std::cout << "| " << row.model << " | " << row.dtype << " | " << row.batch << " | "
               << fixed(row.rlcore.tokens_per_s, 1) << " | " << fixed(row.rlcore.ms_per_step, 2) << " | ";
-    if (row.graphs) std::cout << fixed(row.graphs->tokens_per_s, 1) << " | " << fixed(row.graphs->ms_per_step, 2) << " | ";
+    if (row.graphs) {
+      std::cout << fixed(row.graphs->tokens_per_s, 1) << " | " << fixed(row.graphs->ms_per_step, 2) << " | ";
+    }
     if (row.python) {
       std::cout << fixed(row.python->tokens_per_s, 1) << " | " << fixed(row.python->ms_per_step, 2) << " | "
                 << fixed(row.rlcore.tokens_per_s / row.python->tokens_per_s, 2) << "x |\n";

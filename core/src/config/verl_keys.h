@@ -15,14 +15,17 @@ enum class VerlKeyHandling {
   kMoved,      // the same setting under rlcore's key (`target`)
   kNoEffect,   // a knob of verl's own stack (vLLM, flash-attn, Ray, ...): dropped with a note
   kOnlyValue,  // a feature rlcore lacks: accepted at `value` (verl's "off"), refused otherwise
-  kNativeRolloutOption,  // an option of the native rollout engine too: kept for it, dropped with a note for others
+  // An option of the native rollout engine as well: kept for it, dropped with a note for other engines.
+  kNativeRolloutOption,
 };
 
 struct VerlKeyRule {
   const char* key;  // verl's dotted key
   VerlKeyHandling handling;
   const char* target;  // kMoved: rlcore's key; kOnlyValue: the accepted value (YAML scalar)
-  const char* why;     // kNoEffect, kNativeRolloutOption: why it changes nothing (elsewhere); kOnlyValue: what rlcore lacks
+  // kNoEffect: why it changes nothing here; kNativeRolloutOption: why it changes nothing for
+  // other engines; kOnlyValue: what rlcore lacks.
+  const char* why;
 };
 
 // Every verl key handled here, in the order of docs/config-reference.md's table.

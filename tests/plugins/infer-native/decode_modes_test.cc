@@ -20,7 +20,9 @@ namespace {
 std::vector<Sequence> sequences() {
   const int64_t limits[] = {9, 3, 12, 5, 2, 8};
   std::vector<Sequence> out;
-  for (int64_t i = 0; i < 6; ++i) out.push_back(Sequence{i / 2, limits[i], SequenceRng(7, i), {}, {}, rlcore::FinishReason::kLength});
+  for (int64_t i = 0; i < 6; ++i) {
+    out.push_back(Sequence{i / 2, limits[i], SequenceRng(7, i), {}, {}, rlcore::FinishReason::kLength});
+  }
   return out;
 }
 
