@@ -67,6 +67,7 @@ struct Row {
   int64_t batch = 0;
   Timing rlcore;
   std::optional<Timing> graphs;  // rlcore with its decode steps replayed as CUDA graphs
+  std::string graphs_error;      // why that run failed (the other columns and benchmarks still run)
   std::optional<Timing> python;
   double weight_bytes = 0;  // read once per decode step
   double kv_bytes = 0;      // KV cache read per decode step, mean over the steps
@@ -218,7 +219,13 @@ std::vector<Row> run_benchmarks(Session& session, const BenchOptions& options) {
         row.batch = batch;
         const auto prompts = make_prompts(batch, options.prompt_len, config.vocab_size);
         row.rlcore = time_engine(*engine, prompts, options);
-        if (graphed) row.graphs = time_engine(*graphed, prompts, options);
+        if (graphed) {
+          try {
+            row.graphs = time_engine(*graphed, prompts, options);
+          } catch (const Error& e) {
+            row.graphs_error = e.what();
+          }
+        }
         if (!options.python.empty()) row.python = time_python(dir, dtype, batch, options);
         row.weight_bytes = weight_bytes(*engine, batch);
         row.kv_bytes = mean_kv_bytes(config, scalar_type, batch, options);
@@ -269,6 +276,8 @@ void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, cons
               << fixed(row.rlcore.tokens_per_s, 1) << " | " << fixed(row.rlcore.ms_per_step, 2) << " | ";
     if (row.graphs) {
       std::cout << fixed(row.graphs->tokens_per_s, 1) << " | " << fixed(row.graphs->ms_per_step, 2) << " | ";
+    } else if (options.cuda_graphs) {
+      std::cout << "failed | failed | ";
     }
     if (row.python) {
       std::cout << fixed(row.python->tokens_per_s, 1) << " | " << fixed(row.python->ms_per_step, 2) << " | "
@@ -291,10 +300,16 @@ void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, cons
   if (options.cuda_graphs) {
     std::cout << "\nGreedy tokens of row 0, graphs vs eager rlcore (the same unless the kernels round differently):";
     for (const Row& row : rows) {
+      if (!row.graphs) continue;
       std::cout << " " << row.model << "/" << row.dtype << "/" << row.batch << " "
                 << common_prefix(row.graphs->row0_tokens, row.rlcore.row0_tokens) << "/" << options.max_tokens << ";";
     }
     std::cout << "\n";
+    for (const Row& row : rows) {
+      if (row.graphs_error.empty()) continue;
+      std::cout << "\ngraphs failed for " << row.model << "/" << row.dtype << "/" << row.batch << ": "
+                << row.graphs_error << "\n";
+    }
   }
   // The floor is the host's read bandwidth: it says nothing of a GPU's step.
   if (options.device == "cpu") print_floor_table(rows, bandwidth, options);

@@ -7,6 +7,14 @@
 
 namespace rlcore::infer_native {
 
+DecodeStats& DecodeStats::operator+=(const DecodeStats& other) {
+  steps += other.steps;
+  graphs_recorded += other.graphs_recorded;
+  graph_replays += other.graph_replays;
+  compactions += other.compactions;
+  return *this;
+}
+
 DecodeStepper::DecodeStepper(const model::Transformer& model, model::KvCache& cache, DecodeMode mode,
                              DecodeStats& stats)
     : model_(model), cache_(cache), mode_(mode), stats_(stats) {}

@@ -24,6 +24,8 @@ struct DecodeStats {
   int64_t graphs_recorded = 0;
   int64_t graph_replays = 0;
   int64_t compactions = 0;      // times finished rows left the batch
+
+  DecodeStats& operator+=(const DecodeStats& other);
 };
 
 class DecodeStepper {

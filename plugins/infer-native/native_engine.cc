@@ -161,11 +161,7 @@ GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>&
     const size_t end = std::min(sequences.size(), begin + static_cast<size_t>(options_.max_num_seqs));
     std::vector<Sequence*> chunk;
     for (size_t k = begin; k < end; ++k) chunk.push_back(&sequences[k]);
-    const DecodeStats stats = decode_batch(*model_, prompts, chunk, sampling, decode_mode_);
-    last_decode_stats_.steps += stats.steps;
-    last_decode_stats_.graphs_recorded += stats.graphs_recorded;
-    last_decode_stats_.graph_replays += stats.graph_replays;
-    last_decode_stats_.compactions += stats.compactions;
+    last_decode_stats_ += decode_batch(*model_, prompts, chunk, sampling, decode_mode_);
   }
 
   GenerationOutput output;

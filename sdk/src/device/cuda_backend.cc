@@ -84,6 +84,9 @@ std::unique_ptr<Graph> record_graph(int64_t index, const std::function<void()>& 
   // first, since a graph records what its stream does, not what it waits on.
   c10::cuda::device_synchronize();
   const c10::cuda::CUDAStreamGuard stream_guard(c10::cuda::getStreamFromPool(false, index_of(index)));
+  const auto failed = [index](const std::exception& e) {
+    return Error("recording a CUDA graph on cuda:" + std::to_string(index) + " failed: " + e.what());
+  };
   auto recorded = std::make_unique<CudaGraph>();
   recorded->graph.capture_begin();
   try {
@@ -93,12 +96,12 @@ std::unique_ptr<Graph> record_graph(int64_t index, const std::function<void()>& 
       recorded->graph.capture_end();  // ends the stream's capture mode; the graph is invalid anyway
     } catch (const std::exception&) {
     }
-    throw Error("recording a CUDA graph on cuda:" + std::to_string(index) + " failed: " + e.what());
+    throw failed(e);
   }
   try {
     recorded->graph.capture_end();
   } catch (const std::exception& e) {
-    throw Error("recording a CUDA graph on cuda:" + std::to_string(index) + " failed: " + e.what());
+    throw failed(e);
   }
   return recorded;
 }

@@ -86,12 +86,13 @@ TEST_CASE("enforce_eager: false decodes eagerly where graphs cannot be recorded"
   Fixture fixture;
   rlcore::infer_native::NativeEngineOptions options;
   options.enforce_eager = false;
+  options.max_num_seqs = 2;  // two batches, whose stats add up
   auto engine = make_engine(fixture.dir.path(), options);
   CHECK(engine.decode_mode() == DecodeMode::kEager);  // the CPU has no CUDA graphs
   SamplingParams params = sampling(0.0);
   const rlcore::GenerationOutput out = engine.generate(test_prompts(), params);
   CHECK(out.token_ids[1] == reference_greedy(fixture.model, test_prompts()[1], 12));
   const DecodeStats stats = engine.last_decode_stats();
-  CHECK(stats.steps == 11);
+  CHECK(stats.steps == 2 * 11);
   CHECK(stats.graphs_recorded == 0);
 }
