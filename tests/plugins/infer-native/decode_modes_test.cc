@@ -77,7 +77,9 @@ TEST_CASE("shape-static decode steps give the eager steps' tokens and log-probs"
 
       // A stop token ends rows early in both modes alike.
       params.stop_token_ids = {eager.sequences[2].token_ids[4]};
-      check_same(decode(model, params, DecodeMode::kShapeStatic), decode(model, params, DecodeMode::kEager));
+      const Decoded stopped = decode(model, params, DecodeMode::kEager);
+      CHECK(stopped.sequences[2].finish_reason == rlcore::FinishReason::kStop);
+      check_same(decode(model, params, DecodeMode::kShapeStatic), stopped);
     }
   }
 }
