@@ -3,24 +3,27 @@
 # ctest label `cuda` and the GPU benchmarks, on whatever machine it runs on.
 # Fails when no GPU is visible: the checks never skip themselves.
 #
-#   bash scripts/gpu-check.sh [--out DIR] [--no-bench]
+#   bash scripts/gpu-check.sh [--out DIR] [--no-bench] [--benches LIST]
 #
 # Dependencies: when gpu-bundle/ holds the .deb files of
 # scripts/make_gpu_bundle.sh (carried to a machine without a registry, such as
 # the lent H100), they are unpacked into gpu-bundle/prefix and used; otherwise
 # Debian's packages through scripts/setup.sh. It builds only what it runs.
 # --out DIR (default $OUT, else gpu-check-out) keeps the logs: build, ctest
-# (one entry per tests/cuda file), benchmarks.
+# (one entry per tests/cuda file), benchmarks. --benches picks some of
+# generation,swap,train_fsdp (bench/run_gpu_bench.sh; default all of them).
 # libtorch: $Torch_DIR, else .venv's torch (scripts/setup_python.sh), else the
 # torch of `python3` on PATH (the GPU image's own PyTorch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-check-out}
 bench=1
+benches=generation,swap,train_fsdp
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift ;;
     --no-bench) bench=0 ;;
+    --benches) benches=$2; shift ;;
     *) echo "gpu-check: error: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -78,7 +81,14 @@ log "building the CUDA flavour (Torch_DIR=${Torch_DIR:-.venv})"
 build_dir=${RLCORE_BUILD_DIR:-build-cuda}
 # What the checks run (test_cuda pulls in rlcore and the plugins), not the CPU suite.
 targets=(test_cuda)
-[ "$bench" = 1 ] && targets+=(bench_generation bench_swap bench_train_fsdp)
+if [ "$bench" = 1 ]; then
+  for name in ${benches//,/ }; do
+    case $name in
+      generation|swap|train_fsdp) targets+=("bench_$name") ;;
+      *) log "error: unknown benchmark '$name' in --benches (expected generation, swap, train_fsdp)"; exit 2 ;;
+    esac
+  done
+fi
 if ! bash scripts/build.sh --cuda "${targets[@]}" >"$out/build.log" 2>&1; then
   # Go on past the first failure so that one run reports every broken file.
   [ -f "$build_dir/build.ninja" ] && cmake --build "$build_dir" -- -k 0 >>"$out/build.log" 2>&1 || true
@@ -94,7 +104,7 @@ log "ctest -L cuda"
 cp "$build_dir/Testing/Temporary/LastTest.log" "$out/ctest-cuda-full.log" 2>/dev/null || true
 if [ "$bench" = 1 ]; then
   log "GPU benchmarks"
-  bash bench/run_gpu_bench.sh --build-dir "$build_dir" 2>&1 | tee "$out/bench-gpu.log" || status=1
+  bash bench/run_gpu_bench.sh --build-dir "$build_dir" --benches "$benches" 2>&1 | tee "$out/bench-gpu.log" || status=1
 fi
 log "done: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

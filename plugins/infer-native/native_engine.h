@@ -30,7 +30,7 @@ struct NativeEngineOptions {
   int64_t max_num_seqs = 256;  // sequences per batch; bigger requests run in chunks
   int64_t seed = 0;            // seeds requests that give no seed (SamplingParams::seed = -1)
   int64_t tensor_model_parallel_size = 1;  // ranks of kRolloutTpGroup sharing one model (Megatron layout)
-  bool enforce_eager = true;  // false: decode steps replayed as CUDA graphs (one GPU, no TP)
+  bool enforce_eager = false;  // false: decode steps replayed as CUDA graphs (one GPU, no TP), as in verl
 };
 
 class NativeEngine final : public InferenceEngine, public AdoptsWeights, public TensorParallel, public Sleeps {

@@ -24,8 +24,9 @@ void register_engine(PluginRegistrar& registrar) {
                "the model's attention heads, kv heads and intermediate_size.",
                at_least(1))
           .key("enforce_eager", &NativeEngineOptions::enforce_eager,
-               "false: decode steps are recorded once per batch shape and replayed as CUDA graphs (a GPU, "
-               "tensor_model_parallel_size 1; not yet run on a GPU in rlcore's checks, hence true by default)."),
+               "false (verl's default): decode steps are recorded once per batch shape and replayed as CUDA "
+               "graphs on a GPU with tensor_model_parallel_size 1 (elsewhere they run eagerly); true: always "
+               "eagerly."),
       [](const NativeEngineOptions& options, const ComponentContext& context) {
         return std::make_unique<NativeEngine>(options, context);
       });

@@ -10,6 +10,7 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "engine_device.h"
 #include "fsdp_engine_internal.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
@@ -49,7 +50,7 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       model_path_(context.model_path),
       head_(parse_head(context.model_head)),
       trainable_(context.trainable),
-      device_(context.device.empty() ? std::string("cpu") : context.device),
+      device_(train::engine_device(context, "fsdp")),
       copies_(device_),
       precision_(resolve_mixed_precision(options.fsdp_config)),
       dp_(context.comm),

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include "engine_device.h"
 #include "megatron_internal.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
@@ -53,7 +54,7 @@ MegatronEngine::MegatronEngine(const MegatronOptions& options, const ComponentCo
     : options_(options),
       model_path_(context.model_path),
       trainable_(context.trainable),
-      device_(context.device.empty() ? std::string("cpu") : context.device),
+      device_(train::engine_device(context, "megatron")),
       copies_(device_),
       compute_dtype_(options.megatron.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat),
       config_(read_config(context.model_path)),

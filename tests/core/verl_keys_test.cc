@@ -107,11 +107,12 @@ TEST_CASE("verl features rlcore lacks are refused by key unless off; conflicts n
 }
 
 TEST_CASE("enforce_eager is the native engine's option and a note for other engines", "[config][verl]") {
-  const auto native = run(config_command({"actor_rollout_ref.rollout.enforce_eager=False"}));
+  // True: the default is false, as in verl.
+  const auto native = run(config_command({"actor_rollout_ref.rollout.enforce_eager=True"}));
   INFO(native.err);
   REQUIRE(native.status == 0);
   const rlcore::ConfigNode tree = rlcore::ConfigNode::parse(native.out, "rlcore config");
-  CHECK_FALSE(tree.at_path("actor_rollout_ref.rollout.enforce_eager").as<bool>());
+  CHECK(tree.at_path("actor_rollout_ref.rollout.enforce_eager").as<bool>());
   CHECK_THAT(native.err, !Catch::Contains("enforce_eager"));
 
   rlcore::ConfigNode bridge = rlcore::ConfigNode::parse(

@@ -94,10 +94,13 @@ TEST_CASE("infer-native's decode steps replayed as CUDA graphs give the eager st
   const Fixture fixture;
   rlcore::infer_native::NativeEngineOptions options;
   options.max_model_len = 20;  // rows run out of room after 17, 13 and 8 tokens: the batch shrinks
+  options.enforce_eager = true;
   NativeEngine eager = engine_on(fixture, gpu.str(), options);
-  options.enforce_eager = false;
+  REQUIRE(eager.decode_mode() == rlcore::infer_native::DecodeMode::kEager);
+  options.enforce_eager = false;  // the default, as in verl
   NativeEngine graphed = engine_on(fixture, gpu.str(), options);
   REQUIRE(graphed.decode_mode() == rlcore::infer_native::DecodeMode::kDeviceGraph);
+  CHECK(rlcore::infer_native::NativeEngineOptions().enforce_eager == false);
   rlcore::SamplingParams sampled = greedy(17);
   sampled.temperature = 1.0;
   sampled.seed = 11;

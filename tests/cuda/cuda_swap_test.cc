@@ -33,10 +33,11 @@ rlcore::model::ModelConfig wide_config() {
 }
 
 struct Engines {
-  Engines(const infer_native_test::TempDir& dir, const at::Device& gpu, const rlcore::CommContext* comm = nullptr) {
+  Engines(const infer_native_test::TempDir& dir, const std::string& device,
+          const rlcore::CommContext* comm = nullptr) {
     rlcore::ComponentContext context;
     context.model_path = dir.str();
-    context.device = gpu.str();
+    context.device = device;
     context.comm = comm;
     actor = std::make_shared<rlcore::fsdp::FsdpEngine>(rlcore::fsdp::FsdpOptions(), context);
     rollout =
@@ -65,7 +66,11 @@ TEST_CASE("swaps on the GPU carry the trainer's weights bit for bit and round-tr
   const at::Device gpu = require_gpu();
   infer_native_test::TempDir dir;
   infer_native_test::write_checkpoint(dir.path(), infer_native_test::random_model(wide_config(), 2));
-  Engines engines(dir, gpu);
+  // A bare `cuda` (the swap benchmark's --device, trainer.device) is the same GPU:
+  // fsdp gathers each unit straight into the bucket on cuda:0.
+  const std::string device = GENERATE(std::string("cuda:0"), std::string("cuda"));
+  INFO("device " << device);
+  Engines engines(dir, device);
   BucketedShardingManager manager{rlcore::hybrid::HybridOptions()};
   manager.attach(engines.parts());
   for (int64_t version = 1; version <= 2; ++version) {
@@ -97,7 +102,7 @@ TEST_CASE("the measured device peak of a swap is within the bound and below the 
   std::map<SwapMode, int64_t> peaks;
   int64_t bucket = 0;
   for (const SwapMode mode : {SwapMode::kBucketed, SwapMode::kNaive}) {
-    Engines engines(dir, gpu);
+    Engines engines(dir, gpu.str());
     const auto made = rlcore::hybrid::make_sharding_manager(rlcore::hybrid::HybridOptions(), mode);
     rlcore::hybrid::HybridShardingManager& manager = *made;
     manager.attach(engines.parts());
@@ -130,7 +135,7 @@ TEST_CASE("two ranks on one GPU gather each unit straight into the CUDA bucket, 
   // Runs on both ranks' threads: no Catch assertions inside (they are not thread-safe).
   auto swap = [&](int64_t rank, bool into) {
     const auto comm = join(store, into ? "into" : "apart", rank, 2, "gloo");
-    Engines engines(dir, gpu, comm.get());
+    Engines engines(dir, gpu.str(), comm.get());
     rlcore::hybrid::HybridOptions options;
     options.gather_into_bucket = into;
     BucketedShardingManager manager(options);
