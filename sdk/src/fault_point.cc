@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -14,7 +16,7 @@
 namespace rlcore {
 namespace {
 
-enum class FaultAction { kKill, kSegv, kExit3, kHang };
+enum class FaultAction { kKill, kSegv, kExit3, kHang, kBrokenPipe };
 
 struct FaultSpec {
   std::string point;
@@ -29,7 +31,8 @@ FaultAction parse_action(const std::string& text, const std::string& spec) {
   if (text == "segv") return FaultAction::kSegv;
   if (text == "exit3") return FaultAction::kExit3;
   if (text == "hang") return FaultAction::kHang;
-  throw ConfigError("RLCORE_FAULT='" + spec + "': unknown action '" + text + "' (kill, segv, exit3 or hang)");
+  if (text == "pipe") return FaultAction::kBrokenPipe;
+  throw ConfigError("RLCORE_FAULT='" + spec + "': unknown action '" + text + "' (kill, segv, exit3, hang or pipe)");
 }
 
 FaultSpec parse_spec(const std::string& spec) {
@@ -82,6 +85,17 @@ std::string this_process() {
       std::_Exit(3);
     case FaultAction::kHang:
       for (;;) ::raise(SIGSTOP);
+    case FaultAction::kBrokenPipe: {
+      int ends[2];
+      if (::pipe(ends) != 0) throw IoError("fault injection: pipe() failed: " + std::string(std::strerror(errno)));
+      ::close(ends[0]);
+      const char byte = 0;
+      const bool written = ::write(ends[1], &byte, 1) == 1;  // SIGPIPE here unless ignored
+      const int error = errno;
+      ::close(ends[1]);
+      throw IoError("fault injection: write to a pipe whose reader is gone: " +
+                    std::string(written ? "succeeded" : std::strerror(error)));
+    }
   }
   std::abort();
 }

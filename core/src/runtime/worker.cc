@@ -174,6 +174,10 @@ int run_worker(const WorkerOptions& options, const RoleRegistry& registry) {
     throw ConfigError("no controller address: pass --controller, or set RLCORE_CONTROLLER or MASTER_ADDR/MASTER_PORT");
   }
   watch_parent(options.parent_pid);
+  // A peer that dies mid-collective must fail the collective here (EPIPE), not
+  // kill this worker too with SIGPIPE: two deaths by signal at once would leave
+  // the controller unable to tell which worker died first.
+  ::signal(SIGPIPE, SIG_IGN);
   ControlClientOptions client_options;
   client_options.endpoint = options.controller;
   client_options.secret = options.secret;

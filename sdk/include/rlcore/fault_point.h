@@ -4,8 +4,11 @@
 //   RLCORE_FAULT=<point>:<action>[@<who>][#<hit>]
 //
 // The process that reaches <point> for the <hit>-th time (default 1) does
-// <action>: `kill` (SIGKILL), `segv` (SIGSEGV), `exit3` (exits with code 3) or
-// `hang` (stops itself with SIGSTOP, so only its silence gives it away). <who>
+// <action>: `kill` (SIGKILL), `segv` (SIGSEGV), `exit3` (exits with code 3),
+// `hang` (stops itself with SIGSTOP, so only its silence gives it away) or
+// `pipe` (writes to a pipe whose reader is gone, as a collective does when its
+// peer has died: SIGPIPE kills a process that does not ignore it, and one that
+// does throws IoError). <who>
 // is a worker rank (its RANK) or `controller`; without it, any process. Before
 // acting the process writes one line to stderr naming the point, rank and pid.
 // Unset, a fault point costs one branch.
