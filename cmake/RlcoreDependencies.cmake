@@ -61,32 +61,30 @@ find_package(spdlog REQUIRED)
 # The control plane between controller and workers (libzmq3-dev + cppzmq-dev).
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 
-# rlcore_use_system_fmt(<sources...>): Debian's spdlog is built against Debian's
+# rlcore_use_system_fmt(<target>): Debian's spdlog is built against Debian's
 # fmt, while a libtorch 2.x puts its own, newer fmt headers on the -isystem path
-# ahead of /usr/include. The given sources (those including spdlog) see the fmt
-# spdlog was built with through a directory given with -I, which the compiler
-# searches before every -isystem one. A no-op when libtorch has no fmt.
-function(rlcore_use_system_fmt)
+# ahead of /usr/include. <target>'s sources see the fmt spdlog was built with
+# through a directory given with -I, which the compiler searches before every
+# -isystem one; the libtorch headers rlcore includes (ATen, c10d) use no fmt.
+# For the whole target, not per source: a source with options of its own is
+# left out of a unity build's batches. A no-op when libtorch has no fmt of its own.
+function(rlcore_use_system_fmt target)
+  get_target_property(fmt_dirs fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+  list(GET fmt_dirs 0 fmt_dir)
   set(torch_fmt FALSE)
   foreach(dir ${TORCH_INCLUDE_DIRS})
-    if(EXISTS ${dir}/fmt/core.h)
+    # Debian's libtorch uses Debian's fmt (both in /usr/include): nothing to shim.
+    if(EXISTS ${dir}/fmt/core.h AND NOT dir STREQUAL fmt_dir)
       set(torch_fmt TRUE)
     endif()
   endforeach()
   if(NOT torch_fmt)
     return()
   endif()
-  get_target_property(fmt_dirs fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
-  list(GET fmt_dirs 0 fmt_dir)
   set(shim ${PROJECT_BINARY_DIR}/system-fmt)
   if(NOT EXISTS ${shim}/fmt)
     file(MAKE_DIRECTORY ${shim})
     file(CREATE_LINK ${fmt_dir}/fmt ${shim}/fmt SYMBOLIC)
   endif()
-  foreach(source ${ARGN})
-    file(STRINGS ${source} uses_spdlog REGEX "#include [<\"]spdlog/")
-    if(uses_spdlog)
-      set_property(SOURCE ${source} APPEND PROPERTY COMPILE_OPTIONS "-I${shim}")
-    endif()
-  endforeach()
+  target_include_directories(${target} BEFORE PRIVATE ${shim})
 endfunction()

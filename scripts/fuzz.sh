@@ -7,7 +7,7 @@
 #
 #   bash scripts/fuzz.sh [--seconds N] [TARGET...]   default: 20 s each (what CI runs), every target
 #
-# Targets: config safetensors control_frames tokenizer_json serve_requests dataset_jsonl.
+# Targets: config safetensors control_frames tokenizer_json serve_requests dataset_jsonl dataset_parquet.
 # New inputs the fuzzers find interesting go to build-sanitize/fuzz-corpus/<target>;
 # to keep some, minimize them into the seed corpus:
 #   build-sanitize/bin/fuzz_<target> -merge=1 tests/fuzz/corpus/<target> build-sanitize/fuzz-corpus/<target>

@@ -4,11 +4,14 @@
 # (scripts/build.sh --cuda), plus test-time references.
 #
 # The environment is about 3 GB and takes minutes to install, so it is made
-# once per machine and per requirements file, outside the clone: in
-# $RLCORE_CACHE_DIR (default ~/.cache/rlcore) as venv-<hash of the requirements
-# and the interpreter>, and .venv in the clone is a link to it. A fresh clone
-# on the same machine (CI) finds it ready; a changed requirements file makes a
-# new one beside it. RLCORE_VENV=DIR installs into DIR instead, with no link.
+# once per machine, outside the clone: in $RLCORE_CACHE_DIR (default
+# ~/.cache/rlcore) as venv-<hash of the torch pin and the interpreter>, and .venv
+# in the clone is a link to it. A fresh clone on the same machine (CI) finds it
+# ready. A changed requirements file is installed into the same environment
+# (pip replaces the packages whose pins moved) unless the torch pin moved: the
+# CUDA flavour compiles against the wheel's headers by this path, so keeping it
+# keeps every object of that flavour in ccache. RLCORE_VENV=DIR installs into
+# DIR instead, with no link.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 requirements=scripts/python-requirements.txt
@@ -38,7 +41,9 @@ if [ -n "${RLCORE_VENV:-}" ]; then
 fi
 
 cache=${RLCORE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rlcore}
-key=$( { cat "$requirements"; "$python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-16)
+torch_pin=$(grep -E '^torch==' "$requirements") ||
+  { echo "[setup_python] error: $requirements pins no torch (torch==VERSION)" >&2; exit 1; }
+key=$( { echo "$torch_pin"; "$python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-16)
 shared="$cache/venv-$key"
 mkdir -p "$cache"
 # One installer at a time per environment; a half-made one (no stamp) is started over.

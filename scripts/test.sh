@@ -3,21 +3,24 @@
 #
 #   bash scripts/test.sh              the CPU flavour (Debian's libtorch), in ./build
 #   bash scripts/test.sh --cuda       the CUDA flavour (libtorch 2.x), in ./build-cuda:
-#                                     the same CPU suite, against the other libtorch
+#                                     the tests of code that libtorch 2.x runs differently
+#                                     (label torch_parity; docs/testing.md#flavours)
 #   bash scripts/test.sh --sanitize   the CPU suite built with clang, AddressSanitizer and
 #                                     UndefinedBehaviorSanitizer, in ./build-sanitize, with
 #                                     every fuzz target's seed corpus replayed once
 #
 # The GPU tests (ctest label `cuda`) run with scripts/gpu-check.sh; the fuzzing
-# campaigns (label `fuzz`) with scripts/fuzz.sh.
+# campaigns (label `fuzz`) with scripts/fuzz.sh. Each phase prints its time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=()
 build_dir=${RLCORE_BUILD_DIR:-build}
-exclude=cuda
+selection=(--label-exclude '^(cuda)$')
 case "${1:-}" in
   "") ;;
-  --cuda) flavour=(--cuda); build_dir=${RLCORE_BUILD_DIR:-build-cuda} ;;
+  --cuda)
+    flavour=(--cuda); build_dir=${RLCORE_BUILD_DIR:-build-cuda}
+    selection=(--label-regex '^torch_parity$' --label-exclude '^(cuda)$') ;;
   --sanitize)
     flavour=(--sanitize); build_dir=${RLCORE_BUILD_DIR:-build-sanitize}
     # Left out of the sanitized run (docs/testing.md#sanitizers):
@@ -26,13 +29,41 @@ case "${1:-}" in
     #                  CI's budget; the code they drive runs sanitized in the unit and plugin
     #                  tests. sdk_package: builds a plugin outside this build, with gcc.
     #   fuzz           time-bounded fuzzing, which scripts/fuzz.sh runs (.ci/run does, next).
-    exclude="cuda|not_sanitized|fuzz" ;;
+    selection=(--label-exclude '^(cuda|not_sanitized|fuzz)$') ;;
   *) echo "[test] error: unknown argument '$1' (--cuda, --sanitize or nothing)" >&2; exit 2 ;;
 esac
+
+# Prints "[test] <what> done in N s" for the phase that started at $1.
+phase_done() { echo "[test] $2 done in $((SECONDS - $1)) s"; }
+
+start=$SECONDS
+bash scripts/setup.sh
+phase_done "$start" "Debian packages"
+
 # The test-time references (transformers, tokenizers, pyarrow, tensorboard,
-# openai) live in .venv; tests/common/reference_python.h finds it.
-bash scripts/setup_python.sh
-export RLCORE_PYTHON="$PWD/.venv/bin/python"
+# openai) live in .venv (tests/common/reference_python.h finds it). Made beside
+# the build: pip downloads while the compiler works. The CUDA flavour builds
+# against the torch wheel in it, so scripts/build.sh --cuda waits for it.
+python_log=$(mktemp)
+trap 'rm -f "$python_log"' EXIT
+start=$SECONDS
+bash scripts/setup_python.sh >"$python_log" 2>&1 &
+python_pid=$!
+
+build_start=$SECONDS
 bash scripts/build.sh "${flavour[@]}"
+phase_done "$build_start" "build of $build_dir"
+
+if ! wait "$python_pid"; then
+  cat "$python_log" >&2
+  echo "[test] error: scripts/setup_python.sh failed (above); the tests need its references" >&2
+  exit 1
+fi
+cat "$python_log"
+phase_done "$start" "Python references (beside the build)"
+export RLCORE_PYTHON="$PWD/.venv/bin/python"
+
+start=$SECONDS
 cd "$build_dir"
-ctest --output-on-failure -j "$(nproc)" --label-exclude "^($exclude)\$"
+ctest --output-on-failure -j "$(nproc)" "${selection[@]}"
+phase_done "$start" "tests of $build_dir"

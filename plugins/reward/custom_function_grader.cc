@@ -80,7 +80,7 @@ for line in sys.stdin:
 
 namespace {
 
-constexpr const char* kGrader = "custom_function";
+constexpr const char* kCustomFunctionGrader = "custom_function";
 
 // The last lines of the child's stderr, for the error message.
 std::string stderr_note(const std::string& tail) {
@@ -96,8 +96,8 @@ std::string clip(const std::string& text, size_t limit = 200) {
 
 CustomFunctionGrader::CustomFunctionGrader(CustomFunctionOptions options) : options_(std::move(options)) {
   if (!options_.path.empty() && ::access(options_.path.c_str(), R_OK) != 0) {
-    throw ValueError("grader " + std::string(kGrader) + ": reward.custom_reward_function.path '" + options_.path +
-                     "' is not a readable file");
+    throw ValueError("grader " + std::string(kCustomFunctionGrader) + ": reward.custom_reward_function.path '" +
+                     options_.path + "' is not a readable file");
   }
 }
 
@@ -109,7 +109,7 @@ int CustomFunctionGrader::process_id() const {
 }
 
 std::string CustomFunctionGrader::where(int64_t batch) const {
-  return "grader " + std::string(kGrader) + " (" + options_.path + ":" + options_.name + "), batch " +
+  return "grader " + std::string(kCustomFunctionGrader) + " (" + options_.path + ":" + options_.name + "), batch " +
          std::to_string(batch);
 }
 
@@ -120,7 +120,7 @@ GradeResult CustomFunctionGrader::grade(std::string_view response, std::string_v
 
 std::vector<GradeResult> CustomFunctionGrader::grade_batch(const std::vector<GradeRequest>& requests) const {
   if (options_.path.empty()) {
-    throw ConfigError("grader " + std::string(kGrader) + " needs reward.custom_reward_function.path");
+    throw ConfigError("grader " + std::string(kCustomFunctionGrader) + " needs reward.custom_reward_function.path");
   }
   if (requests.empty()) return {};
   std::lock_guard<std::mutex> lock(mutex_);

@@ -8,11 +8,11 @@
 namespace rlcore::reward {
 namespace {
 
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+char lower_ascii_char(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool equal_ignoring_ascii_case(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
+                    [](char x, char y) { return lower_ascii_char(x) == lower_ascii_char(y); });
 }
 
 }  // namespace

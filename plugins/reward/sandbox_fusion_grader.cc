@@ -21,7 +21,7 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
-constexpr std::string_view kGrader = "sandbox_fusion";
+constexpr std::string_view kSandboxGrader = "sandbox_fusion";
 constexpr std::size_t kContinuousCases = 10;  // compute_score(continuous=True): the first 10 cases
 constexpr int kMaxAttempts = 3;               // verl's MAX_RETRIES (only a 504 is retried)
 
@@ -371,7 +371,7 @@ SandboxFusionGrader::SandboxFusionGrader(SandboxFusionOptions options) : options
   path_ = path == std::string::npos ? "/" : options_.url.substr(path);
   http::HttpSettings settings;
   settings.base_url = base_url_;
-  settings.client_name = std::string(kGrader);
+  settings.client_name = std::string(kSandboxGrader);
   http::HttpJsonClient check(settings);  // ConfigError naming a malformed url now, not at the first batch
 }
 
@@ -395,7 +395,7 @@ std::vector<GradeResult> SandboxFusionGrader::grade_batch(const std::vector<Grad
 
   http::HttpSettings settings;
   settings.base_url = base_url_;
-  settings.client_name = std::string(kGrader);
+  settings.client_name = std::string(kSandboxGrader);
   const double request_timeout_s = 2 * options_.timeout_s + options_.api_timeout_s;
   settings.connect_timeout_s = request_timeout_s;
   settings.request_timeout_s = request_timeout_s;
@@ -423,13 +423,13 @@ std::vector<GradeResult> SandboxFusionGrader::grade_batch(const std::vector<Grad
         continue;
       }
       if (reply.status < 200 || reply.status >= 300) {
-        throw IoError(std::string(kGrader) + ": " + client.describe("POST", path_, reply) +
+        throw IoError(std::string(kSandboxGrader) + ": " + client.describe("POST", path_, reply) +
                       (reply.status == 504 ? " (after " + std::to_string(kMaxAttempts) + " attempts)" : ""));
       }
       if (!reply.json.is_object()) {
         std::string quoted = reply.body.substr(0, 200);
         if (reply.body.size() > 200) quoted += "...";
-        throw FormatError(std::string(kGrader) + ": POST " + options_.url + " answered HTTP " +
+        throw FormatError(std::string(kSandboxGrader) + ": POST " + options_.url + " answered HTTP " +
                           std::to_string(reply.status) + " with " +
                           (reply.json.is_null() ? "a body that is not JSON" : "JSON that is not an object") + ": " +
                           (quoted.empty() ? "(empty body)" : quoted));

@@ -164,12 +164,12 @@ MegatronParam make_param(const ModelConfig& config, const Resolved& r) {
   return {megatron_name(r), canonical_shape(config, r), r.entry->split, r.layer};
 }
 
-int64_t split_dim(TpSplit split) { return split == TpSplit::kRow ? 1 : 0; }
+int64_t megatron_split_dim(TpSplit split) { return split == TpSplit::kRow ? 1 : 0; }
 
 void check_shards(const MegatronParam& param, int64_t tp_size) {
   if (tp_size < 1) throw ValueError("tensor-parallel size must be >= 1, got " + std::to_string(tp_size));
   if (param.split == TpSplit::kReplicated) return;
-  const int64_t dim = split_dim(param.split);
+  const int64_t dim = megatron_split_dim(param.split);
   if (param.shape[dim] % tp_size != 0) {
     throw ValueError("Megatron parameter '" + param.name + "' (dim " + std::to_string(dim) + " = " +
                      std::to_string(param.shape[dim]) + ") cannot be split " + std::to_string(tp_size) + " ways");
@@ -283,7 +283,7 @@ at::Tensor tp_shard(const ModelConfig& config, const MegatronParam& param, const
     const int64_t rows = config.intermediate_size / tp_size;
     return at::cat({full.narrow(0, tp_rank * rows, rows), full.narrow(0, config.intermediate_size + tp_rank * rows, rows)});
   }
-  const int64_t dim = split_dim(param.split);
+  const int64_t dim = megatron_split_dim(param.split);
   const int64_t size = full.size(dim) / tp_size;
   return full.narrow(dim, tp_rank * size, size);
 }
@@ -301,7 +301,7 @@ at::Tensor merge_tp_shards(const ModelConfig& config, const MegatronParam& param
     }
     return at::cat(pieces, 0);
   }
-  return at::cat(shards, split_dim(param.split));
+  return at::cat(shards, megatron_split_dim(param.split));
 }
 
 void validate_parallel(const ModelConfig& config, int64_t tp_size, int64_t pp_size) {

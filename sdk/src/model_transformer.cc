@@ -16,7 +16,7 @@
 namespace rlcore::model {
 namespace {
 
-std::string shape_text(at::IntArrayRef shape) {
+std::string dims_text(at::IntArrayRef shape) {
   return "[" + join(shape, ", ", [](int64_t d) { return std::to_string(d); }) + "]";
 }
 
@@ -27,8 +27,8 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 void check_tokens(const char* what, const at::Tensor& tensor, const at::Tensor& input_ids) {
   if (tensor.defined() && tensor.sizes() != input_ids.sizes()) {
-    throw ValueError(std::string(what) + " has shape " + shape_text(tensor.sizes()) +
-                     ", expected input_ids' shape " + shape_text(input_ids.sizes()));
+    throw ValueError(std::string(what) + " has shape " + dims_text(tensor.sizes()) +
+                     ", expected input_ids' shape " + dims_text(input_ids.sizes()));
   }
 }
 
@@ -126,8 +126,8 @@ void Transformer::load(const NamedTensors& tensors, LoadMode mode) {
     if (!seen.insert(name).second) throw ValueError("tensor '" + name + "' given twice");
     if (!tensor.defined() || tensor.sizes() != it->second->sizes()) {
       throw ValueError("tensor '" + name + "' has shape " +
-                       (tensor.defined() ? shape_text(tensor.sizes()) : std::string("<undefined>")) +
-                       ", expected " + shape_text(it->second->sizes()));
+                       (tensor.defined() ? dims_text(tensor.sizes()) : std::string("<undefined>")) +
+                       ", expected " + dims_text(it->second->sizes()));
     }
     copies.emplace_back(it->second, &tensor);
   }
@@ -156,7 +156,7 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
                                     const at::Tensor& position_ids, KvCache* cache) const {
   if (!input_ids.defined() || input_ids.dim() != 2 || !at::isIntegralType(input_ids.scalar_type(), false)) {
     throw ValueError("input_ids must be an integer tensor [batch, tokens], got " +
-                     (input_ids.defined() ? shape_text(input_ids.sizes()) + " " +
+                     (input_ids.defined() ? dims_text(input_ids.sizes()) + " " +
                                                 std::string(c10::toString(input_ids.scalar_type()))
                                           : std::string("<undefined>")));
   }
@@ -170,7 +170,7 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
   if (cache != nullptr) {
     if (cache->batch_size() != batch) {
       throw ValueError("KV cache holds " + std::to_string(cache->batch_size()) +
-                       " rows, input_ids has shape " + shape_text(input_ids.sizes()));
+                       " rows, input_ids has shape " + dims_text(input_ids.sizes()));
     }
     if (offset + len > cache->max_len()) {
       throw ValueError("KV cache full: " + std::to_string(offset) + " + " + std::to_string(len) +
@@ -284,7 +284,7 @@ at::Tensor Transformer::forward_decode(const at::Tensor& input_ids, KvCache& cac
       input_ids.size(0) != cache.batch_size()) {
     throw ValueError("forward_decode: input_ids must be [" + std::to_string(cache.batch_size()) +
                      ", 1] (one token per cache row), got " +
-                     (input_ids.defined() ? shape_text(input_ids.sizes()) : std::string("<undefined>")));
+                     (input_ids.defined() ? dims_text(input_ids.sizes()) : std::string("<undefined>")));
   }
   if (!slot.defined() || slot.numel() != 1 || slot.scalar_type() != at::kLong ||
       slot.device() != cache.valid.device()) {

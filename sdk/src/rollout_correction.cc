@@ -21,7 +21,7 @@ using rollout_correction_internal::unbiased_std_or_zero;
 using Metrics = std::map<std::string, double>;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kMeanEpsilon = 1e-8;  // verl's guards in the ESS and the batch normalization
+constexpr double kGuardEpsilon = 1e-8;  // verl's guards in the ESS and the batch normalization
 
 double value_of(const at::Tensor& scalar) { return scalar.item<double>(); }
 
@@ -89,7 +89,7 @@ Metrics is_metrics(const IsWeights& is, const at::Tensor& mask, bool sequence_le
   } else {
     metrics["rollout_is_std"] = 0.0;
   }
-  const double normalized_square_mean = value_of(masked_mean((clamped / (clamped_mean + kMeanEpsilon)).square(), mask));
+  const double normalized_square_mean = value_of(masked_mean((clamped / (clamped_mean + kGuardEpsilon)).square(), mask));
   // Every weight zero (IcePop rejected all): no effective sample. verl divides by zero here.
   metrics["rollout_is_eff_sample_size"] = normalized_square_mean == 0 ? 0.0 : 1.0 / normalized_square_mean;
 
@@ -117,11 +117,11 @@ at::Tensor batch_normalize(const at::Tensor& weights, const at::Tensor& mask, bo
   if (sequence_level) {
     const at::Tensor seq_weights = masked_mean(weights, mask, -1);
     const at::Tensor seq_mask = mask.sum(-1).gt(0).to(weights.scalar_type());
-    mean = (seq_weights * seq_mask).sum() / seq_mask.sum().clamp_min(kMeanEpsilon);
+    mean = (seq_weights * seq_mask).sum() / seq_mask.sum().clamp_min(kGuardEpsilon);
   } else {
     mean = masked_mean(weights, mask);
   }
-  if (!mean.gt(kMeanEpsilon).item<bool>()) {
+  if (!mean.gt(kGuardEpsilon).item<bool>()) {
     metrics["rollout_is_batch_norm_factor"] = 1.0;
     return weights;
   }

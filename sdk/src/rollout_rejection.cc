@@ -15,7 +15,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool is_k1(const std::string& name) { return name.compare(name.size() - 2, 2, "k1") == 0; }
-bool starts_with(const std::string& name, const char* prefix) { return name.rfind(prefix, 0) == 0; }
+bool has_prefix(const std::string& name, const char* prefix) { return name.rfind(prefix, 0) == 0; }
 
 double value_of(const at::Tensor& scalar) { return scalar.item<double>(); }
 
@@ -54,15 +54,15 @@ OptionVerdict judge(const RejectionOption& option, const TokenDivergences& diver
     return stat.ge(std::log(*option.lower)).logical_and(stat.le(std::log(option.upper)));
   };
   OptionVerdict verdict;
-  if (starts_with(option.name, "token_")) {
+  if (has_prefix(option.name, "token_")) {
     verdict.per_token_stat = token_stat;
     verdict.token_keep = within(token_stat);
     return verdict;
   }
   at::Tensor seq_stat;
-  if (starts_with(option.name, "seq_sum_")) {
+  if (has_prefix(option.name, "seq_sum_")) {
     seq_stat = masked_sum(token_stat, mask, -1);
-  } else if (starts_with(option.name, "seq_mean_")) {
+  } else if (has_prefix(option.name, "seq_mean_")) {
     seq_stat = masked_mean(token_stat, mask, -1);
   } else {
     seq_stat = sequence_max(token_stat, mask_bool);

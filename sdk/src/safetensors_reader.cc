@@ -50,7 +50,7 @@ constexpr std::array<DtypeName, 10> kDtypes{{
 
 constexpr std::uint64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-std::string errno_text() { return std::system_category().message(errno); }
+std::string last_errno_text() { return std::system_category().message(errno); }
 
 // Keeps error messages short when a hostile header holds huge values.
 std::string brief(const Json& value) {
@@ -64,7 +64,7 @@ class MappedFile {
  public:
   explicit MappedFile(const fs::path& path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw IoError(path.string() + ": cannot open: " + errno_text());
+    if (fd < 0) throw IoError(path.string() + ": cannot open: " + last_errno_text());
     struct stat info {};
     if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
       std::string why = S_ISDIR(info.st_mode) ? "is a directory" : "not a regular file";
@@ -75,7 +75,7 @@ class MappedFile {
     if (size_ > 0) {
       void* addr = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
       if (addr == MAP_FAILED) {
-        std::string why = errno_text();
+        std::string why = last_errno_text();
         ::close(fd);
         throw IoError(path.string() + ": cannot mmap: " + why);
       }
@@ -392,7 +392,7 @@ bool is_bare_file_name(const std::string& name) {
 
 std::string read_small_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path.string() + ": cannot open: " + errno_text());
+  if (!in) throw IoError(path.string() + ": cannot open: " + last_errno_text());
   std::error_code ec;
   auto size = fs::file_size(path, ec);
   if (!ec && size > kSafetensorsMaxHeaderBytes) {

@@ -5,21 +5,16 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
+#include "tokenizer_json_fields.h"
 #include "tokenizer_byte_level.h"
 #include "tokenizer_utf8.h"
 
 namespace rlcore {
 namespace {
 
-constexpr const char* kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
+using tokenizer_json::type_of;
 
-std::string type_of(const nlohmann::json& config, const std::string& where) {
-  const auto type = config.is_object() ? config.find("type") : config.end();
-  if (type == config.end() || !type->is_string()) {
-    throw FormatError(where + ".type: missing; expected an object with a string \"type\"");
-  }
-  return type->get<std::string>();
-}
+constexpr const char* kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
 
 std::string one_character(const nlohmann::json& config, const char* key, const std::string& where) {
   const auto value = config.find(key);

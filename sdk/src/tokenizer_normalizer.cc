@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
+#include "tokenizer_json_fields.h"
 #include "tokenizer_unicode_tables.h"
 #include "tokenizer_utf8.h"
 
@@ -188,13 +189,7 @@ std::string nfc(std::string_view text) {
 
 namespace {
 
-std::string type_of(const nlohmann::json& config, const std::string& where) {
-  const auto type = config.is_object() ? config.find("type") : config.end();
-  if (type == config.end() || !type->is_string()) {
-    throw FormatError(where + ".type: missing; expected an object with a string \"type\"");
-  }
-  return type->get<std::string>();
-}
+using tokenizer_json::type_of;
 
 const nlohmann::json& string_field(const nlohmann::json& config, const char* key,
                                    const std::string& where) {

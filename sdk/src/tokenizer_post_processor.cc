@@ -7,17 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
+#include "tokenizer_json_fields.h"
 
 namespace rlcore {
 namespace {
 
-std::string type_of(const nlohmann::json& config, const std::string& where) {
-  const auto type = config.is_object() ? config.find("type") : config.end();
-  if (type == config.end() || !type->is_string()) {
-    throw FormatError(where + ".type: missing; expected an object with a string \"type\"");
-  }
-  return type->get<std::string>();
-}
+using tokenizer_json::type_of;
 
 // The ids of one template item {"SpecialToken": {"id": name}}, from "special_tokens".
 std::vector<std::int32_t> special_ids(const nlohmann::json& config, const nlohmann::json& item,

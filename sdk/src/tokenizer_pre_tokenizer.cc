@@ -8,10 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
+#include "tokenizer_json_fields.h"
 #include "tokenizer_utf8.h"
 
 namespace rlcore {
 namespace {
+
+using tokenizer_json::type_of;
 
 // GPT-2's pattern, which ByteLevel applies when use_regex is true.
 constexpr const char* kGpt2Pattern =
@@ -30,14 +33,6 @@ bool bool_field(const nlohmann::json& object, const char* key, bool fallback,
   if (value == nullptr || value->is_null()) return fallback;
   if (!value->is_boolean()) throw FormatError(where + "." + key + ": expected true or false");
   return value->get<bool>();
-}
-
-std::string type_of(const nlohmann::json& step, const std::string& where) {
-  const nlohmann::json* type = step.is_object() ? find_key(step, "type") : nullptr;
-  if (type == nullptr || !type->is_string()) {
-    throw FormatError(where + ".type: missing; expected an object with a string \"type\"");
-  }
-  return type->get<std::string>();
 }
 
 // Flattens nested Sequences so the steps can be checked and run in one loop.

@@ -26,18 +26,18 @@ namespace {
 constexpr int64_t kMaxDims = 64;
 // nlohmann copies and compares recursively; a hostile header must not exhaust the stack.
 constexpr int kMaxJsonDepth = 128;
-constexpr uint64_t kInt64Max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+constexpr uint64_t kWireInt64Max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
 constexpr char kMagic[4] = {'R', 'L', 'C', 'B'};
 constexpr uint32_t kPackVersion = 1;
 constexpr size_t kPreambleBytes = 24;  // magic, version, header bytes, frame count
 
-struct DtypeName {
+struct WireDtypeName {
   at::ScalarType type;
   const char* name;
 };
 
-constexpr DtypeName kDtypes[] = {
+constexpr WireDtypeName kWireDtypes[] = {
     {at::kBool, "bool"},       {at::kByte, "uint8"},     {at::kChar, "int8"},
     {at::kShort, "int16"},     {at::kInt, "int32"},      {at::kLong, "int64"},
     {at::kHalf, "float16"},    {at::kBFloat16, "bfloat16"}, {at::kFloat, "float32"},
@@ -45,21 +45,21 @@ constexpr DtypeName kDtypes[] = {
 };
 
 const char* dtype_name(at::ScalarType type) {
-  for (const auto& dtype : kDtypes) {
+  for (const auto& dtype : kWireDtypes) {
     if (dtype.type == type) return dtype.name;
   }
   return nullptr;
 }
 
 std::optional<at::ScalarType> dtype_from_name(const std::string& name) {
-  for (const auto& dtype : kDtypes) {
+  for (const auto& dtype : kWireDtypes) {
     if (name == dtype.name) return dtype.type;
   }
   return std::nullopt;
 }
 
 std::string known_dtypes() {
-  return join(kDtypes, ", ", [](const auto& dtype) { return std::string(dtype.name); });
+  return join(kWireDtypes, ", ", [](const auto& dtype) { return std::string(dtype.name); });
 }
 
 // The JSON text of a value, cut short so a hostile header cannot bloat a message.
@@ -157,7 +157,7 @@ void check_keys(const json& object, std::initializer_list<const char*> expected,
 }
 
 int64_t non_negative(const json& value, const std::string& what) {
-  if (value.is_number_unsigned() && value.get<uint64_t>() <= kInt64Max) {
+  if (value.is_number_unsigned() && value.get<uint64_t>() <= kWireInt64Max) {
     return static_cast<int64_t>(value.get<uint64_t>());
   }
   if (value.is_number_integer() && value.get<int64_t>() >= 0) return value.get<int64_t>();
@@ -180,7 +180,7 @@ int64_t checked_nbytes(const TensorSpec& spec) {
   uint64_t elements = 1;
   for (int64_t dim : spec.shape) {
     const auto size = static_cast<uint64_t>(dim);
-    if (__builtin_mul_overflow(bound, std::max<uint64_t>(size, 1), &bound) || bound > kInt64Max) {
+    if (__builtin_mul_overflow(bound, std::max<uint64_t>(size, 1), &bound) || bound > kWireInt64Max) {
       throw FormatError("wire header: " + spec.where + ": shape " + json(spec.shape).dump() +
                         " overflows int64");
     }

@@ -1,6 +1,5 @@
 // Helpers for the algorithm tests: small tensors from nested vectors and back,
 // and the plain-loop reference statistics the expected values are built from.
-// Include it first: it orders ATen before Catch (glog's CHECK would win otherwise).
 #pragma once
 
 #include <cmath>
@@ -9,7 +8,6 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#undef CHECK
 #include <catch2/catch.hpp>
 #include "error_of.h"
 

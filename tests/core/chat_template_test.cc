@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#undef CHECK
 #include <catch2/catch.hpp>
 
 #include "../common/error_of.h"

@@ -1,7 +1,6 @@
 // `rlcore model init` and write_hf_checkpoint: the directory loads back into a
 // Transformer with identical weights, its tokenizer loads, and --out is guarded.
 #include <ATen/ATen.h>
-#undef CHECK
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -31,7 +30,7 @@ struct ScratchDir {
   fs::path path;
 };
 
-nlohmann::json read_json(const fs::path& path) {
+nlohmann::json load_json(const fs::path& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
 }
@@ -72,13 +71,13 @@ TEST_CASE("model init writes an HF checkpoint that loads back identically", "[mo
     CHECK(config.eos_token_ids == std::vector<int64_t>{*tokenizer.eos_token_id()});
     CHECK(tokenizer.decode(tokenizer.encode("Question: 2 + 3?")) == "Question: 2 + 3?");
 
-    const auto tokenizer_config = read_json(out / "tokenizer_config.json");
+    const auto tokenizer_config = load_json(out / "tokenizer_config.json");
     CHECK(tokenizer_config["eos_token"] == "<|im_end|>");
     CHECK(tokenizer_config["bos_token"].is_null());
     CHECK(tokenizer_config["model_max_length"] == config.max_position_embeddings);
     CHECK(tokenizer_config["chat_template"].get<std::string>().find("<|im_start|>") != std::string::npos);
     CHECK(tokenizer_config["added_tokens_decoder"].size() == 3);
-    CHECK(read_json(out / "generation_config.json")["eos_token_id"] == *tokenizer.eos_token_id());
+    CHECK(load_json(out / "generation_config.json")["eos_token_id"] == *tokenizer.eos_token_id());
   }
 }
 

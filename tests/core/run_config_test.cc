@@ -18,7 +18,7 @@ rlcore::ResolvedConfig resolve(const std::vector<std::string>& overrides, const 
   return rlcore::resolve_config(rlcore::Registry(), file, overrides);
 }
 
-std::string error_of(const std::vector<std::string>& overrides, const std::string& file = "") {
+std::string config_error_of(const std::vector<std::string>& overrides, const std::string& file = "") {
   try {
     resolve(overrides, file);
   } catch (const rlcore::ConfigError& e) {
@@ -62,20 +62,20 @@ TEST_CASE("the pool size set closer to the command line wins; both at one level 
   // An override of verl's name beats the file's runtime.n_workers_per_node.
   CHECK(resolve({"trainer.n_gpus_per_node=4"}, file.path).config.runtime.n_workers_per_node == 4);
 
-  const std::string message = error_of({"trainer.n_gpus_per_node=4", "runtime.n_workers_per_node=2"});
+  const std::string message = config_error_of({"trainer.n_gpus_per_node=4", "runtime.n_workers_per_node=2"});
   CHECK_THAT(message, Catch::Contains("'trainer.n_gpus_per_node'") && Catch::Contains("= 4"));
   CHECK_THAT(message, Catch::Contains("'runtime.n_workers_per_node'") && Catch::Contains("= 2"));
   CHECK_THAT(message, Catch::Contains("both size the default pool and differ"));
-  CHECK_THAT(error_of({"trainer.nnodes=2", "runtime.nnodes=3"}), Catch::Contains("'trainer.nnodes'"));
+  CHECK_THAT(config_error_of({"trainer.nnodes=2", "runtime.nnodes=3"}), Catch::Contains("'trainer.nnodes'"));
 }
 
 TEST_CASE("trainer.device: auto by default, one of auto|cpu|cuda, cuda refused at config time without CUDA",
           "[config]") {
   CHECK(resolve({}).config.trainer.device == "auto");
   CHECK(resolve({"trainer.device=cpu"}).config.trainer.device == "cpu");
-  CHECK_THAT(error_of({"trainer.device=gpu"}), Catch::Contains("trainer.device") && Catch::Contains("cuda"));
+  CHECK_THAT(config_error_of({"trainer.device=gpu"}), Catch::Contains("trainer.device") && Catch::Contains("cuda"));
   if (rlcore::cuda_build()) return;  // the CUDA build resolves the GPU per worker
-  const std::string message = error_of({"trainer.device=cuda"});
+  const std::string message = config_error_of({"trainer.device=cuda"});
   CHECK_THAT(message, Catch::Contains("key trainer.device=cuda: this rlcore build has no CUDA"));
   CHECK_THAT(message, Catch::Contains("bash scripts/build.sh --cuda"));
 }

@@ -11,7 +11,6 @@
 #include "rlcore/core/metrics.h"
 #include "rlcore/error.h"
 
-#undef CHECK
 #include <catch2/catch.hpp>
 
 #include "../common/reference_python.h"

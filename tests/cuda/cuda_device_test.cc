@@ -4,6 +4,7 @@
 #include "cuda_testing.h"
 
 #include "rlcore/device_graph.h"
+#include "rlcore/error.h"
 
 using namespace cuda_test;
 
@@ -22,6 +23,24 @@ TEST_CASE("cuda devices resolve and bind by local rank", "[cuda]") {
     CHECK_THROWS_WITH(rlcore::resolve_device("cuda", count, "trainer.device"), Catch::Contains("local rank"));
     rlcore::resolve_device("cuda", 0, "trainer.device");
   }
+}
+
+TEST_CASE("an index past the GPUs names the GPU, the count and the worker key", "[cuda]") {
+  require_gpu();
+  const int64_t count = rlcore::cuda_device_count();
+  const std::string past = "cuda:" + std::to_string(count);
+  std::string message;
+  try {
+    rlcore::resolve_device(past, 0, "trainer.device");
+  } catch (const rlcore::ConfigError& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::Contains("key trainer.device=" + past));
+  CHECK_THAT(message, Catch::Contains("GPU " + std::to_string(count)));
+  CHECK_THAT(message, Catch::Contains(std::to_string(count) + " GPU(s)"));
+  CHECK_THROWS_WITH(rlcore::check_device_slots("cuda", count + 1, "trainer.device", "trainer.n_gpus_per_node"),
+                    Catch::Contains("trainer.n_gpus_per_node"));
+  CHECK_NOTHROW(rlcore::check_device_slots("cuda", count, "trainer.device", "trainer.n_gpus_per_node"));
 }
 
 TEST_CASE("allocator statistics follow allocations, peaks reset, caches are returned", "[cuda]") {

@@ -1,13 +1,8 @@
 // Helpers for the GPU tests (ctest label `cuda`, scripts/gpu-check.sh): they
 // need a CUDA build and a visible GPU, and fail, never skip, without them.
-// Include it (or another test header that does the same) first: it orders ATen
-// before Catch, whose CHECK glog's would otherwise replace.
 #pragma once
 
 #include <ATen/ATen.h>
-#ifndef TWOBLUECUBES_SINGLE_INCLUDE_CATCH_HPP_INCLUDED  // not when another test header included Catch first
-#undef CHECK
-#endif
 #include <catch2/catch.hpp>
 
 #include <chrono>

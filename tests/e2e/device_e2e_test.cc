@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kGrpo = R"(
+const char* kDeviceGrpo = R"(
 actor_rollout_ref:
   actor: {ppo_mini_batch_size: 8, ppo_micro_batch_size_per_gpu: 8}
   rollout: {n: 2}
@@ -22,7 +22,7 @@ algorithm: {adv_estimator: grpo}
 
 TEST_CASE("trainer.device=cuda fails before the first step without CUDA or a GPU; trainer.device=cpu trains") {
   const std::string ws = e2e::make_workspace("device", 8);
-  const std::string config = e2e::write_config(ws, "device", kGrpo);
+  const std::string config = e2e::write_config(ws, "device", kDeviceGrpo);
   // The CPU build refuses cuda outright; the CUDA build on a machine without a
   // GPU (CI) says it sees none. Either way before the first step.
   if (rlcore::cuda_device_count() == 0) {

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#undef CHECK
 #include <catch2/catch.hpp>
 
 namespace e2e {

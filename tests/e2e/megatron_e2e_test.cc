@@ -10,7 +10,7 @@
 
 namespace {
 
-const char* kGrpo = R"(
+const char* kGrpoTemplate = R"(
 actor_rollout_ref:
   actor: {ppo_mini_batch_size: 8, ppo_micro_batch_size_per_gpu: 4%s}
   rollout: {n: 4%s}
@@ -18,7 +18,7 @@ algorithm: {adv_estimator: grpo}
 )";
 
 std::string grpo_config(const std::string& actor, const std::string& rollout) {
-  std::string yaml = kGrpo;
+  std::string yaml = kGrpoTemplate;
   yaml.replace(yaml.find("%s"), 2, actor);
   yaml.replace(yaml.find("%s"), 2, rollout);
   return yaml;

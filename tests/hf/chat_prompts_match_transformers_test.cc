@@ -10,7 +10,6 @@
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/tokenizer.h"
 
-#undef CHECK
 #include <catch2/catch.hpp>
 
 #include "../common/reference_python.h"

@@ -12,7 +12,6 @@
 #include "rlcore/model/transformer.h"
 #include "rlcore/safetensors.h"
 
-#undef CHECK
 #include <catch2/catch.hpp>
 
 #include "hf_testing.h"

@@ -6,7 +6,6 @@
 
 #include "rlcore/safetensors.h"
 
-#undef CHECK
 #include <catch2/catch.hpp>
 
 #include "../common/reference_python.h"

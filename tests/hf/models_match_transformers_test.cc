@@ -13,7 +13,6 @@
 #include "rlcore/model/transformer.h"
 #include "rlcore/safetensors.h"
 
-#undef CHECK
 #include <catch2/catch.hpp>
 
 #include "../common/reference_python.h"

@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#undef CHECK
 #include <catch2/catch.hpp>
 
 #include "../common/reference_python.h"

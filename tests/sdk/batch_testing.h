@@ -1,13 +1,10 @@
-// Helpers shared by the Batch and wire-format tests. Include it first: it
-// orders ATen before Catch (see below).
+// Helpers shared by the Batch and wire-format tests.
 #pragma once
 
 #include <string>
 #include <vector>
 
-// Debian's libtorch pulls in glog, whose CHECK macro would replace Catch's.
 #include <ATen/ATen.h>
-#undef CHECK
 #include <catch2/catch.hpp>
 #include "../common/error_of.h"
 #include <nlohmann/json.hpp>

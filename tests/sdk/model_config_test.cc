@@ -9,8 +9,6 @@
 #include "rlcore/model/config.h"
 #include "../common/test_paths.h"
 
-// Debian's libtorch pulls in glog, whose CHECK would replace Catch's: Catch goes last.
-#undef CHECK
 #include <catch2/catch.hpp>
 
 using rlcore::ConfigError;

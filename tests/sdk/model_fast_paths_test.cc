@@ -28,7 +28,7 @@ using rlcore_test::cpu_flags;
 
 namespace {
 
-double max_diff(const at::Tensor& a, const at::Tensor& b) {
+double max_abs_diff_double(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
@@ -166,7 +166,7 @@ TEST_CASE("a whole decode, forced generic, matches the CPU's kernels; the counts
     REQUIRE(fast.sizes() == generic.sizes());
     // Summation order only: fp32 a few ulps through two layers; bf16 a rounding step here and there.
     const double tolerance = dtype == at::kFloat ? 1e-4 : 0.05;
-    CHECK(max_diff(fast, generic) < tolerance * std::max(1.0, fast.abs().max().item<double>()));
+    CHECK(max_abs_diff_double(fast, generic) < tolerance * std::max(1.0, fast.abs().max().item<double>()));
     // The prefill (5 tokens per row) runs the GEMMs either way: bit for bit the same.
     CHECK(fast.slice(1, 0, 5).equal(generic.slice(1, 0, 5)));
   }
@@ -221,8 +221,8 @@ TEST_CASE("forced generic, the decode step runs the ATen ops and agrees with the
     CHECK(cpu_kernel_counts(CpuKernel::kDecodeAttention).aten == attention_before.aten + 1);
     // The two paths sum in other orders: fp32 a few ulps, bf16 a rounding step.
     const double tolerance = dtype == at::kFloat ? 1e-4 : 0.1;
-    CHECK(max_diff(fast_y, generic_y) < tolerance);
-    CHECK(max_diff(fast_attention, generic_attention) < tolerance);
+    CHECK(max_abs_diff_double(fast_y, generic_y) < tolerance);
+    CHECK(max_abs_diff_double(fast_attention, generic_attention) < tolerance);
   }
 }
 
@@ -237,7 +237,8 @@ TEST_CASE("fused RMSNorm equals the ATen op sequence", "[model]") {
       const at::Tensor fused = norm(x);
       CHECK(fused.scalar_type() == dtype);
       // Only the sum of squares is accumulated in another order: at most one bf16 step apart.
-      CHECK(max_diff(fused, reference_rms_norm(x, norm.weight, norm.eps)) < (dtype == at::kFloat ? 1e-5 : 0.05));
+      const double tolerance = dtype == at::kFloat ? 1e-5 : 0.05;
+      CHECK(max_abs_diff_double(fused, reference_rms_norm(x, norm.weight, norm.eps)) < tolerance);
     }
   }
 }
@@ -290,7 +291,7 @@ TEST_CASE("decode-step attention equals HF's eager attention over a strided cach
         REQUIRE(got.sizes() == expected.sizes());
         CHECK(got.scalar_type() == dtype);
         // bf16: a probability may round to the neighbouring bf16 value, one step in the output.
-        CHECK(max_diff(got, expected) < (dtype == at::kFloat ? 1e-5 : 0.05));
+        CHECK(max_abs_diff_double(got, expected) < (dtype == at::kFloat ? 1e-5 : 0.05));
       }
     }
   }
@@ -306,7 +307,7 @@ TEST_CASE("a layer gives the same outputs with adjacent and with separately allo
   for (auto& [name, slot] : separate.parameter_slots()) *slot = slot->clone();
   const at::Tensor ids = at::randint(0, 64, {2, 9}, at::kLong);
   at::NoGradGuard no_grad;
-  CHECK(max_diff(fused.forward(ids), separate.forward(ids)) < 1e-5);
+  CHECK(max_abs_diff_double(fused.forward(ids), separate.forward(ids)) < 1e-5);
   // Training needs gradients per weight: the fused path steps aside.
   fused.set_requires_grad(true);
   at::AutoGradMode grad(true);

@@ -10,8 +10,6 @@
 #include "rlcore/model/config.h"
 #include "rlcore/model/layers.h"
 
-// Debian's libtorch pulls in glog, whose CHECK would replace Catch's: Catch goes last.
-#undef CHECK
 #include <catch2/catch.hpp>
 
 using namespace rlcore::model;

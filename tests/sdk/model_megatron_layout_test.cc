@@ -11,7 +11,6 @@
 #include "rlcore/model/megatron_layout.h"
 #include "rlcore/model/transformer.h"
 
-#undef CHECK
 #include <catch2/catch.hpp>
 #include "../common/error_of.h"
 #include "full_featured_config.h"
@@ -22,7 +21,7 @@ using rlcore_test::error_of;
 namespace {
 
 // 8 query heads in 4 groups of head_dim 4, over 3 layers.
-ModelConfig full_featured(const std::string& arch) { return rlcore_test::full_featured(arch, {8, 4, 4, 3}); }
+ModelConfig megatron_config(const std::string& arch) { return rlcore_test::full_featured(arch, {8, 4, 4, 3}); }
 
 // Distinct values everywhere, so any misplaced element shows.
 std::map<std::string, at::Tensor> random_hf(const ModelConfig& config) {
@@ -52,7 +51,7 @@ TEST_CASE("megatron layout: every HF tensor lives in exactly one Megatron parame
   for (const std::string arch : {"llama", "qwen2", "qwen3"}) {
     INFO(arch);
     for (bool tied : {false, true}) {
-      ModelConfig config = full_featured(arch);
+      ModelConfig config = megatron_config(arch);
       config.tie_word_embeddings = tied;
       std::multiset<std::string> covered;
       int64_t megatron_numel = 0;
@@ -78,7 +77,7 @@ TEST_CASE("megatron layout: every HF tensor lives in exactly one Megatron parame
 TEST_CASE("megatron layout: HF -> Megatron -> HF is bit-exact", "[model][megatron]") {
   for (const std::string arch : {"llama", "qwen2", "qwen3"}) {
     INFO(arch);
-    const ModelConfig config = full_featured(arch);
+    const ModelConfig config = megatron_config(arch);
     const auto hf = random_hf(config);
     const auto megatron = to_megatron(config, hf);
     for (const auto& [name, tensor] : hf) {
@@ -90,7 +89,7 @@ TEST_CASE("megatron layout: HF -> Megatron -> HF is bit-exact", "[model][megatro
 }
 
 TEST_CASE("megatron layout: linear_qkv groups q heads, then k, then v, per query group", "[model][megatron]") {
-  const ModelConfig config = full_featured("qwen2");  // 8 q heads, 4 groups, head_dim 4
+  const ModelConfig config = megatron_config("qwen2");  // 8 q heads, 4 groups, head_dim 4
   const auto hf = random_hf(config);
   const at::Tensor qkv = to_megatron(config, hf).at("decoder.layers.1.self_attention.linear_qkv.weight");
   const at::Tensor q = hf.at("model.layers.1.self_attn.q_proj.weight");
@@ -108,7 +107,7 @@ TEST_CASE("megatron layout: linear_qkv groups q heads, then k, then v, per query
 }
 
 TEST_CASE("megatron layout: TP shards are whole query groups and [gate; up] per rank, and merge back", "[model][megatron]") {
-  const ModelConfig config = full_featured("llama");
+  const ModelConfig config = megatron_config("llama");
   const auto hf = random_hf(config);
   const auto megatron = to_megatron(config, hf);
   for (int64_t tp : {1, 2, 4}) {
@@ -145,7 +144,7 @@ TEST_CASE("megatron layout: pipeline stages split the layers evenly, the first o
 }
 
 TEST_CASE("megatron layout: bad names and sizes are errors naming them", "[model][megatron]") {
-  const ModelConfig config = full_featured("llama");
+  const ModelConfig config = megatron_config("llama");
   CHECK_THAT(error_of<rlcore::ValueError>([&] { megatron::hf_sources(config, "decoder.layers.9.mlp.linear_fc1.weight"); }),
              Catch::Contains("decoder.layers.9.mlp.linear_fc1.weight"));
   CHECK_THAT(error_of<rlcore::ValueError>([&] { megatron::megatron_source(config, "model.layers.0.self_attn.q_norm.weight"); }),

@@ -7,7 +7,6 @@
 #include "rlcore/model/tensor_parallel.h"
 #include "rlcore/model/transformer.h"
 
-#undef CHECK
 #include <catch2/catch.hpp>
 #include "../common/error_of.h"
 #include "full_featured_config.h"

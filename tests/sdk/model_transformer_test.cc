@@ -18,8 +18,6 @@
 #include "rlcore/error.h"
 #include "rlcore/model/transformer.h"
 
-// Debian's libtorch pulls in glog, whose CHECK would replace Catch's: Catch goes last.
-#undef CHECK
 #include <catch2/catch.hpp>
 
 using namespace rlcore::model;

@@ -12,38 +12,24 @@
 
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
+#include "../common/error_of.h"
 #include "../common/test_paths.h"
-
-// REQUIRE, never CHECK: <ATen/ATen.h> brings glog, whose CHECK replaces
-// Catch's and aborts the process instead of reporting.
+#include "safetensors_testing.h"
 
 namespace fs = std::filesystem;
 using Catch::Contains;
+using rlcore_test::error_of;
 using rlcore::SafetensorsCheckpoint;
 using rlcore::SafetensorsFile;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::path(rlcore_test::binary_dir()) / "test_tmp" / "safetensors_adversarial" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using safetensors_test::read_bytes;
+using safetensors_test::u64_le;
+using safetensors_test::write_bytes;
 
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string u64_le(std::uint64_t value) {
-  std::string bytes;
-  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(value >> (8 * i)));
-  return bytes;
+fs::path adversarial_dir(const std::string& name) {
+  return safetensors_test::fresh_dir("safetensors_adversarial", name);
 }
 
 std::string file_bytes(const std::string& header, std::size_t data_size) {
@@ -56,21 +42,10 @@ std::string f32(const std::string& name, const std::string& shape, std::uint64_t
          "," + std::to_string(end) + "]}";
 }
 
-template <typename Error, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("expected an exception");
-  return {};
-}
-
 // Writes `bytes` and returns the FormatError opening it throws, after checking
 // that the message names the file.
 std::string format_error(const std::string& bytes) {
-  fs::path path = fresh_dir("format_error") / "bad.safetensors";
+  fs::path path = adversarial_dir("format_error") / "bad.safetensors";
   write_bytes(path, bytes);
   std::string message = error_of<rlcore::FormatError>([&] { SafetensorsFile file(path); });
   CHECK_THAT(message, Contains(path.string()));
@@ -154,7 +129,7 @@ TEST_CASE("safetensors refuses sizes and ranges that do not add up", "[safetenso
 }
 
 TEST_CASE("safetensors lookups and opens fail with rlcore errors", "[safetensors]") {
-  fs::path dir = fresh_dir("lookups");
+  fs::path dir = adversarial_dir("lookups");
   rlcore::save_safetensors(dir / "ok.safetensors", {{"a", at::zeros({2})}});
   SafetensorsFile file(dir / "ok.safetensors");
   CHECK_THAT(error_of<rlcore::ValueError>([&] { file.view("nope"); }),
@@ -166,7 +141,7 @@ TEST_CASE("safetensors lookups and opens fail with rlcore errors", "[safetensors
 }
 
 TEST_CASE("safetensors checkpoints refuse bad indexes", "[safetensors]") {
-  fs::path dir = fresh_dir("checkpoint");
+  fs::path dir = adversarial_dir("checkpoint");
   rlcore::save_safetensors(dir / "shard.safetensors", {{"a", at::zeros({2})}});
   fs::path outside = dir.parent_path() / "outside.safetensors";
   rlcore::save_safetensors(outside, {{"a", at::zeros({2})}});
@@ -211,7 +186,7 @@ TEST_CASE("safetensors checkpoints refuse bad indexes", "[safetensors]") {
 }
 
 TEST_CASE("safetensors fuzz: mutated files only ever raise rlcore errors", "[safetensors]") {
-  fs::path dir = fresh_dir("fuzz");
+  fs::path dir = adversarial_dir("fuzz");
   fs::path seed_path = dir / "seed.safetensors";
   at::manual_seed(3);
   rlcore::save_safetensors(seed_path,

@@ -12,9 +12,7 @@
 #include "rlcore/error.h"
 #include "rlcore/safetensors.h"
 #include "../common/test_paths.h"
-
-// REQUIRE, never CHECK: <ATen/ATen.h> brings glog, whose CHECK replaces
-// Catch's and aborts the process instead of reporting.
+#include "safetensors_testing.h"
 
 namespace fs = std::filesystem;
 using rlcore::NamedTensors;
@@ -23,27 +21,11 @@ using rlcore::SafetensorsFile;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::path(rlcore_test::binary_dir()) / "test_tmp" / "safetensors" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using safetensors_test::read_bytes;
+using safetensors_test::u64_le;
+using safetensors_test::write_bytes;
 
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-std::string u64_le(std::uint64_t value) {
-  std::string bytes;
-  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(value >> (8 * i)));
-  return bytes;
-}
+fs::path case_dir(const std::string& name) { return safetensors_test::fresh_dir("safetensors", name); }
 
 bool same(const at::Tensor& a, const at::Tensor& b) {
   return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() && at::equal(a, b);
@@ -73,7 +55,7 @@ NamedTensors sample_tensors() {
 }  // namespace
 
 TEST_CASE("safetensors round trip keeps every dtype, shape, order and metadata", "[safetensors]") {
-  fs::path path = fresh_dir("round_trip") / "t.safetensors";
+  fs::path path = case_dir("round_trip") / "t.safetensors";
   NamedTensors tensors = sample_tensors();
   rlcore::save_safetensors(path, tensors, {{"format", "pt"}, {"step", "12"}});
 
@@ -108,7 +90,7 @@ TEST_CASE("safetensors round trip keeps every dtype, shape, order and metadata",
 }
 
 TEST_CASE("safetensors writer output matches the spec byte for byte", "[safetensors]") {
-  fs::path path = fresh_dir("writer_bytes") / "t.safetensors";
+  fs::path path = case_dir("writer_bytes") / "t.safetensors";
   rlcore::save_safetensors(path, {{"a", at::tensor({1.0f})}});
   std::string header = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
   header.resize(56, ' ');  // 53 bytes padded to a multiple of 8
@@ -133,7 +115,7 @@ TEST_CASE("safetensors reader decodes a file written byte by byte", "[safetensor
   for (std::size_t padding : {std::size_t{0}, 8 - header.size() % 8}) {
     INFO("padding " << padding);
     std::string padded = header + std::string(padding, ' ');
-    fs::path path = fresh_dir("by_hand") / "t.safetensors";
+    fs::path path = case_dir("by_hand") / "t.safetensors";
     write_bytes(path, u64_le(padded.size()) + padded + data);
 
     SafetensorsFile file(path);
@@ -153,7 +135,7 @@ TEST_CASE("safetensors reader decodes a file written byte by byte", "[safetensor
 }
 
 TEST_CASE("safetensors views are zero-copy and outlive the reader and the file", "[safetensors]") {
-  fs::path path = fresh_dir("views") / "t.safetensors";
+  fs::path path = case_dir("views") / "t.safetensors";
   NamedTensors tensors = sample_tensors();
   rlcore::save_safetensors(path, tensors);
 
@@ -178,7 +160,7 @@ TEST_CASE("safetensors views are zero-copy and outlive the reader and the file",
 }
 
 TEST_CASE("safetensors writer refuses what it cannot represent", "[safetensors]") {
-  fs::path path = fresh_dir("writer_errors") / "t.safetensors";
+  fs::path path = case_dir("writer_errors") / "t.safetensors";
   auto t = at::zeros({2});
   CHECK_THROWS_AS(rlcore::save_safetensors(path, {{"a", t}, {"a", t}}), rlcore::ValueError);
   CHECK_THROWS_AS(rlcore::save_safetensors(path, {{"__metadata__", t}}), rlcore::ValueError);
@@ -189,7 +171,7 @@ TEST_CASE("safetensors writer refuses what it cannot represent", "[safetensors]"
 }
 
 TEST_CASE("safetensors sharded checkpoint round trip", "[safetensors]") {
-  fs::path dir = fresh_dir("sharded");
+  fs::path dir = case_dir("sharded");
   NamedTensors tensors;
   for (int i = 0; i < 5; ++i) {
     tensors.emplace_back("layer." + std::to_string(i), at::full({100}, float(i)));  // 400 B

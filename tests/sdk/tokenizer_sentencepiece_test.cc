@@ -109,7 +109,7 @@ json metaspace_style(const std::string& scheme, bool split) {
 
 Tokenizer load(const json& tok) { return Tokenizer::from_json(tok.dump()); }
 
-std::string error_of(const json& tok) {
+std::string load_error_of(const json& tok) {
   try {
     load(tok);
   } catch (const rlcore::FormatError& e) {
@@ -211,7 +211,7 @@ TEST_CASE("Metaspace: prepend_scheme first only at the start of the input", "[to
   json legacy = metaspace_style("never", true);
   legacy["pre_tokenizer"].erase("prepend_scheme");
   legacy["pre_tokenizer"]["add_prefix_space"] = false;
-  CHECK_THAT(error_of(legacy), Catch::Contains("pre_tokenizer.add_prefix_space"));
+  CHECK_THAT(load_error_of(legacy), Catch::Contains("pre_tokenizer.add_prefix_space"));
 }
 
 TEST_CASE("Metaspace first after a normalizer: where a piece starts in the input", "[tokenizer]") {
@@ -223,7 +223,7 @@ TEST_CASE("Metaspace first after a normalizer: where a piece starts in the input
   CHECK(t.encode("xa") == Ids{char_id(kSpace), char_id("-"), char_id("a")});
   CHECK(t.encode("xxa") == Ids{char_id("-"), char_id("a")});
   tok["normalizer"] = {{"type", "NFC"}};
-  CHECK_THAT(error_of(tok), Catch::Contains("NFC") && Catch::Contains("first"));
+  CHECK_THAT(load_error_of(tok), Catch::Contains("NFC") && Catch::Contains("first"));
 }
 
 TEST_CASE("regex patterns that match the empty string cut as Oniguruma's do", "[tokenizer]") {

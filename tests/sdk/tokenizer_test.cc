@@ -19,7 +19,7 @@ namespace {
 
 Tokenizer load(const Fixture& fixture) { return Tokenizer::from_json(fixture.text()); }
 
-std::string error_of(const Fixture& fixture) {
+std::string load_error_of(const Fixture& fixture) {
   try {
     load(fixture);
   } catch (const rlcore::FormatError& e) {
@@ -250,26 +250,26 @@ TEST_CASE("malformed tokenizer.json errors name the problem", "[tokenizer]") {
 
   Fixture lowercase;
   lowercase.normalizer = {{"type", "Lowercase"}};
-  CHECK_THAT(error_of(lowercase), Catch::Contains("normalizer.type") && Catch::Contains("Lowercase"));
+  CHECK_THAT(load_error_of(lowercase), Catch::Contains("normalizer.type") && Catch::Contains("Lowercase"));
 
   Fixture whitespace;
   whitespace.pre_tokenizer = {{"type", "Whitespace"}};
-  CHECK_THAT(error_of(whitespace), Catch::Contains("pre_tokenizer.type"));
+  CHECK_THAT(load_error_of(whitespace), Catch::Contains("pre_tokenizer.type"));
 
   Fixture sideways;
   sideways.pre_tokenizer = rlcore::test::split_pre_tokenizer("\\s+");
   sideways.pre_tokenizer["pretokenizers"][0]["behavior"] = "Sideways";
-  CHECK_THAT(error_of(sideways), Catch::Contains("pre_tokenizer.pretokenizers[0].behavior"));
+  CHECK_THAT(load_error_of(sideways), Catch::Contains("pre_tokenizer.pretokenizers[0].behavior"));
 
   Fixture bad_regex;
   bad_regex.pre_tokenizer = rlcore::test::split_pre_tokenizer("(unclosed");
-  CHECK_THAT(error_of(bad_regex), Catch::Contains("pre_tokenizer.pretokenizers[0].pattern.Regex") &&
+  CHECK_THAT(load_error_of(bad_regex), Catch::Contains("pre_tokenizer.pretokenizers[0].pattern.Regex") &&
                                       Catch::Contains("does not compile"));
 
   Fixture no_content;
   no_content.add_token("x", true);
   no_content.added_tokens[0].erase("content");
-  CHECK_THAT(error_of(no_content), Catch::Contains("added_tokens[0].content"));
+  CHECK_THAT(load_error_of(no_content), Catch::Contains("added_tokens[0].content"));
 
   nlohmann::json padded = Fixture{}.json();
   padded["padding"] = {{"strategy", "BatchLongest"}};

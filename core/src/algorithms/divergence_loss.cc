@@ -11,8 +11,6 @@
 namespace rlcore::algorithms {
 namespace {
 
-constexpr double kLogRatioClamp = 20.0;  // verl clamps log(pi/pi_old) to +-20 before exp
-
 // Which tokens lie inside DPPO's trust region, given the policy's and the old
 // policy's probabilities of the sampled token.
 using TrustRegion = at::Tensor (*)(const at::Tensor& prob, const at::Tensor& old_prob, const at::Tensor& old_log_prob,

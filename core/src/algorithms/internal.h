@@ -10,6 +10,11 @@
 
 namespace rlcore::algorithms {
 
+// verl clamps log(pi / pi_old) to +-20 before taking exp.
+constexpr double kLogRatioClamp = 20.0;
+// What the group-based estimators need from their input: the prompt index (uid) of each row.
+constexpr AdvantageNeeds kNeedsIndex{false, /*index=*/true, false};
+
 void register_return_estimators(PluginRegistrar& registrar);   // gae, reinforce_plus_plus, remax
 void register_outcome_estimators(PluginRegistrar& registrar);  // grpo*, gdpo, rloo*, opo, gpg, reinforce_plus_plus_baseline
 void register_optimal_token_baseline_estimators(PluginRegistrar& registrar);  // optimal_token_baseline, tir_*

@@ -23,7 +23,6 @@ namespace rlcore::algorithms {
 namespace {
 
 constexpr double kEpsilon = 1e-8;  // verl's default epsilon
-constexpr AdvantageNeeds kNeedsIndex{false, /*index=*/true, false};
 
 struct NoOptions {};
 

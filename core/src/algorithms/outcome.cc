@@ -21,8 +21,6 @@ namespace {
 
 constexpr double kGrpoEpsilon = 1e-6;  // verl's epsilon in (score - mean) / (std + epsilon)
 
-constexpr AdvantageNeeds kNeedsIndex{false, /*index=*/true, false};
-
 struct GrpoOptions {
   bool norm_adv_by_std_in_grpo = true;
 };

@@ -9,7 +9,6 @@
 namespace rlcore::algorithms {
 namespace {
 
-constexpr double kLogRatioClamp = 20.0;     // verl clamps log(pi/pi_old) to +-20 before exp
 constexpr double kSeqLogRatioClamp = 10.0;  // gspo's upper clamp on the sequence log-ratio
 
 // PPO's clipped surrogate with asymmetric bounds, plus the dual clip: for a

@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 template <class Interface>
-std::shared_ptr<Interface> make_candidate(CheckEnv& env) {
+std::shared_ptr<Interface> make_component(CheckEnv& env) {
   ComponentContext context;
   context.model_path = env.tiny_model.string();  // e.g. the megatron adaptor reads the model's config
   auto made = std::static_pointer_cast<Interface>(env.candidate.factory(env.candidate_options, context));
@@ -39,7 +39,7 @@ Outcome helper_missing(const std::string& kind, const std::string& name) {
   return Outcome::skipped(kind + " '" + name + "' is not loaded (rlcore's own plugins provide it)");
 }
 
-std::map<std::string, at::Tensor> full_parameters(TrainEngine& engine) {
+std::map<std::string, at::Tensor> full_parameter_map(TrainEngine& engine) {
   std::map<std::string, at::Tensor> out;
   engine.for_each_full_parameter(
       [&](const std::string& name, const at::Tensor& tensor) { out.emplace(name, tensor.detach().clone()); });
@@ -49,7 +49,7 @@ std::map<std::string, at::Tensor> full_parameters(TrainEngine& engine) {
 // Every rollout tensor (native's weight_meta, HF names) built from the full
 // parameters of the first train engine whose names the adaptor's sources() use.
 Outcome adaptor_round_trip(CheckEnv& env) {
-  auto adaptor = make_candidate<WeightAdaptor>(env);
+  auto adaptor = make_component<WeightAdaptor>(env);
   const ComponentEntry* native = helper(env, InferenceEngine::kKind, "native");
   if (!native) return helper_missing(InferenceEngine::kKind, "native");
   const std::vector<WeightMeta> targets = make_inference_engine(*native, ConfigNode(), env.tiny_model)->weight_meta();
@@ -57,7 +57,7 @@ Outcome adaptor_round_trip(CheckEnv& env) {
   std::string tried;
   for (const ComponentEntry* trainer : env.registry.entries(TrainEngine::kKind)) {
     if (trainer->origin.plugin != "train-fsdp" && trainer->origin.plugin != "train-megatron") continue;
-    const auto params = full_parameters(*make_train_engine(*trainer, ConfigNode(), env.tiny_model));
+    const auto params = full_parameter_map(*make_train_engine(*trainer, ConfigNode(), env.tiny_model));
     bool covered = true;
     for (const WeightMeta& target : targets) {
       for (const auto& source : adaptor->sources(target, layout)) covered = covered && params.count(source);
@@ -85,7 +85,7 @@ Outcome adaptor_round_trip(CheckEnv& env) {
 // Two fsdp engines step; the candidate offloads and reloads one: its shards
 // are unchanged and a second step on both gives identical parameters.
 Outcome offloader_round_trip(CheckEnv& env) {
-  auto offloader = make_candidate<Offloader>(env);
+  auto offloader = make_component<Offloader>(env);
   const ComponentEntry* fsdp = helper(env, TrainEngine::kKind, "fsdp");
   if (!fsdp) return helper_missing(TrainEngine::kKind, "fsdp");
   auto moved = make_train_engine(*fsdp, ConfigNode(), env.tiny_model);
@@ -103,8 +103,8 @@ Outcome offloader_round_trip(CheckEnv& env) {
   }
   for (auto* engine : {moved.get(), stayed.get()})
     engine->train_step(train_batch(6), forward_options(1.0, false), pg_loss);
-  const auto a = full_parameters(*moved);
-  for (const auto& [name, tensor] : full_parameters(*stayed)) {
+  const auto a = full_parameter_map(*moved);
+  for (const auto& [name, tensor] : full_parameter_map(*stayed)) {
     if (!bit_equal(a.at(name), tensor)) return Outcome::fail("after offload/reload and a step, '" + name + "' differs");
   }
   return Outcome::pass("bit-exact");
@@ -129,7 +129,7 @@ std::optional<Hybrid> make_hybrid(CheckEnv& env, Outcome& missing) {
     }
   }
   Hybrid hybrid;
-  hybrid.manager = make_candidate<ShardingManager>(env);
+  hybrid.manager = make_component<ShardingManager>(env);
   hybrid.engines.train = make_train_engine(*helper(env, TrainEngine::kKind, "fsdp"), ConfigNode(), env.tiny_model);
   hybrid.engines.rollout =
       make_inference_engine(*helper(env, InferenceEngine::kKind, "native"), ConfigNode(), env.tiny_model_alt);
@@ -146,7 +146,7 @@ Outcome manager_round_trip(CheckEnv& env) {
   if (!hybrid) return missing;
   auto& [manager, engines] = *hybrid;
   engines.train->train_step(train_batch(4), forward_options(1.0, false), pg_loss);
-  const auto train_before = full_parameters(*engines.train);
+  const auto train_before = full_parameter_map(*engines.train);
   manager->attach(engines);
   // What the rollout must generate: an engine made from the trainer's exported weights.
   engines.train->export_hf((env.workdir / "trained").string());
@@ -167,7 +167,7 @@ Outcome manager_round_trip(CheckEnv& env) {
     }
     manager->to_train();
     if (manager->in_rollout()) return Outcome::fail("in_rollout() is true after to_train()");
-    for (const auto& [name, tensor] : full_parameters(*engines.train)) {
+    for (const auto& [name, tensor] : full_parameter_map(*engines.train)) {
       if (!bit_equal(tensor, train_before.at(name))) {
         return Outcome::fail("after to_train(), the trainer's '" + name + "' is not bit-identical to before the swap");
       }
@@ -211,7 +211,7 @@ Outcome manager_ledger_bound(CheckEnv& env) {
 std::vector<Check> weight_adaptor_checks() {
   return {{"create",
            [](CheckEnv& env) {
-             make_candidate<WeightAdaptor>(env);
+             make_component<WeightAdaptor>(env);
              return Outcome::pass();
            }},
           {"round_trip", adaptor_round_trip}};
@@ -220,7 +220,7 @@ std::vector<Check> weight_adaptor_checks() {
 std::vector<Check> offloader_checks() {
   return {{"create",
            [](CheckEnv& env) {
-             make_candidate<Offloader>(env);
+             make_component<Offloader>(env);
              return Outcome::pass();
            }},
           {"round_trip", offloader_round_trip}};
@@ -229,7 +229,7 @@ std::vector<Check> offloader_checks() {
 std::vector<Check> sharding_manager_checks() {
   return {{"create",
            [](CheckEnv& env) {
-             make_candidate<ShardingManager>(env);
+             make_component<ShardingManager>(env);
              return Outcome::pass();
            }},
           {"round_trip", manager_round_trip},

@@ -25,7 +25,7 @@ using Tokens = std::vector<std::vector<int32_t>>;
 constexpr double kLogprobTolerance = 2e-5;
 constexpr int64_t kMaxTokens = 8;
 
-std::shared_ptr<InferenceEngine> make_candidate(CheckEnv& env, const fs::path& model) {
+std::shared_ptr<InferenceEngine> make_inference_candidate(CheckEnv& env, const fs::path& model) {
   return make_inference_engine(env.candidate, env.candidate_options, model);
 }
 
@@ -126,8 +126,8 @@ void load_in_buckets(InferenceEngine& engine, const NamedTensorList& weights, in
   }
 }
 
-Outcome check_create(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+Outcome check_inference_create(CheckEnv& env) {
+  auto engine = make_inference_candidate(env, env.tiny_model);
   if (engine->weight_meta().empty()) return Outcome::fail("weight_meta() is empty");
   return Outcome::pass();
 }
@@ -137,7 +137,7 @@ Outcome check_greedy_vs_reference(CheckEnv& env) {
     return Outcome::skipped("reference inference_engine '" + env.reference_name +
                             "' is not loaded (add its plugin with --plugins)");
   }
-  auto candidate = make_candidate(env, env.tiny_model);
+  auto candidate = make_inference_candidate(env, env.tiny_model);
   auto reference = make_inference_engine(*env.reference, ConfigNode(), env.tiny_model);
   const std::string problem = compare_tokens(generate_checked(*candidate, greedy()).token_ids,
                                              reference->generate(prompts(), greedy()).token_ids, "the reference's is");
@@ -147,7 +147,7 @@ Outcome check_greedy_vs_reference(CheckEnv& env) {
 
 // Reported log-probs of sampled tokens vs log_softmax(logits / T) of a full forward.
 Outcome check_logprobs_teacher_forcing(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+  auto engine = make_inference_candidate(env, env.tiny_model);
   model::Transformer transformer(tiny_model_config());
   transformer.load(tiny_model_weights(1));
   at::NoGradGuard no_grad;
@@ -175,7 +175,7 @@ Outcome check_logprobs_teacher_forcing(CheckEnv& env) {
 
 // n samples per prompt, prompt-major; greedy samples of one prompt agree, sampled ones do not all.
 Outcome check_sampling_n(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+  auto engine = make_inference_candidate(env, env.tiny_model);
   SamplingParams two_greedy = greedy();
   two_greedy.n = 2;
   const GenerationOutput g = generate_checked(*engine, two_greedy);
@@ -199,7 +199,7 @@ Outcome check_sampling_n(CheckEnv& env) {
 }
 
 Outcome check_max_tokens(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+  auto engine = make_inference_candidate(env, env.tiny_model);
   for (int64_t max_tokens : {1, 5}) {
     const GenerationOutput out = generate_checked(*engine, greedy(max_tokens));
     for (size_t i = 0; i < out.token_ids.size(); ++i) {
@@ -217,7 +217,7 @@ Outcome check_max_tokens(CheckEnv& env) {
 
 // A stop token ends a response after its first occurrence (included), with finish reason "stop".
 Outcome check_stop_tokens(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+  auto engine = make_inference_candidate(env, env.tiny_model);
   const GenerationOutput free_run = generate_checked(*engine, greedy());
   const int32_t stop = free_run.token_ids[0].at(2);
   SamplingParams sampling = greedy();
@@ -240,14 +240,14 @@ Outcome check_stop_tokens(CheckEnv& env) {
 
 // The same seed gives the same samples; another seed gives others.
 Outcome check_seed_reproducible(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+  auto engine = make_inference_candidate(env, env.tiny_model);
   const GenerationOutput a = generate_checked(*engine, sampled(11, 2));
   const GenerationOutput b = generate_checked(*engine, sampled(11, 2));
   std::string problem = compare_tokens(b.token_ids, a.token_ids, "the first run with seed 11 gave");
   if (!problem.empty()) return Outcome::fail("seed 11 twice: " + problem);
   if (b.logprobs != a.logprobs) return Outcome::fail("seed 11 twice: same tokens but different log-probs");
   // A fresh engine must agree too: the seed, not the engine's history, decides.
-  auto fresh = make_candidate(env, env.tiny_model);
+  auto fresh = make_inference_candidate(env, env.tiny_model);
   problem = compare_tokens(generate_checked(*fresh, sampled(11, 2)).token_ids, a.token_ids, "the first engine gave");
   if (!problem.empty()) return Outcome::fail("seed 11 on a fresh engine: " + problem);
   if (generate_checked(*engine, sampled(12, 2)).token_ids == a.token_ids) {
@@ -259,7 +259,7 @@ Outcome check_seed_reproducible(CheckEnv& env) {
 // Weights loaded in buckets replace the old ones exactly: the outputs become those
 // of an engine made from the new checkpoint, and the version is reported.
 Outcome check_load_weights(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+  auto engine = make_inference_candidate(env, env.tiny_model);
   std::string why;
   const NamedTensorList weights = weights_for(*engine, tiny_model_weights(2), why);
   if (weights.empty()) return Outcome::not_applicable(why);
@@ -273,7 +273,7 @@ Outcome check_load_weights(CheckEnv& env) {
   if (out.weight_version != 7) {
     return Outcome::fail("generate() reports weight_version " + std::to_string(out.weight_version) + ", loaded 7");
   }
-  auto fresh = make_candidate(env, env.tiny_model_alt);
+  auto fresh = make_inference_candidate(env, env.tiny_model_alt);
   const GenerationOutput want = generate_checked(*fresh, greedy());
   if (want.token_ids == old_out.token_ids) throw ValueError("the suite's two tiny models generate the same tokens");
   const std::string problem =
@@ -287,7 +287,7 @@ Outcome check_load_weights(CheckEnv& env) {
 
 // sleep(), wake_up(), load_weights(): generation is as before.
 Outcome check_sleep_wake_up(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+  auto engine = make_inference_candidate(env, env.tiny_model);
   std::string why;
   const NamedTensorList weights = weights_for(*engine, tiny_model_weights(1), why);
   if (weights.empty()) return Outcome::not_applicable(why);
@@ -311,7 +311,7 @@ Outcome check_sleep_wake_up(CheckEnv& env) {
 // weight_meta() lists unique names, and load_weights() accepts exactly those
 // names, shapes and dtypes (the engine's own weights back: nothing changes).
 Outcome check_weight_meta(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+  auto engine = make_inference_candidate(env, env.tiny_model);
   std::set<std::string> names;
   for (const WeightMeta& meta : engine->weight_meta()) {
     if (!names.insert(meta.name).second) return Outcome::fail("weight_meta() lists '" + meta.name + "' twice");
@@ -357,7 +357,7 @@ SamplingParams greedy(int64_t max_tokens) {
 
 std::vector<Check> inference_engine_checks() {
   return {
-      {"create", check_create},
+      {"create", check_inference_create},
       {"greedy_vs_reference", check_greedy_vs_reference},
       {"logprobs_teacher_forcing", check_logprobs_teacher_forcing},
       {"sampling_n", check_sampling_n},

@@ -49,7 +49,7 @@ ConfigNode train_options(const ComponentEntry& entry, const ConfigNode& base) {
   return options;
 }
 
-std::shared_ptr<TrainEngine> make_candidate(CheckEnv& env, const fs::path& model) {
+std::shared_ptr<TrainEngine> make_train_candidate(CheckEnv& env, const fs::path& model) {
   return make_train_engine(env.candidate, env.candidate_options, model);
 }
 
@@ -69,8 +69,8 @@ Outcome no_reference(const CheckEnv& env) {
                           "' is not loaded (add its plugin with --plugins)");
 }
 
-Outcome check_create(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+Outcome check_train_create(CheckEnv& env) {
+  auto engine = make_train_candidate(env, env.tiny_model);
   if (engine->step() != 0) return Outcome::fail("step() of a fresh engine is " + std::to_string(engine->step()));
   return Outcome::pass();
 }
@@ -78,7 +78,7 @@ Outcome check_create(CheckEnv& env) {
 // Log-probs (at temperatures 1 and 0.7) or entropy of the candidate vs the reference.
 Outcome compare_forward(CheckEnv& env, bool entropy) {
   if (!env.reference) return no_reference(env);
-  auto candidate = make_candidate(env, env.tiny_model);
+  auto candidate = make_train_candidate(env, env.tiny_model);
   auto reference = make_reference(env, env.tiny_model);
   const Batch batch = train_batch(3);
   Worst worst;
@@ -103,7 +103,7 @@ Outcome compare_forward(CheckEnv& env, bool entropy) {
 // For an engine with the sum_pi_squared capability: Σπ² vs the reference's, and the
 // log-probs forward_with_sum_pi_squared returns vs its own forward()'s.
 Outcome check_forward_sum_pi_squared(CheckEnv& env) {
-  auto candidate = make_candidate(env, env.tiny_model);
+  auto candidate = make_train_candidate(env, env.tiny_model);
   auto* with_sum = capability<ComputesSumPiSquared>(*candidate);
   if (with_sum == nullptr) return Outcome::not_applicable("does not claim the sum_pi_squared capability");
   if (!env.reference) return no_reference(env);
@@ -145,7 +145,7 @@ Outcome check_optimizer_step(CheckEnv& env) {
     return Outcome::not_applicable(
         "the engine declares no optim.lr key, so its step cannot be set up like the reference's");
   }
-  auto candidate = make_candidate(env, env.tiny_model);
+  auto candidate = make_train_candidate(env, env.tiny_model);
   auto reference = make_reference(env, env.tiny_model);
   const Batch batch = train_batch(4);
   const TrainStepOutput got = candidate->train_step(batch, forward_options(1.0, false), pg_loss);
@@ -174,8 +174,8 @@ Outcome check_optimizer_step(CheckEnv& env) {
 
 // Micro-batches of one row accumulate to the step of the whole batch at once.
 Outcome check_grad_accumulation(CheckEnv& env) {
-  auto whole = make_candidate(env, env.tiny_model);
-  auto micro = make_candidate(env, env.tiny_model);
+  auto whole = make_train_candidate(env, env.tiny_model);
+  auto micro = make_train_candidate(env, env.tiny_model);
   const Batch batch = train_batch(4);
   ForwardOptions one_row = forward_options(1.0, false);
   one_row.micro_batching.micro_batch_size = 1;
@@ -208,11 +208,11 @@ std::string same_parameters(TrainEngine& candidate, TrainEngine& expected) {
 
 // Save after a step, load into a fresh engine: parameters bit-exact, step() restored.
 Outcome check_checkpoint_round_trip(CheckEnv& env) {
-  auto saved = make_candidate(env, env.tiny_model);
+  auto saved = make_train_candidate(env, env.tiny_model);
   saved->train_step(train_batch(4), forward_options(1.0, false), pg_loss);
   const fs::path dir = env.workdir / "checkpoint";
   saved->save_checkpoint(dir.string());
-  auto loaded = make_candidate(env, env.tiny_model_alt);  // other weights: the load must replace them all
+  auto loaded = make_train_candidate(env, env.tiny_model_alt);  // other weights: the load must replace them all
   loaded->load_checkpoint(dir.string());
   if (loaded->step() != saved->step()) {
     return Outcome::fail("step() is " + std::to_string(loaded->step()) + " after load_checkpoint, saved at " +
@@ -227,12 +227,12 @@ Outcome check_checkpoint_round_trip(CheckEnv& env) {
 
 // Step, save, step == load, step: optimizer state, schedule and RNG are restored.
 Outcome check_resume_continuity(CheckEnv& env) {
-  auto first = make_candidate(env, env.tiny_model);
+  auto first = make_train_candidate(env, env.tiny_model);
   first->train_step(train_batch(4), forward_options(1.0, false), pg_loss);
   const fs::path dir = env.workdir / "checkpoint";
   first->save_checkpoint(dir.string());
   const TrainStepOutput straight = first->train_step(train_batch(6), forward_options(1.0, false), pg_loss);
-  auto resumed = make_candidate(env, env.tiny_model);
+  auto resumed = make_train_candidate(env, env.tiny_model);
   resumed->load_checkpoint(dir.string());
   const TrainStepOutput after = resumed->train_step(train_batch(6), forward_options(1.0, false), pg_loss);
   // The loss, the engine's grad_norm and lr (not timings, which an engine may add).
@@ -256,7 +256,7 @@ Outcome check_resume_continuity(CheckEnv& env) {
 
 // export_hf of an untrained engine: the reference's names and shapes, the input checkpoint's values.
 Outcome check_export_hf(CheckEnv& env) {
-  auto engine = make_candidate(env, env.tiny_model);
+  auto engine = make_train_candidate(env, env.tiny_model);
   const fs::path dir = env.workdir / "export";
   engine->export_hf(dir.string());
   if (!fs::exists(dir / "config.json")) return Outcome::fail("export_hf wrote no config.json");
@@ -280,8 +280,8 @@ Outcome check_export_hf(CheckEnv& env) {
 // Two engines take a step; one offloads and reloads everything; both take a
 // second step: parameters stay bit-identical (params, grads and optimizer state came back exactly).
 Outcome check_offload_reload(CheckEnv& env) {
-  auto moved = make_candidate(env, env.tiny_model);
-  auto stayed = make_candidate(env, env.tiny_model);
+  auto moved = make_train_candidate(env, env.tiny_model);
+  auto stayed = make_train_candidate(env, env.tiny_model);
   for (auto* engine : {moved.get(), stayed.get()}) {
     engine->train_step(train_batch(4), forward_options(1.0, false), pg_loss);
   }
@@ -379,7 +379,7 @@ Outcome check_data_parallel(CheckEnv& env) {
     params[rank] = full_parameters(engine);
   });
   if (auto problem = two_rank_problem(run)) return *problem;
-  auto single = make_candidate(env, env.tiny_model);
+  auto single = make_train_candidate(env, env.tiny_model);
   single->train_step(batch, forward_options(1.0, false), pg_loss);
   Worst worst;
   for (int64_t rank = 0; rank < kWorld; ++rank) {
@@ -466,7 +466,7 @@ std::string gather_into_problem(TrainEngine& engine, GathersIntoBuffers& gathere
 // caller's bf16 buffers visits the same values rounded to bf16, every one it
 // places in a buffer at its listed offset.
 Outcome check_gather_into_buffer(CheckEnv& env) {
-  auto single = make_candidate(env, env.tiny_model);
+  auto single = make_train_candidate(env, env.tiny_model);
   if (!supports<GathersIntoBuffers>(*single)) return Outcome::not_applicable("does not claim the gather_into_buffer capability");
   std::vector<std::string> problems(kWorld);
   std::vector<int64_t> landed(kWorld, 0);
@@ -530,7 +530,7 @@ ForwardOptions forward_options(double temperature, bool entropy) {
 
 std::vector<Check> train_engine_checks() {
   return {
-      {"create", check_create},
+      {"create", check_train_create},
       {"forward_log_prob", check_forward_log_prob},
       {"forward_entropy", check_forward_entropy},
       {"forward_sum_pi_squared", check_forward_sum_pi_squared},

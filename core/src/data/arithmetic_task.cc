@@ -15,8 +15,8 @@
 namespace rlcore {
 namespace {
 
-constexpr int64_t kTrainStream = 0;  // random streams of the seed, one per split
-constexpr int64_t kValStream = 1;
+constexpr int64_t kArithmeticTrainStream = 0;  // random streams of the seed, one per split
+constexpr int64_t kArithmeticValStream = 1;
 
 struct OperandRange {
   int64_t low;
@@ -105,13 +105,13 @@ ArithmeticTaskData make_arithmetic_task(const ArithmeticTaskOptions& options) {
   check_options(options);
   ArithmeticTaskData data;
   std::set<ProblemKey> val_keys;
-  std::mt19937_64 val_engine = data_random::make_engine(options.seed, kValStream);
+  std::mt19937_64 val_engine = data_random::make_engine(options.seed, kArithmeticValStream);
   while (static_cast<int64_t>(data.val.size()) < options.val) {
     const ArithmeticProblem problem = draw(val_engine, options);
     if (!val_keys.insert(key_of(problem)).second) continue;
     data.val.push_back(rl_record(problem, "val", static_cast<int64_t>(data.val.size())));
   }
-  std::mt19937_64 train_engine = data_random::make_engine(options.seed, kTrainStream);
+  std::mt19937_64 train_engine = data_random::make_engine(options.seed, kArithmeticTrainStream);
   while (static_cast<int64_t>(data.train.size()) < options.train) {
     const ArithmeticProblem problem = draw(train_engine, options);
     if (val_keys.count(key_of(problem))) continue;

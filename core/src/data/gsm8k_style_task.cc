@@ -12,8 +12,8 @@
 namespace rlcore {
 namespace {
 
-constexpr int64_t kTrainStream = 0;  // random streams of the seed, one per split
-constexpr int64_t kTestStream = 1;
+constexpr int64_t kGsm8kTrainStream = 0;  // random streams of the seed, one per split
+constexpr int64_t kGsm8kTestStream = 1;
 
 struct Person {
   const char* name;
@@ -203,8 +203,8 @@ Gsm8kStyleTaskData make_gsm8k_style_task(const Gsm8kStyleTaskOptions& options) {
   if (options.train < 0 || options.test < 0) throw ValueError("gsm8k-style task: record counts must be >= 0");
   std::set<std::string> seen;
   Gsm8kStyleTaskData data;
-  data.test = draw_split(options.seed, kTestStream, options.test, "test", seen);
-  data.train = draw_split(options.seed, kTrainStream, options.train, "train", seen);
+  data.test = draw_split(options.seed, kGsm8kTestStream, options.test, "test", seen);
+  data.train = draw_split(options.seed, kGsm8kTrainStream, options.train, "train", seen);
   return data;
 }
 

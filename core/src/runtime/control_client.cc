@@ -17,10 +17,6 @@ namespace rlcore {
 using runtime_detail::Frames;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-constexpr std::chrono::milliseconds kTick{100};
-}
-
 struct ControlClient::Impl {
   ControlClientOptions options;
   AbandonHandler on_abandon;
@@ -143,7 +139,7 @@ ControlClient::ControlClient(ControlClientOptions options, AbandonHandler on_aba
   try {
     impl_->loop = std::make_unique<runtime_detail::SocketLoop>(
         zmq::socket_type::dealer, impl_->options.limits, [&](zmq::socket_t& socket) { socket.connect(endpoint); },
-        std::move(callbacks), kTick);
+        std::move(callbacks), runtime_detail::kControlTick);
   } catch (const zmq::error_t& e) {
     throw ConfigError("control plane: cannot connect to '" + endpoint + "': " + e.what());
   }

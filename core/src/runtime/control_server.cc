@@ -20,7 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::chrono::milliseconds kTick{100};
 // Warnings about refused traffic stop after this many, so a flood cannot fill the log.
 constexpr int64_t kWarningBudget = 200;
 
@@ -263,7 +262,7 @@ ControlServer::ControlServer(ControlServerOptions options, Handlers handlers) : 
   try {
     impl_->loop = std::make_unique<runtime_detail::SocketLoop>(
         zmq::socket_type::router, impl_->options.limits, [&](zmq::socket_t& socket) { socket.bind(bind); },
-        std::move(callbacks), kTick);
+        std::move(callbacks), runtime_detail::kControlTick);
   } catch (const zmq::error_t& e) {
     throw IoError("control plane: cannot bind " + bind + ": " + e.what());
   }

@@ -35,6 +35,10 @@ Batch decode_payload(const nlohmann::json& header, Frames& frames, std::size_t f
 // "tcp://1.2.3.4:5" for a frame's sender, when ZeroMQ knows it.
 std::string peer_address(const zmq::message_t& frame);
 
+// How often both ends of the control plane wake up for their periodic work
+// (heartbeats, deadlines) when no message arrives.
+constexpr std::chrono::milliseconds kControlTick{100};
+
 class SocketLoop {
  public:
   struct Callbacks {

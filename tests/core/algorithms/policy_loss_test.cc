@@ -16,7 +16,7 @@ using namespace rlcore_test;
 
 namespace {
 
-std::shared_ptr<rlcore::PolicyLoss> make(const std::string& name, const std::string& yaml = "") {
+std::shared_ptr<rlcore::PolicyLoss> make_loss(const std::string& name, const std::string& yaml = "") {
   static const rlcore::Registry registry = [] {
     rlcore::Registry r;
     rlcore::register_builtin_algorithms(r);
@@ -72,7 +72,7 @@ rlcore::PolicyLossConfig ppo_config() {
 TEST_CASE("vanilla: every clipping branch, the dual clip and the clip fractions", "[algorithms]") {
   const PpoTokens tokens;
   const auto input = tokens.input();
-  const auto out = make("vanilla")->compute(input, ppo_config());
+  const auto out = make_loss("vanilla")->compute(input, ppo_config());
   const double losses[] = {-1.28, -2 * std::exp(0.1), 0.8, 0.5 * 3.0, std::exp(0.2)};
   const double expected = (losses[0] + losses[1] + losses[2] + losses[3] + losses[4]) / 5;
   CHECK(scalar(out.loss) == Approx(expected).epsilon(1e-12));
@@ -90,12 +90,12 @@ TEST_CASE("vanilla: symmetric clip_ratio when low/high are unset, and the aggreg
   rlcore::PolicyLossConfig config;
   config.clip_ratio = 0.2;
   config.aggregation.mode = "seq-mean-token-sum";
-  const auto out = make("vanilla")->compute(tokens.input(), config);
+  const auto out = make_loss("vanilla")->compute(tokens.input(), config);
   // Token 0 is now clipped at 1.2; the single sequence sums its five tokens.
   CHECK(scalar(out.loss) == Approx(-1.2 - 2 * std::exp(0.1) + 0.8 + 1.5 + std::exp(0.2)).epsilon(1e-12));
 
   config.clip_ratio_c = 1.0;
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { make("vanilla")->compute(tokens.input(), config); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] { make_loss("vanilla")->compute(tokens.input(), config); }),
              Catch::Contains("clip_ratio_c") && Catch::Contains("'vanilla'"));
 }
 
@@ -103,7 +103,7 @@ TEST_CASE("vanilla: rollout correction weights scale each token's loss", "[algor
   const PpoTokens tokens;
   auto input = tokens.input();
   input.rollout_is_weights = tensor(Matrix{{2, 1, 1, 1, 0, 1}});
-  const auto out = make("vanilla")->compute(input, ppo_config());
+  const auto out = make_loss("vanilla")->compute(input, ppo_config());
   CHECK(scalar(out.loss) == Approx((2 * -1.28 - 2 * std::exp(0.1) + 0.8 + 1.5) / 5).epsilon(1e-12));
 }
 
@@ -116,7 +116,7 @@ TEST_CASE("gspo: one clipped ratio per sequence, in the configured aggregation",
   rlcore::PolicyLossConfig config;
   config.clip_ratio = 0.2;
   config.aggregation.mode = "seq-mean-token-mean";  // the paper's; verl >= 0.6 takes loss_agg_mode as given
-  const auto out = make("gspo")->compute(input, config);
+  const auto out = make_loss("gspo")->compute(input, config);
   // Row 0: s = exp(0.6 / 3) = 1.2214 > 1.2, clipped: loss -1.2 per token, no gradient.
   // Row 1: s = exp(-0.3 / 2) = 0.8607, inside: loss 2 * 0.8607 per token.
   // Token means divide by (n + 1e-8), as verl's agg_loss.
@@ -134,7 +134,7 @@ TEST_CASE("gspo: one clipped ratio per sequence, in the configured aggregation",
 TEST_CASE("cispo: detached clipped ratio times the policy gradient", "[algorithms]") {
   const PpoTokens tokens;
   const auto input = tokens.input();
-  const auto out = make("cispo")->compute(input, ppo_config());
+  const auto out = make_loss("cispo")->compute(input, ppo_config());
   const Row lp = matrix(input.log_prob)[0];
   const double ratio[] = {1.28, std::exp(0.1), 0.8, 1.28, std::exp(0.2)};
   double expected = 0;
@@ -151,7 +151,7 @@ TEST_CASE("cispo: detached clipped ratio times the policy gradient", "[algorithm
 TEST_CASE("gpg loss: -log_prob * advantage", "[algorithms]") {
   const PpoTokens tokens;
   const auto input = tokens.input();
-  const auto out = make("gpg")->compute(input, ppo_config());
+  const auto out = make_loss("gpg")->compute(input, ppo_config());
   const Row lp = matrix(input.log_prob)[0];
   double expected = 0;
   for (int i = 0; i < 5; ++i) expected += -lp[i] * tokens.advantages[i];
@@ -194,7 +194,7 @@ TEST_CASE("clip_cov cuts in-band, unclipped tokens from the gradient", "[algorit
   REQUIRE(in_band >= 2);  // the case exercises a real selection
 
   // A ratio large enough to cut every candidate makes the result deterministic.
-  const auto out = make("clip_cov", "clip_cov_ratio: 1.0")->compute(input, rlcore::PolicyLossConfig{});
+  const auto out = make_loss("clip_cov", "clip_cov_ratio: 1.0")->compute(input, rlcore::PolicyLossConfig{});
   double expected = 0;
   for (int i = 0; i < 2; ++i) {
     for (int j = 0; j < 4; ++j) expected += mask[i][j] * corr[i][j] * -adv[i][j];
@@ -209,7 +209,7 @@ TEST_CASE("clip_cov cuts in-band, unclipped tokens from the gradient", "[algorit
   check_close(input.log_prob.grad(), grad, 1e-12);
 
   // The default ratio cuts max(1, 0.0002 * 7) = 1 token.
-  const auto one = make("clip_cov")->compute(input, rlcore::PolicyLossConfig{});
+  const auto one = make_loss("clip_cov")->compute(input, rlcore::PolicyLossConfig{});
   CHECK(metric(one, "actor/pg_clipfrac") == Approx(1.0 / n));
 }
 
@@ -243,7 +243,7 @@ TEST_CASE("kl_cov adds ppo_kl_coef * |log-ratio| on the highest-covariance token
     expected += loss / 5;
     abs_kl += std::abs(log_ratio) / 5;
   }
-  const auto out = make("kl_cov", "ppo_kl_coef: 0.5")->compute(input, rlcore::PolicyLossConfig{});
+  const auto out = make_loss("kl_cov", "ppo_kl_coef: 0.5")->compute(input, rlcore::PolicyLossConfig{});
   CHECK(scalar(out.loss) == Approx(expected).epsilon(1e-12));
   CHECK(metric(out, "actor/ppo_kl") == Approx(abs_kl));
 }
@@ -252,10 +252,10 @@ TEST_CASE("policy losses name the tensor at fault", "[algorithms]") {
   const PpoTokens tokens;
   auto input = tokens.input();
   input.advantages = input.advantages.slice(1, 0, 3);
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { make("gspo")->compute(input, ppo_config()); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] { make_loss("gspo")->compute(input, ppo_config()); }),
              Catch::Contains("'gspo'") && Catch::Contains("'advantages'") && Catch::Contains("[1, 3]"));
   input = tokens.input();
   input.response_mask = at::Tensor();
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { make("vanilla")->compute(input, ppo_config()); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] { make_loss("vanilla")->compute(input, ppo_config()); }),
              Catch::Contains("'response_mask'"));
 }

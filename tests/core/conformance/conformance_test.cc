@@ -1,5 +1,5 @@
 // `rlcore conformance` run in-process: the in-tree engines pass every check
-// that applies, and each deliberately broken engine (broken_engines_plugin.cc)
+// that applies, and each deliberately broken engine (broken_engines.h)
 // fails the check that covers its defect, named in the output.
 #include <catch2/catch.hpp>
 

@@ -28,7 +28,7 @@ int64_t solve(const std::string& prompt) {
   return prompt[op] == '+' ? a + b : prompt[op] == '-' ? a - b : a * b;
 }
 
-ArithmeticTaskOptions small(int64_t seed) {
+ArithmeticTaskOptions small_arithmetic(int64_t seed) {
   ArithmeticTaskOptions options;
   options.train = 3000;
   options.val = 200;
@@ -46,9 +46,9 @@ size_t count_lines(const std::string& path) {
 }  // namespace
 
 TEST_CASE("the arithmetic task is deterministic in its seed", "[arithmetic]") {
-  const auto a = make_arithmetic_task(small(1));
-  const auto b = make_arithmetic_task(small(1));
-  const auto c = make_arithmetic_task(small(2));
+  const auto a = make_arithmetic_task(small_arithmetic(1));
+  const auto b = make_arithmetic_task(small_arithmetic(1));
+  const auto c = make_arithmetic_task(small_arithmetic(2));
   CHECK(a.train == b.train);
   CHECK(a.val == b.val);
   CHECK(a.sft == b.sft);
@@ -57,7 +57,7 @@ TEST_CASE("the arithmetic task is deterministic in its seed", "[arithmetic]") {
 }
 
 TEST_CASE("validation problems are distinct and never in train", "[arithmetic]") {
-  const auto data = make_arithmetic_task(small(3));
+  const auto data = make_arithmetic_task(small_arithmetic(3));
   REQUIRE(data.train.size() == 3000);
   REQUIRE(data.val.size() == 200);
   std::set<std::string> val;
@@ -67,7 +67,7 @@ TEST_CASE("validation problems are distinct and never in train", "[arithmetic]")
 }
 
 TEST_CASE("every ground truth is right and the SFT response earns full reward", "[arithmetic]") {
-  ArithmeticTaskOptions options = small(4);
+  ArithmeticTaskOptions options = small_arithmetic(4);
   options.ops = {"+", "-", "*"};
   const auto data = make_arithmetic_task(options);
   const rlcore::reward::ArithmeticGrader grader;
@@ -99,7 +99,7 @@ TEST_CASE("every ground truth is right and the SFT response earns full reward", 
 
 TEST_CASE("operands have exactly the requested digits", "[arithmetic]") {
   for (int digits : {1, 3}) {
-    ArithmeticTaskOptions options = small(5);
+    ArithmeticTaskOptions options = small_arithmetic(5);
     options.digits = digits;
     options.val = digits == 1 ? 20 : 200;
     for (const auto& record : make_arithmetic_task(options).train) {
@@ -112,15 +112,15 @@ TEST_CASE("operands have exactly the requested digits", "[arithmetic]") {
 }
 
 TEST_CASE("bad task options are errors", "[arithmetic]") {
-  ArithmeticTaskOptions options = small(1);
+  ArithmeticTaskOptions options = small_arithmetic(1);
   options.digits = 0;
   CHECK_THROWS_AS(make_arithmetic_task(options), rlcore::ValueError);
-  options = small(1);
+  options = small_arithmetic(1);
   options.ops = {"/"};
   CHECK_THROWS_WITH(make_arithmetic_task(options), Catch::Contains("'/'"));
   options.ops = {"+", "-", "+"};
   CHECK_THROWS_WITH(make_arithmetic_task(options), Catch::Contains("'+' given twice"));
-  options = small(1);
+  options = small_arithmetic(1);
   options.digits = 1;
   options.val = 60;  // of 100 one-digit problems
   CHECK_THROWS_WITH(make_arithmetic_task(options), Catch::Contains("more than half"));
@@ -128,7 +128,7 @@ TEST_CASE("bad task options are errors", "[arithmetic]") {
 
 TEST_CASE("written files load as RL and SFT datasets with short prompts", "[arithmetic]") {
   rlcore::testing::ScratchDir dir("arithmetic");
-  const auto data = make_arithmetic_task(small(6));
+  const auto data = make_arithmetic_task(small_arithmetic(6));
   const auto files = rlcore::write_arithmetic_task(data, (dir.path() / "task").string());
   CHECK(count_lines(files.train) == 3000);
   CHECK(count_lines(files.val) == 200);

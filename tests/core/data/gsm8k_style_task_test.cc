@@ -22,7 +22,7 @@ using rlcore::make_gsm8k_style_task;
 
 namespace {
 
-Gsm8kStyleTaskOptions small(int64_t seed) {
+Gsm8kStyleTaskOptions small_gsm8k(int64_t seed) {
   Gsm8kStyleTaskOptions options;
   options.train = 400;
   options.test = 100;
@@ -65,10 +65,10 @@ std::string verl_extract_solution(const std::string& answer) {
 }  // namespace
 
 TEST_CASE("gsm8k-style: the same seed gives the same problems, splits are disjoint", "[data][gsm8k_style]") {
-  const auto data = make_gsm8k_style_task(small(3));
-  CHECK(data.train == make_gsm8k_style_task(small(3)).train);
-  CHECK(data.test == make_gsm8k_style_task(small(3)).test);
-  CHECK(data.train != make_gsm8k_style_task(small(4)).train);
+  const auto data = make_gsm8k_style_task(small_gsm8k(3));
+  CHECK(data.train == make_gsm8k_style_task(small_gsm8k(3)).train);
+  CHECK(data.test == make_gsm8k_style_task(small_gsm8k(3)).test);
+  CHECK(data.train != make_gsm8k_style_task(small_gsm8k(4)).train);
   REQUIRE(data.train.size() == 400);
   REQUIRE(data.test.size() == 100);
   std::set<std::string> test_questions;
@@ -89,7 +89,7 @@ TEST_CASE("gsm8k-style: the same seed gives the same problems, splits are disjoi
 
 TEST_CASE("gsm8k-style: every step is right and the ground truth is what verl and the grader read",
           "[data][gsm8k_style]") {
-  const auto data = make_gsm8k_style_task(small(1));
+  const auto data = make_gsm8k_style_task(small_gsm8k(1));
   const rlcore::reward::Gsm8kGrader grader;
   static const std::regex step(R"(<<([0-9+\-*/]+)=(-?\d+)>>(-?\d+))");
   for (const auto& record : data.train) {
@@ -122,7 +122,7 @@ TEST_CASE("gsm8k-style: every step is right and the ground truth is what verl an
 
 TEST_CASE("gsm8k-style: the files have verl's GSM8K parquet schema and load as a dataset", "[data][gsm8k_style]") {
   rlcore::testing::ScratchDir dir("gsm8k_style");
-  const auto data = make_gsm8k_style_task(small(2));
+  const auto data = make_gsm8k_style_task(small_gsm8k(2));
   const auto files = rlcore::write_gsm8k_style_task(data, (dir.path() / "gsm8k").string());
   CHECK(files.train == (dir.path() / "gsm8k" / "train.parquet").string());
   CHECK(files.test == (dir.path() / "gsm8k" / "test.parquet").string());

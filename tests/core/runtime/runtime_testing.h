@@ -1,5 +1,4 @@
-// Helpers shared by the worker-runtime tests. Include it first: it orders ATen
-// before Catch (glog's CHECK would replace Catch's).
+// Helpers shared by the worker-runtime tests.
 #pragma once
 
 #include <chrono>
@@ -8,7 +7,6 @@
 #include <thread>
 
 #include <ATen/ATen.h>
-#undef CHECK
 #include <catch2/catch.hpp>
 #include "../../common/error_of.h"
 #include "../../common/test_paths.h"

@@ -1,6 +1,6 @@
 // Shared by the serve tests: a deterministic test engine (a test double for
 // the HTTP layer, registered into a Registry by hand) and a ServedModel over
-// the built-in tokenizer. Include it first: it orders ATen before Catch.
+// the built-in tokenizer.
 #pragma once
 
 #include <algorithm>
@@ -12,9 +12,7 @@
 #include <thread>
 #include <vector>
 
-// Debian's libtorch pulls in glog, whose CHECK macro would replace Catch's.
 #include "rlcore/inference_engine.h"
-#undef CHECK
 #include <catch2/catch.hpp>
 #include "../../common/error_of.h"
 

@@ -73,9 +73,9 @@ Answers answer_both_ways(const std::string& body) {
 
 // An engine whose every generation fails with `Failure(message)`.
 template <class Failure>
-class FailingEngine : public rlcore::InferenceEngine {
+class FailingStreamEngine : public rlcore::InferenceEngine {
  public:
-  explicit FailingEngine(std::string message) : message_(std::move(message)) {}
+  explicit FailingStreamEngine(std::string message) : message_(std::move(message)) {}
   rlcore::GenerationOutput generate(const std::vector<std::vector<int32_t>>&, const rlcore::SamplingParams&) override {
     throw Failure(message_);
   }
@@ -276,7 +276,7 @@ TEST_CASE("on the wire: one event per HTTP chunk, exactly vLLM's framing", "[ser
 
 TEST_CASE("a generation that fails ends the stream as vLLM's does: an error event, then [DONE]", "[serve][stream]") {
   SECTION("the engine's fault: 500 InternalServerError") {
-    rlcore_test::RunningServer server(std::make_shared<FailingEngine<std::runtime_error>>("device lost"));
+    rlcore_test::RunningServer server(std::make_shared<FailingStreamEngine<std::runtime_error>>("device lost"));
     const RawExchange streamed = raw_post(server.port(), "/v1/completions", R"({"prompt": "x", "stream": true})");
     CHECK(streamed.head.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
     CHECK_THAT(streamed.head, Catch::Contains("\r\nContent-Type: text/event-stream\r\n"));
@@ -290,7 +290,7 @@ TEST_CASE("a generation that fails ends the stream as vLLM's does: an error even
     CHECK(whole->body == error);
   }
   SECTION("a limit the engine enforces: 400 BadRequestError") {
-    rlcore_test::RunningServer server(std::make_shared<FailingEngine<rlcore::ValueError>>("too many sequences"));
+    rlcore_test::RunningServer server(std::make_shared<FailingStreamEngine<rlcore::ValueError>>("too many sequences"));
     const RawExchange streamed = raw_post(server.port(), "/v1/completions", R"({"prompt": "x", "stream": true})");
     const json error = json::parse(streamed.chunks.at(0).substr(6))["error"];
     CHECK(error["object"] == "error");
@@ -300,7 +300,7 @@ TEST_CASE("a generation that fails ends the stream as vLLM's does: an error even
     CHECK(streamed.chunks.at(1) == "data: [DONE]\n\n");
   }
   SECTION("the openai client raises APIError with the message") {
-    rlcore_test::RunningServer server(std::make_shared<FailingEngine<std::runtime_error>>("device lost"));
+    rlcore_test::RunningServer server(std::make_shared<FailingStreamEngine<std::runtime_error>>("device lost"));
     const json seen = json::parse(rlcore_test::run_reference(
         rlcore_test::reference_script("core/serve/reference/openai_client.py"),
         {std::to_string(server.port()), "tiny", "--stream-error"}));

@@ -1,11 +1,9 @@
-// Helpers shared by the trainer tests. Include it first: it orders ATen before
-// Catch (glog's CHECK would replace Catch's).
+// Helpers shared by the trainer tests.
 #pragma once
 
 #include <string>
 
 #include <ATen/ATen.h>
-#undef CHECK
 #include <catch2/catch.hpp>
 
 #include "../../common/error_of.h"

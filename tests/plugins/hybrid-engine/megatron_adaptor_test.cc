@@ -11,7 +11,6 @@
 #include "rlcore/model/tensor_parallel.h"
 #include "rlcore/model/transformer.h"
 
-#undef CHECK
 #include <catch2/catch.hpp>
 #include "../../common/error_of.h"
 

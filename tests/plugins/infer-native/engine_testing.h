@@ -1,6 +1,5 @@
 // Helpers for the infer-native tests: tiny random checkpoints written with the
 // real writer into temp dirs, engines over them, and no-cache reference decoding.
-// Include it first: it orders ATen before Catch (glog's CHECK would replace Catch's).
 #pragma once
 
 #include <atomic>
@@ -12,7 +11,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
-#undef CHECK
 #include <catch2/catch.hpp>
 #include "../../common/error_of.h"
 
@@ -131,6 +129,14 @@ inline std::vector<float> reference_logprobs(const Transformer& model, const std
     out.push_back(logp[static_cast<int64_t>(prompt.size() + t) - 1][response[t]].item<float>());
   }
   return out;
+}
+
+// Greedy decoding of up to `max_tokens` tokens.
+inline rlcore::SamplingParams greedy(int64_t max_tokens) {
+  rlcore::SamplingParams params;
+  params.temperature = 0.0;
+  params.max_tokens = max_tokens;
+  return params;
 }
 
 inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {

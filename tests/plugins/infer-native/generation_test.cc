@@ -9,13 +9,6 @@ using rlcore::SamplingParams;
 
 namespace {
 
-SamplingParams greedy(int64_t max_tokens) {
-  SamplingParams params;
-  params.temperature = 0.0;
-  params.max_tokens = max_tokens;
-  return params;
-}
-
 SamplingParams sampled(int64_t max_tokens, int64_t seed, double temperature = 1.0) {
   SamplingParams params;
   params.temperature = temperature;

@@ -15,13 +15,6 @@ using rlcore::SamplingParams;
 
 namespace {
 
-SamplingParams greedy(int64_t max_tokens) {
-  SamplingParams params;
-  params.temperature = 0.0;
-  params.max_tokens = max_tokens;
-  return params;
-}
-
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;

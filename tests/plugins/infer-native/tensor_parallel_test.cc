@@ -2,38 +2,25 @@
 // one model split two ways generate what one process serving the whole
 // model generates, every rank of the group returns the same output, and bad
 // TP settings are clear errors.
-// (fsdp_testing.h: its rank spawner; it orders ATen before Catch, so it comes first and alone.)
-#include "../train-fsdp/fsdp_testing.h"
+#include "engine_testing.h"
+#include "../train-fsdp/fsdp_testing.h"  // its rank spawner and 4-head tiny checkpoint
 
 #include "native_engine.h"
 #include "rlcore/error.h"
 #include "rlcore/inference_engine.h"
 #include "../../common/test_paths.h"
 
-using namespace fsdp_test;
+using namespace infer_native_test;
 using rlcore::infer_native::NativeEngine;
 using rlcore::infer_native::NativeEngineOptions;
 
 namespace {
 
-NativeEngine make_engine(const fs::path& dir, const NativeEngineOptions& options) {
-  rlcore::ComponentContext context;
-  context.model_path = dir.string();
-  return NativeEngine(options, context);
-}
-
 // A tiny random checkpoint (fsdp_test::tiny_config: 4 heads, 2 kv heads) in a temp dir.
 struct Checkpoint {
-  Checkpoint() { write_tiny_checkpoint(dir.path()); }
+  Checkpoint() { fsdp_test::write_tiny_checkpoint(dir.path()); }
   TempDir dir;
 };
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  float worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-  return worst;
-}
 
 std::string tp_runner() { return rlcore_test::built_executable("native_tp_rank_runner"); }
 
@@ -43,8 +30,8 @@ const std::vector<std::vector<int32_t>> kPrompts = {
 
 struct TpRun {
   TpRun() {
-    result = run_ranks(2, work.path(), {"--model", checkpoint.dir.str(), "--tp", "2"}, std::chrono::seconds(120),
-                       tp_runner());
+    result = fsdp_test::run_ranks(2, work.path(), {"--model", checkpoint.dir.str(), "--tp", "2"},
+                                  std::chrono::seconds(120), tp_runner());
   }
   Checkpoint checkpoint;
   TempDir work;
@@ -97,7 +84,7 @@ TEST_CASE("every rank of a TP group returns the same tokens and log-probs, greed
 
 TEST_CASE("a TP rank holds only its shard: column layers split dim 0, row layers dim 1, the rest whole",
           "[infer_native][tp]") {
-  const rlcore::model::ModelConfig config = tiny_config();
+  const rlcore::model::ModelConfig config = fsdp_test::tiny_config();
   const int64_t q_dim = config.num_attention_heads * config.head_dim;
   const int64_t kv_dim = config.num_key_value_heads * config.head_dim;
   for (const nlohmann::json& rank : tp_run().result) {
@@ -116,8 +103,9 @@ TEST_CASE("a TP rank holds only its shard: column layers split dim 0, row layers
 TEST_CASE("TP ranks asked for different requests refuse on every rank instead of hanging", "[infer_native][tp]") {
   const Checkpoint checkpoint;
   const TempDir work;
-  const auto result = run_ranks(2, work.path(), {"--model", checkpoint.dir.str(), "--tp", "2", "--skew", "1"},
-                                std::chrono::seconds(120), tp_runner());
+  const auto result = fsdp_test::run_ranks(
+      2, work.path(), {"--model", checkpoint.dir.str(), "--tp", "2", "--skew", "1"}, std::chrono::seconds(120),
+      tp_runner());
   for (const nlohmann::json& rank : result) {
     REQUIRE(rank.contains("skew_error"));
     CHECK(rank["skew_error"].get<std::string>().find("different prompts or sampling params") != std::string::npos);

@@ -8,13 +8,6 @@ using rlcore::SamplingParams;
 
 namespace {
 
-SamplingParams greedy(int64_t max_tokens) {
-  SamplingParams params;
-  params.temperature = 0.0;
-  params.max_tokens = max_tokens;
-  return params;
-}
-
 NamedTensorList to_list(const rlcore::model::NamedTensors& tensors) { return {tensors.begin(), tensors.end()}; }
 
 }  // namespace

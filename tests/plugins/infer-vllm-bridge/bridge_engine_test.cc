@@ -20,7 +20,7 @@ rlcore::SamplingParams sampling(int64_t n, int64_t max_tokens, int64_t seed = -1
   return s;
 }
 
-std::string error_of(const std::function<void()>& action) {
+std::string bridge_error_of(const std::function<void()>& action) {
   try {
     action();
   } catch (const std::exception& e) {
@@ -53,31 +53,31 @@ TEST_CASE("the bridge checks the server before the first step", "[vllm_bridge]")
   }
   SECTION("a server that cannot reload weights is refused, saying how to start vLLM") {
     server.remove("GET", "/is_sleeping");
-    const std::string error = error_of([&] { BridgeEngine(options, context_for(fixture)); });
+    const std::string error = bridge_error_of([&] { BridgeEngine(options, context_for(fixture)); });
     CHECK_THAT(error, Catch::Contains("VLLM_SERVER_DEV_MODE=1") && Catch::Contains(server.url()));
   }
   SECTION("a model the server does not serve is named with the ones it does") {
     options.served_model_name = "llama-70b";
-    const std::string error = error_of([&] { BridgeEngine(options, context_for(fixture)); });
+    const std::string error = bridge_error_of([&] { BridgeEngine(options, context_for(fixture)); });
     CHECK_THAT(error, Catch::Contains("'llama-70b' is not served") && Catch::Contains("'tiny'"));
   }
   SECTION("a max_model_len beyond the server's is refused") {
     options.max_model_len = 1024;
-    CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }),
+    CHECK_THAT(bridge_error_of([&] { BridgeEngine(options, context_for(fixture)); }),
                Catch::Contains("max_model_len 1024") && Catch::Contains("256"));
   }
   SECTION("the api_key goes to every request as a Bearer token") {
     server.on("GET", "/health", [](const httplib::Request& req, httplib::Response& res) {
       res.status = req.get_header_value("Authorization") == "Bearer s3cret" ? 200 : 401;
     });
-    CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }), Catch::Contains("HTTP 401"));
+    CHECK_THAT(bridge_error_of([&] { BridgeEngine(options, context_for(fixture)); }), Catch::Contains("HTTP 401"));
     options.api_key = "s3cret";
     CHECK_NOTHROW(BridgeEngine(options, context_for(fixture)));
   }
   SECTION("an unhealthy server is named with its answer") {
     server.on_json("GET", "/health", {{"error", {{"message", "engine dead"}}}}, 503);
     options.max_retries = 1;
-    CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }),
+    CHECK_THAT(bridge_error_of([&] { BridgeEngine(options, context_for(fixture)); }),
                Catch::Contains("/health") && Catch::Contains("engine dead"));
   }
 }
@@ -93,10 +93,10 @@ TEST_CASE("a server that is down is an error naming the URL, after the retries",
   options.server_urls = {url};
   options.max_retries = 2;
   options.retry_backoff_s = 0.01;
-  const std::string error = error_of([&] { BridgeEngine(options, context_for(fixture)); });
+  const std::string error = bridge_error_of([&] { BridgeEngine(options, context_for(fixture)); });
   CHECK_THAT(error, Catch::Contains(url + "/health") && Catch::Contains("after 3 attempts"));
   options.server_urls = {"localhost:8000"};
-  CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }), Catch::Contains("http://"));
+  CHECK_THAT(bridge_error_of([&] { BridgeEngine(options, context_for(fixture)); }), Catch::Contains("http://"));
 }
 
 TEST_CASE("generation is split into requests and comes back prompt-major", "[vllm_bridge]") {
@@ -153,7 +153,7 @@ TEST_CASE("every way a generation request fails is a named error", "[vllm_bridge
                    {{"error", {{"message", "This model's maximum context length is 256 tokens"}, {"type", "BadRequestError"},
                                {"param", nullptr}, {"code", 400}}}},
                    400);
-    CHECK_THAT(error_of([&] { engine.generate(prompts, sampling(1, 4)); }),
+    CHECK_THAT(bridge_error_of([&] { engine.generate(prompts, sampling(1, 4)); }),
                Catch::Contains("HTTP 400") && Catch::Contains("maximum context length is 256"));
   }
   SECTION("a body that is not JSON, or JSON of the wrong shape, is a format error") {
@@ -162,7 +162,7 @@ TEST_CASE("every way a generation request fails is a named error", "[vllm_bridge
     });
     CHECK_THROWS_AS(engine.generate(prompts, sampling(1, 4)), rlcore::FormatError);
     server.on_json("POST", "/v1/completions", {{"choices", {{{"index", 0}, {"token_ids", {1, "x"}}}}}});
-    CHECK_THAT(error_of([&] { engine.generate(prompts, sampling(1, 2)); }), Catch::Contains("choices[0]"));
+    CHECK_THAT(bridge_error_of([&] { engine.generate(prompts, sampling(1, 2)); }), Catch::Contains("choices[0]"));
   }
   SECTION("a 503 is retried and the retry's answer is used") {
     int calls = 0;
@@ -186,7 +186,8 @@ TEST_CASE("every way a generation request fails is a named error", "[vllm_bridge
       std::this_thread::sleep_for(std::chrono::milliseconds(800));
       answer_completions(req, res);
     });
-    CHECK_THAT(error_of([&] { impatient.generate(prompts, sampling(1, 2)); }), Catch::Contains("/v1/completions"));
+    CHECK_THAT(bridge_error_of([&] { impatient.generate(prompts, sampling(1, 2)); }),
+               Catch::Contains("/v1/completions"));
   }
 }
 
@@ -228,7 +229,7 @@ TEST_CASE("vLLM: weights reload through pause, collective_rpc, reset, resume; a 
       res.set_content(R"({"results":[null]})", "application/json");
     }
   });
-  const std::string error = error_of([&] { engine.load_weights(weights_of(fixture, 1.0f), 2); });
+  const std::string error = bridge_error_of([&] { engine.load_weights(weights_of(fixture, 1.0f), 2); });
   CHECK_THAT(error, Catch::Contains("KeyError: model.layers.0.mlp") && Catch::Contains("given back version 1"));
   CHECK(engine.weight_version() == 1);
   const std::vector<std::string> calls = server.calls();
@@ -263,12 +264,12 @@ TEST_CASE("SGLang: weights reload with their version, and a server on other weig
   CHECK(engine.generate({{5}}, sampling(1, 2)).weight_version == 3);
 
   served_version = "9";  // someone else reloaded the server
-  CHECK_THAT(error_of([&] { engine.generate({{5}}, sampling(1, 2)); }),
+  CHECK_THAT(bridge_error_of([&] { engine.generate({{5}}, sampling(1, 2)); }),
              Catch::Contains("version '9'") && Catch::Contains("loaded version 3"));
 
   server.on_json("POST", "/update_weights_from_disk",
                  {{"success", false}, {"message", "Failed to get weights iterator"}, {"num_paused_requests", 0}}, 400);
-  CHECK_THAT(error_of([&] { engine.load_weights(weights_of(fixture), 4); }),
+  CHECK_THAT(bridge_error_of([&] { engine.load_weights(weights_of(fixture), 4); }),
              Catch::Contains("Failed to get weights iterator"));
   CHECK(engine.weight_version() == 3);
 }
@@ -370,7 +371,7 @@ TEST_CASE("several servers: requests go round them, and every one reloads, sleep
         res.set_content(R"({"results":[null]})", "application/json");
       }
     });
-    const std::string error = error_of([&] { engine.load_weights(weights_of(fixture, 1.0f), 2); });
+    const std::string error = bridge_error_of([&] { engine.load_weights(weights_of(fixture, 1.0f), 2); });
     CHECK_THAT(error, Catch::Contains(second.url()) && Catch::Contains("out of memory") &&
                           Catch::Contains("every server was given back version 1"));
     CHECK(engine.weight_version() == 1);
@@ -381,13 +382,13 @@ TEST_CASE("several servers: requests go round them, and every one reloads, sleep
   }
   SECTION("a server listed twice is refused") {
     options.server_urls.push_back(first.url());
-    CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }),
+    CHECK_THAT(bridge_error_of([&] { BridgeEngine(options, context_for(fixture)); }),
                Catch::Contains(first.url() + " more than once"));
   }
   SECTION("servers of different models are refused, naming both") {
     second.on_json("GET", "/v1/models",
                    {{"object", "list"}, {"data", {{{"id", "other"}, {"object", "model"}, {"max_model_len", 256}}}}});
-    CHECK_THAT(error_of([&] { BridgeEngine(options, context_for(fixture)); }),
+    CHECK_THAT(bridge_error_of([&] { BridgeEngine(options, context_for(fixture)); }),
                Catch::Contains(first.url()) && Catch::Contains(second.url()) && Catch::Contains("'other'"));
   }
 }

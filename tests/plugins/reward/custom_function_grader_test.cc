@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../common/error_of.h"
 #include "../../common/reference_python.h"
 #include "custom_function_grader.h"
 #include "rlcore/error.h"
@@ -17,6 +18,7 @@
 namespace {
 
 using rlcore::GradeRequest;
+using rlcore_test::error_of;
 using rlcore::GradeResult;
 using rlcore::reward::CustomFunctionGrader;
 using rlcore::reward::CustomFunctionOptions;
@@ -51,18 +53,6 @@ std::vector<GradeResult> grade_ab(const CustomFunctionGrader& grader) {
   return Batch{{"a", "b"}, {"a", "b"}}.grade(grader);
 }
 std::vector<GradeResult> sleep_30(const CustomFunctionGrader& grader) { return Batch{{"a"}, {"30"}}.grade(grader); }
-
-// The message of the exception of type E that `run` throws; fails the test otherwise.
-template <class E, class F>
-std::string error_of(F run) {
-  try {
-    run();
-  } catch (const E& error) {
-    return error.what();
-  }
-  FAIL("no exception of the expected type");
-  return "";
-}
 
 bool alive(int pid) { return ::kill(pid, 0) == 0; }
 

@@ -4,7 +4,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/optim/adamw.h>
-#undef CHECK  // glog's; Catch's below
 #include <catch2/catch.hpp>
 
 #include "adamw.h"

@@ -2,7 +2,6 @@
 // CPU: copies are synchronous, distinct buffers and fenced by nothing. Its GPU
 // side (a side stream, fences, pinned memory) is tests/cuda's.
 #include <ATen/ATen.h>
-#undef CHECK  // glog's; Catch's below
 #include <catch2/catch.hpp>
 
 #include "copy_stream.h"

@@ -1,7 +1,7 @@
 // The fsdp engine in one process: 1-rank training equals a plain libtorch
 // Transformer with torch::optim::AdamW; bf16 compute; lr schedules,
 // micro-batch cutting, the options schema and checkpoint error messages.
-#include "fsdp_testing.h"
+#include "fsdp_engine_testing.h"
 
 #include <map>
 
@@ -37,12 +37,6 @@ rlcore::Batch small_batch(int64_t vocab) {
   return batch;
 }
 
-rlcore::LossOutput pg_loss(const rlcore::Batch& micro, const rlcore::ModelOutput& out, const rlcore::GlobalBatchInfo& g) {
-  const at::Tensor loss =
-      -(out.log_prob * micro.tensor("advantages") * micro.tensor("response_mask")).sum() / g.num_tokens * g.dp_size;
-  return {loss, {{"loss", loss.detach()}}};
-}
-
 // The same quantities from an unsharded Transformer: log_softmax at position P + t - 1.
 at::Tensor reference_log_prob(const rlcore::model::Transformer& model, const rlcore::Batch& batch, double temperature) {
   const at::Tensor logits = model.forward(batch.tensor("input_ids"), batch.tensor("attention_mask")) / temperature;
@@ -51,13 +45,6 @@ at::Tensor reference_log_prob(const rlcore::model::Transformer& model, const rlc
   return at::log_softmax(logits.slice(1, prompt - 1, prompt - 1 + response), -1)
       .gather(-1, batch.tensor("responses").unsqueeze(-1))
       .squeeze(-1);
-}
-
-rlcore::ComponentContext context_for(const TempDir& model) {
-  rlcore::ComponentContext context;
-  context.model_path = model.str();
-  context.total_training_steps = 4;
-  return context;
 }
 
 }  // namespace

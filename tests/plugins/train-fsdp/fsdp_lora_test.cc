@@ -84,7 +84,7 @@ TEST_CASE("a trained LoRA model equals a plain model with the merged weights it 
   for (int step = 0; step < 3; ++step) lora.train_step(batch, {}, pg_loss);
 
   // for_each_full_parameter (what the rollout and the HF export get) is W + (alpha / r) B A under the base names.
-  const rlcore::NamedTensors merged = full_parameters(lora);
+  const rlcore::NamedTensors merged = named_full_parameters(lora);
   const rlcore::NamedTensors base = base_parameters(lora);
   REQUIRE(merged.size() == base.size());
   size_t adapted = 0;
@@ -157,8 +157,8 @@ TEST_CASE("a frozen engine (rlcore export) loading a LoRA checkpoint serves base
   frozen.load_checkpoint(saved.str());
   CHECK(frozen.lora().rank() == 4);
   CHECK(frozen.lora().target_names() == std::vector<std::string>{"q_proj", "v_proj"});
-  const rlcore::NamedTensors expected = full_parameters(trained);
-  const rlcore::NamedTensors got = full_parameters(frozen);
+  const rlcore::NamedTensors expected = named_full_parameters(trained);
+  const rlcore::NamedTensors got = named_full_parameters(frozen);
   REQUIRE(got.size() == expected.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO(got[i].first);
@@ -211,7 +211,7 @@ TEST_CASE("the saved adapter loads in PEFT with rlcore's log-probs and merged we
   CHECK((lora.forward(batch, {}).log_prob - peft_log_prob).abs().max().item<double>() < 1e-5);
 
   size_t compared = 0;
-  for (const auto& [name, merged] : full_parameters(lora)) {
+  for (const auto& [name, merged] : named_full_parameters(lora)) {
     INFO(name);
     REQUIRE(peft.contains("merged." + name));
     CHECK((merged - peft.load("merged." + name)).abs().max().item<double>() < 1e-6);

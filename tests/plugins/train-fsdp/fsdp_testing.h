@@ -1,11 +1,9 @@
 // Helpers for the train-fsdp tests: a tiny checkpoint in a temp dir, and N
 // fsdp_rank_runner processes (posix_spawn, never fork) rendezvousing through
 // a TCPStore this process hosts, waited for with a deadline.
-// Include it first: it orders ATen before Catch (glog's CHECK would replace Catch's).
 #pragma once
 
 #include <ATen/ATen.h>
-#undef CHECK
 #include <catch2/catch.hpp>
 #include "../../common/error_of.h"
 

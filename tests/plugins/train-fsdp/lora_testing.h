@@ -1,8 +1,8 @@
-// What the fsdp LoRA tests share: a small batch, a policy-gradient loss, an
-// engine context and LoRA options over the tiny checkpoint of fsdp_testing.h.
+// What the fsdp LoRA tests share: a small batch, an engine context and LoRA
+// options over the tiny checkpoint of fsdp_testing.h.
 #pragma once
 
-#include "fsdp_testing.h"
+#include "fsdp_engine_testing.h"
 
 #include "fsdp_engine.h"
 #include "fsdp_options.h"
@@ -24,19 +24,7 @@ inline rlcore::Batch lora_batch(int64_t vocab) {
   return batch;
 }
 
-inline rlcore::LossOutput pg_loss(const rlcore::Batch& micro, const rlcore::ModelOutput& out,
-                                  const rlcore::GlobalBatchInfo& g) {
-  const at::Tensor loss =
-      -(out.log_prob * micro.tensor("advantages") * micro.tensor("response_mask")).sum() / g.num_tokens * g.dp_size;
-  return {loss, {{"loss", loss.detach()}}};
-}
-
-inline rlcore::ComponentContext context_for(const std::string& model) {
-  rlcore::ComponentContext context;
-  context.model_path = model;
-  context.total_training_steps = 8;
-  return context;
-}
+inline rlcore::ComponentContext context_for(const std::string& model) { return fsdp_test::context_for(model, 8); }
 
 inline FsdpOptions lora_options(int64_t rank, std::vector<std::string> targets = {"all-linear"}) {
   FsdpOptions options;
@@ -57,7 +45,7 @@ inline rlcore::NamedTensors base_parameters(const FsdpEngine& engine) {
   return out;
 }
 
-inline rlcore::NamedTensors full_parameters(FsdpEngine& engine) {
+inline rlcore::NamedTensors named_full_parameters(FsdpEngine& engine) {
   rlcore::NamedTensors out;
   engine.for_each_full_parameter(
       [&](const std::string& name, const at::Tensor& full) { out.emplace_back(name, full.clone()); });

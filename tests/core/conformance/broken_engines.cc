@@ -1,12 +1,8 @@
 // Deliberately broken engines for the conformance tests: each wraps an in-tree
-// engine and breaks one behaviour, chosen at compile time, so the suite must
-// fail exactly the check that covers it.
-//   BROKEN_LOG_PROBS        train_engine `broken_log_probs`: forward() adds 0.01 to every log-prob
-//   BROKEN_CHECKPOINT       train_engine `broken_checkpoint`: save_checkpoint() drops a tensor
-//   BROKEN_GATHER_INTO      train_engine `broken_gather_into`: gathers one element past the offsets it lists
-//   BROKEN_LOAD_WEIGHTS     inference_engine `broken_load_weights`: load_weights() keeps the old weights
-//   BROKEN_WAKE_UP          inference_engine `broken_wake_up`: after wake_up(), log-probs one fp32 ulp off
-//   BROKEN_SWAP_BOUND       sharding_manager `broken_swap_bound`: the naive manager claiming BoundedSwapMemory
+// engine and breaks one behaviour (broken_engines.h lists them); each plugin of
+// broken_plugin.cc registers one, so the suite must fail exactly the check that covers it.
+#include "broken_engines.h"
+
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -16,7 +12,6 @@
 #include "fsdp_options.h"
 #include "native_engine.h"
 #include "sharding_manager_impl.h"
-#include "rlcore/plugin.h"
 #include "rlcore/safetensors.h"
 
 namespace broken {
@@ -172,44 +167,48 @@ class OverclaimedBound final : public ShardingManager, public BoundedSwapMemory 
   hybrid::NaiveShardingManager inner_;
 };
 
-void register_broken(PluginRegistrar& registrar) {
-#if defined(BROKEN_LOG_PROBS)
+void register_log_probs(PluginRegistrar& registrar) {
   registrar.add<TrainEngine>("broken_log_probs", "fsdp with log-probs off by 0.01", fsdp::fsdp_options_schema(),
                              [](const fsdp::FsdpOptions& options, const ComponentContext& context) {
                                return std::make_shared<WrongLogProbs>(options, context);
                              });
-#elif defined(BROKEN_CHECKPOINT)
+}
+
+void register_checkpoint(PluginRegistrar& registrar) {
   registrar.add<TrainEngine>("broken_checkpoint", "fsdp whose checkpoints lose a tensor", fsdp::fsdp_options_schema(),
                              [](const fsdp::FsdpOptions& options, const ComponentContext& context) {
                                return std::make_shared<DroppingCheckpoint>(options, context);
                              });
-#elif defined(BROKEN_GATHER_INTO)
+}
+
+void register_gather_into(PluginRegistrar& registrar) {
   registrar.add<TrainEngine>("broken_gather_into", "fsdp gathering one element past its listed offsets",
                              fsdp::fsdp_options_schema(),
                              [](const fsdp::FsdpOptions& options, const ComponentContext& context) {
                                return std::make_shared<ShiftedGatherInto>(options, context);
                              });
-#elif defined(BROKEN_LOAD_WEIGHTS)
+}
+
+void register_load_weights(PluginRegistrar& registrar) {
   registrar.add<InferenceEngine>("broken_load_weights", "native that ignores load_weights",
                                  OptionsSchema<infer_native::NativeEngineOptions>(),
                                  [](const infer_native::NativeEngineOptions& options, const ComponentContext& context) {
                                    return std::make_shared<IgnoresLoadWeights>(options, context);
                                  });
-#elif defined(BROKEN_WAKE_UP)
+}
+
+void register_wake_up(PluginRegistrar& registrar) {
   registrar.add<InferenceEngine>("broken_wake_up", "native whose log-probs are one ulp off after wake_up",
                                  OptionsSchema<infer_native::NativeEngineOptions>(),
                                  [](const infer_native::NativeEngineOptions& options, const ComponentContext& context) {
                                    return std::make_shared<RoundsDifferentlyAfterWakeUp>(options, context);
                                  });
-#elif defined(BROKEN_SWAP_BOUND)
+}
+
+void register_swap_bound(PluginRegistrar& registrar) {
   registrar.add<ShardingManager>(
       "broken_swap_bound", "naive, claiming the bucketed manager's memory bound", hybrid::hybrid_options_schema(),
       [](const hybrid::HybridOptions& options) { return std::make_unique<OverclaimedBound>(options); });
-#else
-#error "define BROKEN_LOG_PROBS, BROKEN_CHECKPOINT, BROKEN_GATHER_INTO, BROKEN_LOAD_WEIGHTS, BROKEN_WAKE_UP or BROKEN_SWAP_BOUND"
-#endif
 }
 
 }  // namespace broken
-
-RLCORE_PLUGIN(BROKEN_PLUGIN_NAME, "0.0.1", broken::register_broken)
