@@ -35,8 +35,6 @@ done
 # reuses the objects; the sloppiness lets it cache files built with the PCH.
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-# Room for the three flavours CI builds (about N GB together; ccache's default is 5 GB).
-export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-12G}
 
 # A unity build compiles each target's sources in batches of 16: a third of the
 # compilations, each paying for the headers once (docs/testing.md#build-time).
