@@ -36,7 +36,7 @@ done
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-# A unity build compiles each target's sources in batches of 16: a third of the
+# A unity build compiles each target's sources in batches of 16: a fifth of the
 # compilations, each paying for the headers once (docs/testing.md#build-time).
 # RLCORE_UNITY_BUILD=OFF compiles file by file (quicker to rebuild after one edit).
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD="${RLCORE_UNITY_BUILD:-ON}"
