@@ -44,11 +44,12 @@ phase_done "$start" "Debian packages"
 # openai) live in .venv (tests/common/reference_python.h finds it). Made beside
 # the build: pip downloads while the compiler works. The CUDA flavour builds
 # against the torch wheel in it, so scripts/build.sh --cuda waits for it.
+# A failed build stops it too (a half-made environment is made again next time).
 python_log=$(mktemp)
-trap 'rm -f "$python_log"' EXIT
 start=$SECONDS
 bash scripts/setup_python.sh >"$python_log" 2>&1 &
 python_pid=$!
+trap 'pkill -P "$python_pid" 2>/dev/null; kill "$python_pid" 2>/dev/null; rm -f "$python_log"' EXIT
 
 build_start=$SECONDS
 bash scripts/build.sh "${flavour[@]}"
