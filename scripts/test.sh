@@ -49,7 +49,7 @@ python_log=$(mktemp)
 start=$SECONDS
 bash scripts/setup_python.sh >"$python_log" 2>&1 &
 python_pid=$!
-trap 'pkill -P "$python_pid" 2>/dev/null; kill "$python_pid" 2>/dev/null; rm -f "$python_log"' EXIT
+trap 'pkill -P "$python_pid" 2>/dev/null || true; kill "$python_pid" 2>/dev/null || true; rm -f "$python_log"' EXIT
 
 build_start=$SECONDS
 bash scripts/build.sh "${flavour[@]}"
