@@ -12,6 +12,9 @@ DecodeStats& DecodeStats::operator+=(const DecodeStats& other) {
   graphs_recorded += other.graphs_recorded;
   graph_replays += other.graph_replays;
   compactions += other.compactions;
+  prefills += other.prefills;
+  prefill_rows += other.prefill_rows;
+  joins += other.joins;
   return *this;
 }
 

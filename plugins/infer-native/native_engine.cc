@@ -12,7 +12,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "checkpoint_loader.h"
-#include "decode_loop.h"
+#include "request_checks.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/model/tensor_parallel.h"
@@ -28,24 +28,6 @@ at::ScalarType resolve_dtype(const std::string& option, const model::ModelConfig
   if (option != "auto") throw ConfigError("infer-native: unknown dtype '" + option + "' (auto, float32, bfloat16)");
   // float16 checkpoints run in float32: half matmuls are slow or missing on CPU.
   return config.dtype() == at::kBFloat16 ? at::kBFloat16 : at::kFloat;
-}
-
-void check_prompts(const std::vector<std::vector<int32_t>>& prompts, int64_t vocab_size, int64_t max_model_len) {
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const auto& prompt = prompts[i];
-    const std::string which = "prompt " + std::to_string(i);
-    if (prompt.empty()) throw ValueError(which + " is empty");
-    if (static_cast<int64_t>(prompt.size()) >= max_model_len) {
-      throw ValueError(which + " has " + std::to_string(prompt.size()) +
-                       " tokens, leaving no room to generate under max_model_len " + std::to_string(max_model_len));
-    }
-    for (size_t t = 0; t < prompt.size(); ++t) {
-      if (prompt[t] < 0 || prompt[t] >= vocab_size) {
-        throw ValueError(which + ": token " + std::to_string(t) + " has id " + std::to_string(prompt[t]) +
-                         ", outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
-      }
-    }
-  }
 }
 
 // The kRolloutTpGroup of `comm`, checked against the option and the model.
@@ -124,52 +106,73 @@ NativeEngine::NativeEngine(const NativeEngineOptions& options, const ComponentCo
   if (!options.enforce_eager && DeviceGraph::supported(device) && tp_size() == 1) {
     decode_mode_ = DecodeMode::kDeviceGraph;
   }
+  requests_ = std::make_unique<Scheduler>(*model_, scheduler_options());
 }
 
-GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>& prompts,
-                                        const SamplingParams& sampling) {
-  std::lock_guard<std::mutex> lock(mutex_);
+void NativeEngine::check_ready(const char* call) const {
   if (asleep_) {
-    throw ValueError("infer-native: generate() called while the engine is asleep; call wake_up() and "
-                     "load_weights() first");
+    throw ValueError(std::string("infer-native: ") + call +
+                     " called while the engine is asleep; call wake_up() and load_weights() first");
   }
   if (!not_loaded_.empty()) {
-    throw ValueError("infer-native: generate() after wake_up() before every weight was reloaded: " +
+    throw ValueError(std::string("infer-native: ") + call + " after wake_up() before every weight was reloaded: " +
                      std::to_string(not_loaded_.size()) + " parameter(s) still missing, e.g. '" +
                      *not_loaded_.begin() + "'");
   }
+}
+
+SchedulerOptions NativeEngine::scheduler_options() const {
+  SchedulerOptions options;
+  options.max_num_seqs = options_.max_num_seqs;
+  options.share_prefill = options_.enable_prefix_caching;
+  options.static_batches = options_.static_batching;
+  options.mode = decode_mode_;
+  return options;
+}
+
+uint64_t NativeEngine::request_seed(int64_t seed) {
+  return seed >= 0 ? static_cast<uint64_t>(seed) : request_seeds_.get<at::CPUGeneratorImpl>()->random64();
+}
+
+// A thin layer over the scheduler: every sample a sequence, all queued at
+// once; max_num_seqs of them run at a time and the rest join as slots free up.
+GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>& prompts,
+                                        const SamplingParams& sampling) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_ready("generate()");
   last_decode_stats_ = DecodeStats();
   // Before validating: a rank that threw alone would leave the others waiting in a collective.
   if (tp_group_) check_same_request_across_tp(prompts, sampling);
   validate_sampling(sampling);
   check_prompts(prompts, model_->config().vocab_size, max_model_len_);
 
-  const uint64_t request_seed = sampling.seed >= 0 ? static_cast<uint64_t>(sampling.seed)
-                                                   : request_seeds_.get<at::CPUGeneratorImpl>()->random64();
-  std::vector<Sequence> sequences;
-  sequences.reserve(prompts.size() * static_cast<size_t>(sampling.n));
+  const uint64_t seed = request_seed(sampling.seed);
+  Scheduler scheduler(*model_, scheduler_options());
+  std::vector<Sequence*> order;  // prompt-major: prompt i's sample j at i * n + j
   for (size_t i = 0; i < prompts.size(); ++i) {
+    auto prompt = std::make_shared<const std::vector<int32_t>>(prompts[i]);
     const int64_t room = max_model_len_ - static_cast<int64_t>(prompts[i].size());
     for (int64_t j = 0; j < sampling.n; ++j) {
-      const auto index = static_cast<int64_t>(sequences.size());
-      sequences.push_back(Sequence{static_cast<int64_t>(i), std::min(sampling.max_tokens, room),
-                                   SequenceRng(request_seed, index), {}, {}, FinishReason::kLength});
+      auto seq = std::make_unique<Sequence>("", prompt, sampling, std::min(sampling.max_tokens, room), seed,
+                                            static_cast<int64_t>(order.size()));
+      seq->prompt_tokens = static_cast<int64_t>(prompts[i].size());
+      order.push_back(seq.get());
+      scheduler.add(std::move(seq));
     }
   }
-  // Chunks of consecutive sequences: a prompt split across two chunks is prefilled in both.
-  for (size_t begin = 0; begin < sequences.size(); begin += static_cast<size_t>(options_.max_num_seqs)) {
-    const size_t end = std::min(sequences.size(), begin + static_cast<size_t>(options_.max_num_seqs));
-    std::vector<Sequence*> chunk;
-    for (size_t k = begin; k < end; ++k) chunk.push_back(&sequences[k]);
-    last_decode_stats_ += decode_batch(*model_, prompts, chunk, sampling, decode_mode_);
+  std::vector<std::unique_ptr<Sequence>> done;
+  done.reserve(order.size());
+  while (!scheduler.idle()) {
+    for (auto& seq : scheduler.step(version_).finished) done.push_back(std::move(seq));
   }
+  last_decode_stats_ = scheduler.take_stats();
 
   GenerationOutput output;
   output.weight_version = version_;
-  for (Sequence& seq : sequences) {
-    output.token_ids.push_back(std::move(seq.token_ids));
-    output.logprobs.push_back(std::move(seq.logprobs));
-    output.finish_reasons.push_back(seq.finish_reason);
+  for (Sequence* seq : order) {
+    output.token_ids.push_back(std::move(seq->generated.token_ids));
+    output.logprobs.push_back(std::move(seq->generated.logprobs));
+    output.finish_reasons.push_back(seq->finish_reason);
   }
   return output;
 }
@@ -272,6 +275,10 @@ int64_t NativeEngine::weight_version() const {
 void NativeEngine::sleep() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (asleep_) return;
+  if (!requests_->idle()) {
+    throw ValueError("infer-native: sleep() with " + std::to_string(requests_->running() + requests_->waiting()) +
+                     " request(s) in flight; abort them first (their KV cache would outlive the weights)");
+  }
   bytes_released_ = held_bytes_locked();
   // Dropping the handles frees the memory: the engine owns its parameters,
   // except adopted ones, whose storage the caller releases too.

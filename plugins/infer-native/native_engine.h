@@ -16,24 +16,33 @@
 
 #include "decode_step.h"
 #include "rlcore/capabilities.h"
+#include "rlcore/generation_request.h"
 #include "rlcore/comm_context.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/model/transformer.h"
 #include "rlcore/registry.h"
 #include "rlcore/sharding_manager.h"
+#include "scheduler.h"
 
 namespace rlcore::infer_native {
 
 struct NativeEngineOptions {
   std::string dtype = "auto";  // auto (config.json's torch_dtype) | float32 | bfloat16
   int64_t max_model_len = 0;   // prompt + response tokens; 0: max_position_embeddings
-  int64_t max_num_seqs = 256;  // sequences per batch; bigger requests run in chunks
+  int64_t max_num_seqs = 256;  // sequences in the decode batch at once; more wait for a free slot
+  int64_t max_waiting_requests = 4096;  // submit() refuses more waiting requests (OverloadedError)
+  bool enable_prefix_caching = true;    // samples of one prompt admitted together share its prefill
+  bool static_batching = false;         // admit only into an empty batch (the pre-5.1 behaviour; benchmarks)
   int64_t seed = 0;            // seeds requests that give no seed (SamplingParams::seed = -1)
   int64_t tensor_model_parallel_size = 1;  // ranks of kRolloutTpGroup sharing one model (Megatron layout)
   bool enforce_eager = false;  // false: decode steps replayed as CUDA graphs (one GPU, no TP), as in verl
 };
 
-class NativeEngine final : public InferenceEngine, public AdoptsWeights, public TensorParallel, public Sleeps {
+class NativeEngine final : public InferenceEngine,
+                           public GeneratesRequests,
+                           public AdoptsWeights,
+                           public TensorParallel,
+                           public Sleeps {
  public:
   // Loads the checkpoint at context.model_path onto context.device (this
   // rank's tensor-parallel shard when tensor_model_parallel_size > 1: the
@@ -51,6 +60,19 @@ class NativeEngine final : public InferenceEngine, public AdoptsWeights, public 
   // and every rank returns the same output.
   GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts,
                             const SamplingParams& sampling) override;
+
+  // Request-level generation (native_requests.cc), continuous batching over
+  // the engine's own Scheduler. Thread-safe: calls serialise on the engine's
+  // mutex, so one thread drives step() while others submit and abort. Not
+  // with tensor parallelism (submit() refuses; generate() is collective).
+  // submit() also refuses while asleep; sleep() refuses with requests in
+  // flight. A token's weight version is the engine's version when it was
+  // sampled: load_weights() between steps keeps requests running (their
+  // cached keys and values from the older weights).
+  void submit(GenerationRequest request) override;
+  StepOutput step() override;
+  std::optional<RequestOutput> abort(const std::string& id) override;
+  GenerationLoad load() const override;
 
   // This rank's shard shapes (tp_shard_shape) under their HF names.
   std::vector<WeightMeta> weight_meta() const override;
@@ -85,14 +107,19 @@ class NativeEngine final : public InferenceEngine, public AdoptsWeights, public 
   // How decode steps run: kDeviceGraph when enforce_eager is false on a GPU
   // without tensor parallelism, otherwise kEager.
   DecodeMode decode_mode() const { return decode_mode_; }
-  // Summed over the batches of the last generate() call.
+  // What the last generate() call's scheduler did.
   DecodeStats last_decode_stats() const;
+  // What the request scheduler did since the previous call.
+  DecodeStats take_request_stats();
 
  private:
   int64_t held_bytes_locked() const;
   bool adoptable(const at::Tensor& tensor, const at::Tensor& slot) const;
   void check_same_request_across_tp(const std::vector<std::vector<int32_t>>& prompts,
                                     const SamplingParams& sampling) const;
+  void check_ready(const char* call) const;
+  SchedulerOptions scheduler_options() const;
+  uint64_t request_seed(int64_t seed);  // `seed`, or a drawn one for -1
 
   mutable std::mutex mutex_;  // one call at a time (e.g. `rlcore serve` threads)
   NativeEngineOptions options_;
@@ -109,6 +136,7 @@ class NativeEngine final : public InferenceEngine, public AdoptsWeights, public 
   std::set<std::string> adopted_;     // parameters that are views of a caller's tensor
   std::set<std::string> not_loaded_;  // parameters not reloaded since wake_up()
   at::Generator request_seeds_;        // draws the seed of each unseeded request
+  std::unique_ptr<Scheduler> requests_;  // the GeneratesRequests queue and batch
 };
 
 }  // namespace rlcore::infer_native

@@ -8,7 +8,7 @@ namespace {
 
 void register_engine(PluginRegistrar& registrar) {
   registrar.add<InferenceEngine>(
-      "native", "Generation with the built-in Llama/Qwen2/Qwen3 Transformer and a KV cache (libtorch)",
+      "native", "Generation with the built-in Llama/Qwen2/Qwen3 Transformer, a KV cache and continuous batching (libtorch)",
       OptionsSchema<NativeEngineOptions>()
           .key("dtype", &NativeEngineOptions::dtype,
                "Compute dtype; auto takes config.json's torch_dtype (float16 runs as float32).",
@@ -16,7 +16,19 @@ void register_engine(PluginRegistrar& registrar) {
           .key("max_model_len", &NativeEngineOptions::max_model_len,
                "Most prompt + response tokens per sequence; 0 takes max_position_embeddings.", at_least(0))
           .key("max_num_seqs", &NativeEngineOptions::max_num_seqs,
-               "Most sequences decoded in one batch; larger requests run in chunks.", at_least(1))
+               "Most sequences in the decode batch at once (verl's rollout.max_num_seqs); more wait and join as "
+               "others finish (continuous batching).",
+               at_least(1))
+          .key("max_waiting_requests", &NativeEngineOptions::max_waiting_requests,
+               "Most requests waiting for a slot; request-level submissions beyond it are refused (HTTP 503 "
+               "from rlcore serve).",
+               at_least(1))
+          .key("enable_prefix_caching", &NativeEngineOptions::enable_prefix_caching,
+               "Samples of one prompt admitted together share one prefill (verl's / vLLM's key); false "
+               "prefills each sample.")
+          .key("static_batching", &NativeEngineOptions::static_batching,
+               "true: a batch runs to its end before waiting sequences start (the behaviour before continuous "
+               "batching, kept as a benchmark baseline).")
           .key("seed", &NativeEngineOptions::seed,
                "Seeds the per-request seeds of requests that give none (sampling seed -1).", at_least(0))
           .key("tensor_model_parallel_size", &NativeEngineOptions::tensor_model_parallel_size,

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <future>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -153,24 +155,36 @@ GenerationOutput BridgeEngine::generate_chunks(const std::vector<std::vector<int
     }
     return parse_completion_response(reply.json, chunks[c].size(), sampling.n);
   };
-  GenerationOutput out;
-  const auto window = static_cast<std::size_t>(options_.max_concurrent_requests);
-  for (std::size_t first = 0; first < chunks.size(); first += window) {
-    std::vector<std::future<GenerationOutput>> running;
-    for (std::size_t c = first; c < std::min(chunks.size(), first + window); ++c) {
-      running.push_back(std::async(std::launch::async, send, c));
-    }
-    std::exception_ptr failure;
-    for (auto& result : running) {
+  // A sliding window: each of up to max_concurrent_requests senders takes the
+  // next chunk as soon as its last answer is in, so the server's continuous
+  // batching always has requests to admit (no wave waits for its slowest).
+  std::vector<std::optional<GenerationOutput>> parts(chunks.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  const auto sender = [&] {
+    for (std::size_t c = next++; c < chunks.size() && !failed; c = next++) {
       try {
-        GenerationOutput part = result.get();
-        if (!failure) append(out, std::move(part));
+        parts[c] = send(c);
       } catch (...) {
-        if (!failure) failure = std::current_exception();  // wait for every request before throwing
+        failed = true;
+        throw;
       }
     }
-    if (failure) std::rethrow_exception(failure);
+  };
+  const std::size_t senders = std::min(chunks.size(), static_cast<std::size_t>(options_.max_concurrent_requests));
+  std::vector<std::future<void>> running;
+  for (std::size_t s = 0; s < senders; ++s) running.push_back(std::async(std::launch::async, sender));
+  std::exception_ptr failure;
+  for (auto& result : running) {
+    try {
+      result.get();
+    } catch (...) {
+      if (!failure) failure = std::current_exception();  // wait for every sender before throwing
+    }
   }
+  if (failure) std::rethrow_exception(failure);
+  GenerationOutput out;
+  for (auto& part : parts) append(out, std::move(*part));
   return out;
 }
 

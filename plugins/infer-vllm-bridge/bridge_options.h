@@ -18,8 +18,8 @@ struct BridgeOptions {
   bool free_cache_engine = false;  // colocated: sleep the server while the trainer trains
   int64_t sleep_level = 1;         // vLLM's /sleep level (1: offload weights, 2: discard them)
   int64_t max_model_len = 0;       // > 0: the server must allow at least this many tokens
-  int64_t prompts_per_request = 64;
-  int64_t max_concurrent_requests = 4;
+  int64_t prompts_per_request = 8;       // small requests: the server batches them continuously
+  int64_t max_concurrent_requests = 16;  // a sliding window of requests in flight per rank
   double request_timeout_s = 600;
   double connect_timeout_s = 10;
   int64_t max_retries = 3;

@@ -35,7 +35,9 @@ void register_engine(PluginRegistrar& registrar) {
           .key("prompts_per_request", &BridgeOptions::prompts_per_request, "Prompts per /v1/completions request.",
                at_least(1))
           .key("max_concurrent_requests", &BridgeOptions::max_concurrent_requests,
-               "Requests in flight at once from each rank.", at_least(1))
+               "Requests in flight at once from each rank (a sliding window: the next request starts as soon as "
+               "one is answered, so the server's continuous batching always has work).",
+               at_least(1))
           .key("request_timeout_s", &BridgeOptions::request_timeout_s, "Seconds a request may take.", at_least(0.001))
           .key("connect_timeout_s", &BridgeOptions::connect_timeout_s, "Seconds to connect.", at_least(0.001))
           .key("max_retries", &BridgeOptions::max_retries,

@@ -15,13 +15,14 @@ BoundedSwapMemory::~BoundedSwapMemory() = default;
 ComputesSumPiSquared::~ComputesSumPiSquared() = default;
 TrainsLowRankAdapters::~TrainsLowRankAdapters() = default;
 GathersIntoBuffers::~GathersIntoBuffers() = default;
+GeneratesRequests::~GeneratesRequests() = default;
 
 const std::vector<std::string>& capability_names() {
   static const std::vector<std::string> names = {
       AdoptsWeights::kName,        DataParallel::kName,          TensorParallel::kName,
       PipelineParallel::kName,     OffloadsState::kName,         Sleeps::kName,
       RemoteGeneration::kName,     BoundedSwapMemory::kName,     ComputesSumPiSquared::kName,
-      TrainsLowRankAdapters::kName, GathersIntoBuffers::kName};
+      TrainsLowRankAdapters::kName, GathersIntoBuffers::kName, GeneratesRequests::kName};
   return names;
 }
 

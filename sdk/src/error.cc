@@ -10,5 +10,6 @@ PluginError::~PluginError() = default;
 FormatError::~FormatError() = default;
 IoError::~IoError() = default;
 ValueError::~ValueError() = default;
+OverloadedError::~OverloadedError() = default;
 
 }  // namespace rlcore

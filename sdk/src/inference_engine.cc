@@ -5,6 +5,16 @@ namespace rlcore {
 
 InferenceEngine::~InferenceEngine() = default;
 
-const char* finish_reason_name(FinishReason reason) { return reason == FinishReason::kStop ? "stop" : "length"; }
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+  }
+  return "unknown";
+}
 
 }  // namespace rlcore

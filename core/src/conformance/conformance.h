@@ -74,6 +74,7 @@ struct Check {
 // The checks for each kind, in the order they run (and are documented).
 std::vector<Check> train_engine_checks();
 std::vector<Check> inference_engine_checks();
+std::vector<Check> request_checks();  // inference engines with GeneratesRequests (the rest: not applicable)
 std::vector<Check> weight_adaptor_checks();
 std::vector<Check> offloader_checks();
 std::vector<Check> sharding_manager_checks();
@@ -96,6 +97,7 @@ ForwardOptions forward_options(double temperature, bool entropy);
 // Prompts of 3, 7 and 8 tokens, and greedy sampling of `max_tokens`.
 const std::vector<std::vector<int32_t>>& test_prompts();
 SamplingParams greedy(int64_t max_tokens = 8);
+std::string show_tokens(const std::vector<int32_t>& tokens);  // "[5 17 42]"
 
 // The in-tree reference of each kind ("fsdp", "native"); "" when the kind has none.
 std::string default_reference(const std::string& kind);

@@ -40,14 +40,6 @@ SamplingParams sampled(int64_t seed, int64_t n = 1, double temperature = 1.0) {
   return sampling;
 }
 
-std::string show(const std::vector<int32_t>& tokens) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < tokens.size(); ++i) out << (i ? " " : "") << tokens[i];
-  out << "]";
-  return out.str();
-}
-
 // "" when every row agrees, else the first row that differs.
 std::string compare_tokens(const Tokens& got, const Tokens& want, const std::string& expected_what) {
   if (got.size() != want.size()) {
@@ -55,7 +47,7 @@ std::string compare_tokens(const Tokens& got, const Tokens& want, const std::str
   }
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i] != want[i])
-      return "output " + std::to_string(i) + " is " + show(got[i]) + ", " + expected_what + " " + show(want[i]);
+      return "output " + std::to_string(i) + " is " + show_tokens(got[i]) + ", " + expected_what + " " + show_tokens(want[i]);
   }
   return "";
 }
@@ -184,7 +176,7 @@ Outcome check_sampling_n(CheckEnv& env) {
     for (size_t j = 0; j < 2; ++j) {
       if (g.token_ids[i * 2 + j] != single.token_ids[i]) {
         return Outcome::fail("greedy n=2: sample " + std::to_string(j) + " of prompt " + std::to_string(i) + " is " +
-                             show(g.token_ids[i * 2 + j]) + ", n=1 gave " + show(single.token_ids[i]) +
+                             show_tokens(g.token_ids[i * 2 + j]) + ", n=1 gave " + show_tokens(single.token_ids[i]) +
                              " (outputs must be prompt-major)");
       }
     }
@@ -231,8 +223,8 @@ Outcome check_stop_tokens(CheckEnv& env) {
     const FinishReason reason = stops ? FinishReason::kStop : FinishReason::kLength;
     if (out.token_ids[i] != want || out.finish_reasons[i] != reason) {
       return Outcome::fail("stop token " + std::to_string(stop) + ": output " + std::to_string(i) + " is " +
-                           show(out.token_ids[i]) + " (" + finish_reason_name(out.finish_reasons[i]) + "), expected " +
-                           show(want) + " (" + finish_reason_name(reason) + ")");
+                           show_tokens(out.token_ids[i]) + " (" + finish_reason_name(out.finish_reasons[i]) + "), expected " +
+                           show_tokens(want) + " (" + finish_reason_name(reason) + ")");
     }
   }
   return Outcome::pass();
@@ -343,6 +335,14 @@ std::shared_ptr<InferenceEngine> make_inference_engine(const ComponentEntry& ent
   return made;
 }
 
+std::string show_tokens(const std::vector<int32_t>& tokens) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < tokens.size(); ++i) out << (i ? " " : "") << tokens[i];
+  out << "]";
+  return out.str();
+}
+
 const std::vector<std::vector<int32_t>>& test_prompts() {
   static const Tokens prompts = {{5, 17, 42}, {100, 7, 250, 33, 9, 61, 2}, {12, 220, 13, 14, 300, 15, 81, 16}};
   return prompts;
@@ -356,7 +356,7 @@ SamplingParams greedy(int64_t max_tokens) {
 }
 
 std::vector<Check> inference_engine_checks() {
-  return {
+  std::vector<Check> checks = {
       {"create", check_inference_create},
       {"greedy_vs_reference", check_greedy_vs_reference},
       {"logprobs_teacher_forcing", check_logprobs_teacher_forcing},
@@ -368,6 +368,8 @@ std::vector<Check> inference_engine_checks() {
       {"sleep_wake_up", check_sleep_wake_up},
       {"weight_meta", check_weight_meta},
   };
+  for (Check& check : request_checks()) checks.push_back(std::move(check));
+  return checks;
 }
 
 }  // namespace rlcore::conformance

@@ -27,14 +27,17 @@ inline ApiResponse ok(const nlohmann::json& body) { return {200, json_text(body)
 // system fmt only to the files that include spdlog themselves.
 ApiResponse internal_error(const char* route, const std::string& what);
 
-// ApiError keeps its status; a ValueError from below (tokenizer, engine
-// limits, a bad file) is the request's fault (400, as vLLM); anything else 500.
+// ApiError keeps its status; a full queue (OverloadedError) is 503; a
+// ValueError from below (tokenizer, engine limits, a bad file) is the
+// request's fault (400, as vLLM); anything else 500.
 template <class Handle>
 ApiResponse answer(const char* route, Handle&& handle) {
   try {
     return handle();
   } catch (const ApiError& e) {
     return {e.status(), json_text(error_body(e))};
+  } catch (const OverloadedError& e) {
+    return {503, error_text(503, "ServiceUnavailableError", e.what())};
   } catch (const ValueError& e) {
     return {400, error_text(400, "BadRequestError", e.what())};
   } catch (const std::exception& e) {

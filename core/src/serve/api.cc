@@ -12,6 +12,7 @@
 #include "rlcore/core/serve/responses.h"
 #include "rlcore/core/serve/stream.h"
 #include "serve/answer.h"
+#include "serve/request_driver.h"
 #include "rlcore/error.h"
 
 namespace rlcore::serve {
@@ -23,6 +24,13 @@ std::string error_text(int status, const std::string& type, const std::string& m
 OpenAiApi::OpenAiApi(std::shared_ptr<InferenceEngine> engine, ServedModel model, RequestLimits limits)
     : engine_(std::move(engine)), model_(std::move(model)), limits_(limits) {
   if (!engine_) throw ValueError("rlcore serve: no inference engine");
+  if (auto* requests = capability<GeneratesRequests>(*engine_)) driver_ = std::make_unique<RequestDriver>(*requests);
+}
+
+OpenAiApi::~OpenAiApi() = default;
+
+void OpenAiApi::abort_generations() {
+  if (driver_) driver_->abort_all();
 }
 
 ApiResponse OpenAiApi::completions(const std::string& body) {
@@ -63,7 +71,11 @@ ApiResponse OpenAiApi::chat_completions(const std::string& body) {
 }
 
 GenerationOutput OpenAiApi::generate(const PreparedCompletion& prepared) {
-  std::lock_guard<std::mutex> lock(engine_mutex_);
+  if (driver_) {
+    std::shared_lock<std::shared_mutex> lock(engine_mutex_);
+    return driver_->generate(prepared.prompt_token_ids, prepared.sampling);
+  }
+  std::unique_lock<std::shared_mutex> lock(engine_mutex_);
   return engine_->generate(prepared.prompt_token_ids, prepared.sampling);
 }
 

@@ -124,7 +124,7 @@ ApiResponse DevModeApi::reset_prefix_cache() const { return ok({{"success", true
 
 ApiResponse DevModeApi::pause(const std::string& mode) {
   return answer("/pause", [&] {
-    api_->gate().pause(mode);
+    api_->gate().pause(mode, [this] { api_->abort_generations(); });
     return ok({{"status", "paused"}});
   });
 }

@@ -17,13 +17,17 @@ void GenerationGate::leave() {
   changed_.notify_all();
 }
 
-void GenerationGate::pause(const std::string& mode) {
+void GenerationGate::pause(const std::string& mode, const std::function<void()>& abort_in_flight) {
   if (mode != "abort" && mode != "wait" && mode != "keep") {
     throw bad_request("mode must be one of abort, wait, keep, got '" + mode.substr(0, 40) + "'", "mode");
   }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    paused_ = true;
+    hold_new_ = mode == "keep";
+  }
+  if (mode == "abort" && abort_in_flight) abort_in_flight();
   std::unique_lock<std::mutex> lock(mutex_);
-  paused_ = true;
-  hold_new_ = mode == "keep";
   changed_.wait(lock, [&] { return in_flight_ == 0; });
 }
 

@@ -11,11 +11,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "rlcore/export.h"
+#include "rlcore/generation_request.h"
 #include "rlcore/plugin_abi.h"
 
 namespace at {
@@ -161,6 +163,29 @@ class RLCORE_API GathersIntoBuffers {
       const std::function<void(const std::string&, const at::Tensor&)>& visit) = 0;
 };
 
+// Inference engine (SDK 5.1): generation request by request. Requests join
+// the running decode batch as slots free up and leave it as they finish
+// (continuous batching), can be streamed, aborted and resumed. The caller
+// drives the engine with step(); the batch generate() stays and gives the
+// same results. Not thread-safe beyond what the engine documents.
+class RLCORE_API GeneratesRequests {
+ public:
+  static constexpr const char* kName = "requests";
+  virtual ~GeneratesRequests();
+  // Queues `request`. Throws ValueError naming the request for a bad one (a
+  // duplicate id, n != 1, an empty or out-of-vocabulary prompt, prompt +
+  // max_tokens past the engine's max_model_len) and OverloadedError when
+  // max_waiting requests already wait; nothing is queued then.
+  virtual void submit(GenerationRequest request) = 0;
+  // Admits waiting requests into free slots (prefilling them), then samples
+  // one token for every running request. Does nothing without requests.
+  virtual StepOutput step() = 0;
+  // Stops request `id` and returns what it generated (finish_reason kAbort),
+  // or nothing for an unknown or already finished id.
+  virtual std::optional<RequestOutput> abort(const std::string& id) = 0;
+  virtual GenerationLoad load() const = 0;
+};
+
 // The capability interface `Capability` of `component`, or null when it has none.
 template <class Capability, class Component>
 Capability* capability(Component& component) {
@@ -196,6 +221,9 @@ std::vector<std::string> capabilities_of() {
   add(std::is_base_of_v<ComputesSumPiSquared, T>, ComputesSumPiSquared::kName);
   add(std::is_base_of_v<TrainsLowRankAdapters, T>, TrainsLowRankAdapters::kName);
   add(std::is_base_of_v<GathersIntoBuffers, T>, GathersIntoBuffers::kName);
+#if RLCORE_SDK_TARGET_ABI_MINOR >= 1
+  add(std::is_base_of_v<GeneratesRequests, T>, GeneratesRequests::kName);
+#endif
   return names;
 }
 

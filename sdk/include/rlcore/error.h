@@ -51,4 +51,11 @@ class RLCORE_API ValueError : public Error {
   ~ValueError() override;
 };
 
+// A bounded queue is full: retry later (HTTP 503). SDK 5.1.
+class RLCORE_API OverloadedError : public Error {
+ public:
+  using Error::Error;
+  ~OverloadedError() override;
+};
+
 }  // namespace rlcore

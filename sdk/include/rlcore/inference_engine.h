@@ -24,8 +24,9 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;  // e.g. EOS; the stop token is part of the response
 };
 
-enum class FinishReason { kStop, kLength };
-RLCORE_API const char* finish_reason_name(FinishReason reason);  // "stop" | "length"
+// kAbort (SDK 5.1): stopped by GeneratesRequests::abort, never by generate().
+enum class FinishReason { kStop, kLength, kAbort };
+RLCORE_API const char* finish_reason_name(FinishReason reason);  // "stop" | "length" | "abort"
 
 // Prompt-major: prompt i's sample j is at index i * n + j.
 struct GenerationOutput {

@@ -65,7 +65,15 @@ const char* const kWrapped = "not applicable";
 const std::vector<std::string> kInferenceChecks = {
     "create",        "greedy_vs_reference", "logprobs_teacher_forcing", "sampling_n",
     "max_tokens",    "stop_tokens",         "seed_reproducible",        "load_weights",
-    "sleep_wake_up", "weight_meta"};
+    "sleep_wake_up", "weight_meta",         "requests_vs_batch",        "requests_abort",
+    "requests_seed_reproducible"};
+// An inference engine without the `requests` capability: its checks are not applicable.
+std::map<std::string, std::string> without_requests(std::map<std::string, std::string> statuses) {
+  for (const char* check : {"requests_vs_batch", "requests_abort", "requests_seed_reproducible"}) {
+    statuses[check] = "not applicable";
+  }
+  return statuses;
+}
 
 }  // namespace
 
@@ -211,7 +219,7 @@ TEST_CASE("a checkpoint that drops a tensor fails the checkpoint checks", "[conf
 TEST_CASE("an engine that ignores load_weights fails load_weights", "[conformance][broken]") {
   const Report report = run_json({"--plugins", kBrokenDir + "/broken_load_weights.so"});
   CHECK(report.status == 1);
-  require_statuses(report, kInferenceChecks, {{"load_weights", "fail"}, {"sleep_wake_up", "pass"}});
+  require_statuses(report, kInferenceChecks, without_requests({{"load_weights", "fail"}, {"sleep_wake_up", "pass"}}));
   CHECK_THAT(report.by_check.at("load_weights")["detail"].get<std::string>(),
              Catch::Contains("after load_weights") && Catch::Contains("the new weights"));
 }
@@ -219,7 +227,7 @@ TEST_CASE("an engine that ignores load_weights fails load_weights", "[conformanc
 TEST_CASE("an engine whose log-probs change by an ulp across sleep fails sleep_wake_up", "[conformance][broken]") {
   const Report report = run_json({"--plugins", kBrokenDir + "/broken_wake_up.so"});
   CHECK(report.status == 1);
-  require_statuses(report, kInferenceChecks, {{"sleep_wake_up", "fail"}, {"load_weights", "pass"}});
+  require_statuses(report, kInferenceChecks, without_requests({{"sleep_wake_up", "fail"}, {"load_weights", "pass"}}));
   CHECK_THAT(report.by_check.at("sleep_wake_up")["detail"].get<std::string>(),
              Catch::Contains("after sleep / wake_up / load_weights vs before") && Catch::Contains("> tolerance 0"));
 }
@@ -297,7 +305,7 @@ TEST_CASE("vllm_bridge passes against rlcore serve --dev-mode serving the suite'
                                        "--plugins", kPluginDir, "--log-level", "warn"});
     const Report report = run_json({"--plugins", bridge, "--models", models.string(), "server_url=" + server.url()});
     INFO(report.json.dump(1));
-    require_statuses(report, kInferenceChecks, {});
+    require_statuses(report, kInferenceChecks, without_requests({}));
     CHECK(report.status == 0);
   }
   std::filesystem::remove_all(models);

@@ -3,48 +3,58 @@
 // finish at different steps, stay in the batch, and leave it in compactions.
 #include "engine_testing.h"
 
-#include "decode_loop.h"
+#include "scheduler.h"
 
 using namespace infer_native_test;
 using rlcore::SamplingParams;
-using rlcore::infer_native::decode_batch;
 using rlcore::infer_native::DecodeMode;
 using rlcore::infer_native::DecodeStats;
+using rlcore::infer_native::Scheduler;
+using rlcore::infer_native::SchedulerOptions;
 using rlcore::infer_native::Sequence;
-using rlcore::infer_native::SequenceRng;
 
 namespace {
 
-// Two samples per test prompt, each with its own token limit, so rows finish
-// at steps 2, 3, 5, 8, 9 and 12.
-std::vector<Sequence> sequences() {
-  const int64_t limits[] = {9, 3, 12, 5, 2, 8};
-  std::vector<Sequence> out;
-  for (int64_t i = 0; i < 6; ++i) {
-    out.push_back(Sequence{i / 2, limits[i], SequenceRng(7, i), {}, {}, rlcore::FinishReason::kLength});
-  }
-  return out;
-}
-
 struct Decoded {
-  std::vector<Sequence> sequences;
+  std::vector<std::unique_ptr<Sequence>> sequences;  // in submission order
   DecodeStats stats;
 };
 
+// Two samples per test prompt, each with its own token limit, so rows finish
+// at steps 2, 3, 5, 8, 9 and 12; all admitted at the first step.
 Decoded decode(const Transformer& model, const SamplingParams& params, DecodeMode mode) {
-  Decoded out{sequences(), {}};
-  std::vector<Sequence*> batch;
-  for (Sequence& seq : out.sequences) batch.push_back(&seq);
-  out.stats = decode_batch(model, test_prompts(), batch, params, mode);
+  const int64_t limits[] = {9, 3, 12, 5, 2, 8};
+  SchedulerOptions options;
+  options.mode = mode;
+  Scheduler scheduler(model, options);
+  std::vector<Sequence*> order;
+  for (int64_t i = 0; i < 6; ++i) {
+    auto prompt = std::make_shared<const std::vector<int32_t>>(test_prompts()[i / 2]);
+    auto seq = std::make_unique<Sequence>(std::to_string(i), prompt, params, limits[i], 7, i);
+    order.push_back(seq.get());
+    scheduler.add(std::move(seq));
+  }
+  std::vector<std::unique_ptr<Sequence>> done;
+  while (!scheduler.idle()) {
+    for (auto& seq : scheduler.step(0).finished) done.push_back(std::move(seq));
+  }
+  Decoded out;
+  for (Sequence* seq : order) {
+    for (auto& owned : done) {
+      if (owned.get() == seq) out.sequences.push_back(std::move(owned));
+    }
+  }
+  REQUIRE(out.sequences.size() == 6);
+  out.stats = scheduler.take_stats();
   return out;
 }
 
 void check_same(const Decoded& actual, const Decoded& expected) {
   for (size_t i = 0; i < expected.sequences.size(); ++i) {
     INFO("sequence " << i);
-    CHECK(actual.sequences[i].token_ids == expected.sequences[i].token_ids);
-    CHECK(actual.sequences[i].finish_reason == expected.sequences[i].finish_reason);
-    CHECK(max_abs_diff(actual.sequences[i].logprobs, expected.sequences[i].logprobs) < 1e-5);
+    CHECK(actual.sequences[i]->generated.token_ids == expected.sequences[i]->generated.token_ids);
+    CHECK(actual.sequences[i]->finish_reason == expected.sequences[i]->finish_reason);
+    CHECK(max_abs_diff(actual.sequences[i]->generated.logprobs, expected.sequences[i]->generated.logprobs) < 1e-5);
   }
 }
 
@@ -74,11 +84,13 @@ TEST_CASE("shape-static decode steps give the eager steps' tokens and log-probs"
       CHECK(shape_static.stats.compactions >= 1);
       CHECK(shape_static.stats.compactions < eager.stats.compactions);
       CHECK(shape_static.stats.graphs_recorded == 0);
+      CHECK(eager.stats.prefills == 1);
+      CHECK(eager.stats.prefill_rows == 3);  // one per distinct prompt
 
       // A stop token ends rows early in both modes alike.
-      params.stop_token_ids = {eager.sequences[2].token_ids[4]};
+      params.stop_token_ids = {eager.sequences[2]->generated.token_ids[4]};
       const Decoded stopped = decode(model, params, DecodeMode::kEager);
-      CHECK(stopped.sequences[2].finish_reason == rlcore::FinishReason::kStop);
+      CHECK(stopped.sequences[2]->finish_reason == rlcore::FinishReason::kStop);
       check_same(decode(model, params, DecodeMode::kShapeStatic), stopped);
     }
   }
@@ -88,13 +100,14 @@ TEST_CASE("enforce_eager: false decodes eagerly where graphs cannot be recorded"
   Fixture fixture;
   rlcore::infer_native::NativeEngineOptions options;
   options.enforce_eager = false;
-  options.max_num_seqs = 2;  // two batches, whose stats add up
+  options.max_num_seqs = 2;  // the third prompt waits for a free slot
   auto engine = make_engine(fixture.dir.path(), options);
   CHECK(engine.decode_mode() == DecodeMode::kEager);  // the CPU has no CUDA graphs
   SamplingParams params = sampling(0.0);
   const rlcore::GenerationOutput out = engine.generate(test_prompts(), params);
   CHECK(out.token_ids[1] == reference_greedy(fixture.model, test_prompts()[1], 12));
   const DecodeStats stats = engine.last_decode_stats();
-  CHECK(stats.steps == 2 * 11);
+  CHECK(stats.steps == 2 * 11);  // the first two finish together, then the third runs alone
   CHECK(stats.graphs_recorded == 0);
+  CHECK(stats.prefills == 2);
 }

@@ -139,6 +139,15 @@ inline rlcore::SamplingParams greedy(int64_t max_tokens) {
   return params;
 }
 
+// Seeded sampling of up to `max_tokens` tokens.
+inline rlcore::SamplingParams sampled(int64_t max_tokens, int64_t seed, double temperature = 1.0) {
+  rlcore::SamplingParams params;
+  params.temperature = temperature;
+  params.max_tokens = max_tokens;
+  params.seed = seed;
+  return params;
+}
+
 inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());
   float worst = 0;

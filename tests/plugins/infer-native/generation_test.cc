@@ -7,17 +7,6 @@ using rlcore::FinishReason;
 using rlcore::GenerationOutput;
 using rlcore::SamplingParams;
 
-namespace {
-
-SamplingParams sampled(int64_t max_tokens, int64_t seed, double temperature = 1.0) {
-  SamplingParams params;
-  params.temperature = temperature;
-  params.max_tokens = max_tokens;
-  params.seed = seed;
-  return params;
-}
-
-}  // namespace
 
 TEST_CASE("greedy generation equals argmax decoding over full forwards without a cache", "[infer-native]") {
   for (const char* arch : {"llama", "qwen2", "qwen3"}) {

@@ -97,7 +97,11 @@ TEST_CASE("the infer-native plugin loads through the PluginLoader and generates"
   REQUIRE(loader.loaded().size() == 1);
   CHECK(loader.loaded()[0].name == "infer-native");
   const rlcore::ComponentEntry& entry = registry.get(rlcore::InferenceEngine::kKind, "native");
-  CHECK(entry.keys.size() == 6);  // dtype, max_model_len, max_num_seqs, seed, tensor_model_parallel_size, enforce_eager
+  // dtype, max_model_len, max_num_seqs, max_waiting_requests, enable_prefix_caching, static_batching, seed,
+  // tensor_model_parallel_size, enforce_eager
+  CHECK(entry.keys.size() == 9);
+  CHECK(registry.capabilities(rlcore::InferenceEngine::kKind, "native") ==
+        std::vector<std::string>{"adopts_weights", "tensor_parallel", "sleep", "requests"});
 
   Fixture fixture;
   rlcore::ComponentContext context;

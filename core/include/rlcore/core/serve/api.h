@@ -1,10 +1,12 @@
 // The routes of `rlcore serve` without HTTP: request body in, status and JSON
-// body out. Generation is serialised onto the engine (engines are not
-// thread-safe); everything else runs concurrently.
+// body out. With an engine that has the GeneratesRequests capability,
+// concurrent completions share its decode steps (RequestDriver); otherwise
+// generation is serialised onto the engine. Everything else runs concurrently.
 #pragma once
 
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@ struct ApiResponse {
 class RLCORE_API OpenAiApi {
  public:
   OpenAiApi(std::shared_ptr<InferenceEngine> engine, ServedModel model, RequestLimits limits = {});
+  ~OpenAiApi();
 
   ApiResponse completions(const std::string& body);
   // The messages through the checkpoint's chat template, then as completions.
@@ -38,13 +41,16 @@ class RLCORE_API OpenAiApi {
 
   const ServedModel& model() const { return model_; }
 
-  // Runs `use(engine)` with the engine to itself (no generation in between):
-  // how the dev-mode routes reload weights and sleep.
+  // Runs `use(engine)` with the engine to itself (waits for the generations
+  // in flight, holds new ones back): how the dev-mode routes reload weights and sleep.
   template <class Use>
   auto with_engine(Use&& use) {
-    std::lock_guard<std::mutex> lock(engine_mutex_);
+    std::unique_lock<std::shared_mutex> lock(engine_mutex_);
     return use(*engine_);
   }
+  // Ends the generations in flight (finish reason abort) where the engine
+  // runs requests; otherwise they run to their end. vLLM's /pause?mode=abort.
+  void abort_generations();
   // Whether completions are taken (vLLM's /pause and /resume).
   GenerationGate& gate() { return gate_; }
 
@@ -55,7 +61,10 @@ class RLCORE_API OpenAiApi {
   std::shared_ptr<InferenceEngine> engine_;
   ServedModel model_;
   RequestLimits limits_;
-  std::mutex engine_mutex_;
+  // Generations hold it shared with a RequestDriver (they share decode steps),
+  // exclusive without one; with_engine() holds it exclusive.
+  std::shared_mutex engine_mutex_;
+  std::unique_ptr<class RequestDriver> driver_;  // when the engine has GeneratesRequests
   GenerationGate gate_;
 };
 

@@ -1,14 +1,15 @@
 // Whether `rlcore serve` takes new generations: vLLM's /pause and /resume.
 // Paused with mode "keep", new requests wait for /resume (at most
 // kMaxHold, then 503, so a client that never resumes cannot pin them); with "wait" or
-// "abort" they are refused with 503 (vLLM's answer). Pausing with "wait"
-// returns once the generations in flight are done ("abort" cannot stop a
-// running generation here, so it waits too).
+// "abort" they are refused with 503 (vLLM's answer). Pausing returns once the
+// generations in flight are done; with "abort" it first calls `abort_in_flight`,
+// which ends them early where the engine runs requests.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -25,7 +26,7 @@ class RLCORE_API GenerationGate {
   void leave();
 
   // mode: abort | wait | keep; anything else is a 400 naming it.
-  void pause(const std::string& mode);
+  void pause(const std::string& mode, const std::function<void()>& abort_in_flight = {});
   void resume();
   bool paused() const;
 

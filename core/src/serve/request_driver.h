@@ -1,0 +1,51 @@
+// RequestDriver: how concurrent HTTP requests of `rlcore serve` share decode
+// steps. Handler threads submit their prompts as requests of the engine's
+// GeneratesRequests capability and wait; one thread steps the engine while
+// any request is unfinished, so requests join and leave one running batch.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "rlcore/capabilities.h"
+#include "rlcore/inference_engine.h"
+
+namespace rlcore::serve {
+
+class RequestDriver {
+ public:
+  explicit RequestDriver(GeneratesRequests& engine);
+  ~RequestDriver();  // stops stepping; the engine must outlive it
+  RequestDriver(const RequestDriver&) = delete;
+  RequestDriver& operator=(const RequestDriver&) = delete;
+
+  // prompts x n requests (each sample of a seeded call on a stream of its own), waited
+  // for; prompt-major, as InferenceEngine::generate. Throws what submit()
+  // throws (ValueError, OverloadedError), with none of the call's requests left
+  // running, and Error when stepping the engine failed.
+  GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling);
+
+  // Ends every request in flight now (finish reason abort): vLLM's /pause?mode=abort.
+  void abort_all();
+
+ private:
+  struct Call;
+  void run();
+  void fail_all(const std::string& why);
+
+  GeneratesRequests& engine_;
+  std::mutex mutex_;
+  std::condition_variable work_;
+  std::map<std::string, std::pair<Call*, size_t>> owners_;  // request id -> its call and output index
+  int64_t next_id_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace rlcore::serve
