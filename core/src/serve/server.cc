@@ -137,6 +137,14 @@ void Server::Impl::add_routes() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (options.api_key.empty() ||
         same_secret(req.get_header_value("Authorization"), "Bearer " + options.api_key)) {
+      // A POST with neither Content-Length nor chunked encoding has an empty
+      // body, as uvicorn (vLLM's server) reads it: `curl -X POST host/sleep`,
+      // which vLLM's docs give. httplib would read to the end of the
+      // connection and answer 400; the request object is httplib's own
+      // (non-const) one, handed to this hook before the body is read.
+      if (req.method == "POST" && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+        const_cast<httplib::Request&>(req).headers.emplace("Content-Length", "0");
+      }
       return httplib::Server::HandlerResponse::Unhandled;
     }
     res.status = 401;

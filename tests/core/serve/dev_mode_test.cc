@@ -121,6 +121,23 @@ TEST_CASE("sleep and wake up follow vLLM's levels and tags, SGLang's memory rout
   CHECK(post(server, "/resume_memory_occupation", {{"tags", "weights"}}, 400)["param"] == "tags");
 }
 
+TEST_CASE("a POST without a body or Content-Length is an empty body, as uvicorn reads it", "[serve][dev_mode]") {
+  const std::string start = checkpoint_with("bare", {{"w", at::full({2, 3}, 1.0f)}});
+  RunningServer server(std::make_shared<RecordingEngine>(), {}, true, start);
+  // What `curl -X POST 'localhost:8000/sleep?level=1'` sends (vLLM's documentation).
+  const auto bare = [&](const std::string& path) {
+    return rlcore_test::raw_http(server.port(),
+                                 "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  };
+  CHECK_THAT(bare("/sleep?level=1"), Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("sleeping"));
+  CHECK(get(server, "/is_sleeping")["is_sleeping"] == true);
+  CHECK_THAT(bare("/wake_up"), Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("awake"));
+  CHECK_THAT(bare("/pause?mode=wait"), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(bare("/resume"), Catch::StartsWith("HTTP/1.1 200"));
+  // A route that needs a body says what is wrong with the empty one.
+  CHECK_THAT(bare("/v1/completions"), Catch::StartsWith("HTTP/1.1 400") && Catch::Contains("JSON"));
+}
+
 TEST_CASE("pause: keep holds new completions until resume, wait refuses them with 503", "[serve][dev_mode]") {
   RunningServer server(std::make_shared<RecordingEngine>(), {}, true);
   CHECK(post(server, "/pause?mode=keep", nullptr, 200) == json{{"status", "paused"}});
@@ -189,4 +206,17 @@ TEST_CASE("the weight version: set by SGLang's reload or vLLM's route, read from
   CHECK(post(server, "/update_weight_version", {{"new_version", "8"}}, 200)["new_version"] == "8");
   CHECK(get(server, "/weight_info")["weight_version"] == "8");
   CHECK(post(server, "/update_weight_version", {{"new_version", 8}}, 400)["param"] == "new_version");
+}
+
+TEST_CASE("pause with mode abort ends the generations in flight first; wait and keep let them finish",
+          "[serve][dev_mode]") {
+  for (const char* mode : {"abort", "wait", "keep"}) {
+    INFO(mode);
+    rlcore::serve::GenerationGate gate;
+    int aborts = 0;
+    gate.pause(mode, [&] { ++aborts; });  // nothing in flight: returns at once
+    CHECK(aborts == (std::string(mode) == "abort" ? 1 : 0));
+    CHECK(gate.paused());
+    gate.resume();
+  }
 }

@@ -3,6 +3,11 @@
 // the built-in tokenizer.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -178,5 +183,24 @@ class RunningServer {
   bool served_cleanly_ = false;
   std::thread thread_;
 };
+
+// Sends `request` (raw HTTP/1.1 text, e.g. one httplib's client would not
+// write) to 127.0.0.1:port and returns every byte of the answer, read until
+// the server closes the connection (send "Connection: close").
+inline std::string raw_http(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  std::string bytes;
+  char buffer[4096];
+  for (ssize_t got; (got = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) bytes.append(buffer, static_cast<std::size_t>(got));
+  ::close(fd);
+  return bytes;
+}
 
 }  // namespace rlcore_test

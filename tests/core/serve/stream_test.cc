@@ -3,11 +3,6 @@
 // text that concatenates to exactly the non-streamed answer's.
 #include "serve_testing.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -96,28 +91,10 @@ struct RawExchange {
   std::vector<std::string> chunks;
 };
 
-std::string read_until_closed(int fd) {
-  std::string bytes;
-  char buffer[4096];
-  for (ssize_t got; (got = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) bytes.append(buffer, static_cast<std::size_t>(got));
-  return bytes;
-}
-
 RawExchange raw_post(int port, const std::string& path, const std::string& body) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  const std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
-                              "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
-                              body;
-  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
-  const std::string bytes = read_until_closed(fd);
-  ::close(fd);
-
+  const std::string bytes = rlcore_test::raw_http(
+      port, "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
   RawExchange exchange;
   const std::size_t head_end = bytes.find("\r\n\r\n");
   REQUIRE(head_end != std::string::npos);
