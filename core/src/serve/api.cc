@@ -3,6 +3,7 @@
 #include "rlcore/core/serve/api.h"
 
 #include <ctime>
+#include <shared_mutex>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,11 @@ ApiResponse OpenAiApi::completions(const std::string& body) {
     const PreparedCompletion prepared = prepare_completion(request, model_);
     const std::string id = make_completion_id();
     const auto created = static_cast<int64_t>(std::time(nullptr));
+    if (request.stream && driver_) {
+      return live_stream("/v1/completions", request, prepared, [this, id, created](const auto& r, const auto& p) {
+        return completion_stream_encoder(r, p, model_, id, created);
+      });
+    }
     const GateTicket ticket(gate_);  // a paused server refuses (503) before a stream begins
     if (request.stream) {
       return answer_stream("/v1/completions", [&] {
@@ -60,6 +66,12 @@ ApiResponse OpenAiApi::chat_completions(const std::string& body) {
     const PreparedCompletion prepared = prepare_completion(request.completion, model_);
     const std::string id = make_chat_completion_id();
     const auto created = static_cast<int64_t>(std::time(nullptr));
+    if (request.completion.stream && driver_) {
+      return live_stream("/v1/chat/completions", request.completion, prepared,
+                         [this, id, created](const auto& r, const auto&) {
+                           return chat_stream_encoder(r, model_, id, created);
+                         });
+    }
     const GateTicket ticket(gate_);
     if (request.completion.stream) {
       return answer_stream("/v1/chat/completions", [&] {
@@ -77,6 +89,35 @@ GenerationOutput OpenAiApi::generate(const PreparedCompletion& prepared) {
   }
   std::unique_lock<std::shared_mutex> lock(engine_mutex_);
   return engine_->generate(prepared.prompt_token_ids, prepared.sampling);
+}
+
+ApiResponse OpenAiApi::live_stream(const char* route, CompletionRequest request, PreparedCompletion prepared,
+                                   EncoderFactory encoder) {
+  // Held until the last event is written: a paused server refuses (503) before the stream begins.
+  auto ticket = std::make_shared<GateTicket>(gate_);
+  auto engine = std::make_shared<std::shared_lock<std::shared_mutex>>(engine_mutex_);
+  auto state = std::make_shared<std::pair<CompletionRequest, PreparedCompletion>>(std::move(request),
+                                                                                  std::move(prepared));
+  ApiResponse response;
+  response.live = [this, route, ticket, engine, state,
+                   encoder = std::move(encoder)](const std::function<bool(const std::string&)>& write) {
+    const auto& [request, prepared] = *state;
+    LiveStream stream(encoder(request, prepared), request, prepared, model_);
+    bool open = true;
+    for (const std::string& event : stream.begin()) open = open && write(event);
+    try {
+      driver_->generate(prepared.prompt_token_ids, prepared.sampling, [&](const RequestDriver::Token& token) {
+        open = open && write(stream.token(token.sample, token.id, token.logprob, token.finish));
+        return open;  // false: the client has gone, its requests are aborted
+      });
+    } catch (...) {
+      const ApiResponse failure = answer(route, [] () -> ApiResponse { std::rethrow_exception(std::current_exception()); });
+      for (const std::string& event : stream_error_events(failure.body)) open = open && write(event);
+      return;
+    }
+    for (const std::string& event : stream.end()) open = open && write(event);
+  };
+  return response;
 }
 
 ApiResponse OpenAiApi::tokenize(const std::string& body) {

@@ -68,50 +68,71 @@ json build_chat_response(const ChatRequest& request, const PreparedCompletion& p
           {"prompt_token_ids", options.return_token_ids ? json(prepared.prompt_token_ids.front()) : json(nullptr)}};
 }
 
+namespace {
+
+class ChatEncoder final : public StreamEncoder {
+ public:
+  ChatEncoder(const CompletionRequest& options, const ServedModel& model, std::string id, int64_t created)
+      : options_(options), model_(model), id_(std::move(id)), created_(created) {}
+
+  // As vLLM: every choice first announces the assistant role with empty content.
+  std::vector<std::string> begin(std::size_t samples) override {
+    std::vector<std::string> events;
+    for (std::size_t k = 0; k < samples; ++k) {
+      events.push_back(sse_event(chunk(json::array({{{"index", k},
+                                                     {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                     {"logprobs", nullptr},
+                                                     {"finish_reason", nullptr}}}))));
+    }
+    return events;
+  }
+
+  std::string token(std::size_t k, const std::vector<int32_t>& ids, float logprob, const std::string& text,
+                    std::optional<FinishReason> finish) override {
+    json logprobs = nullptr;
+    if (options_.logprobs) logprobs = chat_logprobs({ids.back()}, {logprob}, model_, options_.return_tokens_as_token_ids);
+    return sse_event(
+        chunk(json::array({{{"index", k},
+                            {"delta", {{"content", text}}},
+                            {"logprobs", logprobs},
+                            {"finish_reason", finish ? json(finish_reason_name(*finish)) : json(nullptr)},
+                            {"stop_reason", finish ? stop_reason(options_, model_, ids, *finish) : json(nullptr)}}})));
+  }
+
+  std::vector<std::string> end(const json& usage) override {
+    std::vector<std::string> events;
+    end_stream(events, options_.include_usage, chunk(json::array()), usage);
+    return events;
+  }
+
+ private:
+  json chunk(json choices) const {
+    return json{{"id", id_},
+                {"object", "chat.completion.chunk"},
+                {"created", created_},
+                {"model", model_.name},
+                {"choices", std::move(choices)},
+                {"usage", nullptr}};
+  }
+
+  const CompletionRequest& options_;
+  const ServedModel& model_;
+  std::string id_;
+  int64_t created_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamEncoder> chat_stream_encoder(const CompletionRequest& options, const ServedModel& model,
+                                                   const std::string& id, int64_t created) {
+  return std::make_unique<ChatEncoder>(options, model, id, created);
+}
+
 std::vector<std::string> build_chat_stream(const ChatRequest& request, const PreparedCompletion& prepared,
                                            const GenerationOutput& output, const ServedModel& model,
                                            const std::string& id, int64_t created) {
-  check_output_shape(prepared, output);
-  const CompletionRequest& options = request.completion;
-  const std::size_t samples = output.token_ids.size();
-  const auto chunk = [&](json choices) {
-    return json{{"id", id},
-                {"object", "chat.completion.chunk"},
-                {"created", created},
-                {"model", model.name},
-                {"choices", std::move(choices)},
-                {"usage", nullptr}};
-  };
-  std::vector<std::string> events;
-  // As vLLM: every choice first announces the assistant role with empty content.
-  for (std::size_t k = 0; k < samples; ++k) {
-    events.push_back(sse_event(chunk(json::array({{{"index", k},
-                                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                                   {"logprobs", nullptr},
-                                                   {"finish_reason", nullptr}}}))));
-  }
-  std::vector<std::vector<int32_t>> shown(samples);
-  for (std::size_t k = 0; k < samples; ++k) {
-    shown[k] = text_token_ids(options, output.token_ids[k], output.finish_reasons[k]);
-  }
-  for (const StreamedToken& token : streamed_tokens(output, shown, model.tokenizer, options.skip_special_tokens)) {
-    const std::size_t k = token.sample;
-    const auto& ids = output.token_ids[k];
-    const FinishReason finish = output.finish_reasons[k];
-    json logprobs = nullptr;
-    if (options.logprobs) {
-      logprobs = chat_logprobs({ids[token.position]}, {output.logprobs[k][token.position]}, model,
-                               options.return_tokens_as_token_ids);
-    }
-    events.push_back(sse_event(chunk(
-        json::array({{{"index", k},
-                      {"delta", {{"content", token.text}}},
-                      {"logprobs", logprobs},
-                      {"finish_reason", token.last ? json(finish_reason_name(finish)) : json(nullptr)},
-                      {"stop_reason", token.last ? stop_reason(options, model, ids, finish) : json(nullptr)}}}))));
-  }
-  end_stream(events, options.include_usage, chunk(json::array()), usage_of(prepared, output));
-  return events;
+  ChatEncoder encoder(request.completion, model, id, created);
+  return encode_stream(encoder, request.completion, prepared, output, model);
 }
 
 }  // namespace rlcore::serve

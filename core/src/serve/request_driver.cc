@@ -2,6 +2,8 @@
 #include "serve/request_driver.h"
 
 #include <chrono>
+#include <deque>
+#include <unordered_map>
 #include <optional>
 
 #include "rlcore/error.h"
@@ -23,7 +25,9 @@ struct RequestDriver::Call {
   std::vector<std::optional<RequestOutput>> outputs;
   size_t remaining = 0;
   std::string error;  // set when stepping failed
-  std::condition_variable done;
+  bool streaming = false;
+  std::deque<Token> arrived;  // streamed tokens not yet handed to on_token
+  std::condition_variable changed;
 };
 
 RequestDriver::RequestDriver(GeneratesRequests& engine) : engine_(engine), thread_([this] { run(); }) {}
@@ -39,12 +43,15 @@ RequestDriver::~RequestDriver() {
 }
 
 GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>& prompts,
-                                         const SamplingParams& sampling) {
+                                         const SamplingParams& sampling,
+                                         const std::function<bool(const Token&)>& on_token) {
   Call call;
   const size_t count = prompts.size() * static_cast<size_t>(sampling.n);
   call.outputs.resize(count);
   call.remaining = count;
+  call.streaming = static_cast<bool>(on_token);
   std::vector<GenerationRequest> requests(count);
+  std::vector<std::string> ids;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t k = 0; k < count; ++k) {
@@ -55,6 +62,7 @@ GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>
       r.sampling.n = 1;
       if (sampling.seed >= 0) r.sampling.seed = sample_seed(sampling.seed, k);
       owners_[r.id] = {&call, k};
+      ids.push_back(r.id);
     }
   }
   size_t submitted = 0;
@@ -63,13 +71,30 @@ GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>
   } catch (...) {
     for (size_t k = 0; k < submitted; ++k) engine_.abort(requests[k].id);
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const GenerationRequest& r : requests) owners_.erase(r.id);
+    for (const std::string& id : ids) owners_.erase(id);
     throw;
   }
   std::unique_lock<std::mutex> lock(mutex_);
   work_.notify_all();
-  call.done.wait(lock, [&] { return call.remaining == 0 || !call.error.empty(); });
-  if (!call.error.empty()) throw Error(call.error);
+  bool listening = call.streaming;
+  while (true) {
+    call.changed.wait(lock, [&] { return !call.arrived.empty() || call.remaining == 0 || !call.error.empty(); });
+    if (!call.error.empty()) throw Error(call.error);
+    std::deque<Token> arrived;
+    arrived.swap(call.arrived);
+    if (listening && !arrived.empty()) {
+      lock.unlock();
+      for (const Token& token : arrived) {
+        if (!on_token(token)) {
+          listening = false;  // the listener has gone: stop the rest
+          abort_ids(ids);
+          break;
+        }
+      }
+      lock.lock();
+    }
+    if (call.remaining == 0 && call.arrived.empty()) break;
+  }
 
   GenerationOutput out;
   for (std::optional<RequestOutput>& output : call.outputs) {
@@ -87,16 +112,20 @@ void RequestDriver::abort_all() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [id, owner] : owners_) ids.push_back(id);
   }
+  abort_ids(ids);
+}
+
+void RequestDriver::abort_ids(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) {
     std::optional<RequestOutput> out = engine_.abort(id);
-    if (!out) continue;  // finished meanwhile: the stepping thread delivers it
+    if (!out) continue;  // finished meanwhile (or never known): the stepping thread delivers it
     std::lock_guard<std::mutex> lock(mutex_);
     auto owner = owners_.find(id);
     if (owner == owners_.end()) continue;
     auto [call, index] = owner->second;
     call->outputs[index] = std::move(*out);
     owners_.erase(owner);
-    if (--call->remaining == 0) call->done.notify_all();
+    if (--call->remaining == 0) call->changed.notify_all();
   }
 }
 
@@ -104,7 +133,7 @@ void RequestDriver::fail_all(const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [id, owner] : owners_) {
     owner.first->error = why;
-    owner.first->done.notify_all();
+    owner.first->changed.notify_all();
   }
   owners_.clear();
 }
@@ -124,13 +153,27 @@ void RequestDriver::run() {
       continue;
     }
     std::unique_lock<std::mutex> lock(mutex_);
+    std::unordered_map<std::string, FinishReason> finishing;
+    for (const RequestOutput& finished : out.finished) finishing.emplace(finished.id, finished.finish_reason);
+    for (const TokenDelta& delta : out.deltas) {
+      auto owner = owners_.find(delta.id);
+      if (owner == owners_.end() || !owner->second.first->streaming) continue;
+      auto [call, index] = owner->second;
+      for (size_t t = 0; t < delta.tokens.size(); ++t) {
+        Token token{index, delta.tokens.token_ids[t], delta.tokens.logprobs[t], std::nullopt};
+        auto finish = finishing.find(delta.id);
+        if (t + 1 == delta.tokens.size() && finish != finishing.end()) token.finish = finish->second;
+        call->arrived.push_back(token);
+      }
+      call->changed.notify_all();
+    }
     for (RequestOutput& finished : out.finished) {
       auto owner = owners_.find(finished.id);
       if (owner == owners_.end()) continue;
       auto [call, index] = owner->second;
       call->outputs[index] = std::move(finished);
       owners_.erase(owner);
-      if (--call->remaining == 0) call->done.notify_all();
+      if (--call->remaining == 0) call->changed.notify_all();
     }
     // Owners registered but not yet submitted: wait briefly instead of spinning.
     if (out.deltas.empty() && !owners_.empty()) work_.wait_for(lock, std::chrono::milliseconds(1));

@@ -6,8 +6,10 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -25,11 +27,24 @@ class RequestDriver {
   RequestDriver(const RequestDriver&) = delete;
   RequestDriver& operator=(const RequestDriver&) = delete;
 
+  // A token as it arrives: sample `sample` (prompt-major index) sampled `id`;
+  // `finish` is set on the sample's last token.
+  struct Token {
+    std::size_t sample = 0;
+    int32_t id = 0;
+    float logprob = 0;
+    std::optional<FinishReason> finish;
+  };
+
   // prompts x n requests (each sample of a seeded call on a stream of its own), waited
-  // for; prompt-major, as InferenceEngine::generate. Throws what submit()
-  // throws (ValueError, OverloadedError), with none of the call's requests left
-  // running, and Error when stepping the engine failed.
-  GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling);
+  // for; prompt-major, as InferenceEngine::generate. `on_token`, when given,
+  // runs on the calling thread for every token as it arrives (in order within
+  // a sample); returning false aborts the call's requests (a client that has
+  // gone). Throws what submit() throws (ValueError, OverloadedError), with
+  // none of the call's requests left running, and Error when stepping the
+  // engine failed.
+  GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling,
+                            const std::function<bool(const Token&)>& on_token = {});
 
   // Ends every request in flight now (finish reason abort): vLLM's /pause?mode=abort.
   void abort_all();
@@ -38,6 +53,7 @@ class RequestDriver {
   struct Call;
   void run();
   void fail_all(const std::string& why);
+  void abort_ids(const std::vector<std::string>& ids);
 
   GeneratesRequests& engine_;
   std::mutex mutex_;

@@ -47,6 +47,15 @@ void reuse_address_only(socket_t sock) {
 
 void reply(httplib::Response& res, const ApiResponse& answer) {
   res.status = answer.status;
+  if (answer.live) {
+    // Events written as they are produced; a failed write (the client has gone) ends it.
+    res.set_chunked_content_provider("text/event-stream", [live = answer.live](std::size_t, httplib::DataSink& sink) {
+      live([&sink](const std::string& event) { return sink.write(event.data(), event.size()); });
+      sink.done();
+      return true;
+    });
+    return;
+  }
   if (answer.events.empty()) {
     res.set_content(answer.body, kJson);
     return;

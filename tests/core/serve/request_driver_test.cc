@@ -58,7 +58,12 @@ class ScriptedRequests final : public rlcore::GeneratesRequests {
       r.tokens.token_ids.push_back(token);
       r.tokens.logprobs.push_back(-0.5f);
       r.tokens.weight_versions.push_back(3);
-      out.deltas.push_back({it->first, {}});
+      rlcore::TokenDelta delta;
+      delta.id = it->first;
+      delta.tokens.token_ids = {token};
+      delta.tokens.logprobs = {-0.5f};
+      delta.tokens.weight_versions = {3};
+      out.deltas.push_back(std::move(delta));
       if (static_cast<int64_t>(r.tokens.size()) >= r.request.sampling.max_tokens) {
         out.finished.push_back(output(it->first, r, FinishReason::kLength));
         it = running_.erase(it);
@@ -210,4 +215,33 @@ TEST_CASE("every sample of a seeded call gets a seed of its own, reproducibly", 
     CHECK(seeds[k] >= 0);
     CHECK(distinct.count(seeds[k]) == 0);
   }
+}
+
+TEST_CASE("streamed tokens reach the caller as they come; a caller that stops listening aborts its requests",
+          "[serve][driver]") {
+  ScriptedRequests engine;
+  RequestDriver driver(engine);
+  std::vector<std::pair<size_t, int32_t>> seen;
+  const rlcore::GenerationOutput out = driver.generate({{10}, {20}}, tokens(3), [&](const RequestDriver::Token& token) {
+    seen.emplace_back(token.sample, token.id);
+    CHECK(token.finish.has_value() == (token.id % 10 == 2));  // the third token is each sample's last
+    return true;
+  });
+  std::vector<int32_t> first, second;
+  for (const auto& [sample, id] : seen) (sample == 0 ? first : second).push_back(id);
+  CHECK(first == std::vector<int32_t>{10, 11, 12});
+  CHECK(second == std::vector<int32_t>{20, 21, 22});
+  CHECK(out.token_ids[1] == second);
+
+  // A client that disconnects after three tokens: its endless requests stop.
+  size_t heard = 0;
+  const rlcore::GenerationOutput cut = driver.generate({{1}, {2}}, tokens(1000000), [&](const RequestDriver::Token&) {
+    return ++heard < 3;
+  });
+  CHECK(heard == 3);
+  REQUIRE(cut.finish_reasons.size() == 2);
+  CHECK(cut.finish_reasons[0] == FinishReason::kAbort);
+  CHECK(cut.finish_reasons[1] == FinishReason::kAbort);
+  CHECK(cut.token_ids[0].size() < 1000000);
+  CHECK(engine.load().running == 0);
 }

@@ -305,3 +305,35 @@ TEST_CASE("streamed tokens come step by step, samples interleaved, each sample's
   CHECK(tokens[3].text == "");
   CHECK(tokens[5].text == a);
 }
+
+TEST_CASE("a live stream fed token by token sends the events of the finished answer", "[serve][stream]") {
+  rlcore::Registry registry;
+  auto engine = rlcore_test::make_scripted_engine(registry);
+  const ServedModel model = rlcore_test::test_model();
+  for (const char* body :
+       {R"({"prompt": ["Question: 1", "Question: 22"], "n": 2, "max_tokens": 6, "stream": true, "logprobs": 0,
+            "return_token_ids": true, "stream_options": {"include_usage": true}})",
+        R"({"prompt": "Question: 1", "max_tokens": 10, "stream": true})"}) {
+    INFO(body);
+    const CompletionRequest request = parse_completion_request(json::parse(body));
+    const PreparedCompletion prepared = prepare_completion(request, model);
+    const rlcore::GenerationOutput output = engine->generate(prepared.prompt_token_ids, prepared.sampling);
+    const std::vector<std::string> whole = build_completion_stream(request, prepared, output, model, "cmpl-1", 7);
+
+    // The same tokens as an engine that runs requests hands them over: step by step.
+    LiveStream live(completion_stream_encoder(request, prepared, model, "cmpl-1", 7), request, prepared, model);
+    std::vector<std::string> events = live.begin();
+    std::size_t longest = 0;
+    for (const auto& ids : output.token_ids) longest = std::max(longest, ids.size());
+    for (std::size_t t = 0; t < longest; ++t) {
+      for (std::size_t k = 0; k < output.token_ids.size(); ++k) {
+        if (t >= output.token_ids[k].size()) continue;
+        const bool last = t + 1 == output.token_ids[k].size();
+        events.push_back(live.token(k, output.token_ids[k][t], output.logprobs[k][t],
+                                    last ? std::optional(output.finish_reasons[k]) : std::nullopt));
+      }
+    }
+    for (std::string& event : live.end()) events.push_back(std::move(event));
+    CHECK(events == whole);
+  }
+}

@@ -4,6 +4,7 @@
 // generation is serialised onto the engine. Everything else runs concurrently.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -24,6 +25,9 @@ struct ApiResponse {
   // A streamed answer (`"stream": true`): server-sent events, sent in order
   // as text/event-stream instead of `body`.
   std::vector<std::string> events;
+  // A streamed answer produced while it is sent: `live(write)` writes each
+  // event as it is ready; write returns false once the client has gone.
+  std::function<void(const std::function<bool(const std::string&)>& write)> live;
 };
 
 class RLCORE_API OpenAiApi {
@@ -57,6 +61,12 @@ class RLCORE_API OpenAiApi {
  private:
   // One generation, with the engine to itself.
   GenerationOutput generate(const PreparedCompletion& prepared);
+  // A streamed answer whose events are sent as the engine samples the tokens
+  // (the engine runs requests); `encoder(request, prepared)` shapes the route's chunks.
+  using EncoderFactory =
+      std::function<std::unique_ptr<class StreamEncoder>(const CompletionRequest&, const PreparedCompletion&)>;
+  ApiResponse live_stream(const char* route, CompletionRequest request, PreparedCompletion prepared,
+                          EncoderFactory encoder);
 
   std::shared_ptr<InferenceEngine> engine_;
   ServedModel model_;

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "rlcore/core/serve/requests.h"
+#include "rlcore/core/serve/stream.h"
 #include "rlcore/core/serve/served_model.h"
 #include "rlcore/export.h"
 #include "rlcore/inference_engine.h"
@@ -52,5 +54,10 @@ RLCORE_API nlohmann::json build_chat_response(const ChatRequest& request, const 
 RLCORE_API std::vector<std::string> build_chat_stream(const ChatRequest& request, const PreparedCompletion& prepared,
                                                       const GenerationOutput& output, const ServedModel& model,
                                                       const std::string& id, int64_t created);
+// The chat.completion.chunk shapes, for a LiveStream (`options`: the chat
+// request's completion part; the encoder keeps references to its arguments).
+RLCORE_API std::unique_ptr<StreamEncoder> chat_stream_encoder(const CompletionRequest& options,
+                                                              const ServedModel& model, const std::string& id,
+                                                              int64_t created);
 
 }  // namespace rlcore::serve

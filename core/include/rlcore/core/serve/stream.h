@@ -1,13 +1,15 @@
 // Streamed answers (`"stream": true`): server-sent events as vLLM sends them,
 // `data: <chunk JSON>\n\n` per token and choice, then `data: [DONE]\n\n`.
-// rlcore's engines return a whole generation at once, so the chunks are cut
-// from it after it finishes: the framing, fields and the concatenated text are
-// vLLM's, the timing is not token by token. The framing, the error ending and
-// the token order are the routes' common part; each route shapes its chunks.
+// With an engine that runs requests, each token's event is sent as the token
+// is sampled (LiveStream); otherwise the chunks are cut from the finished
+// generation. Either way a route's StreamEncoder shapes its chunks; the
+// framing, the error ending, the text deltas and the token order are shared.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,52 @@ struct StreamedToken {
 RLCORE_API std::vector<StreamedToken> streamed_tokens(const GenerationOutput& output,
                                                       const std::vector<std::vector<int32_t>>& shown_ids,
                                                       const Tokenizer& tokenizer, bool skip_special_tokens);
+
+// One route's chunks, token by token.
+class RLCORE_API StreamEncoder {
+ public:
+  virtual ~StreamEncoder();
+  // The events before any token (chat: every choice announces the assistant role).
+  virtual std::vector<std::string> begin(std::size_t samples) = 0;
+  // The event of token ids.back() of sample `sample` (ids: the sample's ids so
+  // far), the text it adds, and on the sample's last token its finish reason.
+  virtual std::string token(std::size_t sample, const std::vector<int32_t>& ids, float logprob,
+                            const std::string& text, std::optional<FinishReason> finish) = 0;
+  // With include_usage a chunk with no choices carrying `usage`; then [DONE].
+  virtual std::vector<std::string> end(const nlohmann::json& usage) = 0;
+};
+
+// Every event of a finished generation, tokens in streamed_tokens() order.
+RLCORE_API std::vector<std::string> encode_stream(StreamEncoder& encoder, const CompletionRequest& request,
+                                                  const PreparedCompletion& prepared, const GenerationOutput& output,
+                                                  const ServedModel& model);
+
+// Encodes tokens as they arrive (in any order across samples, in order
+// within one): the text of each sample held back while it ends inside a UTF-8
+// character, a stop token that vLLM leaves out of the text adding none.
+// Keeps references to its arguments.
+class RLCORE_API LiveStream {
+ public:
+  LiveStream(std::unique_ptr<StreamEncoder> encoder, const CompletionRequest& request,
+             const PreparedCompletion& prepared, const ServedModel& model);
+  std::vector<std::string> begin();
+  std::string token(std::size_t sample, int32_t id, float logprob, std::optional<FinishReason> finish);
+  std::vector<std::string> end();  // usage from what arrived
+
+ private:
+  std::unique_ptr<StreamEncoder> encoder_;
+  const CompletionRequest& request_;
+  const PreparedCompletion& prepared_;
+  const ServedModel& model_;
+  std::vector<std::vector<int32_t>> ids_;
+  std::vector<std::string> emitted_;  // each sample's text sent so far
+};
+
+// The text_completion chunk shapes (the encoder keeps references to its arguments).
+RLCORE_API std::unique_ptr<StreamEncoder> completion_stream_encoder(const CompletionRequest& request,
+                                                                    const PreparedCompletion& prepared,
+                                                                    const ServedModel& model, const std::string& id,
+                                                                    int64_t created);
 
 // POST /v1/completions: one text_completion chunk per generated token and
 // choice (the last chunk of a choice carrying finish_reason and stop_reason),
