@@ -34,6 +34,8 @@ void OpenAiApi::abort_generations() {
   if (driver_) driver_->abort_all();
 }
 
+bool OpenAiApi::abort_generation(const std::string& id) { return driver_ && driver_->abort_tag(id) > 0; }
+
 ApiResponse OpenAiApi::completions(const std::string& body) {
   return answer("/v1/completions", [&] {
     const CompletionRequest request = parse_completion_request(parse_json_object(body), limits_);
@@ -42,17 +44,17 @@ ApiResponse OpenAiApi::completions(const std::string& body) {
     const std::string id = make_completion_id();
     const auto created = static_cast<int64_t>(std::time(nullptr));
     if (request.stream && driver_) {
-      return live_stream("/v1/completions", request, prepared, [this, id, created](const auto& r, const auto& p) {
+      return live_stream("/v1/completions", id, request, prepared, [this, id, created](const auto& r, const auto& p) {
         return completion_stream_encoder(r, p, model_, id, created);
       });
     }
     const GateTicket ticket(gate_);  // a paused server refuses (503) before a stream begins
     if (request.stream) {
       return answer_stream("/v1/completions", [&] {
-        return build_completion_stream(request, prepared, generate(prepared), model_, id, created);
+        return build_completion_stream(request, prepared, generate(prepared, id), model_, id, created);
       });
     }
-    return ok(build_completion_response(request, prepared, generate(prepared), model_, id, created));
+    return ok(build_completion_response(request, prepared, generate(prepared, id), model_, id, created));
   });
 }
 
@@ -67,7 +69,7 @@ ApiResponse OpenAiApi::chat_completions(const std::string& body) {
     const std::string id = make_chat_completion_id();
     const auto created = static_cast<int64_t>(std::time(nullptr));
     if (request.completion.stream && driver_) {
-      return live_stream("/v1/chat/completions", request.completion, prepared,
+      return live_stream("/v1/chat/completions", id, request.completion, prepared,
                          [this, id, created](const auto& r, const auto&) {
                            return chat_stream_encoder(r, model_, id, created);
                          });
@@ -75,41 +77,44 @@ ApiResponse OpenAiApi::chat_completions(const std::string& body) {
     const GateTicket ticket(gate_);
     if (request.completion.stream) {
       return answer_stream("/v1/chat/completions", [&] {
-        return build_chat_stream(request, prepared, generate(prepared), model_, id, created);
+        return build_chat_stream(request, prepared, generate(prepared, id), model_, id, created);
       });
     }
-    return ok(build_chat_response(request, prepared, generate(prepared), model_, id, created));
+    return ok(build_chat_response(request, prepared, generate(prepared, id), model_, id, created));
   });
 }
 
-GenerationOutput OpenAiApi::generate(const PreparedCompletion& prepared) {
+GenerationOutput OpenAiApi::generate(const PreparedCompletion& prepared, const std::string& id) {
   if (driver_) {
     std::shared_lock<std::shared_mutex> lock(engine_mutex_);
-    return driver_->generate(prepared.prompt_token_ids, prepared.sampling);
+    return driver_->generate(prepared.prompt_token_ids, prepared.sampling, {}, id);
   }
   std::unique_lock<std::shared_mutex> lock(engine_mutex_);
   return engine_->generate(prepared.prompt_token_ids, prepared.sampling);
 }
 
-ApiResponse OpenAiApi::live_stream(const char* route, CompletionRequest request, PreparedCompletion prepared,
-                                   EncoderFactory encoder) {
+ApiResponse OpenAiApi::live_stream(const char* route, const std::string& id, CompletionRequest request,
+                                   PreparedCompletion prepared, EncoderFactory encoder) {
   // Held until the last event is written: a paused server refuses (503) before the stream begins.
   auto ticket = std::make_shared<GateTicket>(gate_);
   auto engine = std::make_shared<std::shared_lock<std::shared_mutex>>(engine_mutex_);
   auto state = std::make_shared<std::pair<CompletionRequest, PreparedCompletion>>(std::move(request),
                                                                                   std::move(prepared));
   ApiResponse response;
-  response.live = [this, route, ticket, engine, state,
+  response.live = [this, route, id, ticket, engine, state,
                    encoder = std::move(encoder)](const std::function<bool(const std::string&)>& write) {
     const auto& [request, prepared] = *state;
     LiveStream stream(encoder(request, prepared), request, prepared, model_);
     bool open = true;
     for (const std::string& event : stream.begin()) open = open && write(event);
     try {
-      driver_->generate(prepared.prompt_token_ids, prepared.sampling, [&](const RequestDriver::Token& token) {
-        open = open && write(stream.token(token.sample, token.id, token.logprob, token.finish));
-        return open;  // false: the client has gone, its requests are aborted
-      });
+      driver_->generate(
+          prepared.prompt_token_ids, prepared.sampling,
+          [&](const RequestDriver::Token& token) {
+            open = open && write(stream.token(token.sample, token.id, token.logprob, token.finish));
+            return open;  // false: the client has gone, its requests are aborted
+          },
+          id);
     } catch (...) {
       const ApiResponse failure = answer(route, [] () -> ApiResponse { std::rethrow_exception(std::current_exception()); });
       for (const std::string& event : stream_error_events(failure.body)) open = open && write(event);

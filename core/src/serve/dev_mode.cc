@@ -129,6 +129,22 @@ ApiResponse DevModeApi::pause(const std::string& mode) {
   });
 }
 
+ApiResponse DevModeApi::abort_request(const std::string& body) {
+  return answer("/abort_request", [&] {
+    const json fields = parse_json_object(body.empty() ? "{}" : body);
+    const json rid = fields.value("rid", json(""));
+    const json all = fields.value("abort_all", json(false));
+    if (!rid.is_string()) throw bad_request("rid must be a string", "rid");
+    if (!all.is_boolean()) throw bad_request("abort_all must be a boolean", "abort_all");
+    if (all.get<bool>()) {
+      api_->abort_generations();
+    } else if (!rid.get<std::string>().empty()) {
+      api_->abort_generation(rid.get<std::string>());
+    }
+    return ApiResponse{200, ""};
+  });
+}
+
 ApiResponse DevModeApi::resume() {
   api_->gate().resume();
   return ok({{"status", "resumed"}});

@@ -26,6 +26,7 @@ struct RequestDriver::Call {
   size_t remaining = 0;
   std::string error;  // set when stepping failed
   bool streaming = false;
+  std::string tag;
   std::deque<Token> arrived;  // streamed tokens not yet handed to on_token
   std::condition_variable changed;
 };
@@ -44,8 +45,9 @@ RequestDriver::~RequestDriver() {
 
 GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>& prompts,
                                          const SamplingParams& sampling,
-                                         const std::function<bool(const Token&)>& on_token) {
+                                         const std::function<bool(const Token&)>& on_token, const std::string& tag) {
   Call call;
+  call.tag = tag;
   const size_t count = prompts.size() * static_cast<size_t>(sampling.n);
   call.outputs.resize(count);
   call.remaining = count;
@@ -113,6 +115,18 @@ void RequestDriver::abort_all() {
     for (const auto& [id, owner] : owners_) ids.push_back(id);
   }
   abort_ids(ids);
+}
+
+size_t RequestDriver::abort_tag(const std::string& tag) {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, owner] : owners_) {
+      if (owner.first->tag == tag) ids.push_back(id);
+    }
+  }
+  abort_ids(ids);
+  return ids.size();
 }
 
 void RequestDriver::abort_ids(const std::vector<std::string>& ids) {

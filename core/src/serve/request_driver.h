@@ -43,11 +43,14 @@ class RequestDriver {
   // gone). Throws what submit() throws (ValueError, OverloadedError), with
   // none of the call's requests left running, and Error when stepping the
   // engine failed.
+  // `tag` names the call for abort_tag() (the completion's id).
   GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling,
-                            const std::function<bool(const Token&)>& on_token = {});
+                            const std::function<bool(const Token&)>& on_token = {}, const std::string& tag = "");
 
   // Ends every request in flight now (finish reason abort): vLLM's /pause?mode=abort.
   void abort_all();
+  // Ends the requests of the calls tagged `tag`; returns how many were running or waiting.
+  size_t abort_tag(const std::string& tag);
 
  private:
   struct Call;

@@ -110,6 +110,7 @@ void Server::Impl::add_dev_routes(DevModeApi& dev) {
             [&dev](const Req& req, Res& res) { reply(res, dev.update_weight_version(req.body)); });
   http.Get("/weight_info", [&dev](const Req&, Res& res) { reply(res, dev.weight_info()); });
   // SGLang.
+  http.Post("/abort_request", [&dev](const Req& req, Res& res) { reply(res, dev.abort_request(req.body)); });
   http.Post("/update_weights_from_disk",
             [&dev](const Req& req, Res& res) { reply(res, dev.update_weights_from_disk(req.body)); });
   http.Post("/release_memory_occupation",

@@ -220,3 +220,46 @@ TEST_CASE("pause with mode abort ends the generations in flight first; wait and 
     gate.resume();
   }
 }
+
+TEST_CASE("SGLang's /abort_request ends a completion by its id, or all of them", "[serve][dev_mode]") {
+  auto engine = std::make_shared<rlcore_test::ScriptedRequests>(0, /*stall_after_first_token=*/true);
+  RunningServer server(engine, {}, true);
+  // A streamed completion that would run for long: its first chunk names it.
+  std::string first_id;
+  std::mutex mutex;
+  std::condition_variable named;
+  std::string stream;
+  std::thread client([&] {
+    httplib::Request request;
+    request.method = "POST";
+    request.path = "/v1/completions";
+    request.body = R"({"prompt": [5, 6], "max_tokens": 50, "stream": true, "ignore_eos": true})";
+    request.set_header("Content-Type", "application/json");
+    request.content_receiver = [&](const char* data, std::size_t size, uint64_t, uint64_t) {
+      std::lock_guard<std::mutex> lock(mutex);
+      stream.append(data, size);
+      const std::size_t at = stream.find("\"id\":\"");
+      if (first_id.empty() && at != std::string::npos) {
+        first_id = stream.substr(at + 6, stream.find('"', at + 6) - at - 6);
+        named.notify_all();
+      }
+      return true;
+    };
+    server.client().send(request);
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    INFO(stream);
+    REQUIRE(named.wait_for(lock, std::chrono::seconds(30), [&] { return !first_id.empty(); }));
+  }
+  CHECK_THAT(first_id, Catch::StartsWith("cmpl-"));
+  CHECK(post(server, "/abort_request", {{"rid", "cmpl-not-this-one"}}, 200).is_null());
+  CHECK(engine->load().running == 1);
+  CHECK(post(server, "/abort_request", {{"rid", first_id}}, 200).is_null());
+  client.join();
+  CHECK(engine->load().running == 0);
+  CHECK_THAT(stream, Catch::EndsWith("data: [DONE]\n\n"));
+  CHECK(post(server, "/abort_request", {{"rid", 5}}, 400)["param"] == "rid");
+  CHECK(post(server, "/abort_request", {{"abort_all", "yes"}}, 400)["param"] == "abort_all");
+  CHECK(post(server, "/abort_request", {{"abort_all", true}}, 200).is_null());
+}

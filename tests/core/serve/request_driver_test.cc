@@ -13,7 +13,6 @@
 #include <mutex>
 #include <thread>
 
-#include "rlcore/capabilities.h"
 #include "rlcore/error.h"
 #include "serve/request_driver.h"
 
@@ -25,108 +24,6 @@ using rlcore::serve::RequestDriver;
 
 namespace {
 
-// Every running request gets token (prompt[0] + its position) per step and
-// finishes at max_tokens. step() holds the first step back until
-// `hold_until_running` requests have been submitted (or 10 s passed), so
-// concurrent callers are known to meet in one batch.
-class ScriptedRequests final : public rlcore::GeneratesRequests {
- public:
-  explicit ScriptedRequests(size_t hold_until_running = 0) : hold_(hold_until_running) {}
-
-  void submit(GenerationRequest request) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (request.prompt_ids.empty()) throw rlcore::ValueError("request '" + request.id + "': the prompt is empty");
-    if (request.prompt_ids[0] == 999) throw rlcore::OverloadedError("request '" + request.id + "': queue full");
-    running_.emplace(request.id, Running{request, {}});
-    seeds_.push_back(request.sampling.seed);
-    ++submitted_;
-    changed_.notify_all();
-  }
-
-  rlcore::StepOutput step() override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (hold_ > 0) {
-      changed_.wait_for(lock, std::chrono::seconds(10), [&] { return submitted_ >= hold_; });
-      hold_ = 0;
-    }
-    if (fail_) throw rlcore::Error("device lost");
-    rlcore::StepOutput out;
-    most_running_ = std::max(most_running_, running_.size());
-    for (auto it = running_.begin(); it != running_.end();) {
-      Running& r = it->second;
-      const auto token = static_cast<int32_t>(r.request.prompt_ids[0] + r.tokens.size());
-      r.tokens.token_ids.push_back(token);
-      r.tokens.logprobs.push_back(-0.5f);
-      r.tokens.weight_versions.push_back(3);
-      rlcore::TokenDelta delta;
-      delta.id = it->first;
-      delta.tokens.token_ids = {token};
-      delta.tokens.logprobs = {-0.5f};
-      delta.tokens.weight_versions = {3};
-      out.deltas.push_back(std::move(delta));
-      if (static_cast<int64_t>(r.tokens.size()) >= r.request.sampling.max_tokens) {
-        out.finished.push_back(output(it->first, r, FinishReason::kLength));
-        it = running_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    return out;
-  }
-
-  std::optional<RequestOutput> abort(const std::string& id) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = running_.find(id);
-    if (it == running_.end()) return std::nullopt;
-    RequestOutput out = output(id, it->second, FinishReason::kAbort);
-    running_.erase(it);
-    return out;
-  }
-
-  rlcore::GenerationLoad load() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    rlcore::GenerationLoad load;
-    load.running = static_cast<int64_t>(running_.size());
-    return load;
-  }
-
-  size_t most_running() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return most_running_;
-  }
-  std::vector<int64_t> seeds() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return seeds_;
-  }
-  void fail_steps() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    fail_ = true;
-  }
-
- private:
-  struct Running {
-    GenerationRequest request;
-    rlcore::GeneratedTokens tokens;
-  };
-  static RequestOutput output(const std::string& id, const Running& r, FinishReason reason) {
-    RequestOutput out;
-    out.id = id;
-    out.generated = r.tokens;
-    out.finish_reason = reason;
-    out.seed = r.request.sampling.seed;
-    return out;
-  }
-
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<std::string, Running> running_;
-  size_t hold_;
-  size_t submitted_ = 0;
-  size_t most_running_ = 0;
-  std::vector<int64_t> seeds_;
-  bool fail_ = false;
-};
-
 SamplingParams tokens(int64_t max_tokens, int64_t n = 1) {
   SamplingParams sampling;
   sampling.max_tokens = max_tokens;
@@ -137,7 +34,7 @@ SamplingParams tokens(int64_t max_tokens, int64_t n = 1) {
 }  // namespace
 
 TEST_CASE("concurrent calls share the engine's steps and get their own answers", "[serve][driver]") {
-  ScriptedRequests engine(/*hold_until_running=*/4);
+  rlcore_test::ScriptedRequests engine(/*hold_until_running=*/4);
   RequestDriver driver(engine);
   std::vector<std::future<rlcore::GenerationOutput>> calls;
   for (int32_t c = 0; c < 4; ++c) {
@@ -159,7 +56,7 @@ TEST_CASE("concurrent calls share the engine's steps and get their own answers",
 }
 
 TEST_CASE("n samples of several prompts come back prompt-major", "[serve][driver]") {
-  ScriptedRequests engine;
+  rlcore_test::ScriptedRequests engine;
   RequestDriver driver(engine);
   const rlcore::GenerationOutput out = driver.generate({{10}, {20}}, tokens(2, 3));
   REQUIRE(out.token_ids.size() == 6);
@@ -167,7 +64,7 @@ TEST_CASE("n samples of several prompts come back prompt-major", "[serve][driver
 }
 
 TEST_CASE("abort_all ends the calls in flight with finish reason abort", "[serve][driver]") {
-  ScriptedRequests engine;
+  rlcore_test::ScriptedRequests engine;
   RequestDriver driver(engine);
   auto call = std::async(std::launch::async, [&] { return driver.generate({{1}, {2}}, tokens(1000000)); });
   while (engine.load().running < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -180,7 +77,7 @@ TEST_CASE("abort_all ends the calls in flight with finish reason abort", "[serve
 }
 
 TEST_CASE("a refused submit fails its call alone and leaves nothing running", "[serve][driver]") {
-  ScriptedRequests engine;
+  rlcore_test::ScriptedRequests engine;
   RequestDriver driver(engine);
   CHECK_THROWS_AS(driver.generate({{1}, {}}, tokens(2)), rlcore::ValueError);
   CHECK_THROWS_AS(driver.generate({{1}, {999}}, tokens(2)), rlcore::OverloadedError);
@@ -189,7 +86,7 @@ TEST_CASE("a refused submit fails its call alone and leaves nothing running", "[
 }
 
 TEST_CASE("a failing step fails the calls in flight with its message", "[serve][driver]") {
-  ScriptedRequests engine;
+  rlcore_test::ScriptedRequests engine;
   engine.fail_steps();
   RequestDriver driver(engine);
   CHECK_THAT(rlcore_test::error_of<rlcore::Error>([&] { driver.generate({{1}}, tokens(2)); }),
@@ -197,7 +94,7 @@ TEST_CASE("a failing step fails the calls in flight with its message", "[serve][
 }
 
 TEST_CASE("every sample of a seeded call gets a seed of its own, reproducibly", "[serve][driver]") {
-  ScriptedRequests engine;
+  rlcore_test::ScriptedRequests engine;
   RequestDriver driver(engine);
   SamplingParams seeded = tokens(1, 3);
   seeded.seed = 5;
@@ -219,7 +116,7 @@ TEST_CASE("every sample of a seeded call gets a seed of its own, reproducibly", 
 
 TEST_CASE("streamed tokens reach the caller as they come; a caller that stops listening aborts its requests",
           "[serve][driver]") {
-  ScriptedRequests engine;
+  rlcore_test::ScriptedRequests engine;
   RequestDriver driver(engine);
   std::vector<std::pair<size_t, int32_t>> seen;
   const rlcore::GenerationOutput out = driver.generate({{10}, {20}}, tokens(3), [&](const RequestDriver::Token& token) {

@@ -11,12 +11,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "rlcore/capabilities.h"
 #include "rlcore/inference_engine.h"
 #include <catch2/catch.hpp>
 #include "../../common/error_of.h"
@@ -26,6 +30,7 @@
 #include "rlcore/core/serve/api.h"
 #include "rlcore/core/serve/server.h"
 #include "rlcore/core/serve/served_model.h"
+#include "rlcore/error.h"
 #include "rlcore/options.h"
 #include "rlcore/registry.h"
 #include "rlcore/tokenizer.h"
@@ -182,6 +187,128 @@ class RunningServer {
   int port_;
   bool served_cleanly_ = false;
   std::thread thread_;
+};
+
+// A request-level engine for the serve tests: every running request gets
+// token (prompt[0] + its position) per step and finishes at max_tokens.
+// step() holds the first step back until `hold_until_running` requests have
+// been submitted (or 10 s passed), so concurrent callers are known to meet in
+// one batch; with stall_after_first_token, a step after a request's first
+// token waits (up to 10 s) until something is aborted. generate() is refused:
+// everything goes through requests.
+class ScriptedRequests : public rlcore::InferenceEngine, public rlcore::GeneratesRequests {
+ public:
+  explicit ScriptedRequests(size_t hold_until_running = 0, bool stall_after_first_token = false)
+      : hold_(hold_until_running), stall_(stall_after_first_token) {}
+
+  rlcore::GenerationOutput generate(const std::vector<std::vector<int32_t>>&, const rlcore::SamplingParams&) override {
+    throw rlcore::Error("ScriptedRequests: generate() is not used when an engine runs requests");
+  }
+  std::vector<rlcore::WeightMeta> weight_meta() const override { return {}; }
+  void load_weights(const rlcore::NamedTensorList&, int64_t) override {}
+  int64_t weight_version() const override { return 3; }
+  void sleep() override {}
+  void wake_up() override {}
+
+  void submit(rlcore::GenerationRequest request) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (request.prompt_ids.empty()) throw rlcore::ValueError("request '" + request.id + "': the prompt is empty");
+    if (request.prompt_ids[0] == 999) throw rlcore::OverloadedError("request '" + request.id + "': queue full");
+    running_.emplace(request.id, Running{request, {}});
+    seeds_.push_back(request.sampling.seed);
+    ++submitted_;
+    changed_.notify_all();
+  }
+
+  rlcore::StepOutput step() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (hold_ > 0) {
+      changed_.wait_for(lock, std::chrono::seconds(10), [&] { return submitted_ >= hold_; });
+      hold_ = 0;
+    }
+    if (fail_) throw rlcore::Error("device lost");
+    if (stall_ && stepped_) changed_.wait_for(lock, std::chrono::seconds(10), [&] { return aborted_ > 0; });
+    stepped_ = stepped_ || !running_.empty();  // a step that gave a token
+    rlcore::StepOutput out;
+    most_running_ = std::max(most_running_, running_.size());
+    for (auto it = running_.begin(); it != running_.end();) {
+      Running& r = it->second;
+      const auto token = static_cast<int32_t>(r.request.prompt_ids[0] + r.tokens.size());
+      r.tokens.token_ids.push_back(token);
+      r.tokens.logprobs.push_back(-0.5f);
+      r.tokens.weight_versions.push_back(3);
+      rlcore::TokenDelta delta;
+      delta.id = it->first;
+      delta.tokens.token_ids = {token};
+      delta.tokens.logprobs = {-0.5f};
+      delta.tokens.weight_versions = {3};
+      out.deltas.push_back(std::move(delta));
+      if (static_cast<int64_t>(r.tokens.size()) >= r.request.sampling.max_tokens) {
+        out.finished.push_back(output(it->first, r, rlcore::FinishReason::kLength));
+        it = running_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return out;
+  }
+
+  std::optional<rlcore::RequestOutput> abort(const std::string& id) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = running_.find(id);
+    if (it == running_.end()) return std::nullopt;
+    rlcore::RequestOutput out = output(id, it->second, rlcore::FinishReason::kAbort);
+    running_.erase(it);
+    ++aborted_;
+    changed_.notify_all();
+    return out;
+  }
+
+  rlcore::GenerationLoad load() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    rlcore::GenerationLoad load;
+    load.running = static_cast<int64_t>(running_.size());
+    return load;
+  }
+
+  size_t most_running() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return most_running_;
+  }
+  std::vector<int64_t> seeds() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return seeds_;
+  }
+  void fail_steps() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fail_ = true;
+  }
+
+ private:
+  struct Running {
+    rlcore::GenerationRequest request;
+    rlcore::GeneratedTokens tokens;
+  };
+  static rlcore::RequestOutput output(const std::string& id, const Running& r, rlcore::FinishReason reason) {
+    rlcore::RequestOutput out;
+    out.id = id;
+    out.generated = r.tokens;
+    out.finish_reason = reason;
+    out.seed = r.request.sampling.seed;
+    return out;
+  }
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, Running> running_;
+  size_t hold_;
+  bool stall_;
+  bool stepped_ = false;
+  size_t aborted_ = 0;
+  size_t submitted_ = 0;
+  size_t most_running_ = 0;
+  std::vector<int64_t> seeds_;
+  bool fail_ = false;
 };
 
 // Sends `request` (raw HTTP/1.1 text, e.g. one httplib's client would not

@@ -253,11 +253,16 @@ TEST_CASE("with an API key every route needs 'Authorization: Bearer KEY'", "[ser
   check_error(client.Get("/nowhere"), 404, "NotFoundError", "Not Found: GET /nowhere");
 }
 
-TEST_CASE("engine failures: ValueError is a 400, anything else a 500", "[serve][server]") {
+TEST_CASE("engine failures: ValueError is a 400, a full queue a 503, anything else a 500", "[serve][server]") {
   {
     RunningServer server(std::make_shared<FailingEngine<rlcore::ValueError>>());
     check_error(server.client().Post("/v1/completions", R"({"prompt": "x"})", "application/json"), 400,
                 "BadRequestError", "engine says no");
+  }
+  {
+    RunningServer server(std::make_shared<FailingEngine<rlcore::OverloadedError>>());
+    check_error(server.client().Post("/v1/completions", R"({"prompt": "x"})", "application/json"), 503,
+                "ServiceUnavailableError", "engine says no");
   }
   {
     RunningServer server(std::make_shared<FailingEngine<std::runtime_error>>());

@@ -55,18 +55,21 @@ class RLCORE_API OpenAiApi {
   // Ends the generations in flight (finish reason abort) where the engine
   // runs requests; otherwise they run to their end. vLLM's /pause?mode=abort.
   void abort_generations();
+  // Ends the generation of completion `id` (its "cmpl-..." / "chatcmpl-..." id)
+  // where the engine runs requests; false when none of its requests is in flight.
+  bool abort_generation(const std::string& id);
   // Whether completions are taken (vLLM's /pause and /resume).
   GenerationGate& gate() { return gate_; }
 
  private:
   // One generation, with the engine to itself.
-  GenerationOutput generate(const PreparedCompletion& prepared);
+  GenerationOutput generate(const PreparedCompletion& prepared, const std::string& id);
   // A streamed answer whose events are sent as the engine samples the tokens
   // (the engine runs requests); `encoder(request, prepared)` shapes the route's chunks.
   using EncoderFactory =
       std::function<std::unique_ptr<class StreamEncoder>(const CompletionRequest&, const PreparedCompletion&)>;
-  ApiResponse live_stream(const char* route, CompletionRequest request, PreparedCompletion prepared,
-                          EncoderFactory encoder);
+  ApiResponse live_stream(const char* route, const std::string& id, CompletionRequest request,
+                          PreparedCompletion prepared, EncoderFactory encoder);
 
   std::shared_ptr<InferenceEngine> engine_;
   ServedModel model_;

@@ -39,6 +39,9 @@ class RLCORE_API DevModeApi {
   ApiResponse release_memory_occupation(const std::string& body);
   ApiResponse resume_memory_occupation(const std::string& body);
   ApiResponse model_info() const;
+  // {"rid": "<completion id>"} ends that completion's requests, {"abort_all": true} every one
+  // (where the engine runs requests); 200 with an empty body either way, as SGLang.
+  ApiResponse abort_request(const std::string& body);
 
  private:
   // Checks the whole directory against the engine's parameters, then loads it.
