@@ -33,23 +33,8 @@ params=$(python3 -c "import json,sys; c=json.load(open(sys.argv[1])); print(c['h
 echo "machine: $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u '+%Y-%m-%d %H:%M UTC'); load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "model: qwen2 $size (hidden, layers, vocab: $params), fp32, $max_tokens greedy tokens per request (ignore_eos)"
 
-pid=
-stop_server() { if [[ -n $pid ]]; then kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=; fi; }
-trap stop_server EXIT
-start_server() {  # engine options...
-  local log=$work/serve.log
-  "$build_dir/bin/rlcore" serve --model "$model" --port 0 --plugins "$build_dir/plugins" --log-level warn "$@" \
-    >"$log" 2>&1 &
-  pid=$!
-  server=
-  for _ in $(seq 600); do
-    server=$(grep -o 'listening on http://[0-9.:]*' "$log" | sed 's/listening on //' || true)
-    [[ -n $server ]] && return 0
-    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "run_serve_concurrency_bench.sh: rlcore serve did not start" >&2; cat "$log" >&2; exit 1
-}
+source "$repo/bench/serve_process.sh"
+trap stop_serve EXIT
 
 # Prints "N seconds" per client count: N threads post at once, timed to the last answer.
 measure() {
@@ -75,12 +60,13 @@ for n in counts:
 PY
 }
 
-start_server
+serve_args=(--model "$model" --plugins "$build_dir/plugins" --log-level warn)
+start_serve "$work/serve.log" "${serve_args[@]}"
 continuous=$(measure)
-stop_server
-start_server max_num_seqs=1
+stop_serve
+start_serve "$work/serve.log" "${serve_args[@]}" max_num_seqs=1
 serial=$(measure)
-stop_server
+stop_serve
 
 python3 - "$continuous" "$serial" <<'PY'
 import sys

@@ -33,18 +33,9 @@ mkdir -p "$work"
   "$build_dir/bin/rlcore" model init --arch llama --size "$size" --seed 0 --out "$model" --force >/dev/null
 echo "machine: $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/Mem:/ {print $2}') GiB"
 if [[ -z $server ]]; then
-  log=$work/serve.log
-  "$build_dir/bin/rlcore" serve --model "$model" --port 0 --dev-mode --plugins "$build_dir/plugins" \
-    --log-level warn >"$log" 2>&1 &
-  pid=$!
-  trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-  for _ in $(seq 600); do
-    server=$(grep -o 'listening on http://[0-9.:]*' "$log" | sed 's/listening on //' || true)
-    [[ -n $server ]] && break
-    kill -0 $pid 2>/dev/null || { cat "$log" >&2; exit 1; }
-    sleep 0.1
-  done
-  [[ -n $server ]] || { echo "run_vllm_bridge_bench.sh: rlcore serve did not start" >&2; cat "$log" >&2; exit 1; }
+  source "$repo/bench/serve_process.sh"
+  trap stop_serve EXIT
+  start_serve "$work/serve.log" --model "$model" --dev-mode --plugins "$build_dir/plugins" --log-level warn
 fi
 "$build_dir/bin/bench_vllm_bridge" --model "$model" --server "$server" --batches "$batches" \
   --max-tokens "$max_tokens" --weights-dir "$work/weights"

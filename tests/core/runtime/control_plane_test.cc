@@ -1,9 +1,8 @@
 // The control plane over real sockets in one process: admission by secret,
 // Batch round trips, refusal of strangers and garbage, heartbeat deadlines.
 #include "runtime_testing.h"
+#include "../../common/loopback_socket.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -222,13 +221,7 @@ TEST_CASE("garbage bytes on the controller port are ignored and the run continue
   std::string noise;
   for (int i = 0; i < 600; ++i) noise += static_cast<char>((i * 131 + 7) & 0xff);
   for (const std::string& junk : {http + noise, broken_greeting, noise}) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+    const int fd = rlcore_test::connect_loopback(port);
     REQUIRE(::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL) > 0);
     timeval wait{0, 200 * 1000};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));

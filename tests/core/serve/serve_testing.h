@@ -3,11 +3,6 @@
 // the built-in tokenizer.
 #pragma once
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -24,6 +19,7 @@
 #include "rlcore/inference_engine.h"
 #include <catch2/catch.hpp>
 #include "../../common/error_of.h"
+#include "../../common/loopback_socket.h"
 
 #include <httplib.h>
 
@@ -315,13 +311,7 @@ class ScriptedRequests : public rlcore::InferenceEngine, public rlcore::Generate
 // write) to 127.0.0.1:port and returns every byte of the answer, read until
 // the server closes the connection (send "Connection: close").
 inline std::string raw_http(int port, const std::string& request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  const int fd = connect_loopback(port);
   REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
   std::string bytes;
   char buffer[4096];
