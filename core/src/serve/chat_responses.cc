@@ -100,9 +100,7 @@ class ChatEncoder final : public StreamEncoder {
   }
 
   std::vector<std::string> end(const json& usage) override {
-    std::vector<std::string> events;
-    end_stream(events, options_.include_usage, chunk(json::array()), usage);
-    return events;
+    return end_stream(options_.include_usage, chunk(json::array()), usage);
   }
 
  private:

@@ -44,9 +44,7 @@ class CompletionEncoder final : public StreamEncoder {
   }
 
   std::vector<std::string> end(const json& usage) override {
-    std::vector<std::string> events;
-    end_stream(events, request_.include_usage, chunk(json::array()), usage);
-    return events;
+    return end_stream(request_.include_usage, chunk(json::array()), usage);
   }
 
  private:

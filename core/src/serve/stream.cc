@@ -24,13 +24,14 @@ std::string sse_data(const std::string& payload) { return "data: " + payload + "
 
 std::string sse_event(const nlohmann::json& chunk) { return sse_data(json_text(chunk)); }
 
-void end_stream(std::vector<std::string>& events, bool include_usage, nlohmann::json empty_chunk,
-                const nlohmann::json& usage) {
+std::vector<std::string> end_stream(bool include_usage, nlohmann::json empty_chunk, const nlohmann::json& usage) {
+  std::vector<std::string> events;
   if (include_usage) {
     empty_chunk["usage"] = usage;
     events.push_back(sse_event(empty_chunk));
   }
   events.push_back(kSseDone);
+  return events;
 }
 
 std::vector<std::string> stream_error_events(const std::string& error_json) {

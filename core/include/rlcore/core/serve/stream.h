@@ -31,8 +31,8 @@ RLCORE_API std::string sse_event(const nlohmann::json& chunk);
 
 // How every stream ends: with include_usage, `empty_chunk` (the route's chunk
 // with no choices) carrying `usage`; then [DONE].
-RLCORE_API void end_stream(std::vector<std::string>& events, bool include_usage, nlohmann::json empty_chunk,
-                           const nlohmann::json& usage);
+RLCORE_API std::vector<std::string> end_stream(bool include_usage, nlohmann::json empty_chunk,
+                                               const nlohmann::json& usage);
 
 // How a stream that fails after it has been accepted ends, as vLLM's: one
 // event {"error": <error_json>} (`error_json`: the body a non-streamed request
