@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the quickstart for several seeds (default 1 2 3) and prints a markdown table:
-# seed | SFT steps | SFT acc | GRPO acc | gain | wall time, plus the date and the machine's load.
+# Runs the quickstart for several seeds (default 1 2 3 4 5) and prints a markdown table:
+# seed | SFT steps | SFT acc | GRPO acc | gain | wall time | phases, the date, the machine's
+# load, and the smallest gain against the quickstart's promise (>= 20 points on every seed).
 #
 #   bash bench/quickstart_seeds.sh [SEED ...]      (runs go to runs/quickstart-seed-N)
 #
@@ -8,9 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=("$@")
-[ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
+[ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3 4 5)
 
 rows=()
+gains=()
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for seed in "${seeds[@]}"; do
   out=runs/quickstart-seed-$seed
@@ -25,6 +27,7 @@ for seed in "${seeds[@]}"; do
   phases=$(sed -n 's/^  phases (s): *//p' "$out.log")
   gain=$(python3 -c "print(f'{$grpo - $sft:+.1f}')")
   rows+=("| $seed | $sft_steps | $sft% | $grpo% | $gain | $wall | $phases |")
+  gains+=("$gain")
   echo "   SFT $sft% -> GRPO $grpo% ($gain points) in $wall"
 done
 
@@ -35,3 +38,10 @@ echo
 echo "| seed | SFT steps | SFT acc | GRPO acc | gain (points) | wall time | phases (s) |"
 echo "|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
+python3 - "${gains[@]}" <<'PY'
+import sys
+gains = [float(g) for g in sys.argv[1:]]
+worst = min(gains)
+verdict = "every seed clears" if worst >= 20 else "BELOW"
+print(f"\nsmallest gain {worst:+.1f} points over {len(gains)} seed(s): {verdict} the 20-point promise")
+PY
