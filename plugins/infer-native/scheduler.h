@@ -78,7 +78,6 @@ class Scheduler {
   int64_t live_ = 0;
   model::KvCache cache_;
   at::Tensor logits_;  // [rows, vocab]: every row's next-token logits, not yet sampled
-  at::Tensor fed_;     // [rows] int64 on the device: the tokens the next decode step feeds
   DecodeStats stats_;
   std::optional<DecodeStepper> stepper_;
 };

@@ -247,10 +247,15 @@ TEST_CASE("SGLang's /abort_request ends a completion by its id, or all of them",
     };
     server.client().send(request);
   });
+  bool started = false;
   {
     std::unique_lock<std::mutex> lock(mutex);
-    INFO(stream);
-    REQUIRE(named.wait_for(lock, std::chrono::seconds(30), [&] { return !first_id.empty(); }));
+    started = named.wait_for(lock, std::chrono::seconds(30), [&] { return !first_id.empty(); });
+  }
+  if (!started) {  // end the request so the client thread can be joined, then fail
+    post(server, "/abort_request", {{"abort_all", true}}, 200);
+    client.join();
+    FAIL("no streamed chunk named the completion within 30 s: " << stream);
   }
   CHECK_THAT(first_id, Catch::StartsWith("cmpl-"));
   CHECK(post(server, "/abort_request", {{"rid", "cmpl-not-this-one"}}, 200).is_null());

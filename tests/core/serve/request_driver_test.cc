@@ -67,7 +67,10 @@ TEST_CASE("abort_all ends the calls in flight with finish reason abort", "[serve
   rlcore_test::ScriptedRequests engine;
   RequestDriver driver(engine);
   auto call = std::async(std::launch::async, [&] { return driver.generate({{1}, {2}}, tokens(1000000)); });
-  while (engine.load().running < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int wait = 0; wait < 30000 && engine.load().running < 2; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(engine.load().running == 2);
   driver.abort_all();
   const rlcore::GenerationOutput out = call.get();
   REQUIRE(out.finish_reasons.size() == 2);
