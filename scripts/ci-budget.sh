@@ -37,7 +37,7 @@ for dir in "$@"; do
   echo "[ci-budget] $dir ($flavour): $count compilations (ceiling ${ceiling[$flavour]});" \
        "the last builds logged $seconds s of compiling over $units units; slowest:"
   awk 'NR > 1 && $4 ~ /\.(o|gch|pch)$/ {t[$4] = ($2 - $1) / 1000}
-       END {for (o in t) printf "  %6.1f s  %s\n", t[o], o}' "$dir/.ninja_log" | sort -rn | head -n 5
+       END {for (o in t) printf "  %6.1f s  %s\n", t[o], o}' "$dir/.ninja_log" | sort -rn | sed -n 1,5p
   if [ "$count" -gt "${ceiling[$flavour]}" ]; then
     echo "[ci-budget] error: $dir compiles $count units, over the $flavour flavour's ceiling of" \
          "${ceiling[$flavour]} (docs/testing.md#build-time)" >&2

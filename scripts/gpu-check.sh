@@ -37,7 +37,7 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 nvidia-smi -L | tee -a "$out/gpu-check.log"
 export PATH=$PATH:/usr/local/cuda/bin
-{ grep -m1 PRETTY_NAME /etc/os-release; g++ --version | head -n 1; nvcc --version | tail -n 1; nproc; } 2>&1 | tee -a "$out/gpu-check.log"
+{ grep -m1 PRETTY_NAME /etc/os-release; g++ --version | sed -n 1p; nvcc --version | tail -n 1; nproc; } 2>&1 | tee -a "$out/gpu-check.log"
 
 # nccl.h: the system's, else the one the nvidia-nccl wheel beside python3's torch ships.
 if ! echo '#include <nccl.h>' | g++ -E -x c++ - -I/usr/local/cuda/include >/dev/null 2>&1; then

@@ -15,7 +15,7 @@ PACKAGES=(
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+  if [[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) != *"install ok installed"* ]]; then
     missing+=("$pkg")
   fi
 done
