@@ -5,13 +5,15 @@
 # it runs (continuous batching) and for one request at a time (max_num_seqs=1,
 # how the server answered before), both measured in this run.
 #   bench/run_serve_concurrency_bench.sh [--build-dir DIR] [--size tiny|100m] [--clients 1,8,32]
-#                                        [--max-tokens N] [--no-build]
+#                                        [--max-tokens N] [--dtype auto|float32|bfloat16] [--no-build]
+# (dtype auto: the checkpoint's, bfloat16 for `rlcore model init`).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=$repo/build
 size=100m
 clients=1,8,32
 max_tokens=64
+dtype=auto
 build=1
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -19,6 +21,7 @@ while [[ $# -gt 0 ]]; do
     --size) size=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
     --max-tokens) max_tokens=$2; shift 2 ;;
+    --dtype) dtype=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     *) echo "run_serve_concurrency_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -30,8 +33,9 @@ mkdir -p "$work"
 [[ -f $model/config.json ]] ||
   "$build_dir/bin/rlcore" model init --arch qwen2 --size "$size" --seed 0 --out "$model" --force >/dev/null
 params=$(python3 -c "import json,sys; c=json.load(open(sys.argv[1])); print(c['hidden_size'], c['num_hidden_layers'], c['vocab_size'])" "$model/config.json")
+[[ $dtype != auto ]] || dtype=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('torch_dtype', 'float32'))" "$model/config.json")
 echo "machine: $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u '+%Y-%m-%d %H:%M UTC'); load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "model: qwen2 $size (hidden, layers, vocab: $params), fp32, $max_tokens greedy tokens per request (ignore_eos)"
+echo "model: qwen2 $size (hidden, layers, vocab: $params), $dtype, $max_tokens greedy tokens per request (ignore_eos); server: $(nproc) threads"
 
 source "$repo/bench/serve_process.sh"
 trap stop_serve EXIT
@@ -60,7 +64,7 @@ for n in counts:
 PY
 }
 
-serve_args=(--model "$model" --plugins "$build_dir/plugins" --log-level warn)
+serve_args=(--model "$model" --plugins "$build_dir/plugins" --log-level warn "dtype=$dtype")
 start_serve "$work/serve.log" "${serve_args[@]}"
 continuous=$(measure)
 stop_serve

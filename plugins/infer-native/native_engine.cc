@@ -138,7 +138,7 @@ uint64_t NativeEngine::request_seed(int64_t seed) {
 // once; max_num_seqs of them run at a time and the rest join as slots free up.
 GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>& prompts,
                                         const SamplingParams& sampling) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   check_ready("generate()");
   last_decode_stats_ = DecodeStats();
   // Before validating: a rank that threw alone would leave the others waiting in a collective.
@@ -205,14 +205,14 @@ void NativeEngine::check_same_request_across_tp(const std::vector<std::vector<in
 }
 
 std::vector<WeightMeta> NativeEngine::weight_meta() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   std::vector<WeightMeta> meta;
   for (const auto& spec : local_specs_) meta.push_back({spec.name, spec.shape, dtype_});
   return meta;
 }
 
 void NativeEngine::load_weights(const NamedTensorList& weights, int64_t version) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   if (asleep_) throw ValueError("infer-native: load_weights() called while the engine is asleep; call wake_up() first");
   std::map<std::string, at::Tensor*> slots;
   for (const auto& [name, slot] : model_->parameter_slots()) slots.emplace(name, slot);
@@ -263,17 +263,17 @@ bool NativeEngine::adoptable(const at::Tensor& tensor, const at::Tensor& slot) c
 }
 
 DecodeStats NativeEngine::last_decode_stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   return last_decode_stats_;
 }
 
 int64_t NativeEngine::weight_version() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   return version_;
 }
 
 void NativeEngine::sleep() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   if (asleep_) return;
   if (!requests_->idle()) {
     throw ValueError("infer-native: sleep() with " + std::to_string(requests_->running() + requests_->waiting()) +
@@ -292,7 +292,7 @@ void NativeEngine::sleep() {
 }
 
 void NativeEngine::wake_up() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   if (!asleep_) return;
   auto slots = model_->parameter_slots();
   // One allocation in parameter order, as a swap bucket lays weights out: q/k/v
@@ -311,29 +311,29 @@ void NativeEngine::wake_up() {
 }
 
 void NativeEngine::wake_up_unallocated() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   if (!asleep_) return;
   for (const auto& [name, slot] : model_->parameter_slots()) not_loaded_.insert(name);
   asleep_ = false;
 }
 
 bool NativeEngine::asleep() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   return asleep_;
 }
 
 model::NamedTensors NativeEngine::parameters() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   return model_->named_parameters();
 }
 
 int64_t NativeEngine::bytes_held() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   return held_bytes_locked();
 }
 
 int64_t NativeEngine::bytes_released() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   return bytes_released_;
 }
 

@@ -15,6 +15,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "decode_step.h"
+#include "fifo_mutex.h"
 #include "rlcore/capabilities.h"
 #include "rlcore/generation_request.h"
 #include "rlcore/comm_context.h"
@@ -63,7 +64,8 @@ class NativeEngine final : public InferenceEngine,
 
   // Request-level generation (native_requests.cc), continuous batching over
   // the engine's own Scheduler. Thread-safe: calls serialise on the engine's
-  // mutex, so one thread drives step() while others submit and abort. Not
+  // mutex (first come, first served), so one thread drives step() while
+  // others submit and abort, each waiting at most for the step in progress. Not
   // with tensor parallelism (submit() refuses; generate() is collective).
   // submit() also refuses while asleep; sleep() refuses with requests in
   // flight. A token's weight version is the engine's version when it was
@@ -121,7 +123,9 @@ class NativeEngine final : public InferenceEngine,
   SchedulerOptions scheduler_options() const;
   uint64_t request_seed(int64_t seed);  // `seed`, or a drawn one for -1
 
-  mutable std::mutex mutex_;  // one call at a time (e.g. `rlcore serve` threads)
+  // One call at a time (e.g. `rlcore serve` threads), granted in arrival
+  // order so that step() called back to back cannot starve submit().
+  mutable FifoMutex mutex_;
   NativeEngineOptions options_;
   std::unique_ptr<model::Transformer> model_;
   std::optional<CommGroup> tp_group_;            // set when tensor_model_parallel_size > 1

@@ -22,7 +22,7 @@ RequestOutput output_of(Sequence& seq) {
 }  // namespace
 
 void NativeEngine::submit(GenerationRequest request) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   check_ready("submit()");
   if (tp_group_) {
     throw ValueError("infer-native: request-level generation with tensor_model_parallel_size " +
@@ -55,7 +55,7 @@ void NativeEngine::submit(GenerationRequest request) {
 }
 
 StepOutput NativeEngine::step() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   StepOutput out;
   if (requests_->idle()) return out;
   check_ready("step()");
@@ -73,7 +73,7 @@ StepOutput NativeEngine::step() {
 }
 
 std::optional<RequestOutput> NativeEngine::abort(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   std::unique_ptr<Sequence> seq = requests_->remove(id);
   if (!seq) return std::nullopt;
   seq->finish_reason = FinishReason::kAbort;
@@ -81,7 +81,7 @@ std::optional<RequestOutput> NativeEngine::abort(const std::string& id) {
 }
 
 GenerationLoad NativeEngine::load() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   GenerationLoad load;
   load.running = requests_->running();
   load.waiting = requests_->waiting();
@@ -92,7 +92,7 @@ GenerationLoad NativeEngine::load() const {
 }
 
 DecodeStats NativeEngine::take_request_stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<FifoMutex> lock(mutex_);
   return requests_->take_stats();
 }
 

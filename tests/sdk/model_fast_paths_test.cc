@@ -226,6 +226,32 @@ TEST_CASE("forced generic, the decode step runs the ATen ops and agrees with the
   }
 }
 
+TEST_CASE("the GEMV kernels equal at::linear for 1 to 8 decode rows; 9 rows take the GEMM", "[model][fast]") {
+  const CpuKernelSupport support = cpu_kernel_support();
+  for (const auto& [dtype, gemv, fast_gemv] :
+       {std::tuple{at::kFloat, CpuKernel::kGemvFloat, support.avx512},
+        std::tuple{at::kBFloat16, CpuKernel::kGemvBFloat16, support.avx512_bf16}}) {
+    // 100 inputs: a masked tail in both lane widths; 37 outputs: tiles of 3 and a remainder.
+    at::manual_seed(5);
+    Linear linear;
+    linear.weight = at::randn({37, 100}).to(dtype);
+    linear.bias = at::randn({37}).to(dtype);
+    for (int64_t rows = 1; rows <= 9; ++rows) {
+      INFO(c10::toString(dtype) << ", " << rows << " rows");
+      const at::Tensor x = at::randn({rows, 1, 100}).to(dtype);
+      const CpuKernelCounts before = cpu_kernel_counts(gemv);
+      const at::Tensor y = linear(x);
+      const CpuKernelCounts after = cpu_kernel_counts(gemv);
+      const bool kernel = fast_gemv && rows <= 8;
+      CHECK(after.avx512 - before.avx512 == (kernel ? 1 : 0));
+      const at::Tensor reference = at::linear(x.to(at::kFloat), linear.weight.to(at::kFloat), linear.bias.to(at::kFloat));
+      // fp32: summation order only; bf16: the output's one rounding (8 bits of mantissa).
+      const double tolerance = dtype == at::kFloat ? 1e-4 : 0.02 * std::max(1.0, reference.abs().max().item<double>());
+      CHECK(max_abs_diff_double(y, reference) < tolerance);
+    }
+  }
+}
+
 TEST_CASE("fused RMSNorm equals the ATen op sequence", "[model]") {
   at::manual_seed(3);
   // 15 rows run on one thread, 1200 are split over the intra-op threads.

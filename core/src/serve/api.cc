@@ -30,6 +30,15 @@ OpenAiApi::OpenAiApi(std::shared_ptr<InferenceEngine> engine, ServedModel model,
 
 OpenAiApi::~OpenAiApi() = default;
 
+void OpenAiApi::with_engine(const std::function<void(InferenceEngine&)>& use) {
+  std::unique_lock<std::shared_mutex> lock(engine_mutex_);
+  if (driver_) {
+    driver_->run_on_stepping_thread([&] { use(*engine_); });
+  } else {
+    use(*engine_);
+  }
+}
+
 void OpenAiApi::abort_generations() {
   if (driver_) driver_->abort_all();
 }

@@ -2,7 +2,6 @@
 #include "serve/request_driver.h"
 
 #include <chrono>
-#include <deque>
 #include <unordered_map>
 #include <optional>
 
@@ -108,6 +107,18 @@ GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>
   return out;
 }
 
+void RequestDriver::run_on_stepping_thread(const std::function<void()>& task) {
+  std::future<void> done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) throw Error("rlcore serve is shutting down");
+    tasks_.emplace_back(task);
+    done = tasks_.back().get_future();
+  }
+  work_.notify_all();
+  done.get();
+}
+
 void RequestDriver::abort_all() {
   std::vector<std::string> ids;
   {
@@ -154,10 +165,19 @@ void RequestDriver::fail_all(const std::string& why) {
 
 void RequestDriver::run() {
   while (true) {
+    std::packaged_task<void()> task;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      work_.wait(lock, [&] { return stop_ || !owners_.empty(); });
+      work_.wait(lock, [&] { return stop_ || !owners_.empty() || !tasks_.empty(); });
       if (stop_) return;
+      if (!tasks_.empty()) {
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+    }
+    if (task.valid()) {
+      task();  // what it throws reaches its caller through the future
+      continue;
     }
     StepOutput out;
     try {

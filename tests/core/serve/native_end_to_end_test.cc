@@ -265,10 +265,10 @@ TEST_CASE("the rlcore serve command answers with auth and stops cleanly on SIGTE
   // max_model_len=0 is infer-native's "the model's": the server must then use 2048 too.
   Child child({rlcore_test::rlcore_executable(), "serve", "--model", checkpoint_dir(), "--port", "0", "--api-key",
                "k3y", "--served-model-name", "tiny-llama", "--plugins", rlcore_test::plugin_build_dir(),
-               "max_num_seqs=8", "max_model_len=0", "--log-level", "warn"});
+               "max_num_seqs=8", "max_model_len=0", "--threads", "1", "--log-level", "warn"});
   const std::string banner = child.read_until("\n");
   REQUIRE_THAT(banner, Catch::Contains("listening on http://127.0.0.1:"));
-  CHECK_THAT(banner, Catch::Contains("model 'tiny-llama' (engine native, max_model_len 2048)"));
+  CHECK_THAT(banner, Catch::Contains("model 'tiny-llama' (engine native, max_model_len 2048, 1 threads)"));
   const int port = std::stoi(banner.substr(banner.rfind(':') + 1));
 
   httplib::Client client("127.0.0.1", port);
@@ -306,6 +306,7 @@ TEST_CASE("rlcore serve reports bad arguments before binding anything", "[serve]
       {{"serve", "--model", checkpoint_dir(), "stray"},
        "rlcore serve: unexpected argument 'stray'; engine options take the form key=value"},
       {{"serve", "--model", checkpoint_dir(), "--port", "70000"}, "--port must be in [0, 65535], got 70000"},
+      {{"serve", "--model", checkpoint_dir(), "--threads", "-2"}, "--threads must be >= 0, got -2"},
       {{"serve", "--port", "0"}, "the option '--model' is required but missing"},
       {{"serve", "--model", checkpoint_dir() + "/missing", "--port", "0"},
        "cannot read model config '" + checkpoint_dir() + "/missing/config.json'"},

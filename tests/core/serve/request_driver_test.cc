@@ -145,3 +145,24 @@ TEST_CASE("streamed tokens reach the caller as they come; a caller that stops li
   CHECK(cut.token_ids[0].size() < 1000000);
   CHECK(engine.load().running == 0);
 }
+
+TEST_CASE("engine tasks run on the stepping thread, one at a time with the steps; what they throw comes back",
+          "[serve][driver]") {
+  rlcore_test::ScriptedRequests engine;
+  RequestDriver driver(engine);
+  CHECK(driver.generate({{7}}, tokens(2)).token_ids[0] == std::vector<int32_t>{7, 8});
+  const std::thread::id stepping = engine.step_thread();
+  REQUIRE(stepping != std::thread::id());
+  CHECK(stepping != std::this_thread::get_id());
+
+  std::thread::id ran_on;
+  driver.run_on_stepping_thread([&] { ran_on = std::this_thread::get_id(); });
+  CHECK(ran_on == stepping);
+
+  CHECK_THAT(rlcore_test::error_of<rlcore::ValueError>([&] {
+               driver.run_on_stepping_thread([] { throw rlcore::ValueError("no weights in /nowhere"); });
+             }),
+             Catch::Contains("no weights in /nowhere"));
+  // The driver still steps afterwards.
+  CHECK(driver.generate({{20}}, tokens(3)).token_ids[0] == std::vector<int32_t>{20, 21, 22});
+}

@@ -218,6 +218,7 @@ class ScriptedRequests : public rlcore::InferenceEngine, public rlcore::Generate
 
   rlcore::StepOutput step() override {
     std::unique_lock<std::mutex> lock(mutex_);
+    step_thread_ = std::this_thread::get_id();
     if (hold_ > 0) {
       changed_.wait_for(lock, std::chrono::seconds(10), [&] { return submitted_ >= hold_; });
       hold_ = 0;
@@ -275,6 +276,10 @@ class ScriptedRequests : public rlcore::InferenceEngine, public rlcore::Generate
     std::lock_guard<std::mutex> lock(mutex_);
     return seeds_;
   }
+  std::thread::id step_thread() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return step_thread_;
+  }
   void fail_steps() {
     std::lock_guard<std::mutex> lock(mutex_);
     fail_ = true;
@@ -305,6 +310,7 @@ class ScriptedRequests : public rlcore::InferenceEngine, public rlcore::Generate
   size_t most_running_ = 0;
   std::vector<int64_t> seeds_;
   bool fail_ = false;
+  std::thread::id step_thread_;
 };
 
 // Sends `request` (raw HTTP/1.1 text, e.g. one httplib's client would not

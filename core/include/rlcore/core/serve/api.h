@@ -46,12 +46,10 @@ class RLCORE_API OpenAiApi {
   const ServedModel& model() const { return model_; }
 
   // Runs `use(engine)` with the engine to itself (waits for the generations
-  // in flight, holds new ones back): how the dev-mode routes reload weights and sleep.
-  template <class Use>
-  auto with_engine(Use&& use) {
-    std::unique_lock<std::shared_mutex> lock(engine_mutex_);
-    return use(*engine_);
-  }
+  // in flight, holds new ones back): how the dev-mode routes reload weights and
+  // sleep. With a RequestDriver it runs on the driver's stepping thread, the
+  // one thread that runs the engine's kernels (request_driver.h says why).
+  void with_engine(const std::function<void(InferenceEngine&)>& use);
   // Ends the generations in flight (finish reason abort) where the engine
   // runs requests; otherwise they run to their end. vLLM's /pause?mode=abort.
   void abort_generations();
