@@ -1,6 +1,8 @@
 // DecodeStepper: the three ways of running a decode step.
 #include "decode_step.h"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 
 #include "rlcore/error.h"
@@ -15,6 +17,9 @@ DecodeStats& DecodeStats::operator+=(const DecodeStats& other) {
   prefills += other.prefills;
   prefill_rows += other.prefill_rows;
   joins += other.joins;
+  running_rows += other.running_rows;
+  max_running = std::max(max_running, other.max_running);
+  max_waiting = std::max(max_waiting, other.max_waiting);
   return *this;
 }
 

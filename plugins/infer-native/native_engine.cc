@@ -267,6 +267,18 @@ DecodeStats NativeEngine::last_decode_stats() const {
   return last_decode_stats_;
 }
 
+GenerationStats NativeEngine::last_generation_stats() const {
+  const DecodeStats stats = last_decode_stats();
+  GenerationStats out;
+  out.decode_steps = stats.steps;
+  out.running_rows = stats.running_rows;
+  out.max_running = stats.max_running;
+  out.max_waiting = stats.max_waiting;
+  out.prefill_rows = stats.prefill_rows;
+  out.joins = stats.joins;
+  return out;
+}
+
 int64_t NativeEngine::weight_version() const {
   std::lock_guard<FifoMutex> lock(mutex_);
   return version_;

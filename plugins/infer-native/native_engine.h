@@ -41,6 +41,7 @@ struct NativeEngineOptions {
 
 class NativeEngine final : public InferenceEngine,
                            public GeneratesRequests,
+                           public ReportsGenerationStats,
                            public AdoptsWeights,
                            public TensorParallel,
                            public Sleeps {
@@ -111,6 +112,7 @@ class NativeEngine final : public InferenceEngine,
   DecodeMode decode_mode() const { return decode_mode_; }
   // What the last generate() call's scheduler did.
   DecodeStats last_decode_stats() const;
+  GenerationStats last_generation_stats() const override;  // the same, in the SDK's terms
   // What the request scheduler did since the previous call.
   DecodeStats take_request_stats();
 

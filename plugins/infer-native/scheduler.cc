@@ -193,6 +193,7 @@ void Scheduler::admit() {
 Scheduler::Step Scheduler::step(int64_t weight_version) {
   c10::InferenceMode inference_mode;
   admit();
+  stats_.max_waiting = std::max(stats_.max_waiting, static_cast<int64_t>(waiting_.size()));
   Step out;
   if (live_ == 0) return out;
 
@@ -235,6 +236,8 @@ Scheduler::Step Scheduler::step(int64_t weight_version) {
   if (shrink) {
     if (const at::Tensor kept = compact(); kept.defined()) next = next.index_select(0, kept);
   }
+  stats_.running_rows += live_;
+  stats_.max_running = std::max(stats_.max_running, live_);
   logits_ = stepper_->step(next);
   return out;
 }

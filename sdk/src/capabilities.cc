@@ -16,6 +16,7 @@ ComputesSumPiSquared::~ComputesSumPiSquared() = default;
 TrainsLowRankAdapters::~TrainsLowRankAdapters() = default;
 GathersIntoBuffers::~GathersIntoBuffers() = default;
 GeneratesRequests::~GeneratesRequests() = default;
+ReportsGenerationStats::~ReportsGenerationStats() = default;
 
 const std::vector<std::string>& capability_names() {
   static const std::vector<std::string> names = {

@@ -44,9 +44,21 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
                           "memory/planned_peak_swap_bytes", "memory/allocated_bytes", "memory/reserved_bytes",
                           "memory/worker_rss_bytes/max", "memory/worker_rss_bytes/min", "memory/worker_rss_bytes/mean",
                           "memory/worker_rss_bytes/rank_0", "memory/worker_rss_bytes/rank_1",
-                          "memory/controller_rss_bytes", "perf/cpu_memory_used_gb"}) {
+                          "memory/controller_rss_bytes", "perf/cpu_memory_used_gb", "rollout/response_tokens",
+                          "perf/rollout_tokens_per_s", "rollout/decode_steps", "rollout/running_mean",
+                          "rollout/running_max", "rollout/waiting_max", "rollout/prefill_rows", "rollout/joins"}) {
     CHECK(metrics.at(1).count(key) == 1);
   }
+  // The rollout's queueing line (infer-native reports it): the batch never
+  // holds more than its mean's worth less than its fullest, and the tokens per
+  // second are the step's response tokens over its generation time.
+  const auto& first_step = metrics.at(1);
+  CHECK(first_step.at("rollout/decode_steps") > 0);
+  CHECK(first_step.at("rollout/running_mean") > 0);
+  CHECK(first_step.at("rollout/running_mean") <= first_step.at("rollout/running_max"));
+  CHECK(first_step.at("rollout/prefill_rows") > 0);
+  CHECK(first_step.at("perf/rollout_tokens_per_s") ==
+        Approx(first_step.at("rollout/response_tokens") / first_step.at("timing_s/gen")));
   // The bucketed hybrid engine swaps around every generate: real bytes, real
   // time, real memory (measured on each worker; the bounds are checked in
   // tests/plugins/hybrid-engine).

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
+#include "rlcore/capabilities.h"
 #include "rlcore/comm_context.h"
 #include "rlcore/core/trainer/roles.h"
 #include "rlcore/core/trainer/trainer_config.h"
@@ -166,7 +167,9 @@ class ActorRolloutRef {
       swaps_.add_to_train(scope.finish());
     }
     Batch out = make_sequence_batch(prompts, generated, sampling.max_tokens, pad_id);
-    return MethodResult{out, GenerateReply{generated.weight_version}.to_json()};
+    GenerateReply reply{generated.weight_version, std::nullopt};
+    if (const auto* reports = capability<ReportsGenerationStats>(*rollout_)) reply.stats = reports->last_generation_stats();
+    return MethodResult{out, reply.to_json()};
   }
 
   MethodResult compute_log_prob(const Batch& batch, const nlohmann::json& a) {

@@ -36,7 +36,9 @@ Rollout generate_rollout(WorkerGroup& actor, const std::vector<const Example*>& 
   CallOutput generated =
       actor.call(actor_methods::kGenerate.qualified(), make_prompt_batch(ids, limits.pad_token_id), arguments).get();
   for (const auto& reply : generated.replies) {
-    const int64_t version = GenerateReply::from_json(reply.value).weight_version;
+    const GenerateReply parsed = GenerateReply::from_json(reply.value);
+    if (parsed.stats) rollout.engine_stats.push_back(*parsed.stats);
+    const int64_t version = parsed.weight_version;
     if (version != expected_version) {
       throw ValueError(actor_methods::kGenerate.qualified() + " on rank " + std::to_string(reply.rank) +
                        " used weight version " + std::to_string(version) + ", expected " +

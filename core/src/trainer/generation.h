@@ -11,6 +11,7 @@
 #include "rlcore/batch.h"
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/core/runtime/worker_group.h"
+#include "rlcore/generation_request.h"
 #include "rlcore/tokenizer.h"
 
 namespace rlcore::trainer {
@@ -18,6 +19,7 @@ namespace rlcore::trainer {
 struct Rollout {
   Batch batch;                           // the engine layout + the rollout's columns + columns::kUid
   std::vector<const Example*> examples;  // row -> its prompt
+  std::vector<GenerationStats> engine_stats;  // per rollout rank, where the engine reports them
 };
 
 struct GenerationLimits {

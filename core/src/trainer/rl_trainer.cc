@@ -63,7 +63,8 @@ std::vector<std::string> console_keys(const std::vector<std::string>& validation
   std::vector<std::string> keys = {"critic/score/mean", "actor/pg_loss", "actor/entropy", "actor/ppo_kl",
                                    "actor/kl_loss",     "critic/vf_loss", "response_length/mean"};
   keys.insert(keys.end(), validation_keys.begin(), validation_keys.end());
-  keys.insert(keys.end(), {"timing_s/gen", "timing_s/update_actor", "timing_s/step", "perf/throughput"});
+  keys.insert(keys.end(), {"timing_s/gen", "perf/rollout_tokens_per_s", "timing_s/update_actor", "timing_s/step",
+                           "perf/throughput"});
   return keys;
 }
 
@@ -187,6 +188,8 @@ struct RlTrainer::Impl {
     auto start = Clock::now();
     scored.rollout = generate(prompts, config.actor_rollout_ref.rollout.n, train_sampling(gen_batch));
     metrics["timing_s/gen"] += seconds_since(start);
+    trainer::add_rollout_metrics(metrics, scored.rollout.engine_stats,
+                                 scored.rollout.batch.tensor(columns::kResponseMask).sum().item<double>());
     start = Clock::now();
     scored.rewards = score(scored.rollout);
     metrics["timing_s/reward"] += seconds_since(start);

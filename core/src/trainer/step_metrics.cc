@@ -1,9 +1,9 @@
 // A step's data and throughput metrics (see trainer/step_metrics.h).
 #include "trainer/step_metrics.h"
 
-#include <ATen/ATen.h>
-
 #include <algorithm>
+
+#include <ATen/ATen.h>
 
 #include "rlcore/train_engine.h"
 
@@ -81,6 +81,34 @@ StepMetrics throughput_metrics(const Batch& batch, double step_seconds, int64_t 
   return {{"perf/total_num_tokens", tokens},
           {"perf/time_per_step", step_seconds},
           {"perf/throughput", tokens / (step_seconds * static_cast<double>(workers))}};
+}
+
+void add_rollout_metrics(StepMetrics& metrics, const std::vector<GenerationStats>& per_rank, double response_tokens) {
+  double& tokens = metrics["rollout/response_tokens"];
+  tokens += response_tokens;
+  const double generating = metrics["timing_s/gen"];
+  metrics["perf/rollout_tokens_per_s"] = generating > 0 ? tokens / generating : 0.0;
+  if (per_rank.empty()) return;
+  const auto ranks = static_cast<double>(per_rank.size());
+  double steps = 0, rows = 0, prefills = 0, joins = 0, running_max = 0, waiting_max = 0;
+  for (const GenerationStats& s : per_rank) {
+    steps += static_cast<double>(s.decode_steps);
+    rows += static_cast<double>(s.running_rows);
+    prefills += static_cast<double>(s.prefill_rows);
+    joins += static_cast<double>(s.joins);
+    running_max = std::max(running_max, static_cast<double>(s.max_running));
+    waiting_max = std::max(waiting_max, static_cast<double>(s.max_waiting));
+  }
+  // Earlier rollouts of the step are in the metrics already: the mean batch weighs each by its steps.
+  double& step_count = metrics["rollout/decode_steps"];
+  double& running_mean = metrics["rollout/running_mean"];
+  const double earlier_rows = running_mean * step_count;
+  step_count += steps / ranks;
+  running_mean = step_count > 0 ? (earlier_rows + rows / ranks) / step_count : 0.0;
+  metrics["rollout/prefill_rows"] += prefills / ranks;
+  metrics["rollout/joins"] += joins / ranks;
+  metrics["rollout/running_max"] = std::max(metrics["rollout/running_max"], running_max);
+  metrics["rollout/waiting_max"] = std::max(metrics["rollout/waiting_max"], waiting_max);
 }
 
 }  // namespace rlcore::trainer

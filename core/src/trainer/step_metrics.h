@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "rlcore/batch.h"
+#include "rlcore/generation_request.h"
 
 namespace rlcore::trainer {
 
@@ -30,5 +32,15 @@ StepMetrics variance_proxy_metrics(const Batch& batch, const double* grad_norm);
 // perf/total_num_tokens, perf/time_per_step and perf/throughput (tokens per
 // second per worker, as verl's per-GPU figure).
 StepMetrics throughput_metrics(const Batch& batch, double step_seconds, int64_t workers);
+
+// Adds one rollout (generation batch) to a step's rollout metrics, after
+// timing_s/gen has counted it; a step that generates several (DAPO)
+// accumulates them: rollout/response_tokens, perf/rollout_tokens_per_s
+// (response tokens per second of generation), and where the engine reports
+// them (`per_rank`: one per rollout rank, ReportsGenerationStats) the queueing
+// line, per rank: rollout/decode_steps, rollout/running_mean (sequences per
+// decode step), rollout/running_max, rollout/waiting_max (sequences queued
+// behind max_num_seqs), rollout/prefill_rows, rollout/joins.
+void add_rollout_metrics(StepMetrics& metrics, const std::vector<GenerationStats>& per_rank, double response_tokens);
 
 }  // namespace rlcore::trainer

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "rlcore/generation_request.h"
 #include "rlcore/sharding_manager.h"
 
 namespace rlcore::trainer {
@@ -84,10 +86,26 @@ inline constexpr const char* kPadTokenId = "pad_token_id";
 // generate's reply value, from each rank.
 struct GenerateReply {
   int64_t weight_version = 0;
+  std::optional<GenerationStats> stats;  // where the engine reports them (ReportsGenerationStats)
 
-  nlohmann::json to_json() const { return {{"weight_version", weight_version}}; }
+  nlohmann::json to_json() const {
+    nlohmann::json value = {{"weight_version", weight_version}};
+    if (stats) {
+      value["generation_stats"] = {{"decode_steps", stats->decode_steps}, {"running_rows", stats->running_rows},
+                                   {"max_running", stats->max_running},   {"max_waiting", stats->max_waiting},
+                                   {"prefill_rows", stats->prefill_rows}, {"joins", stats->joins}};
+    }
+    return value;
+  }
   static GenerateReply from_json(const nlohmann::json& value) {
-    return GenerateReply{value.at("weight_version").get<int64_t>()};
+    GenerateReply reply{value.at("weight_version").get<int64_t>(), std::nullopt};
+    if (value.contains("generation_stats")) {
+      const nlohmann::json& s = value.at("generation_stats");
+      reply.stats = GenerationStats{s.at("decode_steps").get<int64_t>(), s.at("running_rows").get<int64_t>(),
+                                    s.at("max_running").get<int64_t>(),  s.at("max_waiting").get<int64_t>(),
+                                    s.at("prefill_rows").get<int64_t>(), s.at("joins").get<int64_t>()};
+    }
+    return reply;
   }
 };
 

@@ -186,6 +186,15 @@ class RLCORE_API GeneratesRequests {
   virtual GenerationLoad load() const = 0;
 };
 
+// Inference engine (SDK 5.1): reports how its last generate() ran (batch
+// occupancy, queueing, prefill sharing), for the trainer's rollout/* metrics.
+class RLCORE_API ReportsGenerationStats {
+ public:
+  static constexpr const char* kName = "generation_stats";
+  virtual ~ReportsGenerationStats();
+  virtual GenerationStats last_generation_stats() const = 0;
+};
+
 // The capability interface `Capability` of `component`, or null when it has none.
 template <class Capability, class Component>
 Capability* capability(Component& component) {
@@ -223,6 +232,7 @@ std::vector<std::string> capabilities_of() {
   add(std::is_base_of_v<GathersIntoBuffers, T>, GathersIntoBuffers::kName);
 #if RLCORE_SDK_TARGET_ABI_MINOR >= 1
   add(std::is_base_of_v<GeneratesRequests, T>, GeneratesRequests::kName);
+  add(std::is_base_of_v<ReportsGenerationStats, T>, ReportsGenerationStats::kName);
 #endif
   return names;
 }

@@ -71,4 +71,15 @@ struct GenerationLoad {
   int64_t kv_tokens = 0;     // KV-cache slots (rows x positions) allocated now
 };
 
+// What the last generate() did inside the engine (ReportsGenerationStats):
+// how full its decode batches ran and how long sequences queued for a slot.
+struct GenerationStats {
+  int64_t decode_steps = 0;  // decode forwards
+  int64_t running_rows = 0;  // sequences those forwards decoded, summed (/ decode_steps: the mean batch)
+  int64_t max_running = 0;   // the fullest decode batch
+  int64_t max_waiting = 0;   // the most sequences waiting for a slot (max_num_seqs bounds the batch)
+  int64_t prefill_rows = 0;  // prompt rows prefilled (a prompt's samples share one where the engine can)
+  int64_t joins = 0;         // times waiting sequences joined a running batch
+};
+
 }  // namespace rlcore

@@ -260,6 +260,29 @@ TEST_CASE("samples of one prompt share its prefill unless prefix caching is off"
   }
 }
 
+TEST_CASE("the generation stats count decoded rows, the fullest batch and the queue behind max_num_seqs",
+          "[infer-native][requests]") {
+  Fixture fixture;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int64_t i = 0; i < 8; ++i) prompts.push_back(prompt_of(4, i));
+  NativeEngineOptions options;
+  options.max_num_seqs = 3;
+  NativeEngine engine = make_engine(fixture.dir.path(), options);
+  const int64_t length = 5;
+  const rlcore::GenerationOutput out = engine.generate(prompts, sampled(length, 4));  // no stop tokens
+  for (const auto& row : out.token_ids) REQUIRE(static_cast<int64_t>(row.size()) == length);
+  const rlcore::GenerationStats stats = engine.last_generation_stats();
+  // Every token but a sequence's last is fed back through one decode forward.
+  CHECK(stats.running_rows == 8 * (length - 1));
+  CHECK(stats.max_running == 3);
+  CHECK(stats.max_waiting == 5);
+  CHECK(stats.prefill_rows == 8);
+  CHECK(stats.decode_steps == engine.last_decode_stats().steps);
+  // Equal lengths: waves of 3, 3 and 2 that finish together, so none joins a running batch.
+  CHECK(stats.decode_steps == 3 * (length - 1));
+  CHECK(stats.joins == 0);
+}
+
 TEST_CASE("static batching gives the same responses in more steps", "[infer-native][requests]") {
   Fixture fixture;
   std::vector<std::vector<int32_t>> prompts;
