@@ -33,6 +33,7 @@ using infer_native::NativeEngineOptions;
 
 struct BenchOptions {
   std::string model;
+  std::string dtype = "auto";  // infer-native's: auto is the checkpoint's torch_dtype
   int threads = 2;
   int repeats = 2;
   // long-tailed
@@ -48,6 +49,7 @@ struct BenchOptions {
 };
 
 NativeEngine make_engine(const BenchOptions& options, NativeEngineOptions engine_options) {
+  engine_options.dtype = options.dtype;
   ComponentContext context;
   context.model_path = options.model;
   return NativeEngine(engine_options, context);
@@ -163,6 +165,7 @@ int main(int argc, char** argv) {
   desc.add_options()("help", "show this help")("model", po::value(&options.model)->required(),
                                                "HF checkpoint directory")(
       "threads", po::value(&options.threads), "intra-op threads (default 2)")(
+      "dtype", po::value(&options.dtype), "auto (the checkpoint's) | float32 | bfloat16 (default auto)")(
       "repeats", po::value(&options.repeats), "timed runs per configuration, best reported (default 2)")(
       "requests", po::value(&options.requests), "long-tailed: requests (default 64)")(
       "short-tokens", po::value(&options.short_tokens), "long-tailed: tokens of most requests (default 32)")(
@@ -180,7 +183,8 @@ int main(int argc, char** argv) {
     }
     po::notify(vm);
     at::set_num_threads(options.threads);
-    std::printf("bench_scheduling: %s, %d threads, %u hardware threads\n", options.model.c_str(), options.threads,
+    std::printf("bench_scheduling: %s, %s, %d threads, %u hardware threads\n", options.model.c_str(),
+                c10::toString(rlcore::make_engine(options, {}).dtype()), options.threads,
                 std::thread::hardware_concurrency());
     rlcore::long_tailed(options);
     rlcore::shared_prefill(options);
