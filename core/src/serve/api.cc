@@ -31,6 +31,11 @@ OpenAiApi::OpenAiApi(std::shared_ptr<InferenceEngine> engine, ServedModel model,
 OpenAiApi::~OpenAiApi() = default;
 
 void OpenAiApi::with_engine(const std::function<void(InferenceEngine&)>& use) {
+  // Frozen generations hold the engine shared until they finish, after the thaw.
+  if (driver_ && driver_->frozen()) {
+    driver_->run_on_stepping_thread([&] { use(*engine_); });
+    return;
+  }
   std::unique_lock<std::shared_mutex> lock(engine_mutex_);
   if (driver_) {
     driver_->run_on_stepping_thread([&] { use(*engine_); });
@@ -41,6 +46,16 @@ void OpenAiApi::with_engine(const std::function<void(InferenceEngine&)>& use) {
 
 void OpenAiApi::abort_generations() {
   if (driver_) driver_->abort_all();
+}
+
+bool OpenAiApi::freeze_generations() {
+  if (!driver_) return false;
+  driver_->freeze();
+  return true;
+}
+
+void OpenAiApi::thaw_generations(bool recompute_cache) {
+  if (driver_) driver_->thaw(recompute_cache);
 }
 
 bool OpenAiApi::abort_generation(const std::string& id) { return driver_ && driver_->abort_tag(id) > 0; }

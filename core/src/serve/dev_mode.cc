@@ -4,6 +4,7 @@
 // engine sees any of it, so a bad directory leaves the old weights serving.
 #include "rlcore/core/serve/dev_mode.h"
 
+#include <cctype>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,16 @@ std::pair<bool, bool> tags_of(const std::vector<std::string>& tags) {
     }
   }
   return {weights, kv_cache};
+}
+
+// A boolean query parameter as FastAPI reads one (vLLM's routes): true/false,
+// 1/0, yes/no, on/off in any case; anything else is a 400 naming it.
+bool query_flag(const std::string& text, const char* name) {
+  std::string value;
+  for (char c : text.substr(0, 8)) value.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (value == "true" || value == "1" || value == "yes" || value == "on") return true;
+  if (value == "false" || value == "0" || value == "no" || value == "off") return false;
+  throw bad_request(std::string(name) + " must be a boolean (true or false), got '" + text.substr(0, 40) + "'", name);
 }
 
 std::vector<std::string> body_tags(const std::string& body) {
@@ -122,9 +133,14 @@ ApiResponse DevModeApi::is_sleeping() const {
 
 ApiResponse DevModeApi::reset_prefix_cache() const { return ok({{"success", true}}); }  // no prefix cache here
 
-ApiResponse DevModeApi::pause(const std::string& mode) {
+ApiResponse DevModeApi::pause(const std::string& mode, const std::string& clear_cache) {
   return answer("/pause", [&] {
-    api_->gate().pause(mode, [this] { api_->abort_generations(); });
+    const bool recompute = query_flag(clear_cache, "clear_cache");
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      recompute_at_resume_ = recompute;
+    }
+    api_->gate().pause(mode, {[this] { api_->abort_generations(); }, [this] { return api_->freeze_generations(); }});
     return ok({{"status", "paused"}});
   });
 }
@@ -146,6 +162,12 @@ ApiResponse DevModeApi::abort_request(const std::string& body) {
 }
 
 ApiResponse DevModeApi::resume() {
+  bool recompute = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    recompute = recompute_at_resume_;
+  }
+  api_->thaw_generations(recompute);  // before new requests come in
   api_->gate().resume();
   return ok({{"status", "resumed"}});
 }

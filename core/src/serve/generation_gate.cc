@@ -17,7 +17,7 @@ void GenerationGate::leave() {
   changed_.notify_all();
 }
 
-void GenerationGate::pause(const std::string& mode, const std::function<void()>& abort_in_flight) {
+void GenerationGate::pause(const std::string& mode, const InFlight& in_flight) {
   if (mode != "abort" && mode != "wait" && mode != "keep") {
     throw bad_request("mode must be one of abort, wait, keep, got '" + mode.substr(0, 40) + "'", "mode");
   }
@@ -26,7 +26,8 @@ void GenerationGate::pause(const std::string& mode, const std::function<void()>&
     paused_ = true;
     hold_new_ = mode == "keep";
   }
-  if (mode == "abort" && abort_in_flight) abort_in_flight();
+  if (mode == "abort" && in_flight.abort) in_flight.abort();
+  if (mode == "keep" && in_flight.freeze && in_flight.freeze()) return;
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return in_flight_ == 0; });
 }

@@ -62,7 +62,7 @@ GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>
       r.sampling = sampling;
       r.sampling.n = 1;
       if (sampling.seed >= 0) r.sampling.seed = sample_seed(sampling.seed, k);
-      owners_[r.id] = {&call, k};
+      owners_[r.id] = Owner{&call, k, r};
       ids.push_back(r.id);
     }
   }
@@ -119,6 +119,49 @@ void RequestDriver::run_on_stepping_thread(const std::function<void()>& task) {
   done.get();
 }
 
+void RequestDriver::freeze() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    frozen_ = true;
+  }
+  run_on_stepping_thread([] {});  // returns once the step in progress has ended
+}
+
+void RequestDriver::thaw(bool recompute_cache) {
+  if (recompute_cache) run_on_stepping_thread([this] { restart_in_flight(); });
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    frozen_ = false;
+  }
+  work_.notify_all();
+}
+
+bool RequestDriver::frozen() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return frozen_;
+}
+
+void RequestDriver::restart_in_flight() {
+  std::vector<GenerationRequest> requests;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, owner] : owners_) requests.push_back(owner.request);
+  }
+  for (GenerationRequest& request : requests) {
+    std::optional<RequestOutput> out = engine_.abort(request.id);
+    if (!out) continue;  // not submitted yet, or aborted by its client meanwhile
+    request.sampling.seed = out->seed;  // the stream it drew from, continued
+    request.resumed = out->generated;
+    try {
+      engine_.submit(request);
+    } catch (const std::exception&) {
+      // Refused now (the engine changed under it): the caller gets what it had, as an abort.
+      std::lock_guard<std::mutex> lock(mutex_);
+      deliver_locked(std::move(*out));
+    }
+  }
+}
+
 void RequestDriver::abort_all() {
   std::vector<std::string> ids;
   {
@@ -133,7 +176,7 @@ size_t RequestDriver::abort_tag(const std::string& tag) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [id, owner] : owners_) {
-      if (owner.first->tag == tag) ids.push_back(id);
+      if (owner.call->tag == tag) ids.push_back(id);
     }
   }
   abort_ids(ids);
@@ -145,20 +188,25 @@ void RequestDriver::abort_ids(const std::vector<std::string>& ids) {
     std::optional<RequestOutput> out = engine_.abort(id);
     if (!out) continue;  // finished meanwhile (or never known): the stepping thread delivers it
     std::lock_guard<std::mutex> lock(mutex_);
-    auto owner = owners_.find(id);
-    if (owner == owners_.end()) continue;
-    auto [call, index] = owner->second;
-    call->outputs[index] = std::move(*out);
-    owners_.erase(owner);
-    if (--call->remaining == 0) call->changed.notify_all();
+    deliver_locked(std::move(*out));
   }
+}
+
+void RequestDriver::deliver_locked(RequestOutput out) {
+  auto owner = owners_.find(out.id);
+  if (owner == owners_.end()) return;
+  Call* call = owner->second.call;
+  const size_t index = owner->second.index;
+  owners_.erase(owner);
+  call->outputs[index] = std::move(out);
+  if (--call->remaining == 0) call->changed.notify_all();
 }
 
 void RequestDriver::fail_all(const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [id, owner] : owners_) {
-    owner.first->error = why;
-    owner.first->changed.notify_all();
+    owner.call->error = why;
+    owner.call->changed.notify_all();
   }
   owners_.clear();
 }
@@ -168,7 +216,7 @@ void RequestDriver::run() {
     std::packaged_task<void()> task;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      work_.wait(lock, [&] { return stop_ || !owners_.empty() || !tasks_.empty(); });
+      work_.wait(lock, [&] { return stop_ || !tasks_.empty() || (!frozen_ && !owners_.empty()); });
       if (stop_) return;
       if (!tasks_.empty()) {
         task = std::move(tasks_.front());
@@ -191,26 +239,19 @@ void RequestDriver::run() {
     for (const RequestOutput& finished : out.finished) finishing.emplace(finished.id, finished.finish_reason);
     for (const TokenDelta& delta : out.deltas) {
       auto owner = owners_.find(delta.id);
-      if (owner == owners_.end() || !owner->second.first->streaming) continue;
-      auto [call, index] = owner->second;
+      if (owner == owners_.end() || !owner->second.call->streaming) continue;
+      Call* call = owner->second.call;
       for (size_t t = 0; t < delta.tokens.size(); ++t) {
-        Token token{index, delta.tokens.token_ids[t], delta.tokens.logprobs[t], std::nullopt};
+        Token token{owner->second.index, delta.tokens.token_ids[t], delta.tokens.logprobs[t], std::nullopt};
         auto finish = finishing.find(delta.id);
         if (t + 1 == delta.tokens.size() && finish != finishing.end()) token.finish = finish->second;
         call->arrived.push_back(token);
       }
       call->changed.notify_all();
     }
-    for (RequestOutput& finished : out.finished) {
-      auto owner = owners_.find(finished.id);
-      if (owner == owners_.end()) continue;
-      auto [call, index] = owner->second;
-      call->outputs[index] = std::move(finished);
-      owners_.erase(owner);
-      if (--call->remaining == 0) call->changed.notify_all();
-    }
+    for (RequestOutput& finished : out.finished) deliver_locked(std::move(finished));
     // Owners registered but not yet submitted: wait briefly instead of spinning.
-    if (out.deltas.empty() && !owners_.empty()) work_.wait_for(lock, std::chrono::milliseconds(1));
+    if (out.deltas.empty() && !owners_.empty() && !frozen_) work_.wait_for(lock, std::chrono::milliseconds(1));
   }
 }
 

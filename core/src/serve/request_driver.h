@@ -61,6 +61,16 @@ class RequestDriver {
   // rethrows what it throws.
   void run_on_stepping_thread(const std::function<void()>& task);
 
+  // vLLM's /pause?mode=keep: no step runs after the one in progress, which
+  // freeze() waits for; the requests stay where they are, new ones queue, and
+  // run_on_stepping_thread still runs tasks (a weight reload). thaw() steps
+  // again; with `recompute_cache` (vLLM's clear_cache) every request in flight
+  // first restarts from its tokens so far (an abort, then a resubmission
+  // resuming them: its cache is recomputed under the weights loaded meanwhile).
+  void freeze();
+  void thaw(bool recompute_cache);
+  bool frozen() const;
+
   // Ends every request in flight now (finish reason abort): vLLM's /pause?mode=abort.
   void abort_all();
   // Ends the requests of the calls tagged `tag`; returns how many were running or waiting.
@@ -68,17 +78,26 @@ class RequestDriver {
 
  private:
   struct Call;
+  struct Owner {
+    Call* call = nullptr;
+    size_t index = 0;          // in the call's outputs
+    GenerationRequest request;  // as submitted, for a restart
+  };
   void run();
+  void restart_in_flight();
   void fail_all(const std::string& why);
   void abort_ids(const std::vector<std::string>& ids);
+  // Hands `out` to the call that owns its id, if any; mutex_ held.
+  void deliver_locked(RequestOutput out);
 
   GeneratesRequests& engine_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable work_;
-  std::map<std::string, std::pair<Call*, size_t>> owners_;  // request id -> its call and output index
+  std::map<std::string, Owner> owners_;  // request id -> its call, output index and request
   std::deque<std::packaged_task<void()>> tasks_;            // run_on_stepping_thread's, in order
   int64_t next_id_ = 0;
   bool stop_ = false;
+  bool frozen_ = false;
   std::thread thread_;
 };
 

@@ -101,7 +101,8 @@ void Server::Impl::add_dev_routes(DevModeApi& dev) {
   http.Get("/is_sleeping", [&dev](const Req&, Res& res) { reply(res, dev.is_sleeping()); });
   http.Post("/reset_prefix_cache", [&dev](const Req&, Res& res) { reply(res, dev.reset_prefix_cache()); });
   http.Post("/pause", [&dev](const Req& req, Res& res) {
-    reply(res, dev.pause(req.has_param("mode") ? req.get_param_value("mode") : "abort"));
+    reply(res, dev.pause(req.has_param("mode") ? req.get_param_value("mode") : "abort",
+                         req.has_param("clear_cache") ? req.get_param_value("clear_cache") : "true"));
   });
   http.Post("/resume", [&dev](const Req&, Res& res) { reply(res, dev.resume()); });
   http.Get("/is_paused", [&dev](const Req&, Res& res) { reply(res, dev.is_paused()); });

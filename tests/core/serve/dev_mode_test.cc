@@ -208,17 +208,56 @@ TEST_CASE("the weight version: set by SGLang's reload or vLLM's route, read from
   CHECK(post(server, "/update_weight_version", {{"new_version", 8}}, 400)["param"] == "new_version");
 }
 
-TEST_CASE("pause with mode abort ends the generations in flight first; wait and keep let them finish",
+TEST_CASE("pause with mode abort ends the generations in flight first, keep freezes them, wait lets them finish",
           "[serve][dev_mode]") {
   for (const char* mode : {"abort", "wait", "keep"}) {
     INFO(mode);
     rlcore::serve::GenerationGate gate;
     int aborts = 0;
-    gate.pause(mode, [&] { ++aborts; });  // nothing in flight: returns at once
+    int freezes = 0;
+    gate.pause(mode, {[&] { ++aborts; }, [&] { return ++freezes > 0; }});  // nothing in flight: returns at once
     CHECK(aborts == (std::string(mode) == "abort" ? 1 : 0));
+    CHECK(freezes == (std::string(mode) == "keep" ? 1 : 0));
     CHECK(gate.paused());
     gate.resume();
   }
+}
+
+TEST_CASE("pause?mode=keep freezes a streamed completion mid-way; resume finishes it, its cache recomputed",
+          "[serve][dev_mode]") {
+  for (const char* clear_cache : {"false", "true"}) {
+    INFO("clear_cache " << clear_cache);
+    auto engine = std::make_shared<rlcore_test::ScriptedRequests>();
+    engine->block_at_step(2);
+    RunningServer server(engine, {}, true);
+    auto completion = std::async(std::launch::async, [&] {
+      auto response = server.client().Post(
+          "/v1/completions", R"({"prompt": [30, 31], "max_tokens": 5, "ignore_eos": true})", "application/json");
+      return response ? json::parse(response->body) : json();
+    });
+    REQUIRE(engine->wait_blocked());
+    auto pausing = std::async(std::launch::async, [&] {
+      return post(server, std::string("/pause?mode=keep&clear_cache=") + clear_cache, nullptr, 200);
+    });
+    // The pause has begun (it waits for the step in progress, which is held): release that step.
+    for (int i = 0; i < 1000 && !get(server, "/is_paused")["is_paused"].get<bool>(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    CHECK(pausing.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout);
+    engine->release_step();
+    CHECK(pausing.get() == json{{"status", "paused"}});  // without waiting for the completion
+    const size_t steps = engine->token_steps();
+    CHECK(completion.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+    CHECK(engine->token_steps() == steps);
+    post(server, "/resume", nullptr, 200);
+    const json answer = completion.get();
+    REQUIRE(answer.contains("usage"));
+    CHECK(answer["usage"]["completion_tokens"] == 5);
+    CHECK(engine->resumed_sizes() ==
+          (std::string(clear_cache) == "true" ? std::vector<size_t>{0, 2} : std::vector<size_t>{0}));
+  }
+  RunningServer server(std::make_shared<rlcore_test::ScriptedRequests>(), {}, true);
+  CHECK(post(server, "/pause?mode=keep&clear_cache=maybe", nullptr, 400)["param"] == "clear_cache");
 }
 
 TEST_CASE("SGLang's /abort_request ends a completion by its id, or all of them", "[serve][dev_mode]") {

@@ -166,3 +166,34 @@ TEST_CASE("engine tasks run on the stepping thread, one at a time with the steps
   // The driver still steps afterwards.
   CHECK(driver.generate({{20}}, tokens(3)).token_ids[0] == std::vector<int32_t>{20, 21, 22});
 }
+
+TEST_CASE("frozen, the driver takes no step but still runs tasks; thawed, the requests finish where they were",
+          "[serve][driver]") {
+  for (bool recompute : {false, true}) {
+    INFO("recompute_cache " << recompute);
+    rlcore_test::ScriptedRequests engine;
+    engine.block_at_step(3);  // the request has 3 tokens when the step after them is frozen out
+    RequestDriver driver(engine);
+    auto call = std::async(std::launch::async, [&] { return driver.generate({{40}}, tokens(6)); });
+    REQUIRE(engine.wait_blocked());
+    auto freezing = std::async(std::launch::async, [&] { driver.freeze(); });
+    CHECK(freezing.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout);  // the step in progress
+    engine.release_step();
+    freezing.get();
+    CHECK(driver.frozen());
+    const size_t steps = engine.token_steps();
+    bool ran = false;
+    driver.run_on_stepping_thread([&] { ran = true; });  // a reload would run here
+    CHECK(ran);
+    CHECK(call.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+    CHECK(engine.token_steps() == steps);  // no step while frozen
+
+    driver.thaw(recompute);
+    const rlcore::GenerationOutput out = call.get();
+    CHECK(out.token_ids[0] == std::vector<int32_t>{40, 41, 42, 43, 44, 45});
+    CHECK(out.finish_reasons[0] == FinishReason::kLength);
+    CHECK_FALSE(driver.frozen());
+    // Recomputing restarts the request from its 3 tokens (an abort, then a resubmission resuming them).
+    CHECK(engine.resumed_sizes() == (recompute ? std::vector<size_t>{0, 3} : std::vector<size_t>{0}));
+  }
+}

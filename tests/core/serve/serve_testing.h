@@ -210,7 +210,8 @@ class ScriptedRequests : public rlcore::InferenceEngine, public rlcore::Generate
     std::lock_guard<std::mutex> lock(mutex_);
     if (request.prompt_ids.empty()) throw rlcore::ValueError("request '" + request.id + "': the prompt is empty");
     if (request.prompt_ids[0] == 999) throw rlcore::OverloadedError("request '" + request.id + "': queue full");
-    running_.emplace(request.id, Running{request, {}});
+    resumed_sizes_.push_back(request.resumed.size());
+    running_.emplace(request.id, Running{request, request.resumed});  // a resumed request goes on from its tokens
     seeds_.push_back(request.sampling.seed);
     ++submitted_;
     changed_.notify_all();
@@ -219,6 +220,11 @@ class ScriptedRequests : public rlcore::InferenceEngine, public rlcore::Generate
   rlcore::StepOutput step() override {
     std::unique_lock<std::mutex> lock(mutex_);
     step_thread_ = std::this_thread::get_id();
+    if (!running_.empty() && ++token_steps_ == block_at_) {
+      blocked_ = true;
+      changed_.notify_all();
+      changed_.wait_for(lock, std::chrono::seconds(10), [&] { return !blocked_; });
+    }
     if (hold_ > 0) {
       changed_.wait_for(lock, std::chrono::seconds(10), [&] { return submitted_ >= hold_; });
       hold_ = 0;
@@ -276,6 +282,29 @@ class ScriptedRequests : public rlcore::InferenceEngine, public rlcore::Generate
     std::lock_guard<std::mutex> lock(mutex_);
     return seeds_;
   }
+  // The `step`-th step that gives tokens waits (up to 10 s) for release_step();
+  // wait_blocked() returns once it does.
+  void block_at_step(size_t step) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    block_at_ = step;
+  }
+  bool wait_blocked() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return blocked_; });
+  }
+  void release_step() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocked_ = false;
+    changed_.notify_all();
+  }
+  size_t token_steps() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return token_steps_;
+  }
+  std::vector<size_t> resumed_sizes() const {  // per submit(), in order
+    std::lock_guard<std::mutex> lock(mutex_);
+    return resumed_sizes_;
+  }
   std::thread::id step_thread() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return step_thread_;
@@ -311,6 +340,10 @@ class ScriptedRequests : public rlcore::InferenceEngine, public rlcore::Generate
   std::vector<int64_t> seeds_;
   bool fail_ = false;
   std::thread::id step_thread_;
+  size_t token_steps_ = 0;  // steps that gave tokens
+  size_t block_at_ = 0;
+  bool blocked_ = false;
+  std::vector<size_t> resumed_sizes_;
 };
 
 // Sends `request` (raw HTTP/1.1 text, e.g. one httplib's client would not

@@ -48,11 +48,19 @@ class RLCORE_API OpenAiApi {
   // Runs `use(engine)` with the engine to itself (waits for the generations
   // in flight, holds new ones back): how the dev-mode routes reload weights and
   // sleep. With a RequestDriver it runs on the driver's stepping thread, the
-  // one thread that runs the engine's kernels (request_driver.h says why).
+  // one thread that runs the engine's kernels (request_driver.h says why);
+  // while frozen it runs between two steps of the requests in flight.
   void with_engine(const std::function<void(InferenceEngine&)>& use);
   // Ends the generations in flight (finish reason abort) where the engine
   // runs requests; otherwise they run to their end. vLLM's /pause?mode=abort.
   void abort_generations();
+  // vLLM's /pause?mode=keep where the engine runs requests: stops stepping
+  // after the step in progress, leaving the requests in flight where they
+  // are (RequestDriver::freeze); false, doing nothing, without requests.
+  bool freeze_generations();
+  // Steps the frozen requests again; `recompute_cache`: each first restarts
+  // from its tokens so far under the weights loaded meanwhile (vLLM's clear_cache).
+  void thaw_generations(bool recompute_cache);
   // Ends the generation of completion `id` (its "cmpl-..." / "chatcmpl-..." id)
   // where the engine runs requests; false when none of its requests is in flight.
   bool abort_generation(const std::string& id);

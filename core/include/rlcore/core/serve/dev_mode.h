@@ -27,7 +27,9 @@ class RLCORE_API DevModeApi {
   ApiResponse wake_up(const std::vector<std::string>& tags);  // none: everything
   ApiResponse is_sleeping() const;
   ApiResponse reset_prefix_cache() const;
-  ApiResponse pause(const std::string& mode);
+  // mode abort | wait | keep; clear_cache (keep only, default true as vLLM):
+  // the frozen requests' caches are recomputed at /resume under the new weights.
+  ApiResponse pause(const std::string& mode, const std::string& clear_cache = "true");
   ApiResponse resume();
   ApiResponse is_paused() const;
   ApiResponse collective_rpc(const std::string& body);  // method "reload_weights" only
@@ -56,6 +58,7 @@ class RLCORE_API DevModeApi {
   int64_t sleep_level_ = 0;
   bool weights_asleep_ = false;
   bool kv_cache_asleep_ = false;
+  bool recompute_at_resume_ = true;  // the last /pause?mode=keep's clear_cache
 };
 
 }  // namespace rlcore::serve

@@ -2,8 +2,10 @@
 // Paused with mode "keep", new requests wait for /resume (at most
 // kMaxHold, then 503, so a client that never resumes cannot pin them); with "wait" or
 // "abort" they are refused with 503 (vLLM's answer). Pausing returns once the
-// generations in flight are done; with "abort" it first calls `abort_in_flight`,
-// which ends them early where the engine runs requests.
+// generations in flight are done; with "abort" it first calls `in_flight.abort`,
+// which ends them early where the engine runs requests; with "keep" it calls
+// `in_flight.freeze`, which stops them where they are where the engine runs
+// requests (true: pausing returns at once, they go on after /resume).
 #pragma once
 
 #include <chrono>
@@ -25,8 +27,12 @@ class RLCORE_API GenerationGate {
   void enter();
   void leave();
 
+  struct InFlight {
+    std::function<void()> abort;
+    std::function<bool()> freeze;  // false where it cannot
+  };
   // mode: abort | wait | keep; anything else is a 400 naming it.
-  void pause(const std::string& mode, const std::function<void()>& abort_in_flight = {});
+  void pause(const std::string& mode, const InFlight& in_flight = {});
   void resume();
   bool paused() const;
 
