@@ -136,10 +136,13 @@ ApiResponse DevModeApi::reset_prefix_cache() const { return ok({{"success", true
 ApiResponse DevModeApi::pause(const std::string& mode, const std::string& clear_cache) {
   return answer("/pause", [&] {
     const bool recompute = query_flag(clear_cache, "clear_cache");
+    bool recompute_frozen = recompute;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      recompute_at_resume_ = recompute;
+      std::swap(recompute_at_resume_, recompute_frozen);
     }
+    // Requests frozen by an earlier keep would never finish: they go on, then wait or abort applies.
+    if (mode != "keep") api_->thaw_generations(recompute_frozen);
     api_->gate().pause(mode, {[this] { api_->abort_generations(); }, [this] { return api_->freeze_generations(); }});
     return ok({{"status", "paused"}});
   });

@@ -128,6 +128,7 @@ void RequestDriver::freeze() {
 }
 
 void RequestDriver::thaw(bool recompute_cache) {
+  if (!frozen()) return;
   if (recompute_cache) run_on_stepping_thread([this] { restart_in_flight(); });
   {
     std::lock_guard<std::mutex> lock(mutex_);

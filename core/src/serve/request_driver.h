@@ -67,6 +67,7 @@ class RequestDriver {
   // again; with `recompute_cache` (vLLM's clear_cache) every request in flight
   // first restarts from its tokens so far (an abort, then a resubmission
   // resuming them: its cache is recomputed under the weights loaded meanwhile).
+  // thaw() does nothing unless frozen.
   void freeze();
   void thaw(bool recompute_cache);
   bool frozen() const;

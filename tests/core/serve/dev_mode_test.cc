@@ -260,6 +260,30 @@ TEST_CASE("pause?mode=keep freezes a streamed completion mid-way; resume finishe
   CHECK(post(server, "/pause?mode=keep&clear_cache=maybe", nullptr, 400)["param"] == "clear_cache");
 }
 
+TEST_CASE("pause?mode=wait after keep lets the frozen completion finish instead of waiting forever",
+          "[serve][dev_mode]") {
+  auto engine = std::make_shared<rlcore_test::ScriptedRequests>();
+  engine->block_at_step(2);
+  RunningServer server(engine, {}, true);
+  auto completion = std::async(std::launch::async, [&] {
+    auto response = server.client().Post("/v1/completions", R"({"prompt": [50], "max_tokens": 4, "ignore_eos": true})",
+                                         "application/json");
+    return response ? response->status : 0;
+  });
+  REQUIRE(engine->wait_blocked());
+  auto keep = std::async(std::launch::async, [&] { return post(server, "/pause?mode=keep", nullptr, 200); });
+  for (int i = 0; i < 1000 && !get(server, "/is_paused")["is_paused"].get<bool>(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  engine->release_step();
+  CHECK(keep.get() == json{{"status", "paused"}});
+  CHECK(completion.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout);  // frozen
+  CHECK(post(server, "/pause?mode=wait", nullptr, 200) == json{{"status", "paused"}});  // returns: it finished
+  CHECK(completion.get() == 200);
+  post(server, "/resume", nullptr, 200);
+}
+
 TEST_CASE("SGLang's /abort_request ends a completion by its id, or all of them", "[serve][dev_mode]") {
   auto engine = std::make_shared<rlcore_test::ScriptedRequests>(0, /*stall_after_first_token=*/true);
   RunningServer server(engine, {}, true);
