@@ -116,7 +116,11 @@ void RequestDriver::run_on_stepping_thread(const std::function<void()>& task) {
     done = tasks_.back().get_future();
   }
   work_.notify_all();
-  done.get();
+  try {
+    done.get();
+  } catch (const std::future_error&) {  // the driver stopped before the task ran
+    throw Error("rlcore serve is shutting down");
+  }
 }
 
 void RequestDriver::freeze() {
