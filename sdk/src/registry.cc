@@ -10,6 +10,7 @@
 #include "rlcore/policy_loss.h"
 #include "rlcore/sharding_manager.h"
 #include "rlcore/string_join.h"
+#include "rlcore/tool.h"
 #include "rlcore/train_engine.h"
 
 namespace rlcore {
@@ -17,7 +18,8 @@ namespace rlcore {
 const std::vector<std::string>& component_kinds() {
   static const std::vector<std::string> kinds = {
       TrainEngine::kKind,     InferenceEngine::kKind, WeightAdaptor::kKind,      Offloader::kKind,
-      ShardingManager::kKind, Grader::kKind,          AdvantageEstimator::kKind, PolicyLoss::kKind};
+      ShardingManager::kKind, Grader::kKind,          AdvantageEstimator::kKind, PolicyLoss::kKind,
+      Tool::kKind};
   return kinds;
 }
 

@@ -52,7 +52,8 @@ TEST_CASE("rlcore plugins lists each in-tree engine's capabilities", "[cli]") {
       {"train_engine +megatron +train-megatron", "data_parallel,tensor_parallel,pipeline_parallel,offload,sum_pi_squared"},
       {"sharding_manager +bucketed +hybrid-engine", "bounded_swap_memory"},
       {"sharding_manager +naive +hybrid-engine", "-"},
-      {"reward +gsm8k +reward", "-"}};
+      {"reward +gsm8k +reward", "-"},
+      {"tool +calculator +tools", "-"}};
   for (const auto& [row, capabilities] : expected) {
     if (!std::regex_search(result.out, std::regex(row))) continue;  // plugin not built here
     CHECK_THAT(result.out,
@@ -260,6 +261,6 @@ TEST_CASE("rlcore data make writes either task and refuses options of the other"
   CHECK_THAT(result.err, Catch::Contains("--test does not apply to --task arithmetic"));
   result = run({"data", "make", "--task", "gsm8k", "--out", dir.string()});
   CHECK(result.status == 1);
-  CHECK_THAT(result.err, Catch::Contains("unknown task 'gsm8k'; tasks: arithmetic, gsm8k-style"));
+  CHECK_THAT(result.err, Catch::Contains("unknown task 'gsm8k'; tasks: arithmetic, arithmetic-tool, gsm8k-style"));
   std::filesystem::remove_all(dir);
 }

@@ -89,7 +89,9 @@ TEST_CASE("verl features rlcore lacks are refused by key unless off; conflicts n
                  Catch::Contains("Ulysses sequence parallelism is not implemented") &&
                  Catch::Contains("only 1 is accepted"));
   CHECK_THAT(error({"trainer.critic_warmup=3"}), Catch::Contains("critic-only warm-up"));
-  CHECK_THAT(error({"actor_rollout_ref.rollout.multi_turn.enable=True"}), Catch::Contains("multi-turn"));
+  // verl's agent loop keys are rlcore's too (docs/agent-loop.md): a bad value names its key.
+  CHECK_THAT(error({"actor_rollout_ref.rollout.multi_turn.format=gpt-oss"}),
+             Catch::Contains("actor_rollout_ref.rollout.multi_turn.format") && Catch::Contains("hermes"));
   CHECK_THAT(error({"actor_rollout_ref.actor.fsdp_config.fsdp_size=4"}), Catch::Contains("hybrid sharding"));
   CHECK_THAT(error({"actor_rollout_ref.hybrid_engine=false"}), Catch::Contains("only true is accepted"));
   CHECK_THAT(error({"actor_rollout_ref.model.enable_gradient_checkpointing=True",

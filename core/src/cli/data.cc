@@ -16,9 +16,13 @@ namespace {
 constexpr const char* kDataUsage =
     "rlcore data make --task arithmetic --out DIR [--train 20000] [--val 500] [--digits 2] [--seed 1] "
     "[--ops +,-]\n"
+    "rlcore data make --task arithmetic-tool --out DIR [--train 20000] [--val 500] [--digits 3] [--seed 1] "
+    "[--ops *] [--sft-tool-share 0.3]\n"
     "rlcore data make --task gsm8k-style --out DIR [--train 7473] [--test 1319] [--seed 1]\n"
     "arithmetic: DIR/train.jsonl and DIR/val.jsonl (RL records, data_source \"arithmetic\") and DIR/sft.jsonl\n"
     "(the training prompts with their \"response\"); problems look like \"12+35=\" -> \"#### 47\".\n"
+    "arithmetic-tool: the same files in verl's agent layout (agent_name tool_agent) for the calculator tool;\n"
+    "a share of the SFT responses call it (docs/agent-loop.md).\n"
     "gsm8k-style: DIR/train.parquet and DIR/test.parquet in verl's GSM8K layout (data_source \"openai/gsm8k\"):\n"
     "synthetic two- and three-step word problems with worked answers ending in \"#### N\"";
 
@@ -35,7 +39,7 @@ void write_arithmetic(ArithmeticTaskOptions task, const std::string& ops, const 
   task.ops = split_ops(ops);
   const ArithmeticTaskData data = make_arithmetic_task(task);
   const ArithmeticTaskFiles files = write_arithmetic_task(data, out_dir);
-  io.out << "wrote the arithmetic task (" << task.digits << "-digit operands, ops " << ops << ", seed " << task.seed
+  io.out << "wrote the arithmetic" << (task.tools ? "-tool" : "") << " task (" << task.digits << "-digit operands, ops " << ops << ", seed " << task.seed
          << "):\n"
          << "  " << files.train << "  " << data.train.size() << " RL records\n"
          << "  " << files.val << "  " << data.val.size() << " RL records (none in train)\n"
@@ -69,14 +73,16 @@ int run_data_make(const std::vector<std::string>& args, CommandIo io) {
   std::string ops = "+";
   po::options_description options(kDataUsage);
   add_common_options(options, common);
-  options.add_options()("task", po::value(&task_name)->required(), "arithmetic or gsm8k-style")(
+  options.add_options()("task", po::value(&task_name)->required(), "arithmetic, arithmetic-tool or gsm8k-style")(
       "out", po::value(&out_dir)->required(), "directory to write (created when missing)")(
       "train", po::value(&train), "training records (default 20000 for arithmetic, 7473 for gsm8k-style)")(
       "seed", po::value(&seed), "seed (default 1): the same seed writes the same files")(
       "val", po::value(&arithmetic.val), "arithmetic: validation records (default 500), none of them in train")(
       "digits", po::value(&arithmetic.digits), "arithmetic: digits per operand, 1 to 9 (default 2)")(
       "ops", po::value(&ops), "arithmetic: operators, comma-separated: any of +,-,* (default +)")(
-      "test", po::value(&gsm8k.test), "gsm8k-style: test records (default 1319), none of them in train");
+      "test", po::value(&gsm8k.test), "gsm8k-style: test records (default 1319), none of them in train")(
+      "sft-tool-share", po::value(&arithmetic.sft_tool_share),
+      "arithmetic-tool: share of the SFT records that call the calculator (default 0.3)");
   std::vector<std::string> positional;
   const po::variables_map given = parse_command_line(args, options, positional);
   apply_log_level(common.log_level);
@@ -86,18 +92,26 @@ int run_data_make(const std::vector<std::string>& args, CommandIo io) {
       if (given.count(name)) throw ConfigError("rlcore data make: --" + name + " does not apply to --task " + task_name);
     }
   };
-  if (task_name == "arithmetic") {
+  if (task_name == "arithmetic-tool") {
     refuse({"test"});
+    arithmetic.tools = true;
+    if (!given.count("digits")) arithmetic.digits = 3;
+    if (!given.count("ops")) ops = "*";
+    if (train >= 0) arithmetic.train = train;
+    arithmetic.seed = seed;
+    write_arithmetic(arithmetic, ops, out_dir, io);
+  } else if (task_name == "arithmetic") {
+    refuse({"test", "sft-tool-share"});
     if (train >= 0) arithmetic.train = train;
     arithmetic.seed = seed;
     write_arithmetic(arithmetic, ops, out_dir, io);
   } else if (task_name == "gsm8k-style") {
-    refuse({"val", "digits", "ops"});
+    refuse({"val", "digits", "ops", "sft-tool-share"});
     if (train >= 0) gsm8k.train = train;
     gsm8k.seed = seed;
     write_gsm8k_style(gsm8k, out_dir, io);
   } else {
-    throw ConfigError("rlcore data make: unknown task '" + task_name + "'; tasks: arithmetic, gsm8k-style");
+    throw ConfigError("rlcore data make: unknown task '" + task_name + "'; tasks: arithmetic, arithmetic-tool, gsm8k-style");
   }
   return 0;
 }

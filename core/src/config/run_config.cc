@@ -130,6 +130,8 @@ std::string component_options_path(const std::string& kind, const std::string& n
   if (kind == "inference_engine") return "actor_rollout_ref.rollout";
   // The sharding manager (rollout.sharding_manager) reads the other keys of hybrid_engine.
   if (kind == "sharding_manager") return "actor_rollout_ref.hybrid_engine";
+  // Tools read theirs from the tool config file (multi_turn.tool_config_path): tools: [{name, config}].
+  if (kind == "tool") return "tools[" + name + "].config";
   return "plugins." + kind + "." + name;
 }
 

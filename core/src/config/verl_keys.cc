@@ -113,8 +113,6 @@ const std::vector<VerlKeyRule>& verl_key_rules() {
       {"actor_rollout_ref.ref.fsdp_config.fsdp_size", H::kOnlyValue, "-1",
        "hybrid sharding is not implemented: fsdp shards over the whole data-parallel group"},
       {"trainer.critic_warmup", H::kOnlyValue, "0", "critic-only warm-up steps are not implemented"},
-      {"actor_rollout_ref.rollout.multi_turn.enable", H::kOnlyValue, "false",
-       "multi-turn rollouts with tools (verl's agent loop) are not implemented"},
       {"actor_rollout_ref.hybrid_engine", H::kOnlyValue, "true",
        "rollout workers apart from the actor's (verl's hybrid_engine: false) are not implemented"},
   };

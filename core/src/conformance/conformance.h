@@ -79,6 +79,7 @@ std::vector<Check> weight_adaptor_checks();
 std::vector<Check> offloader_checks();
 std::vector<Check> sharding_manager_checks();
 std::vector<Check> grader_checks();
+std::vector<Check> tool_checks();
 std::vector<Check> advantage_estimator_checks();
 std::vector<Check> policy_loss_checks();
 // The checks for `kind`; empty for a kind without any.

@@ -98,6 +98,7 @@ std::vector<Check> checks_for(const std::string& kind) {
   if (kind == "offloader") return offloader_checks();
   if (kind == "sharding_manager") return sharding_manager_checks();
   if (kind == "reward") return grader_checks();
+  if (kind == "tool") return tool_checks();
   if (kind == "advantage_estimator") return advantage_estimator_checks();
   if (kind == "policy_loss") return policy_loss_checks();
   return {};

@@ -17,6 +17,7 @@ namespace {
 
 constexpr int64_t kArithmeticTrainStream = 0;  // random streams of the seed, one per split
 constexpr int64_t kArithmeticValStream = 1;
+constexpr int64_t kArithmeticDemoStream = 2;  // which SFT records demonstrate the tool
 
 struct OperandRange {
   int64_t low;
@@ -35,6 +36,10 @@ void check_options(const ArithmeticTaskOptions& options) {
     throw ValueError("arithmetic task: digits must be 1 to 9, got " + std::to_string(options.digits));
   }
   if (options.train < 0 || options.val < 0) throw ValueError("arithmetic task: record counts must be >= 0");
+  if (options.sft_tool_share < 0 || options.sft_tool_share > 1) {
+    throw ValueError("arithmetic task: the SFT tool share must be in [0, 1], got " +
+                     std::to_string(options.sft_tool_share));
+  }
   if (options.ops.empty()) throw ValueError("arithmetic task: no operators given (use any of +, -, *)");
   for (size_t i = 0; i < options.ops.size(); ++i) {
     const std::string& op = options.ops[i];
@@ -67,14 +72,19 @@ ArithmeticProblem draw(std::mt19937_64& engine, const ArithmeticTaskOptions& opt
 using ProblemKey = std::tuple<char, int64_t, int64_t>;
 ProblemKey key_of(const ArithmeticProblem& p) { return {p.op, p.a, p.b}; }
 
-nlohmann::json rl_record(const ArithmeticProblem& problem, const char* split, int64_t index) {
-  return {
+nlohmann::json rl_record(const ArithmeticProblem& problem, const char* split, int64_t index, bool tools) {
+  nlohmann::json record = {
       {"data_source", kArithmeticDataSource},
       {"prompt", nlohmann::json::array({{{"role", "user"}, {"content", problem.prompt()}}})},
       {"ability", "math"},
       {"reward_model", {{"style", "rule"}, {"ground_truth", std::to_string(problem.answer())}}},
       {"extra_info",
        {{"split", split}, {"index", index}, {"a", problem.a}, {"b", problem.b}, {"op", std::string(1, problem.op)}}}};
+  if (tools) {
+    record["agent_name"] = "tool_agent";
+    record["extra_info"]["tools_kwargs"] = {{kArithmeticToolName, {{"create_kwargs", nlohmann::json::object()}}}};
+  }
+  return record;
 }
 
 void write_jsonl(const std::string& path, const std::vector<nlohmann::json>& records) {
@@ -101,6 +111,14 @@ std::string ArithmeticProblem::prompt() const { return std::to_string(a) + op + 
 
 std::string ArithmeticProblem::response() const { return "#### " + std::to_string(answer()); }
 
+nlohmann::json ArithmeticProblem::tool_demonstration() const {
+  const nlohmann::ordered_json call = {{"name", kArithmeticToolName},
+                               {"arguments", {{"expression", std::to_string(a) + op + std::to_string(b)}}}};
+  return nlohmann::json::array({{{"role", "assistant"}, {"content", "<tool_call>" + call.dump() + "</tool_call>"}},
+                                {{"role", "tool"}, {"content", std::to_string(answer())}},
+                                {{"role", "assistant"}, {"content", response()}}});
+}
+
 ArithmeticTaskData make_arithmetic_task(const ArithmeticTaskOptions& options) {
   check_options(options);
   ArithmeticTaskData data;
@@ -109,16 +127,25 @@ ArithmeticTaskData make_arithmetic_task(const ArithmeticTaskOptions& options) {
   while (static_cast<int64_t>(data.val.size()) < options.val) {
     const ArithmeticProblem problem = draw(val_engine, options);
     if (!val_keys.insert(key_of(problem)).second) continue;
-    data.val.push_back(rl_record(problem, "val", static_cast<int64_t>(data.val.size())));
+    data.val.push_back(rl_record(problem, "val", static_cast<int64_t>(data.val.size()), options.tools));
   }
   std::mt19937_64 train_engine = data_random::make_engine(options.seed, kArithmeticTrainStream);
+  std::mt19937_64 demo_engine = data_random::make_engine(options.seed, kArithmeticDemoStream);
+  constexpr uint64_t kShareSteps = 1000000;
   while (static_cast<int64_t>(data.train.size()) < options.train) {
     const ArithmeticProblem problem = draw(train_engine, options);
     if (val_keys.count(key_of(problem))) continue;
     const auto index = static_cast<int64_t>(data.train.size());
-    data.train.push_back(rl_record(problem, "train", index));
+    data.train.push_back(rl_record(problem, "train", index, options.tools));
     nlohmann::json sft = data.train.back();
-    sft["response"] = problem.response();
+    const bool demonstrates_tool =
+        options.tools && static_cast<double>(data_random::uniform_below(demo_engine, kShareSteps)) <
+                             options.sft_tool_share * static_cast<double>(kShareSteps);
+    if (demonstrates_tool) {
+      sft["response"] = problem.tool_demonstration();
+    } else {
+      sft["response"] = problem.response();
+    }
     data.sft.push_back(std::move(sft));
   }
   return data;

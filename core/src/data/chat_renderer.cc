@@ -36,9 +36,7 @@ nlohmann::ordered_json yaml_to_json(const ConfigNode& node) {
 
 }  // namespace
 
-ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const DataConfig& config) {
-  std::optional<ChatTemplate> chat_template = ChatTemplate::from_checkpoint(model_dir);
-  if (!chat_template) return {};
+ChatTemplateOptions data_chat_template_options(const DataConfig& config) {
   ChatTemplateOptions options;
   options.add_generation_prompt = true;
   if (config.apply_chat_template_kwargs.defined() && !config.apply_chat_template_kwargs.is_null()) {
@@ -48,6 +46,15 @@ ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const DataCo
                         ": data.apply_chat_template_kwargs must be a map of template variables");
     }
   }
+  return options;
+}
+
+ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const DataConfig& config,
+                                      const nlohmann::ordered_json& tools) {
+  std::optional<ChatTemplate> chat_template = ChatTemplate::from_checkpoint(model_dir);
+  if (!chat_template) return {};
+  ChatTemplateOptions options = data_chat_template_options(config);
+  options.tools = tools;
   auto shared = std::make_shared<const ChatTemplate>(std::move(*chat_template));
   return [shared, options](const nlohmann::json& messages) {
     return shared->render(nlohmann::ordered_json::parse(messages.dump()), options);

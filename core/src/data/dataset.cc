@@ -102,10 +102,11 @@ nlohmann::json prompt_messages(const nlohmann::json& record, const std::string& 
 class ExampleBuilder {
  public:
   ExampleBuilder(const DataConfig& config, const Tokenizer& tokenizer, bool with_responses,
-                 const ChatRenderer& chat_renderer)
+                 const ChatRenderer& chat_renderer, const ResponseAssembler& assembler)
       : config_(config),
         tokenizer_(tokenizer),
         with_responses_(with_responses),
+        assembler_(assembler),
         chat_renderer_(config.apply_chat_template && config.prompt_template == "chat" ? chat_renderer
                                                                                        : ChatRenderer()),
         // Validates the template name and rejects a system prompt for "plain".
@@ -126,8 +127,13 @@ class ExampleBuilder {
   // The example for `record`, or false when filter_overlong_prompts drops it.
   bool build(const nlohmann::json& record, const std::string& where, Example& example) const {
     if (!prompt_ids(record, where, example.prompt_ids)) return false;
-    if (with_responses_) example.response_ids = response_ids(record, where);
     example.prompt_messages = prompt_messages(record, where, config_);
+    if (with_responses_) read_response(record, where, example);
+    const auto agent = record.find("agent_name");
+    if (agent != record.end() && !agent->is_null()) {
+      if (!agent->is_string()) throw FormatError(where + ": key 'agent_name' must be a string");
+      example.agent_name = agent->get<std::string>();
+    }
     example.data_source = read_data_source(record, where);
     example.ground_truth = read_ground_truth(record);
     const auto extra = record.find("extra_info");
@@ -173,26 +179,43 @@ class ExampleBuilder {
     return true;
   }
 
-  std::vector<int32_t> response_ids(const nlohmann::json& record, const std::string& where) const {
+  // A string (eos appended), or (with an assembler) the assistant and tool messages of a multi-turn demonstration.
+  void read_response(const nlohmann::json& record, const std::string& where, Example& example) const {
     const auto it = record.find(config_.response_key);
     if (it == record.end()) {
       throw FormatError(where + ": missing key '" + config_.response_key + "' (data.response_key)");
     }
+    const auto limit = static_cast<size_t>(config_.max_response_length);
+    if (it->is_array() && assembler_) {
+      AssembledResponse assembled;
+      try {
+        assembled = assembler_(example.prompt_messages, *it);
+      } catch (const std::exception& e) {
+        throw FormatError(where + ": key '" + config_.response_key + "': " + e.what());
+      }
+      example.response_ids = std::move(assembled.ids);
+      example.response_loss_mask = std::move(assembled.loss_mask);
+      if (example.response_ids.size() > limit) {
+        example.response_ids.resize(limit);
+        example.response_loss_mask.resize(limit);
+      }
+      return;
+    }
     if (!it->is_string()) {
-      throw FormatError(where + ": key '" + config_.response_key + "' must be a string, got " +
-                        std::string(it->type_name()));
+      throw FormatError(where + ": key '" + config_.response_key + "' must be a string" +
+                        (it->is_array() ? std::string(" (a message list needs a checkpoint with a chat template)")
+                                        : ", got " + std::string(it->type_name())));
     }
     std::vector<int32_t> ids = tokenizer_.encode(it->get<std::string>(), /*parse_special_tokens=*/false);
     ids.push_back(*tokenizer_.eos_token_id());
-    if (ids.size() > static_cast<size_t>(config_.max_response_length)) {
-      ids.resize(static_cast<size_t>(config_.max_response_length));
-    }
-    return ids;
+    if (ids.size() > limit) ids.resize(limit);
+    example.response_ids = std::move(ids);
   }
 
   const DataConfig& config_;
   const Tokenizer& tokenizer_;
   bool with_responses_;
+  ResponseAssembler assembler_;  // empty: string responses only
   ChatRenderer chat_renderer_;  // empty: ChatML or plain (default_template_)
   PromptTemplate default_template_;
 };
@@ -202,9 +225,9 @@ class ExampleBuilder {
 Dataset::Dataset() : examples_(std::make_shared<const std::vector<Example>>()) {}
 
 Dataset Dataset::load(const std::vector<std::string>& files, const DataConfig& config, const Tokenizer& tokenizer,
-                      bool with_responses, const ChatRenderer& chat_renderer) {
+                      bool with_responses, const ChatRenderer& chat_renderer, const ResponseAssembler& assembler) {
   if (files.empty()) throw ValueError("no dataset files given (data.train_files / data.val_files)");
-  const ExampleBuilder builder(config, tokenizer, with_responses, chat_renderer);
+  const ExampleBuilder builder(config, tokenizer, with_responses, chat_renderer, assembler);
   auto examples = std::make_shared<std::vector<Example>>();
   Dataset dataset;
   int64_t index = 0;

@@ -128,6 +128,8 @@ OptionsSchema<RolloutConfig> rollout_schema() {
       .section("val_kwargs", &RolloutConfig::val_kwargs, val_kwargs_schema())
       .key("sharding_manager", &RolloutConfig::sharding_manager,
            "How weights move between actor and rollout (a registered sharding_manager: bucketed | naive).")
+      .section("multi_turn", &RolloutConfig::multi_turn, agent::multi_turn_schema())
+      .section("agent", &RolloutConfig::agent, agent::agent_section_schema())
       .other_keys_to(&RolloutConfig::engine_options);
   return schema;
 }

@@ -69,8 +69,10 @@ ScoredRollout select_rows(const ScoredRollout& scored, const std::vector<int64_t
   out.rollout.batch.reorder(at::tensor(rows, at::kLong));
   const Rewards& in = scored.rewards;
   out.rewards.token_level_scores = in.token_level_scores.index_select(0, at::tensor(rows, at::kLong));
+  out.rollout.agent_metrics = scored.rollout.agent_metrics;
   for (int64_t row : rows) {
     out.rollout.examples.push_back(scored.rollout.examples[row]);
+    if (!scored.rollout.extra_info.empty()) out.rollout.extra_info.push_back(scored.rollout.extra_info[row]);
     out.rewards.scores.push_back(in.scores[row]);
     out.rewards.responses.push_back(in.responses[row]);
     for (const auto& [name, column] : in.extras) out.rewards.extras[name].push_back(column[row]);
@@ -116,6 +118,8 @@ ScoredRollout concat_groups(const std::vector<ScoredRollout>& parts, int64_t max
   std::vector<at::Tensor> scores;
   for (const ScoredRollout& part : kept) {
     out.rollout.examples.insert(out.rollout.examples.end(), part.rollout.examples.begin(), part.rollout.examples.end());
+    out.rollout.extra_info.insert(out.rollout.extra_info.end(), part.rollout.extra_info.begin(),
+                                  part.rollout.extra_info.end());
     const Rewards& r = part.rewards;
     scores.push_back(r.token_level_scores);
     out.rewards.scores.insert(out.rewards.scores.end(), r.scores.begin(), r.scores.end());

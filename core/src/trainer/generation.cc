@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include "rlcore/error.h"
+#include "trainer/agent_rollout.h"
 #include "trainer/sequences.h"
 #include "trainer/worker_contract.h"
 
@@ -15,6 +16,46 @@ GenerationLimits generation_limits(const Tokenizer& tokenizer, int64_t max_token
   if (tokenizer.eos_token_id()) limits.stop_token_ids.push_back(*tokenizer.eos_token_id());
   limits.pad_token_id = tokenizer.pad_token_id().value_or(tokenizer.eos_token_id().value_or(0));
   return limits;
+}
+
+void add_generation_stats(GenerationStats& into, const GenerationStats& more) {
+  into.decode_steps += more.decode_steps;
+  into.running_rows += more.running_rows;
+  into.max_running = std::max(into.max_running, more.max_running);
+  into.max_waiting = std::max(into.max_waiting, more.max_waiting);
+  into.prefill_rows += more.prefill_rows;
+  into.joins += more.joins;
+}
+
+Batch call_generate(WorkerGroup& actor, const std::vector<std::vector<int32_t>>& prompts, nlohmann::json arguments,
+                    const GenerationLimits& limits, int64_t max_tokens, int64_t expected_version,
+                    std::vector<GenerationStats>& engine_stats) {
+  arguments[args::kMaxTokens] = max_tokens;
+  arguments[args::kStopTokenIds] = limits.stop_token_ids;
+  arguments[args::kPadTokenId] = limits.pad_token_id;
+  CallOutput generated =
+      actor.call(actor_methods::kGenerate.qualified(), make_prompt_batch(prompts, limits.pad_token_id), arguments).get();
+  const bool first = engine_stats.empty();
+  size_t reporting = 0;
+  for (const auto& reply : generated.replies) {
+    const GenerateReply parsed = GenerateReply::from_json(reply.value);
+    if (parsed.stats) {
+      if (first) {
+        engine_stats.push_back(*parsed.stats);
+      } else if (reporting < engine_stats.size()) {
+        add_generation_stats(engine_stats[reporting], *parsed.stats);
+      }
+      ++reporting;
+    }
+    const int64_t version = parsed.weight_version;
+    if (version != expected_version) {
+      throw ValueError(actor_methods::kGenerate.qualified() + " on rank " + std::to_string(reply.rank) +
+                       " used weight version " + std::to_string(version) + ", expected " +
+                       std::to_string(expected_version) +
+                       " (the weights synced after the last update): stale rollout weights");
+    }
+  }
+  return std::move(generated.batch);
 }
 
 Rollout generate_rollout(WorkerGroup& actor, const std::vector<const Example*>& prompts, int64_t n,
@@ -29,24 +70,12 @@ Rollout generate_rollout(WorkerGroup& actor, const std::vector<const Example*>& 
       uid.push_back(static_cast<int64_t>(p));
     }
   }
-  nlohmann::json arguments = sampling;
-  arguments[args::kMaxTokens] = limits.max_tokens;
-  arguments[args::kStopTokenIds] = limits.stop_token_ids;
-  arguments[args::kPadTokenId] = limits.pad_token_id;
-  CallOutput generated =
-      actor.call(actor_methods::kGenerate.qualified(), make_prompt_batch(ids, limits.pad_token_id), arguments).get();
-  for (const auto& reply : generated.replies) {
-    const GenerateReply parsed = GenerateReply::from_json(reply.value);
-    if (parsed.stats) rollout.engine_stats.push_back(*parsed.stats);
-    const int64_t version = parsed.weight_version;
-    if (version != expected_version) {
-      throw ValueError(actor_methods::kGenerate.qualified() + " on rank " + std::to_string(reply.rank) +
-                       " used weight version " + std::to_string(version) + ", expected " +
-                       std::to_string(expected_version) +
-                       " (the weights synced after the last update): stale rollout weights");
-    }
+  if (limits.agent_loop) {
+    run_agent_rollout(actor, *limits.agent_loop, ids, sampling, limits, expected_version, rollout);
+  } else {
+    rollout.batch = call_generate(actor, ids, sampling, limits, limits.max_tokens, expected_version,
+                                  rollout.engine_stats);
   }
-  rollout.batch = std::move(generated.batch);
   rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));
   return rollout;
 }

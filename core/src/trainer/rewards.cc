@@ -33,7 +33,8 @@ OverlongShaping overlong_shaping(const RunConfig& config) {
 }
 
 Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*>& examples, const Tokenizer& tokenizer,
-                        const RewardRouter& router, const OverlongShaping& overlong, const ModelScores* model) {
+                        const RewardRouter& router, const OverlongShaping& overlong, const ModelScores* model,
+                        const std::vector<nlohmann::json>* extra_info) {
   const std::vector<std::vector<int32_t>> responses = response_tokens(sequences);
   const int64_t rows = sequences.size();
   Rewards rewards;
@@ -44,7 +45,7 @@ Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*
     samples[i].response = rewards.responses.back();
     samples[i].ground_truth = examples[i]->ground_truth;
     samples[i].data_source = examples[i]->data_source;
-    samples[i].extra = &examples[i]->extra_info;
+    samples[i].extra = extra_info != nullptr ? &(*extra_info)[static_cast<size_t>(i)] : &examples[i]->extra_info;
   }
   const std::vector<GradeResult> grades =
       model != nullptr && model->replace ? std::vector<GradeResult>(samples.size()) : router.score(samples);

@@ -48,10 +48,12 @@ struct ModelScores {
 // `examples[i]` is the prompt of row i of `sequences` (the engine layout). A
 // response's score is its grade (or, with `model`, the model's score, or both
 // added), plus the overlong penalty when shaping is on. With `model`, the
-// extras gain rm_score.
+// extras gain rm_score. `extra_info[i]` (multi-turn rollouts: the prompt's
+// plus the agent loop's __num_turns__, tool_rewards) replaces row i's prompt's
+// extra_info for the graders where given.
 Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*>& examples, const Tokenizer& tokenizer,
                         const RewardRouter& router, const OverlongShaping& overlong = {},
-                        const ModelScores* model = nullptr);
+                        const ModelScores* model = nullptr, const std::vector<nlohmann::json>* extra_info = nullptr);
 
 // Decodes ids, dropping any the tokenizer does not know (a model's padded vocabulary).
 std::string decode_known(const Tokenizer& tokenizer, const std::vector<int32_t>& ids);

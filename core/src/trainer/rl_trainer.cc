@@ -25,6 +25,7 @@
 #include "rlcore/kl_controller.h"
 #include "rlcore/rl_functional.h"
 #include "rlcore/rollout_correction.h"
+#include "trainer/agent_rollout.h"
 #include "trainer/checkpoint.h"
 #include "trainer/dynamic_sampling.h"
 #include "trainer/generation_dump.h"
@@ -61,8 +62,11 @@ std::vector<std::string> with_engine_columns(std::vector<std::string> extra) {
 // The console line: the few numbers a researcher watches, in a fixed order.
 std::vector<std::string> console_keys(const std::vector<std::string>& validation_keys) {
   std::vector<std::string> keys = {"critic/score/mean", "actor/pg_loss", "actor/entropy", "actor/ppo_kl",
-                                   "actor/kl_loss",     "critic/vf_loss", "response_length/mean"};
+                                   "actor/kl_loss",     "critic/vf_loss", "response_length/mean",
+                                   // multi-turn rollouts only (a line shows the keys it has)
+                                   "num_turns/mean",    "agent/tool_call_rate"};
   keys.insert(keys.end(), validation_keys.begin(), validation_keys.end());
+  keys.push_back("val-aux/agent/tool_call_rate");
   keys.insert(keys.end(), {"timing_s/gen", "perf/rollout_tokens_per_s", "timing_s/update_actor", "timing_s/step",
                            "perf/throughput"});
   return keys;
@@ -76,6 +80,7 @@ struct RlTrainer::Impl {
   const RunConfig& config;
   std::ostream& out;
   Tokenizer tokenizer;
+  std::shared_ptr<const agent::AgentLoop> agent_loop;  // null unless multi_turn.enable
   Dataset train_set;
   Dataset val_set;
   trainer::TrainPlan plan;
@@ -99,6 +104,7 @@ struct RlTrainer::Impl {
         config(resolved.config),
         out(console),
         tokenizer(load_tokenizer(resolved.config)),
+        agent_loop(trainer::make_agent_loop(resolved.config, registry, tokenizer)),
         rewards(registry, resolved.config.reward),
         checkpoints(resolved.config.run_dir()) {
     trainer::check_stop_rule(config);
@@ -106,6 +112,8 @@ struct RlTrainer::Impl {
     fault_point("trainer.start");  // a malformed RLCORE_FAULT stops the run here
     train_set = load_dataset(config.data.train_files, "data.train_files");
     val_set = config.data.val_files.empty() ? Dataset() : load_dataset(config.data.val_files, "data.val_files");
+    trainer::check_agent_names(train_set, "data.train_files");
+    trainer::check_agent_names(val_set, "data.val_files");
     const bool critic = trainer::uses_critic(config, components);
     const auto [actor_workers, critic_workers] = trainer::TrainerWorkers::data_parallel_sizes(config, critic);
     plan = trainer::make_train_plan(config, components, train_set.size(), actor_workers, critic_workers);
@@ -116,6 +124,7 @@ struct RlTrainer::Impl {
         estimator_options(components, config.algorithm.adv_estimator, config.algorithm.estimator_options));
     kl_controller = make_kl_controller(config.algorithm.kl_ctrl);
     limits = trainer::generation_limits(tokenizer, plan.response_length);
+    limits.agent_loop = agent_loop;
     if (config.reward.reward_model.enable) {
       reward_model = std::make_unique<trainer::RewardModel>(config.reward.reward_model, tokenizer);
     }
@@ -148,7 +157,8 @@ struct RlTrainer::Impl {
   Dataset load_dataset(const std::vector<std::string>& files, const std::string& key) const {
     if (files.empty()) throw ConfigError(key + " is required: the JSONL/JSON prompts to train on");
     return Dataset::load(files, config.data, tokenizer, /*with_responses=*/false,
-                         checkpoint_chat_renderer(config.actor_rollout_ref.model.path, config.data));
+                         checkpoint_chat_renderer(config.actor_rollout_ref.model.path, config.data,
+                                                  trainer::agent_tool_schemas(agent_loop.get())));
   }
 
   Rollout generate(const std::vector<const Example*>& prompts, int64_t n, const nlohmann::json& sampling) {
@@ -173,7 +183,8 @@ struct RlTrainer::Impl {
     std::optional<trainer::ModelScores> model;
     if (reward_model) model = reward_model->score(*workers->reward_model(), rollout.batch, rollout.examples);
     return trainer::compute_rewards(rollout.batch, rollout.examples, tokenizer, rewards,
-                                    trainer::overlong_shaping(config), model ? &*model : nullptr);
+                                    trainer::overlong_shaping(config), model ? &*model : nullptr,
+                                    rollout.extra_info.empty() ? nullptr : &rollout.extra_info);
   }
 
   // ---- one step --------------------------------------------------------------
@@ -190,6 +201,7 @@ struct RlTrainer::Impl {
     metrics["timing_s/gen"] += seconds_since(start);
     trainer::add_rollout_metrics(metrics, scored.rollout.engine_stats,
                                  scored.rollout.batch.tensor(columns::kResponseMask).sum().item<double>());
+    for (const auto& [name, value] : scored.rollout.agent_metrics) metrics[name] = value;
     start = Clock::now();
     scored.rewards = score(scored.rollout);
     metrics["timing_s/reward"] += seconds_since(start);

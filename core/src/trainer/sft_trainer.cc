@@ -12,6 +12,7 @@
 #include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 #include "rlcore/tokenizer.h"
+#include "trainer/agent_rollout.h"
 #include "trainer/checkpoint.h"
 #include "trainer/sequences.h"
 #include "trainer/validation.h"
@@ -50,9 +51,11 @@ class SftRun {
       : config_(resolved.config),
         out_(out),
         tokenizer_(load_tokenizer(resolved.config)),
-        chat_renderer_(checkpoint_chat_renderer(config_.actor_rollout_ref.model.path, config_.data)),
-        train_set_(
-            Dataset::load(config_.data.train_files, config_.data, tokenizer_, /*with_responses=*/true, chat_renderer_)),
+        agent_loop_(trainer::make_agent_loop(config_, components, tokenizer_)),
+        chat_renderer_(checkpoint_chat_renderer(config_.actor_rollout_ref.model.path, config_.data,
+                                                trainer::agent_tool_schemas(agent_loop_.get()))),
+        train_set_(Dataset::load(config_.data.train_files, config_.data, tokenizer_, /*with_responses=*/true,
+                                 chat_renderer_, trainer::demonstration_assembler(config_, tokenizer_, agent_loop_))),
         rewards_(components, config_.reward) {
     const int64_t workers = trainer::TrainerWorkers::data_parallel_sizes(config_, false).first;
     check_batch_sizes(config_, workers, train_set_.size());
@@ -70,10 +73,12 @@ class SftRun {
     // The rule graders only: SFT has no reward model workers.
     auto score = [this](const trainer::Rollout& rollout) {
       return trainer::compute_rewards(rollout.batch, rollout.examples, tokenizer_, rewards_,
-                                      trainer::overlong_shaping(config_));
+                                      trainer::overlong_shaping(config_), nullptr,
+                                      rollout.extra_info.empty() ? nullptr : &rollout.extra_info);
     };
-    validator_ = std::make_unique<trainer::Validator>(
-        config_, val_set_, tokenizer_, score, trainer::generation_limits(tokenizer_, config_.data.max_response_length));
+    trainer::GenerationLimits limits = trainer::generation_limits(tokenizer_, config_.data.max_response_length);
+    limits.agent_loop = agent_loop_;  // validates with tools when multi_turn.enable
+    validator_ = std::make_unique<trainer::Validator>(config_, val_set_, tokenizer_, score, limits);
 
     out_ << "rlcore sft: " << train_set_.size() << " examples, " << config_.data.train_batch_size << " per step, "
          << total_steps_ << " steps, " << workers << " data-parallel rank(s)"
@@ -81,6 +86,7 @@ class SftRun {
          << "\n";
     std::vector<std::string> console = {"sft/loss", "actor/grad_norm", "actor/lr"};
     for (const auto& name : validator_->core_metric_names()) console.push_back(name);
+    console.push_back("val-aux/agent/tool_call_rate");  // validation through the agent loop only
     console.push_back("timing_s/step");
     logger_.add(std::make_unique<ConsoleMetricsSink>(out_, console));
     set_aside_earlier_metrics(config_.trainer.logger, config_.run_dir(), out_);  // sft always starts at step 0
@@ -130,12 +136,19 @@ class SftRun {
     const auto start = Clock::now();
     std::vector<std::vector<int32_t>> prompts;
     std::vector<std::vector<int32_t>> responses;
+    std::vector<std::vector<uint8_t>> loss_masks;  // multi-turn demonstrations: the assistant's tokens
+    bool masked = false;
     for (int64_t index : sampler_->next()) {
-      prompts.push_back(train_set_.at(index).prompt_ids);
-      responses.push_back(train_set_.at(index).response_ids);
+      const Example& example = train_set_.at(index);
+      prompts.push_back(example.prompt_ids);
+      responses.push_back(example.response_ids);
+      masked = masked || !example.response_loss_mask.empty();
+      loss_masks.push_back(example.response_loss_mask.empty()
+                               ? std::vector<uint8_t>(example.response_ids.size(), 1)
+                               : example.response_loss_mask);
     }
     const int64_t pad_id = tokenizer_.pad_token_id().value_or(tokenizer_.eos_token_id().value_or(0));
-    const Batch batch = trainer::make_supervised_batch(prompts, responses, pad_id);
+    const Batch batch = trainer::make_supervised_batch(prompts, responses, pad_id, masked ? &loss_masks : nullptr);
     const CallOutput result = workers_->actor().call(actor_methods::kSftStep.qualified(), batch).get();
     std::map<std::string, double> metrics;
     for (const auto& [name, value] : result.replies.front().value.items()) {
@@ -157,6 +170,7 @@ class SftRun {
   const RunConfig& config_;
   std::ostream& out_;
   Tokenizer tokenizer_;
+  std::shared_ptr<const agent::AgentLoop> agent_loop_;  // null unless multi_turn.enable
   ChatRenderer chat_renderer_;  // the checkpoint's template; empty without one
   Dataset train_set_;
   Dataset val_set_;

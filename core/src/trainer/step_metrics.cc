@@ -71,8 +71,9 @@ StepMetrics data_metrics(const Batch& batch) {
   const at::Tensor response_length = mask.sum(-1).to(at::kDouble);
   add_stats(metrics, "response_length", response_length);
   metrics["response_length/clip_ratio"] = response_length.eq(response_width).to(at::kDouble).mean().item<double>();
+  // The prompt's part of attention_mask: a multi-turn response's tool tokens are attended, not the model's.
   const at::Tensor attention = batch.tensor(columns::kAttentionMask).to(at::kDouble);
-  add_stats(metrics, "prompt_length", attention.sum(-1) - response_length);
+  add_stats(metrics, "prompt_length", attention.narrow(1, 0, attention.size(1) - response_width).sum(-1));
   return metrics;
 }
 

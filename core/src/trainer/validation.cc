@@ -57,6 +57,13 @@ StepMetrics Validator::run(WorkerGroup& actor, int64_t version) const {
     const Rollout rollout = generate_rollout(actor, prompts, val.n, sampling, limits_, version);
     const Rewards scored = score_(rollout);
     if (dump) dump->add(rollout, scored, tokenizer_);
+    const auto rows = static_cast<int64_t>(rollout.examples.size());
+    for (const auto& [name, value] : rollout.agent_metrics) {  // the agent loop's means, weighted by rows
+      if (name.size() >= 4 && (name.compare(name.size() - 4, 4, "/max") == 0 || name.compare(name.size() - 4, 4, "/min") == 0)) continue;
+      auto& agent = sums["val-aux/" + name];
+      agent.first += value * static_cast<double>(rows);
+      agent.second += rows;
+    }
     for (size_t i = 0; i < rollout.examples.size(); ++i) {
       const std::string& source = rollout.examples[i]->data_source;
       auto& reward = sums[kValCorePrefix + source + "/reward" + suffix];

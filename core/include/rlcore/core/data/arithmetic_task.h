@@ -22,7 +22,16 @@ struct ArithmeticTaskOptions {
   int digits = 2;         // operands have exactly this many digits (1: 0-9), 1 to 9
   int64_t seed = 1;
   std::vector<std::string> ops = {"+"};  // any of + - *
+  // The tool-use variant (`--task arithmetic-tool`, docs/agent-loop.md): records
+  // in verl's agent layout (agent_name "tool_agent", extra_info.tools_kwargs
+  // for the calculator); this share of the SFT records demonstrates a call of
+  // the calculator, the others answer directly.
+  bool tools = false;
+  double sft_tool_share = 0.3;
 };
+
+// The name of the tool the arithmetic-tool records call (the `tools` plugin's calculator).
+inline constexpr const char* kArithmeticToolName = "calculator";
 
 struct ArithmeticProblem {
   int64_t a = 0;
@@ -32,6 +41,9 @@ struct ArithmeticProblem {
   int64_t answer() const;
   std::string prompt() const;    // "12+35="
   std::string response() const;  // "#### 47": what the grader reads
+  // The tool-use demonstration: the assistant's Hermes-style calculator call,
+  // the tool's result, the assistant's answer (chat messages).
+  nlohmann::json tool_demonstration() const;
 };
 
 // verl-style RL records: {"data_source", "prompt": [{"role": "user", "content"}],

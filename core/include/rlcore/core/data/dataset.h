@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/config_node.h"
+#include "rlcore/core/chat_template.h"
 #include "rlcore/export.h"
 #include "rlcore/options.h"
 #include "rlcore/tokenizer.h"
@@ -44,10 +45,26 @@ struct DataConfig {
 // generation prompt included: the checkpoint's chat template (see the trainers).
 using ChatRenderer = std::function<std::string(const nlohmann::json& messages)>;
 
+// Multi-turn SFT: a response given as chat messages (assistant turns and tool
+// results) as ids and the loss mask (1: the assistant's tokens), in the agent
+// loop's layout (rlcore/core/agent/agent_loop.h).
+struct AssembledResponse {
+  std::vector<int32_t> ids;
+  std::vector<uint8_t> loss_mask;
+};
+using ResponseAssembler =
+    std::function<AssembledResponse(const nlohmann::json& prompt_messages, const nlohmann::json& response_messages)>;
+
+// data.apply_chat_template_kwargs as template options (generation prompt on).
+// Throws ConfigError when they are not a map.
+RLCORE_API ChatTemplateOptions data_chat_template_options(const DataConfig& config);
+
 // The chat template of the checkpoint in `model_dir` (rlcore/core/chat_template.h)
-// with data.apply_chat_template_kwargs, generation prompt on; empty when the
-// checkpoint has none. Throws ChatTemplateError / FormatError naming the file.
-RLCORE_API ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const DataConfig& config);
+// with data.apply_chat_template_kwargs, generation prompt on, and `tools` (the
+// agent loop's tool schemas, or null); empty when the checkpoint has none.
+// Throws ChatTemplateError / FormatError naming the file.
+RLCORE_API ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const DataConfig& config,
+                                                 const nlohmann::ordered_json& tools = nullptr);
 
 // For the trainer's config (a `section("data", ...)`); train_files/val_files accept a
 // single path as well as a list.
@@ -57,9 +74,11 @@ struct Example {
   std::vector<int32_t> prompt_ids;    // template applied, tokenized, truncated
   nlohmann::json prompt_messages;     // the prompt as chat messages, system prompt included (verl's raw_prompt)
   std::vector<int32_t> response_ids;  // SFT only (eos appended); empty otherwise
+  std::vector<uint8_t> response_loss_mask;  // SFT from chat messages: 1 for the assistant's tokens; empty: all count
   std::string data_source;            // record's "data_source" (default: "unknown")
   std::string ground_truth;           // record's reward_model.ground_truth (numbers printed), or ""
   nlohmann::json extra_info;          // record's "extra_info" or null
+  std::string agent_name;             // record's "agent_name" (verl's agent loop name), or ""
   int64_t index = 0;                  // record index in its file set (counted before filtering)
 };
 
@@ -73,8 +92,10 @@ class RLCORE_API Dataset {
   // a prompt over max_prompt_length with truncation "error" or an empty file set.
   // With a `chat_renderer`, data.apply_chat_template and prompt_template "chat",
   // prompts are rendered by it (a string prompt as one user message) instead of ChatML.
+  // With `assembler` (SFT), a response may be a list of chat messages.
   static Dataset load(const std::vector<std::string>& files, const DataConfig& config, const Tokenizer& tokenizer,
-                      bool with_responses, const ChatRenderer& chat_renderer = {});
+                      bool with_responses, const ChatRenderer& chat_renderer = {},
+                      const ResponseAssembler& assembler = {});
 
   Dataset();
   int64_t size() const;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rlcore/config_node.h"
+#include "rlcore/core/agent/agent_config.h"
 #include "rlcore/export.h"
 #include "rlcore/kl_controller.h"
 #include "rlcore/options.h"
@@ -92,6 +93,8 @@ struct RolloutConfig {
   int64_t log_prob_max_token_len_per_gpu = 16384;
   ValidationSampling val_kwargs;
   std::string sharding_manager = "bucketed";  // the sharding_manager switching actor <-> rollout
+  agent::MultiTurnConfig multi_turn;  // verl's multi_turn: the agent loop (docs/agent-loop.md)
+  agent::AgentSection agent;
   ConfigNode engine_options;  // the inference engine's keys (dtype, max_num_seqs, ...)
 };
 
