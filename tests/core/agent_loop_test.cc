@@ -2,6 +2,7 @@
 // scripted model: the token layout and its mask, the tool results fed back
 // (errors, hangs, crashes, floods, bad bytes contained), the turn limits and
 // the response length, and the multi-turn demonstrations SFT trains on.
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -292,4 +293,28 @@ TEST_CASE("tool text: valid UTF-8 and truncation from either side", "[agent]") {
   CHECK(truncate_tool_text("abcdefghij", 4, "middle") == "ab...(truncated)...ij");
   CHECK(truncate_tool_text("abc", 4, "middle") == "abc");
   CHECK(truncate_tool_text("\xC3\xA9\xC3\xA9\xC3\xA9", 3, "left") == "\xC3\xA9...(truncated)");
+}
+
+TEST_CASE("ids past the vocabulary and bytes cut mid-character are the model's to write: no crash", "[agent]") {
+  const int32_t padded = tokenizer().vocab_size() + 3;  // a padded embedding row
+  const std::vector<int32_t> half_char = tokenizer().encode("\xC3");  // the first byte of a 2-byte character
+  const TurnGenerator model = [&](const std::vector<std::vector<int32_t>>& contexts, int64_t, int64_t) {
+    TurnReply reply;
+    reply.ids = tokenizer().encode("<tool_call>");
+    reply.ids.push_back(padded);
+    reply.ids.insert(reply.ids.end(), half_char.begin(), half_char.end());
+    const std::vector<int32_t> close = tokenizer().encode("</tool_call>");
+    reply.ids.insert(reply.ids.end(), close.begin(), close.end());
+    reply.ids.push_back(im_end());
+    reply.logprobs.assign(reply.ids.size(), -1.0f);
+    reply.stopped = true;
+    return std::vector<TurnReply>(contexts.size(), reply);
+  };
+  MultiTurnConfig multi_turn;
+  multi_turn.max_assistant_turns = 2;
+  const AgentLoop bounded = make_loop(tools_with(ScriptedTool::Mode::kEcho), 256, multi_turn);
+  const Trajectory t = bounded.run({task("q")}, model).at(0);
+  CHECK(t.assistant_turns == 2);
+  CHECK(t.tool_errors == 1);  // the unreadable call is reported to the model
+  CHECK(std::find(t.response_ids.begin(), t.response_ids.end(), padded) != t.response_ids.end());  // kept as sampled
 }

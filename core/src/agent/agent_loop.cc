@@ -44,6 +44,17 @@ void parallel_for(size_t count, int64_t threads, Work&& work) {
   if (failure) std::rethrow_exception(failure);
 }
 
+// The text of ids a model sampled: ids past the tokenizer's vocabulary (a
+// model's padded embedding rows) stand for nothing and are dropped.
+std::string decode_sampled(const Tokenizer& tokenizer, const std::vector<int32_t>& ids) {
+  std::vector<int32_t> known;
+  known.reserve(ids.size());
+  for (int32_t id : ids) {
+    if (id >= 0 && id < tokenizer.vocab_size()) known.push_back(id);
+  }
+  return tokenizer.decode_lossy(known);
+}
+
 std::string without_whitespace(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -70,7 +81,6 @@ AgentLoop::AgentLoop(AgentLoopSettings settings, const Tokenizer& tokenizer, Cha
   if (settings_.stop_token_id < 0) throw ConfigError("the agent loop needs a stop token: the tokenizer has no EOS");
   if (settings_.response_length < 1) throw ConfigError("the agent loop needs data.max_response_length >= 1");
   if (!tools_.empty()) settings_.template_options.tools = tools_.schemas();
-  stop_text_ = tokenizer_.decode(std::vector<int32_t>{settings_.stop_token_id});
 }
 
 std::vector<int32_t> AgentLoop::tool_turn_ids(const nlohmann::ordered_json& history,
@@ -80,7 +90,7 @@ std::vector<int32_t> AgentLoop::tool_turn_ids(const nlohmann::ordered_json& hist
   closed.add_generation_prompt = false;
   const std::string before = chat_template_.render(history, closed);
   // What the template writes after the model's stop token (ChatML: a newline) belongs to this turn.
-  const std::string model_text = tokenizer_.decode(turn_ids);
+  const std::string model_text = decode_sampled(tokenizer_, turn_ids);
   std::string text;
   const size_t at = model_text.empty() ? std::string::npos : before.rfind(model_text);
   if (at != std::string::npos) text = before.substr(at + model_text.size());
@@ -155,7 +165,7 @@ void AgentLoop::finish_turn(Live& live, const TurnReply& reply) const {
   for (size_t t = 0; t < kept; ++t) trajectory.logprobs.push_back(t < reply.logprobs.size() ? reply.logprobs[t] : 0.0f);
   ++trajectory.assistant_turns;
   if (stopped && !ids.empty() && ids.back() == settings_.stop_token_id) ids.pop_back();
-  const std::string content = tokenizer_.decode(ids);
+  const std::string content = decode_sampled(tokenizer_, ids);
   const nlohmann::ordered_json message = {{"role", "assistant"}, {"content", content}};
   live.history.push_back(message);
   trajectory.messages.push_back(message);
@@ -195,7 +205,7 @@ void AgentLoop::check_template(const AgentTask& task, Trajectory& trajectory) co
   }
   std::vector<int32_t> all = task.prompt_ids;
   all.insert(all.end(), trajectory.response_ids.begin(), trajectory.response_ids.end());
-  std::string ours = tokenizer_.decode(all);
+  std::string ours = decode_sampled(tokenizer_, all);
   if (mode == "ignore_strippable") {
     ours = without_whitespace(ours);
     rendered = without_whitespace(rendered);

@@ -8,6 +8,7 @@
 
 #include "arithmetic_grader.h"
 #include "data_testing.h"
+#include "rlcore/core/agent/agent_loop.h"
 #include "rlcore/core/data/arithmetic_task.h"
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/error.h"
@@ -156,4 +157,75 @@ TEST_CASE("written files load as RL and SFT datasets with short prompts", "[arit
   const std::string truth = data.train[0]["reward_model"]["ground_truth"];
   CHECK(sft.at(0).response_ids.size() == truth.size() + 3);  // "####", " ", a token per digit, eos
   CHECK(sft.at(0).response_ids.back() == *tokenizer.eos_token_id());
+}
+
+TEST_CASE("the tool variant: verl's agent layout, a share of calculator demonstrations, SFT loss masks",
+          "[arithmetic][agent]") {
+  ArithmeticTaskOptions options;
+  options.train = 1000;
+  options.val = 50;
+  options.digits = 3;
+  options.ops = {"*"};
+  options.tools = true;
+  options.sft_tool_share = 0.3;
+  const auto data = make_arithmetic_task(options);
+  CHECK(data.train[0]["agent_name"] == "tool_agent");
+  CHECK(data.val[0]["extra_info"]["tools_kwargs"].contains("calculator"));
+  int64_t demonstrations = 0;
+  for (const auto& record : data.sft) {
+    if (!record["response"].is_array()) continue;
+    ++demonstrations;
+    const auto& turns = record["response"];
+    REQUIRE(turns.size() == 3);
+    const auto call = nlohmann::json::parse(turns[0]["content"].get<std::string>().substr(11, turns[0]["content"].get<std::string>().size() - 23));
+    CHECK(call["name"] == "calculator");
+    CHECK(std::to_string(solve(call["arguments"]["expression"].get<std::string>() + "=")) ==
+          record["reward_model"]["ground_truth"]);
+    CHECK(turns[1]["content"] == record["reward_model"]["ground_truth"]);
+  }
+  CHECK(demonstrations > 250);
+  CHECK(demonstrations < 350);
+  options.sft_tool_share = 1.5;
+  CHECK_THROWS_WITH(make_arithmetic_task(options), Catch::Contains("tool share"));
+
+  // Loaded for SFT through the agent loop's assembler: the tool's turn is out of the loss.
+  rlcore::testing::ScratchDir dir("arithmetic_tool");
+  options.sft_tool_share = 0.3;
+  const auto files = rlcore::write_arithmetic_task(data, (dir.path() / "task").string());
+  const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
+  const std::string chat_ml =
+      "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+      "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+  rlcore::agent::AgentLoopSettings settings;
+  settings.stop_token_id = *tokenizer.eos_token_id();
+  settings.response_length = 200;
+  auto loop = std::make_shared<rlcore::agent::AgentLoop>(settings, tokenizer, rlcore::ChatTemplate::from_string(chat_ml),
+                                                         rlcore::agent::ToolSet());
+  rlcore::DataConfig config;
+  config.max_prompt_length = 32;
+  config.max_response_length = 200;
+  const auto assembler = [loop](const nlohmann::json& prompt, const nlohmann::json& response) {
+    const auto trajectory = loop->assemble(prompt, response);
+    return rlcore::AssembledResponse{trajectory.response_ids, trajectory.response_mask};
+  };
+  const auto sft = rlcore::Dataset::load({files.sft}, config, tokenizer, true, {}, assembler);
+  int64_t masked = 0;
+  for (int64_t i = 0; i < sft.size(); ++i) {
+    const auto& example = sft.at(i);
+    if (example.response_loss_mask.empty()) continue;
+    ++masked;
+    REQUIRE(example.response_loss_mask.size() == example.response_ids.size());
+    const std::string truth = data.sft[static_cast<size_t>(i)]["reward_model"]["ground_truth"];
+    std::vector<int32_t> tool_tokens;
+    for (size_t t = 0; t < example.response_ids.size(); ++t) {
+      if (example.response_loss_mask[t] == 0) tool_tokens.push_back(example.response_ids[t]);
+    }
+    CHECK(tokenizer.decode(tool_tokens) == "\n<|im_start|>tool\n" + truth + "<|im_end|>\n<|im_start|>assistant\n");
+    CHECK(example.response_ids.back() == *tokenizer.eos_token_id());
+    CHECK(example.response_loss_mask.back() == 1);
+  }
+  CHECK(masked == demonstrations);
+  // Without an assembler a message list is an error naming the key.
+  CHECK_THROWS_WITH(rlcore::Dataset::load({files.sft}, config, tokenizer, true),
+                    Catch::Contains("'response' must be a string") && Catch::Contains("chat template"));
 }

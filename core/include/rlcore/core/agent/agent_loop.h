@@ -110,7 +110,6 @@ class RLCORE_API AgentLoop {
   ChatTemplate chat_template_;
   ToolSet tools_;
   ToolCallFormat format_;
-  std::string stop_text_;
 };
 
 }  // namespace rlcore::agent
