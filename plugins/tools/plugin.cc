@@ -2,6 +2,7 @@
 #include "rlcore/plugin.h"
 
 #include "calculator.h"
+#include "python_tool.h"
 
 namespace rlcore::tools {
 namespace {
@@ -18,6 +19,31 @@ void register_tools(PluginRegistrar& registrar) {
                "A quotient that does not terminate is rounded to this many places.", at_least(0))
           .key("timeout_s", &CalculatorOptions::timeout_s, "Seconds one call may take.", greater_than(0)),
       [](const CalculatorOptions& options) { return std::make_unique<CalculatorTool>(options); });
+
+  registrar.add<Tool>(
+      "python",
+      "Runs the model's Python code in a sandbox: no network, only a fresh scratch directory writable, CPU, "
+      "memory, file-size and process limits; the result is what it printed",
+      OptionsSchema<PythonToolOptions>()
+          .key("python", &PythonToolOptions::python, "The interpreter (looked up in PATH).")
+          .key("timeout_s", &PythonToolOptions::timeout_s, "Wall-clock seconds a program may run; then it is killed.",
+               greater_than(0))
+          .key("cpu_seconds", &PythonToolOptions::cpu_seconds, "CPU seconds a program may use (RLIMIT_CPU).",
+               greater_than(0))
+          .key("memory_mb", &PythonToolOptions::memory_mb, "Address space of the program, MiB (RLIMIT_AS).",
+               at_least(16))
+          .key("file_size_mb", &PythonToolOptions::file_size_mb, "Largest file it may write, MiB (RLIMIT_FSIZE).",
+               at_least(0))
+          .key("max_processes", &PythonToolOptions::max_processes,
+               "Processes and threads it may have (RLIMIT_NPROC; not enforced for root).", at_least(1))
+          .key("max_output_bytes", &PythonToolOptions::max_output_bytes,
+               "Bytes of stdout (and of stderr) kept; the rest is read and dropped.", at_least(1))
+          .key("scratch_root", &PythonToolOptions::scratch_root,
+               "Directory for the per-call scratch directories; empty: $TMPDIR or /tmp.")
+          .key("allow_unisolated", &PythonToolOptions::allow_unisolated,
+               "Where network and mount namespaces cannot be created: true runs code with the limits only "
+               "(network and files open to it); false (default) refuses to start."),
+      [](const PythonToolOptions& options) { return std::make_unique<PythonTool>(options); });
 }
 
 }  // namespace

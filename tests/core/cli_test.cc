@@ -53,7 +53,8 @@ TEST_CASE("rlcore plugins lists each in-tree engine's capabilities", "[cli]") {
       {"sharding_manager +bucketed +hybrid-engine", "bounded_swap_memory"},
       {"sharding_manager +naive +hybrid-engine", "-"},
       {"reward +gsm8k +reward", "-"},
-      {"tool +calculator +tools", "-"}};
+      {"tool +calculator +tools", "-"},
+      {"tool +python +tools", "-"}};
   for (const auto& [row, capabilities] : expected) {
     if (!std::regex_search(result.out, std::regex(row))) continue;  // plugin not built here
     CHECK_THAT(result.out,

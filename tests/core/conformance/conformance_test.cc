@@ -139,13 +139,16 @@ TEST_CASE("the hybrid engine's managers, adaptors and offloader pass; naive clai
   CHECK(report.status == 0);
 }
 
-TEST_CASE("the tools plugin's calculator passes the tool contract checks", "[conformance][contracts]") {
+TEST_CASE("the tools plugin's tools pass the tool contract checks", "[conformance][contracts]") {
   const Report tools = run_json({"--plugins", kPluginDir + "/librlcore-tools.so"});
   INFO(tools.json.dump(1));
   CHECK(tools.status == 0);
   CHECK(all_statuses(tools) == std::map<std::string, std::string>{{"tool/calculator schema", "pass"},
                                                                   {"tool/calculator any_arguments", "pass"},
-                                                                  {"tool/calculator thread_safe", "pass"}});
+                                                                  {"tool/calculator thread_safe", "pass"},
+                                                                  {"tool/python schema", "pass"},
+                                                                  {"tool/python any_arguments", "pass"},
+                                                                  {"tool/python thread_safe", "pass"}});
 }
 
 TEST_CASE("the reward plugin's graders and the built-in estimators and losses pass their contract checks",
