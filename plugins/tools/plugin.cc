@@ -3,6 +3,7 @@
 
 #include "calculator.h"
 #include "python_tool.h"
+#include "sandbox_fusion_tool.h"
 
 namespace rlcore::tools {
 namespace {
@@ -44,6 +45,20 @@ void register_tools(PluginRegistrar& registrar) {
                "Where network and mount namespaces cannot be created: true runs code with the limits only "
                "(network and files open to it); false (default) refuses to start."),
       [](const PythonToolOptions& options) { return std::make_unique<PythonTool>(options); });
+
+  registrar.add<Tool>(
+      "code_interpreter",
+      "verl's SandboxFusionTool: the model's code run by a SandboxFusion server; the result is what it printed",
+      OptionsSchema<SandboxFusionToolOptions>()
+          .key("url", &SandboxFusionToolOptions::url,
+               "The sandbox's run_code endpoint, e.g. http://localhost:8080/run_code (verl's sandbox_fusion_url); "
+               "required.")
+          .key("language", &SandboxFusionToolOptions::language, "The language the sandbox runs the code as.")
+          .key("timeout_s", &SandboxFusionToolOptions::timeout_s,
+               "compile_timeout and run_timeout of each call; a call may take twice this plus 10 s.", greater_than(0))
+          .key("memory_limit_mb", &SandboxFusionToolOptions::memory_limit_mb, "memory_limit_MB of each run.",
+               at_least(1)),
+      [](const SandboxFusionToolOptions& options) { return std::make_unique<SandboxFusionTool>(options); });
 }
 
 }  // namespace
