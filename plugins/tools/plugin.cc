@@ -2,6 +2,7 @@
 #include "rlcore/plugin.h"
 
 #include "calculator.h"
+#include "python_function_tool.h"
 #include "python_tool.h"
 #include "sandbox_fusion_tool.h"
 
@@ -59,6 +60,19 @@ void register_tools(PluginRegistrar& registrar) {
           .key("memory_limit_mb", &SandboxFusionToolOptions::memory_limit_mb, "memory_limit_MB of each run.",
                at_least(1)),
       [](const SandboxFusionToolOptions& options) { return std::make_unique<SandboxFusionTool>(options); });
+
+  registrar.add<Tool>(
+      "python_function",
+      "A Python function from a file as a tool (verl's function_tool_path: the agent loop makes one per public "
+      "function), its schema from its signature and docstring, run in a long-lived subprocess",
+      OptionsSchema<PythonFunctionOptions>()
+          .key("path", &PythonFunctionOptions::path, "The Python file.")
+          .key("function", &PythonFunctionOptions::function, "The function's name in it.")
+          .key("python", &PythonFunctionOptions::python, "Interpreter that runs it (looked up in PATH).")
+          .key("timeout_s", &PythonFunctionOptions::timeout_s,
+               "Seconds one call may take; past it the subprocess is killed (a fresh one serves the next call).",
+               greater_than(0)),
+      [](const PythonFunctionOptions& options) { return std::make_unique<PythonFunctionTool>(options); });
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ OptionsSchema<MultiTurnConfig> multi_turn_schema() {
       .key("tool_config_path", &MultiTurnConfig::tool_config_path,
            "YAML file listing the tools: tools: [{name: <registered tool>, config: {...}}].")
       .key("function_tool_path", &MultiTurnConfig::function_tool_path,
-           "Python file whose functions become tools (verl's key); not implemented yet: must be empty.")
+           "Python file whose public top-level functions become tools (the tools plugin's python_function: "
+           "schema from the signature and docstring, run in a subprocess).")
       .key("tokenization_sanity_check_mode", &MultiTurnConfig::tokenization_sanity_check_mode,
            "Compare each finished trajectory's text with the chat template's rendering of its messages: strict "
            "(any difference counts), ignore_strippable (whitespace differences do not) or disable.",

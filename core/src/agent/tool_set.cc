@@ -2,6 +2,8 @@
 #include "rlcore/core/agent/tool_set.h"
 
 #include <condition_variable>
+#include <fstream>
+#include <regex>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -94,6 +96,25 @@ std::string truncate_tool_text(const std::string& text, int64_t max_chars, const
   size_t tail = text.size() - limit / 2;
   while (tail < text.size() && (static_cast<unsigned char>(text[tail]) & 0xC0) == 0x80) ++tail;
   return text.substr(0, head) + "...(truncated)..." + text.substr(tail);
+}
+
+void add_function_tools(const Registry& registry, const std::string& path, ToolSet& tools) {
+  const std::string key = "actor_rollout_ref.rollout.multi_turn.function_tool_path";
+  if (registry.find(Tool::kKind, "python_function") == nullptr) {
+    throw ConfigError(key + " needs the python_function tool of the tools plugin; it is not loaded (--plugins)");
+  }
+  std::ifstream file(path);
+  if (!file) throw IoError("cannot read '" + path + "' (" + key + ")");
+  static const std::regex definition(R"(^(?:async\s+)?def\s+([A-Za-z][A-Za-z0-9_]*)\s*\()");
+  int64_t added = 0;
+  for (std::string line; std::getline(file, line);) {
+    std::smatch match;
+    if (!std::regex_search(line, match, definition)) continue;
+    const nlohmann::json options = {{"path", path}, {"function", match[1].str()}};
+    tools.add(registry.create<Tool>("python_function", ConfigNode::parse(options.dump(), key)));
+    ++added;
+  }
+  if (added == 0) throw ConfigError(key + ": " + path + " defines no public top-level function");
 }
 
 ToolSet ToolSet::from_file(const Registry& registry, const std::string& path) {

@@ -27,10 +27,6 @@ std::shared_ptr<const agent::AgentLoop> make_agent_loop(const RunConfig& config,
     throw ConfigError(prefix + "agent.agent_loop_config_path: verl's Python agent loops do not run in rlcore; its "
                       "loops are built in (single_turn_agent, tool_agent; docs/agent-loop.md)");
   }
-  if (!multi_turn.function_tool_path.empty()) {
-    throw ConfigError(prefix + "multi_turn.function_tool_path: Python function tools are not implemented yet; "
-                      "use a tool plugin (multi_turn.tool_config_path)");
-  }
   if (!config.data.apply_chat_template || config.data.prompt_template != "chat") {
     throw ConfigError(prefix + "multi_turn.enable needs the checkpoint's chat template for the tool turns: set "
                       "data.prompt_template: chat and data.apply_chat_template: true");
@@ -47,6 +43,7 @@ std::shared_ptr<const agent::AgentLoop> make_agent_loop(const RunConfig& config,
   }
   agent::ToolSet tools;
   if (!multi_turn.tool_config_path.empty()) tools = agent::ToolSet::from_file(registry, multi_turn.tool_config_path);
+  if (!multi_turn.function_tool_path.empty()) agent::add_function_tools(registry, multi_turn.function_tool_path, tools);
   agent::AgentLoopSettings settings;
   settings.multi_turn = multi_turn;
   settings.num_workers = rollout.agent.num_workers;

@@ -143,14 +143,16 @@ TEST_CASE("the tools plugin's tools pass the tool contract checks", "[conformanc
   const Report tools = run_json({"--plugins", kPluginDir + "/librlcore-tools.so"});
   INFO(tools.json.dump(1));
   CHECK(tools.status == 0);
-  // code_interpreter needs a sandbox's url: its checks are skipped, naming the key.
+  // code_interpreter needs a sandbox's url, python_function a file: their checks are skipped, naming the key.
   for (const auto& item : tools.json["results"]) {
     const bool needs_url = item["name"] == "code_interpreter";
+    const bool needs_file = item["name"] == "python_function";
     INFO(item.dump());
-    CHECK(item["status"] == (needs_url ? "skipped" : "pass"));
+    CHECK(item["status"] == (needs_url || needs_file ? "skipped" : "pass"));
     if (needs_url) CHECK_THAT(item["detail"].get<std::string>(), Catch::Contains("tools[code_interpreter].config.url"));
+    if (needs_file) CHECK_THAT(item["detail"].get<std::string>(), Catch::Contains("tools[python_function].config"));
   }
-  CHECK(tools.json["summary"]["checks"].get<int>() == 3 * 4);
+  CHECK(tools.json["summary"]["checks"].get<int>() == 4 * 4);
 }
 
 TEST_CASE("the reward plugin's graders and the built-in estimators and losses pass their contract checks",

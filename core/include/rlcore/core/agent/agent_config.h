@@ -19,7 +19,7 @@ struct MultiTurnConfig {
   std::string tool_response_truncate_side = "middle";  // left | right | middle: what is kept
   std::string format = "hermes";                     // hermes | llama3_json
   std::string tool_config_path;                      // YAML: tools: [{name, config}]
-  std::string function_tool_path;                    // Python functions as tools (not yet)
+  std::string function_tool_path;                    // Python functions as tools (python_function)
   std::string tokenization_sanity_check_mode = "strict";  // strict | ignore_strippable | disable
 };
 

@@ -51,6 +51,12 @@ class RLCORE_API ToolSet {
   std::map<std::string, size_t> by_name_;
 };
 
+// verl's function_tool_path: each public function of the Python file (a
+// top-level `def` whose name does not start with '_') as a `python_function`
+// tool (the tools plugin's). Throws ConfigError naming the key when the file
+// has none or the tool kind is not loaded, IoError when it cannot be read.
+RLCORE_API void add_function_tools(const Registry& registry, const std::string& path, ToolSet& tools);
+
 // Valid UTF-8: each ill-formed byte sequence becomes U+FFFD.
 RLCORE_API std::string to_valid_utf8(const std::string& bytes);
 
