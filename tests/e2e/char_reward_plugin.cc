@@ -1,6 +1,10 @@
-// A test-only grader whose reward a policy can certainly learn: the fraction
-// of the response's bytes that are lowercase ASCII letters.
+// Test-only graders whose rewards a policy can certainly learn: the fraction
+// of the response's bytes that are lowercase ASCII letters, and (multi-turn
+// rollouts) whether the trajectory had a tool turn, read from verl's
+// extra_info.__num_turns__ as a reward function sees it.
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "rlcore/grader.h"
 #include "rlcore/plugin.h"
@@ -18,7 +22,20 @@ class LowercaseFractionGrader final : public rlcore::Grader {
   }
 };
 
+class ToolTurnGrader final : public rlcore::Grader {
+ public:
+  rlcore::GradeResult grade(std::string_view, std::string_view, std::string_view,
+                            const nlohmann::json& extra) const override {
+    const bool called = extra.is_object() && extra.contains("__num_turns__") && extra["__num_turns__"].is_number() &&
+                        extra["__num_turns__"].get<int64_t>() > 2;
+    return {called ? 1.0 : 0.0, {}};
+  }
+};
+
 void register_plugin(rlcore::PluginRegistrar& registrar) {
+  registrar.add<rlcore::Grader>("tool_turn", "1 when the trajectory had a tool turn (__num_turns__ > 2; tests only)",
+                                rlcore::OptionsSchema<rlcore::NoOptions>(),
+                                [](const rlcore::NoOptions&) { return std::make_unique<ToolTurnGrader>(); });
   registrar.add<rlcore::Grader>("lowercase_fraction", "fraction of lowercase ASCII letters (tests only)",
                                 rlcore::OptionsSchema<rlcore::NoOptions>(),
                                 [](const rlcore::NoOptions&) { return std::make_unique<LowercaseFractionGrader>(); });

@@ -55,6 +55,8 @@ const std::map<std::string, std::string> kPathMetric = {
     {"grpo_gsm8k_style.yaml", "actor/kl_loss"},         // GRPO with the KL loss (on the arithmetic data here)
     {"dapo_arithmetic.yaml", "train/num_gen_batches"},  // dynamic sampling
     {"grpo_lora_arithmetic.yaml", "actor/pg_loss"},     // and the adapter below
+    {"grpo_tool_arithmetic.yaml", "num_turns/mean"},    // the agent loop (on the arithmetic-tool data)
+    {"grpo_tool_arithmetic_sft.yaml", "sft/loss"},      // multi-turn demonstrations
 };
 
 // What a config's path writes that no other does, in its step-2 checkpoint (saved for these).
@@ -80,6 +82,11 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
       e2e::run_rlcore({"data", "make", "--task", "arithmetic", "--seed", "1", "--val", "16", "--out", data_dir});
   INFO(data.output);
   REQUIRE(data.status == 0);
+  const std::string tool_data_dir = (workspace / "tool_data").string();
+  const e2e::RunResult tool_data = e2e::run_rlcore(
+      {"data", "make", "--task", "arithmetic-tool", "--seed", "1", "--val", "16", "--train", "512", "--out", tool_data_dir});
+  INFO(tool_data.output);
+  REQUIRE(tool_data.status == 0);
 
   std::vector<fs::path> configs;
   for (const auto& entry : fs::directory_iterator(fs::path(rlcore_test::source_dir()) / "configs")) {
@@ -93,6 +100,8 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
     SECTION(name) {
       REQUIRE(kPathMetric.count(name) == 1);
       const bool sft = name.find("sft") != std::string::npos;
+      const bool tool = name.find("tool") != std::string::npos;
+      const std::string& task_dir = tool ? tool_data_dir : data_dir;
       const std::string run_dir = (workspace / ("run_" + config.stem().string())).string();
       std::vector<std::string> args = {"--config",
                                        config.string(),
@@ -103,12 +112,16 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
                                        "trainer.val_before_train=false",
                                        "trainer.stop_at_val_reward=0",
                                        "trainer.logger=[console,jsonl,tensorboard]",
-                                       "data.train_files=" + data_dir + (sft ? "/sft.jsonl" : "/train.jsonl"),
-                                       "data.val_files=" + data_dir + "/val.jsonl",
+                                       "data.train_files=" + task_dir + (sft ? "/sft.jsonl" : "/train.jsonl"),
+                                       "data.val_files=" + task_dir + "/val.jsonl",
                                        "actor_rollout_ref.model.path=" + (workspace / "model").string()};
       if (sft) args.insert(args.begin(), "sft");
       if (kShortRun.count(name)) args.insert(args.end(), kShortRun.at(name).begin(), kShortRun.at(name).end());
       if (kPathCheckpointFile.count(name)) args.push_back("trainer.save_freq=2");
+      if (tool) {  // the tool list is named relative to the source tree
+        args.push_back("actor_rollout_ref.rollout.multi_turn.tool_config_path=" + rlcore_test::source_dir() +
+                       "/configs/tools/calculator.yaml");
+      }
       const e2e::RunResult run = e2e::run_rlcore(args);
       INFO(run.output);
       REQUIRE(run.status == 0);
