@@ -11,17 +11,8 @@ cd "$(dirname "$0")/.."
 
 seed=1
 out=runs/quickstart
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --seed) seed=${2:?--seed needs a value}; shift 2 ;;
-    --out) out=${2:?--out needs a value}; shift 2 ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "quickstart: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
-  esac
-done
-case "$seed" in ''|*[!0-9]*) echo "quickstart: --seed must be a non-negative integer, got '$seed'" >&2; exit 2 ;; esac
-case "$out" in ''|/|.) echo "quickstart: refusing --out '$out' (it is deleted before the run)" >&2; exit 2 ;; esac
+source scripts/seed_out_args.sh
+parse_seed_out_args quickstart "$@"
 
 bash scripts/build.sh rlcore rlcore-train-fsdp rlcore-infer-native rlcore-reward rlcore-hybrid-engine
 rlcore=${RLCORE_BUILD_DIR:-build}/bin/rlcore

@@ -55,3 +55,28 @@ TEST_CASE("a rollout server that cannot be reached stops the run at once, naming
   CHECK(e2e::read_metrics(ws + "/grpo_bridge_down").empty());  // not a single step
   std::filesystem::remove_all(ws);
 }
+
+TEST_CASE("multi-turn rollouts go through the bridge too: each turn's context as token ids") {
+  const std::string ws = e2e::make_workspace("agent_bridge", 8);
+  rlcore_test::ServerProcess server(rlcore_test::rlcore_executable(),
+                                    {"--model", ws + "/model", "--port", "0", "--dev-mode", "--served-model-name",
+                                     "policy", "--plugins", rlcore_test::plugin_build_dir(), "--log-level", "warn"});
+  const std::string config = e2e::write_config(ws, "agent_bridge", e2e::kQuickGrpo);
+  const e2e::RunResult run = e2e::run_rlcore(
+      {"--config", config, "trainer.total_training_steps=2", "actor_rollout_ref.rollout.name=vllm_bridge",
+       "actor_rollout_ref.rollout.server_url=" + server.url(), "actor_rollout_ref.rollout.weights_dir=" + ws + "/weights",
+       "data.prompt_template=chat", "data.max_response_length=24", "actor_rollout_ref.rollout.multi_turn.enable=true",
+       "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + rlcore_test::source_dir() +
+           "/configs/tools/calculator.yaml",
+       "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/agent_bridge");
+  REQUIRE(metrics.count(2) == 1);
+  // A random model writes no tool call: one model turn per trajectory, through the agent loop.
+  CHECK(metrics.at(2).at("num_turns/mean") == 2.0);
+  CHECK(metrics.at(2).at("agent/tool_call_rate") == 0.0);
+  CHECK(metrics.at(2).at("training/rollout_probs_diff_max") < 1e-3);
+  server.stop();
+  std::filesystem::remove_all(ws);
+}
