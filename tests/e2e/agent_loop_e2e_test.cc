@@ -7,6 +7,7 @@
 #include "e2e_testing.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include "../common/test_paths.h"
 
@@ -53,5 +54,56 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
   CHECK(metrics.at(14).at(val_calls) > metrics.at(0).at(val_calls));
   CHECK(metrics.at(14).at("num_turns/mean") > 3.0);
   CHECK(metrics.at(14).at("agent/template_mismatch") < 0.5);
+  fs::remove_all(ws);
+}
+
+TEST_CASE("what the agent loop cannot run with stops the run before it starts, naming the key or record",
+          "[e2e][agent]") {
+  const fs::path ws = fs::path(e2e::make_workspace("agent_loop_errors", 1));
+  const std::string source = rlcore_test::source_dir();
+  const std::string data = (ws / "data").string();
+  REQUIRE(e2e::run_rlcore({"data", "make", "--task", "arithmetic-tool", "--train", "64", "--val", "8", "--out", data})
+              .status == 0);
+  const auto run_with = [&](std::vector<std::string> overrides) {
+    std::vector<std::string> args = {"--config", source + "/configs/grpo_tool_arithmetic.yaml",
+                                     "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + source +
+                                         "/configs/tools/calculator.yaml",
+                                     "trainer.default_local_dir=" + (ws / "run").string(),
+                                     "data.train_files=" + data + "/train.jsonl", "data.val_files=" + data + "/val.jsonl",
+                                     "actor_rollout_ref.model.path=" + (ws / "model").string()};
+    args.insert(args.end(), overrides.begin(), overrides.end());
+    const e2e::RunResult run = e2e::run_rlcore(args);
+    CHECK(run.status != 0);
+    return run.output;
+  };
+  CHECK_THAT(run_with({"data.prompt_template=plain"}),
+             Catch::Contains("multi_turn.enable needs the checkpoint's chat template") &&
+                 Catch::Contains("data.prompt_template: chat"));
+  CHECK_THAT(run_with({"actor_rollout_ref.rollout.agent.agent_loop_config_path=loops.yaml"}),
+             Catch::Contains("agent.agent_loop_config_path") && Catch::Contains("built in"));
+  const std::string no_functions = (ws / "empty_tools.py").string();
+  std::ofstream(no_functions) << "# nothing public\ndef _helper():\n    pass\n";
+  CHECK_THAT(run_with({"actor_rollout_ref.rollout.multi_turn.function_tool_path=" + no_functions}),
+             Catch::Contains("function_tool_path") && Catch::Contains("defines no public top-level function"));
+  const std::string bad_tools = (ws / "bad_tools.yaml").string();
+  std::ofstream(bad_tools) << "tools:\n  - class_name: verl.tools.gsm8k_tool.Gsm8kTool\n";
+  CHECK_THAT(run_with({"actor_rollout_ref.rollout.multi_turn.tool_config_path=" + bad_tools}),
+             Catch::Contains("class_name") && Catch::Contains("Python tool classes"));
+  std::ofstream unknown_tool(ws / "unknown_tool.yaml");
+  unknown_tool << "tools:\n  - name: abacus\n";
+  unknown_tool.close();
+  CHECK_THAT(run_with({"actor_rollout_ref.rollout.multi_turn.tool_config_path=" + (ws / "unknown_tool.yaml").string()}),
+             Catch::Contains("unknown tool 'abacus'") && Catch::Contains("calculator"));
+  std::ofstream bad_option(ws / "bad_option.yaml");
+  bad_option << "tools:\n  - name: calculator\n    config: {timeout_s: -1}\n";
+  bad_option.close();
+  CHECK_THAT(run_with({"actor_rollout_ref.rollout.multi_turn.tool_config_path=" + (ws / "bad_option.yaml").string()}),
+             Catch::Contains("timeout_s"));
+  // A record whose agent loop rlcore does not have.
+  std::ofstream(data + "/odd.jsonl") << R"({"data_source": "arithmetic", "agent_name": "react_agent", "prompt": "1*1=", "reward_model": {"ground_truth": "1"}})"
+                                     << "\n";
+  CHECK_THAT(run_with({"data.train_files=" + data + "/odd.jsonl"}),
+             Catch::Contains("agent_name 'react_agent'") && Catch::Contains("record 0") &&
+                 Catch::Contains("tool_agent"));
   fs::remove_all(ws);
 }

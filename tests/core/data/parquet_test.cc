@@ -173,3 +173,37 @@ TEST_CASE("a parquet dataset in verl's layout loads like its JSONL twin", "[data
   CHECK(from_parquet.at(0).data_source == "openai/gsm8k");
   CHECK(from_parquet.at(1).ground_truth == "2");
 }
+
+TEST_CASE("verl's agent fields (agent_name, extra_info.tools_kwargs) load from parquet as from JSONL",
+          "[data][parquet][agent]") {
+  rlcore::testing::ScratchDir dir("parquet_agent");
+  std::vector<json> records;
+  std::string jsonl;
+  for (int i = 0; i < 4; ++i) {
+    records.push_back({{"data_source", "arithmetic"},
+                       {"agent_name", i == 3 ? "single_turn_agent" : "tool_agent"},
+                       {"prompt", {{{"role", "user"}, {"content", std::to_string(100 + i) + "*7="}}}},
+                       {"reward_model", {{"style", "rule"}, {"ground_truth", std::to_string((100 + i) * 7)}}},
+                       {"extra_info",
+                        {{"index", i}, {"tools_kwargs", {{"calculator", {{"create_kwargs", {{"precision", "exact"}}}}}}}}}});
+    jsonl += records.back().dump() + "\n";
+  }
+  const std::string path = (dir.path() / "agent.parquet").string();
+  rlcore::data_parquet::WriteOptions options;
+  options.columns = {"data_source", "agent_name", "prompt", "reward_model", "extra_info"};
+  rlcore::data_parquet::write_records(path, records, options);
+  const std::string twin = dir.write("agent.jsonl", jsonl);
+  const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
+  rlcore::DataConfig config;
+  const auto from_parquet = rlcore::Dataset::load({path}, config, tokenizer, false);
+  const auto from_jsonl = rlcore::Dataset::load({twin}, config, tokenizer, false);
+  REQUIRE(from_parquet.size() == 4);
+  for (int64_t i = 0; i < 4; ++i) {
+    INFO("row " << i);
+    CHECK(from_parquet.at(i).agent_name == from_jsonl.at(i).agent_name);
+    CHECK(from_parquet.at(i).extra_info == from_jsonl.at(i).extra_info);
+  }
+  CHECK(from_parquet.at(0).agent_name == "tool_agent");
+  CHECK(from_parquet.at(3).agent_name == "single_turn_agent");
+  CHECK(from_parquet.at(0).extra_info["tools_kwargs"]["calculator"]["create_kwargs"]["precision"] == "exact");
+}
