@@ -28,7 +28,7 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
 
   run = e2e::run_rlcore({"sft", "--config", source + "/configs/grpo_tool_arithmetic_sft.yaml", tools,
                          "trainer.default_local_dir=" + (ws / "sft").string(), "trainer.total_training_steps=220",
-                         "trainer.test_freq=-1", "data.train_batch_size=64", "actor_rollout_ref.actor.optim.lr=0.004",
+                         "trainer.test_freq=-1", "trainer.stop_at_val_reward=0", "data.train_batch_size=64", "actor_rollout_ref.actor.optim.lr=0.004",
                          "data.train_files=" + data + "/sft.jsonl", "data.val_files=" + data + "/val.jsonl",
                          "actor_rollout_ref.model.path=" + (ws / "tool_model").string()});
   INFO(run.output);

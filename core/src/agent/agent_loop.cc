@@ -18,7 +18,7 @@ nlohmann::ordered_json ordered(const nlohmann::json& value) { return nlohmann::o
 
 // Runs work(i) for i in [0, count) on up to `threads` threads.
 template <class Work>
-void parallel_for(size_t count, int64_t threads, Work&& work) {
+void run_on_threads(size_t count, int64_t threads, Work&& work) {
   const size_t workers = std::min<size_t>(count, static_cast<size_t>(std::max<int64_t>(threads, 1)));
   if (workers <= 1) {
     for (size_t i = 0; i < count; ++i) work(i);
@@ -242,7 +242,7 @@ std::vector<Trajectory> AgentLoop::run(const std::vector<AgentTask>& tasks, cons
       throw ValueError("the agent loop's turn " + std::to_string(turn) + " got " + std::to_string(replies.size()) +
                        " replies for " + std::to_string(active.size()) + " contexts");
     }
-    parallel_for(active.size(), settings_.num_workers, [&](size_t k) { finish_turn(lives[active[k]], replies[k]); });
+    run_on_threads(active.size(), settings_.num_workers, [&](size_t k) { finish_turn(lives[active[k]], replies[k]); });
   }
   std::vector<Trajectory> trajectories;
   trajectories.reserve(lives.size());

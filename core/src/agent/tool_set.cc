@@ -17,7 +17,7 @@ namespace rlcore::agent {
 namespace {
 
 // What the calling thread and an abandoned tool thread share.
-struct PendingCall {
+struct ToolCallState {
   std::mutex mutex;
   std::condition_variable done;
   std::optional<ToolResult> result;
@@ -176,7 +176,7 @@ ToolOutcome ToolSet::call(const ToolCall& call, const ToolCallContext& context) 
   }
   const std::shared_ptr<const Tool> tool = tools_[found->second];
   const auto start = std::chrono::steady_clock::now();
-  auto pending = std::make_shared<PendingCall>();
+  auto pending = std::make_shared<ToolCallState>();
   // The call runs on its own thread so a hang costs the trajectory its timeout, not the run.
   std::thread worker([tool, pending, arguments = call.arguments, context] {
     ToolResult result = call_guarded(*tool, arguments, context);

@@ -17,7 +17,7 @@ constexpr const char* kDataUsage =
     "rlcore data make --task arithmetic --out DIR [--train 20000] [--val 500] [--digits 2] [--seed 1] "
     "[--ops +,-]\n"
     "rlcore data make --task arithmetic-tool --out DIR [--train 20000] [--val 500] [--digits 3] [--seed 1] "
-    "[--ops *] [--sft-tool-share 0.3]\n"
+    "[--ops *] [--sft-tool-share 0.5]\n"
     "rlcore data make --task gsm8k-style --out DIR [--train 7473] [--test 1319] [--seed 1]\n"
     "arithmetic: DIR/train.jsonl and DIR/val.jsonl (RL records, data_source \"arithmetic\") and DIR/sft.jsonl\n"
     "(the training prompts with their \"response\"); problems look like \"12+35=\" -> \"#### 47\".\n"
@@ -82,7 +82,7 @@ int run_data_make(const std::vector<std::string>& args, CommandIo io) {
       "ops", po::value(&ops), "arithmetic: operators, comma-separated: any of +,-,* (default +)")(
       "test", po::value(&gsm8k.test), "gsm8k-style: test records (default 1319), none of them in train")(
       "sft-tool-share", po::value(&arithmetic.sft_tool_share),
-      "arithmetic-tool: share of the SFT records that call the calculator (default 0.3)");
+      "arithmetic-tool: share of the SFT records that call the calculator (default 0.5)");
   std::vector<std::string> positional;
   const po::variables_map given = parse_command_line(args, options, positional);
   apply_log_level(common.log_level);

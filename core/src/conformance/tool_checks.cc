@@ -21,7 +21,7 @@ std::shared_ptr<Tool> make_tool(CheckEnv& env) {
 }
 
 // Well-formed calls for the schema's own parameters, and arguments a model may write instead.
-std::vector<nlohmann::json> argument_sets(const ToolSchema& schema) {
+std::vector<nlohmann::json> tool_argument_sets(const ToolSchema& schema) {
   nlohmann::json filled = nlohmann::json::object();
   const nlohmann::json properties = schema.parameters.value("properties", nlohmann::json::object());
   for (const auto& [name, property] : properties.items()) {
@@ -47,7 +47,7 @@ std::vector<nlohmann::json> argument_sets(const ToolSchema& schema) {
           {{"text", std::string("\xc3\x28 invalid utf-8")}}};
 }
 
-Outcome check_schema(CheckEnv& env) {
+Outcome check_tool_schema(CheckEnv& env) {
   const ToolSchema schema = make_tool(env)->schema();
   if (schema.name.empty()) return Outcome::fail("the schema's name is empty");
   if (!schema.parameters.is_object() || schema.parameters.value("type", "") != "object") {
@@ -59,11 +59,11 @@ Outcome check_schema(CheckEnv& env) {
 }
 
 // Through the agent loop's own guard, so a hang fails the check instead of hanging it.
-Outcome check_any_arguments(CheckEnv& env) {
+Outcome check_tool_arguments(CheckEnv& env) {
   auto tool = make_tool(env);
   agent::ToolSet tools;
   tools.add(tool);
-  const auto sets = argument_sets(tool->schema());
+  const auto sets = tool_argument_sets(tool->schema());
   for (size_t i = 0; i < sets.size(); ++i) {
     try {
       const agent::ToolOutcome outcome = tools.call({tool->schema().name, sets[i]}, ToolCallContext{});
@@ -79,9 +79,9 @@ Outcome check_any_arguments(CheckEnv& env) {
   return Outcome::pass();
 }
 
-Outcome check_thread_safe(CheckEnv& env) {
+Outcome check_tool_thread_safe(CheckEnv& env) {
   auto tool = make_tool(env);
-  const nlohmann::json arguments = argument_sets(tool->schema()).front();
+  const nlohmann::json arguments = tool_argument_sets(tool->schema()).front();
   const ToolResult first = tool->call(arguments, ToolCallContext{});
   std::vector<std::future<ToolResult>> calls;
   for (int t = 0; t < 4; ++t) {
@@ -107,9 +107,9 @@ std::vector<Check> tool_checks() {
              make_tool(env);
              return Outcome::pass();
            }},
-          {"schema", check_schema},
-          {"any_arguments", check_any_arguments},
-          {"thread_safe", check_thread_safe}};
+          {"schema", check_tool_schema},
+          {"any_arguments", check_tool_arguments},
+          {"thread_safe", check_tool_thread_safe}};
 }
 
 }  // namespace rlcore::conformance

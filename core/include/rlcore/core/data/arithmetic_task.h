@@ -27,7 +27,7 @@ struct ArithmeticTaskOptions {
   // for the calculator); this share of the SFT records demonstrates a call of
   // the calculator, the others answer directly.
   bool tools = false;
-  double sft_tool_share = 0.3;
+  double sft_tool_share = 0.5;
 };
 
 // The name of the tool the arithmetic-tool records call (the `tools` plugin's calculator).
