@@ -81,11 +81,14 @@ Outcome check_tool_arguments(CheckEnv& env) {
 
 Outcome check_tool_thread_safe(CheckEnv& env) {
   auto tool = make_tool(env);
-  const nlohmann::json arguments = tool_argument_sets(tool->schema()).front();
-  const ToolResult first = tool->call(arguments, ToolCallContext{});
+  agent::ToolSet tools;  // the loop's guard: a call that hangs fails the check instead of hanging it
+  tools.add(tool);
+  const agent::ToolCall call{tool->schema().name, tool_argument_sets(tool->schema()).front()};
+  const nlohmann::json& arguments = call.arguments;
+  const ToolResult first = tools.call(call, ToolCallContext{}).result;
   std::vector<std::future<ToolResult>> calls;
   for (int t = 0; t < 4; ++t) {
-    calls.push_back(std::async(std::launch::async, [&] { return tool->call(arguments, ToolCallContext{}); }));
+    calls.push_back(std::async(std::launch::async, [&] { return tools.call(call, ToolCallContext{}).result; }));
   }
   for (auto& call : calls) {
     const ToolResult result = call.get();
