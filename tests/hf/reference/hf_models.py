@@ -17,6 +17,13 @@
                                     tokenizer in TOKENIZER_DIR (tokenizer.json[.gz],
                                     tokenizer_config.json, copied unchanged), as a
                                     user's first checkpoint looks
+  hf_models.py tokenizer TOKENIZER_DIR DIR
+                                    the real tokenizer alone, unpacked into DIR
+  hf_models.py chat_render_ids DIR CONVERSATION.json
+                                    the ids of a whole conversation ({"messages",
+                                    "tools", "add_generation_prompt", "kwargs"}):
+                                    apply_chat_template, then encode without
+                                    special tokens (the agent loop's re-render)
 
 CASE: {"family": "llama|qwen2|qwen3|mistral|gemma2", "config": {overrides},
 "seed": int, "max_shard_size": optional, "input_ids": [[...]],
@@ -97,7 +104,7 @@ def logits(model_dir, inputs_path, out_path):
     write(out_path, forward_outputs(model, ids, mask)[0])
 
 
-def chat_model(family, tokenizer_dir, out_dir):
+def unpack_tokenizer(tokenizer_dir, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     packed = os.path.join(tokenizer_dir, "tokenizer.json.gz")
     if os.path.exists(packed):
@@ -106,7 +113,11 @@ def chat_model(family, tokenizer_dir, out_dir):
     else:
         shutil.copy(os.path.join(tokenizer_dir, "tokenizer.json"), out_dir)
     shutil.copy(os.path.join(tokenizer_dir, "tokenizer_config.json"), out_dir)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(out_dir)
+    return transformers.AutoTokenizer.from_pretrained(out_dir)
+
+
+def chat_model(family, tokenizer_dir, out_dir):
+    tokenizer = unpack_tokenizer(tokenizer_dir, out_dir)
     config_class, model_class = FAMILIES[family]
     settings = dict(TINY)
     settings.update(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -129,6 +140,15 @@ def chat_ids(model_dir, records_path, kwargs_json):
     print(json.dumps(out))
 
 
+def chat_render_ids(model_dir, conversation_path):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+    conversation = json.load(open(conversation_path, encoding="utf-8"))
+    text = tokenizer.apply_chat_template(conversation["messages"], tools=conversation.get("tools"),
+                                         add_generation_prompt=conversation.get("add_generation_prompt", False),
+                                         tokenize=False, **conversation.get("kwargs", {}))
+    print(json.dumps(tokenizer.encode(text, add_special_tokens=False)))
+
+
 if __name__ == "__main__":
     command = sys.argv[1]
     if command == "make":
@@ -139,5 +159,9 @@ if __name__ == "__main__":
         chat_ids(sys.argv[2], sys.argv[3], sys.argv[4])
     elif command == "chat_model":
         chat_model(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif command == "tokenizer":
+        unpack_tokenizer(sys.argv[2], sys.argv[3])
+    elif command == "chat_render_ids":
+        chat_render_ids(sys.argv[2], sys.argv[3])
     else:
         sys.exit(f"unknown command {command!r}")
