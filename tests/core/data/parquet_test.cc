@@ -174,7 +174,7 @@ TEST_CASE("a parquet dataset in verl's layout loads like its JSONL twin", "[data
   CHECK(from_parquet.at(1).ground_truth == "2");
 }
 
-TEST_CASE("verl's agent fields (agent_name, extra_info.tools_kwargs) load from parquet as from JSONL",
+TEST_CASE("verl's agent fields (agent_name, extra_info.tools_kwargs, interaction_kwargs) load from parquet as from JSONL",
           "[data][parquet][agent]") {
   rlcore::testing::ScratchDir dir("parquet_agent");
   std::vector<json> records;
@@ -185,7 +185,9 @@ TEST_CASE("verl's agent fields (agent_name, extra_info.tools_kwargs) load from p
                        {"prompt", {{{"role", "user"}, {"content", std::to_string(100 + i) + "*7="}}}},
                        {"reward_model", {{"style", "rule"}, {"ground_truth", std::to_string((100 + i) * 7)}}},
                        {"extra_info",
-                        {{"index", i}, {"tools_kwargs", {{"calculator", {{"create_kwargs", {{"precision", "exact"}}}}}}}}}});
+                        {{"index", i},
+                         {"tools_kwargs", {{"calculator", {{"create_kwargs", {{"precision", "exact"}}}}}}},
+                         {"interaction_kwargs", {{"name", "gsm8k"}, {"ground_truth", std::to_string((100 + i) * 7)}}}}}});
     jsonl += records.back().dump() + "\n";
   }
   const std::string path = (dir.path() / "agent.parquet").string();
@@ -206,4 +208,6 @@ TEST_CASE("verl's agent fields (agent_name, extra_info.tools_kwargs) load from p
   CHECK(from_parquet.at(0).agent_name == "tool_agent");
   CHECK(from_parquet.at(3).agent_name == "single_turn_agent");
   CHECK(from_parquet.at(0).extra_info["tools_kwargs"]["calculator"]["create_kwargs"]["precision"] == "exact");
+  // Carried to the reward function in extra_info, as verl's dataset carries them.
+  CHECK(from_parquet.at(2).extra_info["interaction_kwargs"]["ground_truth"] == "714");
 }
