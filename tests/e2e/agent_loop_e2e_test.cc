@@ -1,5 +1,5 @@
 // The calculator task's configs at a reduced size (docs/agent-loop.md#the-calculator-task): a tiny
-// model, SFT on demonstrations half of which call the calculator (150 steps of 64, where the
+// model, SFT on demonstrations half of which call the calculator (150 steps of 32, where the
 // shipped recipe takes about 350 of 128), then multi-turn GRPO through the agent loop, rewarded (test-only
 // grader tool_turn) for a tool turn as the reward function sees it in extra_info.__num_turns__.
 // The model learns to reach for the tool: the tool-call rate and the reward rise in training and in
@@ -28,7 +28,7 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
 
   run = e2e::run_rlcore({"sft", "--config", source + "/configs/grpo_tool_arithmetic_sft.yaml", tools,
                          "trainer.default_local_dir=" + (ws / "sft").string(), "trainer.total_training_steps=150",
-                         "trainer.test_freq=-1", "trainer.stop_at_val_reward=0", "data.train_batch_size=64", "actor_rollout_ref.actor.optim.lr=0.005",
+                         "trainer.test_freq=-1", "trainer.stop_at_val_reward=0", "data.train_batch_size=32", "actor_rollout_ref.actor.optim.lr=0.005",
                          "data.train_files=" + data + "/sft.jsonl", "data.val_files=" + data + "/val.jsonl",
                          "actor_rollout_ref.model.path=" + (ws / "tool_model").string()});
   INFO(run.output);
@@ -47,7 +47,7 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
   REQUIRE(metrics.count(12) == 1);
   const double calls_first = e2e::mean_over_steps(metrics, "agent/tool_call_rate", 1, 3);
   const double calls_last = e2e::mean_over_steps(metrics, "agent/tool_call_rate", 10, 12);
-  CHECK(calls_last > calls_first + 0.2);  // 0.51 -> 0.95 when measured
+  CHECK(calls_last > calls_first + 0.2);  // 0.37 -> 0.87 when measured
   // The reward is the tool turn, read from extra_info.__num_turns__: it follows the call rate exactly.
   CHECK(e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12) == Approx(calls_last));
   // Greedy validation through the agent loop calls the tool (it may already before RL).
