@@ -143,27 +143,63 @@ void validate_device_backend(const std::string& device_backend) {
   }
 }
 
+namespace {
+
+// The controller's store as a worker joins it, and the address its Gloo listens on.
+struct JoinedStore {
+  c10::intrusive_ptr<c10d::Store> store;
+  std::string address;
+};
+
+JoinedStore join_store(const ProcessGroupOptions& options) {
+  JoinedStore joined;
+  const bool on_this_host = !options.store_file.empty();
+  joined.address = options.local_address;
+  if (joined.address.empty()) joined.address = on_this_host ? "127.0.0.1" : local_address_towards(options.store_host);
+  if (on_this_host) {
+    // numWorkers -1: no worker deletes the file; the controller removes its directory.
+    joined.store = c10::make_intrusive<c10d::FileStore>(options.store_file, -1);
+    joined.store->setTimeout(options.timeout);
+  } else {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<uint16_t>(options.store_port);
+    store_options.isServer = false;
+    store_options.timeout = options.timeout;
+    joined.store = c10::make_intrusive<c10d::TCPStore>(options.store_host, store_options);
+  }
+  return joined;
+}
+
+}  // namespace
+
+CommGroup join_shared_group(const ProcessGroupOptions& options, const std::string& name, int64_t rank, int64_t size) {
+  validate_device_backend(options.device_backend);
+  if (size < 1 || rank < 0 || rank >= size) {
+    throw ValueError("group '" + name + "': rank " + std::to_string(rank) + " of " + std::to_string(size));
+  }
+  std::vector<int64_t> members(static_cast<std::size_t>(size));
+  for (int64_t i = 0; i < size; ++i) members[static_cast<std::size_t>(i)] = i;
+  try {
+    const JoinedStore joined = join_store(options);
+    return CommGroup(name, make_group(joined.store, "rlcore-shared/" + name, rank, size, joined.address, options),
+                     members, rank, options.device_backend);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw IoError("rank " + std::to_string(rank) + " of group '" + name + "': cannot join it through the store: " +
+                  e.what());
+  }
+}
+
 std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& options) {
   const MeshShape mesh = mesh_or_default(options.mesh, options.world_size);
   validate_mesh(mesh, options.world_size);
   validate_device_backend(options.device_backend);
   const std::string where = "rank " + std::to_string(options.rank) + " of '" + options.prefix + "'";
   try {
-    const bool on_this_host = !options.store_file.empty();
-    std::string address = options.local_address;
-    if (address.empty()) address = on_this_host ? "127.0.0.1" : local_address_towards(options.store_host);
-    c10::intrusive_ptr<c10d::Store> store;
-    if (on_this_host) {
-      // numWorkers -1: no worker deletes the file; the controller removes its directory.
-      store = c10::make_intrusive<c10d::FileStore>(options.store_file, -1);
-      store->setTimeout(options.timeout);
-    } else {
-      c10d::TCPStoreOptions store_options;
-      store_options.port = static_cast<uint16_t>(options.store_port);
-      store_options.isServer = false;
-      store_options.timeout = options.timeout;
-      store = c10::make_intrusive<c10d::TCPStore>(options.store_host, store_options);
-    }
+    const JoinedStore joined = join_store(options);
+    const c10::intrusive_ptr<c10d::Store>& store = joined.store;
+    const std::string& address = joined.address;
 
     std::vector<CommGroup> groups;
     std::vector<int64_t> all(static_cast<std::size_t>(options.world_size));

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
 #include <typeinfo>
 
 #include <ATen/ATen.h>
@@ -46,6 +47,7 @@ std::string exception_type(const std::exception& e) {
 // The roles, groups and methods one worker hosts, destroyed roles first.
 struct Hosted {
   std::unique_ptr<CommContext> comm;
+  std::function<CommGroup(const std::string&, int64_t, int64_t)> join_group;  // empty without process groups
   MethodTable table;
   std::vector<std::shared_ptr<void>> roles;
 
@@ -83,6 +85,9 @@ void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& opt
     groups.mesh = mesh;
     if (device.is_cuda()) groups.device_backend = store.value("device_backend", std::string("nccl"));
     hosted.comm = make_comm_context(groups);
+    hosted.join_group = [groups](const std::string& name, int64_t group_rank, int64_t group_size) {
+      return join_shared_group(groups, name, group_rank, group_size);
+    };
   }
   hosted.table.set_mesh_rank("default", default_mesh_rank(mesh_or_default(mesh, size), rank));
   for (const auto& role : setup.at("roles")) {
@@ -96,6 +101,7 @@ void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& opt
     context.host = options.host.empty() ? this_host() : options.host;
     context.pool = pool;
     context.comm = hosted.comm.get();
+    context.join_group = hosted.join_group;
     RoleMethods methods(hosted.table, context.role);
     hosted.roles.push_back(registry.get(context.type)(context, methods));
   }

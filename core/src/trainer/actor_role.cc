@@ -18,8 +18,10 @@
 #include "rlcore/sharding_manager.h"
 #include "trainer/losses.h"
 #include "trainer/parallel.h"
+#include "trainer/rollout_generation.h"
 #include "trainer/sequences.h"
 #include "trainer/worker_common.h"
+#include "trainer/weight_transfer.h"
 #include "trainer/worker_contract.h"
 
 namespace rlcore::trainer {
@@ -27,22 +29,6 @@ namespace {
 
 MicroBatching micro_batching(int64_t micro_batch_size, bool dynamic, int64_t max_token_len) {
   return MicroBatching{micro_batch_size, dynamic, max_token_len};
-}
-
-// Where this worker sits in the rollout: its kRolloutTpGroup (tp 1 without one).
-RolloutLayout rollout_layout(const CommContext* comm) {
-  RolloutLayout layout;
-  if (comm != nullptr && comm->has_group(kRolloutTpGroup)) {
-    layout.tp_size = comm->group(kRolloutTpGroup).size();
-    layout.tp_rank = comm->group(kRolloutTpGroup).rank();
-  }
-  return layout;
-}
-
-// The rollout's data-parallel view of the pool: a TP group (consecutive ranks)
-// is one dp rank, and only its tp rank 0 returns the rows.
-MeshRank rollout_mesh_rank(const RoleContext& context, const RolloutLayout& layout) {
-  return MeshRank{context.rank / layout.tp_size, context.world_size / layout.tp_size, layout.tp_rank == 0};
 }
 
 class ActorRolloutRef {
@@ -99,6 +85,10 @@ class ActorRolloutRef {
                      [this](const Batch& b, const nlohmann::json& a) { return update_actor(b, a); });
     methods.add_mesh(actor_methods::kSftStep.name, kTrainMesh,
                      [this](const Batch& b, const nlohmann::json& a) { return sft_step(b, a); });
+    methods.add(actor_methods::kJoinBridge.name, DispatchMode::kOneToAll,
+                [this](const Batch&, const nlohmann::json& a) { return join_bridge(a); });
+    methods.add(actor_methods::kSendWeights.name, DispatchMode::kOneToAll,
+                [this](const Batch&, const nlohmann::json& a) { return send_weights(a); });
     methods.add(actor_methods::kSyncWeights.name, DispatchMode::kOneToAll,
                 [this](const Batch&, const nlohmann::json& a) { return sync_weights(a); });
     methods.add(actor_methods::kSaveCheckpoint.name, DispatchMode::kOneToAll,
@@ -145,17 +135,7 @@ class ActorRolloutRef {
 
   MethodResult generate(const Batch& prompts, const nlohmann::json& a) {
     require(rollout_ != nullptr, actor_methods::kGenerate);
-    SamplingParams sampling;
-    sampling.n = 1;  // the controller repeats prompts n times, so every row is one sample
-    sampling.max_tokens = a.at(args::kMaxTokens).get<int64_t>();
-    sampling.temperature = a.value(args::kGreedy, false) ? 0.0 : a.value(args::kTemperature, 1.0);
-    sampling.top_k = a.value(args::kTopK, int64_t{-1});
-    sampling.top_p = a.value(args::kTopP, 1.0);
-    // Every rollout dp rank samples its own rows: one seed per (call, dp rank),
-    // the same on every rank of a TP group.
-    sampling.seed = a.value(args::kSeed, int64_t{0}) * 1009 + rollout_mesh_rank(context_, layout_).dp_rank;
-    sampling.stop_token_ids = a.value(args::kStopTokenIds, std::vector<int32_t>{});
-    const int64_t pad_id = a.at(args::kPadTokenId).get<int64_t>();
+    const SamplingParams sampling = sampling_from_args(a, rollout_mesh_rank(context_, layout_).dp_rank);
     if (a.value(args::kValidation, false)) fault_point("actor.validate");
     GenerationOutput generated;
     {
@@ -166,10 +146,28 @@ class ActorRolloutRef {
       fault_point("actor.swap_to_train");
       swaps_.add_to_train(scope.finish());
     }
-    Batch out = make_sequence_batch(prompts, generated, sampling.max_tokens, pad_id);
-    GenerateReply reply{generated.weight_version, std::nullopt};
-    if (const auto* reports = capability<ReportsGenerationStats>(*rollout_)) reply.stats = reports->last_generation_stats();
-    return MethodResult{out, reply.to_json()};
+    return generation_result(prompts, generated, sampling, a, *rollout_);
+  }
+
+  // A standalone rollout pool (docs/async.md): rank 0 joins the bridge as its
+  // rank 0; the other ranks have no part in it.
+  MethodResult join_bridge(const nlohmann::json& a) {
+    if (context_.rank != 0) return MethodResult{};
+    if (!context_.join_group) throw ConfigError("a standalone rollout pool needs process groups (runtime.process_groups)");
+    bridge_ = std::make_unique<CommGroup>(
+        context_.join_group(a.at(args::kBridge).get<std::string>(), 0, a.at(args::kBridgeSize).get<int64_t>()));
+    return MethodResult{};
+  }
+
+  // Every rank gathers the full parameters; rank 0 sends them over the bridge.
+  MethodResult send_weights(const nlohmann::json& a) {
+    if (context_.rank == 0 && bridge_ == nullptr) {
+      throw ValueError(actor_methods::kSendWeights.qualified() + ": rank 0 has not joined the bridge");
+    }
+    const WeightTransferStats stats =
+        trainer::send_weights([this](const auto& visit) { actor_->for_each_full_parameter(visit); }, bridge_.get(),
+                              a.at(args::kBucketBytes).get<int64_t>());
+    return MethodResult{Batch(), WeightTransferReply{stats}.to_json()};
   }
 
   MethodResult compute_log_prob(const Batch& batch, const nlohmann::json& a) {
@@ -284,6 +282,7 @@ class ActorRolloutRef {
   std::shared_ptr<TrainEngine> ref_;
   std::shared_ptr<InferenceEngine> rollout_;
   std::shared_ptr<ShardingManager> sharding_manager_;
+  std::unique_ptr<CommGroup> bridge_;  // rank 0, with a standalone rollout pool
   int64_t version_ = 0;  // what the next swap carries: set by sync_weights
   SwapTotals swaps_;
   bool warned_peak_not_reset_ = false;

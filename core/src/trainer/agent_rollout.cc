@@ -119,7 +119,7 @@ std::map<std::string, double> agent_metrics(const std::vector<agent::Trajectory>
   return metrics;
 }
 
-void run_agent_rollout(WorkerGroup& actor, const agent::AgentLoop& loop,
+void run_agent_rollout(const RolloutWorkers& workers, const agent::AgentLoop& loop,
                        const std::vector<std::vector<int32_t>>& prompt_ids, const nlohmann::json& sampling,
                        const GenerationLimits& limits, int64_t expected_version, Rollout& rollout) {
   std::vector<agent::AgentTask> tasks(rollout.examples.size());
@@ -138,7 +138,7 @@ void run_agent_rollout(WorkerGroup& actor, const agent::AgentLoop& loop,
                                             int64_t turn) {
     nlohmann::json arguments = sampling;
     if (arguments.contains(args::kSeed)) arguments[args::kSeed] = arguments[args::kSeed].get<int64_t>() + turn * kTurnSeedStride;
-    const Batch out = call_generate(actor, contexts, arguments, limits, max_tokens, expected_version, rollout.engine_stats);
+    const Batch out = call_generate(workers, contexts, arguments, limits, max_tokens, expected_version, rollout.engine_stats);
     const std::vector<std::vector<int32_t>> ids = response_tokens(out);
     const at::Tensor logprobs = out.tensor(columns::kRolloutLogProbs).contiguous();
     const at::Tensor stopped = out.tensor(columns::kFinishedByStop).contiguous();

@@ -39,7 +39,7 @@ void check_agent_names(const Dataset& dataset, const std::string& key);
 
 // Runs the loop for rollout.examples (one row each, prompts as `prompt_ids`)
 // and sets rollout.batch, engine_stats, extra_info and agent_metrics.
-void run_agent_rollout(WorkerGroup& actor, const agent::AgentLoop& loop,
+void run_agent_rollout(const RolloutWorkers& workers, const agent::AgentLoop& loop,
                        const std::vector<std::vector<int32_t>>& prompt_ids, const nlohmann::json& sampling,
                        const GenerationLimits& limits, int64_t expected_version, Rollout& rollout);
 

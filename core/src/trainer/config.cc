@@ -112,6 +112,17 @@ OptionsSchema<RefConfig> ref_schema() {
   return schema;
 }
 
+namespace {
+
+OptionsSchema<CheckpointEngineConfig> checkpoint_engine_schema() {
+  OptionsSchema<CheckpointEngineConfig> schema;
+  schema.key("update_weights_bucket_megabytes", &CheckpointEngineConfig::update_weights_bucket_megabytes,
+             "Megabytes of parameters per broadcast from the actor to a standalone rollout pool.", at_least(1));
+  return schema;
+}
+
+}  // namespace
+
 OptionsSchema<RolloutConfig> rollout_schema() {
   OptionsSchema<RolloutConfig> schema;
   schema.key("name", &RolloutConfig::name, "Inference engine that generates (a registered inference_engine).")
@@ -130,7 +141,27 @@ OptionsSchema<RolloutConfig> rollout_schema() {
            "How weights move between actor and rollout (a registered sharding_manager: bucketed | naive).")
       .section("multi_turn", &RolloutConfig::multi_turn, agent::multi_turn_schema())
       .section("agent", &RolloutConfig::agent, agent::agent_section_schema())
+      .section("checkpoint_engine", &RolloutConfig::checkpoint_engine, checkpoint_engine_schema())
       .other_keys_to(&RolloutConfig::engine_options);
+  return schema;
+}
+
+OptionsSchema<AsyncTrainingConfig> async_training_schema() {
+  OptionsSchema<AsyncTrainingConfig> schema;
+  schema.key("mode", &AsyncTrainingConfig::mode,
+             "sync: generate, then train, on the actor's workers (the hybrid engine); one_step_off: a standalone "
+             "rollout pool generates the next step's batch while the actor trains on this one (docs/async.md).",
+             one_of({"sync", "one_step_off"}));
+  return schema;
+}
+
+OptionsSchema<RolloutPoolConfig> rollout_pool_schema() {
+  OptionsSchema<RolloutPoolConfig> schema;
+  schema.key("nnodes", &RolloutPoolConfig::nnodes, "Nodes of the standalone rollout pool (async_training.mode).",
+             at_least(1))
+      .key("n_gpus_per_node", &RolloutPoolConfig::n_gpus_per_node,
+           "Workers per node of the standalone rollout pool: GPUs, or processes with trainer.device cpu.",
+           at_least(1));
   return schema;
 }
 

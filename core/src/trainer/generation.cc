@@ -27,14 +27,14 @@ void add_generation_stats(GenerationStats& into, const GenerationStats& more) {
   into.joins += more.joins;
 }
 
-Batch call_generate(WorkerGroup& actor, const std::vector<std::vector<int32_t>>& prompts, nlohmann::json arguments,
+Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector<int32_t>>& prompts, nlohmann::json arguments,
                     const GenerationLimits& limits, int64_t max_tokens, int64_t expected_version,
                     std::vector<GenerationStats>& engine_stats) {
   arguments[args::kMaxTokens] = max_tokens;
   arguments[args::kStopTokenIds] = limits.stop_token_ids;
   arguments[args::kPadTokenId] = limits.pad_token_id;
   CallOutput generated =
-      actor.call(actor_methods::kGenerate.qualified(), make_prompt_batch(prompts, limits.pad_token_id), arguments).get();
+      rollout.group.call(rollout.generate.qualified(), make_prompt_batch(prompts, limits.pad_token_id), arguments).get();
   const bool first = engine_stats.empty();
   size_t reporting = 0;
   for (const auto& reply : generated.replies) {
@@ -49,7 +49,7 @@ Batch call_generate(WorkerGroup& actor, const std::vector<std::vector<int32_t>>&
     }
     const int64_t version = parsed.weight_version;
     if (version != expected_version) {
-      throw ValueError(actor_methods::kGenerate.qualified() + " on rank " + std::to_string(reply.rank) +
+      throw ValueError(rollout.generate.qualified() + " on rank " + std::to_string(reply.rank) +
                        " used weight version " + std::to_string(version) + ", expected " +
                        std::to_string(expected_version) +
                        " (the weights synced after the last update): stale rollout weights");
@@ -58,7 +58,7 @@ Batch call_generate(WorkerGroup& actor, const std::vector<std::vector<int32_t>>&
   return std::move(generated.batch);
 }
 
-Rollout generate_rollout(WorkerGroup& actor, const std::vector<const Example*>& prompts, int64_t n,
+Rollout generate_rollout(const RolloutWorkers& workers, const std::vector<const Example*>& prompts, int64_t n,
                          const nlohmann::json& sampling, const GenerationLimits& limits, int64_t expected_version) {
   Rollout rollout;
   std::vector<std::vector<int32_t>> ids;
@@ -71,9 +71,9 @@ Rollout generate_rollout(WorkerGroup& actor, const std::vector<const Example*>& 
     }
   }
   if (limits.agent_loop) {
-    run_agent_rollout(actor, *limits.agent_loop, ids, sampling, limits, expected_version, rollout);
+    run_agent_rollout(workers, *limits.agent_loop, ids, sampling, limits, expected_version, rollout);
   } else {
-    rollout.batch = call_generate(actor, ids, sampling, limits, limits.max_tokens, expected_version,
+    rollout.batch = call_generate(workers, ids, sampling, limits, limits.max_tokens, expected_version,
                                   rollout.engine_stats);
   }
   rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));

@@ -17,6 +17,7 @@
 #include "rlcore/core/runtime/worker_group.h"
 #include "rlcore/generation_request.h"
 #include "rlcore/tokenizer.h"
+#include "trainer/worker_contract.h"
 
 namespace rlcore::trainer {
 
@@ -30,6 +31,16 @@ struct Rollout {
   std::vector<nlohmann::json> extra_info;
   std::map<std::string, double> agent_metrics;
 };
+
+// The workers that generate and the method they do it with: the actor pool's
+// colocated rollout (actor.generate) or a standalone rollout pool
+// (rollout.generate, docs/async.md). Same arguments and reply.
+struct RolloutWorkers {
+  WorkerGroup& group;
+  Method generate;
+};
+
+inline RolloutWorkers colocated_rollout(WorkerGroup& actor) { return RolloutWorkers{actor, actor_methods::kGenerate}; }
 
 struct GenerationLimits {
   int64_t max_tokens = 0;  // data.max_response_length
@@ -45,10 +56,10 @@ GenerationLimits generation_limits(const Tokenizer& tokenizer, int64_t max_token
 // Adds the stats of another generate() call (an agent loop's next turn) to `into`.
 void add_generation_stats(GenerationStats& into, const GenerationStats& more);
 
-// One call of the actor's generate on `prompts` with `arguments` (sampling),
+// One call of `rollout`'s generate on `prompts` with `arguments` (sampling),
 // max_tokens and the limits' stop and pad tokens; adds each rank's engine stats
 // to `engine_stats` and checks the weight version as generate_rollout does.
-Batch call_generate(WorkerGroup& actor, const std::vector<std::vector<int32_t>>& prompts, nlohmann::json arguments,
+Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector<int32_t>>& prompts, nlohmann::json arguments,
                     const GenerationLimits& limits, int64_t max_tokens, int64_t expected_version,
                     std::vector<GenerationStats>& engine_stats);
 
@@ -56,7 +67,7 @@ Batch call_generate(WorkerGroup& actor, const std::vector<std::vector<int32_t>>&
 // through limits.agent_loop, one generate call per turn. Throws
 // ValueError naming the rank when a reply's weight version is not
 // `expected_version` (the version of the last sync_weights).
-Rollout generate_rollout(WorkerGroup& actor, const std::vector<const Example*>& prompts, int64_t n,
+Rollout generate_rollout(const RolloutWorkers& rollout, const std::vector<const Example*>& prompts, int64_t n,
                          const nlohmann::json& sampling, const GenerationLimits& limits, int64_t expected_version);
 
 }  // namespace rlcore::trainer

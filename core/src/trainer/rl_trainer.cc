@@ -34,6 +34,7 @@
 #include "trainer/plan.h"
 #include "trainer/reward_model.h"
 #include "trainer/rewards.h"
+#include "trainer/rollout_pool.h"
 #include "trainer/sequences.h"
 #include "trainer/step_metrics.h"
 #include "trainer/validation.h"
@@ -50,6 +51,22 @@ namespace args = trainer::args;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// What one_step_off cannot run: generation that the step itself drives
+// (DAPO's extra batches, ReMax's greedy baselines) would meet the pool's
+// background generation.
+void check_one_step_off(const RunConfig& config, const trainer::TrainPlan& plan) {
+  if (config.async_training.mode == "sync") return;
+  if (config.algorithm.filter_groups.enable) {
+    throw ConfigError("async_training.mode: one_step_off does not run algorithm.filter_groups (DAPO's dynamic "
+                      "sampling generates more batches within a step); use async_training.mode: sync");
+  }
+  if (plan.needs.reward_baselines) {
+    throw ConfigError("async_training.mode: one_step_off does not run algorithm.adv_estimator " +
+                      config.algorithm.adv_estimator +
+                      " (its greedy baselines are generated within the step); use async_training.mode: sync");
+  }
+}
 
 const std::vector<std::string> kEngineColumns = {columns::kInputIds, columns::kAttentionMask, columns::kPositionIds,
                                                  columns::kResponses, columns::kResponseMask};
@@ -75,6 +92,15 @@ std::vector<std::string> console_keys(const std::vector<std::string>& validation
 }  // namespace
 
 struct RlTrainer::Impl {
+  // A batch generated and scored in the background (async_training.mode:
+  // one_step_off) while the actor trains on the one before.
+  struct BackgroundRollout {
+    trainer::ScoredRollout scored;
+    StepMetrics metrics;         // timing_s/gen, timing_s/reward, rollout/*
+    int64_t weight_version = 0;  // the rollout pool's weights when it was generated
+    Clock::time_point finished;
+  };
+
   const Registry& components;
   ResolvedConfig resolved;
   const RunConfig& config;
@@ -94,6 +120,8 @@ struct RlTrainer::Impl {
   MetricsLogger logger;
   trainer::GenerationLimits limits;
   std::unique_ptr<trainer::Validator> validator;
+  std::unique_ptr<trainer::RolloutPool> rollout_pool;  // async_training.mode one_step_off
+  std::optional<SamplerState> sampler_before_pending;  // the sampler before the background batch was drawn
   int64_t step = 0;
   int64_t resumed_from = 0;
 
@@ -117,6 +145,7 @@ struct RlTrainer::Impl {
     const bool critic = trainer::uses_critic(config, components);
     const auto [actor_workers, critic_workers] = trainer::TrainerWorkers::data_parallel_sizes(config, critic);
     plan = trainer::make_train_plan(config, components, train_set.size(), actor_workers, critic_workers);
+    check_one_step_off(config, plan);
     sampler = std::make_unique<EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle,
                                              config.data.seed);
     estimator = components.create<AdvantageEstimator>(
@@ -143,7 +172,14 @@ struct RlTrainer::Impl {
     roles.critic = critic;
     roles.ref = plan.use_ref;
     roles.total_training_steps = plan.total_steps;
+    roles.standalone_rollout = config.async_training.mode != "sync";
+    roles.rollout = !roles.standalone_rollout;
     workers = std::make_unique<trainer::TrainerWorkers>(resolved, plugin_paths, roles);
+    if (roles.standalone_rollout) {
+      const int64_t bucket_bytes =
+          config.actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes << 20;
+      rollout_pool = std::make_unique<trainer::RolloutPool>(workers->actor(), *workers->rollout(), bucket_bytes);
+    }
     out << "rlcore: workers ready in " << std::fixed << std::setprecision(1) << seconds_since(start) << " s\n"
         << std::defaultfloat;
   }
@@ -161,22 +197,33 @@ struct RlTrainer::Impl {
                                                   trainer::agent_tool_schemas(agent_loop.get())));
   }
 
+  trainer::RolloutWorkers rollout_workers() const {
+    return rollout_pool ? rollout_pool->workers() : trainer::colocated_rollout(workers->actor());
+  }
+  // The weight version the rollout generates with: the colocated rollout's is the step.
+  int64_t rollout_version() const { return rollout_pool ? rollout_pool->version() : step; }
+
   Rollout generate(const std::vector<const Example*>& prompts, int64_t n, const nlohmann::json& sampling) {
-    return trainer::generate_rollout(workers->actor(), prompts, n, sampling, limits, step);
+    return trainer::generate_rollout(rollout_workers(), prompts, n, sampling, limits, rollout_version());
   }
 
   // `gen_batch` numbers the generation batches of one step (dynamic sampling
   // draws more than one), so each gets its own random stream.
-  nlohmann::json train_sampling(int64_t gen_batch = 0) const {
+  nlohmann::json train_sampling(int64_t for_step, int64_t gen_batch = 0) const {
     constexpr int64_t kGenBatchStride = 104729;  // a prime far from the step increments
     const auto& rollout = config.actor_rollout_ref.rollout;
     return {{args::kTemperature, rollout.temperature},
             {args::kTopK, rollout.top_k},
             {args::kTopP, rollout.top_p},
-            {args::kSeed, config.data.seed * 1000003 + step + gen_batch * kGenBatchStride}};
+            {args::kSeed, config.data.seed * 1000003 + for_step + gen_batch * kGenBatchStride}};
   }
 
-  StepMetrics validate() { return validator->run(workers->actor(), step); }
+  // A standalone rollout pool gets the step's weights first (it must not be generating).
+  StepMetrics validate() {
+    StepMetrics sync_metrics;
+    if (rollout_pool) rollout_pool->sync(step, sync_metrics);
+    return validator->run(rollout_workers(), rollout_version());
+  }
 
   // The rule graders' and (reward.reward_model) the reward model's rewards of a rollout.
   trainer::Rewards score(const Rollout& rollout) {
@@ -191,13 +238,14 @@ struct RlTrainer::Impl {
 
   // Generation and rewards of one batch of prompts (their times add up over
   // the batches of a step with dynamic sampling).
-  trainer::ScoredRollout generate_and_score(const std::vector<int64_t>& indices, int64_t gen_batch,
+  // `for_step`: the step the batch is for (its sampling seed).
+  trainer::ScoredRollout generate_and_score(const std::vector<int64_t>& indices, int64_t gen_batch, int64_t for_step,
                                             StepMetrics& metrics) {
     std::vector<const Example*> prompts;
     for (int64_t index : indices) prompts.push_back(&train_set.at(index));
     trainer::ScoredRollout scored;
     auto start = Clock::now();
-    scored.rollout = generate(prompts, config.actor_rollout_ref.rollout.n, train_sampling(gen_batch));
+    scored.rollout = generate(prompts, config.actor_rollout_ref.rollout.n, train_sampling(for_step, gen_batch));
     metrics["timing_s/gen"] += seconds_since(start);
     trainer::add_rollout_metrics(metrics, scored.rollout.engine_stats,
                                  scored.rollout.batch.tensor(columns::kResponseMask).sum().item<double>());
@@ -240,7 +288,7 @@ struct RlTrainer::Impl {
                          std::to_string(batches) + " generation batches) gave no group whose responses differ in '" +
                          filter.metric + "' (algorithm.filter_groups); every response scores the same");
       }
-      add(generate_and_score(sampler->next(), batches, metrics));
+      add(generate_and_score(sampler->next(), batches, step, metrics));
     }
     metrics["train/num_gen_batches"] = static_cast<double>(batches);
     return trainer::concat_groups(parts, plan.prompts_per_step, limits.pad_token_id);
@@ -248,14 +296,20 @@ struct RlTrainer::Impl {
 
   StepMetrics train_step(const std::vector<int64_t>& indices) {
     StepMetrics metrics;
+    const auto step_start = Clock::now();
+    trainer::ScoredRollout scored = generate_and_score(indices, /*gen_batch=*/0, step, metrics);
+    if (config.algorithm.filter_groups.enable) scored = keep_informative_groups(std::move(scored), metrics);
+    return train_on(std::move(scored), std::move(metrics), step_start);
+  }
+
+  // Everything of a step after its batch is generated and scored: log-probs,
+  // advantages, the updates, and (colocated) the hybrid engine's version.
+  StepMetrics train_on(trainer::ScoredRollout scored, StepMetrics metrics, Clock::time_point step_start) {
     auto timed = [&metrics](const std::string& name, auto&& work) {
       const auto start = Clock::now();
       work();
       metrics["timing_s/" + name] = seconds_since(start);
     };
-    const auto step_start = Clock::now();
-    trainer::ScoredRollout scored = generate_and_score(indices, /*gen_batch=*/0, metrics);
-    if (config.algorithm.filter_groups.enable) scored = keep_informative_groups(std::move(scored), metrics);
     Rollout& rollout = scored.rollout;
     Batch& batch = rollout.batch;
     batch.set(columns::kTokenLevelScores, scored.rewards.token_level_scores);
@@ -319,7 +373,7 @@ struct RlTrainer::Impl {
       metrics["timing_s/update_actor"] = seconds_since(start);
     });
     ++step;
-    timed("sync_weights", [&] {
+    if (!rollout_pool) timed("sync_weights", [&] {
       // The reply carries the stats of this step's swaps (train <-> rollout around each generate);
       // ranks swap in lockstep, so the slowest rank's times and the largest peak are reported.
       const CallOutput synced =
@@ -394,7 +448,7 @@ struct RlTrainer::Impl {
   // ReMax: the reward of each prompt's greedy response is its rows' baseline.
   // `examples` are the rows' prompts, each repeated rollout.n times.
   void add_greedy_baselines(Batch& batch, const std::vector<const Example*>& examples) {
-    nlohmann::json greedy = train_sampling();
+    nlohmann::json greedy = train_sampling(step);
     greedy["greedy"] = true;
     const int64_t n = config.actor_rollout_ref.rollout.n;
     std::vector<const Example*> prompts;
@@ -454,7 +508,8 @@ struct RlTrainer::Impl {
   std::string save_checkpoint() {
     const std::string staging = checkpoints.staging_dir(step);
     on_actor_and_critic(actor_methods::kSaveCheckpoint, critic_methods::kSaveCheckpoint, staging);
-    trainer::TrainerState state{step, sampler->state(), kl_controller->value()};
+    // A batch drawn for the background generation is drawn again after a resume.
+    trainer::TrainerState state{step, sampler_before_pending.value_or(sampler->state()), kl_controller->value()};
     return checkpoints.commit(step, state, config.trainer.max_ckpt_to_keep);
   }
 
@@ -480,11 +535,97 @@ struct RlTrainer::Impl {
     KlControlConfig kl = config.algorithm.kl_ctrl;
     kl.kl_coef = state.kl_coef;
     kl_controller = make_kl_controller(kl);
-    workers->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
+    if (!rollout_pool) {
+      workers->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
+    }
     out << "rlcore: resumed from " << *dir << " (step " << step << ")\n";
   }
 
   // ---- the loop ---------------------------------------------------------------------
+
+  // After a step's update: validation and a checkpoint when due, then the
+  // metrics logged. `before_validation` runs first when validation is due (the
+  // rollout pool must finish its background batch). Returns true to stop
+  // (trainer.stop_at_val_reward reached).
+  template <class BeforeValidation>
+  bool finish_step(StepMetrics& metrics, FitSummary& summary, BeforeValidation&& before_validation) {
+    bool stop = false;
+    metrics["training/global_step"] = static_cast<double>(step);
+    metrics["training/epoch"] = static_cast<double>(sampler->state().epoch);
+    if (due(config.trainer.test_freq, step, plan.total_steps)) {
+      before_validation();
+      const auto start = Clock::now();
+      const StepMetrics validation = validate();
+      metrics.insert(validation.begin(), validation.end());
+      metrics["timing_s/testing"] = seconds_since(start);
+      if (summary.first_validation.empty()) summary.first_validation = validation;
+      summary.last_validation = validation;
+      stop = trainer::reached_stop_reward(config.trainer, validation);
+    }
+    if (due(config.trainer.save_freq, step, plan.total_steps) || (stop && config.trainer.save_freq > 0)) {
+      const auto start = Clock::now();
+      summary.last_checkpoint = save_checkpoint();
+      metrics["timing_s/save_checkpoint"] = seconds_since(start);
+    }
+    logger.log(step, metrics);
+    if (stop) {
+      out << "rlcore: validation reward reached trainer.stop_at_val_reward (" << config.trainer.stop_at_val_reward
+          << ") at step " << step << "; stopping\n";
+    }
+    return stop;
+  }
+
+  // Draws the batch for step `for_step` and generates and scores it on the
+  // rollout pool in the background, with the weights the pool has now.
+  std::future<BackgroundRollout> launch_rollout(int64_t for_step) {
+    sampler_before_pending = sampler->state();
+    const std::vector<int64_t> indices = sampler->next();
+    const int64_t version = rollout_pool->version();
+    return std::async(std::launch::async, [this, indices, for_step, version] {
+      BackgroundRollout done;
+      done.scored = generate_and_score(indices, /*gen_batch=*/0, for_step, done.metrics);
+      done.weight_version = version;
+      done.finished = Clock::now();
+      return done;
+    });
+  }
+
+  // async_training.mode one_step_off (docs/async.md): step s trains on the
+  // batch generated while step s - 1 trained, by the weights before that
+  // update (staleness 1; 0 for the first step). Each step: wait for that
+  // batch, sync the pool to the actor's weights, start the next batch, train.
+  void run_one_step_off(FitSummary& summary) {
+    StepMetrics ignored;
+    rollout_pool->sync(step, ignored);  // a resumed run's weights
+    std::optional<std::future<BackgroundRollout>> pending = launch_rollout(step);
+    bool stop = false;
+    while (step < plan.total_steps && !stop) {
+      const auto step_start = Clock::now();
+      StepMetrics metrics;
+      BackgroundRollout ready = pending->get();
+      pending.reset();
+      sampler_before_pending.reset();
+      metrics["timing_s/wait_prev_gen"] = seconds_since(step_start);
+      metrics.insert(ready.metrics.begin(), ready.metrics.end());
+      const auto staleness = static_cast<double>(step - ready.weight_version);
+      metrics["async/staleness/mean"] = staleness;
+      metrics["async/staleness/max"] = staleness;
+      metrics["async/weight_version"] = static_cast<double>(ready.weight_version);
+      rollout_pool->sync(step, metrics);
+      if (step + 1 < plan.total_steps) pending = launch_rollout(step + 1);
+      const auto rollout_idle_until = Clock::now();
+      metrics = train_on(std::move(ready.scored), std::move(metrics), step_start);
+      const double step_seconds = metrics["timing_s/step"];
+      const double rollout_idle = std::chrono::duration<double>(
+          (pending ? rollout_idle_until : Clock::now()) - std::max(ready.finished, step_start)).count();
+      metrics["trainer/idle_ratio"] = step_seconds > 0 ? metrics["timing_s/wait_prev_gen"] / step_seconds : 0.0;
+      metrics["rollouter/idle_ratio"] = step_seconds > 0 ? std::max(0.0, rollout_idle) / step_seconds : 0.0;
+      stop = finish_step(metrics, summary, [&] {
+        if (pending) pending->wait();
+      });
+    }
+    if (pending) pending->wait();  // no generation left running when the workers shut down
+  }
 
   static bool due(int64_t freq, int64_t step, int64_t last) { return freq > 0 && (step % freq == 0 || step == last); }
 
@@ -505,29 +646,13 @@ struct RlTrainer::Impl {
       summary.steps = step;
       return summary;
     }
-    bool stop = false;
-    while (step < plan.total_steps && !stop) {
-      StepMetrics metrics = train_step(sampler->next());
-      metrics["training/global_step"] = static_cast<double>(step);
-      metrics["training/epoch"] = static_cast<double>(sampler->state().epoch);
-      if (due(config.trainer.test_freq, step, plan.total_steps)) {
-        const auto start = Clock::now();
-        const StepMetrics validation = validate();
-        metrics.insert(validation.begin(), validation.end());
-        metrics["timing_s/testing"] = seconds_since(start);
-        if (summary.first_validation.empty()) summary.first_validation = validation;
-        summary.last_validation = validation;
-        stop = trainer::reached_stop_reward(config.trainer, validation);
-      }
-      if (due(config.trainer.save_freq, step, plan.total_steps) || (stop && config.trainer.save_freq > 0)) {
-        const auto start = Clock::now();
-        summary.last_checkpoint = save_checkpoint();
-        metrics["timing_s/save_checkpoint"] = seconds_since(start);
-      }
-      logger.log(step, metrics);
-      if (stop) {
-        out << "rlcore: validation reward reached trainer.stop_at_val_reward (" << config.trainer.stop_at_val_reward
-            << ") at step " << step << "; stopping\n";
+    if (rollout_pool) {
+      run_one_step_off(summary);
+    } else {
+      bool stop = false;
+      while (step < plan.total_steps && !stop) {
+        StepMetrics metrics = train_step(sampler->next());
+        stop = finish_step(metrics, summary, [] {});
       }
     }
     logger.flush();

@@ -162,7 +162,7 @@ class SftRun {
   std::map<std::string, double> validate(int64_t step) {
     const auto start = Clock::now();
     workers_->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
-    std::map<std::string, double> metrics = validator_->run(workers_->actor(), step);
+    std::map<std::string, double> metrics = validator_->run(trainer::colocated_rollout(workers_->actor()), step);
     metrics["timing_s/testing"] = seconds_since(start);
     return metrics;
   }

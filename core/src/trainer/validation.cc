@@ -36,7 +36,7 @@ Validator::Validator(const RunConfig& config, const Dataset& val_set, const Toke
   }
 }
 
-StepMetrics Validator::run(WorkerGroup& actor, int64_t version) const {
+StepMetrics Validator::run(const RolloutWorkers& workers, int64_t version) const {
   if (!enabled()) return {};
   const auto& val = config_.actor_rollout_ref.rollout.val_kwargs;
   const nlohmann::json sampling = {{args::kValidation, true},
@@ -54,7 +54,7 @@ StepMetrics Validator::run(WorkerGroup& actor, int64_t version) const {
   for (int64_t start = 0; start < val_set_.size(); start += chunk) {
     std::vector<const Example*> prompts;
     for (int64_t i = start; i < std::min(val_set_.size(), start + chunk); ++i) prompts.push_back(&val_set_.at(i));
-    const Rollout rollout = generate_rollout(actor, prompts, val.n, sampling, limits_, version);
+    const Rollout rollout = generate_rollout(workers, prompts, val.n, sampling, limits_, version);
     const Rewards scored = score_(rollout);
     if (dump) dump->add(rollout, scored, tokenizer_);
     const auto rows = static_cast<int64_t>(rollout.examples.size());

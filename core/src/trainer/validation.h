@@ -31,7 +31,7 @@ class Validator {
   const std::vector<std::string>& core_metric_names() const { return core_names_; }
 
   // Generates with the weights of version `version` (also the sampling seed's step).
-  StepMetrics run(WorkerGroup& actor, int64_t version) const;
+  StepMetrics run(const RolloutWorkers& workers, int64_t version) const;
 
  private:
   const RunConfig& config_;

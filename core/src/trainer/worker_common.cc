@@ -70,6 +70,7 @@ void add_trainer_roles(RoleRegistry& roles, const Registry& components) {
   trainer::add_actor_rollout_ref_role(roles, components);
   trainer::add_critic_role(roles, components);
   trainer::add_reward_model_role(roles, components);
+  trainer::add_rollout_role(roles, components);
 }
 
 }  // namespace rlcore

@@ -46,9 +46,11 @@ std::map<std::string, double> run_updates(TrainEngine& engine, const Batch& rows
 
 nlohmann::json to_json(const std::map<std::string, double>& metrics);
 
-// The role types (trainer/actor_role.cc, trainer/critic_role.cc, trainer/reward_model_role.cc).
+// The role types (trainer/actor_role.cc, trainer/critic_role.cc, trainer/reward_model_role.cc,
+// trainer/rollout_role.cc).
 void add_actor_rollout_ref_role(RoleRegistry& roles, const Registry& components);
 void add_critic_role(RoleRegistry& roles, const Registry& components);
 void add_reward_model_role(RoleRegistry& roles, const Registry& components);
+void add_rollout_role(RoleRegistry& roles, const Registry& components);
 
 }  // namespace rlcore::trainer

@@ -14,6 +14,7 @@
 
 #include "rlcore/generation_request.h"
 #include "rlcore/sharding_manager.h"
+#include "trainer/weight_transfer.h"
 
 namespace rlcore::trainer {
 
@@ -21,6 +22,7 @@ namespace rlcore::trainer {
 inline constexpr const char* kActorRole = "actor";
 inline constexpr const char* kCriticRole = "critic";
 inline constexpr const char* kRewardModelRole = "reward_model";
+inline constexpr const char* kRolloutRole = "rollout";  // a standalone rollout pool (docs/async.md)
 
 // One method of a role: the worker registers `name`, the controller calls qualified().
 struct Method {
@@ -40,7 +42,18 @@ inline constexpr Method kSaveCheckpoint{kActorRole, "save_checkpoint"};
 inline constexpr Method kLoadCheckpoint{kActorRole, "load_checkpoint"};
 inline constexpr Method kExportHf{kActorRole, "export_hf"};
 inline constexpr Method kMemory{kActorRole, "memory"};
+// With a standalone rollout pool: rank 0 joins the bridge; every rank gathers, rank 0 sends.
+inline constexpr Method kJoinBridge{kActorRole, "join_bridge"};
+inline constexpr Method kSendWeights{kActorRole, "send_weights"};
 }  // namespace actor_methods
+
+// A standalone rollout pool's methods: generate as the actor's (same
+// arguments and reply), the bridge, and the weights from the actor's rank 0.
+namespace rollout_methods {
+inline constexpr Method kGenerate{kRolloutRole, "generate"};
+inline constexpr Method kJoinBridge{kRolloutRole, "join_bridge"};
+inline constexpr Method kReceiveWeights{kRolloutRole, "receive_weights"};
+}  // namespace rollout_methods
 
 namespace critic_methods {
 inline constexpr Method kComputeValues{kCriticRole, "compute_values"};
@@ -63,7 +76,7 @@ inline constexpr const char* kRmScores = "rm_scores";
 // and the generation limits; compute_log_prob, compute_ref_log_prob and
 // update_actor read kTemperature; update_actor and update_critic read
 // kMiniBatchRows (update_critic also kEpochs); the checkpoint and export methods
-// read kDir; sync_weights reads kVersion.
+// read kDir; sync_weights and receive_weights read kVersion.
 namespace args {
 inline constexpr const char* kDir = "dir";
 inline constexpr const char* kVersion = "version";
@@ -81,6 +94,10 @@ inline constexpr const char* kValidation = "validation";  // a validation rollou
 inline constexpr const char* kMaxTokens = "max_tokens";
 inline constexpr const char* kStopTokenIds = "stop_token_ids";
 inline constexpr const char* kPadTokenId = "pad_token_id";
+// join_bridge: the group's name and size; send_weights: the bucket size
+inline constexpr const char* kBridge = "bridge";
+inline constexpr const char* kBridgeSize = "bridge_size";
+inline constexpr const char* kBucketBytes = "bucket_bytes";
 }  // namespace args
 
 // generate's reply value, from each rank.
@@ -202,6 +219,20 @@ struct SyncWeightsReply {
     reply.reserved_bytes = value.at("reserved_bytes").get<int64_t>();
     reply.rss_bytes = value.at("rss_bytes").get<int64_t>();
     return reply;
+  }
+};
+
+// send_weights' and receive_weights' reply value, from each rank.
+struct WeightTransferReply {
+  WeightTransferStats stats;
+
+  nlohmann::json to_json() const {
+    return {{"bytes", stats.bytes}, {"buckets", stats.buckets}, {"tensors", stats.tensors}, {"seconds", stats.seconds}};
+  }
+  static WeightTransferReply from_json(const nlohmann::json& value) {
+    return WeightTransferReply{WeightTransferStats{value.at("bytes").get<int64_t>(), value.at("buckets").get<int64_t>(),
+                                                   value.at("tensors").get<int64_t>(),
+                                                   value.at("seconds").get<double>()}};
   }
 };
 

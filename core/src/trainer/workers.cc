@@ -1,6 +1,8 @@
 // Starting the trainer's worker groups (see trainer/workers.h).
 #include "trainer/workers.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "rlcore/core/runtime/runtime_config.h"
@@ -13,12 +15,13 @@
 namespace rlcore::trainer {
 namespace {
 
-std::vector<RoleSpec> role_specs(const RunConfig& config, bool critic) {
+std::vector<RoleSpec> role_specs(const RunConfig& config, bool critic, bool standalone_rollout) {
   std::vector<RoleSpec> roles = {RoleSpec{kActorRole, "actor_rollout_ref", nlohmann::json::object()}};
   if (critic) roles.push_back(RoleSpec{kCriticRole, "critic", nlohmann::json::object()});
   if (config.reward.reward_model.enable) {
     roles.push_back(RoleSpec{kRewardModelRole, "reward_model", nlohmann::json::object()});
   }
+  if (standalone_rollout) roles.push_back(RoleSpec{kRolloutRole, "rollout", nlohmann::json::object()});
   return roles;
 }
 
@@ -53,6 +56,13 @@ void set_actor_mesh(PoolSpec& pool, const RunConfig& config, bool rollout) {
   }
 }
 
+// A standalone rollout pool's mesh: {rollout_dp, rollout_tp} for a TP rollout.
+void set_rollout_mesh(PoolSpec& pool, const RunConfig& config) {
+  ActorParallelism parallel;
+  parallel.rollout_tp = actor_parallelism(config.actor_rollout_ref).rollout_tp;
+  if (pool.mesh.empty()) pool.mesh = actor_pool_mesh(parallel, pool.size());
+}
+
 // Before the local launcher starts anything: one GPU per worker it would
 // start on this host (external launchers place workers on other hosts, which
 // each worker checks for itself).
@@ -67,8 +77,24 @@ void check_local_devices(const RunConfig& config, const std::vector<PoolSpec>& p
 
 }  // namespace
 
+std::vector<PoolSpec> TrainerWorkers::pools(const RunConfig& config, bool critic, bool standalone_rollout) {
+  std::vector<PoolSpec> pools = resolve_pools(config.runtime, role_specs(config, critic, standalone_rollout));
+  if (!standalone_rollout || pools.front().name != "global") return pools;
+  std::vector<RoleSpec>& global = pools.front().roles;
+  const auto rollout = std::find_if(global.begin(), global.end(), [](const RoleSpec& r) { return r.name == kRolloutRole; });
+  if (rollout == global.end()) return pools;  // a runtime pool hosts it
+  PoolSpec pool;
+  pool.name = kRolloutRole;
+  pool.nodes.assign(static_cast<std::size_t>(config.rollout.nnodes), config.rollout.n_gpus_per_node);
+  pool.threads_per_worker = config.runtime.threads_per_worker;
+  pool.roles.push_back(*rollout);
+  global.erase(rollout);
+  pools.push_back(std::move(pool));
+  return pools;
+}
+
 std::pair<int64_t, int64_t> TrainerWorkers::data_parallel_sizes(const RunConfig& config, bool critic) {
-  const std::vector<PoolSpec> pools = resolve_pools(config.runtime, role_specs(config, critic));
+  const std::vector<PoolSpec> pools = TrainerWorkers::pools(config, critic, false);
   const int64_t actor_dp =
       actor_data_parallel_size(actor_parallelism(config.actor_rollout_ref), pool_of(pools, kActorRole).size());
   return {actor_dp, critic ? pool_of(pools, kCriticRole).size() : 0};
@@ -81,10 +107,11 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
                             {role_options::kWithRollout, roles.rollout},
                             {role_options::kTotalSteps, roles.total_training_steps}};
   if (!roles.model_path.empty()) options[role_options::kModelPath] = roles.model_path;
-  std::vector<PoolSpec> pools = resolve_pools(resolved.config.runtime, role_specs(resolved.config, roles.critic));
+  std::vector<PoolSpec> pools = TrainerWorkers::pools(resolved.config, roles.critic, roles.standalone_rollout);
   for (auto& pool : pools) {
     for (auto& role : pool.roles) role.options = options;
     if (&pool == &pool_of(pools, kActorRole)) set_actor_mesh(pool, resolved.config, roles.rollout);
+    if (roles.standalone_rollout && &pool == &pool_of(pools, kRolloutRole)) set_rollout_mesh(pool, resolved.config);
   }
   check_local_devices(resolved.config, pools);
   ClusterOptions cluster = cluster_options(resolved.config.runtime, std::move(pools));
@@ -103,9 +130,11 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
       if (method.rfind(std::string(kActorRole) + ".", 0) == 0) actor_ = &group;
       if (method.rfind(std::string(kCriticRole) + ".", 0) == 0) critic_ = &group;
       if (method.rfind(std::string(kRewardModelRole) + ".", 0) == 0) reward_model_ = &group;
+      if (method.rfind(std::string(kRolloutRole) + ".", 0) == 0) rollout_ = &group;
     }
   }
   if (!actor_) throw Error("the workers registered no actor methods");
+  if (roles.standalone_rollout && !rollout_) throw Error("the workers registered no rollout methods");
   if (resolved.config.reward.reward_model.enable && !reward_model_) {
     throw Error("the workers registered no reward_model methods (reward.reward_model.enable is true)");
   }

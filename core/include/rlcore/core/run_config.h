@@ -88,6 +88,8 @@ struct RunConfig {
   AlgorithmConfig algorithm;
   RewardConfig reward;
   RuntimeConfig runtime;  // workers: launcher, control plane, resource pools
+  AsyncTrainingConfig async_training;
+  RolloutPoolConfig rollout;  // the standalone rollout pool (async_training.mode: one_step_off)
 
   std::string run_dir() const;
 };

@@ -62,6 +62,14 @@ RLCORE_API void validate_device_backend(const std::string& device_backend);
 // Every rank of the pool must call it; throws Error naming the rank on failure.
 RLCORE_API std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& options);
 
+// A group of workers from any pools, joined through the same store as their
+// pools' groups (`options`' store, timeout and device backend; its prefix,
+// rank, world size and mesh are not read): every member calls it with the
+// same `name` and `size`, each with its own `rank` in the group. Throws Error
+// naming the group and the rank on failure.
+RLCORE_API CommGroup join_shared_group(const ProcessGroupOptions& options, const std::string& name, int64_t rank,
+                                       int64_t size);
+
 // The local IP address this host uses to reach `host` (no packet is sent).
 RLCORE_API std::string local_address_towards(const std::string& host);
 

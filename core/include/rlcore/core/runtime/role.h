@@ -40,6 +40,10 @@ struct RoleContext {
   std::string pool;
   // Process groups of the pool; null when the run has none (runtime.process_groups=false).
   const CommContext* comm = nullptr;
+  // Joins a process group with workers of other pools (join_shared_group in
+  // process_groups.h: every member passes the same name and size, and its own
+  // rank); empty when the run has no process groups.
+  std::function<CommGroup(const std::string& name, int64_t rank, int64_t size)> join_group;
 };
 
 struct MethodSpec {

@@ -3,7 +3,8 @@
 //   actor_rollout_ref: the actor's TrainEngine, the rollout's InferenceEngine
 //     and (with a KL term) the frozen reference, colocated in one process;
 //   critic: a TrainEngine with a value head;
-//   reward_model: a frozen TrainEngine with a sequence classifier's score head.
+//   reward_model: a frozen TrainEngine with a sequence classifier's score head;
+//   rollout: an InferenceEngine alone, a standalone rollout pool (docs/async.md).
 // Their methods are called by the RL and SFT trainers (rl_trainer.h).
 #pragma once
 
@@ -22,7 +23,7 @@ inline constexpr const char* kTotalSteps = "total_training_steps";
 inline constexpr const char* kModelPath = "model_path";  // overrides the config's model path
 }  // namespace role_options
 
-// Adds the role types "actor_rollout_ref", "critic" and "reward_model"; engines are created
+// Adds the role types "actor_rollout_ref", "critic", "reward_model" and "rollout"; engines are created
 // from `components` (which must outlive the worker).
 RLCORE_API void add_trainer_roles(RoleRegistry& roles, const Registry& components);
 

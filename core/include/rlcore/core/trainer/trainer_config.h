@@ -82,6 +82,12 @@ struct ValidationSampling {
   bool do_sample = false;  // false: greedy whatever the temperature
 };
 
+// verl's actor_rollout_ref.rollout.checkpoint_engine: the actor's weights to a
+// standalone rollout pool (docs/async.md).
+struct CheckpointEngineConfig {
+  int64_t update_weights_bucket_megabytes = 2048;  // parameters per broadcast over the bridge
+};
+
 struct RolloutConfig {
   std::string name = "native";  // the inference_engine to build
   int64_t n = 1;                // responses per prompt
@@ -95,6 +101,7 @@ struct RolloutConfig {
   std::string sharding_manager = "bucketed";  // the sharding_manager switching actor <-> rollout
   agent::MultiTurnConfig multi_turn;  // verl's multi_turn: the agent loop (docs/agent-loop.md)
   agent::AgentSection agent;
+  CheckpointEngineConfig checkpoint_engine;
   ConfigNode engine_options;  // the inference engine's keys (dtype, max_num_seqs, ...)
 };
 
@@ -182,5 +189,21 @@ RLCORE_API OptionsSchema<HybridEngineConfig> hybrid_engine_schema();
 RLCORE_API OptionsSchema<ActorRolloutRefConfig> actor_rollout_ref_schema();
 RLCORE_API OptionsSchema<CriticConfig> critic_schema();
 RLCORE_API OptionsSchema<AlgorithmConfig> algorithm_schema();
+
+// How rollout and training are scheduled (docs/async.md): verl's
+// async_training section; `mode` is rlcore's (verl picks a recipe's entry point).
+struct AsyncTrainingConfig {
+  std::string mode = "sync";  // sync (colocated, the hybrid engine) | one_step_off (a standalone rollout pool)
+};
+
+// verl's top-level `rollout` section of its asynchronous recipes: the
+// standalone rollout pool's size (workers: GPUs, or processes on the CPU).
+struct RolloutPoolConfig {
+  int64_t nnodes = 1;
+  int64_t n_gpus_per_node = 1;
+};
+
+RLCORE_API OptionsSchema<AsyncTrainingConfig> async_training_schema();
+RLCORE_API OptionsSchema<RolloutPoolConfig> rollout_pool_schema();
 
 }  // namespace rlcore

@@ -1,0 +1,33 @@
+// Private to the core: what both rollout roles share (the actor's colocated
+// rollout and the standalone rollout pool's): where a worker sits in the
+// rollout's layout, and `generate`'s arguments and reply.
+#pragma once
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/batch.h"
+#include "rlcore/comm_context.h"
+#include "rlcore/core/runtime/role.h"
+#include "rlcore/inference_engine.h"
+#include "rlcore/weight_adaptor.h"
+
+namespace rlcore::trainer {
+
+// Where this worker sits in the rollout: its kRolloutTpGroup (tp 1 without one).
+RolloutLayout rollout_layout(const CommContext* comm);
+
+// The rollout's data-parallel view of the pool: a TP group (consecutive ranks)
+// is one dp rank, and only its tp rank 0 returns the rows.
+MeshRank rollout_mesh_rank(const RoleContext& context, const RolloutLayout& layout);
+
+// generate's arguments (worker_contract.h's args) as sampling params for rollout dp rank `dp_rank`.
+SamplingParams sampling_from_args(const nlohmann::json& arguments, int64_t dp_rank);
+
+// generate's result: the rows in the engine layout and the GenerateReply
+// (the weight version, the engine's stats where it reports them).
+MethodResult generation_result(const Batch& prompts, const GenerationOutput& generated, const SamplingParams& sampling,
+                               const nlohmann::json& arguments, const InferenceEngine& engine);
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,46 @@
+// The controller's side of a standalone rollout pool (see rollout_pool.h).
+#include "trainer/rollout_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <vector>
+
+#include "rlcore/elapsed_seconds.h"
+#include "trainer/worker_contract.h"
+
+namespace rlcore::trainer {
+namespace {
+
+constexpr const char* kBridgeName = "actor_to_rollout";
+
+}  // namespace
+
+RolloutPool::RolloutPool(WorkerGroup& actor, WorkerGroup& rollout, int64_t bucket_bytes)
+    : actor_(actor), rollout_(rollout), bucket_bytes_(bucket_bytes) {
+  const nlohmann::json bridge = {{args::kBridge, kBridgeName}, {args::kBridgeSize, 1 + rollout.size()}};
+  std::vector<std::future<CallOutput>> joins;
+  joins.push_back(actor_.call(actor_methods::kJoinBridge.qualified(), Batch(), bridge));
+  joins.push_back(rollout_.call(rollout_methods::kJoinBridge.qualified(), Batch(), bridge));
+  wait_all(joins);
+}
+
+void RolloutPool::sync(int64_t version, StepMetrics& metrics) {
+  if (version == version_) return;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::future<CallOutput>> calls;
+  calls.push_back(actor_.call(actor_methods::kSendWeights.qualified(), Batch(), {{args::kBucketBytes, bucket_bytes_}}));
+  calls.push_back(rollout_.call(rollout_methods::kReceiveWeights.qualified(), Batch(), {{args::kVersion, version}}));
+  const std::vector<CallOutput> outputs = wait_all(calls);
+  const double seconds = seconds_since(start);
+  double bytes = 0;
+  for (const auto& reply : outputs.front().replies) {
+    bytes = std::max(bytes, static_cast<double>(WeightTransferReply::from_json(reply.value).stats.bytes));
+  }
+  version_ = version;
+  metrics["timing_s/sync_rollout_weights"] = seconds;
+  metrics["perf/weight_sync_bytes"] = bytes;
+  metrics["perf/weight_sync_GBps"] = seconds > 0 ? bytes / seconds / 1e9 : 0.0;
+}
+
+}  // namespace rlcore::trainer

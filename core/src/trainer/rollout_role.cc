@@ -1,0 +1,99 @@
+// The "rollout" worker role: a standalone rollout pool (docs/async.md). The
+// inference engine alone, on workers of its own, generating while the actor
+// trains; its weights arrive from the actor's rank 0 over the bridge
+// (trainer/weight_transfer.h), versioned, between generations.
+#include <memory>
+
+#include "rlcore/core/trainer/roles.h"
+#include "rlcore/core/trainer/trainer_config.h"
+#include "rlcore/error.h"
+#include "rlcore/fault_point.h"
+#include "rlcore/inference_engine.h"
+#include "trainer/parallel.h"
+#include "trainer/rollout_generation.h"
+#include "trainer/sequences.h"
+#include "trainer/weight_transfer.h"
+#include "trainer/worker_common.h"
+#include "trainer/worker_contract.h"
+
+namespace rlcore::trainer {
+namespace {
+
+class StandaloneRollout {
+ public:
+  StandaloneRollout(const Registry& components, const RoleContext& context)
+      : context_(context), device_(worker_device(context)) {
+    config_ = actor_rollout_ref_schema().parse(role_config(context)["actor_rollout_ref"]);
+    ComponentContext engine_context;
+    engine_context.device = device_;
+    engine_context.model_path = context.options.value(role_options::kModelPath, config_.model.path);
+    if (context.comm != nullptr) {
+      comm_ = std::make_unique<CommContext>(rollout_comm(*context.comm, actor_parallelism(config_).rollout_tp));
+      engine_context.comm = comm_.get();
+    }
+    engine_ = components.create<InferenceEngine>(config_.rollout.name, config_.rollout.engine_options, engine_context);
+    adaptor_ = components.create<WeightAdaptor>(weight_adaptor_for(config_), ConfigNode(), engine_context);
+    layout_ = rollout_layout(engine_context.comm);
+  }
+
+  void register_methods(RoleMethods& methods) {
+    methods.set_mesh_rank(kRolloutMesh, rollout_mesh_rank(context_, layout_));
+    methods.add_mesh(rollout_methods::kGenerate.name, kRolloutMesh,
+                     [this](const Batch& b, const nlohmann::json& a) { return generate(b, a); });
+    methods.add(rollout_methods::kJoinBridge.name, DispatchMode::kOneToAll,
+                [this](const Batch&, const nlohmann::json& a) { return join_bridge(a); });
+    methods.add(rollout_methods::kReceiveWeights.name, DispatchMode::kOneToAll,
+                [this](const Batch&, const nlohmann::json& a) { return receive_weights(a); });
+  }
+
+ private:
+  MethodResult generate(const Batch& prompts, const nlohmann::json& a) {
+    const SamplingParams sampling = sampling_from_args(a, rollout_mesh_rank(context_, layout_).dp_rank);
+    if (a.value(args::kValidation, false)) fault_point("rollout.validate");
+    fault_point("rollout.generate");
+    const GenerationOutput generated = engine_->generate(unpad_prompts(prompts), sampling);
+    return generation_result(prompts, generated, sampling, a, *engine_);
+  }
+
+  // Rollout rank r is the bridge's rank 1 + r (rank 0: the actor's rank 0).
+  MethodResult join_bridge(const nlohmann::json& a) {
+    if (!context_.join_group) throw ConfigError("a standalone rollout pool needs process groups (runtime.process_groups)");
+    bridge_ = std::make_unique<CommGroup>(context_.join_group(a.at(args::kBridge).get<std::string>(), 1 + context_.rank,
+                                                              a.at(args::kBridgeSize).get<int64_t>()));
+    return MethodResult{};
+  }
+
+  MethodResult receive_weights(const nlohmann::json& a) {
+    if (bridge_ == nullptr) {
+      throw ValueError(rollout_methods::kReceiveWeights.qualified() + ": rank " + std::to_string(context_.rank) +
+                       " has not joined the bridge");
+    }
+    fault_point("rollout.receive_weights");
+    const WeightTransferStats stats = trainer::receive_weights(*engine_, *adaptor_, layout_, *bridge_,
+                                                               at::Device(device_), a.at(args::kVersion).get<int64_t>());
+    return MethodResult{Batch(), WeightTransferReply{stats}.to_json()};
+  }
+
+  static constexpr const char* kRolloutMesh = "rollout";
+
+  RoleContext context_;
+  std::string device_;
+  ActorRolloutRefConfig config_;
+  std::unique_ptr<CommContext> comm_;  // the pool's groups, plus the rollout's TP group
+  std::shared_ptr<InferenceEngine> engine_;
+  std::shared_ptr<WeightAdaptor> adaptor_;
+  RolloutLayout layout_;
+  std::unique_ptr<CommGroup> bridge_;
+};
+
+}  // namespace
+
+void add_rollout_role(RoleRegistry& roles, const Registry& components) {
+  roles.add("rollout", [&components](const RoleContext& context, RoleMethods& methods) {
+    auto role = std::make_shared<StandaloneRollout>(components, context);
+    role->register_methods(methods);
+    return std::static_pointer_cast<void>(role);
+  });
+}
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,228 @@
+// The actor's weights to a standalone rollout pool (see weight_transfer.h).
+//
+// Each bucket goes as three broadcasts from bridge rank 0: its header's
+// length (int64; 0 ends the transfer), the header (JSON: each parameter's name,
+// dtype, shape and byte offset) and the bucket's bytes, on the parameters'
+// device (NCCL for CUDA tensors, Gloo on the CPU).
+#include "trainer/weight_transfer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "rlcore/elapsed_seconds.h"
+#include "rlcore/error.h"
+
+namespace rlcore::trainer {
+namespace {
+
+constexpr int64_t kAlignment = 16;  // typed views of a byte bucket need aligned offsets
+
+int64_t aligned(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+int64_t byte_size(const at::Tensor& tensor) { return tensor.numel() * static_cast<int64_t>(tensor.element_size()); }
+
+// One parameter of a bucket, as its header describes it.
+struct BucketEntry {
+  std::string name;
+  at::ScalarType dtype = at::kFloat;
+  std::vector<int64_t> shape;
+  int64_t offset = 0;
+
+  int64_t bytes() const {
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    return numel * static_cast<int64_t>(at::elementSize(dtype));
+  }
+};
+
+std::vector<BucketEntry> parse_header(const std::string& text) {
+  std::vector<BucketEntry> entries;
+  for (const auto& item : nlohmann::json::parse(text)) {
+    entries.push_back(BucketEntry{item.at("name").get<std::string>(),
+                                  static_cast<at::ScalarType>(item.at("dtype").get<int>()),
+                                  item.at("shape").get<std::vector<int64_t>>(), item.at("offset").get<int64_t>()});
+  }
+  return entries;
+}
+
+// The parameters of one bucket on the sender, copied in as they are visited.
+class OutgoingBucket {
+ public:
+  OutgoingBucket(const CommGroup& bridge, int64_t bucket_bytes) : bridge_(bridge), bucket_bytes_(bucket_bytes) {}
+
+  void add(const std::string& name, const at::Tensor& tensor) {
+    const int64_t bytes = byte_size(tensor);
+    if (!pending_.empty() && used_ + bytes > bucket_bytes_) flush();
+    if (pending_.empty()) device_ = tensor.device();
+    if (tensor.device() != device_) flush(), device_ = tensor.device();
+    header_.push_back({{"name", name},
+                       {"dtype", static_cast<int>(tensor.scalar_type())},
+                       {"shape", tensor.sizes().vec()},
+                       {"offset", used_}});
+    pending_.push_back(tensor.detach().reshape({-1}).clone());  // the visit frees its tensor afterwards
+    used_ = aligned(used_ + bytes);
+    ++stats_.tensors;
+  }
+
+  // Sends what is pending, then the end mark.
+  WeightTransferStats finish() {
+    flush();
+    at::Tensor end = at::zeros({1}, at::kLong);
+    bridge_.broadcast(end, 0);
+    return stats_;
+  }
+
+ private:
+  void flush() {
+    if (pending_.empty()) return;
+    const std::string text = header_.dump();
+    at::Tensor length = at::full({1}, static_cast<int64_t>(text.size()), at::kLong);
+    bridge_.broadcast(length, 0);
+    at::Tensor header = at::empty({static_cast<int64_t>(text.size())}, at::kByte);
+    std::memcpy(header.data_ptr(), text.data(), text.size());
+    bridge_.broadcast(header, 0);
+    at::Tensor bucket = at::empty({used_}, at::TensorOptions().dtype(at::kByte).device(device_));
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      const at::Tensor& flat = pending_[i];
+      const int64_t offset = header_[i].at("offset").get<int64_t>();
+      bucket.narrow(0, offset, byte_size(flat)).view(flat.scalar_type()).copy_(flat);
+    }
+    bridge_.broadcast(bucket, 0);
+    stats_.bytes += used_;
+    ++stats_.buckets;
+    pending_.clear();
+    header_ = nlohmann::json::array();
+    used_ = 0;
+  }
+
+  const CommGroup& bridge_;
+  int64_t bucket_bytes_;
+  at::Device device_ = at::kCPU;
+  std::vector<at::Tensor> pending_;
+  nlohmann::json header_ = nlohmann::json::array();
+  int64_t used_ = 0;
+  WeightTransferStats stats_;
+};
+
+// The rollout's targets and which arrived parameters they are built from.
+class TargetAssembler {
+ public:
+  TargetAssembler(InferenceEngine& engine, const WeightAdaptor& adaptor, const RolloutLayout& layout, int64_t version)
+      : engine_(engine), adaptor_(adaptor), layout_(layout), version_(version), targets_(engine.weight_meta()) {
+    for (size_t t = 0; t < targets_.size(); ++t) {
+      sources_.push_back(adaptor_.sources(targets_[t], layout_));
+      for (const auto& source : sources_.back()) users_[source].insert(t);
+    }
+  }
+
+  // A parameter arrived: every target it completes is converted and loaded.
+  void arrive(const std::string& name, const at::Tensor& tensor) {
+    const auto users = users_.find(name);
+    if (users == users_.end()) return;  // the engine has no target built from it (e.g. a tied head)
+    arrived_[name] = tensor;
+    for (size_t t : std::set<size_t>(users->second)) {
+      std::vector<at::Tensor> full;
+      for (const auto& source : sources_[t]) {
+        const auto found = arrived_.find(source);
+        if (found == arrived_.end()) break;
+        full.push_back(found->second);
+      }
+      if (full.size() != sources_[t].size()) continue;
+      load(t, full);
+    }
+  }
+
+  // Throws ValueError naming the first target still missing a source.
+  int64_t finish() const {
+    for (size_t t = 0; t < targets_.size(); ++t) {
+      if (loaded_.count(t)) continue;
+      std::string missing;
+      for (const auto& source : sources_[t]) {
+        if (!arrived_.count(source)) missing += (missing.empty() ? "" : ", ") + source;
+      }
+      throw ValueError("weight transfer: the rollout's '" + targets_[t].name + "' needs " + missing +
+                       ", which the actor did not send (" + std::to_string(loaded_.size()) + " of " +
+                       std::to_string(targets_.size()) + " targets loaded)");
+    }
+    return static_cast<int64_t>(loaded_.size());
+  }
+
+ private:
+  void load(size_t t, const std::vector<at::Tensor>& full) {
+    const WeightMeta& target = targets_[t];
+    at::Tensor out = at::empty(target.shape, at::TensorOptions().dtype(target.dtype).device(full.front().device()));
+    adaptor_.convert(target, layout_, full, out);
+    engine_.load_weights({{target.name, out}}, version_);
+    loaded_.insert(t);
+    for (const auto& source : sources_[t]) {
+      auto& users = users_[source];
+      users.erase(t);
+      if (users.empty()) arrived_.erase(source);  // no target waits for it any more
+    }
+  }
+
+  InferenceEngine& engine_;
+  const WeightAdaptor& adaptor_;
+  RolloutLayout layout_;
+  int64_t version_;
+  std::vector<WeightMeta> targets_;
+  std::vector<std::vector<std::string>> sources_;   // per target
+  std::map<std::string, std::set<size_t>> users_;   // source -> targets not loaded yet
+  std::map<std::string, at::Tensor> arrived_;       // sources some target still waits for
+  std::set<size_t> loaded_;
+};
+
+}  // namespace
+
+WeightTransferStats send_weights(const ParameterVisitor& for_each_parameter, const CommGroup* bridge,
+                                 int64_t bucket_bytes) {
+  if (bucket_bytes <= 0) throw ValueError("weight transfer: the bucket size must be positive");
+  const auto start = std::chrono::steady_clock::now();
+  if (bridge == nullptr) {  // not the sender: only the gather's collectives
+    for_each_parameter([](const std::string&, const at::Tensor&) {});
+    return WeightTransferStats{};
+  }
+  OutgoingBucket bucket(*bridge, bucket_bytes);
+  for_each_parameter([&](const std::string& name, const at::Tensor& tensor) { bucket.add(name, tensor); });
+  WeightTransferStats stats = bucket.finish();
+  stats.seconds = seconds_since(start);
+  return stats;
+}
+
+WeightTransferStats receive_weights(InferenceEngine& engine, const WeightAdaptor& adaptor, const RolloutLayout& layout,
+                                    const CommGroup& bridge, const at::Device& device, int64_t version) {
+  const auto start = std::chrono::steady_clock::now();
+  TargetAssembler targets(engine, adaptor, layout, version);
+  WeightTransferStats stats;
+  for (;;) {
+    at::Tensor length = at::empty({1}, at::kLong);
+    bridge.broadcast(length, 0);
+    const int64_t header_bytes = length.item<int64_t>();
+    if (header_bytes == 0) break;
+    at::Tensor header_text = at::empty({header_bytes}, at::kByte);
+    bridge.broadcast(header_text, 0);
+    const std::vector<BucketEntry> entries = parse_header(
+        std::string(static_cast<const char*>(header_text.data_ptr()), static_cast<size_t>(header_bytes)));
+    int64_t total = 0;
+    for (const BucketEntry& entry : entries) total = std::max(total, aligned(entry.offset + entry.bytes()));
+    at::Tensor bucket = at::empty({total}, at::TensorOptions().dtype(at::kByte).device(device));
+    bridge.broadcast(bucket, 0);
+    for (const BucketEntry& entry : entries) {
+      targets.arrive(entry.name, bucket.narrow(0, entry.offset, entry.bytes()).view(entry.dtype).view(entry.shape));
+    }
+    stats.bytes += total;
+    ++stats.buckets;
+  }
+  stats.tensors = targets.finish();
+  stats.seconds = seconds_since(start);
+  return stats;
+}
+
+}  // namespace rlcore::trainer
