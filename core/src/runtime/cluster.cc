@@ -183,7 +183,13 @@ struct Cluster::Impl {
       if (launcher) launcher->kill(peer.rank);
     }
     const WorkerAddress worker{peer.rank, peer.host, peer.pid};
-    state->fail(worker, "worker " + worker.describe() + " was lost: " + reason);
+    // With several pools, which one lost it ("rank 0 ... of pool 'rollout'").
+    std::string where;
+    if (options.pools.size() > 1 && peer.rank >= 0) {
+      const std::size_t index = pool_of(peer.rank);
+      where = " of pool '" + options.pools[index].name + "', its rank " + std::to_string(peer.rank - first_rank[index]);
+    }
+    state->fail(worker, "worker " + worker.describe() + where + " was lost: " + reason);
   }
 
   void on_tick() {

@@ -1,0 +1,137 @@
+// One-step-off-policy training (async_training.mode: one_step_off,
+// docs/async.md) end to end: an actor pool of two and a standalone rollout
+// pool of two, the weights over the bridge after every update. The reward is
+// learned; every batch but the first is one update stale; the rollout pool
+// validates with exactly the weights the actor saved; a resumed run draws the
+// batches the uninterrupted one would; what it cannot run is refused before
+// any worker starts; a rollout worker that dies ends the run naming it.
+#include "e2e_testing.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace async_e2e {
+
+const std::string kOneStepOff = std::string(e2e::kLearningGrpo) + R"(
+async_training: {mode: one_step_off}
+rollout: {nnodes: 1, n_gpus_per_node: 2}
+)";
+
+// `field` ("input": the prompt, "output": the response) of each row of each
+// step, from a trainer.rollout_data_dir or validation_data_dir dump.
+std::map<int64_t, std::vector<std::string>> dumped(const fs::path& dir, const std::string& field) {
+  std::map<int64_t, std::vector<std::string>> rows;
+  for (const auto& file : fs::directory_iterator(dir)) {
+    const int64_t step = std::stoll(file.path().stem().string());
+    std::ifstream in(file.path());
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) rows[step].push_back(nlohmann::json::parse(line).at(field).get<std::string>());
+    }
+  }
+  return rows;
+}
+
+}  // namespace async_e2e
+
+using namespace async_e2e;
+
+TEST_CASE("one-step-off GRPO learns with batches one update stale, and validates with the actor's weights",
+          "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("one_step_off");
+  const std::string config = e2e::write_config(ws, "osp", kOneStepOff);
+  const std::string prompts = ws + "/prompts.jsonl";
+  e2e::RunResult run =
+      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12", "trainer.test_freq=12",
+                       "trainer.save_freq=12", "data.val_files=" + prompts,
+                       "trainer.validation_data_dir=" + ws + "/pool_validation"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/osp");
+  REQUIRE(metrics.count(12) == 1);
+  CHECK(e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12) >
+        e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3) + 0.2);
+  CHECK(metrics.at(1).at("async/staleness/mean") == 0);
+  for (int64_t step = 2; step <= 12; ++step) {
+    INFO("step " << step);
+    CHECK(metrics.at(step).at("async/staleness/max") == 1);
+    CHECK(metrics.at(step).at("async/weight_version") == step - 2);
+    CHECK(metrics.at(step).at("perf/weight_sync_bytes") > 0);
+    CHECK(metrics.at(step).at("trainer/idle_ratio") >= 0);
+    CHECK(metrics.at(step).at("trainer/idle_ratio") <= 1);
+    CHECK(metrics.at(step).at("rollouter/idle_ratio") >= 0);
+  }
+  // The last validation ran on the rollout pool after the last sync; the same
+  // validation on the colocated rollout from the step-12 checkpoint (greedy)
+  // writes the same responses, so the pool held exactly the actor's weights.
+  run = e2e::run_rlcore({"--config", config, "async_training.mode=sync", "trainer.val_only=true",
+                         "trainer.resume_mode=resume_path",
+                         "trainer.resume_from_path=" + ws + "/osp/checkpoints/global_step_12",
+                         "trainer.default_local_dir=" + ws + "/val_only", "data.val_files=" + prompts,
+                         "trainer.validation_data_dir=" + ws + "/colocated_validation"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto pool_responses = dumped(ws + "/pool_validation", "output");
+  const auto colocated_responses = dumped(ws + "/colocated_validation", "output");
+  REQUIRE(pool_responses.count(12) == 1);
+  REQUIRE(colocated_responses.count(12) == 1);
+  CHECK(pool_responses.at(12).size() == 64);
+  CHECK(pool_responses.at(12) == colocated_responses.at(12));
+  fs::remove_all(ws);
+}
+
+TEST_CASE("a resumed one-step-off run draws the batches the uninterrupted run draws", "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("one_step_off_resume");
+  const std::string config = e2e::write_config(ws, "osp", kOneStepOff);
+  const auto run_to = [&](const std::string& dir, int steps, const std::string& resume) {
+    const e2e::RunResult run = e2e::run_rlcore(
+        {"--config", config, "trainer.total_training_steps=" + std::to_string(steps), "trainer.save_freq=2",
+         "trainer.resume_mode=" + resume, "trainer.default_local_dir=" + ws + "/" + dir,
+         "trainer.rollout_data_dir=" + ws + "/" + dir + "/dump"});
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+  };
+  run_to("whole", 4, "disable");
+  run_to("halves", 2, "disable");
+  run_to("halves", 4, "auto");
+  const auto whole = dumped(ws + "/whole/dump", "input");
+  const auto halves = dumped(ws + "/halves/dump", "input");
+  REQUIRE(whole.size() == 4);
+  REQUIRE(halves.size() == 4);
+  for (int64_t step = 1; step <= 4; ++step) {
+    INFO("step " << step);
+    CHECK(halves.at(step) == whole.at(step));
+  }
+  fs::remove_all(ws);
+}
+
+TEST_CASE("one-step-off refuses the steps that generate within themselves, before any worker starts",
+          "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("one_step_off_refusals", 8);
+  const std::string config = e2e::write_config(ws, "osp", kOneStepOff);
+  e2e::RunResult run = e2e::run_rlcore({"--config", config, "algorithm.filter_groups.enable=true"});
+  CHECK(run.status != 0);
+  CHECK_THAT(run.output, Catch::Contains("one_step_off does not run algorithm.filter_groups"));
+  run = e2e::run_rlcore({"--config", config, "algorithm.adv_estimator=remax"});
+  CHECK(run.status != 0);
+  CHECK_THAT(run.output, Catch::Contains("one_step_off does not run algorithm.adv_estimator remax"));
+  fs::remove_all(ws);
+}
+
+TEST_CASE("a rollout worker that dies mid-generation ends the run with an error naming it", "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("one_step_off_fault", 16);
+  const std::string config = e2e::write_config(ws, "osp", kOneStepOff);
+  const e2e::RunResult run =
+      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4"}, "RLCORE_FAULT=rollout.generate:kill#3");
+  INFO(run.output);
+  CHECK(run.status != 0);
+  CHECK_THAT(run.output, Catch::Contains("kill at rollout.generate"));
+  CHECK_THAT(run.output, Catch::Contains("of pool 'rollout', its rank") && Catch::Contains("was lost"));
+  fs::remove_all(ws);
+}
