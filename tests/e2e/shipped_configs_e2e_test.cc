@@ -57,6 +57,7 @@ const std::map<std::string, std::string> kPathMetric = {
     {"grpo_lora_arithmetic.yaml", "actor/pg_loss"},     // and the adapter below
     {"grpo_tool_arithmetic.yaml", "num_turns/mean"},    // the agent loop (on the arithmetic-tool data)
     {"grpo_tool_arithmetic_sft.yaml", "sft/loss"},      // multi-turn demonstrations
+    {"grpo_one_step_off.yaml", "async/staleness/mean"}, // a standalone rollout pool, one step off
 };
 
 // What a config's path writes that no other does, in its step-2 checkpoint (saved for these).

@@ -114,7 +114,8 @@ const std::vector<VerlKeyRule>& verl_key_rules() {
        "hybrid sharding is not implemented: fsdp shards over the whole data-parallel group"},
       {"trainer.critic_warmup", H::kOnlyValue, "0", "critic-only warm-up steps are not implemented"},
       {"actor_rollout_ref.hybrid_engine", H::kOnlyValue, "true",
-       "rollout workers apart from the actor's (verl's hybrid_engine: false) are not implemented"},
+       "rlcore's rollout workers apart from the actor's are set with async_training.mode: one_step_off "
+       "(docs/async.md)"},
   };
   return rules;
 }
