@@ -135,3 +135,16 @@ TEST_CASE("a rollout worker that dies mid-generation ends the run with an error 
   CHECK_THAT(run.output, Catch::Contains("of pool 'rollout', its rank") && Catch::Contains("was lost"));
   fs::remove_all(ws);
 }
+
+TEST_CASE("an actor worker that dies while sending its weights ends the run, the rollout pool with it", "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("one_step_off_actor_fault", 16);
+  const std::string config = e2e::write_config(ws, "osp", kOneStepOff);
+  // The second sync (after step 2's update): the rollout ranks wait in the bridge's broadcast.
+  const e2e::RunResult run =
+      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4"}, "RLCORE_FAULT=actor.send_weights:kill@0#2");
+  INFO(run.output);
+  CHECK(run.status != 0);
+  CHECK_THAT(run.output, Catch::Contains("kill at actor.send_weights"));
+  CHECK_THAT(run.output, Catch::Contains("worker rank 0 (host") && Catch::Contains("of pool 'global', its rank 0 was lost"));
+  fs::remove_all(ws);
+}

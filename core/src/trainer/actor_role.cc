@@ -164,6 +164,7 @@ class ActorRolloutRef {
     if (context_.rank == 0 && bridge_ == nullptr) {
       throw ValueError(actor_methods::kSendWeights.qualified() + ": rank 0 has not joined the bridge");
     }
+    fault_point("actor.send_weights");
     const WeightTransferStats stats =
         trainer::send_weights([this](const auto& visit) { actor_->for_each_full_parameter(visit); }, bridge_.get(),
                               a.at(args::kBucketBytes).get<int64_t>());
