@@ -7,6 +7,7 @@
 // any worker starts; a rollout worker that dies ends the run naming it.
 #include "e2e_testing.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -146,5 +147,77 @@ TEST_CASE("an actor worker that dies while sending its weights ends the run, the
   CHECK(run.status != 0);
   CHECK_THAT(run.output, Catch::Contains("kill at actor.send_weights"));
   CHECK_THAT(run.output, Catch::Contains("worker rank 0 (host") && Catch::Contains("of pool 'global', its rank 0 was lost"));
+  fs::remove_all(ws);
+}
+
+TEST_CASE("fully async GRPO learns within its staleness bound", "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("fully_async");
+  const std::string config = e2e::write_config(ws, "fa", std::string(e2e::kLearningGrpo) + R"(
+async_training: {mode: fully_async, staleness_threshold: 0.5, trigger_parameter_sync_step: 2, partial_rollout: true,
+                 decode_steps_per_call: 1}
+rollout: {nnodes: 1, n_gpus_per_node: 2}
+)");
+  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/fa");
+  REQUIRE(metrics.count(12) == 1);
+  CHECK(e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12) >
+        e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3) + 0.2);
+  // A prompt started after the sync at version v is trained by step v + 2 (its window) or, among the
+  // staleness_threshold's extra prompts, in the next window: at most (1 + ceil(0.5)) x 2 - 1 updates stale.
+  for (const auto& [step, values] : metrics) {
+    INFO("step " << step);
+    CHECK(values.at("async/staleness/max") <= 3);
+    CHECK(values.at("fully_async/partial/max_partial_span") <= values.at("async/staleness/max"));
+    if (step % 2 == 0) CHECK(values.count("timing_s/sync_rollout_weights") == 1);
+  }
+  fs::remove_all(ws);
+}
+
+TEST_CASE("partial rollouts: responses in flight at a sync finish under the new weights, each token tagged",
+          "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("fully_async_partial", 32);
+  // One decode step per call, a sync every step and a budget the 6 steps never spend: the pool is always
+  // generating, so every sync lands mid-response.
+  const std::string config = e2e::write_config(ws, "fa", std::string(e2e::kQuickGrpo) + R"(
+async_training: {mode: fully_async, staleness_threshold: 10.0, trigger_parameter_sync_step: 1, partial_rollout: true,
+                 decode_steps_per_call: 1}
+rollout: {nnodes: 1, n_gpus_per_node: 1}
+)");
+  const e2e::RunResult run =
+      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=6", "data.max_response_length=48"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/fa");
+  double partial = 0;
+  for (const auto& [step, values] : metrics) {
+    INFO("step " << step);
+    CHECK(values.at("async/staleness/max") <= 10);  // (1 + ceil(10)) x 1 - 1
+    CHECK(values.at("fully_async/partial/max_partial_span") <= values.at("async/staleness/max"));
+    partial = std::max(partial, values.at("fully_async/partial/partial_ratio"));
+  }
+  CHECK(partial > 0);
+  fs::remove_all(ws);
+}
+
+TEST_CASE("fully async without partial rollouts: no sample spans two versions; staleness 0 keeps it on policy",
+          "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("fully_async_whole", 32);
+  const std::string config = e2e::write_config(ws, "fa", std::string(e2e::kQuickGrpo) + R"(
+async_training: {mode: fully_async, staleness_threshold: 0.0, trigger_parameter_sync_step: 1, partial_rollout: false,
+                 decode_steps_per_call: 1}
+rollout: {nnodes: 1, n_gpus_per_node: 1}
+)");
+  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/fa");
+  REQUIRE(metrics.size() == 4);
+  for (const auto& [step, values] : metrics) {
+    INFO("step " << step);
+    CHECK(values.at("fully_async/partial/partial_ratio") == 0);
+    CHECK(values.at("async/staleness/max") == 0);  // a window's prompts are its step's: on policy
+  }
   fs::remove_all(ws);
 }

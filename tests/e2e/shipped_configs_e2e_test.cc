@@ -58,6 +58,7 @@ const std::map<std::string, std::string> kPathMetric = {
     {"grpo_tool_arithmetic.yaml", "num_turns/mean"},    // the agent loop (on the arithmetic-tool data)
     {"grpo_tool_arithmetic_sft.yaml", "sft/loss"},      // multi-turn demonstrations
     {"grpo_one_step_off.yaml", "async/staleness/mean"}, // a standalone rollout pool, one step off
+    {"grpo_fully_async.yaml", "fully_async/partial/partial_ratio"},  // streaming, partial rollouts
 };
 
 // What a config's path writes that no other does, in its step-2 checkpoint (saved for these).

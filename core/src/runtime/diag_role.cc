@@ -60,6 +60,9 @@ void register_diag(const RoleContext& context, RoleMethods& methods) {
     if (batch.contains("x")) out.set("doubled", batch.tensor("x") * 2);
     return MethodResult{out, {{"rank", context.rank}}};
   });
+  methods.add("big_value", DispatchMode::kOneToAll, [](const Batch&, const nlohmann::json& args) {
+    return MethodResult{Batch(), std::string(args.at("bytes").get<size_t>(), 'x')};
+  });
   methods.add("sleep", DispatchMode::kOneToAll, [context](const Batch&, const nlohmann::json& args) {
     std::this_thread::sleep_for(std::chrono::duration<double>(args.value("seconds", 0.0)));
     return MethodResult{Batch(), {{"rank", context.rank}}};

@@ -140,7 +140,15 @@ Envelope run_call(const MethodTable& table, const Envelope& call) {
     // Results of non-collect ranks are dropped by the controller; do not send them.
     const bool keep = spec->mode != DispatchMode::kMeshCompute || table.meshes().at(spec->mesh).collect;
     if (keep) reply.batch = std::move(result.batch);
+    // The controller drops a header over its limit unread: fail the call here instead of leaving it unanswered.
+    const std::size_t header_bytes = reply.header.dump().size();
+    if (header_bytes > MessageLimits{}.max_header_bytes) {
+      throw ValueError("its reply value is " + std::to_string(header_bytes) + " bytes, over the control header's limit of " +
+                       std::to_string(MessageLimits{}.max_header_bytes) + "; large results belong in the reply's Batch");
+    }
   } catch (const std::exception& e) {
+    reply.header.erase("value");
+    reply.batch = Batch();
     reply.header["ok"] = false;
     reply.header["error"] = exception_type(e) + ": " + e.what();
   }

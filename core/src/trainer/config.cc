@@ -148,10 +148,25 @@ OptionsSchema<RolloutConfig> rollout_schema() {
 
 OptionsSchema<AsyncTrainingConfig> async_training_schema() {
   OptionsSchema<AsyncTrainingConfig> schema;
-  schema.key("mode", &AsyncTrainingConfig::mode,
-             "sync: generate, then train, on the actor's workers (the hybrid engine); one_step_off: a standalone "
-             "rollout pool generates the next step's batch while the actor trains on this one (docs/async.md).",
-             one_of({"sync", "one_step_off"}));
+  schema
+      .key("mode", &AsyncTrainingConfig::mode,
+           "sync: generate, then train, on the actor's workers (the hybrid engine); one_step_off: a standalone "
+           "rollout pool generates the next step's batch while the actor trains on this one; fully_async: the pool "
+           "generates continuously, request by request, within a staleness budget (docs/async.md).",
+           one_of({"sync", "one_step_off", "fully_async"}))
+      .key("staleness_threshold", &AsyncTrainingConfig::staleness_threshold,
+           "fully_async: after a sync the rollout may start (1 + this) x trigger_parameter_sync_step x "
+           "data.train_batch_size prompts, less those not yet trained on; 0: none ahead of the window.",
+           at_least(0))
+      .key("trigger_parameter_sync_step", &AsyncTrainingConfig::trigger_parameter_sync_step,
+           "fully_async: steps (updates) between weight syncs to the rollout pool.", at_least(1))
+      .key("partial_rollout", &AsyncTrainingConfig::partial_rollout,
+           "fully_async: a sync reaches the requests in flight (their later tokens sampled by the new weights); "
+           "false: they finish under the old weights first.")
+      .key("decode_steps_per_call", &AsyncTrainingConfig::decode_steps_per_call,
+           "fully_async (rlcore's key): decode steps the pool runs per call before reporting finished samples; a "
+           "sync or a validation waits at most that long for the pool.",
+           at_least(1));
   return schema;
 }
 

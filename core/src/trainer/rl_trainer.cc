@@ -31,12 +31,14 @@
 #include "trainer/generation_dump.h"
 #include "trainer/generation.h"
 #include "trainer/losses.h"
+#include "trainer/parallel.h"
 #include "trainer/plan.h"
 #include "trainer/reward_model.h"
 #include "trainer/rewards.h"
 #include "trainer/rollout_pool.h"
 #include "trainer/sequences.h"
 #include "trainer/step_metrics.h"
+#include "trainer/streaming_rollout.h"
 #include "trainer/validation.h"
 #include "trainer/workers.h"
 
@@ -52,19 +54,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What one_step_off cannot run: generation that the step itself drives
-// (DAPO's extra batches, ReMax's greedy baselines) would meet the pool's
-// background generation.
-void check_one_step_off(const RunConfig& config, const trainer::TrainPlan& plan) {
-  if (config.async_training.mode == "sync") return;
+// What the asynchronous modes cannot run: generation that the step itself
+// drives (DAPO's extra batches, ReMax's greedy baselines) would meet the
+// pool's background generation; fully_async streams single-turn requests on
+// rollout ranks of their own.
+void check_async_mode(const RunConfig& config, const trainer::TrainPlan& plan) {
+  const std::string& mode = config.async_training.mode;
+  if (mode == "sync") return;
+  const std::string prefix = "async_training.mode: " + mode + " does not run ";
   if (config.algorithm.filter_groups.enable) {
-    throw ConfigError("async_training.mode: one_step_off does not run algorithm.filter_groups (DAPO's dynamic "
-                      "sampling generates more batches within a step); use async_training.mode: sync");
+    throw ConfigError(prefix + "algorithm.filter_groups (DAPO's dynamic sampling generates more batches within a "
+                      "step); use async_training.mode: sync");
   }
   if (plan.needs.reward_baselines) {
-    throw ConfigError("async_training.mode: one_step_off does not run algorithm.adv_estimator " +
-                      config.algorithm.adv_estimator +
+    throw ConfigError(prefix + "algorithm.adv_estimator " + config.algorithm.adv_estimator +
                       " (its greedy baselines are generated within the step); use async_training.mode: sync");
+  }
+  if (mode != "fully_async") return;
+  if (config.actor_rollout_ref.rollout.multi_turn.enable) {
+    throw ConfigError(prefix + "actor_rollout_ref.rollout.multi_turn (the agent loop); use one_step_off or sync");
+  }
+  if (trainer::actor_parallelism(config.actor_rollout_ref).rollout_tp > 1) {
+    throw ConfigError(prefix + "a tensor-parallel rollout (actor_rollout_ref.rollout.tensor_model_parallel_size); "
+                      "use one_step_off or sync");
   }
 }
 
@@ -122,6 +134,7 @@ struct RlTrainer::Impl {
   std::unique_ptr<trainer::Validator> validator;
   std::unique_ptr<trainer::RolloutPool> rollout_pool;  // async_training.mode one_step_off
   std::optional<SamplerState> sampler_before_pending;  // the sampler before the background batch was drawn
+  trainer::StreamingRollout* streaming = nullptr;      // while fully_async runs
   int64_t step = 0;
   int64_t resumed_from = 0;
 
@@ -145,7 +158,7 @@ struct RlTrainer::Impl {
     const bool critic = trainer::uses_critic(config, components);
     const auto [actor_workers, critic_workers] = trainer::TrainerWorkers::data_parallel_sizes(config, critic);
     plan = trainer::make_train_plan(config, components, train_set.size(), actor_workers, critic_workers);
-    check_one_step_off(config, plan);
+    check_async_mode(config, plan);
     sampler = std::make_unique<EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle,
                                              config.data.seed);
     estimator = components.create<AdvantageEstimator>(
@@ -509,7 +522,9 @@ struct RlTrainer::Impl {
     const std::string staging = checkpoints.staging_dir(step);
     on_actor_and_critic(actor_methods::kSaveCheckpoint, critic_methods::kSaveCheckpoint, staging);
     // A batch drawn for the background generation is drawn again after a resume.
-    trainer::TrainerState state{step, sampler_before_pending.value_or(sampler->state()), kl_controller->value()};
+    const SamplerState data_order =
+        streaming ? streaming->checkpoint_state() : sampler_before_pending.value_or(sampler->state());
+    trainer::TrainerState state{step, data_order, kl_controller->value()};
     return checkpoints.commit(step, state, config.trainer.max_ckpt_to_keep);
   }
 
@@ -544,11 +559,12 @@ struct RlTrainer::Impl {
   // ---- the loop ---------------------------------------------------------------------
 
   // After a step's update: validation and a checkpoint when due, then the
-  // metrics logged. `before_validation` runs first when validation is due (the
-  // rollout pool must finish its background batch). Returns true to stop
-  // (trainer.stop_at_val_reward reached).
-  template <class BeforeValidation>
-  bool finish_step(StepMetrics& metrics, FitSummary& summary, BeforeValidation&& before_validation) {
+  // metrics logged. `before_validation` and `after_validation` run around a
+  // due validation (the rollout pool must be done with its background work).
+  // Returns true to stop (trainer.stop_at_val_reward reached).
+  template <class BeforeValidation, class AfterValidation>
+  bool finish_step(StepMetrics& metrics, FitSummary& summary, BeforeValidation&& before_validation,
+                   AfterValidation&& after_validation) {
     bool stop = false;
     metrics["training/global_step"] = static_cast<double>(step);
     metrics["training/epoch"] = static_cast<double>(sampler->state().epoch);
@@ -556,6 +572,7 @@ struct RlTrainer::Impl {
       before_validation();
       const auto start = Clock::now();
       const StepMetrics validation = validate();
+      after_validation();
       metrics.insert(validation.begin(), validation.end());
       metrics["timing_s/testing"] = seconds_since(start);
       if (summary.first_validation.empty()) summary.first_validation = validation;
@@ -620,11 +637,100 @@ struct RlTrainer::Impl {
           (pending ? rollout_idle_until : Clock::now()) - std::max(ready.finished, step_start)).count();
       metrics["trainer/idle_ratio"] = step_seconds > 0 ? metrics["timing_s/wait_prev_gen"] / step_seconds : 0.0;
       metrics["rollouter/idle_ratio"] = step_seconds > 0 ? std::max(0.0, rollout_idle) / step_seconds : 0.0;
-      stop = finish_step(metrics, summary, [&] {
-        if (pending) pending->wait();
-      });
+      stop = finish_step(
+          metrics, summary,
+          [&] {
+            if (pending) pending->wait();
+          },
+          [] {});
     }
     if (pending) pending->wait();  // no generation left running when the workers shut down
+  }
+
+  // A step's groups from the stream as a rollout: prompt-major rows, uid per
+  // group; the staleness of each sample (the step's weights against the oldest
+  // that sampled one of its tokens) and how many span several versions.
+  Rollout streamed_rollout(const std::vector<trainer::StreamedGroup>& groups, StepMetrics& metrics) const {
+    Rollout rollout;
+    std::vector<std::vector<int32_t>> prompts;
+    trainer::MaskedResponses responses;
+    std::vector<int64_t> uid;
+    double staleness_sum = 0, staleness_max = 0, span_max = 0;
+    int64_t partial = 0;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (const trainer::StreamedSample& sample : groups[g].samples) {
+        rollout.examples.push_back(groups[g].example);
+        prompts.push_back(groups[g].example->prompt_ids);
+        responses.ids.push_back(sample.tokens.token_ids);
+        responses.loss_masks.emplace_back(sample.tokens.size(), uint8_t{1});
+        responses.logprobs.push_back(sample.tokens.logprobs);
+        responses.stopped.push_back(sample.stopped);
+        uid.push_back(static_cast<int64_t>(g));
+        const auto& versions = sample.tokens.weight_versions;
+        if (versions.empty()) continue;
+        const auto [oldest, newest] = std::minmax_element(versions.begin(), versions.end());
+        const auto staleness = static_cast<double>(step - *oldest);
+        staleness_sum += staleness;
+        staleness_max = std::max(staleness_max, staleness);
+        span_max = std::max(span_max, static_cast<double>(*newest - *oldest));
+        partial += *newest != *oldest ? 1 : 0;
+      }
+    }
+    rollout.batch = trainer::make_masked_sequence_batch(prompts, responses, limits.max_tokens, limits.pad_token_id);
+    rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));
+    const auto samples = static_cast<double>(uid.size());
+    metrics["async/staleness/mean"] = staleness_sum / samples;
+    metrics["async/staleness/max"] = staleness_max;
+    metrics["fully_async/partial/partial_ratio"] = static_cast<double>(partial) / samples;
+    metrics["fully_async/partial/max_partial_span"] = span_max;
+    return rollout;
+  }
+
+  // async_training.mode fully_async (docs/async.md): the pool streams groups
+  // continuously (trainer/streaming_rollout.h); each step trains on the first
+  // data.train_batch_size groups to finish; every trigger_parameter_sync_step
+  // steps the actor's weights go to the pool.
+  void run_fully_async(FitSummary& summary) {
+    const AsyncTrainingConfig& async = config.async_training;
+    StepMetrics ignored;
+    rollout_pool->sync(step, ignored);  // a resumed run's weights
+    trainer::StreamingSettings settings;
+    settings.prompts_per_step = plan.prompts_per_step;
+    settings.n = config.actor_rollout_ref.rollout.n;
+    settings.sync_every = async.trigger_parameter_sync_step;
+    settings.staleness_threshold = async.staleness_threshold;
+    settings.partial_rollout = async.partial_rollout;
+    settings.decode_steps_per_call = async.decode_steps_per_call;
+    settings.sampling = train_sampling(step);
+    settings.sampling.erase(args::kSeed);
+    settings.seed = config.data.seed * 1000003 + step;
+    settings.limits = limits;
+    trainer::StreamingRollout stream(*rollout_pool, train_set, *sampler, settings);
+    streaming = &stream;
+    struct Detach {  // checkpoints read the stream's data order only while it runs
+      trainer::StreamingRollout*& pointer;
+      ~Detach() { pointer = nullptr; }
+    } detach{streaming};
+    bool stop = false;
+    while (step < plan.total_steps && !stop) {
+      const auto step_start = Clock::now();
+      StepMetrics metrics;
+      const std::vector<trainer::StreamedGroup> groups = stream.take(metrics);
+      const double rollout_idle = metrics["rollouter/idle_s"];
+      metrics.erase("rollouter/idle_s");
+      trainer::ScoredRollout scored;
+      scored.rollout = streamed_rollout(groups, metrics);
+      const auto reward_start = Clock::now();
+      scored.rewards = score(scored.rollout);
+      metrics["timing_s/reward"] = seconds_since(reward_start);
+      metrics = train_on(std::move(scored), std::move(metrics), step_start);
+      if (step % async.trigger_parameter_sync_step == 0 || step == plan.total_steps) stream.sync(step, metrics);
+      const double step_seconds = metrics["timing_s/step"];
+      metrics["trainer/idle_ratio"] = step_seconds > 0 ? metrics["timing_s/wait_prev_gen"] / step_seconds : 0.0;
+      metrics["rollouter/idle_ratio"] = step_seconds > 0 ? std::min(1.0, rollout_idle / step_seconds) : 0.0;
+      stop = finish_step(
+          metrics, summary, [&] { stream.quiesce(); }, [&] { stream.resume(); });
+    }
   }
 
   static bool due(int64_t freq, int64_t step, int64_t last) { return freq > 0 && (step % freq == 0 || step == last); }
@@ -646,13 +752,15 @@ struct RlTrainer::Impl {
       summary.steps = step;
       return summary;
     }
-    if (rollout_pool) {
+    if (config.async_training.mode == "fully_async") {
+      run_fully_async(summary);
+    } else if (rollout_pool) {
       run_one_step_off(summary);
     } else {
       bool stop = false;
       while (step < plan.total_steps && !stop) {
         StepMetrics metrics = train_step(sampler->next());
-        stop = finish_step(metrics, summary, [] {});
+        stop = finish_step(metrics, summary, [] {}, [] {});
       }
     }
     logger.flush();

@@ -4,10 +4,12 @@
 // (trainer/weight_transfer.h), versioned, between generations.
 #include <memory>
 
+#include "rlcore/capabilities.h"
 #include "rlcore/core/trainer/roles.h"
 #include "rlcore/core/trainer/trainer_config.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
+#include "rlcore/generation_request.h"
 #include "rlcore/inference_engine.h"
 #include "trainer/parallel.h"
 #include "trainer/rollout_generation.h"
@@ -44,6 +46,8 @@ class StandaloneRollout {
                 [this](const Batch&, const nlohmann::json& a) { return join_bridge(a); });
     methods.add(rollout_methods::kReceiveWeights.name, DispatchMode::kOneToAll,
                 [this](const Batch&, const nlohmann::json& a) { return receive_weights(a); });
+    methods.add(rollout_methods::kStream.name, DispatchMode::kAllToAll,
+                [this](const Batch& b, const nlohmann::json& a) { return stream(b, a); });
   }
 
  private:
@@ -53,6 +57,45 @@ class StandaloneRollout {
     fault_point("rollout.generate");
     const GenerationOutput generated = engine_->generate(unpad_prompts(prompts), sampling);
     return generation_result(prompts, generated, sampling, a, *engine_);
+  }
+
+  // Requests stay in the engine between calls: a weight update between two
+  // calls reaches the requests in flight (their later tokens carry its version).
+  MethodResult stream(const Batch& requests, const nlohmann::json& a) {
+    auto* engine = capability<GeneratesRequests>(*engine_);
+    if (engine == nullptr) {
+      throw ConfigError("async_training.mode fully_async needs a rollout engine that generates request by request "
+                        "(capability requests: infer-native); actor_rollout_ref.rollout.name is '" +
+                        config_.rollout.name + "'");
+    }
+    fault_point("rollout.stream");
+    SamplingParams sampling = sampling_from_args(a, 0);
+    if (requests.size() > 0) {
+      const std::vector<std::vector<int32_t>> prompts = unpad_prompts(requests);
+      const at::Tensor ids = requests.tensor(kRequestId).to(at::kLong).contiguous();
+      const at::Tensor seeds = requests.tensor(kRequestSeed).to(at::kLong).contiguous();
+      for (int64_t i = 0; i < requests.size(); ++i) {
+        GenerationRequest request;
+        request.id = std::to_string(ids[i].item<int64_t>());
+        request.prompt_ids = prompts[static_cast<size_t>(i)];
+        request.sampling = sampling;
+        request.sampling.seed = seeds[i].item<int64_t>();
+        engine->submit(std::move(request));
+      }
+    }
+    StreamReply reply;
+    const int64_t steps = a.at(args::kDecodeSteps).get<int64_t>();
+    for (int64_t s = 0; s < steps; ++s) {
+      const GenerationLoad load = engine->load();
+      if (load.running + load.waiting == 0) break;
+      for (RequestOutput& done : engine->step().finished) {
+        reply.finished.push_back(
+            StreamReply::Finished{std::stoll(done.id), std::move(done.generated), done.finish_reason == FinishReason::kStop});
+      }
+    }
+    const GenerationLoad load = engine->load();
+    reply.unfinished = load.running + load.waiting;
+    return MethodResult{reply.to_batch(), reply.to_json()};
   }
 
   // Rollout rank r is the bridge's rank 1 + r (rank 0: the actor's rank 0).

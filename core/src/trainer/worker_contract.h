@@ -9,9 +9,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "rlcore/batch.h"
 #include "rlcore/generation_request.h"
 #include "rlcore/sharding_manager.h"
 #include "trainer/weight_transfer.h"
@@ -53,7 +55,15 @@ namespace rollout_methods {
 inline constexpr Method kGenerate{kRolloutRole, "generate"};
 inline constexpr Method kJoinBridge{kRolloutRole, "join_bridge"};
 inline constexpr Method kReceiveWeights{kRolloutRole, "receive_weights"};
+// async_training.mode fully_async: queues the rank's new requests (rows of a
+// prompt batch with kRequestId and kRequestSeed), runs up to kDecodeSteps
+// decode steps and returns the requests that finished (StreamReply).
+inline constexpr Method kStream{kRolloutRole, "stream"};
 }  // namespace rollout_methods
+
+// stream's input columns: the controller's id of each new request and its sampling seed.
+inline constexpr const char* kRequestId = "request_id";
+inline constexpr const char* kRequestSeed = "request_seed";
 
 namespace critic_methods {
 inline constexpr Method kComputeValues{kCriticRole, "compute_values"};
@@ -98,6 +108,7 @@ inline constexpr const char* kPadTokenId = "pad_token_id";
 inline constexpr const char* kBridge = "bridge";
 inline constexpr const char* kBridgeSize = "bridge_size";
 inline constexpr const char* kBucketBytes = "bucket_bytes";
+inline constexpr const char* kDecodeSteps = "decode_steps";  // stream
 }  // namespace args
 
 // generate's reply value, from each rank.
@@ -234,6 +245,24 @@ struct WeightTransferReply {
                                                    value.at("tensors").get<int64_t>(),
                                                    value.at("seconds").get<double>()}};
   }
+};
+
+// stream's reply, from each rank: the requests that finished during the call
+// as rows (kRequestId, their tokens, log-probs and weight versions padded to
+// the longest, the lengths, and whether each ended with a stop token) and, as
+// its value, how many are still queued or running.
+struct StreamReply {
+  struct Finished {
+    int64_t id = 0;
+    GeneratedTokens tokens;
+    bool stopped = false;
+  };
+  std::vector<Finished> finished;
+  int64_t unfinished = 0;
+
+  Batch to_batch() const;
+  nlohmann::json to_json() const { return {{"unfinished", unfinished}}; }
+  static StreamReply from_reply(const Batch& rows, const nlohmann::json& value);
 };
 
 // memory's reply value (actor): the train engine's bytes (TrainEngine::memory()).

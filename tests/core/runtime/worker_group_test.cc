@@ -186,6 +186,14 @@ TEST_CASE("a worker-side exception comes back naming rank, host, pid and method"
   CHECK(group.call("diag.echo").get().replies.size() == 2);
 }
 
+TEST_CASE("a reply value over the control header's limit fails the call instead of leaving it unanswered",
+          "[runtime][group][errors]") {
+  WorkerGroup& group = shared_cluster().group("main");
+  CHECK_THAT(rlcore_test::error_of<RemoteCallError>([&] { group.call("diag.big_value", Batch(), {{"bytes", 100000}}).get(); }),
+             Catch::Contains("diag.big_value") && Catch::Contains("over the control header's limit of 65536"));
+  CHECK(group.call("diag.big_value", Batch(), {{"bytes", 1000}}).get().replies.size() == 2);
+}
+
 TEST_CASE("a worker with the wrong secret is refused and exits; the run goes on", "[runtime][group][security]") {
   Cluster& cluster = shared_cluster();
   const int64_t refused_before = cluster.stats().refused_hellos;

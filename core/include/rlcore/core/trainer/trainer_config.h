@@ -193,7 +193,12 @@ RLCORE_API OptionsSchema<AlgorithmConfig> algorithm_schema();
 // How rollout and training are scheduled (docs/async.md): verl's
 // async_training section; `mode` is rlcore's (verl picks a recipe's entry point).
 struct AsyncTrainingConfig {
-  std::string mode = "sync";  // sync (colocated, the hybrid engine) | one_step_off (a standalone rollout pool)
+  std::string mode = "sync";  // sync (colocated, the hybrid engine) | one_step_off | fully_async (a standalone rollout pool)
+  // fully_async (verl's keys and its recipe's defaults):
+  double staleness_threshold = 0.1;        // extra share of a sync window's prompts the rollout may start
+  int64_t trigger_parameter_sync_step = 4;  // steps between weight syncs
+  bool partial_rollout = true;             // a sync reaches requests in flight (else they finish first)
+  int64_t decode_steps_per_call = 16;      // rlcore's: decode steps of each stream call (a sync waits at most that)
 };
 
 // verl's top-level `rollout` section of its asynchronous recipes: the

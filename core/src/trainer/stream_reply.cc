@@ -1,0 +1,82 @@
+// rollout.stream's reply as rows (see StreamReply in worker_contract.h).
+#include <algorithm>
+
+#include <ATen/ATen.h>
+
+#include "rlcore/error.h"
+#include "trainer/worker_contract.h"
+
+namespace rlcore::trainer {
+namespace {
+
+constexpr const char* kTokenIds = "stream_token_ids";
+constexpr const char* kLogprobs = "stream_logprobs";
+constexpr const char* kVersions = "stream_weight_versions";
+constexpr const char* kLengths = "stream_lengths";
+constexpr const char* kStopped = "stream_stopped";
+
+}  // namespace
+
+Batch StreamReply::to_batch() const {
+  const auto rows = static_cast<int64_t>(finished.size());
+  if (rows == 0) return Batch();
+  int64_t longest = 0;
+  for (const auto& f : finished) longest = std::max(longest, static_cast<int64_t>(f.tokens.size()));
+  at::Tensor ids = at::full({rows, longest}, -1, at::kInt);
+  at::Tensor logprobs = at::zeros({rows, longest}, at::kFloat);
+  at::Tensor versions = at::full({rows, longest}, -1, at::kLong);
+  at::Tensor lengths = at::empty({rows}, at::kLong);
+  at::Tensor stopped = at::empty({rows}, at::kLong);
+  at::Tensor request = at::empty({rows}, at::kLong);
+  for (int64_t r = 0; r < rows; ++r) {
+    const Finished& f = finished[static_cast<size_t>(r)];
+    const auto length = static_cast<int64_t>(f.tokens.size());
+    for (int64_t t = 0; t < length; ++t) {
+      ids[r][t] = f.tokens.token_ids[static_cast<size_t>(t)];
+      logprobs[r][t] = f.tokens.logprobs[static_cast<size_t>(t)];
+      versions[r][t] = f.tokens.weight_versions[static_cast<size_t>(t)];
+    }
+    lengths[r] = length;
+    stopped[r] = f.stopped ? 1 : 0;
+    request[r] = f.id;
+  }
+  Batch out(rows);
+  out.set(kRequestId, request);
+  out.set(kTokenIds, ids);
+  out.set(kLogprobs, logprobs);
+  out.set(kVersions, versions);
+  out.set(kLengths, lengths);
+  out.set(kStopped, stopped);
+  return out;
+}
+
+StreamReply StreamReply::from_reply(const Batch& rows, const nlohmann::json& value) {
+  StreamReply reply;
+  reply.unfinished = value.at("unfinished").get<int64_t>();
+  if (rows.size() == 0) return reply;
+  const at::Tensor ids = rows.tensor(kTokenIds).to(at::kInt).contiguous();
+  const at::Tensor logprobs = rows.tensor(kLogprobs).to(at::kFloat).contiguous();
+  const at::Tensor versions = rows.tensor(kVersions).to(at::kLong).contiguous();
+  const at::Tensor lengths = rows.tensor(kLengths).to(at::kLong).contiguous();
+  const at::Tensor stopped = rows.tensor(kStopped).to(at::kLong).contiguous();
+  const at::Tensor request = rows.tensor(kRequestId).to(at::kLong).contiguous();
+  const int64_t width = ids.size(1);
+  for (int64_t r = 0; r < rows.size(); ++r) {
+    const int64_t length = lengths[r].item<int64_t>();
+    if (length < 0 || length > width) throw FormatError("rollout.stream: row " + std::to_string(r) + " has length " +
+                                                        std::to_string(length) + " of " + std::to_string(width));
+    Finished f;
+    f.id = request[r].item<int64_t>();
+    f.stopped = stopped[r].item<int64_t>() != 0;
+    const int32_t* id = ids.data_ptr<int32_t>() + r * width;
+    const float* lp = logprobs.data_ptr<float>() + r * width;
+    const int64_t* v = versions.data_ptr<int64_t>() + r * width;
+    f.tokens.token_ids.assign(id, id + length);
+    f.tokens.logprobs.assign(lp, lp + length);
+    f.tokens.weight_versions.assign(v, v + length);
+    reply.finished.push_back(std::move(f));
+  }
+  return reply;
+}
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,205 @@
+// The fully asynchronous rollout's producer and its hand-over to the trainer
+// (see streaming_rollout.h).
+#include "trainer/streaming_rollout.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "rlcore/elapsed_seconds.h"
+#include "trainer/sequences.h"
+#include "trainer/worker_contract.h"
+
+namespace rlcore::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kSeedStride = 7919;  // a prime: request seeds far apart from the run's seed
+
+}  // namespace
+
+StreamingRollout::StreamingRollout(RolloutPool& pool, const Dataset& data, EpochSampler& sampler,
+                                   StreamingSettings settings)
+    : pool_(pool), data_(data), sampler_(sampler), settings_(std::move(settings)) {
+  const double window = static_cast<double>(settings_.sync_every * settings_.prompts_per_step);
+  window_budget_ = static_cast<int64_t>(std::ceil((1.0 + settings_.staleness_threshold) * window - 1e-9));
+  budget_left_ = window_budget_;
+  producer_ = std::thread([this] { produce(); });
+}
+
+StreamingRollout::~StreamingRollout() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (producer_.joinable()) producer_.join();
+}
+
+bool StreamingRollout::can_submit() const {
+  return !stop_ && !draining_ && !hold_ && budget_left_ > 0 &&
+         static_cast<int64_t>(in_flight_.size()) < settings_.prompts_per_step;
+}
+
+std::vector<Batch> StreamingRollout::new_requests() {
+  const int64_t ranks = pool_.workers().group.size();
+  std::vector<std::vector<std::vector<int32_t>>> prompts(static_cast<size_t>(ranks));
+  std::vector<std::vector<int64_t>> ids(static_cast<size_t>(ranks));
+  std::vector<std::vector<int64_t>> seeds(static_cast<size_t>(ranks));
+  while (can_submit()) {
+    if (undrawn_.empty()) {
+      Draw draw{sampler_.state(), 0};
+      const std::vector<int64_t> indices = sampler_.next();
+      draw.untaken = static_cast<int64_t>(indices.size());
+      draws_[next_draw_++] = draw;
+      undrawn_.assign(indices.begin(), indices.end());
+    }
+    const int64_t prompt = next_prompt_++;
+    Pending pending;
+    pending.draw = next_draw_ - 1;
+    pending.group.example = &data_.at(undrawn_.front());
+    undrawn_.pop_front();
+    // A prompt's samples go to one rank, where they share its prefill.
+    const auto rank = static_cast<size_t>(next_rank_++ % ranks);
+    for (int64_t j = 0; j < settings_.n; ++j) {
+      const int64_t request = prompt * settings_.n + j;
+      prompts[rank].push_back(pending.group.example->prompt_ids);
+      ids[rank].push_back(request);
+      seeds[rank].push_back(settings_.seed * 1000003 + request * kSeedStride);
+    }
+    in_flight_[prompt] = std::move(pending);
+    --budget_left_;
+  }
+  std::vector<Batch> inputs(static_cast<size_t>(ranks));
+  for (size_t rank = 0; rank < inputs.size(); ++rank) {
+    if (prompts[rank].empty()) continue;
+    inputs[rank] = make_prompt_batch(prompts[rank], settings_.limits.pad_token_id);
+    inputs[rank].set(kRequestId, at::tensor(ids[rank], at::kLong));
+    inputs[rank].set(kRequestSeed, at::tensor(seeds[rank], at::kLong));
+  }
+  return inputs;
+}
+
+void StreamingRollout::collect(const CallOutput& output) {
+  for (const RankReply& reply : output.replies) {
+    for (StreamReply::Finished& done : StreamReply::from_reply(reply.batch, reply.value).finished) {
+      const int64_t prompt = done.id / settings_.n;
+      const auto found = in_flight_.find(prompt);
+      if (found == in_flight_.end()) continue;  // not ours (cannot happen: ids are unique per run)
+      found->second.group.samples.push_back(StreamedSample{std::move(done.tokens), done.stopped});
+      if (static_cast<int64_t>(found->second.group.samples.size()) < settings_.n) continue;
+      ready_.push_back(std::move(found->second.group));
+      ready_draws_.push_back(found->second.draw);
+      in_flight_.erase(found);
+    }
+  }
+}
+
+void StreamingRollout::park_until(const std::function<bool()>& released, std::unique_lock<std::mutex>& lock) {
+  parked_ = true;
+  changed_.notify_all();
+  changed_.wait(lock, released);
+  parked_ = false;
+}
+
+void StreamingRollout::produce() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  try {
+    nlohmann::json arguments = settings_.sampling;
+    arguments[args::kMaxTokens] = settings_.limits.max_tokens;
+    arguments[args::kStopTokenIds] = settings_.limits.stop_token_ids;
+    arguments[args::kPadTokenId] = settings_.limits.pad_token_id;
+    arguments[args::kDecodeSteps] = settings_.decode_steps_per_call;
+    while (!stop_) {
+      if (hold_ || (draining_ && in_flight_.empty())) {
+        park_until([this] { return stop_ || !(hold_ || (draining_ && in_flight_.empty())); }, lock);
+        continue;
+      }
+      if (in_flight_.empty() && !can_submit()) {  // the budget is spent: wait for the next sync
+        const auto start = Clock::now();
+        changed_.wait(lock, [this] { return stop_ || hold_ || draining_ || can_submit(); });
+        idle_seconds_ += seconds_since(start);
+        continue;
+      }
+      const std::vector<Batch> inputs = new_requests();
+      const RolloutWorkers workers = pool_.workers();
+      lock.unlock();
+      const CallOutput output = workers.group.call_each(rollout_methods::kStream.qualified(), inputs, arguments).get();
+      lock.lock();
+      collect(output);
+      changed_.notify_all();
+    }
+  } catch (...) {
+    if (!lock.owns_lock()) lock.lock();
+    failure_ = std::current_exception();
+    changed_.notify_all();
+  }
+}
+
+std::vector<StreamedGroup> StreamingRollout::take(StepMetrics& metrics) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto start = Clock::now();
+  changed_.wait(lock, [this] {
+    return failure_ || static_cast<int64_t>(ready_.size()) >= settings_.prompts_per_step;
+  });
+  if (failure_) std::rethrow_exception(failure_);
+  metrics["timing_s/wait_prev_gen"] = seconds_since(start);
+  metrics["rollouter/idle_s"] = idle_seconds_;
+  idle_seconds_ = 0;
+  std::vector<StreamedGroup> groups;
+  for (int64_t g = 0; g < settings_.prompts_per_step; ++g) {
+    groups.push_back(std::move(ready_.front()));
+    ready_.pop_front();
+    const auto draw = draws_.find(ready_draws_.front());
+    ready_draws_.pop_front();
+    if (draw != draws_.end() && --draw->second.untaken == 0) draws_.erase(draw);
+  }
+  return groups;
+}
+
+void StreamingRollout::sync(int64_t version, StepMetrics& metrics) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (settings_.partial_rollout) {
+    hold_ = true;
+  } else {
+    draining_ = true;
+  }
+  changed_.notify_all();
+  const auto start = Clock::now();
+  changed_.wait(lock, [this] { return parked_ || failure_; });
+  if (failure_) std::rethrow_exception(failure_);
+  metrics["timing_s/wait_rollout_drain"] = seconds_since(start);
+  pool_.sync(version, metrics);  // the producer is parked: nothing else calls the pool
+  // Prompts started before the sync and not yet trained on count against the new window.
+  const auto outstanding = static_cast<int64_t>(in_flight_.size() + ready_.size());
+  budget_left_ = std::max<int64_t>(0, window_budget_ - outstanding);
+  hold_ = false;
+  draining_ = false;
+  changed_.notify_all();
+}
+
+void StreamingRollout::quiesce() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  draining_ = true;
+  changed_.notify_all();
+  changed_.wait(lock, [this] { return parked_ || failure_; });
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+void StreamingRollout::resume() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    draining_ = false;
+  }
+  changed_.notify_all();
+}
+
+SamplerState StreamingRollout::checkpoint_state() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return draws_.empty() ? sampler_.state() : draws_.begin()->second.before;
+}
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,129 @@
+// Private to the core: the fully asynchronous rollout (async_training.mode:
+// fully_async; docs/async.md). A producer thread keeps the standalone rollout
+// pool generating request by request (rollout.stream): it draws prompts, sends
+// each prompt's n requests to one pool rank, and collects the samples that
+// finish into groups; a finished group waits in a queue for the trainer.
+//
+// Staleness is bounded as in verl: after each weight sync the producer may
+// start at most ceil((1 + staleness_threshold) x trigger_parameter_sync_step x
+// prompts per step) prompts, less those started before the sync and not yet
+// trained on. A sync either reaches the requests in flight at once, their
+// later tokens sampled by the new weights (partial_rollout), or waits until
+// they finish under the old ones. Every token keeps the version that sampled it.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rlcore/core/data/dataset.h"
+#include "rlcore/core/data/sampler.h"
+#include "rlcore/generation_request.h"
+#include "trainer/generation.h"
+#include "trainer/rollout_pool.h"
+#include "trainer/step_metrics.h"
+
+namespace rlcore::trainer {
+
+struct StreamingSettings {
+  int64_t prompts_per_step = 1;
+  int64_t n = 1;  // samples per prompt
+  int64_t sync_every = 1;  // trigger_parameter_sync_step
+  double staleness_threshold = 0.0;
+  bool partial_rollout = false;
+  int64_t decode_steps_per_call = 16;
+  nlohmann::json sampling;  // temperature, top_k, top_p (generate's arguments)
+  int64_t seed = 0;         // the requests' seeds derive from it
+  GenerationLimits limits;
+};
+
+// One sample as it finished: its tokens with their log-probs and versions.
+struct StreamedSample {
+  GeneratedTokens tokens;
+  bool stopped = false;
+};
+
+// A prompt and its n samples.
+struct StreamedGroup {
+  const Example* example = nullptr;
+  std::vector<StreamedSample> samples;
+};
+
+class StreamingRollout {
+ public:
+  // Starts producing with the weights the pool has.
+  StreamingRollout(RolloutPool& pool, const Dataset& data, EpochSampler& sampler, StreamingSettings settings);
+  // Stops the producer (requests in flight are left to the pool's shutdown).
+  ~StreamingRollout();
+  StreamingRollout(const StreamingRollout&) = delete;
+  StreamingRollout& operator=(const StreamingRollout&) = delete;
+
+  // The next step's prompts_per_step groups, in the order they finished.
+  // Blocks until they are there; rethrows the producer's failure. Adds
+  // timing_s/wait_prev_gen and rollouter/idle_s (the producer's idle time since
+  // the last take) to `metrics`.
+  std::vector<StreamedGroup> take(StepMetrics& metrics);
+
+  // The actor's weights as `version` to the pool (see above), and a new
+  // staleness budget. Adds the transfer's metrics.
+  void sync(int64_t version, StepMetrics& metrics);
+
+  // Lets the requests in flight finish and holds the producer, for a
+  // validation on the pool; resume() lets it go on.
+  void quiesce();
+  void resume();
+
+  // The sampler as it was before the oldest prompt not yet taken was drawn.
+  SamplerState checkpoint_state();
+
+ private:
+  struct Draw {  // a batch of prompts drawn from the sampler
+    SamplerState before;
+    int64_t untaken = 0;
+  };
+  struct Pending {  // a prompt whose samples are in flight
+    int64_t draw = 0;
+    StreamedGroup group;
+  };
+
+  void produce();
+  bool can_submit() const;
+  std::vector<Batch> new_requests();  // under the lock: the prompts the budget allows, per pool rank
+  void collect(const CallOutput& output);
+  void park_until(const std::function<bool()>& released, std::unique_lock<std::mutex>& lock);
+
+  RolloutPool& pool_;
+  const Dataset& data_;
+  EpochSampler& sampler_;
+  StreamingSettings settings_;
+  int64_t window_budget_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<int64_t, Pending> in_flight_;     // prompt id -> its samples so far
+  std::deque<StreamedGroup> ready_;          // finished groups, oldest first
+  std::deque<int64_t> ready_draws_;          // the draw of each ready group
+  std::deque<int64_t> undrawn_;              // indices of the current draw not yet started
+  std::map<int64_t, Draw> draws_;            // draw id -> draw, while any of its prompts is untaken
+  int64_t next_draw_ = 0;
+  int64_t next_prompt_ = 0;
+  int64_t next_rank_ = 0;
+  int64_t budget_left_ = 0;                  // prompts the producer may still start before the next sync
+  bool draining_ = false;                    // start nothing; park when nothing is in flight
+  bool hold_ = false;                        // park at the next call boundary
+  bool parked_ = false;
+  bool stop_ = false;
+  double idle_seconds_ = 0;                  // since the last take
+  std::exception_ptr failure_;
+  std::thread producer_;
+};
+
+}  // namespace rlcore::trainer
