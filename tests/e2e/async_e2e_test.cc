@@ -7,6 +7,9 @@
 // any worker starts; a rollout worker that dies ends the run naming it.
 #include "e2e_testing.h"
 
+#include "../common/server_process.h"
+#include "../common/test_paths.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -219,5 +222,28 @@ rollout: {nnodes: 1, n_gpus_per_node: 1}
     CHECK(values.at("fully_async/partial/partial_ratio") == 0);
     CHECK(values.at("async/staleness/max") == 0);  // a window's prompts are its step's: on policy
   }
+  fs::remove_all(ws);
+}
+
+TEST_CASE("one step off with the rollout on a vLLM-style server: its weights reloaded from disk after each update",
+          "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("one_step_off_bridge");
+  rlcore_test::ServerProcess server(rlcore_test::rlcore_executable(),
+                                    {"--model", ws + "/model", "--port", "0", "--dev-mode", "--served-model-name",
+                                     "policy", "--plugins", rlcore_test::plugin_build_dir(), "--log-level", "warn"});
+  const std::string config = e2e::write_config(ws, "osp", kOneStepOff);
+  const e2e::RunResult run = e2e::run_rlcore(
+      {"--config", config, "trainer.total_training_steps=12", "rollout.n_gpus_per_node=1",
+       "actor_rollout_ref.rollout.name=vllm_bridge", "actor_rollout_ref.rollout.server_url=" + server.url(),
+       "actor_rollout_ref.rollout.weights_dir=" + ws + "/weights"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/osp");
+  REQUIRE(metrics.count(12) == 1);
+  // The bridge checks before every generation that the server reports the version last synced.
+  for (int64_t step = 2; step <= 12; ++step) CHECK(metrics.at(step).at("async/staleness/max") == 1);
+  CHECK(e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12) >
+        e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3) + 0.1);
+  server.stop();
   fs::remove_all(ws);
 }

@@ -122,7 +122,7 @@ class TargetAssembler {
     }
   }
 
-  // A parameter arrived: every target it completes is converted and loaded.
+  // A parameter arrived: every target it completes is converted (loaded at the next flush).
   void arrive(const std::string& name, const at::Tensor& tensor) {
     const auto users = users_.find(name);
     if (users == users_.end()) return;  // the engine has no target built from it (e.g. a tied head)
@@ -135,8 +135,16 @@ class TargetAssembler {
         full.push_back(found->second);
       }
       if (full.size() != sources_[t].size()) continue;
-      load(t, full);
+      convert(t, full);
     }
+  }
+
+  // Loads the targets converted since the last flush in one call (an engine
+  // that reloads a server per call, vllm_bridge, reloads once per bucket).
+  void flush() {
+    if (converted_.empty()) return;
+    engine_.load_weights(converted_, version_);
+    converted_.clear();
   }
 
   // Throws ValueError naming the first target still missing a source.
@@ -155,11 +163,11 @@ class TargetAssembler {
   }
 
  private:
-  void load(size_t t, const std::vector<at::Tensor>& full) {
+  void convert(size_t t, const std::vector<at::Tensor>& full) {
     const WeightMeta& target = targets_[t];
     at::Tensor out = at::empty(target.shape, at::TensorOptions().dtype(target.dtype).device(full.front().device()));
     adaptor_.convert(target, layout_, full, out);
-    engine_.load_weights({{target.name, out}}, version_);
+    converted_.emplace_back(target.name, out);
     loaded_.insert(t);
     for (const auto& source : sources_[t]) {
       auto& users = users_[source];
@@ -176,7 +184,8 @@ class TargetAssembler {
   std::vector<std::vector<std::string>> sources_;   // per target
   std::map<std::string, std::set<size_t>> users_;   // source -> targets not loaded yet
   std::map<std::string, at::Tensor> arrived_;       // sources some target still waits for
-  std::set<size_t> loaded_;
+  std::set<size_t> loaded_;      // converted (and loaded, or to be at the next flush)
+  NamedTensorList converted_;    // since the last flush
 };
 
 }  // namespace
@@ -217,6 +226,7 @@ WeightTransferStats receive_weights(InferenceEngine& engine, const WeightAdaptor
     for (const BucketEntry& entry : entries) {
       targets.arrive(entry.name, bucket.narrow(0, entry.offset, entry.bytes()).view(entry.dtype).view(entry.shape));
     }
+    targets.flush();
     stats.bytes += total;
     ++stats.buckets;
   }

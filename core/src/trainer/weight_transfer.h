@@ -4,9 +4,10 @@
 // rank takes part in gathering the full parameters one at a time; rank 0 packs
 // them into buckets of at most `bucket_bytes` (a larger parameter goes alone)
 // and broadcasts each. Each rollout rank converts what arrived into its
-// engine's layout (WeightAdaptor, its TP shard included) and loads it target by
-// target, so a rank holds a bucket and the sources of targets still missing
-// one, never a second copy of the model.
+// engine's layout (WeightAdaptor, its TP shard included) and loads the targets
+// a bucket completed in one load_weights call, so a rank holds a bucket (and
+// its converted targets) and the sources of targets still missing one, never a
+// second copy of the model.
 #pragma once
 
 #include <cstdint>
