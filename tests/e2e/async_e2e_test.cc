@@ -247,3 +247,24 @@ TEST_CASE("one step off with the rollout on a vLLM-style server: its weights rel
   server.stop();
   fs::remove_all(ws);
 }
+
+TEST_CASE("a fully async run saved mid-stream resumes from its checkpoint and finishes", "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("fully_async_resume", 32);
+  const std::string config = e2e::write_config(ws, "fa", std::string(e2e::kQuickGrpo) + R"(
+async_training: {mode: fully_async, staleness_threshold: 1.0, trigger_parameter_sync_step: 2, decode_steps_per_call: 1}
+rollout: {nnodes: 1, n_gpus_per_node: 1}
+)");
+  e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=2", "trainer.save_freq=2"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4", "trainer.save_freq=2",
+                         "trainer.resume_mode=auto"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  CHECK_THAT(run.output, Catch::Contains("resumed from") && Catch::Contains("(step 2)"));
+  const auto metrics = e2e::read_metrics(ws + "/fa");
+  REQUIRE(metrics.count(4) == 1);
+  // The pool got the resumed actor's weights before its first request: nothing older than step 2.
+  CHECK(metrics.at(3).at("async/staleness/max") <= 1);
+  fs::remove_all(ws);
+}
