@@ -647,45 +647,6 @@ struct RlTrainer::Impl {
     if (pending) pending->wait();  // no generation left running when the workers shut down
   }
 
-  // A step's groups from the stream as a rollout: prompt-major rows, uid per
-  // group; the staleness of each sample (the step's weights against the oldest
-  // that sampled one of its tokens) and how many span several versions.
-  Rollout streamed_rollout(const std::vector<trainer::StreamedGroup>& groups, StepMetrics& metrics) const {
-    Rollout rollout;
-    std::vector<std::vector<int32_t>> prompts;
-    trainer::MaskedResponses responses;
-    std::vector<int64_t> uid;
-    double staleness_sum = 0, staleness_max = 0, span_max = 0;
-    int64_t partial = 0;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      for (const trainer::StreamedSample& sample : groups[g].samples) {
-        rollout.examples.push_back(groups[g].example);
-        prompts.push_back(groups[g].example->prompt_ids);
-        responses.ids.push_back(sample.tokens.token_ids);
-        responses.loss_masks.emplace_back(sample.tokens.size(), uint8_t{1});
-        responses.logprobs.push_back(sample.tokens.logprobs);
-        responses.stopped.push_back(sample.stopped);
-        uid.push_back(static_cast<int64_t>(g));
-        const auto& versions = sample.tokens.weight_versions;
-        if (versions.empty()) continue;
-        const auto [oldest, newest] = std::minmax_element(versions.begin(), versions.end());
-        const auto staleness = static_cast<double>(step - *oldest);
-        staleness_sum += staleness;
-        staleness_max = std::max(staleness_max, staleness);
-        span_max = std::max(span_max, static_cast<double>(*newest - *oldest));
-        partial += *newest != *oldest ? 1 : 0;
-      }
-    }
-    rollout.batch = trainer::make_masked_sequence_batch(prompts, responses, limits.max_tokens, limits.pad_token_id);
-    rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));
-    const auto samples = static_cast<double>(uid.size());
-    metrics["async/staleness/mean"] = staleness_sum / samples;
-    metrics["async/staleness/max"] = staleness_max;
-    metrics["fully_async/partial/partial_ratio"] = static_cast<double>(partial) / samples;
-    metrics["fully_async/partial/max_partial_span"] = span_max;
-    return rollout;
-  }
-
   // async_training.mode fully_async (docs/async.md): the pool streams groups
   // continuously (trainer/streaming_rollout.h); each step trains on the first
   // data.train_batch_size groups to finish; every trigger_parameter_sync_step
@@ -719,7 +680,7 @@ struct RlTrainer::Impl {
       const double rollout_idle = metrics["rollouter/idle_s"];
       metrics.erase("rollouter/idle_s");
       trainer::ScoredRollout scored;
-      scored.rollout = streamed_rollout(groups, metrics);
+      scored.rollout = trainer::streamed_rollout(groups, step, limits, metrics);
       const auto reward_start = Clock::now();
       scored.rewards = score(scored.rollout);
       metrics["timing_s/reward"] = seconds_since(reward_start);

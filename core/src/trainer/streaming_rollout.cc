@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 
+#include "rlcore/columns.h"
 #include "rlcore/elapsed_seconds.h"
 #include "trainer/sequences.h"
 #include "trainer/worker_contract.h"
@@ -200,6 +201,43 @@ void StreamingRollout::resume() {
 SamplerState StreamingRollout::checkpoint_state() {
   std::lock_guard<std::mutex> lock(mutex_);
   return draws_.empty() ? sampler_.state() : draws_.begin()->second.before;
+}
+
+Rollout streamed_rollout(const std::vector<StreamedGroup>& groups, int64_t step, const GenerationLimits& limits,
+                         StepMetrics& metrics) {
+  Rollout rollout;
+  std::vector<std::vector<int32_t>> prompts;
+  MaskedResponses responses;
+  std::vector<int64_t> uid;
+  double staleness_sum = 0, staleness_max = 0, span_max = 0;
+  int64_t partial = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (const StreamedSample& sample : groups[g].samples) {
+      rollout.examples.push_back(groups[g].example);
+      prompts.push_back(groups[g].example->prompt_ids);
+      responses.ids.push_back(sample.tokens.token_ids);
+      responses.loss_masks.emplace_back(sample.tokens.size(), uint8_t{1});
+      responses.logprobs.push_back(sample.tokens.logprobs);
+      responses.stopped.push_back(sample.stopped);
+      uid.push_back(static_cast<int64_t>(g));
+      const auto& versions = sample.tokens.weight_versions;
+      if (versions.empty()) continue;
+      const auto [oldest, newest] = std::minmax_element(versions.begin(), versions.end());
+      const auto staleness = static_cast<double>(step - *oldest);
+      staleness_sum += staleness;
+      staleness_max = std::max(staleness_max, staleness);
+      span_max = std::max(span_max, static_cast<double>(*newest - *oldest));
+      partial += *newest != *oldest ? 1 : 0;
+    }
+  }
+  rollout.batch = make_masked_sequence_batch(prompts, responses, limits.max_tokens, limits.pad_token_id);
+  rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));
+  const auto samples = static_cast<double>(uid.size());
+  metrics["async/staleness/mean"] = staleness_sum / samples;
+  metrics["async/staleness/max"] = staleness_max;
+  metrics["fully_async/partial/partial_ratio"] = static_cast<double>(partial) / samples;
+  metrics["fully_async/partial/max_partial_span"] = span_max;
+  return rollout;
 }
 
 }  // namespace rlcore::trainer

@@ -126,4 +126,12 @@ class StreamingRollout {
   std::thread producer_;
 };
 
+// A step's groups as a rollout: prompt-major rows, uid per group. Adds the
+// staleness of each sample (`step`, the version the step trains from, less the
+// oldest version among its tokens) as async/staleness/{mean,max}, and verl's
+// fully_async/partial/{partial_ratio,max_partial_span} (samples whose tokens
+// span several versions, the widest span).
+Rollout streamed_rollout(const std::vector<StreamedGroup>& groups, int64_t step, const GenerationLimits& limits,
+                         StepMetrics& metrics);
+
 }  // namespace rlcore::trainer
