@@ -49,6 +49,9 @@ const std::vector<ReportPlot>& default_report_plots() {
       {"Entropy", {"actor/entropy"}, {}},
       {"Response length", {"response_length/mean"}, {}},
       {"Step time (s)", {}, {"timing_s/"}},
+      {"Staleness (updates)", {"async/staleness/mean", "async/staleness/max", "fully_async/partial/max_partial_span"},
+       {}, true},
+      {"Idle share", {"trainer/idle_ratio", "rollouter/idle_ratio", "fully_async/partial/partial_ratio"}, {}, true},
   };
   return plots;
 }
@@ -73,6 +76,7 @@ std::string render_report_html(const MetricsHistory& history, const std::string&
   for (const ReportPlot& plot : default_report_plots()) {
     const std::vector<std::string> names = plot_metrics(plot, history);
     if (names.empty()) {
+      if (plot.optional) continue;
       notes << "<p class='note'>No data for " << report_svg::escape(plot.title) << " ("
             << report_svg::escape(describe_metrics(plot)) << ").</p>";
       continue;

@@ -116,6 +116,24 @@ TEST_CASE("metric groups are picked by name and prefix; nulls are not data", "[r
   CHECK(metrics_of("KL").empty());
 }
 
+TEST_CASE("an asynchronous run's staleness and idle shares get plots; a synchronous run gets no note for them",
+          "[report]") {
+  RunDir run;
+  log_run(run);
+  CHECK(read(rlcore::write_report(run.path().string())).find("Staleness") == std::string::npos);
+  {
+    std::ofstream more(run.metrics(), std::ios::app);
+    for (int step = 6; step <= 7; ++step) {
+      more << "{\"step\": " << step << R"(, "async/staleness/mean": 1.0, "async/staleness/max": 2.0, )"
+           << R"("trainer/idle_ratio": 0.1, "rollouter/idle_ratio": 0.3})" << "\n";
+    }
+  }
+  const std::string html = read(rlcore::write_report(run.path().string()));
+  CHECK(count(html, "<svg") == 7);
+  CHECK(html.find("Staleness (updates)") != std::string::npos);
+  CHECK(html.find("Idle share") != std::string::npos);
+}
+
 TEST_CASE("bad metrics files are errors naming the file and line", "[report]") {
   RunDir run;
   run.write_metrics("{\"step\": 1, \"a\": 1}\n\n{\"step\": 2, \"a\": \n");

@@ -35,9 +35,11 @@ struct ReportPlot {
   std::string title;
   std::vector<std::string> names;     // exact metric names
   std::vector<std::string> prefixes;  // every metric starting with one of these
+  bool optional = false;              // a run without these metrics gets no note (a mode's own plots)
 };
 
-// Reward, validation accuracy, KL, entropy, response length and the step-time breakdown.
+// Reward, validation accuracy, KL, entropy, response length and the step-time
+// breakdown; with a standalone rollout pool (docs/async.md), staleness and idle shares.
 RLCORE_API const std::vector<ReportPlot>& default_report_plots();
 
 // The metrics of `plot` that have data in `history`, sorted by name.
