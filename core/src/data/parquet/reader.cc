@@ -3,6 +3,9 @@
 #include <arrow/io/file.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/exception.h>
+#include <parquet/metadata.h>
+
+#include <algorithm>
 
 #include "records.h"
 #include "rlcore/error.h"
@@ -157,12 +160,42 @@ T value_or_throw(arrow::Result<T> result, const std::string& path, const char* d
   return std::move(result).ValueUnsafe();
 }
 
+// Arrow sizes its buffers from the row counts the metadata declares, so a
+// corrupt count (a 2 KB file declaring 10^11 rows, found by fuzzing) would
+// allocate gigabytes before any check ran. The row groups must add up to the
+// file's count, and that count must fit the file: no dataset rlcore reads
+// (a prompt per row) packs more rows than this per byte.
+constexpr int64_t kMaxRowsPerFileByte = 64;
+
+void check_row_counts(const parquet::FileMetaData& metadata, int64_t file_bytes, const std::string& path) {
+  const int64_t declared = metadata.num_rows();
+  if (declared < 0 || declared > kMaxRowsPerFileByte * std::max<int64_t>(file_bytes, 1)) {
+    throw FormatError(path + ": the parquet footer declares " + std::to_string(declared) + " rows in a file of " +
+                      std::to_string(file_bytes) + " bytes: corrupt");
+  }
+  int64_t sum = 0;
+  for (int group = 0; group < metadata.num_row_groups(); ++group) {
+    const int64_t rows = metadata.RowGroup(group)->num_rows();
+    if (rows < 0 || rows > declared - sum) {
+      throw FormatError(path + ": row group " + std::to_string(group) + " declares " + std::to_string(rows) +
+                        " rows, more than the file's " + std::to_string(declared) + ": corrupt");
+    }
+    sum += rows;
+  }
+  if (sum != declared) {
+    throw FormatError(path + ": the row groups hold " + std::to_string(sum) + " rows, the footer declares " +
+                      std::to_string(declared) + ": corrupt");
+  }
+}
+
 void read_file(const std::string& path,
                const std::function<void(const nlohmann::json& record, const std::string& where)>& visit) {
   auto opened = arrow::io::ReadableFile::Open(path);
   if (!opened.ok()) throw IoError("cannot read dataset file '" + path + "': " + opened.status().ToString());
+  const int64_t file_bytes = value_or_throw((*opened)->GetSize(), path, "cannot size the file");
   auto reader = value_or_throw(parquet::arrow::OpenFile(*opened, arrow::default_memory_pool()), path,
                                "not a readable parquet file");
+  check_row_counts(*reader->parquet_reader()->metadata(), file_bytes, path);
   std::shared_ptr<arrow::Schema> schema;
   if (const auto status = reader->GetSchema(&schema); !status.ok()) {
     throw FormatError(path + ": bad parquet schema: " + status.ToString());
