@@ -76,10 +76,10 @@ class StandaloneRollout {
       const at::Tensor seeds = requests.tensor(kRequestSeed).to(at::kLong).contiguous();
       for (int64_t i = 0; i < requests.size(); ++i) {
         GenerationRequest request;
-        request.id = std::to_string(ids[i].item<int64_t>());
+        request.id = std::to_string(ids.data_ptr<int64_t>()[i]);
         request.prompt_ids = prompts[static_cast<size_t>(i)];
         request.sampling = sampling;
-        request.sampling.seed = seeds[i].item<int64_t>();
+        request.sampling.seed = seeds.data_ptr<int64_t>()[i];
         engine->submit(std::move(request));
       }
     }

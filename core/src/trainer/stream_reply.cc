@@ -31,14 +31,12 @@ Batch StreamReply::to_batch() const {
   for (int64_t r = 0; r < rows; ++r) {
     const Finished& f = finished[static_cast<size_t>(r)];
     const auto length = static_cast<int64_t>(f.tokens.size());
-    for (int64_t t = 0; t < length; ++t) {
-      ids[r][t] = f.tokens.token_ids[static_cast<size_t>(t)];
-      logprobs[r][t] = f.tokens.logprobs[static_cast<size_t>(t)];
-      versions[r][t] = f.tokens.weight_versions[static_cast<size_t>(t)];
-    }
-    lengths[r] = length;
-    stopped[r] = f.stopped ? 1 : 0;
-    request[r] = f.id;
+    std::copy_n(f.tokens.token_ids.begin(), length, ids.data_ptr<int32_t>() + r * longest);
+    std::copy_n(f.tokens.logprobs.begin(), length, logprobs.data_ptr<float>() + r * longest);
+    std::copy_n(f.tokens.weight_versions.begin(), length, versions.data_ptr<int64_t>() + r * longest);
+    lengths.data_ptr<int64_t>()[r] = length;
+    stopped.data_ptr<int64_t>()[r] = f.stopped ? 1 : 0;
+    request.data_ptr<int64_t>()[r] = f.id;
   }
   Batch out(rows);
   out.set(kRequestId, request);
@@ -62,12 +60,12 @@ StreamReply StreamReply::from_reply(const Batch& rows, const nlohmann::json& val
   const at::Tensor request = rows.tensor(kRequestId).to(at::kLong).contiguous();
   const int64_t width = ids.size(1);
   for (int64_t r = 0; r < rows.size(); ++r) {
-    const int64_t length = lengths[r].item<int64_t>();
+    const int64_t length = lengths.data_ptr<int64_t>()[r];
     if (length < 0 || length > width) throw FormatError("rollout.stream: row " + std::to_string(r) + " has length " +
                                                         std::to_string(length) + " of " + std::to_string(width));
     Finished f;
-    f.id = request[r].item<int64_t>();
-    f.stopped = stopped[r].item<int64_t>() != 0;
+    f.id = request.data_ptr<int64_t>()[r];
+    f.stopped = stopped.data_ptr<int64_t>()[r] != 0;
     const int32_t* id = ids.data_ptr<int32_t>() + r * width;
     const float* lp = logprobs.data_ptr<float>() + r * width;
     const int64_t* v = versions.data_ptr<int64_t>() + r * width;

@@ -23,6 +23,7 @@ namespace rlcore::trainer {
 namespace {
 
 constexpr int64_t kAlignment = 16;  // typed views of a byte bucket need aligned offsets
+constexpr int64_t kAbortMark = -1;  // in place of a header length: the sender failed
 
 int64_t aligned(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
@@ -52,21 +53,24 @@ std::vector<BucketEntry> parse_header(const std::string& text) {
   return entries;
 }
 
-// The parameters of one bucket on the sender, copied in as they are visited.
+// The sender's bucket: each parameter is copied into it as it is visited (the
+// visit frees its tensor afterwards); one buffer serves every bucket of a transfer.
 class OutgoingBucket {
  public:
   OutgoingBucket(const CommGroup& bridge, int64_t bucket_bytes) : bridge_(bridge), bucket_bytes_(bucket_bytes) {}
 
   void add(const std::string& name, const at::Tensor& tensor) {
     const int64_t bytes = byte_size(tensor);
-    if (!pending_.empty() && used_ + bytes > bucket_bytes_) flush();
-    if (pending_.empty()) device_ = tensor.device();
-    if (tensor.device() != device_) flush(), device_ = tensor.device();
+    if (used_ > 0 && (used_ + bytes > bucket_bytes_ || tensor.device() != buffer_.device())) flush();
+    const int64_t needed = std::max(bucket_bytes_, aligned(bytes));  // a larger parameter goes alone
+    if (!buffer_.defined() || buffer_.device() != tensor.device() || buffer_.numel() < needed) {
+      buffer_ = at::empty({needed}, at::TensorOptions().dtype(at::kByte).device(tensor.device()));
+    }
     header_.push_back({{"name", name},
                        {"dtype", static_cast<int>(tensor.scalar_type())},
                        {"shape", tensor.sizes().vec()},
                        {"offset", used_}});
-    pending_.push_back(tensor.detach().reshape({-1}).clone());  // the visit frees its tensor afterwards
+    buffer_.narrow(0, used_, bytes).view(tensor.scalar_type()).copy_(tensor.detach().reshape({-1}));
     used_ = aligned(used_ + bytes);
     ++stats_.tensors;
   }
@@ -74,38 +78,38 @@ class OutgoingBucket {
   // Sends what is pending, then the end mark.
   WeightTransferStats finish() {
     flush();
-    at::Tensor end = at::zeros({1}, at::kLong);
-    bridge_.broadcast(end, 0);
+    send_length(0);
     return stats_;
   }
 
+  // Tells the receivers the transfer stopped (they throw instead of waiting
+  // in a broadcast that never comes). Only between buckets.
+  void abort() { send_length(kAbortMark); }
+
  private:
-  void flush() {
-    if (pending_.empty()) return;
-    const std::string text = header_.dump();
-    at::Tensor length = at::full({1}, static_cast<int64_t>(text.size()), at::kLong);
+  void send_length(int64_t value) {
+    at::Tensor length = at::full({1}, value, at::kLong);
     bridge_.broadcast(length, 0);
+  }
+
+  void flush() {
+    if (used_ == 0) return;
+    const std::string text = header_.dump();
+    send_length(static_cast<int64_t>(text.size()));
     at::Tensor header = at::empty({static_cast<int64_t>(text.size())}, at::kByte);
     std::memcpy(header.data_ptr(), text.data(), text.size());
     bridge_.broadcast(header, 0);
-    at::Tensor bucket = at::empty({used_}, at::TensorOptions().dtype(at::kByte).device(device_));
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      const at::Tensor& flat = pending_[i];
-      const int64_t offset = header_[i].at("offset").get<int64_t>();
-      bucket.narrow(0, offset, byte_size(flat)).view(flat.scalar_type()).copy_(flat);
-    }
+    at::Tensor bucket = buffer_.narrow(0, 0, used_);
     bridge_.broadcast(bucket, 0);
     stats_.bytes += used_;
     ++stats_.buckets;
-    pending_.clear();
     header_ = nlohmann::json::array();
     used_ = 0;
   }
 
   const CommGroup& bridge_;
   int64_t bucket_bytes_;
-  at::Device device_ = at::kCPU;
-  std::vector<at::Tensor> pending_;
+  at::Tensor buffer_;
   nlohmann::json header_ = nlohmann::json::array();
   int64_t used_ = 0;
   WeightTransferStats stats_;
@@ -199,7 +203,19 @@ WeightTransferStats send_weights(const ParameterVisitor& for_each_parameter, con
     return WeightTransferStats{};
   }
   OutgoingBucket bucket(*bridge, bucket_bytes);
-  for_each_parameter([&](const std::string& name, const at::Tensor& tensor) { bucket.add(name, tensor); });
+  // A failure outside add() (the engine's gather) leaves the bridge between
+  // buckets, where the receivers can be told; one inside a broadcast cannot be.
+  bool between_buckets = true;
+  try {
+    for_each_parameter([&](const std::string& name, const at::Tensor& tensor) {
+      between_buckets = false;
+      bucket.add(name, tensor);
+      between_buckets = true;
+    });
+  } catch (...) {
+    if (between_buckets) bucket.abort();
+    throw;
+  }
   WeightTransferStats stats = bucket.finish();
   stats.seconds = seconds_since(start);
   return stats;
@@ -215,6 +231,10 @@ WeightTransferStats receive_weights(InferenceEngine& engine, const WeightAdaptor
     bridge.broadcast(length, 0);
     const int64_t header_bytes = length.item<int64_t>();
     if (header_bytes == 0) break;
+    if (header_bytes < 0) {
+      throw ValueError("weight transfer: the actor stopped sending weights version " + std::to_string(version) +
+                       " (its own error says why); this rank's weights are partly that version now");
+    }
     at::Tensor header_text = at::empty({header_bytes}, at::kByte);
     bridge.broadcast(header_text, 0);
     const std::vector<BucketEntry> entries = parse_header(

@@ -91,10 +91,13 @@ struct Outcome {
   std::vector<rlcore::trainer::WeightTransferStats> received;
   std::vector<std::unique_ptr<WeightsOnlyEngine>> engines;
   std::vector<std::string> errors;
+  std::string sender_error;
 };
 
-// The actor's rank 0 sends `names` of actor_parameters() in that order to two rollout ranks (TP 2).
-Outcome transfer(const std::vector<std::string>& names, int64_t bucket_bytes, int64_t version) {
+// The actor's rank 0 sends `names` of actor_parameters() in that order to two
+// rollout ranks (TP 2); with `fail_after` >= 0 its gather throws after that many.
+Outcome transfer(const std::vector<std::string>& names, int64_t bucket_bytes, int64_t version,
+                 int fail_after = -1) {
   const auto store = rlcore::RendezvousStore::on_this_host();
   rlcore::ProcessGroupOptions options;
   options.store_file = store->file();
@@ -107,9 +110,18 @@ Outcome transfer(const std::vector<std::string>& names, int64_t bucket_bytes, in
   auto sender = std::async(std::launch::async, [&] {
     const CommGroup bridge = rlcore::join_shared_group(options, "bridge", 0, 3);
     const auto visit_all = [&](const auto& visit) {
-      for (const auto& name : names) visit(name, parameters.at(name));
+      int visited = 0;
+      for (const auto& name : names) {
+        if (visited++ == fail_after) throw rlcore::IoError("the gather of '" + name + "' failed");
+        visit(name, parameters.at(name));
+      }
     };
-    return rlcore::trainer::send_weights(visit_all, &bridge, bucket_bytes);
+    try {
+      return rlcore::trainer::send_weights(visit_all, &bridge, bucket_bytes);
+    } catch (const rlcore::IoError& e) {
+      outcome.sender_error = e.what();
+      return rlcore::trainer::WeightTransferStats{};
+    }
   });
   std::vector<std::future<void>> receivers;
   for (int r = 0; r < 2; ++r) {
@@ -169,4 +181,15 @@ TEST_CASE("a target whose source the actor never sends is an error naming both",
                                       Catch::Contains("3 of 4 targets loaded"));
   }
   CHECK(outcome.sent.buckets == 1);  // everything fits one bucket of 1 MiB
+}
+
+TEST_CASE("an actor whose gather fails mid-transfer tells the rollout ranks instead of leaving them waiting",
+          "[trainer][weight_transfer]") {
+  // Fails at "w", after embed filled a bucket and q, k, v were added to the next.
+  const Outcome outcome = transfer({"embed", "q", "k", "v", "w", "big"}, 4096, 5, /*fail_after=*/4);
+  CHECK_THAT(outcome.sender_error, Catch::Contains("the gather of 'w' failed"));
+  for (int r = 0; r < 2; ++r) {
+    INFO("rollout rank " << r);
+    CHECK_THAT(outcome.errors[r], Catch::Contains("the actor stopped sending weights version 5"));
+  }
 }
