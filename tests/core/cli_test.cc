@@ -260,8 +260,15 @@ TEST_CASE("rlcore data make writes either task and refuses options of the other"
   result = run({"data", "make", "--task", "arithmetic", "--out", dir.string(), "--test", "3"});
   CHECK(result.status == 1);
   CHECK_THAT(result.err, Catch::Contains("--test does not apply to --task arithmetic"));
+  result = run({"data", "make", "--task", "repeated-addition", "--out", (dir / "long").string(), "--train", "7",
+                "--val", "3", "--max-terms", "4"});
+  CHECK(result.status == 0);
+  CHECK_THAT(result.out, Catch::Contains("multipliers 1 to 4") && Catch::Contains("7 RL records") &&
+                             Catch::Contains("3 RL records (none in train)"));
+  result = run({"data", "make", "--task", "repeated-addition", "--out", dir.string(), "--ops", "*"});
+  CHECK_THAT(result.err, Catch::Contains("--ops does not apply to --task repeated-addition"));
   result = run({"data", "make", "--task", "gsm8k", "--out", dir.string()});
   CHECK(result.status == 1);
-  CHECK_THAT(result.err, Catch::Contains("unknown task 'gsm8k'; tasks: arithmetic, arithmetic-tool, gsm8k-style"));
+  CHECK_THAT(result.err, Catch::Contains("unknown task 'gsm8k'; tasks: arithmetic, arithmetic-tool, repeated-addition, gsm8k-style"));
   std::filesystem::remove_all(dir);
 }

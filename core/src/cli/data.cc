@@ -1,11 +1,12 @@
-// `rlcore data make`: writes a built-in task's datasets (arithmetic: JSONL for RL and SFT;
-// gsm8k-style: verl's GSM8K parquet files).
+// `rlcore data make`: writes a built-in task's datasets (arithmetic and repeated-addition:
+// JSONL for RL and SFT; gsm8k-style: verl's GSM8K parquet files).
 #include <ostream>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "rlcore/core/data/arithmetic_task.h"
 #include "rlcore/core/data/gsm8k_style_task.h"
+#include "rlcore/core/data/repeated_addition_task.h"
 #include "rlcore/error.h"
 
 namespace po = boost::program_options;
@@ -18,11 +19,14 @@ constexpr const char* kDataUsage =
     "[--ops +,-]\n"
     "rlcore data make --task arithmetic-tool --out DIR [--train 20000] [--val 500] [--digits 3] [--seed 1] "
     "[--ops *] [--sft-tool-share 0.5]\n"
+    "rlcore data make --task repeated-addition --out DIR [--train 20000] [--val 300] [--max-terms 16] [--seed 1]\n"
     "rlcore data make --task gsm8k-style --out DIR [--train 7473] [--test 1319] [--seed 1]\n"
     "arithmetic: DIR/train.jsonl and DIR/val.jsonl (RL records, data_source \"arithmetic\") and DIR/sft.jsonl\n"
     "(the training prompts with their \"response\"); problems look like \"12+35=\" -> \"#### 47\".\n"
     "arithmetic-tool: the same files in verl's agent layout (agent_name tool_agent) for the calculator tool;\n"
     "a share of the SFT responses call it (docs/agent-loop.md).\n"
+    "repeated-addition: the same files; \"137*4=\" -> \"137,274,411,548 #### 548\", the multiplier drawn\n"
+    "long-tailed (P(k) ~ k^-1.5 up to --max-terms), so response lengths are too (docs/async.md#benchmark).\n"
     "gsm8k-style: DIR/train.parquet and DIR/test.parquet in verl's GSM8K layout (data_source \"openai/gsm8k\"):\n"
     "synthetic two- and three-step word problems with worked answers ending in \"#### N\"";
 
@@ -50,6 +54,19 @@ void write_arithmetic(ArithmeticTaskOptions task, const std::string& ops, const 
   }
 }
 
+void write_repeated_addition(const RepeatedAdditionTaskOptions& task, const std::string& out_dir, CommandIo io) {
+  const ArithmeticTaskData data = make_repeated_addition_task(task);
+  const ArithmeticTaskFiles files = write_arithmetic_task(data, out_dir);
+  io.out << "wrote the repeated-addition task (multipliers 1 to " << task.max_terms << ", seed " << task.seed << "):\n"
+         << "  " << files.train << "  " << data.train.size() << " RL records\n"
+         << "  " << files.val << "  " << data.val.size() << " RL records (none in train)\n"
+         << "  " << files.sft << "  " << data.sft.size() << " SFT records (train + response)\n";
+  if (!data.sft.empty()) {
+    io.out << "  e.g. prompt " << data.sft.front()["prompt"][0]["content"].dump() << " -> response "
+           << data.sft.front()["response"].dump() << "\n";
+  }
+}
+
 void write_gsm8k_style(const Gsm8kStyleTaskOptions& task, const std::string& out_dir, CommandIo io) {
   const Gsm8kStyleTaskData data = make_gsm8k_style_task(task);
   const Gsm8kStyleTaskFiles files = write_gsm8k_style_task(data, out_dir);
@@ -65,6 +82,7 @@ void write_gsm8k_style(const Gsm8kStyleTaskOptions& task, const std::string& out
 int run_data_make(const std::vector<std::string>& args, CommandIo io) {
   CommonArgs common;
   ArithmeticTaskOptions arithmetic;
+  RepeatedAdditionTaskOptions repeated;
   Gsm8kStyleTaskOptions gsm8k;
   int64_t train = -1;
   int64_t seed = 1;
@@ -73,13 +91,14 @@ int run_data_make(const std::vector<std::string>& args, CommandIo io) {
   std::string ops = "+";
   po::options_description options(kDataUsage);
   add_common_options(options, common);
-  options.add_options()("task", po::value(&task_name)->required(), "arithmetic, arithmetic-tool or gsm8k-style")(
+  options.add_options()("task", po::value(&task_name)->required(), "arithmetic, arithmetic-tool, repeated-addition or gsm8k-style")(
       "out", po::value(&out_dir)->required(), "directory to write (created when missing)")(
       "train", po::value(&train), "training records (default 20000 for arithmetic, 7473 for gsm8k-style)")(
       "seed", po::value(&seed), "seed (default 1): the same seed writes the same files")(
-      "val", po::value(&arithmetic.val), "arithmetic: validation records (default 500), none of them in train")(
+      "val", po::value<int64_t>(), "arithmetic: validation records (default 500; repeated-addition 300), none in train")(
       "digits", po::value(&arithmetic.digits), "arithmetic: digits per operand, 1 to 9 (default 2)")(
       "ops", po::value(&ops), "arithmetic: operators, comma-separated: any of +,-,* (default +)")(
+      "max-terms", po::value(&repeated.max_terms), "repeated-addition: the largest multiplier, 1 to 64 (default 16)")(
       "test", po::value(&gsm8k.test), "gsm8k-style: test records (default 1319), none of them in train")(
       "sft-tool-share", po::value(&arithmetic.sft_tool_share),
       "arithmetic-tool: share of the SFT records that call the calculator (default 0.5)");
@@ -92,8 +111,9 @@ int run_data_make(const std::vector<std::string>& args, CommandIo io) {
       if (given.count(name)) throw ConfigError("rlcore data make: --" + name + " does not apply to --task " + task_name);
     }
   };
+  if (given.count("val")) arithmetic.val = repeated.val = given["val"].as<int64_t>();
   if (task_name == "arithmetic-tool") {
-    refuse({"test"});
+    refuse({"test", "max-terms"});
     arithmetic.tools = true;
     if (!given.count("digits")) arithmetic.digits = 3;
     if (!given.count("ops")) ops = "*";
@@ -101,17 +121,23 @@ int run_data_make(const std::vector<std::string>& args, CommandIo io) {
     arithmetic.seed = seed;
     write_arithmetic(arithmetic, ops, out_dir, io);
   } else if (task_name == "arithmetic") {
-    refuse({"test", "sft-tool-share"});
+    refuse({"test", "sft-tool-share", "max-terms"});
     if (train >= 0) arithmetic.train = train;
     arithmetic.seed = seed;
     write_arithmetic(arithmetic, ops, out_dir, io);
+  } else if (task_name == "repeated-addition") {
+    refuse({"test", "digits", "ops", "sft-tool-share"});
+    if (train >= 0) repeated.train = train;
+    repeated.seed = seed;
+    write_repeated_addition(repeated, out_dir, io);
   } else if (task_name == "gsm8k-style") {
-    refuse({"val", "digits", "ops", "sft-tool-share"});
+    refuse({"val", "digits", "ops", "sft-tool-share", "max-terms"});
     if (train >= 0) gsm8k.train = train;
     gsm8k.seed = seed;
     write_gsm8k_style(gsm8k, out_dir, io);
   } else {
-    throw ConfigError("rlcore data make: unknown task '" + task_name + "'; tasks: arithmetic, arithmetic-tool, gsm8k-style");
+    throw ConfigError("rlcore data make: unknown task '" + task_name +
+                      "'; tasks: arithmetic, arithmetic-tool, repeated-addition, gsm8k-style");
   }
   return 0;
 }

@@ -183,6 +183,26 @@ TEST_CASE("tokens carry the version of the weights that sampled them", "[infer-n
         reference_greedy(fixture.model, context, 7));
 }
 
+TEST_CASE("a sampled request that a weight sync reaches in flight, the weights unchanged, is the unbroken request",
+          "[infer-native][requests]") {
+  // The fully asynchronous trainer's partial rollouts: the sync loads the weights
+  // between decode steps and the request goes on with its KV cache.
+  Fixture fixture;
+  NativeEngine engine = make_engine(fixture.dir.path());
+  const SamplingParams params = sampled(14, 11, 1.0);
+  const std::vector<int32_t> prompt = test_prompts()[1];
+  const rlcore::GenerationOutput whole = engine.generate({prompt}, params);
+  engine.submit(request("p", prompt, params));
+  for (int i = 0; i < 6; ++i) engine.step();
+  engine.load_weights(fixture.model.named_parameters(), 7);
+  const auto done = drain(engine);
+  const RequestOutput& p = done.at("p");
+  CHECK(p.generated.token_ids == whole.token_ids[0]);
+  CHECK(max_abs_diff(p.generated.logprobs, whole.logprobs[0]) < 1e-5);
+  REQUIRE(p.generated.size() > 6);
+  CHECK(p.generated.weight_versions.back() == 7);
+}
+
 TEST_CASE("a bad request fails alone with an error naming it", "[infer-native][requests]") {
   Fixture fixture;
   NativeEngineOptions options;
