@@ -125,6 +125,9 @@ TEST_CASE("one-step-off refuses the steps that generate within themselves, befor
   run = e2e::run_rlcore({"--config", config, "algorithm.adv_estimator=remax"});
   CHECK(run.status != 0);
   CHECK_THAT(run.output, Catch::Contains("one_step_off does not run algorithm.adv_estimator remax"));
+  run = e2e::run_rlcore({"--config", config, "async_training.max_staleness=1"});
+  CHECK(run.status != 0);
+  CHECK_THAT(run.output, Catch::Contains("async_training.max_staleness applies to async_training.mode: fully_async"));
   fs::remove_all(ws);
 }
 
@@ -201,6 +204,33 @@ rollout: {nnodes: 1, n_gpus_per_node: 1}
     partial = std::max(partial, values.at("fully_async/partial/partial_ratio"));
   }
   CHECK(partial > 0);
+  fs::remove_all(ws);
+}
+
+TEST_CASE("max_staleness drops the groups staler than it; the pool replaces them", "[e2e][async]") {
+  const std::string ws = e2e::make_workspace("fully_async_drop", 32);
+  // A sync every step lands mid-response (one decode step per call), so the groups in flight then hold tokens
+  // of the old weights: with max_staleness 0 they are dropped, and only groups sampled wholly by the step's
+  // own weights are trained on.
+  const std::string config = e2e::write_config(ws, "fa", std::string(e2e::kQuickGrpo) + R"(
+async_training: {mode: fully_async, staleness_threshold: 10.0, trigger_parameter_sync_step: 1, partial_rollout: true,
+                 decode_steps_per_call: 1, max_staleness: 0}
+rollout: {nnodes: 1, n_gpus_per_node: 1}
+)");
+  const e2e::RunResult run =
+      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4", "data.max_response_length=24"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/fa");
+  REQUIRE(metrics.size() == 4);
+  double dropped = 0;
+  for (const auto& [step, values] : metrics) {
+    INFO("step " << step);
+    CHECK(values.at("async/staleness/max") == 0);
+    CHECK(values.at("fully_async/partial/partial_ratio") == 0);
+    dropped += values.at("async/stale_dropped");
+  }
+  CHECK(dropped > 0);
   fs::remove_all(ws);
 }
 

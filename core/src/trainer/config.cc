@@ -166,7 +166,12 @@ OptionsSchema<AsyncTrainingConfig> async_training_schema() {
       .key("decode_steps_per_call", &AsyncTrainingConfig::decode_steps_per_call,
            "fully_async (rlcore's key): decode steps the pool runs per call before reporting finished samples; a "
            "sync or a validation waits at most that long for the pool.",
-           at_least(1));
+           at_least(1))
+      .key("max_staleness", &AsyncTrainingConfig::max_staleness,
+           "fully_async (rlcore's key, prime-rl's max_off_policy_steps): a prompt with a sample token sampled more "
+           "than this many updates before the step is dropped, not trained on (async/stale_dropped), and the pool "
+           "starts another in its place; -1: none, the staleness budget alone bounds staleness (the producer waits).",
+           at_least(-1));
   return schema;
 }
 

@@ -60,6 +60,11 @@ using Clock = std::chrono::steady_clock;
 // rollout ranks of their own.
 void check_async_mode(const RunConfig& config, const trainer::TrainPlan& plan) {
   const std::string& mode = config.async_training.mode;
+  if (config.async_training.max_staleness >= 0 && mode != "fully_async") {
+    throw ConfigError("async_training.max_staleness applies to async_training.mode: fully_async (" +
+                      (mode == "sync" ? std::string("sync trains on policy") :
+                                        "one_step_off trains on batches exactly one update stale") + ")");
+  }
   if (mode == "sync") return;
   const std::string prefix = "async_training.mode: " + mode + " does not run ";
   if (config.algorithm.filter_groups.enable) {
@@ -662,6 +667,7 @@ struct RlTrainer::Impl {
     settings.staleness_threshold = async.staleness_threshold;
     settings.partial_rollout = async.partial_rollout;
     settings.decode_steps_per_call = async.decode_steps_per_call;
+    settings.max_staleness = async.max_staleness;
     settings.sampling = train_sampling(step);
     settings.sampling.erase(args::kSeed);
     settings.seed = config.data.seed * 1000003 + step;
@@ -676,7 +682,7 @@ struct RlTrainer::Impl {
     while (step < plan.total_steps && !stop) {
       const auto step_start = Clock::now();
       StepMetrics metrics;
-      const std::vector<trainer::StreamedGroup> groups = stream.take(metrics);
+      const std::vector<trainer::StreamedGroup> groups = stream.take(step, metrics);
       const double rollout_idle = metrics["rollouter/idle_s"];
       metrics.erase("rollouter/idle_s");
       trainer::ScoredRollout scored;

@@ -140,24 +140,41 @@ void StreamingRollout::produce() {
   }
 }
 
-std::vector<StreamedGroup> StreamingRollout::take(StepMetrics& metrics) {
+bool StreamingRollout::too_stale(const StreamedGroup& group, int64_t version) const {
+  if (settings_.max_staleness < 0) return false;
+  for (const StreamedSample& sample : group.samples) {
+    for (const int64_t sampled_by : sample.tokens.weight_versions) {
+      if (version - sampled_by > settings_.max_staleness) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<StreamedGroup> StreamingRollout::take(int64_t version, StepMetrics& metrics) {
   std::unique_lock<std::mutex> lock(mutex_);
   const auto start = Clock::now();
-  changed_.wait(lock, [this] {
-    return failure_ || static_cast<int64_t>(ready_.size()) >= settings_.prompts_per_step;
-  });
-  if (failure_) std::rethrow_exception(failure_);
-  metrics["timing_s/wait_prev_gen"] = seconds_since(start);
-  metrics["rollouter/idle_s"] = idle_seconds_;
-  idle_seconds_ = 0;
   std::vector<StreamedGroup> groups;
-  for (int64_t g = 0; g < settings_.prompts_per_step; ++g) {
-    groups.push_back(std::move(ready_.front()));
+  int64_t dropped_samples = 0;
+  while (static_cast<int64_t>(groups.size()) < settings_.prompts_per_step) {
+    changed_.wait(lock, [this] { return failure_ || !ready_.empty(); });
+    if (failure_) std::rethrow_exception(failure_);
+    StreamedGroup group = std::move(ready_.front());
     ready_.pop_front();
     const auto draw = draws_.find(ready_draws_.front());
     ready_draws_.pop_front();
     if (draw != draws_.end() && --draw->second.untaken == 0) draws_.erase(draw);
+    if (too_stale(group, version)) {
+      dropped_samples += static_cast<int64_t>(group.samples.size());
+      ++budget_left_;  // a fresh prompt in its place, or this step would wait for the next sync
+      changed_.notify_all();
+      continue;
+    }
+    groups.push_back(std::move(group));
   }
+  metrics["timing_s/wait_prev_gen"] = seconds_since(start);
+  metrics["async/stale_dropped"] = static_cast<double>(dropped_samples);
+  metrics["rollouter/idle_s"] = idle_seconds_;
+  idle_seconds_ = 0;
   return groups;
 }
 

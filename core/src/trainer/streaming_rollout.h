@@ -40,6 +40,7 @@ struct StreamingSettings {
   double staleness_threshold = 0.0;
   bool partial_rollout = false;
   int64_t decode_steps_per_call = 16;
+  int64_t max_staleness = -1;  // drop a group with a token staler than this at take(); -1: none
   nlohmann::json sampling;  // temperature, top_k, top_p (generate's arguments)
   int64_t seed = 0;         // the requests' seeds derive from it
   GenerationLimits limits;
@@ -66,11 +67,13 @@ class StreamingRollout {
   StreamingRollout(const StreamingRollout&) = delete;
   StreamingRollout& operator=(const StreamingRollout&) = delete;
 
-  // The next step's prompts_per_step groups, in the order they finished.
-  // Blocks until they are there; rethrows the producer's failure. Adds
-  // timing_s/wait_prev_gen and rollouter/idle_s (the producer's idle time since
-  // the last take) to `metrics`.
-  std::vector<StreamedGroup> take(StepMetrics& metrics);
+  // The next step's prompts_per_step groups, in the order they finished, for
+  // a step training from weights `version`. Groups staler than max_staleness
+  // are dropped and their budget returned (the producer starts others). Blocks
+  // until enough are there; rethrows the producer's failure. Adds
+  // timing_s/wait_prev_gen, async/stale_dropped (samples) and rollouter/idle_s
+  // (the producer's idle time since the last take) to `metrics`.
+  std::vector<StreamedGroup> take(int64_t version, StepMetrics& metrics);
 
   // The actor's weights as `version` to the pool (see above), and a new
   // staleness budget. Adds the transfer's metrics.
@@ -96,6 +99,7 @@ class StreamingRollout {
 
   void produce();
   bool can_submit() const;
+  bool too_stale(const StreamedGroup& group, int64_t version) const;
   std::vector<Batch> new_requests();  // under the lock: the prompts the budget allows, per pool rank
   void collect(const CallOutput& output);
   void park_until(const std::function<bool()>& released, std::unique_lock<std::mutex>& lock);

@@ -199,6 +199,7 @@ struct AsyncTrainingConfig {
   int64_t trigger_parameter_sync_step = 4;  // steps between weight syncs
   bool partial_rollout = true;             // a sync reaches requests in flight (else they finish first)
   int64_t decode_steps_per_call = 16;      // rlcore's: decode steps of each stream call (a sync waits at most that)
+  int64_t max_staleness = -1;              // rlcore's: drop a prompt with a token staler than this; -1: none
 };
 
 // verl's top-level `rollout` section of its asynchronous recipes: the
