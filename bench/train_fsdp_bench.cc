@@ -45,7 +45,7 @@
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 #include "../tests/common/test_paths.h"
 
 extern char** environ;

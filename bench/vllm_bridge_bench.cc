@@ -17,7 +17,7 @@
 #include "bridge_engine.h"
 #include "native_engine.h"
 #include "rlcore/elapsed_seconds.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;

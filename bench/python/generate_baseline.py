@@ -73,7 +73,7 @@ def rotate_half(x):
 
 
 class Decoder:
-    """The decoder of sdk/include/rlcore/model/transformer.h with HF's op order."""
+    """The decoder of libs/model/include/rlcore/model/transformer.h with HF's op order."""
 
     def __init__(self, model_dir, dtype):
         with open(os.path.join(model_dir, "config.json")) as f:

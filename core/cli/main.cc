@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "rlcore/core/cli.h"
+#include "rlcore/core/cli/cli.h"
 
 int main(int argc, char** argv) {
   return rlcore::run_cli(std::vector<std::string>(argv + 1, argv + argc), std::cin, std::cout, std::cerr);

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore {
 namespace fs = std::filesystem;

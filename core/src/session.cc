@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rlcore/core/builtin_algorithms.h"
+#include "rlcore/core/algorithms/builtin_algorithms.h"
 #include "rlcore/model/cpu_kernels.h"
 
 namespace rlcore {

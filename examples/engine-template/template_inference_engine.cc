@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace engine_template {
 

@@ -10,7 +10,7 @@
 
 #include "rlcore/comm_context.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace engine_template {
 

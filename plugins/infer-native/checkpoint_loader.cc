@@ -9,7 +9,7 @@
 
 #include "rlcore/error.h"
 #include "rlcore/model/tensor_parallel.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore::infer_native {
 

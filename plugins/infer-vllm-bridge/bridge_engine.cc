@@ -14,7 +14,7 @@
 
 #include "completion_protocol.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore::vllm_bridge {
 namespace fs = std::filesystem;

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "bridge_options.h"
-#include "http_json_client.h"
+#include "common/http/http_json_client.h"
 #include "rlcore/capabilities.h"
 #include "rlcore/comm_context.h"
 #include "rlcore/inference_engine.h"

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "http_json_client.h"
+#include "common/http/http_json_client.h"
 
 namespace rlcore::vllm_bridge {
 

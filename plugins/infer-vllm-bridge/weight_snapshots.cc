@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore::vllm_bridge {
 namespace fs = std::filesystem;

@@ -11,7 +11,7 @@
 #include <thread>
 #include <utility>
 
-#include "http_json_client.h"
+#include "common/http/http_json_client.h"
 #include "python_str.h"
 #include "python_unicode.h"
 #include "rlcore/error.h"

@@ -2,7 +2,7 @@
 // and the JSON lines it speaks.
 #include "python_function_tool.h"
 
-#include "json_lines_process.h"
+#include "reward/json_lines_process.h"
 #include "rlcore/error.h"
 
 namespace rlcore::tools {

@@ -1,7 +1,7 @@
 // The `code_interpreter` tool (see sandbox_fusion_tool.h).
 #include "sandbox_fusion_tool.h"
 
-#include "http_json_client.h"
+#include "common/http/http_json_client.h"
 #include "rlcore/error.h"
 
 namespace rlcore::tools {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore::train {
 

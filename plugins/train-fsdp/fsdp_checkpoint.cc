@@ -18,12 +18,12 @@
 #include <nlohmann/json.hpp>
 
 #include "fsdp_engine.h"
-#include "checkpoint_files.h"
+#include "train-common/checkpoint_files.h"
 #include "fsdp_engine_internal.h"
 #include "rlcore/atomic_file.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore::fsdp {
 namespace {

@@ -13,10 +13,10 @@
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
-#include "adamw.h"
+#include "train-common/adamw.h"
 #include "fsdp_engine.h"
 #include "fsdp_engine_internal.h"
-#include "micro_batches.h"
+#include "train-common/micro_batches.h"
 #include "rlcore/error.h"
 #include "rlcore/rl_functional.h"
 

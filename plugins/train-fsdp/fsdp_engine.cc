@@ -10,11 +10,11 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
-#include "engine_device.h"
+#include "train-common/engine_device.h"
 #include "fsdp_engine_internal.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore::fsdp {
 namespace {

@@ -14,18 +14,18 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "adamw.h"
+#include "train-common/adamw.h"
 #include "dp_comm.h"
 #include "fsdp_options.h"
 #include "lora_adapters.h"
-#include "lr_schedule.h"
-#include "micro_batches.h"
+#include "train-common/lr_schedule.h"
+#include "train-common/micro_batches.h"
 #include "mixed_precision.h"
 #include "rlcore/capabilities.h"
 #include "rlcore/model/transformer.h"
 #include "rlcore/registry.h"
 #include "rlcore/train_engine.h"
-#include "shard_state.h"
+#include "train-common/shard_state.h"
 #include "unit_layout.h"
 
 namespace rlcore::fsdp {

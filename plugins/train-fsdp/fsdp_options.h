@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "lora_adapters.h"
-#include "optim_options.h"
+#include "train-common/optim_options.h"
 #include "rlcore/options.h"
 
 namespace rlcore::fsdp {

@@ -11,7 +11,7 @@
 #include "lora_adapters.h"
 #include "rlcore/atomic_file.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore::fsdp {
 namespace {

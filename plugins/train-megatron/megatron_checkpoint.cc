@@ -11,12 +11,12 @@
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
-#include "checkpoint_files.h"
+#include "train-common/checkpoint_files.h"
 #include "megatron_engine.h"
 #include "megatron_internal.h"
 #include "rlcore/atomic_file.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore::megatron {
 namespace {

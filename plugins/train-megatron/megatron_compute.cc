@@ -11,10 +11,10 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
-#include "adamw.h"
+#include "train-common/adamw.h"
 #include "megatron_engine.h"
 #include "megatron_internal.h"
-#include "micro_batches.h"
+#include "train-common/micro_batches.h"
 #include "rlcore/error.h"
 
 namespace rlcore::megatron {

@@ -6,11 +6,11 @@
 
 #include <ATen/ATen.h>
 
-#include "engine_device.h"
+#include "train-common/engine_device.h"
 #include "megatron_internal.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore::megatron {
 namespace {

@@ -15,8 +15,8 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "lr_schedule.h"
-#include "micro_batches.h"
+#include "train-common/lr_schedule.h"
+#include "train-common/micro_batches.h"
 #include "megatron_options.h"
 #include "parallel_groups.h"
 #include "rlcore/capabilities.h"
@@ -24,7 +24,7 @@
 #include "rlcore/model/transformer.h"
 #include "rlcore/registry.h"
 #include "rlcore/train_engine.h"
-#include "shard_state.h"
+#include "train-common/shard_state.h"
 #include "stage_model.h"
 
 namespace rlcore::megatron {

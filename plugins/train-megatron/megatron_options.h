@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "optim_options.h"
+#include "train-common/optim_options.h"
 #include "rlcore/options.h"
 
 namespace rlcore::megatron {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/core/agent/agent_loop.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 using namespace rlcore;
 using namespace rlcore::agent;

@@ -10,7 +10,7 @@
 
 #include "../common/test_paths.h"
 #include "rlcore/core/agent/chat_delta.h"
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;

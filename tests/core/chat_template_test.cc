@@ -1,7 +1,7 @@
 // ChatTemplate: real checkpoints' chat templates render byte for byte as
 // transformers renders them (tests/core/reference/chat_template_reference.py)
 // on a corpus of conversations; the interpreter's constructs and its errors.
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 
 #include <filesystem>
 #include <fstream>

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/core/checkpoint_init.h"
-#include "rlcore/core/cli.h"
+#include "rlcore/core/cli/cli.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace fs = std::filesystem;
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "rlcore/core/cli.h"
+#include "rlcore/core/cli/cli.h"
 
 namespace cli_test {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rlcore/core/metrics.h"
+#include "rlcore/core/metrics/metrics.h"
 #include "rlcore/error.h"
 
 TEST_CASE("console sink prints one line per step in the requested order", "[metrics]") {

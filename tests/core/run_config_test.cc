@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rlcore/core/metrics.h"
+#include "rlcore/core/metrics/metrics.h"
 #include "rlcore/error.h"
 
 #include <catch2/catch.hpp>

@@ -9,7 +9,7 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "copy_stream.h"
+#include "train-common/copy_stream.h"
 #include "fsdp_engine.h"
 
 using namespace cuda_test;

@@ -11,7 +11,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace fs = std::filesystem;
 

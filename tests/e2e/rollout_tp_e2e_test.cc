@@ -19,7 +19,7 @@
 #include "rlcore/inference_engine.h"
 #include "rlcore/model/config.h"
 #include "rlcore/model/transformer.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 #include "rlcore/train_engine.h"
 #include "../common/test_paths.h"
 

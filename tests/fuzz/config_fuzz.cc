@@ -4,8 +4,8 @@
 // schema and its cross-key rules; no plugins are loaded, so an engine named by
 // the config is refused as unknown, as it is when its plugin is missing).
 #include "fuzz_input.h"
-#include "rlcore/core/builtin_algorithms.h"
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/algorithms/builtin_algorithms.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/registry.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {

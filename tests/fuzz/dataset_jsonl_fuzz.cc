@@ -4,7 +4,7 @@
 // are tokenized with the built-in tokenizer.
 #include "fuzz_input.h"
 #include "rlcore/core/data/dataset.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

@@ -3,7 +3,7 @@
 // records). Seeds: verl-layout files and files of every column type rlcore reads.
 #include "fuzz_input.h"
 #include "rlcore/core/data/dataset.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   static const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();

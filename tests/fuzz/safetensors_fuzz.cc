@@ -9,7 +9,7 @@
 #include <ATen/ATen.h>
 
 #include "fuzz_input.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace fs = std::filesystem;
 

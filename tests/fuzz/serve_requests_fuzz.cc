@@ -11,7 +11,7 @@
 #include "rlcore/core/serve/dev_mode.h"
 #include "rlcore/core/serve/served_model.h"
 #include "rlcore/inference_engine.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 namespace {
 

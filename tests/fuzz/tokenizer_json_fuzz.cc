@@ -1,7 +1,7 @@
 // tokenizer.json: the input is the file; a tokenizer it makes encodes and
 // decodes a fixed mixed-script text.
 #include "fuzz_input.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   rlcore_fuzz::expect_only_rlcore_errors("tokenizer.json", [&] {

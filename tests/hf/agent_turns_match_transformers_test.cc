@@ -16,8 +16,8 @@
 #include "../common/reference_python.h"
 #include "../common/test_paths.h"
 #include "rlcore/core/agent/agent_loop.h"
-#include "rlcore/core/chat_template.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/core/chat/chat_template.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

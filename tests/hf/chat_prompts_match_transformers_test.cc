@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/core/data/dataset.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 #include <catch2/catch.hpp>
 

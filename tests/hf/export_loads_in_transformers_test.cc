@@ -8,9 +8,9 @@
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
-#include "checkpoint_files.h"
+#include "train-common/checkpoint_files.h"
 #include "rlcore/model/transformer.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 #include <catch2/catch.hpp>
 

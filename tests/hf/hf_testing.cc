@@ -4,7 +4,7 @@
 
 #include <ATen/ATen.h>
 
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 #include <catch2/catch.hpp>
 

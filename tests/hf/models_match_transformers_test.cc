@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "rlcore/model/transformer.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 #include <ATen/ATen.h>
 
 #include "algorithms/internal.h"
-#include "rlcore/core/builtin_algorithms.h"
+#include "rlcore/core/algorithms/builtin_algorithms.h"
 
 namespace rlcore {
 namespace algorithms {

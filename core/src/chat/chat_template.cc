@@ -1,6 +1,6 @@
 // ChatTemplate: the checkpoint's template text and special tokens, rendered
 // with the variables transformers' apply_chat_template passes.
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 
 #include <fstream>
 #include <sstream>

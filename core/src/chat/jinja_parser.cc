@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "chat/jinja_ast.h"
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 
 namespace rlcore::jinja {
 namespace {

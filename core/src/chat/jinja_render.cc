@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "chat/jinja_builtins.h"
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 
 namespace rlcore::jinja {
 namespace {

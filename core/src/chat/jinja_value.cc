@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 #include "rlcore/string_join.h"
 
 namespace rlcore::jinja {

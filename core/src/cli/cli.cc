@@ -1,5 +1,5 @@
 // Dispatch of `rlcore COMMAND ...` and the options shared by every command.
-#include "rlcore/core/cli.h"
+#include "rlcore/core/cli/cli.h"
 
 #include <algorithm>
 #include <iostream>

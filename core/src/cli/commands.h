@@ -8,7 +8,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/core/session.h"
 
 namespace rlcore {

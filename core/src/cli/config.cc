@@ -2,8 +2,8 @@
 #include <ostream>
 
 #include "cli/commands.h"
-#include "rlcore/core/config_reference.h"
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/config_reference.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/core/session.h"
 #include "rlcore/error.h"
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "rlcore/core/reward_router.h"
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/trainer/reward_router.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/core/session.h"
 #include "rlcore/error.h"
 

@@ -1,9 +1,9 @@
 // Renders the declared keys of the core and of every registered component.
-#include "rlcore/core/config_reference.h"
+#include "rlcore/core/config/config_reference.h"
 
 #include <sstream>
 
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 
 namespace rlcore {
 namespace {

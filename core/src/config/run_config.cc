@@ -1,10 +1,10 @@
 // Core config schema and whole-config validation.
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 
 #include <algorithm>
 
 #include "config/verl_keys.h"
-#include "rlcore/core/metrics.h"
+#include "rlcore/core/metrics/metrics.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/rollout_correction.h"

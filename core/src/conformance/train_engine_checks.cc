@@ -20,7 +20,7 @@
 #include "rlcore/comm_context.h"
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 #include "rlcore/train_engine.h"
 
 namespace rlcore::conformance {

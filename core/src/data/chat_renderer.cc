@@ -1,7 +1,7 @@
 // The checkpoint's chat template as the dataset's ChatRenderer.
 #include <memory>
 
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 #include "rlcore/core/data/dataset.h"
 
 namespace rlcore {

@@ -1,7 +1,7 @@
 // The `data` config section's schema (verl's key names and defaults).
 #include "rlcore/core/data/dataset.h"
 
-#include "rlcore/prompt_template.h"
+#include "rlcore/tokenizer/prompt_template.h"
 
 namespace rlcore {
 

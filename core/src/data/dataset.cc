@@ -5,7 +5,7 @@
 
 #include "data/records.h"
 #include "rlcore/error.h"
-#include "rlcore/prompt_template.h"
+#include "rlcore/tokenizer/prompt_template.h"
 
 namespace rlcore {
 namespace {

@@ -1,5 +1,5 @@
 // Console and JSONL metrics sinks, and building trainer.logger's sinks.
-#include "rlcore/core/metrics.h"
+#include "rlcore/core/metrics/metrics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "rlcore/core/metrics.h"
+#include "rlcore/core/metrics/metrics.h"
 #include "rlcore/error.h"
 #include "metrics/tensorboard_event.h"
 

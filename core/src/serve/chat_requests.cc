@@ -1,6 +1,6 @@
 // Reading /v1/chat/completions bodies: the chat fields here, the sampling
 // fields through the completion reader (the same checks and vLLM wording).
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 #include "rlcore/core/serve/api_error.h"
 #include "rlcore/core/serve/chat.h"
 

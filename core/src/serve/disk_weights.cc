@@ -6,7 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 #include "rlcore/string_join.h"
 
 namespace rlcore::serve {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <ctime>
 
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 #include "rlcore/core/serve/api_error.h"
 #include "rlcore/error.h"
 #include "rlcore/model/config.h"

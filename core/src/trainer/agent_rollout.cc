@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 #include "rlcore/error.h"
 #include "trainer/sequences.h"
 #include "trainer/worker_contract.h"

@@ -12,7 +12,7 @@
 
 #include "rlcore/core/agent/agent_loop.h"
 #include "rlcore/core/data/dataset.h"
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/registry.h"
 #include "trainer/generation.h"
 

@@ -16,7 +16,7 @@
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/core/runtime/worker_group.h"
 #include "rlcore/generation_request.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 #include "trainer/worker_contract.h"
 
 namespace rlcore::trainer {

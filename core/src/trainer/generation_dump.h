@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 #include "trainer/generation.h"
 #include "trainer/rewards.h"
 

@@ -1,7 +1,7 @@
 // How a run's batch sizes relate (see trainer/plan.h and docs/trainer.md).
 #include "trainer/plan.h"
 
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/core/trainer/trainer_config.h"
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "rlcore/advantage_estimator.h"
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/registry.h"
 
 namespace rlcore::trainer {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 #include "trainer/sequences.h"
 #include "trainer/worker_contract.h"
 

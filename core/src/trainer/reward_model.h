@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "rlcore/batch.h"
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 #include "rlcore/core/data/dataset.h"
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/core/runtime/worker_group.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 #include "trainer/rewards.h"
 
 namespace rlcore::trainer {

@@ -1,6 +1,6 @@
 // The "reward_model" worker role: a frozen train engine with a value head
 // loaded from a sequence-classification checkpoint (verl's reward model).
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/core/trainer/roles.h"
 #include "trainer/worker_common.h"
 #include "trainer/worker_contract.h"

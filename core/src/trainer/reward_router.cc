@@ -1,13 +1,13 @@
 // RewardRouter: grader lookup by name or data_source (or the custom function
 // for every sample), batched per grader where the grader can take a batch.
-#include "rlcore/core/reward_router.h"
+#include "rlcore/core/trainer/reward_router.h"
 
 #include <algorithm>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 

@@ -16,8 +16,8 @@
 
 #include "rlcore/advantage_estimator.h"
 #include "rlcore/core/data/sampler.h"
-#include "rlcore/core/metrics.h"
-#include "rlcore/core/reward_router.h"
+#include "rlcore/core/metrics/metrics.h"
+#include "rlcore/core/trainer/reward_router.h"
 #include "rlcore/device.h"
 #include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"

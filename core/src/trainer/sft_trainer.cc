@@ -7,11 +7,11 @@
 #include <ostream>
 
 #include "rlcore/core/data/sampler.h"
-#include "rlcore/core/metrics.h"
-#include "rlcore/core/reward_router.h"
+#include "rlcore/core/metrics/metrics.h"
+#include "rlcore/core/trainer/reward_router.h"
 #include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 #include "trainer/agent_rollout.h"
 #include "trainer/checkpoint.h"
 #include "trainer/sequences.h"

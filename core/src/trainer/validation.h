@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "rlcore/core/data/dataset.h"
-#include "rlcore/core/reward_router.h"
-#include "rlcore/core/run_config.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/core/trainer/reward_router.h"
+#include "rlcore/core/config/run_config.h"
+#include "rlcore/tokenizer/tokenizer.h"
 #include "trainer/generation.h"
 #include "trainer/rewards.h"
 #include "trainer/step_metrics.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/core/runtime/cluster.h"
 #include "trainer/worker_contract.h"
 

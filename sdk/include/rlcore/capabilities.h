@@ -230,10 +230,8 @@ std::vector<std::string> capabilities_of() {
   add(std::is_base_of_v<ComputesSumPiSquared, T>, ComputesSumPiSquared::kName);
   add(std::is_base_of_v<TrainsLowRankAdapters, T>, TrainsLowRankAdapters::kName);
   add(std::is_base_of_v<GathersIntoBuffers, T>, GathersIntoBuffers::kName);
-#if RLCORE_SDK_TARGET_ABI_MINOR >= 1
   add(std::is_base_of_v<GeneratesRequests, T>, GeneratesRequests::kName);
   add(std::is_base_of_v<ReportsGenerationStats, T>, ReportsGenerationStats::kName);
-#endif
   return names;
 }
 

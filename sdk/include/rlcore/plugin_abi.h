@@ -8,8 +8,8 @@
 #include <torch/version.h>
 
 // When to bump which: docs/plugin-abi.md; what each version changed: sdk/CHANGELOG.md.
-#define RLCORE_SDK_ABI_MAJOR 5  // 5: ForwardContext::cache_slot (shape-static decode steps)
-#define RLCORE_SDK_ABI_MINOR 2  // 2: the `tool` kind (rlcore/tool.h)
+#define RLCORE_SDK_ABI_MAJOR 6  // 6: the model, tokenizer and safetensors libraries left the SDK (libs/)
+#define RLCORE_SDK_ABI_MINOR 0
 
 // A plugin may target an older minor of this major: define
 // RLCORE_SDK_TARGET_ABI_MINOR before any rlcore header and the headers' inline

@@ -7,7 +7,7 @@
 
 #include "rlcore/advantage_estimator.h"
 #include "rlcore/config_node.h"
-#include "rlcore/core/builtin_algorithms.h"
+#include "rlcore/core/algorithms/builtin_algorithms.h"
 #include "rlcore/error.h"
 #include "rlcore/registry.h"
 

@@ -13,7 +13,7 @@
 
 #include <ATen/ATen.h>
 
-#include "rlcore/core/builtin_algorithms.h"
+#include "rlcore/core/algorithms/builtin_algorithms.h"
 #include "rlcore/policy_loss.h"
 #include "rlcore/registry.h"
 #include "rlcore/rollout_correction.h"

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "rlcore/config_node.h"
-#include "rlcore/core/builtin_algorithms.h"
+#include "rlcore/core/algorithms/builtin_algorithms.h"
 #include "rlcore/error.h"
 #include "rlcore/policy_loss.h"
 #include "rlcore/registry.h"

@@ -16,7 +16,7 @@
 #include "rlcore/advantage_estimator.h"
 #include "rlcore/config_node.h"
 #include "rlcore/policy_loss.h"
-#include "rlcore/core/builtin_algorithms.h"
+#include "rlcore/core/algorithms/builtin_algorithms.h"
 #include "rlcore/registry.h"
 #include "rlcore/rl_functional.h"
 

@@ -12,7 +12,7 @@
 #include "fsdp_options.h"
 #include "native_engine.h"
 #include "sharding_manager_impl.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace broken {
 

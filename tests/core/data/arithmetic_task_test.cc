@@ -12,7 +12,7 @@
 #include "rlcore/core/data/arithmetic_task.h"
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/error.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 using rlcore::ArithmeticTaskOptions;
 using rlcore::make_arithmetic_task;

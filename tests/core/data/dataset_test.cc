@@ -6,7 +6,7 @@
 #include "rlcore/config_node.h"
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/error.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 using rlcore_test::error_of;
 

@@ -14,7 +14,7 @@
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/core/data/gsm8k_style_task.h"
 #include "rlcore/error.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 using nlohmann::json;
 using rlcore::Gsm8kStyleTaskOptions;

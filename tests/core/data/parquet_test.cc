@@ -10,7 +10,7 @@
 #include "data_testing.h"
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/error.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 using nlohmann::json;
 using rlcore_test::error_of;

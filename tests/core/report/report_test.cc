@@ -9,8 +9,8 @@
 
 #include <unistd.h>
 
-#include "rlcore/core/cli.h"
-#include "rlcore/core/metrics.h"
+#include "rlcore/core/cli/cli.h"
+#include "rlcore/core/metrics/metrics.h"
 #include "rlcore/core/report/report.h"
 #include "rlcore/error.h"
 

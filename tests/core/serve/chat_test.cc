@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 #include "rlcore/core/serve/chat.h"
 
 using namespace rlcore::serve;

@@ -11,7 +11,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 using nlohmann::json;
 using rlcore_test::RunningServer;

@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/core/checkpoint_init.h"
-#include "rlcore/core/cli.h"
+#include "rlcore/core/cli/cli.h"
 #include "rlcore/core/serve/api.h"
 #include "rlcore/core/serve/server.h"
 #include "rlcore/core/session.h"

@@ -29,7 +29,7 @@
 #include "rlcore/error.h"
 #include "rlcore/options.h"
 #include "rlcore/registry.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 namespace rlcore_test {
 

@@ -7,7 +7,7 @@
 
 #include "rlcore/core/agent/agent_loop.h"
 #include "rlcore/rl_functional.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 using namespace rlcore;
 using namespace rlcore::trainer;

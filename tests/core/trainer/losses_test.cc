@@ -4,7 +4,7 @@
 #include "../../../core/src/trainer/losses.h"
 #include "trainer_testing.h"
 
-#include "rlcore/core/builtin_algorithms.h"
+#include "rlcore/core/algorithms/builtin_algorithms.h"
 #include "rlcore/registry.h"
 #include "rlcore/rl_functional.h"
 

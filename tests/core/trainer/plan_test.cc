@@ -3,7 +3,7 @@
 #include "../../../core/src/trainer/plan.h"
 #include "trainer_testing.h"
 
-#include "rlcore/core/builtin_algorithms.h"
+#include "rlcore/core/algorithms/builtin_algorithms.h"
 
 using namespace rlcore;
 using namespace rlcore::trainer;

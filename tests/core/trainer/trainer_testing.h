@@ -8,7 +8,7 @@
 
 #include "../../common/error_of.h"
 #include "rlcore/config_node.h"
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 
 namespace rlcore_test {
 

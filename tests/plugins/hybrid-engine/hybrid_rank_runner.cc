@@ -41,7 +41,7 @@
 #include "rlcore/error.h"
 #include "rlcore/model/megatron_layout.h"
 #include "rlcore/registry.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 #include "sharding_manager_impl.h"
 
 namespace {

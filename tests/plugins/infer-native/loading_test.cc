@@ -7,7 +7,7 @@
 #include "rlcore/config_node.h"
 #include "rlcore/core/plugin_loader.h"
 #include "rlcore/registry.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 #include "../../common/test_paths.h"
 
 using namespace infer_native_test;

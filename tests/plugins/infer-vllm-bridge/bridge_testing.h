@@ -7,7 +7,7 @@
 
 #include "bridge_engine.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace bridge_test {
 

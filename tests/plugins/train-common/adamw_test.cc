@@ -6,7 +6,7 @@
 #include <torch/optim/adamw.h>
 #include <catch2/catch.hpp>
 
-#include "adamw.h"
+#include "train-common/adamw.h"
 
 namespace {
 

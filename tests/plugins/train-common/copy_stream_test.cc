@@ -4,8 +4,8 @@
 #include <ATen/ATen.h>
 #include <catch2/catch.hpp>
 
-#include "copy_stream.h"
-#include "shard_state.h"
+#include "train-common/copy_stream.h"
+#include "train-common/shard_state.h"
 
 TEST_CASE("on the CPU the copy stream copies at once, into distinct buffers", "[offload]") {
   rlcore::train::CopyStream copies{at::Device(at::kCPU)};

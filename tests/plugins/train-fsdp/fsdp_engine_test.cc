@@ -9,8 +9,8 @@
 
 #include "fsdp_engine.h"
 #include "fsdp_options.h"
-#include "lr_schedule.h"
-#include "micro_batches.h"
+#include "train-common/lr_schedule.h"
+#include "train-common/micro_batches.h"
 #include "rlcore/config_node.h"
 #include "rlcore/error.h"
 #include "rlcore/rl_functional.h"

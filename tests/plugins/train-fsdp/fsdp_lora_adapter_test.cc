@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 #include "../../common/reference_python.h"
 
 using namespace fsdp_test;

@@ -26,7 +26,7 @@
 #include "../../common/train_batch.h"
 #include "fsdp_reduce_input.h"
 #include "rlcore/error.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace {
 

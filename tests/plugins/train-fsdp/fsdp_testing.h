@@ -26,7 +26,7 @@
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/model/config.h"
 #include "rlcore/model/transformer.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 #include "../../common/test_paths.h"
 
 extern char** environ;

@@ -17,7 +17,7 @@
 #include "megatron_engine.h"
 #include "../../common/rank_runner.h"
 #include "../../common/train_batch.h"
-#include "rlcore/safetensors.h"
+#include "rlcore/safetensors/safetensors.h"
 
 namespace {
 

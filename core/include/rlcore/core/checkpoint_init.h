@@ -10,7 +10,7 @@
 #include "rlcore/export.h"
 #include "rlcore/model/config.h"
 #include "rlcore/model/transformer.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 namespace rlcore {
 

@@ -16,10 +16,10 @@
 #include "rlcore/core/agent/agent_config.h"
 #include "rlcore/core/agent/tool_calls.h"
 #include "rlcore/core/agent/tool_set.h"
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 #include "rlcore/export.h"
 #include "rlcore/inference_engine.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 namespace rlcore::agent {
 

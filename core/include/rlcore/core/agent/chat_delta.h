@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 #include "rlcore/export.h"
 
 namespace rlcore::agent {

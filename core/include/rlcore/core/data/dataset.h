@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/config_node.h"
-#include "rlcore/core/chat_template.h"
+#include "rlcore/core/chat/chat_template.h"
 #include "rlcore/export.h"
 #include "rlcore/options.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 namespace rlcore {
 
@@ -33,7 +33,7 @@ struct DataConfig {
   bool filter_overlong_prompts = false;   // drop instead of truncating/erroring
   bool shuffle = true;
   int64_t seed = 1;
-  std::string prompt_template = "chat";  // chat | plain  (rlcore/prompt_template.h)
+  std::string prompt_template = "chat";  // chat | plain  (rlcore/tokenizer/prompt_template.h)
   std::string system_prompt;             // chat only
   // Render prompts with the checkpoint's own chat_template when it has one
   // (verl's default); prompt_template's ChatML is the fallback.
@@ -59,7 +59,7 @@ using ResponseAssembler =
 // Throws ConfigError when they are not a map.
 RLCORE_API ChatTemplateOptions data_chat_template_options(const DataConfig& config);
 
-// The chat template of the checkpoint in `model_dir` (rlcore/core/chat_template.h)
+// The chat template of the checkpoint in `model_dir` (rlcore/core/chat/chat_template.h)
 // with data.apply_chat_template_kwargs, generation prompt on, and `tools` (the
 // agent loop's tool schemas, or null); empty when the checkpoint has none.
 // Throws ChatTemplateError / FormatError naming the file.

@@ -11,7 +11,7 @@
 #include "rlcore/core/serve/requests.h"
 #include "rlcore/export.h"
 #include "rlcore/inference_engine.h"
-#include "rlcore/tokenizer.h"
+#include "rlcore/tokenizer/tokenizer.h"
 
 namespace rlcore {
 class ChatTemplate;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "rlcore/core/run_config.h"
+#include "rlcore/core/config/run_config.h"
 #include "rlcore/export.h"
 #include "rlcore/registry.h"
 

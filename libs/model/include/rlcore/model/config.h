@@ -1,0 +1,119 @@
+// ModelConfig: the Hugging Face config.json of a Llama / Mistral / Qwen2 / Qwen3 / Gemma 2 decoder,
+// parsed and validated once, written back HF-compatibly, plus named size presets.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+#include <nlohmann/json_fwd.hpp>
+
+
+namespace rlcore::model {
+
+inline constexpr const char* kSupportedModelTypes = "gemma2, llama, mistral, qwen2, qwen3";
+
+// HF `rope_scaling` / `rope_parameters`: default, linear, llama3 and yarn;
+// others (dynamic, longrope) are a ConfigError naming the field.
+struct RopeScaling {
+  std::string rope_type = "default";  // "default" | "linear" | "llama3" | "yarn"
+  double factor = 1.0;
+  // llama3 only.
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  // llama3 and yarn; HF defaults it to max_position_embeddings.
+  int64_t original_max_position_embeddings = 8192;
+  // yarn only: the ramp between extrapolated and interpolated frequencies, and
+  // the factor cos and sin are multiplied by (resolved from `factor`, `mscale`
+  // and `mscale_all_dim` at parse time when the file does not give it).
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
+  double attention_factor = 1.0;
+
+  bool operator==(const RopeScaling& other) const;
+};
+
+struct ModelConfig {
+  std::string model_type;  // "gemma2" | "llama" | "mistral" | "qwen2" | "qwen3"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  double initializer_range = 0.02;
+  bool tie_word_embeddings = false;
+  // Bias on q/k/v (llama/qwen3: `attention_bias`; qwen2: always) and on o_proj
+  // (llama/qwen3: `attention_bias`; qwen2: never), as the HF modules build them.
+  bool qkv_bias = false;
+  bool o_proj_bias = false;
+  bool mlp_bias = false;  // llama `mlp_bias`
+  // Qwen3 normalises q and k per head (RMSNorm over head_dim) before RoPE.
+  bool qk_norm = false;
+  // A sliding layer's query sees only the keys of the last `sliding_window`
+  // positions (itself included): every layer for mistral, the layers that
+  // `sliding_layers` marks for gemma2. Unset: full causal attention.
+  std::optional<int64_t> sliding_window;
+  std::vector<bool> sliding_layers;  // per layer; empty = all (with a window)
+
+  // Gemma 2's differences from Llama (defaults elsewhere):
+  std::string hidden_act = "silu";  // the MLP's activation: silu | gelu_pytorch_tanh
+  bool norm_weight_offset = false;  // RMSNorm scales by (1 + weight), in fp32
+  bool sandwich_norms = false;      // norms also after attention and around the MLP
+  bool scale_embeddings = false;    // embeddings times sqrt(hidden_size)
+  std::optional<double> query_pre_attn_scalar;   // attention scale this^-0.5 (else head_dim^-0.5)
+  std::optional<double> attn_logit_softcapping;  // scores -> tanh(scores / cap) * cap
+  std::optional<double> final_logit_softcapping;  // logits -> tanh(logits / cap) * cap
+  std::string torch_dtype = "float32";
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;  // HF allows an int or a list
+  std::optional<int64_t> pad_token_id;
+
+  // Parses config.json text; `source` names the file in error messages.
+  // Throws ConfigError naming the field and source for a missing, mistyped,
+  // out-of-range or inconsistent field, or an unsupported model_type/feature.
+  static ModelConfig from_json(const nlohmann::json& json, const std::string& source = "config.json");
+  static ModelConfig from_json_text(const std::string& text, const std::string& source = "config.json");
+  // Throws IoError if the file cannot be read.
+  static ModelConfig from_file(const std::string& path);
+
+  // HF-compatible config.json (architectures, model_type and every field the
+  // HF config class reads), loadable by transformers' AutoConfig.
+  nlohmann::json to_json() const;
+  std::string to_json_text() const;  // 2-space indented, like save_pretrained
+
+  // Throws ConfigError naming the first inconsistent field.
+  void validate(const std::string& source = "config") const;
+
+  int64_t num_kv_groups() const { return num_attention_heads / num_key_value_heads; }
+  bool layer_slides(int64_t layer) const {
+    return sliding_window.has_value() && (sliding_layers.empty() || sliding_layers.at(layer));
+  }
+  // head_dim^-0.5, or query_pre_attn_scalar^-0.5 when set.
+  double attention_scaling() const;
+  // torch_dtype as a ScalarType (float32 / bfloat16 / float16).
+  c10::ScalarType dtype() const;
+
+  bool operator==(const ModelConfig& other) const;
+  bool operator!=(const ModelConfig& other) const { return !(*this == other); }
+};
+
+// model_type is one of kSupportedModelTypes.
+bool is_supported_model_type(const std::string& model_type);
+
+// Named presets for `rlcore model init --arch ARCH --size SIZE`: arch is
+// llama|qwen2|qwen3, size is tiny (~1M params with a 1k vocab), 100m (~100M
+// with a 32k vocab) or 1b (~1B with a 32k vocab, Llama-3.2-1B shaped).
+// Embeddings are tied, as in the small Llama 3.2 / Qwen models.
+// Throws ConfigError for an unknown arch or size.
+ModelConfig preset(const std::string& arch, const std::string& size, int64_t vocab_size);
+
+}  // namespace rlcore::model

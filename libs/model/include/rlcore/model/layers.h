@@ -1,0 +1,147 @@
+// Building blocks of the Llama / Mistral / Qwen2 / Qwen3 / Gemma 2 decoder as plain structs of
+// at::Tensor, so training engines can wrap or swap them (FSDP per layer, TP linears).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "rlcore/model/config.h"
+
+namespace rlcore::model {
+
+class KvCache;
+
+// (HF name, parameter slot): the slot lets engines replace a parameter (a
+// gathered FSDP shard, a TP slice) as well as read it.
+using ParameterSlots = std::vector<std::pair<std::string, at::Tensor*>>;
+
+// y = x W^T + b. Every projection goes through this, so a tensor-parallel
+// engine can install a column/row-parallel forward without touching the model.
+struct Linear {
+  at::Tensor weight;  // [out_features, in_features]
+  at::Tensor bias;    // [out_features]; undefined when the layer has none
+  // Used instead of at::linear when set (e.g. matmul on a shard + all-reduce).
+  std::function<at::Tensor(const Linear&, const at::Tensor&)> forward_override;
+
+  at::Tensor operator()(const at::Tensor& x) const;
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
+// HF LlamaRMSNorm: normalises in fp32 and casts back before the weight
+// multiply. With weight_offset, Gemma2RMSNorm: scales by (1 + weight) in fp32, then casts.
+struct RmsNorm {
+  at::Tensor weight;  // [dim]
+  double eps = 1e-6;
+  bool weight_offset = false;
+
+  at::Tensor operator()(const at::Tensor& x) const;
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
+// HF inv_freq: 1 / theta^(2i/d) for i < d/2, in fp32, with linear / llama3 /
+// yarn rope_scaling applied.
+at::Tensor rope_inv_freq(const ModelConfig& config);
+
+// Rotary position embedding. cos/sin are computed per forward from the
+// position ids (as HF does since 4.38), once for all layers: no sync, no
+// max_position-sized buffer, bitwise the same values a precomputed table gives.
+class RotaryEmbedding {
+ public:
+  RotaryEmbedding() = default;
+  RotaryEmbedding(const ModelConfig& config, const at::Device& device);
+
+  // position_ids [B, T] (integer) -> cos, sin [B, T, head_dim] in `dtype`;
+  // the angle is computed in fp32 like HF, then cast.
+  std::pair<at::Tensor, at::Tensor> cos_sin(const at::Tensor& position_ids, c10::ScalarType dtype) const;
+  const at::Tensor& inv_freq() const { return inv_freq_; }
+
+ private:
+  at::Tensor inv_freq_;  // [head_dim / 2], fp32
+  double attention_scaling_ = 1.0;  // yarn's attention_factor: cos and sin are scaled by it
+};
+
+// HF rotate_half: [x1, x2] -> [-x2, x1] over the last dim split in halves.
+at::Tensor rotate_half(const at::Tensor& x);
+// x [B, heads, T, D] with cos/sin [B, T, D]: x*cos + rotate_half(x)*sin.
+at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+// What every layer of one forward shares; built once by Transformer::prepare.
+struct ForwardContext {
+  at::Tensor cos, sin;  // [B, T, head_dim], compute dtype
+  // [B or 1, 1, T, S] bool, true where query t must NOT see key s (future, padding,
+  // an empty cache slot); undefined when none is. S = T, or offset + T with a cache.
+  at::Tensor blocked;
+  // The same for layers with a sliding window, which also block keys `window`
+  // or more slots before the query; undefined when the model has no window.
+  at::Tensor blocked_sliding;
+  KvCache* cache = nullptr;  // new k/v go to slots [cache_offset, cache_offset + T)
+  int64_t cache_offset = 0;
+  // Set by Transformer::forward_decode instead of cache_offset: a one-element
+  // int64 tensor on the device, the slot the step's k/v go to. Attention then
+  // spans every slot of the cache (blocked is [B, 1, 1, max_len]), so no shape
+  // depends on how full the cache is.
+  at::Tensor cache_slot;
+};
+
+// Softmax attention with grouped kv heads, HF's op order (fp32 softmax).
+// q [B, H, T, D], k and v [B, KV, S, D]: query heads h of group g = h / (H / KV)
+// share kv head g (HF repeat_kv order), without copying kv per query head.
+// `blocked` as ForwardContext::blocked (undefined: nothing blocked).
+// softcap > 0: scores -> tanh(scores / softcap) * softcap before masking (Gemma 2).
+// Returns [B, T, H * D].
+at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                        const at::Tensor& blocked, double scaling, double softcap = 0.0);
+
+// Causal self-attention with grouped kv heads. Each kv head serves
+// num_heads / num_kv_heads consecutive query heads (HF repeat_kv order); the
+// grouping is done by reshaping q, so kv is never copied per query head.
+struct Attention {
+  Linear q_proj, k_proj, v_proj, o_proj;
+  RmsNorm q_norm, k_norm;  // qwen3 only (undefined weight otherwise), over head_dim
+  // Heads held by this rank: a TP engine sets the local counts.
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  double scaling = 1.0;  // 1 / sqrt(head_dim), or Gemma 2's query_pre_attn_scalar
+  double softcap = 0.0;  // Gemma 2's attn_logit_softcapping; 0 = none
+  bool sliding = false;  // attends through ForwardContext::blocked_sliding
+
+  // x [B, T, hidden] -> [B, T, hidden]; `layer` picks this layer's cache.
+  at::Tensor operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const;
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
+// Gated MLP: down(act(gate(x)) * up(x)), act SiLU (SwiGLU) or GELU-tanh (Gemma 2).
+struct Mlp {
+  Linear gate_proj, up_proj, down_proj;
+  bool gelu_tanh = false;
+
+  at::Tensor operator()(const at::Tensor& x) const;
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
+// Pre-norm block: x + attn(norm(x)), then h + mlp(norm(h)). With sandwich
+// norms (Gemma 2, pre/post_feedforward_layernorm defined): x + post_attention_layernorm(
+// attn(input_layernorm(x))), then h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h))).
+struct DecoderLayer {
+  RmsNorm input_layernorm;
+  Attention self_attn;
+  RmsNorm post_attention_layernorm;
+  RmsNorm pre_feedforward_layernorm, post_feedforward_layernorm;  // Gemma 2 only
+  Mlp mlp;
+
+  at::Tensor operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const;
+  // Names relative to the layer ("self_attn.q_proj.weight", ...) after `prefix`.
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
+// Allocates (uninitialised, at::empty) layer `index`, shaped by `config`.
+DecoderLayer make_decoder_layer(const ModelConfig& config, const at::TensorOptions& options,
+                                           int64_t index);
+
+}  // namespace rlcore::model

@@ -1,0 +1,344 @@
+// Decoder building blocks with HF's exact op order (fp32 RMSNorm, fp32 rotary
+// angles, fp32 softmax) so logits match transformers' eager implementation.
+#include "rlcore/model/layers.h"
+
+#include <cmath>
+#include <limits>
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include "cpu_kernels.h"
+#include "fused_attention.h"
+#include "gemv.h"
+#include "rlcore/model/kv_cache.h"
+
+namespace rlcore::model {
+namespace {
+
+// In-place updates of intermediates are only safe when autograd does not record them.
+bool without_autograd(const at::Tensor& a, const at::Tensor& b) {
+  return !at::GradMode::is_enabled() || !((a.defined() && a.requires_grad()) || (b.defined() && b.requires_grad()));
+}
+
+// The weights of `linears` as one [sum of out_features, in_features] matrix
+// when they lie back to back in one storage (make_decoder_layer allocates them
+// so, and a swap bucket lays them out so): one GEMM instead of several, and no
+// copy. Undefined when anything differs (a bias, an override, gradients, a gap).
+at::Tensor adjacent_weights(std::initializer_list<const Linear*> linears) {
+  const at::Tensor& first = (*linears.begin())->weight;
+  if (!first.defined() || first.dim() != 2 || first.device().is_meta()) return {};
+  const int64_t in = first.size(1);
+  const char* next = static_cast<const char*>(first.data_ptr());
+  int64_t rows = 0;
+  for (const Linear* linear : linears) {
+    const at::Tensor& w = linear->weight;
+    if (linear->forward_override || linear->bias.defined() || !w.defined() || w.dim() != 2 || w.size(1) != in ||
+        w.scalar_type() != first.scalar_type() || !w.is_contiguous() || w.requires_grad() ||
+        !w.storage().is_alias_of(first.storage()) || static_cast<const char*>(w.data_ptr()) != next) {
+      return {};
+    }
+    next += w.nbytes();
+    rows += w.size(0);
+  }
+  return first.as_strided({rows, in}, {in, 1});
+}
+
+// Each of `linears` applied to x, through one GEMM when their weights are adjacent.
+std::vector<at::Tensor> project(std::initializer_list<const Linear*> linears, const at::Tensor& x) {
+  std::vector<at::Tensor> out;
+  const at::Tensor fused = adjacent_weights(linears);
+  if (!fused.defined()) {
+    for (const Linear* linear : linears) out.push_back((*linear)(x));
+    return out;
+  }
+  at::Tensor y = cpu::gemv(x, fused, {});
+  if (!y.defined()) y = at::linear(x, fused);
+  int64_t start = 0;
+  for (const Linear* linear : linears) {
+    out.push_back(y.narrow(-1, start, linear->weight.size(0)));
+    start += linear->weight.size(0);
+  }
+  return out;
+}
+
+}  // namespace
+
+at::Tensor Linear::operator()(const at::Tensor& x) const {
+  if (forward_override) return forward_override(*this, x);
+  if (at::Tensor y = cpu::gemv(x, weight, bias); y.defined()) return y;  // decode rows
+  return at::linear(x, weight, bias);
+}
+
+void Linear::collect(const std::string& prefix, ParameterSlots& out) {
+  if (weight.defined()) out.emplace_back(prefix + ".weight", &weight);
+  if (bias.defined()) out.emplace_back(prefix + ".bias", &bias);
+}
+
+at::Tensor RmsNorm::operator()(const at::Tensor& x) const {
+  if (weight_offset) {
+    const at::Tensor xf = x.to(at::kFloat);
+    return (xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps) * (1.0 + weight.to(at::kFloat)))
+        .to(x.scalar_type());
+  }
+  if (at::Tensor fused = cpu::rms_norm(x, weight, eps); fused.defined()) return fused;
+  const at::Tensor xf = x.to(at::kFloat);
+  if (!without_autograd(x, weight)) {
+    const at::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);
+    return weight * (xf * at::rsqrt(variance + eps)).to(x.scalar_type());
+  }
+  // The same ops and values, with fewer temporaries (decode runs this 2L + 1 times a step).
+  at::Tensor normed = xf * xf.pow(2).mean(-1, /*keepdim=*/true).add_(eps).rsqrt_();
+  normed = normed.to(x.scalar_type());
+  if (normed.scalar_type() != weight.scalar_type() || normed.sizes() != x.sizes()) return weight * normed;
+  return normed.mul_(weight);
+}
+
+void RmsNorm::collect(const std::string& prefix, ParameterSlots& out) {
+  if (weight.defined()) out.emplace_back(prefix + ".weight", &weight);
+}
+
+namespace {
+
+// Llama 3.1: keep high frequencies, divide low ones by factor, interpolate between.
+at::Tensor llama3_inv_freq(const at::Tensor& inv_freq, const RopeScaling& scaling) {
+  const double old_len = static_cast<double>(scaling.original_max_position_embeddings);
+  const double low_freq_wavelen = old_len / scaling.low_freq_factor;
+  const double high_freq_wavelen = old_len / scaling.high_freq_factor;
+  const at::Tensor wavelen = at::reciprocal(inv_freq) * (2 * M_PI);
+  at::Tensor scaled = at::where(wavelen > low_freq_wavelen, inv_freq / scaling.factor, inv_freq);
+  const at::Tensor smooth = (at::reciprocal(wavelen) * old_len - scaling.low_freq_factor) /
+                            (scaling.high_freq_factor - scaling.low_freq_factor);
+  const at::Tensor smoothed = (1 - smooth) * scaled / scaling.factor + smooth * scaled;
+  const at::Tensor medium = (wavelen >= high_freq_wavelen).logical_and(wavelen <= low_freq_wavelen);
+  return at::where(medium, smoothed, scaled);
+}
+
+// YaRN: extrapolated frequencies above the correction range, interpolated
+// (divided by factor) below it, a linear ramp between; HF's op order.
+at::Tensor yarn_inv_freq(const at::Tensor& pos_freqs, int64_t dim, double base, const RopeScaling& scaling) {
+  const auto correction_dim = [&](double rotations) {
+    return dim * std::log(static_cast<double>(scaling.original_max_position_embeddings) / (rotations * 2 * M_PI)) /
+           (2 * std::log(base));
+  };
+  double low = correction_dim(scaling.beta_fast);
+  double high = correction_dim(scaling.beta_slow);
+  if (scaling.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, static_cast<double>(dim - 1));
+  if (low == high) high += 0.001;  // HF: prevents a division by zero
+  const at::Tensor ramp = ((at::arange(dim / 2, at::kFloat) - low) / (high - low)).clamp(0, 1);
+  const at::Tensor extrapolation_weight = 1 - ramp;
+  const at::Tensor extrapolated = 1.0 / pos_freqs;
+  const at::Tensor interpolated = 1.0 / (scaling.factor * pos_freqs);
+  return interpolated * (1 - extrapolation_weight) + extrapolated * extrapolation_weight;
+}
+
+}  // namespace
+
+at::Tensor rope_inv_freq(const ModelConfig& config) {
+  const int64_t dim = config.head_dim;
+  // Written as HF writes it (1 / theta ** (arange(0, d, 2) / d)) for bitwise-equal values.
+  const at::Tensor exponent = at::arange(0, dim, 2, at::kLong).to(at::kFloat) / static_cast<double>(dim);
+  const RopeScaling& scaling = config.rope_scaling;
+  if (scaling.rope_type == "yarn") {
+    return yarn_inv_freq(at::pow(config.rope_theta, exponent), dim, config.rope_theta, scaling);
+  }
+  const at::Tensor inv_freq = at::reciprocal(at::pow(config.rope_theta, exponent));
+  if (scaling.rope_type == "linear") return inv_freq / scaling.factor;
+  if (scaling.rope_type == "llama3") return llama3_inv_freq(inv_freq, scaling);
+  return inv_freq;
+}
+
+RotaryEmbedding::RotaryEmbedding(const ModelConfig& config, const at::Device& device)
+    : inv_freq_(rope_inv_freq(config).to(device)),
+      attention_scaling_(config.rope_scaling.rope_type == "yarn" ? config.rope_scaling.attention_factor : 1.0) {}
+
+std::pair<at::Tensor, at::Tensor> RotaryEmbedding::cos_sin(const at::Tensor& position_ids,
+                                                           c10::ScalarType dtype) const {
+  const at::Tensor freqs = position_ids.to(at::kFloat).unsqueeze(-1) * inv_freq_;
+  const at::Tensor angles = at::cat({freqs, freqs}, -1);
+  if (attention_scaling_ == 1.0) return {angles.cos().to(dtype), angles.sin().to(dtype)};
+  return {(angles.cos() * attention_scaling_).to(dtype), (angles.sin() * attention_scaling_).to(dtype)};
+}
+
+at::Tensor rotate_half(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
+}
+
+at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  if (at::Tensor fused = cpu::rotary(x, cos, sin); fused.defined()) return fused;
+  const at::Tensor c = cos.unsqueeze(1);
+  const at::Tensor s = sin.unsqueeze(1);
+  return x * c + rotate_half(x) * s;
+}
+
+at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& blocked, double scaling, double softcap) {
+  if (softcap == 0.0) {  // the fused kernels have no soft-capping
+    if (at::Tensor fused = cpu::decode_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
+    if (at::Tensor fused = fused_grouped_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
+  }
+  const int64_t batch = q.size(0);
+  const int64_t num_heads = q.size(1);
+  const int64_t len = q.size(2);
+  const int64_t head_dim = q.size(3);
+  const int64_t num_kv_heads = k.size(1);
+  const int64_t keys_len = k.size(2);
+  // [B, H, T, D] -> [B, KV, G*T, D]: query heads h of group g = h / G share kv head g.
+  const int64_t groups = num_heads / num_kv_heads;
+  const at::Tensor q_grouped = q.reshape({batch, num_kv_heads, groups * len, head_dim});
+  at::Tensor scores = at::matmul(q_grouped, k.transpose(-1, -2)) * scaling;
+  if (softcap != 0.0) scores = at::tanh(scores / softcap) * softcap;  // HF: in the compute dtype
+  scores = scores.view({batch, num_heads, len, keys_len}).to(at::kFloat);
+  // A finite fill (HF uses finfo.min) keeps fully masked rows (padding
+  // queries) uniform instead of NaN, so a masked loss never sees NaN.
+  // Undefined: no key is blocked (a decode step over a cache without padding).
+  if (blocked.defined()) scores = scores.masked_fill(blocked, std::numeric_limits<float>::lowest());
+  const at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
+  const at::Tensor out = at::matmul(probs.view({batch, num_kv_heads, groups * len, keys_len}), v);
+  return out.view({batch, num_heads, len, head_dim}).transpose(1, 2).reshape({batch, len, -1});
+}
+
+at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
+  const int64_t batch = x.size(0);
+  const int64_t len = x.size(1);
+  const std::vector<at::Tensor> qkv = project({&q_proj, &k_proj, &v_proj}, x);
+  at::Tensor q = qkv[0].view({batch, len, num_heads, head_dim});
+  at::Tensor k = qkv[1].view({batch, len, num_kv_heads, head_dim});
+  at::Tensor v = qkv[2].view({batch, len, num_kv_heads, head_dim}).transpose(1, 2);
+  if (q_norm.weight.defined()) {
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  q = apply_rotary(q.transpose(1, 2), ctx.cos, ctx.sin);
+  k = apply_rotary(k.transpose(1, 2), ctx.cos, ctx.sin);
+  if (ctx.cache != nullptr && ctx.cache_slot.defined()) {
+    ctx.cache->keys[layer].index_copy_(2, ctx.cache_slot, k);
+    ctx.cache->values[layer].index_copy_(2, ctx.cache_slot, v);
+    k = ctx.cache->keys[layer];
+    v = ctx.cache->values[layer];
+  } else if (ctx.cache != nullptr) {
+    const int64_t end = ctx.cache_offset + len;
+    ctx.cache->keys[layer].slice(2, ctx.cache_offset, end).copy_(k);
+    ctx.cache->values[layer].slice(2, ctx.cache_offset, end).copy_(v);
+    k = ctx.cache->keys[layer].slice(2, 0, end);
+    v = ctx.cache->values[layer].slice(2, 0, end);
+  }
+  return o_proj(grouped_attention(q, k, v, sliding ? ctx.blocked_sliding : ctx.blocked, scaling, softcap));
+}
+
+void Attention::collect(const std::string& prefix, ParameterSlots& out) {
+  q_proj.collect(prefix + ".q_proj", out);
+  k_proj.collect(prefix + ".k_proj", out);
+  v_proj.collect(prefix + ".v_proj", out);
+  o_proj.collect(prefix + ".o_proj", out);
+  q_norm.collect(prefix + ".q_norm", out);
+  k_norm.collect(prefix + ".k_norm", out);
+}
+
+at::Tensor Mlp::operator()(const at::Tensor& x) const {
+  const std::vector<at::Tensor> gate_up = project({&gate_proj, &up_proj}, x);
+  const at::Tensor activated = gelu_tanh ? at::gelu(gate_up[0], "tanh") : at::silu(gate_up[0]);
+  return down_proj(activated * gate_up[1]);
+}
+
+void Mlp::collect(const std::string& prefix, ParameterSlots& out) {
+  gate_proj.collect(prefix + ".gate_proj", out);
+  up_proj.collect(prefix + ".up_proj", out);
+  down_proj.collect(prefix + ".down_proj", out);
+}
+
+at::Tensor DecoderLayer::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
+  if (post_feedforward_layernorm.weight.defined()) {
+    const at::Tensor h = x + post_attention_layernorm(self_attn(input_layernorm(x), ctx, layer));
+    return h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)));
+  }
+  const at::Tensor h = x + self_attn(input_layernorm(x), ctx, layer);
+  return h + mlp(post_attention_layernorm(h));
+}
+
+void DecoderLayer::collect(const std::string& prefix, ParameterSlots& out) {
+  input_layernorm.collect(prefix + "input_layernorm", out);
+  self_attn.collect(prefix + "self_attn", out);
+  post_attention_layernorm.collect(prefix + "post_attention_layernorm", out);
+  pre_feedforward_layernorm.collect(prefix + "pre_feedforward_layernorm", out);
+  post_feedforward_layernorm.collect(prefix + "post_feedforward_layernorm", out);
+  mlp.collect(prefix + "mlp", out);
+}
+
+namespace {
+
+Linear make_linear(at::Tensor weight, bool bias, const at::TensorOptions& options) {
+  Linear linear;
+  if (bias) linear.bias = at::empty({weight.size(0)}, options);
+  linear.weight = std::move(weight);
+  return linear;
+}
+
+Linear make_linear(int64_t in, int64_t out, bool bias, const at::TensorOptions& options) {
+  return make_linear(at::empty({out, in}, options), bias, options);
+}
+
+// [rows[i], in] weights as consecutive row blocks of one allocation, so
+// project() can run them as one GEMM.
+std::vector<at::Tensor> adjacent_matrices(const std::vector<int64_t>& rows, int64_t in,
+                                          const at::TensorOptions& options) {
+  int64_t total = 0;
+  for (int64_t r : rows) total += r;
+  const at::Tensor block = at::empty({total, in}, options);
+  std::vector<at::Tensor> parts;
+  int64_t start = 0;
+  for (int64_t r : rows) {
+    parts.push_back(block.narrow(0, start, r));
+    start += r;
+  }
+  return parts;
+}
+
+RmsNorm make_norm(const ModelConfig& c, int64_t dim, const at::TensorOptions& options) {
+  return RmsNorm{at::empty({dim}, options), c.rms_norm_eps, c.norm_weight_offset};
+}
+
+}  // namespace
+
+DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& options, int64_t index) {
+  DecoderLayer layer;
+  layer.input_layernorm = make_norm(c, c.hidden_size, options);
+  layer.post_attention_layernorm = make_norm(c, c.hidden_size, options);
+  if (c.sandwich_norms) {
+    layer.pre_feedforward_layernorm = make_norm(c, c.hidden_size, options);
+    layer.post_feedforward_layernorm = make_norm(c, c.hidden_size, options);
+  }
+  Attention& attn = layer.self_attn;
+  const int64_t q_dim = c.num_attention_heads * c.head_dim;
+  const int64_t kv_dim = c.num_key_value_heads * c.head_dim;
+  std::vector<at::Tensor> qkv = adjacent_matrices({q_dim, kv_dim, kv_dim}, c.hidden_size, options);
+  attn.q_proj = make_linear(std::move(qkv[0]), c.qkv_bias, options);
+  attn.k_proj = make_linear(std::move(qkv[1]), c.qkv_bias, options);
+  attn.v_proj = make_linear(std::move(qkv[2]), c.qkv_bias, options);
+  attn.o_proj = make_linear(q_dim, c.hidden_size, c.o_proj_bias, options);
+  if (c.qk_norm) {
+    attn.q_norm = make_norm(c, c.head_dim, options);
+    attn.k_norm = make_norm(c, c.head_dim, options);
+  }
+  attn.num_heads = c.num_attention_heads;
+  attn.num_kv_heads = c.num_key_value_heads;
+  attn.head_dim = c.head_dim;
+  attn.scaling = c.attention_scaling();
+  attn.softcap = c.attn_logit_softcapping.value_or(0.0);
+  attn.sliding = c.layer_slides(index);
+  std::vector<at::Tensor> gate_up =
+      adjacent_matrices({c.intermediate_size, c.intermediate_size}, c.hidden_size, options);
+  layer.mlp.gate_proj = make_linear(std::move(gate_up[0]), c.mlp_bias, options);
+  layer.mlp.up_proj = make_linear(std::move(gate_up[1]), c.mlp_bias, options);
+  layer.mlp.down_proj = make_linear(c.intermediate_size, c.hidden_size, c.mlp_bias, options);
+  layer.mlp.gelu_tanh = c.hidden_act == "gelu_pytorch_tanh";
+  return layer;
+}
+
+}  // namespace rlcore::model

@@ -1,0 +1,279 @@
+// ModelConfig: parsing real HF config.json files, errors naming the field,
+// HF-compatible output and the size presets.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "rlcore/error.h"
+#include "rlcore/model/config.h"
+#include "../../common/test_paths.h"
+
+#include <catch2/catch.hpp>
+
+using rlcore::ConfigError;
+using rlcore::model::ModelConfig;
+using rlcore::model::preset;
+
+namespace {
+
+// Trimmed copies of the published config.json files.
+const char* kQwen25Config = R"({
+  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+  "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 24,
+  "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "transformers_version": "4.43.1", "use_cache": true,
+  "use_sliding_window": false, "vocab_size": 151936})";
+
+const char* kQwen3Config = R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+  "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
+
+const char* kLlama32Config = R"({
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "head_dim": 64, "hidden_act": "silu",
+  "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192,
+  "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama", "num_attention_heads": 32,
+  "num_hidden_layers": 16, "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16", "use_cache": true,
+  "vocab_size": 128256})";
+
+// Text edits rather than nlohmann: using its templates here would triple
+// this file's compile time.
+// Overrides `key` by appending it: like Python's json, nlohmann keeps the last duplicate.
+std::string with(const std::string& base, const std::string& key, const std::string& value) {
+  return base.substr(0, base.rfind('}')) + ", \"" + key + "\": " + value + "}";
+}
+
+// Removes a key whose value is a scalar (no comma inside).
+std::string without(const std::string& base, const std::string& key) {
+  const size_t begin = base.find("\"" + key + "\":");
+  REQUIRE(begin != std::string::npos);
+  return base.substr(0, begin) + base.substr(base.find(',', begin) + 1);
+}
+
+// The ConfigError message for `text`, or "" if it parses.
+std::string parse_error(const std::string& text) {
+  try {
+    ModelConfig::from_json_text(text, "/ckpt/config.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("qwen2 config.json parses with qwen2's fixed biases", "[model]") {
+  const ModelConfig c = ModelConfig::from_json_text(kQwen25Config);
+  CHECK(c.model_type == "qwen2");
+  CHECK(c.hidden_size == 896);
+  CHECK(c.num_attention_heads == 14);
+  CHECK(c.num_key_value_heads == 2);
+  CHECK(c.head_dim == 64);  // hidden / heads
+  CHECK(c.num_kv_groups() == 7);
+  CHECK(c.qkv_bias);
+  CHECK_FALSE(c.o_proj_bias);
+  CHECK_FALSE(c.qk_norm);
+  CHECK(c.tie_word_embeddings);
+  CHECK(c.rope_theta == 1e6);
+  CHECK(c.rms_norm_eps == 1e-6);
+  CHECK(c.dtype() == c10::ScalarType::BFloat16);
+  CHECK(c.bos_token_id == 151643);
+  CHECK(c.eos_token_ids == std::vector<int64_t>({151643}));
+}
+
+TEST_CASE("qwen3 config.json keeps its explicit head_dim and gets q/k norms", "[model]") {
+  const ModelConfig c = ModelConfig::from_json_text(kQwen3Config);
+  CHECK(c.head_dim == 128);  // not 1024 / 16
+  CHECK(c.qk_norm);
+  CHECK_FALSE(c.qkv_bias);
+  CHECK(c.max_position_embeddings == 40960);
+  // Qwen3Config's own default when the field is absent.
+  CHECK(ModelConfig::from_json_text(without(kQwen3Config, "head_dim")).head_dim == 128);
+  CHECK(ModelConfig::from_json_text(with(kQwen3Config, "attention_bias", "true")).o_proj_bias);
+}
+
+TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[model]") {
+  const ModelConfig c = ModelConfig::from_json_text(kLlama32Config);
+  CHECK(c.rope_scaling.rope_type == "llama3");
+  CHECK(c.rope_scaling.factor == 32.0);
+  CHECK(c.rope_scaling.original_max_position_embeddings == 8192);
+  CHECK(c.eos_token_ids == std::vector<int64_t>({128001, 128008, 128009}));
+  CHECK_FALSE(c.qkv_bias);
+  const ModelConfig biased = ModelConfig::from_json_text(with(kLlama32Config, "attention_bias", "true"));
+  CHECK(biased.qkv_bias);
+  CHECK(biased.o_proj_bias);
+  // num_key_value_heads defaults to the head count, as in LlamaConfig.
+  CHECK(ModelConfig::from_json_text(without(kLlama32Config, "num_key_value_heads")).num_key_value_heads == 32);
+  // transformers >= 4.57 nests rope_theta in rope_parameters.
+  const std::string modern = with(with(without(kLlama32Config, "rope_theta"), "rope_scaling", "null"),
+                                  "rope_parameters", R"({"rope_type": "default", "rope_theta": 250000.0})");
+  const ModelConfig m = ModelConfig::from_json_text(modern);
+  CHECK(m.rope_theta == 250000.0);
+  CHECK(m.rope_scaling.rope_type == "default");
+}
+
+TEST_CASE("config errors name the field and the file", "[model]") {
+  std::string error = parse_error(with(kQwen25Config, "model_type", R"("gpt2")"));
+  CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("model_type") && Catch::Contains("gpt2") &&
+                        Catch::Contains("gemma2, llama, mistral, qwen2, qwen3"));
+
+  error = parse_error(with(kQwen25Config, "num_key_value_heads", "3"));
+  CHECK_THAT(error, Catch::Contains("num_key_value_heads") && Catch::Contains("14"));
+
+  error = parse_error(with(kQwen25Config, "num_attention_heads", "10"));  // 896 % 10 != 0
+  CHECK_THAT(error, Catch::Contains("hidden_size") && Catch::Contains("head_dim"));
+  // An explicit head_dim lifts that requirement.
+  CHECK(parse_error(with(with(kQwen25Config, "num_attention_heads", "10"), "head_dim", "64")).empty());
+
+  error = parse_error(without(kQwen25Config, "hidden_size"));
+  CHECK_THAT(error,
+             Catch::Contains("/ckpt/config.json") && Catch::Contains("'hidden_size'") && Catch::Contains("missing"));
+
+  CHECK_THAT(parse_error(with(kQwen25Config, "hidden_size", R"("896")")),
+             Catch::Contains("hidden_size") && Catch::Contains("integer"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "num_hidden_layers", "0")),
+             Catch::Contains("num_hidden_layers") && Catch::Contains("positive"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rms_norm_eps", "-1.0")), Catch::Contains("rms_norm_eps"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "hidden_act", R"("gelu")")), Catch::Contains("hidden_act"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "use_sliding_window", "true")), Catch::Contains("use_sliding_window"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "torch_dtype", R"("int8")")), Catch::Contains("torch_dtype"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", R"({"rope_type": "dynamic", "factor": 4.0})")),
+             Catch::Contains("rope_scaling.rope_type") && Catch::Contains("dynamic") && Catch::Contains("yarn"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rope_scaling", R"({"rope_type": "longrope", "factor": 4.0})")),
+             Catch::Contains("longrope"));
+  CHECK_THAT(parse_error("{not json"), Catch::Contains("/ckpt/config.json") && Catch::Contains("invalid JSON"));
+  CHECK_THAT(parse_error(with(kQwen25Config, "rope_theta", "1e999999")), Catch::Contains("/ckpt/config.json") &&
+                                                                             Catch::Contains("invalid JSON") &&
+                                                                             Catch::Contains("number overflow"));
+  CHECK_THROWS_AS(ModelConfig::from_file("/nonexistent/config.json"), rlcore::IoError);
+}
+
+TEST_CASE("MoE and vision checkpoints are refused by their architectures field", "[model]") {
+  for (const char* architecture : {"Qwen3MoeForCausalLM", "Qwen2VLForConditionalGeneration", "MixtralForCausalLM"}) {
+    const std::string error =
+        parse_error(with(kQwen25Config, "architectures", std::string("[\"") + architecture + "\"]"));
+    CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("'architectures'") &&
+                          Catch::Contains(architecture));
+  }
+  // A critic checkpoint (verl saves *ForTokenClassification) is a dense decoder too.
+  CHECK(parse_error(with(kQwen25Config, "architectures", R"(["Qwen2ForTokenClassification"])")).empty());
+}
+
+TEST_CASE("yarn rope scaling reads HF's defaults", "[model]") {
+  const ModelConfig plain = ModelConfig::from_json_text(
+      with(kQwen25Config, "rope_scaling",
+           R"({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})"));
+  CHECK(plain.rope_scaling.rope_type == "yarn");
+  CHECK(plain.rope_scaling.beta_fast == 32.0);
+  CHECK(plain.rope_scaling.beta_slow == 1.0);
+  CHECK(plain.rope_scaling.attention_factor == Approx(0.1 * std::log(4.0) + 1.0));
+  // mscale / mscale_all_dim (DeepSeek style) give a ratio; a given attention_factor wins.
+  const ModelConfig ratio = ModelConfig::from_json_text(with(
+      kQwen25Config, "rope_scaling", R"({"rope_type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 0.5})"));
+  CHECK(ratio.rope_scaling.attention_factor == Approx((0.1 * std::log(40.0) + 1.0) / (0.05 * std::log(40.0) + 1.0)));
+  CHECK(ratio.rope_scaling.original_max_position_embeddings == ratio.max_position_embeddings);
+  const ModelConfig given = ModelConfig::from_json_text(
+      with(kQwen25Config, "rope_scaling", R"({"rope_type": "yarn", "factor": 4.0, "attention_factor": 1.5})"));
+  CHECK(given.rope_scaling.attention_factor == 1.5);
+  CHECK(ModelConfig::from_json_text(given.to_json_text()) == given);
+}
+
+TEST_CASE("mistral's sliding_window: absent means 4096, null means none", "[model]") {
+  const std::string mistral =
+      with(with(kLlama32Config, "model_type", R"("mistral")"), "architectures", R"(["MistralForCausalLM"])");
+  CHECK(ModelConfig::from_json_text(mistral).sliding_window == 4096);
+  CHECK_FALSE(ModelConfig::from_json_text(with(mistral, "sliding_window", "null")).sliding_window.has_value());
+  const ModelConfig windowed = ModelConfig::from_json_text(with(mistral, "sliding_window", "64"));
+  CHECK(windowed.sliding_window == 64);
+  CHECK(ModelConfig::from_json_text(windowed.to_json_text()) == windowed);
+  CHECK_THAT(parse_error(with(mistral, "sliding_window", "0")), Catch::Contains("sliding_window"));
+}
+
+TEST_CASE("gemma2 reads Gemma2Config's defaults and its layer types", "[model]") {
+  const std::string gemma2 = R"({"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "vocab_size": 1000,
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4,
+    "num_key_value_heads": 2})";
+  const ModelConfig c = ModelConfig::from_json_text(gemma2);
+  CHECK(c.head_dim == 256);
+  CHECK(c.tie_word_embeddings);
+  CHECK(c.hidden_act == "gelu_pytorch_tanh");
+  CHECK((c.norm_weight_offset && c.sandwich_norms && c.scale_embeddings));
+  CHECK(c.sliding_window == 4096);
+  CHECK(c.sliding_layers == std::vector<bool>{true, false, true});
+  CHECK(c.attn_logit_softcapping == 50.0);
+  CHECK(c.final_logit_softcapping == 30.0);
+  CHECK(c.attention_scaling() == Approx(1.0 / 16.0));  // query_pre_attn_scalar 256
+  CHECK(ModelConfig::from_json_text(c.to_json_text()) == c);
+
+  const ModelConfig uncapped = ModelConfig::from_json_text(
+      with(with(gemma2, "attn_logit_softcapping", "null"), "final_logit_softcapping", "null"));
+  CHECK_FALSE(uncapped.attn_logit_softcapping.has_value());
+  CHECK_FALSE(uncapped.final_logit_softcapping.has_value());
+  CHECK(ModelConfig::from_json_text(uncapped.to_json_text()) == uncapped);
+
+  CHECK_THAT(parse_error(with(gemma2, "layer_types", R"(["full_attention"])")), Catch::Contains("layer_types"));
+  CHECK_THAT(parse_error(with(gemma2, "layer_types", R"(["full_attention", "chunked_attention", "full_attention"])")),
+             Catch::Contains("chunked_attention"));
+  CHECK_THAT(parse_error(with(gemma2, "use_bidirectional_attention", "true")),
+             Catch::Contains("use_bidirectional_attention"));
+  CHECK_THAT(parse_error(with(gemma2, "hidden_activation", R"("relu")")), Catch::Contains("hidden_activation"));
+}
+
+TEST_CASE("to_json writes an HF config that parses back to the same config", "[model]") {
+  const std::pair<std::string, std::string> archs[] = {
+      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+  for (const auto& [arch, architecture] : archs) {
+    ModelConfig c = preset(arch, "tiny", 1000);
+    c.bos_token_id = 1;
+    c.eos_token_ids = {2, 3};
+    // Checked on the text (save_pretrained's 2-space layout) to keep nlohmann out of this file.
+    const std::string text = c.to_json_text();
+    CHECK_THAT(text, Catch::Contains("\"architectures\": [\n    \"" + architecture + "\"\n  ]"));
+    CHECK_THAT(text, Catch::Contains("\"model_type\": \"" + arch + "\""));
+    CHECK_THAT(text, Catch::Contains("\"hidden_act\": \"silu\""));
+    CHECK_THAT(text, Catch::Contains("\"eos_token_id\": [\n    2,\n    3\n  ]"));
+    CHECK_THAT(text, Catch::Contains("\"head_dim\": 32"));
+    CHECK((text.find("\"attention_bias\"") != std::string::npos) == (arch != "qwen2"));
+    CHECK(ModelConfig::from_json_text(text) == c);
+  }
+  // Real configs round-trip too (rope scaling, explicit head_dim).
+  for (const char* text : {kQwen25Config, kQwen3Config, kLlama32Config}) {
+    const ModelConfig c = ModelConfig::from_json_text(text);
+    CHECK(ModelConfig::from_json_text(c.to_json_text()) == c);
+  }
+}
+
+TEST_CASE("from_file reads a config.json", "[model]") {
+  const std::string path = rlcore_test::binary_dir() + "/model_config_test_config.json";
+  {
+    std::ofstream out(path);
+    out << kQwen3Config;
+  }
+  CHECK(ModelConfig::from_file(path).head_dim == 128);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("presets have the documented shapes", "[model]") {
+  const ModelConfig tiny = preset("llama", "tiny", 1000);
+  CHECK(tiny.hidden_size == 128);
+  CHECK(tiny.num_hidden_layers == 4);
+  CHECK(tiny.num_attention_heads == 4);
+  CHECK(tiny.num_key_value_heads == 2);
+  CHECK(tiny.intermediate_size == 384);
+  CHECK(preset("qwen2", "tiny", 1000).qkv_bias);
+  CHECK(preset("qwen3", "tiny", 1000).qk_norm);
+  CHECK_THROWS_WITH(preset("gpt2", "tiny", 1000), Catch::Contains("gpt2") && Catch::Contains("qwen3"));
+  CHECK_THROWS_WITH(preset("llama", "7b", 1000), Catch::Contains("7b") && Catch::Contains("tiny"));
+  CHECK_THROWS_AS(preset("llama", "tiny", 0), ConfigError);
+}
