@@ -21,13 +21,13 @@
 #include <spdlog/spdlog.h>
 
 #include "rlcore/core/runtime/cluster.h"
+#include "rlcore/elapsed_seconds.h"
 #include "../tests/common/test_paths.h"
 
 using Clock = std::chrono::steady_clock;
+using rlcore::seconds_since;
 
 namespace {
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 double percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 #include "rollout_correction_internal.h"
 
 namespace rlcore {
@@ -18,12 +19,6 @@ const std::vector<std::string>& rejection_option_names() {
                                                  "seq_mean_k3", "seq_sum_k1", "seq_sum_k2",  "seq_sum_k3",
                                                  "token_k1",    "token_k2",   "token_k3"};
   return names;  // sorted, as verl lists them in its error
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text;
 }
 
 std::string strip(const std::string& text) {

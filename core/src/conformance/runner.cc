@@ -12,6 +12,7 @@
 
 #include "conformance/conformance.h"
 #include "conformance/tiny_model.h"
+#include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 
 namespace rlcore::conformance {
@@ -49,10 +50,6 @@ bool from_path(const std::string& file, const std::string& path) {
   if (f == p) return true;
   const auto [mismatch, unused] = std::mismatch(p.begin(), p.end(), f.begin(), f.end());
   return mismatch == p.end();
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace

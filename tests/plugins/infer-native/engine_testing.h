@@ -12,6 +12,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <catch2/catch.hpp>
+#include "../../common/scratch_dir.h"
 #include "../../common/error_of.h"
 
 #include "native_engine.h"
@@ -29,26 +30,9 @@ using rlcore::model::ModelConfig;
 using rlcore::model::Transformer;
 
 // A fresh directory under the system temp dir, removed with the object.
-class TempDir {
+class TempDir : public rlcore_test::ScratchDir {
  public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("rlcore_infer_native_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
+  TempDir() : ScratchDir("infer_native") {}
 };
 
 // A tiny config: fast on CPU, with logits spread enough (initializer_range)

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <catch2/catch.hpp>
+#include "../../common/scratch_dir.h"
 #include "../../common/error_of.h"
 
 #include <signal.h>
@@ -37,25 +38,9 @@ namespace fs = std::filesystem;
 using rlcore_test::error_of;
 
 // A fresh directory under the system temp dir, removed with the object.
-class TempDir {
+class TempDir : public rlcore_test::ScratchDir {
  public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / ("rlcore_fsdp_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
+  TempDir() : ScratchDir("fsdp") {}
 };
 
 // 2 layers, hidden 32, tied embeddings: a few seconds for every scenario.
