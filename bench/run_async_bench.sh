@@ -11,19 +11,24 @@
 # where a step's time goes, and the validation score after the same samples;
 # then each seed's scores, the date and the machine.
 #
-#   bench/run_async_bench.sh [--steps 20] [--seeds "1 2 3"] [--out DIR]
+#   bench/run_async_bench.sh [--steps 20] [--seeds "1 2 3"] [--out DIR] [--reuse-sft]
+#
+# --reuse-sft keeps DIR and each seed's SFT checkpoint from an earlier run (the
+# warm start is not what is measured), and runs the three modes again.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 steps=20
 seeds="1 2 3"
 out=$repo/runs/async-bench
+reuse_sft=0
 
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps=${2:?}; shift 2 ;;
     --seeds) seeds=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
-    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
+    --reuse-sft) reuse_sft=1; shift ;;
+    -h|--help) sed -n 2,18p "$0"; exit 0 ;;
     *) echo "async bench: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -34,7 +39,7 @@ done
 case "$out" in ''|/|.) echo "async bench: refusing --out '$out' (it is deleted first)" >&2; exit 2 ;; esac
 rlcore=$repo/build/bin/rlcore
 [ -x "$rlcore" ] || { echo "async bench: $rlcore is missing: bash scripts/build.sh" >&2; exit 1; }
-rm -rf "$out"
+[ "$reuse_sft" = 1 ] || rm -rf "$out"
 mkdir -p "$out"
 
 response_length=96  # the longest worked answer (16 terms) is 95 characters
@@ -46,13 +51,20 @@ declare -A extra=(
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for seed in $seeds; do
   dir=$out/seed-$seed
-  echo "== seed $seed: model, data, SFT"
-  "$rlcore" model init --arch qwen2 --size tiny --seed "$seed" --out "$dir/model" > "$dir.prepare.log" 2>&1 &&
-  "$rlcore" data make --task repeated-addition --seed "$seed" --out "$dir/data" >> "$dir.prepare.log" 2>&1 &&
-  "$rlcore" sft --config "$repo/configs/quickstart_sft.yaml" "trainer.default_local_dir=$dir/sft" "data.seed=$seed" \
-    "data.train_files=$dir/data/sft.jsonl" "data.val_files=$dir/data/val.jsonl" "actor_rollout_ref.model.path=$dir/model" \
-    "data.max_response_length=$response_length" trainer.stop_at_val_reward=0.5 "trainer.logger=[jsonl]" \
-    >> "$dir.prepare.log" 2>&1 || { echo "async bench: seed $seed's preparation failed; see $dir.prepare.log" >&2; exit 1; }
+  if [ "$reuse_sft" = 1 ] && [ -e "$dir/sft/hf/config.json" ]; then
+    echo "== seed $seed: reusing $dir/sft"
+  else
+    echo "== seed $seed: model, data, SFT"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    "$rlcore" model init --arch qwen2 --size tiny --seed "$seed" --out "$dir/model" > "$dir.prepare.log" 2>&1 &&
+    "$rlcore" data make --task repeated-addition --seed "$seed" --out "$dir/data" >> "$dir.prepare.log" 2>&1 &&
+    "$rlcore" sft --config "$repo/configs/quickstart_sft.yaml" "trainer.default_local_dir=$dir/sft" "data.seed=$seed" \
+      "data.train_files=$dir/data/sft.jsonl" "data.val_files=$dir/data/val.jsonl" "actor_rollout_ref.model.path=$dir/model" \
+      "data.max_response_length=$response_length" trainer.stop_at_val_reward=0.5 "trainer.logger=[jsonl]" \
+      >> "$dir.prepare.log" 2>&1 || { echo "async bench: seed $seed's preparation failed; see $dir.prepare.log" >&2; exit 1; }
+  fi
+  rm -rf "${dir:?}"/{sync,one_step_off,fully_async}
   for mode in sync one_step_off fully_async; do
     echo "== seed $seed: $mode"
     # shellcheck disable=SC2086
