@@ -293,7 +293,7 @@ class ActorRolloutRef {
 }  // namespace
 
 void add_actor_rollout_ref_role(RoleRegistry& roles, const Registry& components) {
-  roles.add("actor_rollout_ref", [&components](const RoleContext& context, RoleMethods& methods) {
+  roles.add(role_types::kActor, [&components](const RoleContext& context, RoleMethods& methods) {
     auto role = std::make_shared<ActorRolloutRef>(components, context);
     role->register_methods(methods);
     return std::static_pointer_cast<void>(role);

@@ -64,7 +64,7 @@ class Critic {
 }  // namespace
 
 void add_critic_role(RoleRegistry& roles, const Registry& components) {
-  roles.add("critic", [&components](const RoleContext& context, RoleMethods& methods) {
+  roles.add(role_types::kCritic, [&components](const RoleContext& context, RoleMethods& methods) {
     auto role = std::make_shared<Critic>(components, context);
     role->register_methods(methods);
     return std::static_pointer_cast<void>(role);

@@ -39,7 +39,7 @@ class RewardModelWorker {
 }  // namespace
 
 void add_reward_model_role(RoleRegistry& roles, const Registry& components) {
-  roles.add("reward_model", [&components](const RoleContext& context, RoleMethods& methods) {
+  roles.add(role_types::kRewardModel, [&components](const RoleContext& context, RoleMethods& methods) {
     auto role = std::make_shared<RewardModelWorker>(components, context);
     role->register_methods(methods);
     return std::static_pointer_cast<void>(role);

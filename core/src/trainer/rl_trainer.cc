@@ -467,7 +467,7 @@ struct RlTrainer::Impl {
   // `examples` are the rows' prompts, each repeated rollout.n times.
   void add_greedy_baselines(Batch& batch, const std::vector<const Example*>& examples) {
     nlohmann::json greedy = train_sampling(step);
-    greedy["greedy"] = true;
+    greedy[args::kGreedy] = true;
     const int64_t n = config.actor_rollout_ref.rollout.n;
     std::vector<const Example*> prompts;
     for (size_t row = 0; row < examples.size(); row += static_cast<size_t>(n)) prompts.push_back(examples[row]);

@@ -132,7 +132,7 @@ class StandaloneRollout {
 }  // namespace
 
 void add_rollout_role(RoleRegistry& roles, const Registry& components) {
-  roles.add("rollout", [&components](const RoleContext& context, RoleMethods& methods) {
+  roles.add(role_types::kRollout, [&components](const RoleContext& context, RoleMethods& methods) {
     auto role = std::make_shared<StandaloneRollout>(components, context);
     role->register_methods(methods);
     return std::static_pointer_cast<void>(role);

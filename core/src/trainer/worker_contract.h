@@ -26,6 +26,15 @@ inline constexpr const char* kCriticRole = "critic";
 inline constexpr const char* kRewardModelRole = "reward_model";
 inline constexpr const char* kRolloutRole = "rollout";  // a standalone rollout pool (docs/async.md)
 
+// The role types the workers construct (RoleSpec::type, RoleRegistry::add):
+// the actor's is verl's config section, actor_rollout_ref.
+namespace role_types {
+inline constexpr const char* kActor = "actor_rollout_ref";
+inline constexpr const char* kCritic = "critic";
+inline constexpr const char* kRewardModel = "reward_model";
+inline constexpr const char* kRollout = "rollout";
+}  // namespace role_types
+
 // One method of a role: the worker registers `name`, the controller calls qualified().
 struct Method {
   const char* role;

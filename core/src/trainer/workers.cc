@@ -2,6 +2,7 @@
 #include "trainer/workers.h"
 
 #include <algorithm>
+#include <map>
 
 #include <spdlog/spdlog.h>
 
@@ -16,12 +17,12 @@ namespace rlcore::trainer {
 namespace {
 
 std::vector<RoleSpec> role_specs(const RunConfig& config, bool critic, bool standalone_rollout) {
-  std::vector<RoleSpec> roles = {RoleSpec{kActorRole, "actor_rollout_ref", nlohmann::json::object()}};
-  if (critic) roles.push_back(RoleSpec{kCriticRole, "critic", nlohmann::json::object()});
+  std::vector<RoleSpec> roles = {RoleSpec{kActorRole, role_types::kActor, nlohmann::json::object()}};
+  if (critic) roles.push_back(RoleSpec{kCriticRole, role_types::kCritic, nlohmann::json::object()});
   if (config.reward.reward_model.enable) {
-    roles.push_back(RoleSpec{kRewardModelRole, "reward_model", nlohmann::json::object()});
+    roles.push_back(RoleSpec{kRewardModelRole, role_types::kRewardModel, nlohmann::json::object()});
   }
-  if (standalone_rollout) roles.push_back(RoleSpec{kRolloutRole, "rollout", nlohmann::json::object()});
+  if (standalone_rollout) roles.push_back(RoleSpec{kRolloutRole, role_types::kRollout, nlohmann::json::object()});
   return roles;
 }
 
@@ -114,6 +115,10 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
     if (roles.standalone_rollout && &pool == &pool_of(pools, kRolloutRole)) set_rollout_mesh(pool, resolved.config);
   }
   check_local_devices(resolved.config, pools);
+  std::map<std::string, std::string> pool_of_role;
+  for (const auto& pool : pools) {
+    for (const auto& spec : pool.roles) pool_of_role[spec.name] = pool.name;
+  }
   ClusterOptions cluster = cluster_options(resolved.config.runtime, std::move(pools));
   cluster.device = resolved.config.trainer.device;
   for (const auto& path : plugin_paths) {
@@ -123,16 +128,14 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
   cluster.worker_args.push_back("--log-level");
   cluster.worker_args.push_back(spdlog::get_level() <= spdlog::level::debug ? "debug" : "warn");
   cluster_ = std::make_unique<Cluster>(std::move(cluster));
-  for (const auto& name : cluster_->pools()) {
-    WorkerGroup& group = cluster_->group(name);
-    for (const auto& [method, info] : group.methods()) {
-      (void)info;
-      if (method.rfind(std::string(kActorRole) + ".", 0) == 0) actor_ = &group;
-      if (method.rfind(std::string(kCriticRole) + ".", 0) == 0) critic_ = &group;
-      if (method.rfind(std::string(kRewardModelRole) + ".", 0) == 0) reward_model_ = &group;
-      if (method.rfind(std::string(kRolloutRole) + ".", 0) == 0) rollout_ = &group;
-    }
-  }
+  const auto group_of = [&](const char* role) -> WorkerGroup* {
+    const auto pool = pool_of_role.find(role);
+    return pool == pool_of_role.end() ? nullptr : &cluster_->group(pool->second);
+  };
+  actor_ = group_of(kActorRole);
+  critic_ = group_of(kCriticRole);
+  reward_model_ = group_of(kRewardModelRole);
+  rollout_ = group_of(kRolloutRole);
   if (!actor_) throw Error("the workers registered no actor methods");
   if (roles.standalone_rollout && !rollout_) throw Error("the workers registered no rollout methods");
   if (resolved.config.reward.reward_model.enable && !reward_model_) {
