@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "algorithms/internal.h"
+#include "rlcore/metric_names.h"
 #include "rlcore/policy_loss.h"
 #include "rlcore/rl_functional.h"
 
@@ -64,8 +65,8 @@ class ClipCovLoss final : public PolicyLoss {
 
     PolicyLossOutput output;
     output.loss = weighted_agg_loss(at::maximum(losses1, losses2) * corr, input, config.aggregation);
-    output.metrics["actor/pg_clipfrac"] = masked_mean(corr.eq(0).to(log_prob.scalar_type()), mask).detach();
-    output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
+    output.metrics[metric_names::kActorPgClipfrac] = masked_mean(corr.eq(0).to(log_prob.scalar_type()), mask).detach();
+    output.metrics[metric_names::kActorPpoKl] = masked_mean(-log_ratio, mask).detach();
     return output;
   }
 
@@ -109,7 +110,7 @@ class KlCovLoss final : public PolicyLoss {
     PolicyLossOutput output;
     const at::Tensor pg_losses = at::where(penalised.reshape(log_prob.sizes()), losses_kl, losses);
     output.loss = weighted_agg_loss(pg_losses, input, config.aggregation);
-    output.metrics["actor/ppo_kl"] = masked_mean(abs_kl, mask).detach();
+    output.metrics[metric_names::kActorPpoKl] = masked_mean(abs_kl, mask).detach();
     return output;
   }
 

@@ -5,6 +5,7 @@
 
 #include "algorithms/internal.h"
 #include "rlcore/error.h"
+#include "rlcore/metric_names.h"
 #include "rlcore/policy_loss.h"
 #include "rlcore/rl_functional.h"
 
@@ -59,9 +60,10 @@ class DppoLoss final : public PolicyLoss {
 
     PolicyLossOutput output;
     output.loss = weighted_agg_loss(-advantages * truncated * log_prob * inside, input, config.aggregation);
-    output.metrics["actor/pg_clipfrac"] = masked_mean(1.0 - inside, mask).detach();
-    output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
-    output.metrics["actor/pg_clipfrac_lower"] = masked_mean(ratio.gt(config.clip_ratio_c) * inside, mask).detach();
+    output.metrics[metric_names::kActorPgClipfrac] = masked_mean(1.0 - inside, mask).detach();
+    output.metrics[metric_names::kActorPpoKl] = masked_mean(-log_ratio, mask).detach();
+    output.metrics[metric_names::kActorPgClipfracLower] =
+        masked_mean(ratio.gt(config.clip_ratio_c) * inside, mask).detach();
     return output;
   }
 
@@ -90,9 +92,9 @@ class SapoLoss final : public PolicyLoss {
     aggregation.mode = "seq-mean-token-mean";
     PolicyLossOutput output;
     output.loss = weighted_agg_loss(-gates * advantages, input, aggregation);
-    output.metrics["actor/pg_clipfrac"] = at::zeros({}, log_prob.options());
-    output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
-    output.metrics["actor/pg_clipfrac_lower"] = at::zeros({}, log_prob.options());
+    output.metrics[metric_names::kActorPgClipfrac] = at::zeros({}, log_prob.options());
+    output.metrics[metric_names::kActorPpoKl] = masked_mean(-log_ratio, mask).detach();
+    output.metrics[metric_names::kActorPgClipfracLower] = at::zeros({}, log_prob.options());
     return output;
   }
 };
@@ -119,7 +121,7 @@ class DroLoss final : public PolicyLoss {
     PolicyLossOutput output;
     output.loss =
         weighted_agg_loss(-(log_prob * advantages - 0.5 * beta_ * log_ratio.square()), input, config.aggregation);
-    output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, input.response_mask).detach();
+    output.metrics[metric_names::kActorPpoKl] = masked_mean(-log_ratio, input.response_mask).detach();
     return output;
   }
 

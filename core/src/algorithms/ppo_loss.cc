@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "algorithms/internal.h"
+#include "rlcore/metric_names.h"
 #include "rlcore/policy_loss.h"
 #include "rlcore/rl_functional.h"
 
@@ -33,9 +34,10 @@ class VanillaLoss final : public PolicyLoss {
 
     PolicyLossOutput output;
     output.loss = weighted_agg_loss(pg_losses, input, config.aggregation);
-    output.metrics["actor/pg_clipfrac"] = masked_fraction(losses2.gt(losses1), mask, log_prob);
-    output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
-    output.metrics["actor/pg_clipfrac_lower"] = masked_fraction(clipped1.gt(losses3).logical_and(negative), mask, log_prob);
+    output.metrics[metric_names::kActorPgClipfrac] = masked_fraction(losses2.gt(losses1), mask, log_prob);
+    output.metrics[metric_names::kActorPpoKl] = masked_mean(-log_ratio, mask).detach();
+    output.metrics[metric_names::kActorPgClipfracLower] =
+        masked_fraction(clipped1.gt(losses3).logical_and(negative), mask, log_prob);
     return output;
   }
 };
@@ -63,9 +65,9 @@ class GspoLoss final : public PolicyLoss {
 
     PolicyLossOutput output;
     output.loss = weighted_agg_loss(at::maximum(losses1, losses2), input, config.aggregation);
-    output.metrics["actor/pg_clipfrac"] = masked_fraction(losses2.gt(losses1), mask, log_prob);
-    output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
-    output.metrics["actor/pg_clipfrac_lower"] = at::zeros({}, log_prob.options());
+    output.metrics[metric_names::kActorPgClipfrac] = masked_fraction(losses2.gt(losses1), mask, log_prob);
+    output.metrics[metric_names::kActorPpoKl] = masked_mean(-log_ratio, mask).detach();
+    output.metrics[metric_names::kActorPgClipfracLower] = at::zeros({}, log_prob.options());
     return output;
   }
 };
@@ -85,9 +87,9 @@ class CispoLoss final : public PolicyLoss {
 
     PolicyLossOutput output;
     output.loss = weighted_agg_loss(-clipped.detach() * advantages * log_prob, input, config.aggregation);
-    output.metrics["actor/pg_clipfrac"] = masked_fraction(ratio.ne(clipped), mask, log_prob);
-    output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
-    output.metrics["actor/pg_clipfrac_lower"] = at::zeros({}, log_prob.options());
+    output.metrics[metric_names::kActorPgClipfrac] = masked_fraction(ratio.ne(clipped), mask, log_prob);
+    output.metrics[metric_names::kActorPpoKl] = masked_mean(-log_ratio, mask).detach();
+    output.metrics[metric_names::kActorPgClipfracLower] = at::zeros({}, log_prob.options());
     return output;
   }
 };
@@ -134,9 +136,11 @@ class GeoMeanLoss final : public PolicyLoss {
     const at::Tensor clipped = log_ratio.ne(clamped);
     PolicyLossOutput output;
     output.loss = agg_loss(pg_losses.unsqueeze(-1), at::ones({pg_losses.size(0), 1}, mask.options()), aggregation);
-    output.metrics["actor/pg_clipfrac"] = masked_fraction(clipped.logical_and(advantages.gt(0)), mask, log_prob);
-    output.metrics["actor/ppo_kl"] = masked_mean(-log_ratio, mask).detach();
-    output.metrics["actor/pg_clipfrac_lower"] = masked_fraction(clipped.logical_and(advantages.lt(0)), mask, log_prob);
+    output.metrics[metric_names::kActorPgClipfrac] =
+        masked_fraction(clipped.logical_and(advantages.gt(0)), mask, log_prob);
+    output.metrics[metric_names::kActorPpoKl] = masked_mean(-log_ratio, mask).detach();
+    output.metrics[metric_names::kActorPgClipfracLower] =
+        masked_fraction(clipped.logical_and(advantages.lt(0)), mask, log_prob);
     return output;
   }
 

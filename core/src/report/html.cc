@@ -6,6 +6,7 @@
 #include "report/svg.h"
 #include "rlcore/core/report/report.h"
 #include "rlcore/error.h"
+#include "rlcore/metric_names.h"
 #include "rlcore/string_join.h"
 
 namespace rlcore {
@@ -43,15 +44,20 @@ void last_step_table(std::ostringstream& html, const nlohmann::json& record) {
 
 const std::vector<ReportPlot>& default_report_plots() {
   static const std::vector<ReportPlot> plots = {
-      {"Reward", {"critic/score/mean", "critic/rewards/mean"}, {}},
+      {"Reward", {metric_names::kCriticScoreMean, "critic/rewards/mean"}, {}},
       {"Validation accuracy", {}, {"val-core/", "val/"}},
-      {"KL", {"actor/ppo_kl", "actor/kl_loss", "critic/kl"}, {}},
-      {"Entropy", {"actor/entropy"}, {}},
-      {"Response length", {"response_length/mean"}, {}},
+      {"KL", {metric_names::kActorPpoKl, metric_names::kActorKlLoss, "critic/kl"}, {}},
+      {"Entropy", {metric_names::kActorEntropy}, {}},
+      {"Response length", {metric_names::kResponseLengthMean}, {}},
       {"Step time (s)", {}, {"timing_s/"}},
-      {"Staleness (updates)", {"async/staleness/mean", "async/staleness/max", "fully_async/partial/max_partial_span"},
-       {}, true},
-      {"Idle share", {"trainer/idle_ratio", "rollouter/idle_ratio", "fully_async/partial/partial_ratio"}, {}, true},
+      {"Staleness (updates)",
+       {metric_names::kAsyncStalenessMean, metric_names::kAsyncStalenessMax, metric_names::kFullyAsyncMaxPartialSpan},
+       {},
+       true},
+      {"Idle share",
+       {metric_names::kTrainerIdleRatio, metric_names::kRollouterIdleRatio, metric_names::kFullyAsyncPartialRatio},
+       {},
+       true},
   };
   return plots;
 }

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
+#include "rlcore/metric_names.h"
 #include "rlcore/rl_functional.h"
 
 namespace rlcore::trainer {
@@ -53,16 +54,16 @@ LossFunction actor_loss(ActorLossSettings settings) {
       PolicyLossConfig local_config = settings.policy;
       local_config.aggregation = local;
       at::NoGradGuard no_grad;
-      result.metrics["actor/pg_loss"] = settings.policy_loss->compute(input, local_config).loss.detach();
+      result.metrics[metric_names::kActorPgLoss] = settings.policy_loss->compute(input, local_config).loss.detach();
     }
     if (settings.entropy_coeff != 0.0 && output.entropy.defined()) {
       result.loss = result.loss - settings.entropy_coeff * aggregate_entropy(output.entropy, mask, config.aggregation);
-      result.metrics["actor/entropy"] = local_mean(output.entropy, mask, config.aggregation.mode);
+      result.metrics[metric_names::kActorEntropy] = local_mean(output.entropy, mask, config.aggregation.mode);
     }
     if (settings.use_kl_loss) {
       const at::Tensor kl = kl_penalty(output.log_prob, micro.tensor(columns::kRefLogProb), settings.kl_loss_type);
       result.loss = result.loss + settings.kl_loss_coef * agg_loss(kl, mask, config.aggregation);
-      result.metrics["actor/kl_loss"] = local_mean(kl, mask, config.aggregation.mode);
+      result.metrics[metric_names::kActorKlLoss] = local_mean(kl, mask, config.aggregation.mode);
       result.metrics["actor/kl_coef"] = at::scalar_tensor(settings.kl_loss_coef);
     }
     return result;
@@ -82,7 +83,7 @@ LossFunction critic_loss(double cliprange_value, std::string loss_agg_mode) {
       at::NoGradGuard no_grad;
       LossAggregation local;
       local.mode = mode;
-      result.metrics["critic/vf_loss"] =
+      result.metrics[metric_names::kCriticVfLoss] =
           compute_value_loss(output.values, micro.tensor(columns::kReturns), micro.tensor(columns::kValues), mask,
                              cliprange_value, local)
               .loss.detach();
@@ -98,7 +99,7 @@ LossFunction sft_loss() {
     const at::Tensor& mask = micro.tensor(columns::kResponseMask);
     LossOutput result;
     result.loss = agg_loss(-output.log_prob, mask, global_aggregation("token-mean", global));
-    result.metrics["sft/loss"] = local_mean(-output.log_prob, mask, "token-mean");
+    result.metrics[metric_names::kSftLoss] = local_mean(-output.log_prob, mask, "token-mean");
     return result;
   };
 }

@@ -23,6 +23,7 @@
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
 #include "rlcore/kl_controller.h"
+#include "rlcore/metric_names.h"
 #include "rlcore/rl_functional.h"
 #include "rlcore/rollout_correction.h"
 #include "trainer/agent_rollout.h"
@@ -95,14 +96,15 @@ std::vector<std::string> with_engine_columns(std::vector<std::string> extra) {
 
 // The console line: the few numbers a researcher watches, in a fixed order.
 std::vector<std::string> console_keys(const std::vector<std::string>& validation_keys) {
-  std::vector<std::string> keys = {"critic/score/mean", "actor/pg_loss", "actor/entropy", "actor/ppo_kl",
-                                   "actor/kl_loss",     "critic/vf_loss", "response_length/mean",
+  std::vector<std::string> keys = {metric_names::kCriticScoreMean, metric_names::kActorPgLoss,
+                                   metric_names::kActorEntropy, metric_names::kActorPpoKl, metric_names::kActorKlLoss,
+                                   metric_names::kCriticVfLoss, metric_names::kResponseLengthMean,
                                    // multi-turn rollouts only (a line shows the keys it has)
-                                   "num_turns/mean",    "agent/tool_call_rate"};
+                                   "num_turns/mean", "agent/tool_call_rate"};
   keys.insert(keys.end(), validation_keys.begin(), validation_keys.end());
   keys.push_back("val-aux/agent/tool_call_rate");
-  keys.insert(keys.end(), {"timing_s/gen", "perf/rollout_tokens_per_s", "timing_s/update_actor", "timing_s/step",
-                           "perf/throughput"});
+  keys.insert(keys.end(), {metric_names::kTimingGen, metric_names::kPerfRolloutTokensPerS, "timing_s/update_actor",
+                           metric_names::kTimingStep, metric_names::kPerfThroughput});
   return keys;
 }
 
@@ -264,7 +266,7 @@ struct RlTrainer::Impl {
     trainer::ScoredRollout scored;
     auto start = Clock::now();
     scored.rollout = generate(prompts, config.actor_rollout_ref.rollout.n, train_sampling(for_step, gen_batch));
-    metrics["timing_s/gen"] += seconds_since(start);
+    metrics[metric_names::kTimingGen] += seconds_since(start);
     trainer::add_rollout_metrics(metrics, scored.rollout.engine_stats,
                                  scored.rollout.batch.tensor(columns::kResponseMask).sum().item<double>());
     for (const auto& [name, value] : scored.rollout.agent_metrics) metrics[name] = value;
@@ -364,7 +366,7 @@ struct RlTrainer::Impl {
       }
       for (auto& output : wait_all(calls)) batch.union_with(output.batch);
     });
-    metrics["actor/entropy"] =
+    metrics[metric_names::kActorEntropy] =
         masked_mean(batch.tensor(columns::kEntropys), batch.tensor(columns::kResponseMask)).item<double>();
     add_rollout_probs_diff(batch, metrics);
 
@@ -433,19 +435,19 @@ struct RlTrainer::Impl {
     });
     metrics["memory/controller_rss_bytes"] = static_cast<double>(process_rss_bytes());
     metrics["perf/cpu_memory_used_gb"] = static_cast<double>(host_memory_used_bytes()) / (1 << 30);
-    metrics["actor/lr"] = metrics.count("lr") ? metrics["lr"] : 0.0;
+    metrics[metric_names::kActorLr] = metrics.count("lr") ? metrics["lr"] : 0.0;
     metrics.erase("lr");
     if (metrics.count("grad_norm")) {
-      metrics["actor/grad_norm"] = metrics["grad_norm"];
+      metrics[metric_names::kActorGradNorm] = metrics["grad_norm"];
       metrics.erase("grad_norm");
     }
     const auto data = trainer::data_metrics(batch);
     metrics.insert(data.begin(), data.end());
     const auto variance = trainer::variance_proxy_metrics(
-        batch, metrics.count("actor/grad_norm") ? &metrics.at("actor/grad_norm") : nullptr);
+        batch, metrics.count(metric_names::kActorGradNorm) ? &metrics.at(metric_names::kActorGradNorm) : nullptr);
     metrics.insert(variance.begin(), variance.end());
-    metrics["timing_s/step"] = seconds_since(step_start);
-    const auto perf = trainer::throughput_metrics(batch, metrics["timing_s/step"], plan.actor_workers);
+    metrics[metric_names::kTimingStep] = seconds_since(step_start);
+    const auto perf = trainer::throughput_metrics(batch, metrics[metric_names::kTimingStep], plan.actor_workers);
     metrics.insert(perf.begin(), perf.end());
     return metrics;
   }
@@ -579,7 +581,7 @@ struct RlTrainer::Impl {
       const StepMetrics validation = validate();
       after_validation();
       metrics.insert(validation.begin(), validation.end());
-      metrics["timing_s/testing"] = seconds_since(start);
+      metrics[metric_names::kTimingTesting] = seconds_since(start);
       if (summary.first_validation.empty()) summary.first_validation = validation;
       summary.last_validation = validation;
       stop = trainer::reached_stop_reward(config.trainer, validation);
@@ -627,21 +629,22 @@ struct RlTrainer::Impl {
       BackgroundRollout ready = pending->get();
       pending.reset();
       sampler_before_pending.reset();
-      metrics["timing_s/wait_prev_gen"] = seconds_since(step_start);
+      metrics[metric_names::kTimingWaitPrevGen] = seconds_since(step_start);
       metrics.insert(ready.metrics.begin(), ready.metrics.end());
       const auto staleness = static_cast<double>(step - ready.weight_version);
-      metrics["async/staleness/mean"] = staleness;
-      metrics["async/staleness/max"] = staleness;
+      metrics[metric_names::kAsyncStalenessMean] = staleness;
+      metrics[metric_names::kAsyncStalenessMax] = staleness;
       metrics["async/weight_version"] = static_cast<double>(ready.weight_version);
       rollout_pool->sync(step, metrics);
       if (step + 1 < plan.total_steps) pending = launch_rollout(step + 1);
       const auto rollout_idle_until = Clock::now();
       metrics = train_on(std::move(ready.scored), std::move(metrics), step_start);
-      const double step_seconds = metrics["timing_s/step"];
+      const double step_seconds = metrics[metric_names::kTimingStep];
       const double rollout_idle = std::chrono::duration<double>(
           (pending ? rollout_idle_until : Clock::now()) - std::max(ready.finished, step_start)).count();
-      metrics["trainer/idle_ratio"] = step_seconds > 0 ? metrics["timing_s/wait_prev_gen"] / step_seconds : 0.0;
-      metrics["rollouter/idle_ratio"] = step_seconds > 0 ? std::max(0.0, rollout_idle) / step_seconds : 0.0;
+      metrics[metric_names::kTrainerIdleRatio] =
+          step_seconds > 0 ? metrics[metric_names::kTimingWaitPrevGen] / step_seconds : 0.0;
+      metrics[metric_names::kRollouterIdleRatio] = step_seconds > 0 ? std::max(0.0, rollout_idle) / step_seconds : 0.0;
       stop = finish_step(
           metrics, summary,
           [&] {
@@ -683,8 +686,8 @@ struct RlTrainer::Impl {
       const auto step_start = Clock::now();
       StepMetrics metrics;
       const std::vector<trainer::StreamedGroup> groups = stream.take(step, metrics);
-      const double rollout_idle = metrics["rollouter/idle_s"];
-      metrics.erase("rollouter/idle_s");
+      const double rollout_idle = metrics[metric_names::kRollouterIdleS];
+      metrics.erase(metric_names::kRollouterIdleS);
       trainer::ScoredRollout scored;
       scored.rollout = trainer::streamed_rollout(groups, step, limits, metrics);
       const auto reward_start = Clock::now();
@@ -692,9 +695,10 @@ struct RlTrainer::Impl {
       metrics["timing_s/reward"] = seconds_since(reward_start);
       metrics = train_on(std::move(scored), std::move(metrics), step_start);
       if (step % async.trigger_parameter_sync_step == 0 || step == plan.total_steps) stream.sync(step, metrics);
-      const double step_seconds = metrics["timing_s/step"];
-      metrics["trainer/idle_ratio"] = step_seconds > 0 ? metrics["timing_s/wait_prev_gen"] / step_seconds : 0.0;
-      metrics["rollouter/idle_ratio"] = step_seconds > 0 ? std::min(1.0, rollout_idle / step_seconds) : 0.0;
+      const double step_seconds = metrics[metric_names::kTimingStep];
+      metrics[metric_names::kTrainerIdleRatio] =
+          step_seconds > 0 ? metrics[metric_names::kTimingWaitPrevGen] / step_seconds : 0.0;
+      metrics[metric_names::kRollouterIdleRatio] = step_seconds > 0 ? std::min(1.0, rollout_idle / step_seconds) : 0.0;
       stop = finish_step(
           metrics, summary, [&] { stream.quiesce(); }, [&] { stream.resume(); });
     }

@@ -11,6 +11,7 @@
 #include "rlcore/core/trainer/reward_router.h"
 #include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
+#include "rlcore/metric_names.h"
 #include "rlcore/tokenizer/tokenizer.h"
 #include "trainer/agent_rollout.h"
 #include "trainer/checkpoint.h"
@@ -84,10 +85,10 @@ class SftRun {
          << total_steps_ << " steps, " << workers << " data-parallel rank(s)"
          << (validator_->enabled() ? ", " + std::to_string(val_set_.size()) + " validation prompts" : std::string())
          << "\n";
-    std::vector<std::string> console = {"sft/loss", "actor/grad_norm", "actor/lr"};
+    std::vector<std::string> console = {metric_names::kSftLoss, metric_names::kActorGradNorm, metric_names::kActorLr};
     for (const auto& name : validator_->core_metric_names()) console.push_back(name);
     console.push_back("val-aux/agent/tool_call_rate");  // validation through the agent loop only
-    console.push_back("timing_s/step");
+    console.push_back(metric_names::kTimingStep);
     logger_.add(std::make_unique<ConsoleMetricsSink>(out_, console));
     set_aside_earlier_metrics(config_.trainer.logger, config_.run_dir(), out_);  // sft always starts at step 0
     add_file_sinks(logger_, config_.trainer.logger, config_.run_dir());
@@ -102,8 +103,8 @@ class SftRun {
     if (config_.trainer.val_before_train && validator_->enabled()) logger_.log(0, validate(0));
     for (int64_t step = 1; step <= total_steps_; ++step) {
       std::map<std::string, double> metrics = train_step();
-      if (step == 1) summary.first_loss = metrics["sft/loss"];
-      summary.last_loss = metrics["sft/loss"];
+      if (step == 1) summary.first_loss = metrics[metric_names::kSftLoss];
+      summary.last_loss = metrics[metric_names::kSftLoss];
       summary.steps = step;
       const bool last = step == total_steps_;
       if (validator_->enabled() && config_.trainer.test_freq > 0 && (step % config_.trainer.test_freq == 0 || last)) {
@@ -154,7 +155,7 @@ class SftRun {
     for (const auto& [name, value] : result.replies.front().value.items()) {
       metrics[name == "lr" || name == "grad_norm" ? "actor/" + name : name] = value.get<double>();
     }
-    metrics["timing_s/step"] = seconds_since(start);
+    metrics[metric_names::kTimingStep] = seconds_since(start);
     return metrics;
   }
 
@@ -163,7 +164,7 @@ class SftRun {
     const auto start = Clock::now();
     workers_->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
     std::map<std::string, double> metrics = validator_->run(trainer::colocated_rollout(workers_->actor()), step);
-    metrics["timing_s/testing"] = seconds_since(start);
+    metrics[metric_names::kTimingTesting] = seconds_since(start);
     return metrics;
   }
 

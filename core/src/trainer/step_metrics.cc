@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "rlcore/metric_names.h"
 #include "rlcore/train_engine.h"
 
 namespace rlcore::trainer {
@@ -81,14 +82,14 @@ StepMetrics throughput_metrics(const Batch& batch, double step_seconds, int64_t 
   const double tokens = batch.tensor(columns::kAttentionMask).to(at::kDouble).sum().item<double>();
   return {{"perf/total_num_tokens", tokens},
           {"perf/time_per_step", step_seconds},
-          {"perf/throughput", tokens / (step_seconds * static_cast<double>(workers))}};
+          {metric_names::kPerfThroughput, tokens / (step_seconds * static_cast<double>(workers))}};
 }
 
 void add_rollout_metrics(StepMetrics& metrics, const std::vector<GenerationStats>& per_rank, double response_tokens) {
   double& tokens = metrics["rollout/response_tokens"];
   tokens += response_tokens;
-  const double generating = metrics["timing_s/gen"];
-  metrics["perf/rollout_tokens_per_s"] = generating > 0 ? tokens / generating : 0.0;
+  const double generating = metrics[metric_names::kTimingGen];
+  metrics[metric_names::kPerfRolloutTokensPerS] = generating > 0 ? tokens / generating : 0.0;
   if (per_rank.empty()) return;
   const auto ranks = static_cast<double>(per_rank.size());
   double steps = 0, rows = 0, prefills = 0, joins = 0, running_max = 0, waiting_max = 0;

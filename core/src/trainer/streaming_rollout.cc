@@ -10,6 +10,7 @@
 
 #include "rlcore/columns.h"
 #include "rlcore/elapsed_seconds.h"
+#include "rlcore/metric_names.h"
 #include "trainer/sequences.h"
 #include "trainer/worker_contract.h"
 
@@ -171,9 +172,9 @@ std::vector<StreamedGroup> StreamingRollout::take(int64_t version, StepMetrics& 
     }
     groups.push_back(std::move(group));
   }
-  metrics["timing_s/wait_prev_gen"] = seconds_since(start);
+  metrics[metric_names::kTimingWaitPrevGen] = seconds_since(start);
   metrics["async/stale_dropped"] = static_cast<double>(dropped_samples);
-  metrics["rollouter/idle_s"] = idle_seconds_;
+  metrics[metric_names::kRollouterIdleS] = idle_seconds_;
   idle_seconds_ = 0;
   return groups;
 }
@@ -250,10 +251,10 @@ Rollout streamed_rollout(const std::vector<StreamedGroup>& groups, int64_t step,
   rollout.batch = make_masked_sequence_batch(prompts, responses, limits.max_tokens, limits.pad_token_id);
   rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));
   const auto samples = static_cast<double>(uid.size());
-  metrics["async/staleness/mean"] = staleness_sum / samples;
-  metrics["async/staleness/max"] = staleness_max;
-  metrics["fully_async/partial/partial_ratio"] = static_cast<double>(partial) / samples;
-  metrics["fully_async/partial/max_partial_span"] = span_max;
+  metrics[metric_names::kAsyncStalenessMean] = staleness_sum / samples;
+  metrics[metric_names::kAsyncStalenessMax] = staleness_max;
+  metrics[metric_names::kFullyAsyncPartialRatio] = static_cast<double>(partial) / samples;
+  metrics[metric_names::kFullyAsyncMaxPartialSpan] = span_max;
   return rollout;
 }
 
