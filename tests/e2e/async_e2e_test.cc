@@ -128,6 +128,10 @@ TEST_CASE("one-step-off refuses the steps that generate within themselves, befor
   run = e2e::run_rlcore({"--config", config, "async_training.max_staleness=1"});
   CHECK(run.status != 0);
   CHECK_THAT(run.output, Catch::Contains("async_training.max_staleness applies to async_training.mode: fully_async"));
+  run = e2e::run_rlcore({"--config", config, "async_training.mode=fully_async", "async_training.max_staleness=1",
+                         "async_training.trigger_parameter_sync_step=4"});
+  CHECK(run.status != 0);
+  CHECK_THAT(run.output, Catch::Contains("async_training.max_staleness 1 is below trigger_parameter_sync_step - 1 (3)"));
   fs::remove_all(ws);
 }
 

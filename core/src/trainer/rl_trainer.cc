@@ -67,6 +67,14 @@ void check_async_mode(const RunConfig& config, const trainer::TrainPlan& plan) {
                                         "one_step_off trains on batches exactly one update stale") + ")");
   }
   if (mode == "sync") return;
+  const int64_t sync_every = config.async_training.trigger_parameter_sync_step;
+  if (config.async_training.max_staleness >= 0 && config.async_training.max_staleness < sync_every - 1) {
+    // Between syncs the pool's weights fall up to sync_every - 1 updates behind the trainer's:
+    // every group would be dropped and the run would never reach its next sync.
+    throw ConfigError("async_training.max_staleness " + std::to_string(config.async_training.max_staleness) +
+                      " is below trigger_parameter_sync_step - 1 (" + std::to_string(sync_every - 1) +
+                      "): samples are that stale between syncs, so every group would be dropped");
+  }
   const std::string prefix = "async_training.mode: " + mode + " does not run ";
   if (config.algorithm.filter_groups.enable) {
     throw ConfigError(prefix + "algorithm.filter_groups (DAPO's dynamic sampling generates more batches within a "
