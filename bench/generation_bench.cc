@@ -200,8 +200,8 @@ std::vector<Row> run_benchmarks(Session& session, const BenchOptions& options) {
   for (const auto& [name, dir] : options.models) {
     const model::ModelConfig config = model::ModelConfig::from_file(dir + "/config.json");
     for (const std::string& dtype : options.dtypes) {
-      const std::string engine_yaml = "dtype: " + dtype + "\nmax_model_len: " +
-                                      std::to_string(options.prompt_len + options.max_tokens) +
+      const std::string engine_yaml = "dtype: " + dtype +
+                                      "\nmax_model_len: " + std::to_string(options.prompt_len + options.max_tokens) +
                                       "\nmax_num_seqs: " + std::to_string(max_batch) + "\n";
       const auto make_engine = [&](const std::string& extra) {
         const ConfigNode engine_options = ConfigNode::parse(engine_yaml + extra, "bench_generation engine options");
@@ -289,7 +289,8 @@ void print_tables(const std::vector<Row>& rows, const Bandwidth& bandwidth, cons
   std::cout << "\nrlcore: enforce_eager: true (eager decode steps); ratio = rlcore tok/s / python tok/s (higher is "
                "better for rlcore)"
             << (options.cuda_graphs ? "; graphs: rlcore with enforce_eager: false (decode steps replayed as CUDA "
-                                      "graphs)" : "")
+                                      "graphs)"
+                                    : "")
             << ". Greedy tokens of row 0, rlcore vs python (first mismatch shows numerical drift, not a bug by "
                "itself):";
   for (const Row& row : rows) {

@@ -47,9 +47,8 @@ double read_gbps(int64_t bytes, int reps) {
   for (int r = 0; r < reps; ++r) {
     std::atomic<uint64_t> total{0};
     const auto start = Clock::now();
-    at::parallel_for(0, count, int64_t{1} << 17, [&](int64_t begin, int64_t end) {
-      total += sum_words(words.data() + begin, end - begin);
-    });
+    at::parallel_for(0, count, int64_t{1} << 17,
+                     [&](int64_t begin, int64_t end) { total += sum_words(words.data() + begin, end - begin); });
     best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
     if (total.load() != static_cast<uint64_t>(count)) throw std::logic_error("read_gbps: wrong sum");
   }

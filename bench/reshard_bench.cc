@@ -51,10 +51,10 @@ struct Args {
 };
 
 std::string layout_name(const Args& a) {
-  std::string train = a.trainer == "fsdp" ? "fsdp dp=" + std::to_string(a.world)
-                                          : "megatron tp=" + std::to_string(a.train_tp) + " pp=" +
-                                                std::to_string(a.train_pp) + " dp=" +
-                                                std::to_string(a.world / (a.train_tp * a.train_pp));
+  std::string train = a.trainer == "fsdp"
+                          ? "fsdp dp=" + std::to_string(a.world)
+                          : "megatron tp=" + std::to_string(a.train_tp) + " pp=" + std::to_string(a.train_pp) +
+                                " dp=" + std::to_string(a.world / (a.train_tp * a.train_pp));
   return train + " -> tp=" + std::to_string(a.tp) + " dp=" + std::to_string(a.world / a.tp);
 }
 
@@ -66,7 +66,8 @@ MeshShape mesh_of(const Args& a) {
   const int64_t replica = a.train_tp * a.train_pp;
   if (replica > 1) {
     if (a.tp != 1 && a.tp != a.train_tp) throw ValueError("--tp must be 1 or --train-tp with a model-parallel trainer");
-    if (a.tp > 1) throw ValueError("--tp > 1 with a model-parallel trainer is not benchmarked (the trainer shares its tp group)");
+    if (a.tp > 1)
+      throw ValueError("--tp > 1 with a model-parallel trainer is not benchmarked (the trainer shares its tp group)");
     return {{"dp", a.world / replica}, {"pp", a.train_pp}, {"tp", a.train_tp}};
   }
   if (a.tp > 1) return {{"rollout_dp", a.world / a.tp}, {kRolloutTpGroup, a.tp}};
@@ -102,10 +103,10 @@ int run_rank(const Args& a) {
   ComponentContext context;
   context.model_path = a.model;
   context.comm = comm.get();
-  const std::string train_options =
-      a.trainer == "megatron" ? "{megatron: {tensor_model_parallel_size: " + std::to_string(a.train_tp) +
-                                    ", pipeline_model_parallel_size: " + std::to_string(a.train_pp) + "}}"
-                              : "{}";
+  const std::string train_options = a.trainer == "megatron"
+                                        ? "{megatron: {tensor_model_parallel_size: " + std::to_string(a.train_tp) +
+                                              ", pipeline_model_parallel_size: " + std::to_string(a.train_pp) + "}}"
+                                        : "{}";
   HybridEngines engines;
   engines.train = registry.create<TrainEngine>(a.trainer, ConfigNode::parse(train_options, "bench"), context);
   engines.rollout = registry.create<InferenceEngine>(
@@ -113,7 +114,8 @@ int run_rank(const Args& a) {
       ConfigNode::parse("{dtype: " + a.rollout_dtype + ", tensor_model_parallel_size: " + std::to_string(a.tp) + "}",
                         "bench"),
       context);
-  engines.adaptor = registry.create<WeightAdaptor>(a.trainer == "megatron" ? "megatron" : "identity", ConfigNode(), context);
+  engines.adaptor =
+      registry.create<WeightAdaptor>(a.trainer == "megatron" ? "megatron" : "identity", ConfigNode(), context);
   engines.offloader = registry.create<Offloader>("engine");
   if (comm->has_group(kRolloutTpGroup)) {
     engines.layout.tp_size = comm->group(kRolloutTpGroup).size();
@@ -153,17 +155,18 @@ int run_rank(const Args& a) {
   const double convert_s = reduce(world, best.convert_s + best.copy_s, true);
   if (a.rank != 0) return 0;
   if (a.header) {
-    std::printf("| layout | rollout dtype | mode | ranks | bucket MB/rank | to_rollout s | to_train s | swap GB/s | memcpy GB/s | "
-                "ratio | gather s | convert + copy s | gathered MB/rank | ledger peak MB/rank | measured peak MB/rank |\n"
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "| layout | rollout dtype | mode | ranks | bucket MB/rank | to_rollout s | to_train s | swap GB/s | memcpy "
+        "GB/s | "
+        "ratio | gather s | convert + copy s | gathered MB/rank | ledger peak MB/rank | measured peak MB/rank |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   }
   const double swap_gbps = all_bytes / to_rollout / 1e9;
   const double memcpy_gbps = all_bytes / memcpy_s / 1e9;
   std::printf("| %s | %s | %s | %lld | %.1f | %.4f | %.4f | %.2f | %.2f | %.2f | %.4f | %.4f | %.1f | %.1f | %.1f |\n",
               layout_name(a).c_str(), a.rollout_dtype.c_str(), mode_name(a).c_str(), static_cast<long long>(a.world),
               bucket_bytes / 1e6, to_rollout, to_train, swap_gbps, memcpy_gbps, swap_gbps / memcpy_gbps, gather_s,
-              convert_s, gathered / 1e6,
-              peak_max / 1e6, measured_max / 1e6);
+              convert_s, gathered / 1e6, peak_max / 1e6, measured_max / 1e6);
   std::fflush(stdout);
   return 0;
 }
@@ -203,7 +206,7 @@ int main(int argc, char** argv) {
       "plugins", po::value(&a.plugins)->required(), "plugin directory (build/plugins)")(
       "world", po::value(&a.world), "ranks (default 2)")("trainer", po::value(&a.trainer), "fsdp | megatron")(
       "train-tp", po::value(&a.train_tp), "megatron tensor parallel")("train-pp", po::value(&a.train_pp),
-                                                                        "megatron pipeline parallel")(
+                                                                      "megatron pipeline parallel")(
       "tp", po::value(&a.tp), "rollout tensor parallel")("mode", po::value(&a.mode), "bucketed | naive")(
       "gather-into-bucket", po::value(&a.gather_into_bucket), "bucketed: true (default) | false")(
       "rollout-dtype", po::value(&a.rollout_dtype), "native dtype (default bfloat16)")(

@@ -75,8 +75,8 @@ Run run_requests(NativeEngine& engine, const BenchOptions& options) {
     request.id = std::to_string(i);
     request.prompt_ids = prompt_of(16, i, vocab);
     request.sampling.temperature = 0;
-    request.sampling.max_tokens = i % options.long_every == options.long_every - 1 ? options.long_tokens
-                                                                                   : options.short_tokens;
+    request.sampling.max_tokens =
+        i % options.long_every == options.long_every - 1 ? options.long_tokens : options.short_tokens;
     engine.submit(request);
   }
   Run run;
@@ -99,11 +99,12 @@ Run best_of(int repeats, const std::function<Run()>& once) {
 }
 
 void long_tailed(const BenchOptions& options) {
-  std::printf("\n### Long-tailed lengths: %lld requests, %lld%% at %lld tokens, the rest at %lld (greedy, no stop "
-              "tokens), max_num_seqs %lld\n\n",
-              static_cast<long long>(options.requests), static_cast<long long>(100 / options.long_every),
-              static_cast<long long>(options.long_tokens), static_cast<long long>(options.short_tokens),
-              static_cast<long long>(options.max_num_seqs));
+  std::printf(
+      "\n### Long-tailed lengths: %lld requests, %lld%% at %lld tokens, the rest at %lld (greedy, no stop "
+      "tokens), max_num_seqs %lld\n\n",
+      static_cast<long long>(options.requests), static_cast<long long>(100 / options.long_every),
+      static_cast<long long>(options.long_tokens), static_cast<long long>(options.short_tokens),
+      static_cast<long long>(options.max_num_seqs));
   std::printf("| batching | time (s) | tokens | tokens/s | decode steps | x static |\n|---|---|---|---|---|---|\n");
   Run runs[2];
   for (bool static_batching : {true, false}) {
@@ -116,9 +117,9 @@ void long_tailed(const BenchOptions& options) {
   }
   for (int k = 0; k < 2; ++k) {
     const Run& run = runs[k];
-    std::printf("| %s | %.2f | %lld | %.0f | %lld | %.2f |\n", k == 0 ? "static (baseline)" : "continuous",
-                run.seconds, static_cast<long long>(run.tokens), run.tokens / run.seconds,
-                static_cast<long long>(run.steps), (run.tokens / run.seconds) / (runs[0].tokens / runs[0].seconds));
+    std::printf("| %s | %.2f | %lld | %.0f | %lld | %.2f |\n", k == 0 ? "static (baseline)" : "continuous", run.seconds,
+                static_cast<long long>(run.tokens), run.tokens / run.seconds, static_cast<long long>(run.steps),
+                (run.tokens / run.seconds) / (runs[0].tokens / runs[0].seconds));
   }
 }
 
@@ -163,8 +164,8 @@ int main(int argc, char** argv) {
   rlcore::BenchOptions options;
   po::options_description desc("bench_scheduling options");
   desc.add_options()("help", "show this help")("model", po::value(&options.model)->required(),
-                                               "HF checkpoint directory")(
-      "threads", po::value(&options.threads), "intra-op threads (default 2)")(
+                                               "HF checkpoint directory")("threads", po::value(&options.threads),
+                                                                          "intra-op threads (default 2)")(
       "dtype", po::value(&options.dtype), "auto (the checkpoint's) | float32 | bfloat16 (default auto)")(
       "repeats", po::value(&options.repeats), "timed runs per configuration, best reported (default 2)")(
       "requests", po::value(&options.requests), "long-tailed: requests (default 64)")(

@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
       "train-dtype", po::value(&train_dtype), "fsdp compute dtype; masters are fp32 (default bfloat16)")(
       "rollout-dtype", po::value(&rollout_dtype), "infer-native dtype (default bfloat16)")(
       "lora-rank", po::value(&lora_rank), "LoRA rank of the actor on every projection (default 0: off)")(
-      "lora-base-cache", po::value(&lora_base_cache), "with LoRA: auto (on when sharded: never at one rank) | true (default here) | false")(
+      "lora-base-cache", po::value(&lora_base_cache),
+      "with LoRA: auto (on when sharded: never at one rank) | true (default here) | false")(
       "reps", po::value(&reps), "swaps (default 3)")("threads", po::value(&threads), "intra-op threads (default 2)")(
       "device", po::value(&device), "cpu or cuda[:N]: where both engines and the bucket live (default cpu)")(
       "header", "print the table header first");

@@ -432,8 +432,7 @@ int run_driver(const Args& a, const std::string& self) {
   std::map<std::string, double> peak;
   for (int64_t round = 0; round < a.rounds; ++round) {
     for (const std::string& dtype : dtypes)
-      peak[dtype] =
-          std::max(peak[dtype], peak_matmul_flops(dtype == "bfloat16" ? at::kBFloat16 : at::kFloat, device));
+      peak[dtype] = std::max(peak[dtype], peak_matmul_flops(dtype == "bfloat16" ? at::kBFloat16 : at::kFloat, device));
     for (Config& config : configs) {
       std::vector<nlohmann::json> results = measure(a, self, config);
       if (!results.empty() && (config.best.empty() || slowest(results) < slowest(config.best)))
@@ -486,9 +485,9 @@ int main(int argc, char** argv) {
       "device", po::value(&a.device), "cpu or cuda (default cpu)")(
       "work", po::value(&a.work), "directory for per-process results")("role", po::value(&a.role), "internal")(
       "model-dir", po::value(&a.model_dir), "internal")("dtype", po::value(&a.dtype), "internal")(
-      "checkpointing", po::value(&a.checkpointing), "internal")("offload", po::value(&a.offload), "internal")("rank", po::value(&a.rank), "internal")(
-      "world", po::value(&a.world), "internal")("port", po::value(&a.port), "internal")("result", po::value(&a.result),
-                                                                                        "internal");
+      "checkpointing", po::value(&a.checkpointing), "internal")("offload", po::value(&a.offload), "internal")(
+      "rank", po::value(&a.rank), "internal")("world", po::value(&a.world), "internal")(
+      "port", po::value(&a.port), "internal")("result", po::value(&a.result), "internal");
   try {
     po::variables_map values;
     po::store(po::parse_command_line(argc, argv, options), values);

@@ -92,10 +92,11 @@ int main(int argc, char** argv) {
   rlcore::SamplingParams greedy;
   greedy.temperature = 0;
   greedy.max_tokens = max_tokens;
-  std::printf("### vllm_bridge vs infer-native in process (%s %s at %s; greedy, prompt %lld, %lld new tokens, best of %lld)\n\n",
-              rlcore::vllm_bridge::server_kind_name(bridge.server().kind), bridge.server().version.c_str(),
-              server.c_str(), static_cast<long long>(prompt_len), static_cast<long long>(max_tokens),
-              static_cast<long long>(reps));
+  std::printf(
+      "### vllm_bridge vs infer-native in process (%s %s at %s; greedy, prompt %lld, %lld new tokens, best of "
+      "%lld)\n\n",
+      rlcore::vllm_bridge::server_kind_name(bridge.server().kind), bridge.server().version.c_str(), server.c_str(),
+      static_cast<long long>(prompt_len), static_cast<long long>(max_tokens), static_cast<long long>(reps));
   std::printf("| batch | in-process tok/s | bridge tok/s | ratio (bridge/in-process) |\n|---:|---:|---:|---:|\n");
   for (int64_t batch : parse_list(batches_text)) {
     const auto prompts = prompts_of(batch, prompt_len);
@@ -119,8 +120,10 @@ int main(int argc, char** argv) {
     rlcore::save_safetensors_checkpoint(scratch, tensors, 5'000'000'000);
   });
   fs::remove_all(scratch);
-  std::printf("\n| weights MB | update through the bridge s | update GB/s | disk write s | disk GB/s | ratio (update/disk time) |\n"
-              "|---:|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "\n| weights MB | update through the bridge s | update GB/s | disk write s | disk GB/s | ratio (update/disk "
+      "time) |\n"
+      "|---:|---:|---:|---:|---:|---:|\n");
   std::printf("| %.1f | %.4f | %.3f | %.4f | %.3f | %.2fx |\n", bytes / 1e6, update_s, bytes / update_s / 1e9, disk_s,
               bytes / disk_s / 1e9, update_s / disk_s);
   return 0;

@@ -11,6 +11,7 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev
   python3 python3-pip python3-torch curl  # pip fetches Arrow C++ (scripts/setup_arrow.sh)
   clang-14 libclang-rt-14-dev  # the sanitized build and the fuzzers (scripts/test.sh --sanitize)
+  clang-format-14  # the format check (scripts/check_format.sh)
 )
 
 missing=()

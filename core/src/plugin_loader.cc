@@ -35,7 +35,8 @@ std::string canonical_or_self(const fs::path& path) {
 std::string check_descriptor(const rlcore_plugin_descriptor_v1& d) {
   std::ostringstream why;
   if (d.struct_size < sizeof(rlcore_plugin_descriptor_v1)) {
-    why << "descriptor too small (" << d.struct_size << " bytes, expected " << sizeof(rlcore_plugin_descriptor_v1) << ")";
+    why << "descriptor too small (" << d.struct_size << " bytes, expected " << sizeof(rlcore_plugin_descriptor_v1)
+        << ")";
   } else if (d.abi_major != RLCORE_SDK_ABI_MAJOR) {
     why << "incompatible SDK ABI major (plugin: " << d.abi_major << ", rlcore: " << RLCORE_SDK_ABI_MAJOR << ")";
   } else if (d.abi_minor > RLCORE_SDK_ABI_MINOR) {
@@ -44,9 +45,11 @@ std::string check_descriptor(const rlcore_plugin_descriptor_v1& d) {
   } else if (!d.name || !*d.name || !d.version || !d.compiler || !d.torch_version || !d.register_fn) {
     why << "descriptor has an empty name, version, fingerprint or register function";
   } else if (std::strcmp(d.torch_version, RLCORE_TORCH_VERSION) != 0) {
-    why << "fingerprint mismatch: libtorch version (plugin: " << d.torch_version << ", rlcore: " << RLCORE_TORCH_VERSION << ")";
+    why << "fingerprint mismatch: libtorch version (plugin: " << d.torch_version << ", rlcore: " << RLCORE_TORCH_VERSION
+        << ")";
   } else if (d.cxx11_abi != RLCORE_CXX11_ABI) {
-    why << "fingerprint mismatch: _GLIBCXX_USE_CXX11_ABI (plugin: " << d.cxx11_abi << ", rlcore: " << RLCORE_CXX11_ABI << ")";
+    why << "fingerprint mismatch: _GLIBCXX_USE_CXX11_ABI (plugin: " << d.cxx11_abi << ", rlcore: " << RLCORE_CXX11_ABI
+        << ")";
   } else if (std::strcmp(d.compiler, RLCORE_COMPILER_ID) != 0) {
     why << "fingerprint mismatch: compiler (plugin: " << d.compiler << ", rlcore: " << RLCORE_COMPILER_ID << ")";
   }
@@ -63,9 +66,7 @@ std::string dlopen_failure(const std::string& path) {
   return detail ? detail : "unknown error";
 }
 
-bool looks_like_plugin_file(const fs::path& path) {
-  return path.extension() == ".so" && fs::is_regular_file(path);
-}
+bool looks_like_plugin_file(const fs::path& path) { return path.extension() == ".so" && fs::is_regular_file(path); }
 
 }  // namespace
 
@@ -126,7 +127,8 @@ void PluginLoader::load_file(const std::string& path) {
   }
   for (const auto& other : loaded_) {
     if (other.name == descriptor->name) {
-      refused_.push_back({path, std::string("duplicate plugin '") + descriptor->name + "': already loaded from " + other.file});
+      refused_.push_back(
+          {path, std::string("duplicate plugin '") + descriptor->name + "': already loaded from " + other.file});
       return;
     }
   }
@@ -143,8 +145,9 @@ void PluginLoader::load_file(const std::string& path) {
   }
   for (const ComponentEntry* staged : staging.all()) {
     if (const ComponentEntry* existing = registry_.find(staged->kind, staged->name)) {
-      refused_.push_back({path, "duplicate " + staged->kind + " '" + staged->name + "': already registered by plugin '" +
-                                    existing->origin.plugin + "' (" + existing->origin.file + ")"});
+      refused_.push_back({path, "duplicate " + staged->kind + " '" + staged->name +
+                                    "': already registered by plugin '" + existing->origin.plugin + "' (" +
+                                    existing->origin.file + ")"});
       return;
     }
   }
@@ -167,8 +170,8 @@ std::vector<std::string> plugin_search_path(const std::vector<std::string>& comm
   std::error_code error;
   const fs::path exe_dir = fs::read_symlink("/proc/self/exe", error).parent_path();
   if (!error) {
-    for (const fs::path& candidate : {exe_dir / "plugins",                           // next to the executable
-                                      exe_dir.parent_path() / "plugins",             // build tree: build/bin/rlcore
+    for (const fs::path& candidate : {exe_dir / "plugins",                // next to the executable
+                                      exe_dir.parent_path() / "plugins",  // build tree: build/bin/rlcore
                                       exe_dir.parent_path() / RLCORE_INSTALL_PLUGIN_DIR}) {  // install prefix
       if (fs::is_directory(candidate, error)) paths.push_back(candidate.string());
     }

@@ -7,13 +7,12 @@ namespace hello {
 namespace {
 
 void register_hello(rlcore::PluginRegistrar& registrar) {
-  registrar.add<rlcore::Grader>(
-      "keywords", "Fraction of keywords the response mentions (example plugin)",
-      rlcore::OptionsSchema<KeywordOptions>()
-          .key("keywords", &KeywordOptions::keywords,
-               "Keywords to look for; empty: the ground truth's comma-separated words.")
-          .key("case_sensitive", &KeywordOptions::case_sensitive, "Match case exactly."),
-      [](const KeywordOptions& options) { return std::make_unique<KeywordGrader>(options); });
+  registrar.add<rlcore::Grader>("keywords", "Fraction of keywords the response mentions (example plugin)",
+                                rlcore::OptionsSchema<KeywordOptions>()
+                                    .key("keywords", &KeywordOptions::keywords,
+                                         "Keywords to look for; empty: the ground truth's comma-separated words.")
+                                    .key("case_sensitive", &KeywordOptions::case_sensitive, "Match case exactly."),
+                                [](const KeywordOptions& options) { return std::make_unique<KeywordGrader>(options); });
 }
 
 }  // namespace

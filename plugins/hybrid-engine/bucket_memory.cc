@@ -29,8 +29,8 @@ void* map_aligned(size_t bytes) {
   const size_t reserved = bytes + kHugePage;
   void* raw = mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) {
-    throw Error("sharding_manager: cannot map a " + std::to_string(bytes) + "-byte rollout bucket: " +
-                std::strerror(errno));
+    throw Error("sharding_manager: cannot map a " + std::to_string(bytes) +
+                "-byte rollout bucket: " + std::strerror(errno));
   }
   const auto begin = reinterpret_cast<uintptr_t>(raw);
   const uintptr_t aligned = (begin + kHugePage - 1) & ~(kHugePage - 1);
@@ -46,7 +46,8 @@ void* map_aligned(size_t bytes) {
 // A bucket in a mapping of its own, unmapped with its last view.
 at::Tensor mapped_bucket(int64_t bytes, const at::TensorOptions& options) {
   const auto size = static_cast<size_t>(bytes);
-  return at::from_blob(map_aligned(size), {bytes}, [size](void* p) { munmap(p, page_rounded(size)); }, options);
+  return at::from_blob(
+      map_aligned(size), {bytes}, [size](void* p) { munmap(p, page_rounded(size)); }, options);
 }
 
 }  // namespace
@@ -64,8 +65,7 @@ struct BucketMemory::Reserved {
   }
 };
 
-BucketMemory::BucketMemory(BucketRelease release)
-    : release_(release), reserved_(std::make_shared<Reserved>()) {}
+BucketMemory::BucketMemory(BucketRelease release) : release_(release), reserved_(std::make_shared<Reserved>()) {}
 
 at::Tensor BucketMemory::allocate(int64_t bytes, const at::Device& device) {
   const at::TensorOptions options = at::TensorOptions().dtype(at::kByte).device(device);

@@ -16,8 +16,7 @@ std::vector<std::string> IdentityAdaptor::sources(const WeightMeta& target, cons
 
 void IdentityAdaptor::convert(const WeightMeta& target, const RolloutLayout& layout,
                               const std::vector<at::Tensor>& full, at::Tensor& out) const {
-  if (full.size() != 1 ||
-      model::tp_shard_shape(target.name, full[0].sizes(), layout.tp_size) != target.shape) {
+  if (full.size() != 1 || model::tp_shard_shape(target.name, full[0].sizes(), layout.tp_size) != target.shape) {
     throw ValueError("weight_adaptor identity: training tensor '" + target.name + "' has shape " +
                      (full.empty() ? std::string("<none>") : c10::str(full[0].sizes())) + ", the rollout (tp rank " +
                      std::to_string(layout.tp_rank) + " of " + std::to_string(layout.tp_size) + ") expects " +

@@ -20,8 +20,8 @@ int64_t tensor_bytes(const at::Tensor& t) {
 
 // The engine gathered `full` straight into `out` (a direct gather): nothing to convert.
 bool gathered_in_place(const at::Tensor& full, const at::Tensor& out) {
-  return full.data_ptr() == out.data_ptr() && full.scalar_type() == out.scalar_type() &&
-         full.sizes() == out.sizes() && full.strides() == out.strides();
+  return full.data_ptr() == out.data_ptr() && full.scalar_type() == out.scalar_type() && full.sizes() == out.sizes() &&
+         full.strides() == out.strides();
 }
 
 }  // namespace
@@ -97,8 +97,7 @@ void HybridShardingManager::note_peaks(const PeakMemoryMeter& meter, SwapStats& 
   stats.measured_per_swap = meter.per_phase();
 }
 
-void HybridShardingManager::fill_bucket(const at::Tensor& bucket, std::vector<at::Tensor>& outputs,
-                                        SwapStats& stats) {
+void HybridShardingManager::fill_bucket(const at::Tensor& bucket, std::vector<at::Tensor>& outputs, SwapStats& stats) {
   if (!lora_ && direct_.direct_count() > 0) {
     auto destination = [&](size_t gather) {
       const DirectGather& placed = direct_.gathers.at(gather);

@@ -22,8 +22,8 @@ struct PlannedTensor {
 };
 
 struct SwapPlan {
-  std::vector<PlannedTensor> tensors;  // weight_meta() order
-  int64_t bucket_bytes = 0;            // exactly the sum of the tensors' bytes
+  std::vector<PlannedTensor> tensors;                     // weight_meta() order
+  int64_t bucket_bytes = 0;                               // exactly the sum of the tensors' bytes
   std::map<std::string, std::vector<size_t>> targets_of;  // training name -> tensors it feeds
 };
 

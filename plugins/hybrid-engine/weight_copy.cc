@@ -86,10 +86,13 @@ int64_t cast_kernel_calls(CastKernel kernel) { return cast_calls[static_cast<std
 void float_to_bf16(CastKernel kernel, const float* in, uint16_t* out, int64_t n) {
   switch (kernel) {
 #if defined(__x86_64__)
-    case CastKernel::kAvx512: return float_to_bf16_avx512(in, out, n);
-    case CastKernel::kAvx2: return float_to_bf16_avx2(in, out, n);
+    case CastKernel::kAvx512:
+      return float_to_bf16_avx512(in, out, n);
+    case CastKernel::kAvx2:
+      return float_to_bf16_avx2(in, out, n);
 #endif
-    default: return float_to_bf16_generic(in, out, n);
+    default:
+      return float_to_bf16_generic(in, out, n);
   }
 }
 

@@ -20,16 +20,16 @@ enum class DecodeMode {
 
 // What a Scheduler did (scheduler.h), for tests and benchmarks.
 struct DecodeStats {
-  int64_t steps = 0;            // decode forwards (the prefill not counted)
+  int64_t steps = 0;  // decode forwards (the prefill not counted)
   int64_t graphs_recorded = 0;
   int64_t graph_replays = 0;
-  int64_t compactions = 0;      // times finished rows left the batch
-  int64_t prefills = 0;         // prefill forwards (one per admission of waiting sequences)
-  int64_t prefill_rows = 0;     // prompts those prefilled (samples of one prompt share a row)
-  int64_t joins = 0;            // admissions into a running batch (a cache copy each)
-  int64_t running_rows = 0;     // live sequences decoded, summed over the steps
-  int64_t max_running = 0;      // the most live sequences one step decoded
-  int64_t max_waiting = 0;      // the most sequences waiting for a slot at a step
+  int64_t compactions = 0;   // times finished rows left the batch
+  int64_t prefills = 0;      // prefill forwards (one per admission of waiting sequences)
+  int64_t prefill_rows = 0;  // prompts those prefilled (samples of one prompt share a row)
+  int64_t joins = 0;         // admissions into a running batch (a cache copy each)
+  int64_t running_rows = 0;  // live sequences decoded, summed over the steps
+  int64_t max_running = 0;   // the most live sequences one step decoded
+  int64_t max_waiting = 0;   // the most sequences waiting for a slot at a step
 
   DecodeStats& operator+=(const DecodeStats& other);
 };

@@ -14,8 +14,7 @@ namespace {
 
 // `part`'s slots [0, part_used) go to rows [row, row + rows) and slots
 // [used - part_used, used) of `out`; slot_dim is 2 for keys/values, 1 for valid.
-void place(at::Tensor& out, const at::Tensor& part, int64_t row, int64_t part_used, int64_t used,
-           int64_t slot_dim) {
+void place(at::Tensor& out, const at::Tensor& part, int64_t row, int64_t part_used, int64_t used, int64_t slot_dim) {
   const int64_t rows = part.size(0);
   if (rows == 0 || part_used == 0) return;
   out.slice(0, row, row + rows).slice(slot_dim, used - part_used, used).copy_(part.slice(slot_dim, 0, part_used));

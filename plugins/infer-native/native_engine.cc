@@ -80,15 +80,14 @@ class RequestHash {
 
 }  // namespace
 
-NativeEngine::NativeEngine(const NativeEngineOptions& options, const ComponentContext& context)
-    : options_(options) {
+NativeEngine::NativeEngine(const NativeEngineOptions& options, const ComponentContext& context) : options_(options) {
   const model::ModelConfig config = read_model_config(context.model_path);
   dtype_ = resolve_dtype(options.dtype, config);
   max_model_len_ = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
   if (max_model_len_ > config.max_position_embeddings) {
     throw ConfigError("infer-native: max_model_len " + std::to_string(max_model_len_) +
-                      " exceeds the model's max_position_embeddings " +
-                      std::to_string(config.max_position_embeddings) + " (" + context.model_path + "/config.json)");
+                      " exceeds the model's max_position_embeddings " + std::to_string(config.max_position_embeddings) +
+                      " (" + context.model_path + "/config.json)");
   }
   const at::Device device =
       resolve_device(context.device, context.comm != nullptr ? context.comm->local_rank() : 0, "infer-native device");
@@ -115,9 +114,9 @@ void NativeEngine::check_ready(const char* call) const {
                      " called while the engine is asleep; call wake_up() and load_weights() first");
   }
   if (!not_loaded_.empty()) {
-    throw ValueError(std::string("infer-native: ") + call + " after wake_up() before every weight was reloaded: " +
-                     std::to_string(not_loaded_.size()) + " parameter(s) still missing, e.g. '" +
-                     *not_loaded_.begin() + "'");
+    throw ValueError(std::string("infer-native: ") + call +
+                     " after wake_up() before every weight was reloaded: " + std::to_string(not_loaded_.size()) +
+                     " parameter(s) still missing, e.g. '" + *not_loaded_.begin() + "'");
   }
 }
 
@@ -354,7 +353,8 @@ int64_t NativeEngine::held_bytes_locked() const {
   std::set<const void*> seen;
   int64_t total = 0;
   for (const auto& [name, tensor] : model_->named_parameters()) {
-    if (seen.insert(tensor.storage().unsafeGetStorageImpl()).second) total += static_cast<int64_t>(tensor.storage().nbytes());
+    if (seen.insert(tensor.storage().unsafeGetStorageImpl()).second)
+      total += static_cast<int64_t>(tensor.storage().nbytes());
   }
   return total;
 }

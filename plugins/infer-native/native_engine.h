@@ -28,15 +28,15 @@
 namespace rlcore::infer_native {
 
 struct NativeEngineOptions {
-  std::string dtype = "auto";  // auto (config.json's torch_dtype) | float32 | bfloat16
-  int64_t max_model_len = 0;   // prompt + response tokens; 0: max_position_embeddings
-  int64_t max_num_seqs = 256;  // sequences in the decode batch at once; more wait for a free slot
-  int64_t max_waiting_requests = 4096;  // submit() refuses more waiting requests (OverloadedError)
-  bool enable_prefix_caching = true;    // samples of one prompt admitted together share its prefill
-  bool static_batching = false;         // admit only into an empty batch (the pre-5.1 behaviour; benchmarks)
-  int64_t seed = 0;            // seeds requests that give no seed (SamplingParams::seed = -1)
+  std::string dtype = "auto";              // auto (config.json's torch_dtype) | float32 | bfloat16
+  int64_t max_model_len = 0;               // prompt + response tokens; 0: max_position_embeddings
+  int64_t max_num_seqs = 256;              // sequences in the decode batch at once; more wait for a free slot
+  int64_t max_waiting_requests = 4096;     // submit() refuses more waiting requests (OverloadedError)
+  bool enable_prefix_caching = true;       // samples of one prompt admitted together share its prefill
+  bool static_batching = false;            // admit only into an empty batch (the pre-5.1 behaviour; benchmarks)
+  int64_t seed = 0;                        // seeds requests that give no seed (SamplingParams::seed = -1)
   int64_t tensor_model_parallel_size = 1;  // ranks of kRolloutTpGroup sharing one model (Megatron layout)
-  bool enforce_eager = false;  // false: decode steps replayed as CUDA graphs (one GPU, no TP), as in verl
+  bool enforce_eager = false;              // false: decode steps replayed as CUDA graphs (one GPU, no TP), as in verl
 };
 
 class NativeEngine final : public InferenceEngine,
@@ -60,8 +60,7 @@ class NativeEngine final : public InferenceEngine,
   // is collective: every rank of the TP group must call it with the same
   // prompts and sampling (checked: a mismatch is a ValueError on every rank),
   // and every rank returns the same output.
-  GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts,
-                            const SamplingParams& sampling) override;
+  GenerationOutput generate(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling) override;
 
   // Request-level generation (native_requests.cc), continuous batching over
   // the engine's own Scheduler. Thread-safe: calls serialise on the engine's
@@ -130,7 +129,7 @@ class NativeEngine final : public InferenceEngine,
   mutable FifoMutex mutex_;
   NativeEngineOptions options_;
   std::unique_ptr<model::Transformer> model_;
-  std::optional<CommGroup> tp_group_;            // set when tensor_model_parallel_size > 1
+  std::optional<CommGroup> tp_group_;              // set when tensor_model_parallel_size > 1
   std::vector<model::ParameterSpec> local_specs_;  // this rank's parameter shapes
   at::ScalarType dtype_;
   int64_t max_model_len_ = 0;
@@ -139,9 +138,9 @@ class NativeEngine final : public InferenceEngine,
   int64_t version_ = 0;
   bool asleep_ = false;
   int64_t bytes_released_ = 0;
-  std::set<std::string> adopted_;     // parameters that are views of a caller's tensor
-  std::set<std::string> not_loaded_;  // parameters not reloaded since wake_up()
-  at::Generator request_seeds_;        // draws the seed of each unseeded request
+  std::set<std::string> adopted_;        // parameters that are views of a caller's tensor
+  std::set<std::string> not_loaded_;     // parameters not reloaded since wake_up()
+  at::Generator request_seeds_;          // draws the seed of each unseeded request
   std::unique_ptr<Scheduler> requests_;  // the GeneratesRequests queue and batch
 };
 

@@ -8,7 +8,8 @@ namespace {
 
 void register_engine(PluginRegistrar& registrar) {
   registrar.add<InferenceEngine>(
-      "native", "Generation with the built-in Llama/Qwen2/Qwen3 Transformer, a KV cache and continuous batching (libtorch)",
+      "native",
+      "Generation with the built-in Llama/Qwen2/Qwen3 Transformer, a KV cache and continuous batching (libtorch)",
       OptionsSchema<NativeEngineOptions>()
           .key("dtype", &NativeEngineOptions::dtype,
                "Compute dtype; auto takes config.json's torch_dtype (float16 runs as float32).",

@@ -84,8 +84,7 @@ SampledTokens sample_rows(const at::Tensor& logits, const std::vector<std::uniqu
 
 }  // namespace
 
-Scheduler::Scheduler(const model::Transformer& model, SchedulerOptions options)
-    : model_(model), options_(options) {
+Scheduler::Scheduler(const model::Transformer& model, SchedulerOptions options) : model_(model), options_(options) {
   if (options_.max_num_seqs < 1) {
     throw ValueError("infer-native: max_num_seqs must be >= 1, got " + std::to_string(options_.max_num_seqs));
   }

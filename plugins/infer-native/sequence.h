@@ -14,10 +14,14 @@
 namespace rlcore::infer_native {
 
 struct Sequence {
-  Sequence(std::string id, std::shared_ptr<const std::vector<int32_t>> prefill, SamplingParams sampling,
-           int64_t limit, uint64_t seed, int64_t stream)
-      : id(std::move(id)), prefill(std::move(prefill)), sampling(std::move(sampling)), limit(limit),
-        seed(seed), rng(seed, stream) {}
+  Sequence(std::string id, std::shared_ptr<const std::vector<int32_t>> prefill, SamplingParams sampling, int64_t limit,
+           uint64_t seed, int64_t stream)
+      : id(std::move(id)),
+        prefill(std::move(prefill)),
+        sampling(std::move(sampling)),
+        limit(limit),
+        seed(seed),
+        rng(seed, stream) {}
 
   std::string id;
   // The ids the prefill runs over: the prompt, then any resumed tokens.
@@ -26,7 +30,7 @@ struct Sequence {
   SamplingParams sampling;
   int64_t limit = 0;  // most tokens in the response, resumed ones included (>= 1)
   uint64_t seed = 0;
-  SequenceRng rng;    // seeded from (seed, stream): independent of the batch it runs in
+  SequenceRng rng;  // seeded from (seed, stream): independent of the batch it runs in
   GeneratedTokens generated;
   int64_t prompt_tokens = 0;  // of `prefill`, the prompt's (the rest are resumed tokens)
   FinishReason finish_reason = FinishReason::kLength;

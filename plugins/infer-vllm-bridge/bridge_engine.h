@@ -83,7 +83,7 @@ class BridgeEngine final : public InferenceEngine, public RemoteGeneration, publ
   BridgeOptions options_;
   std::vector<std::unique_ptr<Server>> servers_;
   std::vector<WeightMeta> meta_;
-  std::optional<CommGroup> world_;  // set with more than one rank
+  std::optional<CommGroup> world_;            // set with more than one rank
   std::optional<WeightSnapshots> snapshots_;  // rank 0 only
   bool owns_weights_dir_ = false;
   std::filesystem::path last_good_;

@@ -38,7 +38,8 @@ int32_t token_id_from_string(const json& value, std::size_t choice, std::size_t 
   }
   int64_t id = 0;
   for (std::size_t i = kPrefix.size(); i < text.size(); ++i) {
-    if (text[i] < '0' || text[i] > '9') malformed(choice, where + " is '" + text.substr(0, 40) + "', not 'token_id:<id>'");
+    if (text[i] < '0' || text[i] > '9')
+      malformed(choice, where + " is '" + text.substr(0, 40) + "', not 'token_id:<id>'");
     id = id * 10 + (text[i] - '0');
   }
   if (id > std::numeric_limits<int32_t>::max()) malformed(choice, where + " is out of range");

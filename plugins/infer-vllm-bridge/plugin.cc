@@ -8,8 +8,7 @@ namespace {
 
 void register_engine(PluginRegistrar& registrar) {
   registrar.add<InferenceEngine>(
-      "vllm_bridge",
-      "Generation by an external vLLM or SGLang server over HTTP (weights reloaded from disk snapshots)",
+      "vllm_bridge", "Generation by an external vLLM or SGLang server over HTTP (weights reloaded from disk snapshots)",
       OptionsSchema<BridgeOptions>()
           .key("server_url", &BridgeOptions::server_urls,
                "The server, http://host:port (required), or a list of servers of the same model: every rank "

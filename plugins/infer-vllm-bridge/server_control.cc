@@ -15,9 +15,7 @@ std::string string_or(const json& object, const char* key, std::string fallback)
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::move(fallback);
 }
 
-bool answers(const HttpJsonClient& http, const std::string& path) {
-  return http.get(path, Retry::kYes).status == 200;
-}
+bool answers(const HttpJsonClient& http, const std::string& path) { return http.get(path, Retry::kYes).status == 200; }
 
 // SGLang's /model_info, or /get_model_info (its older name, kept as an alias); "" when neither answers.
 std::string sglang_model_info_route(const HttpJsonClient& http) {
@@ -61,7 +59,8 @@ ServerInfo probe_server(const HttpJsonClient& http, const ServerExpectations& ex
   ServerInfo info;
   const json models = http.get_ok("/v1/models", Retry::kYes);
   if (!models.is_object() || !models.contains("data") || !models["data"].is_array() || models["data"].empty()) {
-    throw FormatError("vllm_bridge: GET " + http.base_url() + "/v1/models lists no models: " + models.dump().substr(0, 200));
+    throw FormatError("vllm_bridge: GET " + http.base_url() +
+                      "/v1/models lists no models: " + models.dump().substr(0, 200));
   }
   std::vector<std::string> served;
   const json* chosen = nullptr;
@@ -92,8 +91,8 @@ ServerInfo probe_server(const HttpJsonClient& http, const ServerExpectations& ex
                       " allows (start the server with a larger --max-model-len, or lower the config's)");
   }
   const HttpReply version = http.get("/version", Retry::kYes);
-  info.version = version.status == 200 && version.json.is_object() ? string_or(version.json, "version", "unknown")
-                                                                  : "unknown";
+  info.version =
+      version.status == 200 && version.json.is_object() ? string_or(version.json, "version", "unknown") : "unknown";
   info.kind = detect_kind(http, expected.kind);
   return info;
 }
@@ -146,7 +145,8 @@ void ServerControl::load_weights_vllm(const std::filesystem::path& dir, int64_t 
                           {"timeout", reload_timeout_s_}};
     const json reply = http_.post_ok("/collective_rpc", request, Retry::kNo, reload_timeout_s_ + 30);
     if (!reply.is_object() || !reply.contains("results") || !reply["results"].is_array() || reply["results"].empty()) {
-      failure = "POST " + http_.base_url() + "/collective_rpc: expected {\"results\": [...]} with one entry per worker, got " +
+      failure = "POST " + http_.base_url() +
+                "/collective_rpc: expected {\"results\": [...]} with one entry per worker, got " +
                 reply.dump().substr(0, 200);
     } else {
       http_.post_ok("/reset_prefix_cache", nullptr, Retry::kNo);
@@ -167,11 +167,11 @@ void ServerControl::load_weights_vllm(const std::filesystem::path& dir, int64_t 
 void ServerControl::load_weights_sglang(const std::filesystem::path& dir, int64_t version) const {
   const json request = {{"model_path", dir.string()}, {"weight_version", std::to_string(version)}};
   const HttpReply reply = http_.post("/update_weights_from_disk", request, Retry::kNo, reload_timeout_s_);
-  const bool success = reply.json.is_object() && reply.json.contains("success") &&
-                       reply.json["success"].is_boolean() && reply.json["success"].get<bool>();
+  const bool success = reply.json.is_object() && reply.json.contains("success") && reply.json["success"].is_boolean() &&
+                       reply.json["success"].get<bool>();
   if (reply.status != 200 || !success) {
-    throw IoError("vllm_bridge: reloading weights from " + dir.string() + " failed: " +
-                  http_.describe("POST", "/update_weights_from_disk", reply));
+    throw IoError("vllm_bridge: reloading weights from " + dir.string() +
+                  " failed: " + http_.describe("POST", "/update_weights_from_disk", reply));
   }
 }
 

@@ -21,15 +21,15 @@ enum class ServerKind { kVllm, kSglang };
 const char* server_kind_name(ServerKind kind);
 
 struct ServerExpectations {
-  std::string kind = "auto";  // auto | vllm | sglang
+  std::string kind = "auto";      // auto | vllm | sglang
   std::string served_model_name;  // empty: the only model the server lists
   int64_t max_model_len = 0;      // > 0: the server must allow at least this many tokens
 };
 
 struct ServerInfo {
   ServerKind kind = ServerKind::kVllm;
-  std::string version;  // the server's /version, or "unknown"
-  std::string model;    // the id sent as "model"
+  std::string version;        // the server's /version, or "unknown"
+  std::string model;          // the id sent as "model"
   int64_t max_model_len = 0;  // 0 when the server does not say
 };
 

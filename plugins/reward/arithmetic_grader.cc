@@ -26,8 +26,7 @@ std::optional<std::string> canonical_integer(std::string_view text) {
 ArithmeticGrader::ArithmeticGrader(ArithmeticOptions options) : options_(options) {}
 
 GradeResult ArithmeticGrader::grade(std::string_view response, std::string_view ground_truth,
-                                    std::string_view /*data_source*/,
-                                    const nlohmann::json& /*extra*/) const {
+                                    std::string_view /*data_source*/, const nlohmann::json& /*extra*/) const {
   const std::optional<std::string> answer = extract_gsm8k_answer(response, Gsm8kMethod::kStrict);
   const std::optional<std::string> expected = canonical_integer(trim_ascii_whitespace(ground_truth));
   const std::optional<std::string> got = answer ? canonical_integer(*answer) : std::nullopt;

@@ -28,8 +28,8 @@ class ArithmeticGrader final : public Grader {
  public:
   explicit ArithmeticGrader(ArithmeticOptions options = {});
 
-  GradeResult grade(std::string_view response, std::string_view ground_truth,
-                    std::string_view data_source, const nlohmann::json& extra) const override;
+  GradeResult grade(std::string_view response, std::string_view ground_truth, std::string_view data_source,
+                    const nlohmann::json& extra) const override;
 
  private:
   ArithmeticOptions options_;

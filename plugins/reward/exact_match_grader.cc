@@ -20,14 +20,13 @@ bool equal_ignoring_ascii_case(std::string_view a, std::string_view b) {
 ExactMatchGrader::ExactMatchGrader(ExactMatchOptions options) : options_(options) {}
 
 GradeResult ExactMatchGrader::grade(std::string_view response, std::string_view ground_truth,
-                                    std::string_view /*data_source*/,
-                                    const nlohmann::json& /*extra*/) const {
+                                    std::string_view /*data_source*/, const nlohmann::json& /*extra*/) const {
   if (options_.strip) {
     response = trim_ascii_whitespace(response);
     ground_truth = trim_ascii_whitespace(ground_truth);
   }
-  const bool match = options_.case_sensitive ? response == ground_truth
-                                             : equal_ignoring_ascii_case(response, ground_truth);
+  const bool match =
+      options_.case_sensitive ? response == ground_truth : equal_ignoring_ascii_case(response, ground_truth);
   GradeResult result;
   result.score = match ? options_.score : 0.0;
   result.extras["acc"] = match ? 1.0 : 0.0;

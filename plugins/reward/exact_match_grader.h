@@ -17,8 +17,8 @@ class ExactMatchGrader final : public Grader {
  public:
   explicit ExactMatchGrader(ExactMatchOptions options = {});
 
-  GradeResult grade(std::string_view response, std::string_view ground_truth,
-                    std::string_view data_source, const nlohmann::json& extra) const override;
+  GradeResult grade(std::string_view response, std::string_view ground_truth, std::string_view data_source,
+                    const nlohmann::json& extra) const override;
 
  private:
   ExactMatchOptions options_;

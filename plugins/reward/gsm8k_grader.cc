@@ -86,8 +86,7 @@ std::optional<std::string> extract_gsm8k_answer(std::string_view response, Gsm8k
 Gsm8kGrader::Gsm8kGrader(Gsm8kOptions options) : options_(options) {}
 
 GradeResult Gsm8kGrader::grade(std::string_view response, std::string_view ground_truth,
-                               std::string_view /*data_source*/,
-                               const nlohmann::json& /*extra*/) const {
+                               std::string_view /*data_source*/, const nlohmann::json& /*extra*/) const {
   const auto answer = extract_gsm8k_answer(response, options_.method);
   const bool correct = answer && *answer == ground_truth;
   return score_answer(answer.has_value(), correct, options_.score, options_.format_score);

@@ -20,8 +20,8 @@ std::optional<Gsm8kMethod> parse_gsm8k_method(std::string_view name);
 
 struct Gsm8kOptions {
   Gsm8kMethod method = Gsm8kMethod::kStrict;  // How the answer is found: "strict" or "flexible".
-  double format_score = 0.0;  // Score when an answer is found but differs from the ground truth.
-  double score = 1.0;         // Score when the answer equals the ground truth.
+  double format_score = 0.0;                  // Score when an answer is found but differs from the ground truth.
+  double score = 1.0;                         // Score when the answer equals the ground truth.
 };
 
 // verl's extract_solution: only the last 300 characters are searched.
@@ -32,8 +32,8 @@ class Gsm8kGrader final : public Grader {
  public:
   explicit Gsm8kGrader(Gsm8kOptions options = {});
 
-  GradeResult grade(std::string_view response, std::string_view ground_truth,
-                    std::string_view data_source, const nlohmann::json& extra) const override;
+  GradeResult grade(std::string_view response, std::string_view ground_truth, std::string_view data_source,
+                    const nlohmann::json& extra) const override;
 
  private:
   Gsm8kOptions options_;

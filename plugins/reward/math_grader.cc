@@ -9,8 +9,7 @@ namespace rlcore::reward {
 MathGrader::MathGrader(MathOptions options) : options_(options) {}
 
 GradeResult MathGrader::grade(std::string_view response, std::string_view ground_truth,
-                              std::string_view /*data_source*/,
-                              const nlohmann::json& /*extra*/) const {
+                              std::string_view /*data_source*/, const nlohmann::json& /*extra*/) const {
   // verl scores 0 wherever compute_score raises, e.g. remove_boxed on "\fbox{...}".
   std::optional<std::string> answer;
   if (const std::optional<std::string> boxed = last_boxed_only_string(response)) {

@@ -16,8 +16,8 @@ class MathGrader final : public Grader {
  public:
   explicit MathGrader(MathOptions options = {});
 
-  GradeResult grade(std::string_view response, std::string_view ground_truth,
-                    std::string_view data_source, const nlohmann::json& extra) const override;
+  GradeResult grade(std::string_view response, std::string_view ground_truth, std::string_view data_source,
+                    const nlohmann::json& extra) const override;
 
  private:
   MathOptions options_;

@@ -145,8 +145,7 @@ std::optional<std::string> strip_string(std::string_view text) {
   if (s[0] == '.') s.insert(0, "0");
 
   // "k = 5" -> " 5": a left side of at most two characters, spaces included.
-  if (const std::vector<std::string_view> sides = split(s, "=");
-      sides.size() == 2 && utf8_length(sides[0]) <= 2) {
+  if (const std::vector<std::string_view> sides = split(s, "="); sides.size() == 2 && utf8_length(sides[0]) <= 2) {
     s = std::string(sides[1]);
   }
 

@@ -20,8 +20,7 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
   std::string out;
   out.reserve(text.size());
   std::size_t start = 0;
-  for (std::size_t hit; (hit = text.find(from, start)) != std::string_view::npos;
-       start = hit + from.size()) {
+  for (std::size_t hit; (hit = text.find(from, start)) != std::string_view::npos; start = hit + from.size()) {
     out.append(text, start, hit - start);
     out.append(to);
   }
@@ -32,21 +31,16 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
 std::vector<std::string_view> split(std::string_view text, std::string_view sep) {
   std::vector<std::string_view> pieces;
   std::size_t start = 0;
-  for (std::size_t hit; (hit = text.find(sep, start)) != std::string_view::npos;
-       start = hit + sep.size()) {
+  for (std::size_t hit; (hit = text.find(sep, start)) != std::string_view::npos; start = hit + sep.size()) {
     pieces.push_back(text.substr(start, hit - start));
   }
   pieces.push_back(text.substr(start));
   return pieces;
 }
 
-bool contains(std::string_view text, std::string_view needle) {
-  return text.find(needle) != std::string_view::npos;
-}
+bool contains(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
+bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
 std::string_view trim_ascii_whitespace(std::string_view text) {
   constexpr std::string_view kWhitespace = " \t\n\v\f\r";

@@ -39,9 +39,8 @@ bool is_letter(char32_t c) { return python_isalnum(c) && !python_isdigit(c); }
 char32_t lower_char(char32_t c) {
   const tables::LowerRun* begin = tables::kLowerRuns;
   const tables::LowerRun* end = begin + tables::kLowerRunCount;
-  const auto* it = std::upper_bound(begin, end, c, [](char32_t value, const tables::LowerRun& run) {
-    return value < run.first;
-  });
+  const auto* it =
+      std::upper_bound(begin, end, c, [](char32_t value, const tables::LowerRun& run) { return value < run.first; });
   if (it == begin) return c;
   const tables::LowerRun& run = *std::prev(it);
   if (c > run.last || (c - run.first) % run.stride != 0) return c;
@@ -106,7 +105,8 @@ bool python_isalnum(char32_t c) {
   if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
   const auto* begin = tables::kAlnumRanges;
   const auto* end = begin + tables::kAlnumRangeCount;
-  const auto* it = std::upper_bound(begin, end, c, [](char32_t value, const auto& range) { return value < range.first; });
+  const auto* it =
+      std::upper_bound(begin, end, c, [](char32_t value, const auto& range) { return value < range.first; });
   return it != begin && c <= std::prev(it)->second;
 }
 

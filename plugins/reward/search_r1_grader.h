@@ -35,8 +35,8 @@ class SearchR1Grader final : public Grader {
  public:
   explicit SearchR1Grader(SearchR1Options options = {});
 
-  GradeResult grade(std::string_view response, std::string_view ground_truth,
-                    std::string_view data_source, const nlohmann::json& extra) const override;
+  GradeResult grade(std::string_view response, std::string_view ground_truth, std::string_view data_source,
+                    const nlohmann::json& extra) const override;
 
  private:
   SearchR1Options options_;

@@ -123,7 +123,8 @@ class ExpressionParser {
       if (at_ >= text_.size()) fail("the expression ends where a number was expected");
       fail("expected a number, found '" + std::string(1, text_[at_]) + "'");
     }
-    if (static_cast<int64_t>(digits.size()) > options_.max_result_digits) fail_at(start, "a number with too many digits");
+    if (static_cast<int64_t>(digits.size()) > options_.max_result_digits)
+      fail_at(start, "a number with too many digits");
     Integer denominator = 1;
     for (int64_t i = 0; i < scale; ++i) denominator *= 10;
     return Rational(Integer(digits), denominator);
@@ -191,7 +192,8 @@ std::string format_rational(const Rational& value, int64_t decimal_places) {
   Integer scaled = magnitude / denominator;
   if ((magnitude % denominator) * 2 >= denominator) scaled += 1;
   std::string digits = scaled.str();
-  if (static_cast<int64_t>(digits.size()) <= places) digits.insert(0, static_cast<size_t>(places) + 1 - digits.size(), '0');
+  if (static_cast<int64_t>(digits.size()) <= places)
+    digits.insert(0, static_cast<size_t>(places) + 1 - digits.size(), '0');
   std::string text = digits.substr(0, digits.size() - static_cast<size_t>(places)) + "." +
                      digits.substr(digits.size() - static_cast<size_t>(places));
   if (rest != 1) {  // rounded: trailing zeros say nothing
@@ -214,8 +216,9 @@ std::string evaluate_expression(const std::string& expression, const CalculatorO
 ToolSchema CalculatorTool::schema() const {
   ToolSchema schema;
   schema.name = "calculator";
-  schema.description = "Evaluate an arithmetic expression exactly: + - * / // % ** and parentheses over integers "
-                       "and decimals.";
+  schema.description =
+      "Evaluate an arithmetic expression exactly: + - * / // % ** and parentheses over integers "
+      "and decimals.";
   schema.parameters = {
       {"type", "object"},
       {"properties",

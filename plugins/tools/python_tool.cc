@@ -56,7 +56,8 @@ class ScratchDirectory {
       base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
     }
     std::string pattern = (std::filesystem::path(base) / "rlcore-python-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw IoError("python tool: cannot create a scratch directory in " + base);
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw IoError("python tool: cannot create a scratch directory in " + base);
     path_ = std::filesystem::canonical(pattern).string();
   }
   ~ScratchDirectory() {

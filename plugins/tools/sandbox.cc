@@ -32,14 +32,22 @@ struct SetupFailure {
 
 const char* setup_step_name(int step) {
   switch (step) {
-    case 1: return "unshare(CLONE_NEWNET | CLONE_NEWNS)";
-    case 2: return "making the mounts private";
-    case 3: return "bind-mounting the scratch directory";
-    case 4: return "remounting a filesystem read-only";
-    case 5: return "entering the scratch directory";
-    case 6: return "setting the resource limits";
-    case 7: return "exec";
-    default: return "setting up";
+    case 1:
+      return "unshare(CLONE_NEWNET | CLONE_NEWNS)";
+    case 2:
+      return "making the mounts private";
+    case 3:
+      return "bind-mounting the scratch directory";
+    case 4:
+      return "remounting a filesystem read-only";
+    case 5:
+      return "entering the scratch directory";
+    case 6:
+      return "setting the resource limits";
+    case 7:
+      return "exec";
+    default:
+      return "setting up";
   }
 }
 
@@ -88,7 +96,7 @@ unsigned long kept_flags(const char* point) {
 }
 
 void set_limit(int resource, rlim_t value) {
-  const struct rlimit limit {value, value};
+  const struct rlimit limit { value, value };
   ::setrlimit(resource, &limit);
 }
 
@@ -116,7 +124,8 @@ struct ChildPlan {
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) child_fail(report_fd, 2);
     if (::mount(plan.scratch, plan.scratch, nullptr, MS_BIND, nullptr) != 0) child_fail(report_fd, 3);
     for (size_t i = 0; i < plan.read_only.size(); ++i) {
-      if (::mount(nullptr, plan.read_only[i], nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | plan.flags[i], nullptr) != 0 &&
+      if (::mount(nullptr, plan.read_only[i], nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | plan.flags[i], nullptr) !=
+              0 &&
           plan.must_hold[i]) {
         child_fail(report_fd, 4);
       }
@@ -201,9 +210,9 @@ SandboxResult run_sandboxed(const std::vector<std::string>& argv, const std::str
   std::vector<std::string> args = argv;
   for (auto& arg : args) plan.argv.push_back(arg.data());
   plan.argv.push_back(nullptr);
-  std::vector<std::string> environment = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + scratch_dir,
-                                          "TMPDIR=" + scratch_dir, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
-                                          "PYTHONUNBUFFERED=1"};
+  std::vector<std::string> environment = {
+      "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + scratch_dir, "TMPDIR=" + scratch_dir, "LANG=C.UTF-8",
+      "PYTHONDONTWRITEBYTECODE=1",         "PYTHONUNBUFFERED=1"};
   for (auto& entry : environment) plan.envp.push_back(entry.data());
   plan.envp.push_back(nullptr);
   plan.scratch = scratch_dir.c_str();
@@ -232,7 +241,8 @@ SandboxResult run_sandboxed(const std::vector<std::string>& argv, const std::str
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limits.wall_seconds);
   bool out_open = true, err_open = true;
   while (out_open || err_open) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
       break;
@@ -251,7 +261,8 @@ SandboxResult run_sandboxed(const std::vector<std::string>& argv, const std::str
   }
   SetupFailure failure;
   if (::read(report.read_end(), &failure, sizeof failure) == sizeof failure) {
-    throw IoError(std::string("sandbox: ") + setup_step_name(failure.step) + " failed: " + std::strerror(failure.error));
+    throw IoError(std::string("sandbox: ") + setup_step_name(failure.step) +
+                  " failed: " + std::strerror(failure.error));
   }
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);

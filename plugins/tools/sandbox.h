@@ -14,9 +14,9 @@ namespace rlcore::tools {
 struct SandboxLimits {
   double cpu_seconds = 5.0;
   double wall_seconds = 10.0;
-  int64_t memory_mb = 512;     // address space
-  int64_t file_size_mb = 16;   // largest file it may write
-  int64_t max_processes = 16;  // threads count too
+  int64_t memory_mb = 512;       // address space
+  int64_t file_size_mb = 16;     // largest file it may write
+  int64_t max_processes = 16;    // threads count too
   int64_t output_bytes = 65536;  // of stdout and of stderr, each
 };
 

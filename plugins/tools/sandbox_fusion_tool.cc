@@ -24,8 +24,9 @@ http::HttpSettings settings_for(const std::string& base_url, double request_time
 
 SandboxFusionTool::SandboxFusionTool(SandboxFusionToolOptions options) : options_(std::move(options)) {
   if (options_.url.empty()) {
-    throw ConfigError("tools[code_interpreter].config.url is required: the SandboxFusion run_code endpoint, e.g. "
-                      "http://localhost:8080/run_code");
+    throw ConfigError(
+        "tools[code_interpreter].config.url is required: the SandboxFusion run_code endpoint, e.g. "
+        "http://localhost:8080/run_code");
   }
   const size_t scheme = options_.url.find("://");
   const size_t path = scheme == std::string::npos ? std::string::npos : options_.url.find('/', scheme + 3);
@@ -66,17 +67,19 @@ ToolResult SandboxFusionTool::call(const nlohmann::json& arguments, const ToolCa
   try {
     const http::HttpJsonClient client(settings_for(base_url_, request_timeout_s));
     const http::HttpReply answer = client.post(path_, body, http::Retry::kNo, request_timeout_s);
-    if (answer.status != 200) return {"error: the sandbox answered: " + client.describe("POST", path_, answer), true, 0.0};
+    if (answer.status != 200)
+      return {"error: the sandbox answered: " + client.describe("POST", path_, answer), true, 0.0};
     reply = http::parse_json_bounded(answer.body);
   } catch (const std::exception& e) {
     return {std::string("error: the sandbox cannot be asked: ") + e.what(), true, 0.0};
   }
-  if (!reply.is_object()) return {"error: the sandbox at " + options_.url + " answered something other than a JSON object", true, 0.0};
+  if (!reply.is_object())
+    return {"error: the sandbox at " + options_.url + " answered something other than a JSON object", true, 0.0};
   const nlohmann::json run = reply.value("run_result", nlohmann::json::object());
   const nlohmann::json compile = reply.value("compile_result", nlohmann::json());
   auto text_of = [](const nlohmann::json& result, const char* key) {
     return result.is_object() && result.contains(key) && result[key].is_string() ? result[key].get<std::string>()
-                                                                                  : std::string();
+                                                                                 : std::string();
   };
   std::string text = text_of(run, "stdout");
   const std::string err = text_of(run, "stderr") + text_of(compile, "stderr");

@@ -9,8 +9,8 @@
 
 namespace rlcore::train {
 
-LrSchedule::LrSchedule(double base_lr, std::string type, int64_t warmup_steps, int64_t total_steps,
-                       double min_lr_ratio, double num_cycles)
+LrSchedule::LrSchedule(double base_lr, std::string type, int64_t warmup_steps, int64_t total_steps, double min_lr_ratio,
+                       double num_cycles)
     : base_lr_(base_lr),
       type_(std::move(type)),
       warmup_steps_(std::max<int64_t>(0, warmup_steps)),
@@ -22,12 +22,14 @@ LrSchedule::LrSchedule(double base_lr, std::string type, int64_t warmup_steps, i
   if (type_ == "cosine" && total_steps_ <= 0) {
     throw ConfigError(
         "optim.lr_scheduler_type: cosine needs the total training steps (trainer total or "
-        "optim.total_training_steps), got " + std::to_string(total_steps_));
+        "optim.total_training_steps), got " +
+        std::to_string(total_steps_));
   }
 }
 
 double LrSchedule::lr(int64_t step) const {
-  if (step < warmup_steps_) return base_lr_ * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup_steps_));
+  if (step < warmup_steps_)
+    return base_lr_ * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup_steps_));
   if (type_ == "constant") return base_lr_;
   const double progress = static_cast<double>(step - warmup_steps_) /
                           static_cast<double>(std::max<int64_t>(1, total_steps_ - warmup_steps_));

@@ -29,7 +29,7 @@ std::vector<RowRange> micro_batch_rows(const at::Tensor& attention_mask, const M
 struct MicroBatch {
   Batch rows;  // the micro-batch's rows of the caller's Batch, every column, tensors on the engine's device
   at::Tensor input_ids, attention_mask, position_ids, responses;  // on the engine's device
-  model::ForwardContext ctx;  // masks and rotary angles, from `model`'s prepare()
+  model::ForwardContext ctx;                                      // masks and rotary angles, from `model`'s prepare()
   int64_t prompt_len = 0;
   int64_t response_len = 0;
 };

@@ -39,8 +39,9 @@ LrSchedule make_lr_schedule(const OptimOptions& o, int64_t run_total_steps) {
   if (o.betas.size() != 2 || o.betas[0] < 0 || o.betas[0] >= 1 || o.betas[1] < 0 || o.betas[1] >= 1)
     throw ConfigError("optim.betas: expected two values in [0, 1), e.g. [0.9, 0.999]");
   const int64_t total = o.total_training_steps > 0 ? o.total_training_steps : run_total_steps;
-  const int64_t warmup = o.lr_warmup_steps >= 0 ? o.lr_warmup_steps
-                                                : static_cast<int64_t>(o.lr_warmup_steps_ratio * static_cast<double>(total));
+  const int64_t warmup = o.lr_warmup_steps >= 0
+                             ? o.lr_warmup_steps
+                             : static_cast<int64_t>(o.lr_warmup_steps_ratio * static_cast<double>(total));
   return LrSchedule(o.lr, scheduler_type(o), warmup, total, o.min_lr_ratio, o.num_cycles);
 }
 

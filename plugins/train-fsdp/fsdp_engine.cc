@@ -142,7 +142,8 @@ void FsdpEngine::load_initial_weights() {
       const ElementRange mine = intersect(own, ElementRange{p.offset, p.offset + p.numel});
       if (mine.size() == 0) continue;
       shards_[u]
-          .param.device().narrow(0, mine.begin - base, mine.size())
+          .param.device()
+          .narrow(0, mine.begin - base, mine.size())
           .copy_(source.reshape(-1).narrow(0, mine.begin - p.offset, mine.size()));
     }
   }
@@ -158,10 +159,10 @@ void FsdpEngine::check_destination(int64_t unit, const at::Tensor& into) const {
   const UnitLayout& layout = layouts_[static_cast<size_t>(unit)];
   if (into.dim() != 1 || !into.is_contiguous() || into.numel() < layout.padded() || into.device() != device_ ||
       !at::isFloatingType(into.scalar_type())) {
-    throw ValueError("fsdp: the destination of unit '" + layout.name + "' must be a contiguous 1-D floating tensor of " +
-                     std::to_string(layout.padded()) + " elements or more on " + device_.str() + " (got " +
-                     std::to_string(into.numel()) + " of " + c10::toString(into.scalar_type()) + " on " +
-                     into.device().str() + ")");
+    throw ValueError("fsdp: the destination of unit '" + layout.name +
+                     "' must be a contiguous 1-D floating tensor of " + std::to_string(layout.padded()) +
+                     " elements or more on " + device_.str() + " (got " + std::to_string(into.numel()) + " of " +
+                     c10::toString(into.scalar_type()) + " on " + into.device().str() + ")");
   }
 }
 
@@ -277,8 +278,7 @@ std::vector<ParameterShard> FsdpEngine::parameter_shards() const {
 }
 
 void FsdpEngine::visit_unit(int64_t unit, const at::Tensor& full,
-                            const std::function<void(const std::string&, const at::Tensor&)>& visit,
-                            bool merge) const {
+                            const std::function<void(const std::string&, const at::Tensor&)>& visit, bool merge) const {
   for (const UnitParam& p : layouts_[static_cast<size_t>(unit)].params) {
     const at::Tensor weight = full.narrow(0, p.offset, p.numel).view(p.shape);
     const LoraPair* adapter = merge ? lora_.adapter_of(p.name) : nullptr;
@@ -307,8 +307,7 @@ void FsdpEngine::for_each_full_parameter(const std::function<void(const std::str
   visit_full_parameters(visit, /*merge=*/true);
 }
 
-void FsdpEngine::for_each_full_base_parameter(
-    const std::function<void(const std::string&, const at::Tensor&)>& visit) {
+void FsdpEngine::for_each_full_base_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) {
   visit_full_parameters(visit, /*merge=*/false);
 }
 
@@ -327,9 +326,8 @@ std::vector<GathersIntoBuffers::Gather> FsdpEngine::full_parameter_gathers() con
   return gathers;
 }
 
-void FsdpEngine::for_each_full_parameter_into(
-    const std::function<at::Tensor(size_t gather)>& destination,
-    const std::function<void(const std::string&, const at::Tensor&)>& visit) {
+void FsdpEngine::for_each_full_parameter_into(const std::function<at::Tensor(size_t gather)>& destination,
+                                              const std::function<void(const std::string&, const at::Tensor&)>& visit) {
   ResidentScope resident(*this, OffloadSet::kParams);
   at::NoGradGuard no_grad;
   for (size_t u = 0; u < layouts_.size(); ++u) {

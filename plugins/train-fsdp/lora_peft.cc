@@ -54,8 +54,8 @@ void require_plain_lora(const nlohmann::json& config, const fs::path& path) {
   for (const char* flag : {"use_dora", "fan_in_fan_out", "lora_bias"})
     if (config.contains(flag) && config.at(flag).is_boolean() && config.at(flag).get<bool>()) refuse(flag, "true");
   if (config.contains("bias") && config.at("bias") != "none") refuse("bias", config.at("bias").dump());
-  for (const char* field : {"rank_pattern", "alpha_pattern", "layers_to_transform", "modules_to_save",
-                            "target_parameters"}) {
+  for (const char* field :
+       {"rank_pattern", "alpha_pattern", "layers_to_transform", "modules_to_save", "target_parameters"}) {
     if (!config.contains(field)) continue;
     const nlohmann::json& value = config.at(field);
     if (!value.is_null() && !value.empty()) refuse(field, value.dump());

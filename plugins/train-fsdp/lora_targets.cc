@@ -15,7 +15,8 @@ namespace {
 
 bool is_suffix(const std::string& pattern, const std::string& module) {
   if (pattern == module) return true;
-  return module.size() > pattern.size() && module.compare(module.size() - pattern.size(), pattern.size(), pattern) == 0 &&
+  return module.size() > pattern.size() &&
+         module.compare(module.size() - pattern.size(), pattern.size(), pattern) == 0 &&
          module[module.size() - pattern.size() - 1] == '.';
 }
 
@@ -35,8 +36,10 @@ std::vector<Selector> compile(const std::vector<std::string>& patterns, const st
     try {
       selectors.push_back({pattern, std::regex(pattern, std::regex::ECMAScript)});
     } catch (const std::regex_error& e) {
-      throw ConfigError("fsdp: " + key + " entry '" + pattern + "' is not a module name or a valid regular "
-                        "expression (" + e.what() + ")");
+      throw ConfigError("fsdp: " + key + " entry '" + pattern +
+                        "' is not a module name or a valid regular "
+                        "expression (" +
+                        e.what() + ")");
     }
   }
   return selectors;
@@ -58,8 +61,8 @@ const std::vector<std::string>& projection_names() {
 }
 
 std::string projection_module(int64_t layer, const std::string& projection) {
-  const bool attention = projection == "q_proj" || projection == "k_proj" || projection == "v_proj" ||
-                         projection == "o_proj";
+  const bool attention =
+      projection == "q_proj" || projection == "k_proj" || projection == "v_proj" || projection == "o_proj";
   return "model.layers." + std::to_string(layer) + (attention ? ".self_attn." : ".mlp.") + projection;
 }
 

@@ -22,9 +22,7 @@ at::ScalarType dtype_of(const std::string& name, const std::string& key) {
 
 }  // namespace
 
-std::vector<std::string> precision_names() {
-  return {"fp32", "float32", "bf16", "bfloat16", "fp16", "float16"};
-}
+std::vector<std::string> precision_names() { return {"fp32", "float32", "bf16", "bfloat16", "fp16", "float16"}; }
 
 MixedPrecision resolve_mixed_precision(const FsdpConfigOptions& options) {
   const MixedPrecisionOptions& mixed = options.mixed_precision;
@@ -55,8 +53,9 @@ void require_compute_dtype(at::ScalarType dtype, const at::Device& device) {
     at::mm(probe, probe);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
-    throw ConfigError(std::string(kParamKey) + ": " + std::string(c10::toString(dtype)) + " compute is not available on " +
-                      device.str() + " with this libtorch (" + what.substr(0, what.find('\n')) + ")");
+    throw ConfigError(std::string(kParamKey) + ": " + std::string(c10::toString(dtype)) +
+                      " compute is not available on " + device.str() + " with this libtorch (" +
+                      what.substr(0, what.find('\n')) + ")");
   }
 }
 

@@ -9,8 +9,7 @@ namespace {
 
 void register_engine(PluginRegistrar& registrar) {
   registrar.add<TrainEngine>(
-      "fsdp",
-      "ZeRO-3 sharded data-parallel training (verl's FSDP backend): actor, reference (frozen) and critic",
+      "fsdp", "ZeRO-3 sharded data-parallel training (verl's FSDP backend): actor, reference (frozen) and critic",
       fsdp_options_schema(), [](const FsdpOptions& options, const ComponentContext& context) {
         return std::make_shared<FsdpEngine>(options, context);
       });

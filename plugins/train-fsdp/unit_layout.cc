@@ -44,7 +44,8 @@ std::vector<UnitLayout> build_unit_layouts(const std::vector<model::ParameterSpe
     const std::string unit = unit_of(spec.name);
     if (units.empty() || units.back().name != unit) {
       for (const UnitLayout& seen : units) {
-        if (seen.name == unit) throw ValueError("parameter '" + spec.name + "' of unit '" + unit + "' is out of model order");
+        if (seen.name == unit)
+          throw ValueError("parameter '" + spec.name + "' of unit '" + unit + "' is out of model order");
       }
       units.push_back(UnitLayout{unit, {}, 0, dp_size, 0});
     }
@@ -68,7 +69,8 @@ ElementRange intersect(const ElementRange& a, const ElementRange& b) {
 
 nlohmann::json unit_layout_to_json(const UnitLayout& layout) {
   nlohmann::json params = nlohmann::json::array();
-  for (const UnitParam& p : layout.params) params.push_back({{"name", p.name}, {"shape", p.shape}, {"offset", p.offset}});
+  for (const UnitParam& p : layout.params)
+    params.push_back({{"name", p.name}, {"shape", p.shape}, {"offset", p.offset}});
   return {{"name", layout.name}, {"numel", layout.numel}, {"params", params}};
 }
 
@@ -78,7 +80,8 @@ UnitLayout unit_layout_from_json(const nlohmann::json& json, int64_t dp_size) {
   layout.numel = json.at("numel").get<int64_t>();
   for (const auto& p : json.at("params")) {
     const auto shape = p.at("shape").get<std::vector<int64_t>>();
-    layout.params.push_back(UnitParam{p.at("name").get<std::string>(), shape, p.at("offset").get<int64_t>(), numel_of(shape)});
+    layout.params.push_back(
+        UnitParam{p.at("name").get<std::string>(), shape, p.at("offset").get<int64_t>(), numel_of(shape)});
   }
   layout.dp_size = dp_size;
   layout.shard_size = (layout.numel + dp_size - 1) / dp_size;

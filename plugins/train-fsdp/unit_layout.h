@@ -25,7 +25,7 @@ struct UnitParam {
 struct UnitLayout {
   std::string name;  // "embed", "layer.N", "head"
   std::vector<UnitParam> params;
-  int64_t numel = 0;       // without padding
+  int64_t numel = 0;  // without padding
   int64_t dp_size = 1;
   int64_t shard_size = 0;  // ceil(numel / dp_size)
 

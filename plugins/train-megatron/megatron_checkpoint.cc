@@ -51,10 +51,12 @@ void MegatronEngine::save_checkpoint(const std::string& dir_text) {
   NamedTensors model, optimizer;
   const bool writer = writes_files(groups_);
   for (const mg::MegatronParam& param : mg::megatron_parameters(config_)) {
-    const at::Tensor master = gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.param.device(); });
+    const at::Tensor master =
+        gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.param.device(); });
     if (writer) model.emplace_back(param.name, master.cpu());
     if (!trainable_) continue;
-    const at::Tensor m = gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.exp_avg.device(); });
+    const at::Tensor m =
+        gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.exp_avg.device(); });
     const at::Tensor v =
         gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.exp_avg_sq.device(); });
     if (writer) {
@@ -66,11 +68,12 @@ void MegatronEngine::save_checkpoint(const std::string& dir_text) {
     fs::create_directories(dir);
     save_safetensors(dir / "model.safetensors", model);
     if (trainable_) save_safetensors(dir / "optimizer.safetensors", optimizer);
-    const nlohmann::json manifest = {{"format", kFormat},
-                                     {"step", step_},
-                                     {"adam_steps", adam_steps_},
-                                     {"optimizer", trainable_},
-                                     {"saved_with", {{"tp", groups_.tp.size()}, {"pp", groups_.pp.size()}, {"dp", groups_.dp.size()}}}};
+    const nlohmann::json manifest = {
+        {"format", kFormat},
+        {"step", step_},
+        {"adam_steps", adam_steps_},
+        {"optimizer", trainable_},
+        {"saved_with", {{"tp", groups_.tp.size()}, {"pp", groups_.pp.size()}, {"dp", groups_.dp.size()}}}};
     write_file_atomically(dir / kManifest, manifest.dump(2));
   }
   groups_.pp.barrier();

@@ -113,10 +113,10 @@ struct MegatronEngine::PipelineResult {
 };
 
 MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBatch>& micro,
-                                                           const ForwardOptions& options, const LossFunction* loss,
-                                                           const GlobalBatchInfo& global,
-                                                           const std::vector<at::Tensor>& weights,
-                                                           bool sum_pi_squared) {
+                                                            const ForwardOptions& options, const LossFunction* loss,
+                                                            const GlobalBatchInfo& global,
+                                                            const std::vector<at::Tensor>& weights,
+                                                            bool sum_pi_squared) {
   const bool training = loss != nullptr;
   const int64_t stage = groups_.pp.rank();
   const int tag_base = static_cast<int>(micro.size());
@@ -211,7 +211,8 @@ ModelOutput MegatronEngine::forward_outputs(const Batch& batch, const ForwardOpt
   return output;
 }
 
-TrainStepOutput MegatronEngine::train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) {
+TrainStepOutput MegatronEngine::train_step(const Batch& batch, const ForwardOptions& options,
+                                           const LossFunction& loss) {
   if (!trainable_)
     throw ValueError("megatron: train_step on a frozen engine (trainable = false, e.g. the reference policy)");
   Resident resident(*this, OffloadSet::kAll);
@@ -292,12 +293,13 @@ double MegatronEngine::clip_and_step() {
       for (LocalParam& p : params_) p.state.grad.device().mul_(coef);
   }
   ++adam_steps_;
-  const train::AdamWHyper hyper{lr, options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps,
-                                options_.optim.weight_decay, adam_steps_};
+  const train::AdamWHyper hyper{
+      lr,         options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps, options_.optim.weight_decay,
+      adam_steps_};
   at::NoGradGuard no_grad;
   for (LocalParam& p : params_)
-    train::adamw_update(p.state.param.device(), p.state.grad.device(), p.state.exp_avg.device(), p.state.exp_avg_sq.device(),
-                        hyper);
+    train::adamw_update(p.state.param.device(), p.state.grad.device(), p.state.exp_avg.device(),
+                        p.state.exp_avg_sq.device(), hyper);
   zero_grads();
   return grad_norm;
 }

@@ -19,8 +19,9 @@ namespace mg = model::megatron;
 
 model::ModelConfig read_config(const std::string& model_path) {
   if (model_path.empty()) {
-    throw ConfigError("megatron: model_path is empty; the engine trains a Hugging Face checkpoint directory "
-                      "(config.json + model.safetensors), e.g. one written by `rlcore model init`");
+    throw ConfigError(
+        "megatron: model_path is empty; the engine trains a Hugging Face checkpoint directory "
+        "(config.json + model.safetensors), e.g. one written by `rlcore model init`");
   }
   std::error_code error;
   if (!std::filesystem::is_directory(model_path, error))
@@ -38,8 +39,9 @@ void check_supported(const ComponentContext& context, const model::ModelConfig& 
   // Megatron's layout has no place for Gemma 2's sandwich norms, and its stage
   // model applies one attention mask to every layer (all sliding or none).
   if (config.model_type == "gemma2") {
-    throw ConfigError("megatron: model_type 'gemma2' is not supported by the megatron engine (llama, mistral, qwen2, "
-                      "qwen3); use strategy fsdp");
+    throw ConfigError(
+        "megatron: model_type 'gemma2' is not supported by the megatron engine (llama, mistral, qwen2, "
+        "qwen3); use strategy fsdp");
   }
   try {
     mg::validate_parallel(config, options.tensor_model_parallel_size, options.pipeline_model_parallel_size);
@@ -66,7 +68,8 @@ MegatronEngine::MegatronEngine(const MegatronOptions& options, const ComponentCo
   check_supported(context, config_, options.megatron);
   check_dtype_supported(device_, compute_dtype_, "megatron.dtype");
   if (!device_.is_cpu()) skeleton_.rotary = model::RotaryEmbedding(config_, device_);
-  std::tie(first_layer_, end_layer_) = mg::pp_layer_range(config_.num_hidden_layers, groups_.pp.rank(), groups_.pp.size());
+  std::tie(first_layer_, end_layer_) =
+      mg::pp_layer_range(config_.num_hidden_layers, groups_.pp.rank(), groups_.pp.size());
   load_initial_weights(model_path_);
   OffloadSet parked = OffloadSet::kNone;
   if (options_.megatron.param_offload) parked = parked | OffloadSet::kParams;
@@ -92,7 +95,8 @@ void MegatronEngine::load_initial_weights(const std::string& model_path) {
     std::vector<at::Tensor> hf;
     for (const std::string& name : mg::hf_sources(config_, meta.name)) {
       if (!checkpoint.contains(name))
-        throw ValueError("megatron: checkpoint " + model_path + " has no tensor '" + name + "' (for " + meta.name + ")");
+        throw ValueError("megatron: checkpoint " + model_path + " has no tensor '" + name + "' (for " + meta.name +
+                         ")");
       hf.push_back(checkpoint.view(name).to(at::kFloat));
     }
     const at::Tensor full = mg::from_hf(config_, meta.name, hf);
@@ -178,11 +182,11 @@ at::Tensor MegatronEngine::gather_full(const mg::MegatronParam& param,
   return full;
 }
 
-void MegatronEngine::for_each_full_parameter(
-    const std::function<void(const std::string&, const at::Tensor&)>& visit) {
+void MegatronEngine::for_each_full_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) {
   Resident resident(*this, OffloadSet::kParams);
   for (const mg::MegatronParam& param : mg::megatron_parameters(config_)) {
-    const at::Tensor full = gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.param.device(); });
+    const at::Tensor full =
+        gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.param.device(); });
     visit(param.name, full);
   }
 }
@@ -195,7 +199,8 @@ std::vector<ParameterShard> MegatronEngine::parameter_shards() const {
     shard.name = p.meta.name;
     shard.shape = p.meta.shape;
     shard.local = p.state.param.any().reshape(-1);
-    const bool dim0 = p.meta.split == model::TpSplit::kColumn && p.meta.name.find(".mlp.linear_fc1.") == std::string::npos;
+    const bool dim0 =
+        p.meta.split == model::TpSplit::kColumn && p.meta.name.find(".mlp.linear_fc1.") == std::string::npos;
     if (p.meta.split == model::TpSplit::kReplicated) {
       shard.offset = 0;
     } else if (dim0) {
@@ -231,7 +236,8 @@ TrainMemory MegatronEngine::memory() const {
     memory.param_bytes += s.param.device_bytes();
     memory.grad_bytes += s.grad.device_bytes();
     memory.optimizer_bytes += s.exp_avg.device_bytes() + s.exp_avg_sq.device_bytes();
-    memory.host_bytes += s.param.host_bytes() + s.grad.host_bytes() + s.exp_avg.host_bytes() + s.exp_avg_sq.host_bytes();
+    memory.host_bytes +=
+        s.param.host_bytes() + s.grad.host_bytes() + s.exp_avg.host_bytes() + s.exp_avg_sq.host_bytes();
   }
   return memory;
 }

@@ -12,15 +12,15 @@ namespace {
 CommGroup single(const std::string& name, int64_t rank) { return CommGroup(name, {rank}, 0); }
 
 std::string groups_text(const CommContext& comm) {
-  return join(comm.group_names(), ", ", [&comm](const std::string& name) {
-    return name + " (" + std::to_string(comm.group(name).size()) + ")";
-  });
+  return join(comm.group_names(), ", ",
+              [&comm](const std::string& name) { return name + " (" + std::to_string(comm.group(name).size()) + ")"; });
 }
 
 CommGroup sized_group(const CommContext* comm, const char* name, int64_t size, const char* key) {
-  if (size == 1) return comm != nullptr && comm->has_group(name) && comm->group(name).size() == 1
-                            ? comm->group(name)
-                            : single(name, comm != nullptr ? comm->rank() : 0);
+  if (size == 1)
+    return comm != nullptr && comm->has_group(name) && comm->group(name).size() == 1
+               ? comm->group(name)
+               : single(name, comm != nullptr ? comm->rank() : 0);
   if (comm == nullptr || !comm->has_group(name) || comm->group(name).size() != size) {
     throw ConfigError(std::string("megatron.") + key + " = " + std::to_string(size) + " needs a '" + name +
                       "' process group of that size (the pool's mesh dimension); the worker has: " +
@@ -47,8 +47,8 @@ ParallelGroups parallel_groups(const CommContext* comm, int64_t tp_size, int64_t
   if (tp_size * pp_size == 1) return {tp, pp, comm->world()};
   if (tp_size * pp_size == comm->world_size()) return {tp, pp, single("dp", comm->rank())};
   throw ConfigError("megatron: tp x pp = " + std::to_string(tp_size * pp_size) + " ranks per replica over " +
-                    std::to_string(comm->world_size()) + " workers needs a 'dp' process group; the worker has: " +
-                    groups_text(*comm));
+                    std::to_string(comm->world_size()) +
+                    " workers needs a 'dp' process group; the worker has: " + groups_text(*comm));
 }
 
 }  // namespace rlcore::megatron

@@ -54,8 +54,7 @@ at::Tensor StageModel::layer(const at::Tensor& x, const LayerWeights& w, const m
 }
 
 TokenLogProbs StageModel::head(const at::Tensor& hidden, const at::Tensor& final_norm, const at::Tensor& output_shard,
-                               const at::Tensor& targets, double temperature, bool entropy,
-                               bool sum_pi_squared) const {
+                               const at::Tensor& targets, double temperature, bool entropy, bool sum_pi_squared) const {
   const at::Tensor h = copy_to_tp(model::RmsNorm{final_norm, config_.rms_norm_eps}(hidden), tp_);
   at::Tensor logits = at::linear(h, output_shard).to(at::kFloat);
   if (temperature != 1.0) logits = logits / temperature;

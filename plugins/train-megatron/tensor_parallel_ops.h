@@ -25,8 +25,8 @@ at::Tensor vocab_parallel_embedding(const at::Tensor& ids, const at::Tensor& wei
                                     const CommGroup& tp);
 
 struct TokenLogProbs {
-  at::Tensor log_prob;  // [B, R] float32
-  at::Tensor entropy;   // [B, R] float32; undefined unless asked
+  at::Tensor log_prob;        // [B, R] float32
+  at::Tensor entropy;         // [B, R] float32; undefined unless asked
   at::Tensor sum_pi_squared;  // [B, R] float32, Σ_v softmax(logits)_v²; undefined unless asked
 };
 

@@ -76,7 +76,8 @@ AdvantageInput advantage_input_from_batch(const Batch& batch, const std::string&
   input.rollout_is_weights = optional_tensor(columns::kRolloutIsWeights);
   const std::string prefix = columns::kRewardComponentPrefix;
   for (const std::string& key : batch.tensor_keys()) {
-    if (key.compare(0, prefix.size(), prefix) == 0) input.reward_components[key.substr(prefix.size())] = batch.tensor(key);
+    if (key.compare(0, prefix.size(), prefix) == 0)
+      input.reward_components[key.substr(prefix.size())] = batch.tensor(key);
   }
   if (batch.contains(group_key)) {
     input.index = batch.is_tensor(group_key) ? batch.tensor(group_key).to(at::kLong)

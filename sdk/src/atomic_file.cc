@@ -28,7 +28,8 @@ AtomicFile::AtomicFile(fs::path target) : target_(std::move(target)) {
   temp_ = target_;
   temp_ += suffix;
   fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw IoError(target_.string() + ": cannot create " + temp_.filename().string() + " beside it: " + errno_text());
+  if (fd_ < 0)
+    throw IoError(target_.string() + ": cannot create " + temp_.filename().string() + " beside it: " + errno_text());
 }
 
 AtomicFile::~AtomicFile() {

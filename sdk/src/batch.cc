@@ -26,9 +26,7 @@ struct Batch::Impl {
   std::map<std::string, JsonColumn> non_tensors;
   json meta_info = json::object();
 
-  bool contains(const std::string& key) const {
-    return tensors.count(key) > 0 || non_tensors.count(key) > 0;
-  }
+  bool contains(const std::string& key) const { return tensors.count(key) > 0 || non_tensors.count(key) > 0; }
 
   // A batch of `rows.size()` rows: tensors through `tensor_op`, JSON columns by
   // picking `rows`, which must describe the same rows as `tensor_op` produces.
@@ -88,8 +86,7 @@ Batch::Batch(int64_t size) : impl_(std::make_unique<Impl>()) {
   impl_->size = size;
 }
 Batch::Batch(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Batch::Batch(const Batch& other)
-    : impl_(other.impl_ ? std::make_unique<Impl>(*other.impl_) : nullptr) {}
+Batch::Batch(const Batch& other) : impl_(other.impl_ ? std::make_unique<Impl>(*other.impl_) : nullptr) {}
 Batch::Batch(Batch&& other) noexcept = default;
 Batch& Batch::operator=(const Batch& other) {
   if (this != &other) impl_ = other.impl_ ? std::make_unique<Impl>(*other.impl_) : nullptr;
@@ -115,8 +112,8 @@ namespace {
 
 void check_rows(const std::optional<int64_t>& size, const std::string& key, int64_t rows) {
   if (size && *size != rows) {
-    throw ValueError("column '" + key + "' has " + std::to_string(rows) +
-                     " rows but the batch has " + std::to_string(*size));
+    throw ValueError("column '" + key + "' has " + std::to_string(rows) + " rows but the batch has " +
+                     std::to_string(*size));
   }
 }
 
@@ -161,8 +158,7 @@ const at::Tensor& Batch::tensor(const std::string& key) const {
 const std::vector<json>& Batch::non_tensor(const std::string& key) const {
   auto it = impl().non_tensors.find(key);
   if (it == impl().non_tensors.end()) {
-    throw ValueError("no non-tensor column '" + key +
-                     "'; non-tensor columns: " + join_or_none(non_tensor_keys()));
+    throw ValueError("no non-tensor column '" + key + "'; non-tensor columns: " + join_or_none(non_tensor_keys()));
   }
   return it->second;
 }
@@ -263,8 +259,7 @@ Batch& Batch::union_with(const Batch& other) {
   for (const auto& [key, value] : theirs.meta_info.items()) {
     auto it = mine.meta_info.find(key);
     if (it != mine.meta_info.end() && *it != value) {
-      throw ValueError("union: meta_info key '" + key + "' differs (" + it->dump() + " vs " +
-                       value.dump() + ")");
+      throw ValueError("union: meta_info key '" + key + "' differs (" + it->dump() + " vs " + value.dump() + ")");
     }
   }
   Impl& self = mutable_impl();
@@ -277,21 +272,18 @@ Batch& Batch::union_with(const Batch& other) {
 
 Batch Batch::slice(int64_t start, int64_t end, int64_t step) const {
   if (start < 0 || end < start || end > size() || step < 1) {
-    throw ValueError("slice(" + std::to_string(start) + ", " + std::to_string(end) + ", " +
-                     std::to_string(step) + ") is invalid for a batch of " +
-                     std::to_string(size()) + " rows");
+    throw ValueError("slice(" + std::to_string(start) + ", " + std::to_string(end) + ", " + std::to_string(step) +
+                     ") is invalid for a batch of " + std::to_string(size()) + " rows");
   }
-  return Batch(impl().take(range_rows(start, end, step), [&](const at::Tensor& t) {
-    return t.slice(0, start, end, step);
-  }));
+  return Batch(
+      impl().take(range_rows(start, end, step), [&](const at::Tensor& t) { return t.slice(0, start, end, step); }));
 }
 
 std::vector<Batch> Batch::chunk(int64_t chunks) const {
   if (chunks < 1) throw ValueError("chunk: chunks must be >= 1, got " + std::to_string(chunks));
   if (size() % chunks != 0) {
-    throw ValueError("chunk: batch size " + std::to_string(size()) + " is not divisible by " +
-                     std::to_string(chunks) + "; call pad_to_divisor(" +
-                     std::to_string(chunks) + ") first");
+    throw ValueError("chunk: batch size " + std::to_string(size()) + " is not divisible by " + std::to_string(chunks) +
+                     "; call pad_to_divisor(" + std::to_string(chunks) + ") first");
   }
   const int64_t rows = size() / chunks;
   std::vector<Batch> parts;
@@ -320,16 +312,14 @@ int64_t Batch::pad_to_divisor(int64_t divisor) {
   Rows order = range_rows(0, rows, 1);
   for (int64_t i = 0; i < pad; ++i) order.push_back(i % rows);
   at::Tensor index = at::tensor(order, at::kLong);
-  impl_ = impl().take(order, [&](const at::Tensor& t) {
-    return t.index_select(0, index.to(t.device()));
-  });
+  impl_ = impl().take(order, [&](const at::Tensor& t) { return t.index_select(0, index.to(t.device())); });
   return pad;
 }
 
 void Batch::unpad(int64_t pad) {
   if (pad < 0 || pad > size()) {
-    throw ValueError("unpad: pad " + std::to_string(pad) + " is out of range for a batch of " +
-                     std::to_string(size()) + " rows");
+    throw ValueError("unpad: pad " + std::to_string(pad) + " is out of range for a batch of " + std::to_string(size()) +
+                     " rows");
   }
   if (pad > 0) *this = slice(0, size() - pad);
 }
@@ -338,8 +328,7 @@ Batch Batch::repeat(int64_t times, bool interleave) const {
   const int64_t rows = size();
   if (times < 1) throw ValueError("repeat: times must be >= 1, got " + std::to_string(times));
   if (rows > 0 && times > std::numeric_limits<int64_t>::max() / rows) {
-    throw ValueError("repeat: " + std::to_string(rows) + " rows x " + std::to_string(times) +
-                     " overflows");
+    throw ValueError("repeat: " + std::to_string(rows) + " rows x " + std::to_string(times) + " overflows");
   }
   Rows order;
   order.reserve(static_cast<size_t>(rows * times));
@@ -353,8 +342,7 @@ Batch Batch::repeat(int64_t times, bool interleave) const {
 }
 
 void Batch::reorder(const at::Tensor& indices) {
-  if (!indices.defined() || indices.dim() != 1 ||
-      !at::isIntegralType(indices.scalar_type(), /*includeBool=*/false)) {
+  if (!indices.defined() || indices.dim() != 1 || !at::isIntegralType(indices.scalar_type(), /*includeBool=*/false)) {
     throw ValueError("reorder: indices must be a 1-D integer tensor");
   }
   at::Tensor index = indices.to(at::kCPU, at::kLong).contiguous();
@@ -362,14 +350,11 @@ void Batch::reorder(const at::Tensor& indices) {
   Rows order(data, data + index.numel());
   for (size_t i = 0; i < order.size(); ++i) {
     if (order[i] < 0 || order[i] >= size()) {
-      throw ValueError("reorder: indices[" + std::to_string(i) + "] = " +
-                       std::to_string(order[i]) + " is out of range for a batch of " +
-                       std::to_string(size()) + " rows");
+      throw ValueError("reorder: indices[" + std::to_string(i) + "] = " + std::to_string(order[i]) +
+                       " is out of range for a batch of " + std::to_string(size()) + " rows");
     }
   }
-  impl_ = impl().take(order, [&](const at::Tensor& t) {
-    return t.index_select(0, index.to(t.device()));
-  });
+  impl_ = impl().take(order, [&](const at::Tensor& t) { return t.index_select(0, index.to(t.device())); });
 }
 
 namespace {
@@ -379,27 +364,22 @@ template <class Map>
 void check_same_keys(const Map& first, const Map& part, size_t index, const char* kind) {
   for (const auto& entry : first) {
     if (!part.count(entry.first)) {
-      throw ValueError("concat: part " + std::to_string(index) + " lacks " + kind + " column '" +
-                       entry.first + "'");
+      throw ValueError("concat: part " + std::to_string(index) + " lacks " + kind + " column '" + entry.first + "'");
     }
   }
   for (const auto& entry : part) {
     if (!first.count(entry.first)) {
-      throw ValueError("concat: part " + std::to_string(index) + " has " + kind + " column '" +
-                       entry.first + "' that part 0 lacks");
+      throw ValueError("concat: part " + std::to_string(index) + " has " + kind + " column '" + entry.first +
+                       "' that part 0 lacks");
     }
   }
 }
 
-void check_concatenable(const std::string& key, const at::Tensor& first, const at::Tensor& part,
-                        size_t index) {
-  const bool same_trailing = first.dim() == part.dim() &&
-                             first.sizes().slice(1) == part.sizes().slice(1);
-  if (first.scalar_type() != part.scalar_type() || first.device() != part.device() ||
-      !same_trailing) {
-    throw ValueError("concat: tensor column '" + key + "' is " + str(part.scalar_type()) +
-                     str(part.sizes()) + " on " + str(part.device()) + " in part " +
-                     std::to_string(index) + " but " + str(first.scalar_type()) +
+void check_concatenable(const std::string& key, const at::Tensor& first, const at::Tensor& part, size_t index) {
+  const bool same_trailing = first.dim() == part.dim() && first.sizes().slice(1) == part.sizes().slice(1);
+  if (first.scalar_type() != part.scalar_type() || first.device() != part.device() || !same_trailing) {
+    throw ValueError("concat: tensor column '" + key + "' is " + str(part.scalar_type()) + str(part.sizes()) + " on " +
+                     str(part.device()) + " in part " + std::to_string(index) + " but " + str(first.scalar_type()) +
                      str(first.sizes()) + " on " + str(first.device()) + " in part 0");
   }
 }
@@ -420,8 +400,8 @@ Batch Batch::concat(const std::vector<Batch>& parts) {
     for (const auto& [key, value] : part.meta_info.items()) {
       auto it = out->meta_info.find(key);
       if (it != out->meta_info.end() && *it != value) {
-        throw ValueError("concat: meta_info key '" + key + "' differs in part " +
-                         std::to_string(i) + " (" + value.dump() + " vs " + it->dump() + ")");
+        throw ValueError("concat: meta_info key '" + key + "' differs in part " + std::to_string(i) + " (" +
+                         value.dump() + " vs " + it->dump() + ")");
       }
       out->meta_info.emplace(key, value);
     }

@@ -20,9 +20,9 @@ ReportsGenerationStats::~ReportsGenerationStats() = default;
 
 const std::vector<std::string>& capability_names() {
   static const std::vector<std::string> names = {
-      AdoptsWeights::kName,        DataParallel::kName,          TensorParallel::kName,
-      PipelineParallel::kName,     OffloadsState::kName,         Sleeps::kName,
-      RemoteGeneration::kName,     BoundedSwapMemory::kName,     ComputesSumPiSquared::kName,
+      AdoptsWeights::kName,         DataParallel::kName,       TensorParallel::kName,
+      PipelineParallel::kName,      OffloadsState::kName,      Sleeps::kName,
+      RemoteGeneration::kName,      BoundedSwapMemory::kName,  ComputesSumPiSquared::kName,
       TrainsLowRankAdapters::kName, GathersIntoBuffers::kName, GeneratesRequests::kName};
   return names;
 }

@@ -131,8 +131,8 @@ void CommGroup::reduce_scatter(const at::Tensor& input, at::Tensor& output) cons
   const int64_t chunk = input.numel() / size();
   if (input.dim() != 1 || chunk * size() != input.numel() || output.numel() != chunk) {
     throw ValueError("group '" + impl_->name + "': reduce_scatter needs a 1-D input of " + std::to_string(size()) +
-                     " equal chunks and an output of one chunk (input " + std::to_string(input.numel()) +
-                     ", output " + std::to_string(output.numel()) + ")");
+                     " equal chunks and an output of one chunk (input " + std::to_string(input.numel()) + ", output " +
+                     std::to_string(output.numel()) + ")");
   }
   if (size() == 1 && !impl_->backend) {
     output.copy_(input);
@@ -155,7 +155,11 @@ void CommGroup::barrier() const {
 
 CommContext::CommContext(int64_t rank, int64_t world_size, int64_t local_rank,
                          std::vector<std::pair<std::string, int64_t>> mesh, std::vector<CommGroup> groups)
-    : rank_(rank), world_size_(world_size), local_rank_(local_rank), mesh_(std::move(mesh)), groups_(std::move(groups)) {}
+    : rank_(rank),
+      world_size_(world_size),
+      local_rank_(local_rank),
+      mesh_(std::move(mesh)),
+      groups_(std::move(groups)) {}
 
 CommContext::~CommContext() = default;
 

@@ -98,8 +98,8 @@ ConfigNode ConfigNode::parse(const std::string& yaml_text, const std::string& so
   try {
     impl->node = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ":" +
-                      std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                      ": invalid YAML: " + e.msg);
   }
   if (impl->node.IsNull() || !impl->node.IsDefined()) impl->node = YAML::Node(YAML::NodeType::Map);
   if (!impl->node.IsMap()) throw ConfigError(source + ": the top level of a config must be a map of keys");
@@ -188,24 +188,37 @@ namespace {
 
 template <class T>
 const char* type_name();
-template <> const char* type_name<bool>() { return "bool"; }
-template <> const char* type_name<int64_t>() { return "int"; }
-template <> const char* type_name<int>() { return "int"; }
-template <> const char* type_name<double>() { return "float"; }
-template <> const char* type_name<std::string>() { return "string"; }
+template <>
+const char* type_name<bool>() {
+  return "bool";
+}
+template <>
+const char* type_name<int64_t>() {
+  return "int";
+}
+template <>
+const char* type_name<int>() {
+  return "int";
+}
+template <>
+const char* type_name<double>() {
+  return "float";
+}
+template <>
+const char* type_name<std::string>() {
+  return "string";
+}
 
 template <class T>
 T scalar_as(const ConfigNode& self, const YAML::Node& node) {
   if (!node.IsDefined()) throw ConfigError("missing key " + self.describe());
   if (!node.IsScalar()) {
-    throw ConfigError("key " + self.describe() + ": expected " + type_name<T>() + ", got " +
-                      scalar_text(node));
+    throw ConfigError("key " + self.describe() + ": expected " + type_name<T>() + ", got " + scalar_text(node));
   }
   try {
     return node.as<T>();
   } catch (const YAML::Exception&) {
-    throw ConfigError("key " + self.describe() + ": expected " + type_name<T>() + ", got '" +
-                      node.Scalar() + "'");
+    throw ConfigError("key " + self.describe() + ": expected " + type_name<T>() + ", got '" + node.Scalar() + "'");
   }
 }
 
@@ -213,8 +226,8 @@ template <class T>
 std::vector<T> list_as(const ConfigNode& self, const YAML::Node& node) {
   if (!node.IsDefined()) throw ConfigError("missing key " + self.describe());
   if (!node.IsSequence()) {
-    throw ConfigError("key " + self.describe() + ": expected a list of " + type_name<T>() +
-                      ", got " + scalar_text(node));
+    throw ConfigError("key " + self.describe() + ": expected a list of " + type_name<T>() + ", got " +
+                      scalar_text(node));
   }
   std::vector<T> result;
   for (const auto& item : self.items()) result.push_back(item.as<T>());
@@ -223,25 +236,40 @@ std::vector<T> list_as(const ConfigNode& self, const YAML::Node& node) {
 
 }  // namespace
 
-template <> bool ConfigNode::as<bool>() const { return scalar_as<bool>(*this, impl_->node); }
-template <> int64_t ConfigNode::as<int64_t>() const { return scalar_as<int64_t>(*this, impl_->node); }
-template <> int ConfigNode::as<int>() const { return scalar_as<int>(*this, impl_->node); }
-template <> double ConfigNode::as<double>() const { return scalar_as<double>(*this, impl_->node); }
-template <> std::string ConfigNode::as<std::string>() const {
+template <>
+bool ConfigNode::as<bool>() const {
+  return scalar_as<bool>(*this, impl_->node);
+}
+template <>
+int64_t ConfigNode::as<int64_t>() const {
+  return scalar_as<int64_t>(*this, impl_->node);
+}
+template <>
+int ConfigNode::as<int>() const {
+  return scalar_as<int>(*this, impl_->node);
+}
+template <>
+double ConfigNode::as<double>() const {
+  return scalar_as<double>(*this, impl_->node);
+}
+template <>
+std::string ConfigNode::as<std::string>() const {
   return scalar_as<std::string>(*this, impl_->node);
 }
-template <> std::vector<int64_t> ConfigNode::as<std::vector<int64_t>>() const {
+template <>
+std::vector<int64_t> ConfigNode::as<std::vector<int64_t>>() const {
   return list_as<int64_t>(*this, impl_->node);
 }
-template <> std::vector<double> ConfigNode::as<std::vector<double>>() const {
+template <>
+std::vector<double> ConfigNode::as<std::vector<double>>() const {
   return list_as<double>(*this, impl_->node);
 }
-template <> std::vector<std::string> ConfigNode::as<std::vector<std::string>>() const {
+template <>
+std::vector<std::string> ConfigNode::as<std::vector<std::string>>() const {
   return list_as<std::string>(*this, impl_->node);
 }
 
-void ConfigNode::set(const std::string& dotted_path, const std::string& value_text,
-                     const std::string& source) {
+void ConfigNode::set(const std::string& dotted_path, const std::string& value_text, const std::string& source) {
   const auto parts = split_path(dotted_path);
   for (const auto& part : parts) {
     if (part.empty()) throw ConfigError("override '" + dotted_path + "': empty key segment");

@@ -40,21 +40,23 @@ std::string visible_devices_env() {
 int64_t require_gpus(const std::string& requested, const std::string& key) {
   if (!device_backend::has_cuda()) {
     throw ConfigError("key " + key + "=" + requested + ": this rlcore build has no CUDA (libtorch " +
-                      RLCORE_TORCH_VERSION + ", CPU); build the CUDA flavour with `bash scripts/build.sh --cuda` "
-                      "(docs/gpu.md), or set " + key + "=cpu");
+                      RLCORE_TORCH_VERSION +
+                      ", CPU); build the CUDA flavour with `bash scripts/build.sh --cuda` "
+                      "(docs/gpu.md), or set " +
+                      key + "=cpu");
   }
   const int64_t count = device_backend::device_count();
   if (count == 0) {
     throw ConfigError("key " + key + "=" + requested + ": this rlcore build has CUDA but this process sees no GPU (" +
-                      visible_devices_env() + "); check `nvidia-smi` and CUDA_VISIBLE_DEVICES, or set " + key +
-                      "=cpu");
+                      visible_devices_env() + "); check `nvidia-smi` and CUDA_VISIBLE_DEVICES, or set " + key + "=cpu");
   }
   return count;
 }
 
 // Whether `request` means a GPU on this machine (auto: when one is there).
 bool wants_cuda(const DeviceRequest& request) {
-  if (request.kind == DeviceRequest::Kind::kAuto) return device_backend::has_cuda() && device_backend::device_count() > 0;
+  if (request.kind == DeviceRequest::Kind::kAuto)
+    return device_backend::has_cuda() && device_backend::device_count() > 0;
   return request.kind == DeviceRequest::Kind::kCuda;
 }
 
@@ -73,7 +75,7 @@ at::Device resolve_device(const std::string& requested, int64_t local_rank, cons
   const int64_t index = request.index >= 0 ? request.index : count == 1 ? 0 : local_rank;
   if (index >= count) {
     const std::string which = request.index >= 0 ? "GPU " + std::to_string(index)
-                                                  : "GPU " + std::to_string(index) + " (this worker's local rank)";
+                                                 : "GPU " + std::to_string(index) + " (this worker's local rank)";
     throw ConfigError("key " + key + "=" + requested + ": " + which + " is past the " + std::to_string(count) +
                       " GPU(s) this process sees (cuda:0..cuda:" + std::to_string(count - 1) + ", " +
                       visible_devices_env() + ")");

@@ -88,8 +88,6 @@ PeakMemoryMeter::PeakMemoryMeter(const at::Device& device) : device_(device) {
   baseline_ = device_memory_stats(device_).allocated;
 }
 
-int64_t PeakMemoryMeter::peak_above_start() const {
-  return std::max<int64_t>(0, peak_allocated(device_) - baseline_);
-}
+int64_t PeakMemoryMeter::peak_above_start() const { return std::max<int64_t>(0, peak_allocated(device_) - baseline_); }
 
 }  // namespace rlcore

@@ -59,7 +59,8 @@ KlInRewardResult apply_kl_penalty(const at::Tensor& token_level_scores, const at
   require_shape(ref_log_prob, token_level_scores.sizes(), "ref_log_prob");
   require_shape(response_mask, token_level_scores.sizes(), "response_mask");
   const at::Tensor mask = response_mask.to(token_level_scores.device()).ne(0).to(token_level_scores.scalar_type());
-  const at::Tensor kl = kl_penalty(old_log_prob, ref_log_prob, kl_penalty_type).to(token_level_scores.scalar_type()) * mask;
+  const at::Tensor kl =
+      kl_penalty(old_log_prob, ref_log_prob, kl_penalty_type).to(token_level_scores.scalar_type()) * mask;
 
   KlInRewardResult result;
   result.beta = controller.value();

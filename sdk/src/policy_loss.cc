@@ -21,7 +21,8 @@ void validate_policy_loss_input(const PolicyLossInput& input, const PolicyLossCo
     if (!(config.low() >= 0 && config.low() <= 1)) throw ValueError("actor.clip_ratio_low must be in [0, 1]");
     if (!(config.high() >= 0)) throw ValueError("actor.clip_ratio_high must be >= 0");
     if (!(config.clip_ratio_c > 1.0)) {
-      throw ValueError("actor.clip_ratio_c (the dual-clip bound) must be > 1, got " + std::to_string(config.clip_ratio_c));
+      throw ValueError("actor.clip_ratio_c (the dual-clip bound) must be > 1, got " +
+                       std::to_string(config.clip_ratio_c));
     }
   } catch (const ValueError& e) {
     throw ValueError("policy loss '" + loss + "': " + e.what());

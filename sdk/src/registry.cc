@@ -17,9 +17,8 @@ namespace rlcore {
 
 const std::vector<std::string>& component_kinds() {
   static const std::vector<std::string> kinds = {
-      TrainEngine::kKind,     InferenceEngine::kKind, WeightAdaptor::kKind,      Offloader::kKind,
-      ShardingManager::kKind, Grader::kKind,          AdvantageEstimator::kKind, PolicyLoss::kKind,
-      Tool::kKind};
+      TrainEngine::kKind, InferenceEngine::kKind,    WeightAdaptor::kKind, Offloader::kKind, ShardingManager::kKind,
+      Grader::kKind,      AdvantageEstimator::kKind, PolicyLoss::kKind,    Tool::kKind};
   return kinds;
 }
 
@@ -36,7 +35,8 @@ void Registry::add(ComponentEntry entry) {
     throw PluginError(describe_origin(entry.origin) + " registers unknown kind '" + entry.kind +
                       "'; kinds are: " + join_or_none(kinds));
   }
-  if (entry.name.empty()) throw PluginError(describe_origin(entry.origin) + " registers a " + entry.kind + " with an empty name");
+  if (entry.name.empty())
+    throw PluginError(describe_origin(entry.origin) + " registers a " + entry.kind + " with an empty name");
   auto key = std::make_pair(entry.kind, entry.name);
   auto existing = entries_.find(key);
   if (existing != entries_.end()) {
@@ -54,7 +54,8 @@ const ComponentEntry* Registry::find(const std::string& kind, const std::string&
 const ComponentEntry& Registry::get(const std::string& kind, const std::string& name) const {
   if (const ComponentEntry* entry = find(kind, name)) return *entry;
   throw PluginError("no " + kind + " named '" + name + "' is registered; registered " + kind +
-                    " names: " + join_or_none(names(kind)) + ". Run `rlcore plugins` to see what was loaded and why anything was refused.");
+                    " names: " + join_or_none(names(kind)) +
+                    ". Run `rlcore plugins` to see what was loaded and why anything was refused.");
 }
 
 std::vector<const ComponentEntry*> Registry::entries(const std::string& kind) const {

@@ -37,7 +37,8 @@ void require_same_shape(const at::Tensor& values, const at::Tensor& mask, const 
 void require_shape(const at::Tensor& tensor, at::IntArrayRef shape, const std::string& what) {
   if (!tensor.defined()) throw ValueError("tensor '" + what + "' is missing");
   if (tensor.sizes() != shape) {
-    throw ValueError("tensor '" + what + "' has shape " + shape_text(tensor.sizes()) + ", expected " + shape_text(shape));
+    throw ValueError("tensor '" + what + "' has shape " + shape_text(tensor.sizes()) + ", expected " +
+                     shape_text(shape));
   }
 }
 
@@ -48,7 +49,8 @@ void require_float_matrix(const at::Tensor& tensor, const std::string& what) {
                      shape_text(tensor.sizes()));
   }
   if (!at::isFloatingType(tensor.scalar_type())) {
-    throw ValueError("tensor '" + what + "' must be floating point, got " + std::string(c10::toString(tensor.scalar_type())));
+    throw ValueError("tensor '" + what + "' must be floating point, got " +
+                     std::string(c10::toString(tensor.scalar_type())));
   }
 }
 
@@ -78,8 +80,10 @@ at::Tensor masked_var(const at::Tensor& values, const at::Tensor& mask, bool unb
   at::Tensor variance = masked_mean(centered * centered, mask);
   if (unbiased) {
     const double count = mask_like(mask, values).sum().item<double>();
-    if (count == 0) throw ValueError("masked_var: the mask selects no element (need at least 2 for an unbiased variance)");
-    if (count == 1) throw ValueError("masked_var: the mask selects one element (need at least 2 for an unbiased variance)");
+    if (count == 0)
+      throw ValueError("masked_var: the mask selects no element (need at least 2 for an unbiased variance)");
+    if (count == 1)
+      throw ValueError("masked_var: the mask selects one element (need at least 2 for an unbiased variance)");
     variance = variance * (count / (count - 1));
   }
   return variance;
@@ -97,7 +101,8 @@ GroupStats group_stats(const at::Tensor& scores, const at::Tensor& index) {
   if (!scores.defined() || scores.dim() != 1) throw ValueError("group_stats: scores must be a 1-D tensor [batch]");
   require_shape(index, {scores.size(0)}, "index");
   if (at::isFloatingType(index.scalar_type()) || index.scalar_type() == at::kBool) {
-    throw ValueError("tensor 'index' must hold integer group ids, got " + std::string(c10::toString(index.scalar_type())));
+    throw ValueError("tensor 'index' must hold integer group ids, got " +
+                     std::string(c10::toString(index.scalar_type())));
   }
   const at::Tensor ids = index.to(scores.device(), at::kLong);
   const auto unique = at::_unique2(ids, /*sorted=*/true, /*return_inverse=*/true, /*return_counts=*/true);
@@ -130,7 +135,8 @@ at::Tensor agg_loss(const at::Tensor& loss_mat, const at::Tensor& loss_mask, con
   if (std::find(modes.begin(), modes.end(), mode) == modes.end()) {
     throw ValueError("unknown loss_agg_mode '" + mode + "'; known modes: " + join(modes));
   }
-  if (aggregation.dp_size < 1) throw ValueError("loss aggregation: dp_size must be >= 1, got " + std::to_string(aggregation.dp_size));
+  if (aggregation.dp_size < 1)
+    throw ValueError("loss aggregation: dp_size must be >= 1, got " + std::to_string(aggregation.dp_size));
   const double dp_size = static_cast<double>(aggregation.dp_size);
   const at::Tensor mask = mask_like(loss_mask, loss_mat);
 

@@ -89,7 +89,8 @@ Metrics is_metrics(const IsWeights& is, const at::Tensor& mask, bool sequence_le
   } else {
     metrics["rollout_is_std"] = 0.0;
   }
-  const double normalized_square_mean = value_of(masked_mean((clamped / (clamped_mean + kGuardEpsilon)).square(), mask));
+  const double normalized_square_mean =
+      value_of(masked_mean((clamped / (clamped_mean + kGuardEpsilon)).square(), mask));
   // Every weight zero (IcePop rejected all): no effective sample. verl divides by zero here.
   metrics["rollout_is_eff_sample_size"] = normalized_square_mean == 0 ? 0.0 : 1.0 / normalized_square_mean;
 

@@ -38,10 +38,9 @@ struct WireDtypeName {
 };
 
 constexpr WireDtypeName kWireDtypes[] = {
-    {at::kBool, "bool"},       {at::kByte, "uint8"},     {at::kChar, "int8"},
-    {at::kShort, "int16"},     {at::kInt, "int32"},      {at::kLong, "int64"},
-    {at::kHalf, "float16"},    {at::kBFloat16, "bfloat16"}, {at::kFloat, "float32"},
-    {at::kDouble, "float64"},
+    {at::kBool, "bool"},     {at::kByte, "uint8"},     {at::kChar, "int8"},    {at::kShort, "int16"},
+    {at::kInt, "int32"},     {at::kLong, "int64"},     {at::kHalf, "float16"}, {at::kBFloat16, "bfloat16"},
+    {at::kFloat, "float32"}, {at::kDouble, "float64"},
 };
 
 const char* dtype_name(at::ScalarType type) {
@@ -70,8 +69,7 @@ std::string preview(const json& value) {
 
 std::string_view bytes_of(const at::Tensor& buffer, size_t index, const char* who) {
   if (!buffer.defined() || !buffer.device().is_cpu() || !buffer.is_contiguous()) {
-    throw ValueError(std::string(who) + ": buffers[" + std::to_string(index) +
-                     "] is not a contiguous CPU tensor");
+    throw ValueError(std::string(who) + ": buffers[" + std::to_string(index) + "] is not a contiguous CPU tensor");
   }
   if (buffer.nbytes() == 0) return {};
   return {static_cast<const char*>(buffer.data_ptr()), buffer.nbytes()};
@@ -91,15 +89,11 @@ WireMessage encode_batch(const Batch& batch) {
     const char* dtype = dtype_name(tensor.scalar_type());
     if (dtype == nullptr || tensor.layout() != at::kStrided) {
       throw ValueError("encode_batch: tensor column '" + key + "' (" +
-                       std::string(c10::toString(tensor.scalar_type())) +
-                       ", layout " + c10::str(tensor.layout()) +
+                       std::string(c10::toString(tensor.scalar_type())) + ", layout " + c10::str(tensor.layout()) +
                        ") cannot be encoded; supported dtypes (strided only): " + known_dtypes());
     }
     at::Tensor buffer = tensor.cpu().resolve_conj().resolve_neg().contiguous();
-    tensors.push_back({{"name", key},
-                       {"dtype", dtype},
-                       {"shape", buffer.sizes().vec()},
-                       {"nbytes", buffer.nbytes()}});
+    tensors.push_back({{"name", key}, {"dtype", dtype}, {"shape", buffer.sizes().vec()}, {"nbytes", buffer.nbytes()}});
     message.buffers.push_back(std::move(buffer));
   }
   json non_tensors = json::object();
@@ -115,7 +109,8 @@ WireMessage encode_batch(const Batch& batch) {
     message.header = header.dump();
   } catch (const json::type_error& e) {
     throw ValueError(std::string("encode_batch: a non-tensor column or meta_info holds a string "
-                                 "that is not valid UTF-8: ") + e.what());
+                                 "that is not valid UTF-8: ") +
+                     e.what());
   }
   return message;
 }
@@ -125,23 +120,20 @@ namespace {
 json parse_header(std::string_view text) {
   const auto limit_depth = [](int depth, json::parse_event_t, json&) {
     if (depth > kMaxJsonDepth) {
-      throw FormatError("wire header: JSON nests deeper than " + std::to_string(kMaxJsonDepth) +
-                        " levels");
+      throw FormatError("wire header: JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     }
     return true;
   };
   try {
     return json::parse(text.begin(), text.end(), limit_depth);
   } catch (const json::parse_error& e) {
-    throw FormatError("wire header is not valid JSON (byte " + std::to_string(e.byte) +
-                      "): " + e.what());
+    throw FormatError("wire header is not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
   } catch (const json::exception& e) {  // out_of_range: a number too large for a double
     throw FormatError(std::string("wire header is not valid JSON: ") + e.what());
   }
 }
 
-void check_keys(const json& object, std::initializer_list<const char*> expected,
-                const std::string& where) {
+void check_keys(const json& object, std::initializer_list<const char*> expected, const std::string& where) {
   for (const char* key : expected) {
     if (!object.contains(key)) throw FormatError("wire header: " + where + " lacks '" + key + "'");
   }
@@ -161,8 +153,7 @@ int64_t non_negative(const json& value, const std::string& what) {
     return static_cast<int64_t>(value.get<uint64_t>());
   }
   if (value.is_number_integer() && value.get<int64_t>() >= 0) return value.get<int64_t>();
-  throw FormatError("wire header: " + what + " must be an integer in [0, 2^63), got " +
-                    preview(value));
+  throw FormatError("wire header: " + what + " must be an integer in [0, 2^63), got " + preview(value));
 }
 
 struct TensorSpec {
@@ -181,8 +172,7 @@ int64_t checked_nbytes(const TensorSpec& spec) {
   for (int64_t dim : spec.shape) {
     const auto size = static_cast<uint64_t>(dim);
     if (__builtin_mul_overflow(bound, std::max<uint64_t>(size, 1), &bound) || bound > kWireInt64Max) {
-      throw FormatError("wire header: " + spec.where + ": shape " + json(spec.shape).dump() +
-                        " overflows int64");
+      throw FormatError("wire header: " + spec.where + ": shape " + json(spec.shape).dump() + " overflows int64");
     }
     elements *= size;
   }
@@ -198,8 +188,7 @@ TensorSpec parse_tensor_spec(const json& entry, size_t index) {
   check_keys(entry, {"name", "dtype", "shape", "nbytes"}, spec.where);
   const json& name = entry["name"];
   if (!name.is_string()) {
-    throw FormatError("wire header: " + spec.where + ".name must be a string, got " +
-                      preview(name));
+    throw FormatError("wire header: " + spec.where + ".name must be a string, got " + preview(name));
   }
   spec.name = name.get<std::string>();
   spec.where += " (" + preview(name) + ")";
@@ -214,8 +203,8 @@ TensorSpec parse_tensor_spec(const json& entry, size_t index) {
 
   const json& shape = entry["shape"];
   if (!shape.is_array() || shape.empty() || static_cast<int64_t>(shape.size()) > kMaxDims) {
-    throw FormatError("wire header: " + spec.where + ": shape must be an array of 1 to " +
-                      std::to_string(kMaxDims) + " sizes, got " + preview(shape));
+    throw FormatError("wire header: " + spec.where + ": shape must be an array of 1 to " + std::to_string(kMaxDims) +
+                      " sizes, got " + preview(shape));
   }
   for (size_t d = 0; d < shape.size(); ++d) {
     spec.shape.push_back(non_negative(shape[d], spec.where + ".shape[" + std::to_string(d) + "]"));
@@ -224,8 +213,8 @@ TensorSpec parse_tensor_spec(const json& entry, size_t index) {
   const int64_t expected = checked_nbytes(spec);
   if (expected != spec.nbytes) {
     throw FormatError("wire header: " + spec.where + ": shape " + json(spec.shape).dump() + " of " +
-                      dtype.get<std::string>() + " needs " + std::to_string(expected) +
-                      " bytes but nbytes is " + std::to_string(spec.nbytes));
+                      dtype.get<std::string>() + " needs " + std::to_string(expected) + " bytes but nbytes is " +
+                      std::to_string(spec.nbytes));
   }
   return spec;
 }
@@ -235,8 +224,8 @@ void check_bool_bytes(const TensorSpec& spec, std::string_view frame) {
   for (size_t i = 0; i < frame.size(); ++i) {
     const auto byte = static_cast<unsigned char>(frame[i]);
     if (byte > 1) {
-      throw FormatError("wire frame for " + spec.where + ": bool byte at offset " +
-                        std::to_string(i) + " is " + std::to_string(byte) + ", not 0 or 1");
+      throw FormatError("wire frame for " + spec.where + ": bool byte at offset " + std::to_string(i) + " is " +
+                        std::to_string(byte) + ", not 0 or 1");
     }
   }
 }
@@ -250,8 +239,8 @@ at::Tensor tensor_from_frame(const TensorSpec& spec, std::string_view frame, con
   if (spec.dtype == at::kBool) check_bool_bytes(spec, frame);
   const auto address = reinterpret_cast<std::uintptr_t>(frame.data());
   if (owner && !frame.empty() && address % c10::elementSize(spec.dtype) == 0) {
-    return at::from_blob(const_cast<char*>(frame.data()), spec.shape, [owner](void*) {},
-                         at::TensorOptions().dtype(spec.dtype));
+    return at::from_blob(
+        const_cast<char*>(frame.data()), spec.shape, [owner](void*) {}, at::TensorOptions().dtype(spec.dtype));
   }
   at::Tensor tensor = at::empty(spec.shape, at::TensorOptions().dtype(spec.dtype));
   if (!frame.empty()) std::memcpy(tensor.data_ptr(), frame.data(), frame.size());
@@ -273,8 +262,8 @@ Batch decode_batch(std::string_view header_text, const std::vector<std::string_v
   check_keys(header, {"version", "batch_size", "tensors", "non_tensors", "meta_info"}, "header");
   const json& version = header["version"];
   if (!version.is_number_integer() || version != kWireVersion) {
-    throw FormatError("wire header: unsupported version " + preview(version) +
-                      " (this build reads " + std::to_string(kWireVersion) + ")");
+    throw FormatError("wire header: unsupported version " + preview(version) + " (this build reads " +
+                      std::to_string(kWireVersion) + ")");
   }
   const json& tensors = header["tensors"];
   json& non_tensors = header["non_tensors"];
@@ -324,8 +313,8 @@ Batch decode_batch(std::string_view header_text, const std::vector<std::string_v
       throw FormatError("wire header: " + where + " must be an array, got " + preview(rows));
     }
     if (static_cast<int64_t>(rows.size()) != batch_size) {
-      throw FormatError("wire header: " + where + " has " + std::to_string(rows.size()) +
-                        " rows but batch_size is " + std::to_string(batch_size));
+      throw FormatError("wire header: " + where + " has " + std::to_string(rows.size()) + " rows but batch_size is " +
+                        std::to_string(batch_size));
     }
     batch.set_non_tensor(key, std::move(rows.get_ref<json::array_t&>()));
   }
@@ -386,8 +375,8 @@ WireView unpack(std::string_view packed) {
   }
   const uint64_t version = get_le(packed, 4, 4);
   if (version != kPackVersion) {
-    throw FormatError("packed batch: unsupported version " + std::to_string(version) +
-                      " at byte 4 (this build reads " + std::to_string(kPackVersion) + ")");
+    throw FormatError("packed batch: unsupported version " + std::to_string(version) + " at byte 4 (this build reads " +
+                      std::to_string(kPackVersion) + ")");
   }
   const uint64_t header_bytes = get_le(packed, 8, 8);
   const uint64_t frame_count = get_le(packed, 16, 8);
@@ -395,15 +384,13 @@ WireView unpack(std::string_view packed) {
   // Compare against what is left rather than computing offset + length, which could wrap.
   if (frame_count > (size - offset) / 8) {
     throw FormatError("packed batch: frame count " + std::to_string(frame_count) +
-                      " at byte 16 needs more length fields than the " +
-                      std::to_string(size - offset) + " bytes left");
+                      " at byte 16 needs more length fields than the " + std::to_string(size - offset) + " bytes left");
   }
   const size_t lengths_at = offset;
   offset += 8 * frame_count;
   if (header_bytes > size - offset) {
-    throw FormatError("packed batch: header length " + std::to_string(header_bytes) +
-                      " at byte 8 exceeds the " + std::to_string(size - offset) +
-                      " bytes left at byte " + std::to_string(offset));
+    throw FormatError("packed batch: header length " + std::to_string(header_bytes) + " at byte 8 exceeds the " +
+                      std::to_string(size - offset) + " bytes left at byte " + std::to_string(offset));
   }
   WireView view{packed.substr(offset, header_bytes), {}};
   offset += header_bytes;
@@ -412,10 +399,9 @@ WireView unpack(std::string_view packed) {
     const size_t field = lengths_at + 8 * i;
     const uint64_t frame_bytes = get_le(packed, field, 8);
     if (frame_bytes > size - offset) {
-      throw FormatError("packed batch: frame " + std::to_string(i) + " length " +
-                        std::to_string(frame_bytes) + " at byte " + std::to_string(field) +
-                        " exceeds the " + std::to_string(size - offset) + " bytes left at byte " +
-                        std::to_string(offset));
+      throw FormatError("packed batch: frame " + std::to_string(i) + " length " + std::to_string(frame_bytes) +
+                        " at byte " + std::to_string(field) + " exceeds the " + std::to_string(size - offset) +
+                        " bytes left at byte " + std::to_string(offset));
     }
     view.frames.push_back(packed.substr(offset, frame_bytes));
     offset += frame_bytes;

@@ -46,7 +46,8 @@ class ServerProcess {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     const std::string marker = "listening on http://";
     while (url_.empty()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       pollfd fd{out_, POLLIN, 0};
       char buffer[4096];
       ssize_t got = 0;

@@ -22,7 +22,7 @@ inline Batch train_batch(int64_t vocab) {
   at::Tensor ids = at::randint(1, vocab, {kTrainRows, len}, generator, at::kLong);
   at::Tensor mask = at::ones({kTrainRows, len}, at::kLong);
   for (int64_t row = 0; row < kTrainRows; ++row) {
-    mask[row].slice(0, 0, row % 3).zero_();                           // prompt padding
+    mask[row].slice(0, 0, row % 3).zero_();                        // prompt padding
     mask[row].slice(0, len - (row * 2) % kTrainResponse).zero_();  // response padding
   }
   ids = ids * mask;

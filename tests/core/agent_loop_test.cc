@@ -83,8 +83,8 @@ ToolSet tools_with(ScriptedTool::Mode mode, const std::string& name = "echo") {
 AgentTask task(const std::string& question) {
   AgentTask task;
   task.prompt_messages = nlohmann::json::array({{{"role", "user"}, {"content", question}}});
-  task.prompt_ids =
-      tokenizer().encode(ChatTemplate::from_string(kChatMl).render(nlohmann::ordered_json::parse(task.prompt_messages.dump())));
+  task.prompt_ids = tokenizer().encode(
+      ChatTemplate::from_string(kChatMl).render(nlohmann::ordered_json::parse(task.prompt_messages.dump())));
   task.id = "t0";
   return task;
 }
@@ -192,7 +192,8 @@ TEST_CASE("malformed calls and unknown tools are answered with an error the mode
   CHECK(t.tool_errors == 2);
   REQUIRE(t.messages.size() == 5);
   CHECK_THAT(t.messages[1]["content"].get<std::string>(), Catch::StartsWith("error: "));
-  CHECK_THAT(t.messages[3]["content"].get<std::string>(), Catch::Contains("no tool named 'nope'") && Catch::Contains("echo"));
+  CHECK_THAT(t.messages[3]["content"].get<std::string>(),
+             Catch::Contains("no tool named 'nope'") && Catch::Contains("echo"));
 }
 
 TEST_CASE("a tool that hangs costs its timeout and the trajectory goes on with an error result", "[agent]") {
@@ -269,21 +270,27 @@ TEST_CASE("a demonstration in messages assembles to the layout the loop samples"
   const AgentLoop loop = make_loop(tools_with(ScriptedTool::Mode::kEcho));
   ScriptedModel model{{call_text("echo", "56088"), "#### 56088"}};
   const Trajectory sampled = loop.run({task("123*456=")}, model.generator()).at(0);
-  const Trajectory shown = loop.assemble(task("123*456=").prompt_messages,
-                                         nlohmann::json::array({{{"role", "assistant"}, {"content", call_text("echo", "56088")}},
-                                                      {{"role", "tool"}, {"content", "56088"}},
-                                                      {{"role", "assistant"}, {"content", "#### 56088"}}}));
+  const Trajectory shown =
+      loop.assemble(task("123*456=").prompt_messages,
+                    nlohmann::json::array({{{"role", "assistant"}, {"content", call_text("echo", "56088")}},
+                                           {{"role", "tool"}, {"content", "56088"}},
+                                           {{"role", "assistant"}, {"content", "#### 56088"}}}));
   CHECK(shown.response_ids == sampled.response_ids);
   CHECK(shown.response_mask == sampled.response_mask);
-  CHECK_THROWS_AS(loop.assemble(task("q").prompt_messages, nlohmann::json::array({{{"role", "tool"}, {"content", "x"}}})),
-                  FormatError);
-  CHECK_THROWS_AS(loop.assemble(task("q").prompt_messages, nlohmann::json::array({{{"role", "assistant"}, {"content", "x"}},
-                                                                        {{"role", "tool"}, {"content", "y"}}})),
-                  FormatError);
+  CHECK_THROWS_AS(
+      loop.assemble(task("q").prompt_messages, nlohmann::json::array({{{"role", "tool"}, {"content", "x"}}})),
+      FormatError);
+  CHECK_THROWS_AS(
+      loop.assemble(task("q").prompt_messages, nlohmann::json::array({{{"role", "assistant"}, {"content", "x"}},
+                                                                      {{"role", "tool"}, {"content", "y"}}})),
+      FormatError);
 }
 
 TEST_CASE("tool text: valid UTF-8 and truncation from either side", "[agent]") {
-  CHECK(to_valid_utf8("a\xC3\xA9" "b") == "a\xC3\xA9" "b");
+  CHECK(to_valid_utf8("a\xC3\xA9"
+                      "b") ==
+        "a\xC3\xA9"
+        "b");
   CHECK(to_valid_utf8("a\xC3") == "a\xEF\xBF\xBD");
   CHECK(to_valid_utf8("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
   CHECK(truncate_tool_text("abcdefghij", 4, "left") == "abcd...(truncated)");
@@ -294,7 +301,7 @@ TEST_CASE("tool text: valid UTF-8 and truncation from either side", "[agent]") {
 }
 
 TEST_CASE("ids past the vocabulary and bytes cut mid-character are the model's to write: no crash", "[agent]") {
-  const int32_t padded = tokenizer().vocab_size() + 3;  // a padded embedding row
+  const int32_t padded = tokenizer().vocab_size() + 3;                // a padded embedding row
   const std::vector<int32_t> half_char = tokenizer().encode("\xC3");  // the first byte of a 2-byte character
   const TurnGenerator model = [&](const std::vector<std::vector<int32_t>>& contexts, int64_t, int64_t) {
     TurnReply reply;

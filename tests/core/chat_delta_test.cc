@@ -28,11 +28,11 @@ ChatTemplate fixture_template(const char* name) {
 
 // A user question, then the model's turn: its thinking and a Hermes tool call, as it wrote them.
 Json history() {
-  return Json::array(
-      {{{"role", "user"}, {"content", "What is 123 * 456?"}},
-       {{"role", "assistant"},
-        {"content", "<think>\nI should use the calculator.\n</think>\n\n<tool_call>\n{\"name\": \"calculator\", "
-                    "\"arguments\": {\"expression\": \"123 * 456\"}}\n</tool_call>"}}});
+  return Json::array({{{"role", "user"}, {"content", "What is 123 * 456?"}},
+                      {{"role", "assistant"},
+                       {"content",
+                        "<think>\nI should use the calculator.\n</think>\n\n<tool_call>\n{\"name\": \"calculator\", "
+                        "\"arguments\": {\"expression\": \"123 * 456\"}}\n</tool_call>"}}});
 }
 
 Json tool(const std::string& content) { return {{"role", "tool"}, {"content", content}}; }
@@ -63,8 +63,8 @@ TEST_CASE("Llama 3.1: a tool result is its own header block, then the assistant 
 
 TEST_CASE("a template that renders earlier turns differently once more follow is an error saying where",
           "[agent][chat_template]") {
-  const ChatTemplate marks_last = ChatTemplate::from_string(
-      "{% for m in messages %}{{ m.content }}{% if loop.last %}!{% endif %}{% endfor %}");
+  const ChatTemplate marks_last =
+      ChatTemplate::from_string("{% for m in messages %}{{ m.content }}{% if loop.last %}!{% endif %}{% endfor %}");
   const Json one = Json::array({{{"role", "user"}, {"content", "a"}}});
   CHECK_THROWS_AS(chat_delta_text(marks_last, one, Json::array({tool("b")})), rlcore::ChatTemplateError);
   CHECK_THROWS_WITH(chat_delta_text(marks_last, one, Json::array({tool("b")})),

@@ -108,8 +108,8 @@ TEST_CASE("rlcore model init refuses a non-empty --out unless --force", "[model-
   };
   std::string text;
   REQUIRE(run({"model", "init", "--arch", "qwen2", "--size", "tiny", "--out", out}, text) == 0);
-  CHECK_THAT(text, Catch::Contains("parameters") && Catch::Contains("model.safetensors") &&
-                       Catch::Contains("config.json"));
+  CHECK_THAT(text,
+             Catch::Contains("parameters") && Catch::Contains("model.safetensors") && Catch::Contains("config.json"));
   CHECK(run({"model", "init", "--arch", "qwen2", "--size", "tiny", "--out", out}, text) == 1);
   CHECK_THAT(text, Catch::Contains("not empty") && Catch::Contains("--force") && Catch::Contains(out));
   CHECK(run({"model", "init", "--arch", "qwen2", "--size", "tiny", "--out", out, "--force", "--seed", "3"}, text) == 0);

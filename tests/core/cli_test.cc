@@ -49,7 +49,8 @@ TEST_CASE("rlcore plugins lists each in-tree engine's capabilities", "[cli]") {
       {"inference_engine +native +infer-native", "adopts_weights,tensor_parallel,sleep,requests,generation_stats"},
       {"inference_engine +vllm_bridge +infer-vllm-bridge", "sleep,remote"},
       {"train_engine +fsdp +train-fsdp", "data_parallel,offload,sum_pi_squared,low_rank_adapters,gather_into_buffer"},
-      {"train_engine +megatron +train-megatron", "data_parallel,tensor_parallel,pipeline_parallel,offload,sum_pi_squared"},
+      {"train_engine +megatron +train-megatron",
+       "data_parallel,tensor_parallel,pipeline_parallel,offload,sum_pi_squared"},
       {"sharding_manager +bucketed +hybrid-engine", "bounded_swap_memory"},
       {"sharding_manager +naive +hybrid-engine", "-"},
       {"reward +gsm8k +reward", "-"},
@@ -228,7 +229,7 @@ TEST_CASE("unknown commands and options are reported", "[cli]") {
 }
 
 TEST_CASE("every command's --help prints its usage and exits 0, as the top-level usage promises", "[cli]") {
-  const std::vector<std::string> commands = {"plugins", "config", "conformance", "export", "data", "grade",
+  const std::vector<std::string> commands = {"plugins", "config", "conformance", "export", "data",  "grade",
                                              "model",   "report", "serve",       "sft",    "worker"};
   for (const std::string& command : commands) {
     for (const std::string& flag : {"--help", "-h"}) {
@@ -269,6 +270,8 @@ TEST_CASE("rlcore data make writes either task and refuses options of the other"
   CHECK_THAT(result.err, Catch::Contains("--ops does not apply to --task repeated-addition"));
   result = run({"data", "make", "--task", "gsm8k", "--out", dir.string()});
   CHECK(result.status == 1);
-  CHECK_THAT(result.err, Catch::Contains("unknown task 'gsm8k'; tasks: arithmetic, arithmetic-tool, repeated-addition, gsm8k-style"));
+  CHECK_THAT(
+      result.err,
+      Catch::Contains("unknown task 'gsm8k'; tasks: arithmetic, arithmetic-tool, repeated-addition, gsm8k-style"));
   std::filesystem::remove_all(dir);
 }

@@ -55,7 +55,7 @@ TEST_CASE("a fresh run sets an earlier run's metrics.jsonl aside instead of appe
   rlcore::set_aside_earlier_metrics({"console", "jsonl"}, dir.string(), out);  // nothing there yet
   CHECK(out.str().empty());
   std::ofstream(dir / "metrics.jsonl") << "{\"step\": 1}\n";
-  std::ofstream(dir / "metrics.1.jsonl") << "{\"step\": 7}\n";  // an older one still: kept as it is
+  std::ofstream(dir / "metrics.1.jsonl") << "{\"step\": 7}\n";        // an older one still: kept as it is
   rlcore::set_aside_earlier_metrics({"console"}, dir.string(), out);  // no jsonl sink: not its file to move
   CHECK(std::filesystem::exists(dir / "metrics.jsonl"));
   rlcore::set_aside_earlier_metrics({"console", "jsonl"}, dir.string(), out);

@@ -65,7 +65,8 @@ TEST_CASE("Llama 3.1 JSON: the turn is one or more call objects, parameters or a
   CHECK(answer.calls.empty());
   CHECK(answer.content == "The answer is 4.");
 
-  const auto broken = parse_tool_calls("{\"name\": \"calculator\", \"parameters\": {\"expression\": \"1", ToolCallFormat::kLlama3Json);
+  const auto broken =
+      parse_tool_calls("{\"name\": \"calculator\", \"parameters\": {\"expression\": \"1", ToolCallFormat::kLlama3Json);
   CHECK(broken.calls.empty());
   REQUIRE(broken.errors.size() == 1);
   CHECK(broken.errors[0].message == "the tool call's JSON object never closes");

@@ -17,32 +17,55 @@ namespace {
 
 // examples/grpo_trainer/run_qwen3-8b.sh and examples/ppo_trainer/run_deepseek7b_llm.sh
 // (verl 0.9.1) without their paths, rollout.name=vllm and the wandb logger.
-const std::vector<std::string> kVerlGrpo = {
-    "algorithm.adv_estimator=grpo", "data.train_batch_size=16", "data.max_prompt_length=64",
-    "data.max_response_length=32", "data.filter_overlong_prompts=True", "data.truncation=error",
-    "actor_rollout_ref.actor.optim.lr=1e-6", "actor_rollout_ref.model.use_remove_padding=True",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
-    "actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.kl_loss_coef=0.001",
-    "actor_rollout_ref.actor.kl_loss_type=low_var_kl", "actor_rollout_ref.actor.entropy_coeff=0",
-    "actor_rollout_ref.model.enable_gradient_checkpointing=True",
-    "actor_rollout_ref.actor.fsdp_config.param_offload=False",
-    "actor_rollout_ref.actor.fsdp_config.optimizer_offload=False",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
-    "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "actor_rollout_ref.rollout.gpu_memory_utilization=0.6",
-    "actor_rollout_ref.rollout.n=5", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
-    "actor_rollout_ref.ref.fsdp_config.param_offload=True", "algorithm.use_kl_in_reward=False",
-    "trainer.critic_warmup=0", "trainer.project_name=verl_grpo_example_gsm8k",
-    "trainer.experiment_name=qwen3_8b_function_rm", "trainer.n_gpus_per_node=1", "trainer.nnodes=1",
-    "trainer.save_freq=20", "trainer.test_freq=5", "trainer.total_epochs=15"};
+const std::vector<std::string> kVerlGrpo = {"algorithm.adv_estimator=grpo",
+                                            "data.train_batch_size=16",
+                                            "data.max_prompt_length=64",
+                                            "data.max_response_length=32",
+                                            "data.filter_overlong_prompts=True",
+                                            "data.truncation=error",
+                                            "actor_rollout_ref.actor.optim.lr=1e-6",
+                                            "actor_rollout_ref.model.use_remove_padding=True",
+                                            "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+                                            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+                                            "actor_rollout_ref.actor.use_kl_loss=True",
+                                            "actor_rollout_ref.actor.kl_loss_coef=0.001",
+                                            "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
+                                            "actor_rollout_ref.actor.entropy_coeff=0",
+                                            "actor_rollout_ref.model.enable_gradient_checkpointing=True",
+                                            "actor_rollout_ref.actor.fsdp_config.param_offload=False",
+                                            "actor_rollout_ref.actor.fsdp_config.optimizer_offload=False",
+                                            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+                                            "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+                                            "actor_rollout_ref.rollout.gpu_memory_utilization=0.6",
+                                            "actor_rollout_ref.rollout.n=5",
+                                            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
+                                            "actor_rollout_ref.ref.fsdp_config.param_offload=True",
+                                            "algorithm.use_kl_in_reward=False",
+                                            "trainer.critic_warmup=0",
+                                            "trainer.project_name=verl_grpo_example_gsm8k",
+                                            "trainer.experiment_name=qwen3_8b_function_rm",
+                                            "trainer.n_gpus_per_node=1",
+                                            "trainer.nnodes=1",
+                                            "trainer.save_freq=20",
+                                            "trainer.test_freq=5",
+                                            "trainer.total_epochs=15"};
 
-const std::vector<std::string> kVerlPpo = {
-    "algorithm.adv_estimator=gae", "data.train_batch_size=16", "actor_rollout_ref.model.use_remove_padding=True",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
-    "actor_rollout_ref.actor.use_kl_loss=False", "actor_rollout_ref.model.enable_gradient_checkpointing=True",
-    "actor_rollout_ref.rollout.gpu_memory_utilization=0.4", "critic.optim.lr=1e-5",
-    "critic.model.use_remove_padding=True", "critic.model.enable_gradient_checkpointing=True",
-    "critic.ppo_micro_batch_size_per_gpu=4", "critic.model.fsdp_config.param_offload=False",
-    "critic.model.fsdp_config.optimizer_offload=True", "trainer.critic_warmup=0", "trainer.total_epochs=15"};
+const std::vector<std::string> kVerlPpo = {"algorithm.adv_estimator=gae",
+                                           "data.train_batch_size=16",
+                                           "actor_rollout_ref.model.use_remove_padding=True",
+                                           "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+                                           "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+                                           "actor_rollout_ref.actor.use_kl_loss=False",
+                                           "actor_rollout_ref.model.enable_gradient_checkpointing=True",
+                                           "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
+                                           "critic.optim.lr=1e-5",
+                                           "critic.model.use_remove_padding=True",
+                                           "critic.model.enable_gradient_checkpointing=True",
+                                           "critic.ppo_micro_batch_size_per_gpu=4",
+                                           "critic.model.fsdp_config.param_offload=False",
+                                           "critic.model.fsdp_config.optimizer_offload=True",
+                                           "trainer.critic_warmup=0",
+                                           "trainer.total_epochs=15"};
 
 std::vector<std::string> config_command(std::vector<std::string> overrides) {
   overrides.insert(overrides.begin(), "config");
@@ -100,10 +123,11 @@ TEST_CASE("verl features rlcore lacks are refused by key unless off; conflicts n
   CHECK_THAT(error({"actor_rollout_ref.rollout.name=vllm"}),
              Catch::Contains("no inference_engine named 'vllm'") && Catch::Contains("vllm_bridge"));
   // The same values spelled alike are one setting, and the accepted values pass silently.
-  const auto same = run(config_command({"actor_rollout_ref.model.enable_gradient_checkpointing=True",
-                                        "actor_rollout_ref.actor.enable_gradient_checkpointing=true",
-                                        "actor_rollout_ref.actor.ulysses_sequence_parallel_size=1",
-                                        "actor_rollout_ref.hybrid_engine=True", "actor_rollout_ref.model.use_shm=False"}));
+  const auto same =
+      run(config_command({"actor_rollout_ref.model.enable_gradient_checkpointing=True",
+                          "actor_rollout_ref.actor.enable_gradient_checkpointing=true",
+                          "actor_rollout_ref.actor.ulysses_sequence_parallel_size=1",
+                          "actor_rollout_ref.hybrid_engine=True", "actor_rollout_ref.model.use_shm=False"}));
   CHECK(same.status == 0);
   CHECK(same.err.empty());
 }
@@ -117,8 +141,8 @@ TEST_CASE("enforce_eager is the native engine's option and a note for other engi
   CHECK(tree.at_path("actor_rollout_ref.rollout.enforce_eager").as<bool>());
   CHECK_THAT(native.err, !Catch::Contains("enforce_eager"));
 
-  rlcore::ConfigNode bridge = rlcore::ConfigNode::parse(
-      "actor_rollout_ref: {rollout: {name: vllm_bridge, enforce_eager: false}}", "test");
+  rlcore::ConfigNode bridge =
+      rlcore::ConfigNode::parse("actor_rollout_ref: {rollout: {name: vllm_bridge, enforce_eager: false}}", "test");
   const std::vector<std::string> notes = rlcore::apply_verl_key_rules(bridge);
   REQUIRE(notes.size() == 1);
   CHECK_THAT(notes[0], Catch::Contains("'actor_rollout_ref.rollout.enforce_eager'") &&

@@ -88,8 +88,7 @@ TEST_CASE("infer-native on the GPU generates the CPU's greedy tokens and log-pro
   }
 }
 
-TEST_CASE("infer-native's decode steps replayed as CUDA graphs give the eager steps' tokens and log-probs",
-          "[cuda]") {
+TEST_CASE("infer-native's decode steps replayed as CUDA graphs give the eager steps' tokens and log-probs", "[cuda]") {
   const at::Device gpu = require_gpu();
   const Fixture fixture;
   rlcore::infer_native::NativeEngineOptions options;
@@ -263,7 +262,8 @@ TEST_CASE("fsdp offload on the GPU leaves every step and log-prob as without it"
     CHECK(max_abs_diff(offloaded->forward(batch, forward).log_prob, resident->forward(batch, forward).log_prob) < 1e-4);
   }
   std::map<std::string, at::Tensor> expected;
-  resident->for_each_full_parameter([&](const std::string& name, const at::Tensor& full) { expected[name] = full.clone(); });
+  resident->for_each_full_parameter(
+      [&](const std::string& name, const at::Tensor& full) { expected[name] = full.clone(); });
   offloaded->for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
     INFO(name);
     // AdamW moves an element with a near-zero gradient by a rounding-decided fraction of lr (see above).

@@ -21,7 +21,7 @@ Inputs padded_inputs(int64_t vocab) {
   Inputs in;
   in.ids = at::randint(1, vocab, {3, 12}, generator, at::kLong);
   in.mask = at::ones({3, 12}, at::kLong);
-  in.mask[0].slice(0, 0, 4).fill_(0);  // left padding
+  in.mask[0].slice(0, 0, 4).fill_(0);    // left padding
   in.mask[2].slice(0, 10, 12).fill_(0);  // right padding
   in.targets = at::randint(1, vocab, {3, 12}, generator, at::kLong);
   return in;

@@ -33,8 +33,7 @@ rlcore::model::ModelConfig wide_config() {
 }
 
 struct Engines {
-  Engines(const infer_native_test::TempDir& dir, const std::string& device,
-          const rlcore::CommContext* comm = nullptr) {
+  Engines(const infer_native_test::TempDir& dir, const std::string& device, const rlcore::CommContext* comm = nullptr) {
     rlcore::ComponentContext context;
     context.model_path = dir.str();
     context.device = device;

@@ -17,9 +17,10 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
   const fs::path ws = fs::path(e2e::make_workspace("agent_loop", 1));
   const std::string source = rlcore_test::source_dir();
   const std::string data = (ws / "data").string();
-  const std::string tools = "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + source + "/configs/tools/calculator.yaml";
-  e2e::RunResult run = e2e::run_rlcore({"model", "init", "--arch", "qwen2", "--size", "tiny", "--seed", "1", "--out",
-                                        (ws / "tool_model").string()});
+  const std::string tools =
+      "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + source + "/configs/tools/calculator.yaml";
+  e2e::RunResult run = e2e::run_rlcore(
+      {"model", "init", "--arch", "qwen2", "--size", "tiny", "--seed", "1", "--out", (ws / "tool_model").string()});
   REQUIRE(run.status == 0);
   run = e2e::run_rlcore({"data", "make", "--task", "arithmetic-tool", "--seed", "1", "--train", "8000", "--val", "64",
                          "--sft-tool-share", "0.5", "--out", data});
@@ -28,8 +29,9 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
 
   run = e2e::run_rlcore({"sft", "--config", source + "/configs/grpo_tool_arithmetic_sft.yaml", tools,
                          "trainer.default_local_dir=" + (ws / "sft").string(), "trainer.total_training_steps=150",
-                         "trainer.test_freq=-1", "trainer.stop_at_val_reward=0", "data.train_batch_size=32", "actor_rollout_ref.actor.optim.lr=0.005",
-                         "data.train_files=" + data + "/sft.jsonl", "data.val_files=" + data + "/val.jsonl",
+                         "trainer.test_freq=-1", "trainer.stop_at_val_reward=0", "data.train_batch_size=32",
+                         "actor_rollout_ref.actor.optim.lr=0.005", "data.train_files=" + data + "/sft.jsonl",
+                         "data.val_files=" + data + "/val.jsonl",
                          "actor_rollout_ref.model.path=" + (ws / "tool_model").string()});
   INFO(run.output);
   REQUIRE(run.status == 0);
@@ -38,8 +40,8 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
                          "trainer.default_local_dir=" + (ws / "grpo").string(), "trainer.total_training_steps=12",
                          "trainer.test_freq=12", "trainer.save_freq=-1", "data.train_batch_size=16",
                          "actor_rollout_ref.actor.ppo_mini_batch_size=16", "actor_rollout_ref.actor.optim.lr=0.0003",
-                         "reward.grader=tool_turn",
-                         "data.train_files=" + data + "/train.jsonl", "data.val_files=" + data + "/val.jsonl",
+                         "reward.grader=tool_turn", "data.train_files=" + data + "/train.jsonl",
+                         "data.val_files=" + data + "/val.jsonl",
                          "actor_rollout_ref.model.path=" + (ws / "sft/hf").string()});
   INFO(run.output);
   REQUIRE(run.status == 0);
@@ -65,12 +67,14 @@ TEST_CASE("what the agent loop cannot run with stops the run before it starts, n
   REQUIRE(e2e::run_rlcore({"data", "make", "--task", "arithmetic-tool", "--train", "64", "--val", "8", "--out", data})
               .status == 0);
   const auto run_with = [&](std::vector<std::string> overrides) {
-    std::vector<std::string> args = {"--config", source + "/configs/grpo_tool_arithmetic.yaml",
-                                     "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + source +
-                                         "/configs/tools/calculator.yaml",
-                                     "trainer.default_local_dir=" + (ws / "run").string(),
-                                     "data.train_files=" + data + "/train.jsonl", "data.val_files=" + data + "/val.jsonl",
-                                     "actor_rollout_ref.model.path=" + (ws / "model").string()};
+    std::vector<std::string> args = {
+        "--config",
+        source + "/configs/grpo_tool_arithmetic.yaml",
+        "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + source + "/configs/tools/calculator.yaml",
+        "trainer.default_local_dir=" + (ws / "run").string(),
+        "data.train_files=" + data + "/train.jsonl",
+        "data.val_files=" + data + "/val.jsonl",
+        "actor_rollout_ref.model.path=" + (ws / "model").string()};
     args.insert(args.end(), overrides.begin(), overrides.end());
     const e2e::RunResult run = e2e::run_rlcore(args);
     CHECK(run.status != 0);
@@ -100,10 +104,11 @@ TEST_CASE("what the agent loop cannot run with stops the run before it starts, n
   CHECK_THAT(run_with({"actor_rollout_ref.rollout.multi_turn.tool_config_path=" + (ws / "bad_option.yaml").string()}),
              Catch::Contains("timeout_s"));
   // A record whose agent loop rlcore does not have.
-  std::ofstream(data + "/odd.jsonl") << R"({"data_source": "arithmetic", "agent_name": "react_agent", "prompt": "1*1=", "reward_model": {"ground_truth": "1"}})"
-                                     << "\n";
-  CHECK_THAT(run_with({"data.train_files=" + data + "/odd.jsonl"}),
-             Catch::Contains("agent_name 'react_agent'") && Catch::Contains("record 0") &&
-                 Catch::Contains("tool_agent"));
+  std::ofstream(data + "/odd.jsonl")
+      << R"({"data_source": "arithmetic", "agent_name": "react_agent", "prompt": "1*1=", "reward_model": {"ground_truth": "1"}})"
+      << "\n";
+  CHECK_THAT(run_with({"data.train_files=" + data + "/odd.jsonl"}), Catch::Contains("agent_name 'react_agent'") &&
+                                                                        Catch::Contains("record 0") &&
+                                                                        Catch::Contains("tool_agent"));
   fs::remove_all(ws);
 }

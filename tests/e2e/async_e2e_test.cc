@@ -51,10 +51,9 @@ TEST_CASE("one-step-off GRPO learns with batches one update stale, and validates
   const std::string ws = e2e::make_workspace("one_step_off");
   const std::string config = e2e::write_config(ws, "osp", kOneStepOff);
   const std::string prompts = ws + "/prompts.jsonl";
-  e2e::RunResult run =
-      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12", "trainer.test_freq=12",
-                       "trainer.save_freq=12", "data.val_files=" + prompts,
-                       "trainer.validation_data_dir=" + ws + "/pool_validation"});
+  e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12", "trainer.test_freq=12",
+                                        "trainer.save_freq=12", "data.val_files=" + prompts,
+                                        "trainer.validation_data_dir=" + ws + "/pool_validation"});
   INFO(run.output);
   REQUIRE(run.status == 0);
   const auto metrics = e2e::read_metrics(ws + "/osp");
@@ -115,8 +114,7 @@ TEST_CASE("a resumed one-step-off run draws the batches the uninterrupted run dr
   fs::remove_all(ws);
 }
 
-TEST_CASE("one-step-off refuses the steps that generate within themselves, before any worker starts",
-          "[e2e][async]") {
+TEST_CASE("one-step-off refuses the steps that generate within themselves, before any worker starts", "[e2e][async]") {
   const std::string ws = e2e::make_workspace("one_step_off_refusals", 8);
   const std::string config = e2e::write_config(ws, "osp", kOneStepOff);
   e2e::RunResult run = e2e::run_rlcore({"--config", config, "algorithm.filter_groups.enable=true"});
@@ -131,7 +129,8 @@ TEST_CASE("one-step-off refuses the steps that generate within themselves, befor
   run = e2e::run_rlcore({"--config", config, "async_training.mode=fully_async", "async_training.max_staleness=1",
                          "async_training.trigger_parameter_sync_step=4"});
   CHECK(run.status != 0);
-  CHECK_THAT(run.output, Catch::Contains("async_training.max_staleness 1 is below trigger_parameter_sync_step - 1 (3)"));
+  CHECK_THAT(run.output,
+             Catch::Contains("async_training.max_staleness 1 is below trigger_parameter_sync_step - 1 (3)"));
   fs::remove_all(ws);
 }
 
@@ -147,16 +146,18 @@ TEST_CASE("a rollout worker that dies mid-generation ends the run with an error 
   fs::remove_all(ws);
 }
 
-TEST_CASE("an actor worker that dies while sending its weights ends the run, the rollout pool with it", "[e2e][async]") {
+TEST_CASE("an actor worker that dies while sending its weights ends the run, the rollout pool with it",
+          "[e2e][async]") {
   const std::string ws = e2e::make_workspace("one_step_off_actor_fault", 16);
   const std::string config = e2e::write_config(ws, "osp", kOneStepOff);
   // The second sync (after step 2's update): the rollout ranks wait in the bridge's broadcast.
-  const e2e::RunResult run =
-      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4"}, "RLCORE_FAULT=actor.send_weights:kill@0#2");
+  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4"},
+                                             "RLCORE_FAULT=actor.send_weights:kill@0#2");
   INFO(run.output);
   CHECK(run.status != 0);
   CHECK_THAT(run.output, Catch::Contains("kill at actor.send_weights"));
-  CHECK_THAT(run.output, Catch::Contains("worker rank 0 (host") && Catch::Contains("of pool 'global', its rank 0 was lost"));
+  CHECK_THAT(run.output,
+             Catch::Contains("worker rank 0 (host") && Catch::Contains("of pool 'global', its rank 0 was lost"));
   fs::remove_all(ws);
 }
 
@@ -266,10 +267,10 @@ TEST_CASE("one step off with the rollout on a vLLM-style server: its weights rel
                                     {"--model", ws + "/model", "--port", "0", "--dev-mode", "--served-model-name",
                                      "policy", "--plugins", rlcore_test::plugin_build_dir(), "--log-level", "warn"});
   const std::string config = e2e::write_config(ws, "osp", kOneStepOff);
-  const e2e::RunResult run = e2e::run_rlcore(
-      {"--config", config, "trainer.total_training_steps=12", "rollout.n_gpus_per_node=1",
-       "actor_rollout_ref.rollout.name=vllm_bridge", "actor_rollout_ref.rollout.server_url=" + server.url(),
-       "actor_rollout_ref.rollout.weights_dir=" + ws + "/weights"});
+  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12",
+                                              "rollout.n_gpus_per_node=1", "actor_rollout_ref.rollout.name=vllm_bridge",
+                                              "actor_rollout_ref.rollout.server_url=" + server.url(),
+                                              "actor_rollout_ref.rollout.weights_dir=" + ws + "/weights"});
   INFO(run.output);
   REQUIRE(run.status == 0);
   const auto metrics = e2e::read_metrics(ws + "/osp");
@@ -291,8 +292,8 @@ rollout: {nnodes: 1, n_gpus_per_node: 1}
   e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=2", "trainer.save_freq=2"});
   INFO(run.output);
   REQUIRE(run.status == 0);
-  run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4", "trainer.save_freq=2",
-                         "trainer.resume_mode=auto"});
+  run = e2e::run_rlcore(
+      {"--config", config, "trainer.total_training_steps=4", "trainer.save_freq=2", "trainer.resume_mode=auto"});
   INFO(run.output);
   REQUIRE(run.status == 0);
   CHECK_THAT(run.output, Catch::Contains("resumed from") && Catch::Contains("(step 2)"));

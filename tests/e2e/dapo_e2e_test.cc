@@ -52,19 +52,19 @@ TEST_CASE("DAPO stops naming max_num_gen_batches when no group has a varied metr
   const std::string config = e2e::write_config(ws, "dapo", kDapo);
   // A buffer as long as the responses makes every response overlong: the filter
   // metric `overlong` is 1 everywhere, so every group is dropped.
-  const e2e::RunResult run = e2e::run_rlcore(
-      {"--config", config, "trainer.total_training_steps=2", "algorithm.filter_groups.metric=overlong",
-       "algorithm.filter_groups.max_num_gen_batches=2", "reward.overlong_buffer.enable=true",
-       "reward.overlong_buffer.len=6", "reward.overlong_buffer.log=true"});
+  const e2e::RunResult run =
+      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=2", "algorithm.filter_groups.metric=overlong",
+                       "algorithm.filter_groups.max_num_gen_batches=2", "reward.overlong_buffer.enable=true",
+                       "reward.overlong_buffer.len=6", "reward.overlong_buffer.log=true"});
   INFO(run.output);
   CHECK(run.status != 0);
   CHECK_THAT(run.output, Catch::Contains("after 2 generation batches only 0 of 8 prompts") &&
                              Catch::Contains("algorithm.filter_groups.max_num_gen_batches = 2"));
   // Without a bound, a whole epoch without an informative group stops the run instead of looping.
-  const e2e::RunResult unbounded = e2e::run_rlcore(
-      {"--config", config, "trainer.total_training_steps=2", "algorithm.filter_groups.metric=overlong",
-       "algorithm.filter_groups.max_num_gen_batches=0", "reward.overlong_buffer.enable=true",
-       "reward.overlong_buffer.len=6", "reward.overlong_buffer.log=true"});
+  const e2e::RunResult unbounded =
+      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=2", "algorithm.filter_groups.metric=overlong",
+                       "algorithm.filter_groups.max_num_gen_batches=0", "reward.overlong_buffer.enable=true",
+                       "reward.overlong_buffer.len=6", "reward.overlong_buffer.log=true"});
   CHECK(unbounded.status != 0);
   CHECK_THAT(unbounded.output, Catch::Contains("a whole epoch of prompts"));
   fs::remove_all(ws);

@@ -44,7 +44,8 @@ TEST_CASE("trainer.device=cuda fails before the first step without CUDA or a GPU
       CHECK_FALSE(fs::exists(ws + "/device/metrics.jsonl"));  // stopped before its first step
     }
   }
-  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.device=cpu", "trainer.total_training_steps=1"});
+  const e2e::RunResult run =
+      e2e::run_rlcore({"--config", config, "trainer.device=cpu", "trainer.total_training_steps=1"});
   INFO(run.output);
   REQUIRE(run.status == 0);
   CHECK(e2e::read_metrics(ws + "/device").size() == 1);

@@ -22,9 +22,11 @@ at::Tensor weight(const fs::path& dir, const std::string& name) {
 }
 
 // The responses of a trainer.val_only run (its validation_data_dir dump), in order.
-std::vector<std::string> validation_responses(const std::string& config, const std::string& ws,
-                                              const std::string& name, std::vector<std::string> overrides) {
-  std::vector<std::string> args = {"--config", config, "trainer.val_only=true",
+std::vector<std::string> validation_responses(const std::string& config, const std::string& ws, const std::string& name,
+                                              std::vector<std::string> overrides) {
+  std::vector<std::string> args = {"--config",
+                                   config,
+                                   "trainer.val_only=true",
                                    "data.val_files=" + ws + "/prompts.jsonl",
                                    "trainer.default_local_dir=" + ws + "/" + name,
                                    "trainer.validation_data_dir=" + ws + "/" + name + "/val"};
@@ -60,8 +62,8 @@ TEST_CASE("verl's LoRA keys train adapters over the frozen base; export merges t
   CHECK(adapter.at("target_modules").size() == 7);  // all-linear: q k v o gate up down
 
   const fs::path exported = fs::path(ws) / "exported";
-  const e2e::RunResult exporting = e2e::run_rlcore({"export", "--checkpoint", actor.string(), "--model",
-                                                    ws + "/model", "--out", exported.string()});
+  const e2e::RunResult exporting =
+      e2e::run_rlcore({"export", "--checkpoint", actor.string(), "--model", ws + "/model", "--out", exported.string()});
   INFO(exporting.output);
   REQUIRE(exporting.status == 0);
   const fs::path base = fs::path(ws) / "model";

@@ -57,9 +57,9 @@ TEST_CASE("GRPO with train-megatron tp=2 pp=2 matches the fsdp actor on step 1, 
     CHECK(values.at("memory/peak_swap_bytes") > 0);
   }
   // The rollout sharing the trainer's TP groups (rollout tp = trainer tp = 2).
-  const auto shared_tp = run_grpo(
-      workspace, "megatron_rollout_tp",
-      grpo_config(", strategy: megatron, megatron: {tensor_model_parallel_size: 2}", ", tensor_model_parallel_size: 2"));
+  const auto shared_tp = run_grpo(workspace, "megatron_rollout_tp",
+                                  grpo_config(", strategy: megatron, megatron: {tensor_model_parallel_size: 2}",
+                                              ", tensor_model_parallel_size: 2"));
   REQUIRE(shared_tp.size() == 2);
   for (const auto& [step, values] : shared_tp) {
     INFO("rollout tp 2, step " << step);

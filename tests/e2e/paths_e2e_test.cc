@@ -39,9 +39,8 @@ TEST_CASE("every outcome and return estimator trains a step through the trainer"
   const std::string ws = e2e::make_workspace("estimators", 8);
   const std::string config = e2e::write_config(ws, "paths", kPaths);
   // gae runs in trainer_e2e_test.cc's PPO case (it needs a critic).
-  for (const std::string estimator :
-       {"grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo", "gpg", "reinforce_plus_plus",
-        "reinforce_plus_plus_baseline", "remax"}) {
+  for (const std::string estimator : {"grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo", "gpg",
+                                      "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax"}) {
     INFO(estimator);
     const auto step = one_step(ws, config, {"algorithm.adv_estimator=" + estimator});
     CHECK(step.count("critic/advantages/mean") == 1);
@@ -58,8 +57,8 @@ TEST_CASE("the optimal token baselines get sum_pi_squared from the actor; withou
   const std::string config = e2e::write_config(ws, "paths", kPaths);
   for (const std::string estimator : {"optimal_token_baseline", "tir_optimal_token_baseline"}) {
     INFO(estimator);
-    const auto step = one_step(ws, config, {"algorithm.adv_estimator=" + estimator,
-                                            "actor_rollout_ref.actor.calculate_sum_pi_squared=true"});
+    const auto step = one_step(
+        ws, config, {"algorithm.adv_estimator=" + estimator, "actor_rollout_ref.actor.calculate_sum_pi_squared=true"});
     CHECK(step.count("critic/advantages/mean") == 1);
     // The score-norm proxy sums 1 - 2 pi + sum pi^2 >= 0 over each response's tokens.
     REQUIRE(step.count("variance_proxy/expected_w") == 1);
@@ -87,8 +86,8 @@ TEST_CASE("the KL types as the actor's KL loss and as the in-reward penalty", "[
   // name form (verl's and the k-names, a straight-through "+") passes through the trainer once.
   for (const std::string type : {"kl", "abs", "mse", "low_var_kl", "k3+"}) {
     INFO("kl_loss_type " << type);
-    const auto loss = one_step(ws, config, {"actor_rollout_ref.actor.use_kl_loss=true",
-                                            "actor_rollout_ref.actor.kl_loss_type=" + type});
+    const auto loss = one_step(
+        ws, config, {"actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.kl_loss_type=" + type});
     CHECK(loss.count("actor/kl_loss") == 1);
     CHECK(loss.count("actor/reward_kl_penalty") == 0);
   }

@@ -37,13 +37,13 @@ TEST_CASE("rollout correction: rollout_corr/ metrics always, IS weights and reje
     CHECK(step.count("rollout_corr/rollout_rs_token_k1_mean") == 1);
   }
   SECTION("a bad threshold or bypass_mode fails before any worker starts") {
-    const e2e::RunResult bad = e2e::run_rlcore(
-        {"--config", config, "algorithm.rollout_correction.rollout_rs=token_k2",
-         "algorithm.rollout_correction.rollout_rs_threshold=0.5_2.0"});
+    const e2e::RunResult bad = e2e::run_rlcore({"--config", config, "algorithm.rollout_correction.rollout_rs=token_k2",
+                                                "algorithm.rollout_correction.rollout_rs_threshold=0.5_2.0"});
     CHECK(bad.status != 0);
     CHECK_THAT(bad.output, Catch::Contains("algorithm.rollout_correction.rollout_rs_threshold"));
     CHECK_THAT(bad.output, !Catch::Contains("workers ready"));
-    const e2e::RunResult bypass = e2e::run_rlcore({"--config", config, "algorithm.rollout_correction.bypass_mode=true"});
+    const e2e::RunResult bypass =
+        e2e::run_rlcore({"--config", config, "algorithm.rollout_correction.bypass_mode=true"});
     CHECK(bypass.status != 0);
     CHECK_THAT(bypass.output, Catch::Contains("algorithm.rollout_correction.bypass_mode"));
   }

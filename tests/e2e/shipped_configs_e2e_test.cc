@@ -51,13 +51,13 @@ const std::map<std::string, std::string> kPathMetric = {
     {"quickstart_sft.yaml", "sft/loss"},            // SFT
     {"ppo_arithmetic.yaml", "critic/vf_loss"},      // GAE: a critic trains
     {"rloo_arithmetic.yaml", "critic/advantages/mean"},
-    {"grpo_megatron.yaml", "actor/pg_loss"},            // megatron tp=2 actor
-    {"grpo_gsm8k_style.yaml", "actor/kl_loss"},         // GRPO with the KL loss (on the arithmetic data here)
-    {"dapo_arithmetic.yaml", "train/num_gen_batches"},  // dynamic sampling
-    {"grpo_lora_arithmetic.yaml", "actor/pg_loss"},     // and the adapter below
-    {"grpo_tool_arithmetic.yaml", "num_turns/mean"},    // the agent loop (on the arithmetic-tool data)
-    {"grpo_tool_arithmetic_sft.yaml", "sft/loss"},      // multi-turn demonstrations
-    {"grpo_one_step_off.yaml", "async/staleness/mean"}, // a standalone rollout pool, one step off
+    {"grpo_megatron.yaml", "actor/pg_loss"},             // megatron tp=2 actor
+    {"grpo_gsm8k_style.yaml", "actor/kl_loss"},          // GRPO with the KL loss (on the arithmetic data here)
+    {"dapo_arithmetic.yaml", "train/num_gen_batches"},   // dynamic sampling
+    {"grpo_lora_arithmetic.yaml", "actor/pg_loss"},      // and the adapter below
+    {"grpo_tool_arithmetic.yaml", "num_turns/mean"},     // the agent loop (on the arithmetic-tool data)
+    {"grpo_tool_arithmetic_sft.yaml", "sft/loss"},       // multi-turn demonstrations
+    {"grpo_one_step_off.yaml", "async/staleness/mean"},  // a standalone rollout pool, one step off
     {"grpo_fully_async.yaml", "fully_async/partial/partial_ratio"},  // streaming, partial rollouts
 };
 
@@ -85,8 +85,8 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
   INFO(data.output);
   REQUIRE(data.status == 0);
   const std::string tool_data_dir = (workspace / "tool_data").string();
-  const e2e::RunResult tool_data = e2e::run_rlcore(
-      {"data", "make", "--task", "arithmetic-tool", "--seed", "1", "--val", "16", "--train", "512", "--out", tool_data_dir});
+  const e2e::RunResult tool_data = e2e::run_rlcore({"data", "make", "--task", "arithmetic-tool", "--seed", "1", "--val",
+                                                    "16", "--train", "512", "--out", tool_data_dir});
   INFO(tool_data.output);
   REQUIRE(tool_data.status == 0);
 

@@ -18,7 +18,8 @@ const char* const kGrpo = e2e::kLearningGrpo;
 std::string write_sft_workspace(const std::string& ws) {
   std::ofstream data(ws + "/sft.jsonl");
   for (int i = 0; i < 32; ++i) {
-    data << R"({"prompt": "Say something )" << i << R"(:", "response": "hello", "data_source": "letters"})" << "\n";
+    data << R"({"prompt": "Say something )" << i << R"(:", "response": "hello", "data_source": "letters"})"
+         << "\n";
   }
   return e2e::write_config(ws, "sft", R"(
 actor_rollout_ref:
@@ -37,16 +38,39 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
   REQUIRE(run.status == 0);
   const auto metrics = e2e::read_metrics(ws + "/grpo");
   REQUIRE(metrics.size() == 12);
-  for (const char* key : {"critic/score/mean", "actor/pg_loss", "actor/entropy", "actor/grad_norm",
-                          "response_length/mean", "timing_s/gen", "timing_s/old_log_prob", "timing_s/adv",
-                          "timing_s/update_actor", "timing_s/step", "perf/throughput", "timing_s/reshard_to_rollout",
-                          "timing_s/reshard_to_train", "perf/swap_GBps", "memory/peak_swap_bytes",
-                          "memory/planned_peak_swap_bytes", "memory/allocated_bytes", "memory/reserved_bytes",
-                          "memory/worker_rss_bytes/max", "memory/worker_rss_bytes/min", "memory/worker_rss_bytes/mean",
-                          "memory/worker_rss_bytes/rank_0", "memory/worker_rss_bytes/rank_1",
-                          "memory/controller_rss_bytes", "perf/cpu_memory_used_gb", "rollout/response_tokens",
-                          "perf/rollout_tokens_per_s", "rollout/decode_steps", "rollout/running_mean",
-                          "rollout/running_max", "rollout/waiting_max", "rollout/prefill_rows", "rollout/joins"}) {
+  for (const char* key : {"critic/score/mean",
+                          "actor/pg_loss",
+                          "actor/entropy",
+                          "actor/grad_norm",
+                          "response_length/mean",
+                          "timing_s/gen",
+                          "timing_s/old_log_prob",
+                          "timing_s/adv",
+                          "timing_s/update_actor",
+                          "timing_s/step",
+                          "perf/throughput",
+                          "timing_s/reshard_to_rollout",
+                          "timing_s/reshard_to_train",
+                          "perf/swap_GBps",
+                          "memory/peak_swap_bytes",
+                          "memory/planned_peak_swap_bytes",
+                          "memory/allocated_bytes",
+                          "memory/reserved_bytes",
+                          "memory/worker_rss_bytes/max",
+                          "memory/worker_rss_bytes/min",
+                          "memory/worker_rss_bytes/mean",
+                          "memory/worker_rss_bytes/rank_0",
+                          "memory/worker_rss_bytes/rank_1",
+                          "memory/controller_rss_bytes",
+                          "perf/cpu_memory_used_gb",
+                          "rollout/response_tokens",
+                          "perf/rollout_tokens_per_s",
+                          "rollout/decode_steps",
+                          "rollout/running_mean",
+                          "rollout/running_max",
+                          "rollout/waiting_max",
+                          "rollout/prefill_rows",
+                          "rollout/joins"}) {
     CHECK(metrics.at(1).count(key) == 1);
   }
   // The rollout's queueing line (infer-native reports it): the batch never
@@ -71,7 +95,8 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
   CHECK(metrics.at(1).at("memory/worker_rss_bytes/min") > 50e6);
   CHECK(metrics.at(1).at("memory/worker_rss_bytes/max") >= metrics.at(1).at("memory/worker_rss_bytes/mean"));
   CHECK(metrics.at(1).at("memory/worker_rss_bytes/mean") >= metrics.at(1).at("memory/worker_rss_bytes/min"));
-  CHECK(std::min(metrics.at(1).at("memory/worker_rss_bytes/rank_0"), metrics.at(1).at("memory/worker_rss_bytes/rank_1")) ==
+  CHECK(std::min(metrics.at(1).at("memory/worker_rss_bytes/rank_0"),
+                 metrics.at(1).at("memory/worker_rss_bytes/rank_1")) ==
         metrics.at(1).at("memory/worker_rss_bytes/min"));
   CHECK(metrics.at(1).at("memory/controller_rss_bytes") > 10e6);
   CHECK(metrics.at(1).at("perf/cpu_memory_used_gb") * (1 << 30) >
@@ -109,14 +134,15 @@ algorithm: {adv_estimator: gae, gamma: 1.0, lam: 0.95}
 TEST_CASE("resuming from a checkpoint continues exactly as the uninterrupted run") {
   const std::string ws = e2e::make_workspace("resume");
   const std::string config = e2e::write_config(ws, "full", kGrpo);
-  const e2e::RunResult full = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4", "trainer.save_freq=2"});
+  const e2e::RunResult full =
+      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4", "trainer.save_freq=2"});
   INFO(full.output);
   REQUIRE(full.status == 0);
   const std::string checkpoint = ws + "/full/checkpoints/global_step_2";
   REQUIRE(fs::exists(checkpoint + "/trainer_state.json"));
-  const e2e::RunResult resumed =
-      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4", "trainer.default_local_dir=" + ws + "/resumed",
-                       "trainer.resume_mode=resume_path", "trainer.resume_from_path=" + checkpoint});
+  const e2e::RunResult resumed = e2e::run_rlcore(
+      {"--config", config, "trainer.total_training_steps=4", "trainer.default_local_dir=" + ws + "/resumed",
+       "trainer.resume_mode=resume_path", "trainer.resume_from_path=" + checkpoint});
   INFO(resumed.output);
   REQUIRE(resumed.status == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from"));
@@ -145,7 +171,8 @@ TEST_CASE("bad trainer configs fail before any worker starts, naming the keys") 
     return run.output;
   };
   CHECK_THAT(error_of({"actor_rollout_ref.actor.ppo_mini_batch_size=3"}),
-             Catch::Contains("data.train_batch_size (8) must be a multiple of actor_rollout_ref.actor.ppo_mini_batch_size (3)"));
+             Catch::Contains(
+                 "data.train_batch_size (8) must be a multiple of actor_rollout_ref.actor.ppo_mini_batch_size (3)"));
   CHECK_THAT(error_of({"algorithm.adv_estimator=grpoo"}), Catch::Contains("grpoo"));
   CHECK_THAT(error_of({"actor_rollout_ref.rollout.n=0"}), Catch::Contains("actor_rollout_ref.rollout.n"));
   CHECK_THAT(error_of({"data.train_files=" + ws + "/missing.jsonl"}), Catch::Contains("missing.jsonl"));
@@ -207,8 +234,8 @@ TEST_CASE("trainer.val_only validates once and trains no step") {
 TEST_CASE("SFT lowers the loss and writes an HF checkpoint an RL run starts from") {
   const std::string ws = e2e::make_workspace("sft");
   const std::string config = write_sft_workspace(ws);
-  const e2e::RunResult sft = e2e::run_rlcore({"sft", "--config", config, "data.train_files=" + ws + "/sft.jsonl",
-                                              "trainer.total_training_steps=20"});
+  const e2e::RunResult sft = e2e::run_rlcore(
+      {"sft", "--config", config, "data.train_files=" + ws + "/sft.jsonl", "trainer.total_training_steps=20"});
   INFO(sft.output);
   REQUIRE(sft.status == 0);
   const auto metrics = e2e::read_metrics(ws + "/sft");
@@ -220,8 +247,8 @@ TEST_CASE("SFT lowers the loss and writes an HF checkpoint an RL run starts from
 
   // The fine-tuned model answers "hello": a lowercase-letter reward starts high from it.
   const std::string rl = e2e::write_config(ws, "rl", kGrpo);
-  const e2e::RunResult run = e2e::run_rlcore({"--config", rl, "trainer.total_training_steps=1",
-                                              "actor_rollout_ref.model.path=" + ws + "/sft/hf"});
+  const e2e::RunResult run = e2e::run_rlcore(
+      {"--config", rl, "trainer.total_training_steps=1", "actor_rollout_ref.model.path=" + ws + "/sft/hf"});
   INFO(run.output);
   REQUIRE(run.status == 0);
   CHECK(e2e::read_metrics(ws + "/rl").at(1).at("critic/score/mean") > 0.6);
@@ -232,9 +259,10 @@ TEST_CASE("SFT validates by generation and stops at trainer.stop_at_val_reward")
   const std::string ws = e2e::make_workspace("sft_val");
   const std::string config = write_sft_workspace(ws);
   const double stop_at = 0.9;
-  const e2e::RunResult sft = e2e::run_rlcore(
-      {"sft", "--config", config, "data.train_files=" + ws + "/sft.jsonl", "data.val_files=" + ws + "/prompts.jsonl",
-       "trainer.total_training_steps=60", "trainer.test_freq=5", "trainer.stop_at_val_reward=" + std::to_string(stop_at)});
+  const e2e::RunResult sft =
+      e2e::run_rlcore({"sft", "--config", config, "data.train_files=" + ws + "/sft.jsonl",
+                       "data.val_files=" + ws + "/prompts.jsonl", "trainer.total_training_steps=60",
+                       "trainer.test_freq=5", "trainer.stop_at_val_reward=" + std::to_string(stop_at)});
   INFO(sft.output);
   REQUIRE(sft.status == 0);
   const auto metrics = e2e::read_metrics(ws + "/sft");

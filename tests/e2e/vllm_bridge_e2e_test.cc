@@ -11,17 +11,17 @@
 
 TEST_CASE("GRPO with the rollout on two vLLM-style servers learns like the in-process run") {
   const std::string ws = e2e::make_workspace("grpo_bridge");
-  const std::vector<std::string> server_args = {"--model",  ws + "/model", "--port", "0", "--dev-mode",
-                                                "--served-model-name", "policy", "--plugins",
-                                                rlcore_test::plugin_build_dir(), "--log-level", "warn"};
+  const std::vector<std::string> server_args = {"--model",     ws + "/model", "--port",
+                                                "0",           "--dev-mode",  "--served-model-name",
+                                                "policy",      "--plugins",   rlcore_test::plugin_build_dir(),
+                                                "--log-level", "warn"};
   rlcore_test::ServerProcess server(rlcore_test::rlcore_executable(), server_args);
   rlcore_test::ServerProcess replica(rlcore_test::rlcore_executable(), server_args);
   const std::string config = e2e::write_config(ws, "grpo_bridge", e2e::kLearningGrpo);
-  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12",
-                                              "actor_rollout_ref.rollout.name=vllm_bridge",
-                                              "actor_rollout_ref.rollout.server_url=[" + server.url() + ", " +
-                                                  replica.url() + "]",
-                                              "actor_rollout_ref.rollout.weights_dir=" + ws + "/weights"});
+  const e2e::RunResult run = e2e::run_rlcore(
+      {"--config", config, "trainer.total_training_steps=12", "actor_rollout_ref.rollout.name=vllm_bridge",
+       "actor_rollout_ref.rollout.server_url=[" + server.url() + ", " + replica.url() + "]",
+       "actor_rollout_ref.rollout.weights_dir=" + ws + "/weights"});
   INFO(run.output);
   REQUIRE(run.status == 0);
   const auto metrics = e2e::read_metrics(ws + "/grpo_bridge");
@@ -64,8 +64,9 @@ TEST_CASE("multi-turn rollouts go through the bridge too: each turn's context as
   const std::string config = e2e::write_config(ws, "agent_bridge", e2e::kQuickGrpo);
   const e2e::RunResult run = e2e::run_rlcore(
       {"--config", config, "trainer.total_training_steps=2", "actor_rollout_ref.rollout.name=vllm_bridge",
-       "actor_rollout_ref.rollout.server_url=" + server.url(), "actor_rollout_ref.rollout.weights_dir=" + ws + "/weights",
-       "data.prompt_template=chat", "data.max_response_length=24", "actor_rollout_ref.rollout.multi_turn.enable=true",
+       "actor_rollout_ref.rollout.server_url=" + server.url(),
+       "actor_rollout_ref.rollout.weights_dir=" + ws + "/weights", "data.prompt_template=chat",
+       "data.max_response_length=24", "actor_rollout_ref.rollout.multi_turn.enable=true",
        "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + rlcore_test::source_dir() +
            "/configs/tools/calculator.yaml",
        "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent"});

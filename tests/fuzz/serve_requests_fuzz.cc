@@ -39,8 +39,8 @@ class OnesEngine : public rlcore::InferenceEngine {
 const rlcore::serve::ServedModel& served_model() {
   static const rlcore::serve::ServedModel model = [] {
     const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
-    return rlcore::serve::ServedModel{"tiny", "/nonexistent/tiny", 64, tokenizer.vocab_size(),
-                                      {*tokenizer.eos_token_id()}, tokenizer, 1700000000};
+    return rlcore::serve::ServedModel{
+        "tiny", "/nonexistent/tiny", 64, tokenizer.vocab_size(), {*tokenizer.eos_token_id()}, tokenizer, 1700000000};
   }();
   return model;
 }
@@ -66,15 +66,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   rlcore::serve::DevModeApi dev(api, "/nonexistent/tiny");
   rlcore_fuzz::expect_only_rlcore_errors("serve", [&] {
     switch (data[0] % 11) {
-      case 0: return check_answer(api->completions(body));
-      case 1: return check_answer(api->tokenize(body));
-      case 2: return check_answer(api->detokenize(body));
-      case 3: return check_answer(dev.collective_rpc(body));
-      case 4: return check_answer(dev.update_weight_version(body));
-      case 5: return check_answer(dev.update_weights_from_disk(body));
-      case 6: return check_answer(dev.release_memory_occupation(body));
-      case 7: return check_answer(dev.resume_memory_occupation(body));
-      case 8: return check_answer(dev.wake_up(rlcore_fuzz::split(body, ',')));
+      case 0:
+        return check_answer(api->completions(body));
+      case 1:
+        return check_answer(api->tokenize(body));
+      case 2:
+        return check_answer(api->detokenize(body));
+      case 3:
+        return check_answer(dev.collective_rpc(body));
+      case 4:
+        return check_answer(dev.update_weight_version(body));
+      case 5:
+        return check_answer(dev.update_weights_from_disk(body));
+      case 6:
+        return check_answer(dev.release_memory_occupation(body));
+      case 7:
+        return check_answer(dev.resume_memory_occupation(body));
+      case 8:
+        return check_answer(dev.wake_up(rlcore_fuzz::split(body, ',')));
       case 9:
         check_answer(dev.sleep(body));
         return check_answer(api->completions(R"({"prompt": "ab", "max_tokens": 2})"));

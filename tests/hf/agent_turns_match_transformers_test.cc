@@ -43,9 +43,9 @@ class EchoTool : public rlcore::Tool {
 };
 
 struct Family {
-  std::string name;       // folder under tests/fixtures/tokenizers
-  std::string format;     // multi_turn.format
-  std::string stop_text;  // the token that ends a model turn
+  std::string name;                // folder under tests/fixtures/tokenizers
+  std::string format;              // multi_turn.format
+  std::string stop_text;           // the token that ends a model turn
   std::vector<std::string> turns;  // what the model writes at each turn, its stop token after
   int64_t tool_calls = 0;
 };
@@ -56,8 +56,10 @@ std::vector<int32_t> transformers_ids(const fs::path& dir, const ordered_json& m
                                       bool add_generation_prompt) {
   const fs::path conversation = dir / "conversation.json";
   std::ofstream(conversation) << ordered_json{
-      {"messages", messages}, {"tools", tools}, {"add_generation_prompt", add_generation_prompt}}
-                                     .dump();
+      {"messages", messages},
+      {"tools", tools},
+      {"add_generation_prompt",
+       add_generation_prompt}}.dump();
   return json::parse(rlcore_test::run_reference(script(), {"chat_render_ids", dir.string(), conversation.string()}))
       .get<std::vector<int32_t>>();
 }
@@ -129,8 +131,8 @@ void check_family(const Family& family) {
   ours.insert(ours.end(), trajectory.response_ids.begin(), trajectory.response_ids.end());
   REQUIRE(rerendered.size() >= ours.size());
   CHECK(std::vector<int32_t>(rerendered.begin(), rerendered.begin() + static_cast<long>(ours.size())) == ours);
-  const std::string tail = tokenizer.decode(std::vector<int32_t>(rerendered.begin() + static_cast<long>(ours.size()),
-                                                                 rerendered.end()));
+  const std::string tail =
+      tokenizer.decode(std::vector<int32_t>(rerendered.begin() + static_cast<long>(ours.size()), rerendered.end()));
   CHECK(tail.find_first_not_of(" \n") == std::string::npos);
   fs::remove_all(dir);
 }
@@ -154,10 +156,10 @@ TEST_CASE("agent trajectories are transformers' tokens of the re-rendered conver
 
 TEST_CASE("agent trajectories are transformers' tokens of the re-rendered conversation: Llama 3.1 (JSON calls)",
           "[hf][agent]") {
-  agent_turns_hf::check_family({"llama3_1",
-                                "llama3_json",
-                                "<|eot_id|>",
-                                {"{\"name\": \"lookup\", \"parameters\": {\"text\": \"123 * 456 = 56088 ✓\"}}",
-                                 "123 * 456 + 7 = 56095."},
-                                1});
+  agent_turns_hf::check_family(
+      {"llama3_1",
+       "llama3_json",
+       "<|eot_id|>",
+       {"{\"name\": \"lookup\", \"parameters\": {\"text\": \"123 * 456 = 56088 ✓\"}}", "123 * 456 + 7 = 56095."},
+       1});
 }

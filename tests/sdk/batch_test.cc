@@ -48,10 +48,10 @@ TEST_CASE("tensor and non-tensor columns share one key space", "[batch]") {
   Batch batch = four_rows();
   CHECK(error_of<ValueError>([&] { batch.set("uid", at::zeros({4})); }) ==
         "column 'uid' already exists as a non-tensor column");
-  CHECK(error_of<ValueError>([&] { batch.set_non_tensor("ids", json::array({1, 2, 3, 4})); }) ==
-        "column 'ids' already exists as a tensor column");
-  CHECK(error_of<ValueError>([&] { batch.tensor("uid"); }) ==
-        "no tensor column 'uid'; tensor columns: ids, score");
+  CHECK(error_of<ValueError>([&] {
+          batch.set_non_tensor("ids", json::array({1, 2, 3, 4}));
+        }) == "column 'ids' already exists as a tensor column");
+  CHECK(error_of<ValueError>([&] { batch.tensor("uid"); }) == "no tensor column 'uid'; tensor columns: ids, score");
   CHECK(error_of<ValueError>([&] { batch.non_tensor("ids"); }) ==
         "no non-tensor column 'ids'; non-tensor columns: uid");
   CHECK(batch.is_tensor("ids"));
@@ -69,15 +69,13 @@ TEST_CASE("select keeps the named columns and meta_info", "[batch]") {
   CHECK(values(picked.tensor("score")) == V{0, 1, 2, 3});
   CHECK(picked.meta_info() == json{{"temperature", 0.5}});
   CHECK(batch.contains("ids"));
-  CHECK(error_of<ValueError>([&] { batch.select({"nope"}); }) ==
-        "select: no column 'nope'; columns: ids, score, uid");
+  CHECK(error_of<ValueError>([&] { batch.select({"nope"}); }) == "select: no column 'nope'; columns: ids, score, uid");
   CHECK(batch.select({}).size() == 4);
 }
 
 TEST_CASE("pop removes columns and returns them", "[batch]") {
   Batch batch = four_rows();
-  CHECK(error_of<ValueError>([&] { batch.pop({"ids", "nope"}); }) ==
-        "pop: no column 'nope'; columns: ids, score, uid");
+  CHECK(error_of<ValueError>([&] { batch.pop({"ids", "nope"}); }) == "pop: no column 'nope'; columns: ids, score, uid");
   CHECK(batch.contains("ids"));  // a failed pop removes nothing
   const Batch popped = batch.pop({"ids", "uid"});
   CHECK(batch.tensor_keys() == S{"score"});
@@ -88,8 +86,7 @@ TEST_CASE("pop removes columns and returns them", "[batch]") {
   // The row count outlives the columns, as a TensorDict's batch_size does.
   batch.pop({"score"});
   CHECK(batch.size() == 4);
-  CHECK(error_of<ValueError>([&] { batch.set("x", at::zeros({2})); }) ==
-        "column 'x' has 2 rows but the batch has 4");
+  CHECK(error_of<ValueError>([&] { batch.set("x", at::zeros({2})); }) == "column 'x' has 2 rows but the batch has 4");
 }
 
 TEST_CASE("rename moves a column to a new key", "[batch]") {
@@ -144,8 +141,7 @@ TEST_CASE("union refuses conflicts and then leaves the batch unchanged", "[batch
   CHECK(error_of<ValueError>([&] { batch.union_with(meta); }) ==
         "union: meta_info key 'temperature' differs (0.5 vs 1.0)");
 
-  CHECK(error_of<ValueError>([&] { batch.union_with(Batch(5)); }) ==
-        "union: batch sizes differ (4 vs 5)");
+  CHECK(error_of<ValueError>([&] { batch.union_with(Batch(5)); }) == "union: batch sizes differ (4 vs 5)");
   CHECK(batch.equals(before));
 }
 
@@ -163,16 +159,19 @@ TEST_CASE("concat joins rows and merges meta_info", "[batch]") {
 TEST_CASE("concat names the part and column that do not fit", "[batch]") {
   const Batch batch = four_rows();
   CHECK(error_of<ValueError>([] { Batch::concat({}); }) == "concat: no batches given");
-  CHECK(error_of<ValueError>([&] { Batch::concat({batch, batch.select({"ids", "uid"})}); }) ==
-        "concat: part 1 lacks tensor column 'score'");
+  CHECK(error_of<ValueError>([&] {
+          Batch::concat({batch, batch.select({"ids", "uid"})});
+        }) == "concat: part 1 lacks tensor column 'score'");
   Batch wider = batch;
   wider.set("ids", at::zeros({4, 3}, at::kLong));
-  CHECK(error_of<ValueError>([&] { Batch::concat({batch, wider}); }) ==
-        "concat: tensor column 'ids' is Long[4, 3] on cpu in part 1 but Long[4, 2] on cpu in part 0");
+  CHECK(error_of<ValueError>([&] {
+          Batch::concat({batch, wider});
+        }) == "concat: tensor column 'ids' is Long[4, 3] on cpu in part 1 but Long[4, 2] on cpu in part 0");
   Batch hotter = batch;
   hotter.meta_info()["temperature"] = 2;
-  CHECK(error_of<ValueError>([&] { Batch::concat({batch, hotter}); }) ==
-        "concat: meta_info key 'temperature' differs in part 1 (2 vs 0.5)");
+  CHECK(error_of<ValueError>([&] {
+          Batch::concat({batch, hotter});
+        }) == "concat: meta_info key 'temperature' differs in part 1 (2 vs 0.5)");
 }
 
 TEST_CASE("slice takes a row range with a step, as views", "[batch]") {
@@ -183,8 +182,7 @@ TEST_CASE("slice takes a row range with a step, as views", "[batch]") {
   CHECK(strings(odd.non_tensor("uid")) == S{"b", "d"});
   CHECK(odd.tensor("ids").storage().is_alias_of(batch.tensor("ids").storage()));
   CHECK(batch.slice(2, 2).size() == 0);
-  CHECK(error_of<ValueError>([&] { batch.slice(3, 5); }) ==
-        "slice(3, 5, 1) is invalid for a batch of 4 rows");
+  CHECK(error_of<ValueError>([&] { batch.slice(3, 5); }) == "slice(3, 5, 1) is invalid for a batch of 4 rows");
 }
 
 TEST_CASE("chunk splits into equal parts and split into fixed-size parts", "[batch]") {
@@ -216,8 +214,7 @@ TEST_CASE("pad_to_divisor cycles rows from the start and unpad drops them", "[ba
   batch.unpad(pad);
   CHECK(batch.equals(original));
   CHECK(batch.pad_to_divisor(3) == 0);
-  CHECK(error_of<ValueError>([&] { batch.unpad(4); }) ==
-        "unpad: pad 4 is out of range for a batch of 3 rows");
+  CHECK(error_of<ValueError>([&] { batch.unpad(4); }) == "unpad: pad 4 is out of range for a batch of 3 rows");
 }
 
 TEST_CASE("repeat interleaves or tiles rows", "[batch]") {
@@ -238,10 +235,12 @@ TEST_CASE("reorder permutes rows by an index tensor", "[batch]") {
   CHECK(values(batch.tensor("ids")) == V{6, 7, 0, 1, 4, 5, 2, 3});
   CHECK(values(batch.tensor("score")) == V{3, 0, 2, 1});
   CHECK(strings(batch.non_tensor("uid")) == S{"d", "a", "c", "b"});
-  CHECK(error_of<ValueError>([&] { batch.reorder(at::tensor({0, 4})); }) ==
-        "reorder: indices[1] = 4 is out of range for a batch of 4 rows");
-  CHECK(error_of<ValueError>([&] { batch.reorder(at::tensor({0.0, 1.0})); }) ==
-        "reorder: indices must be a 1-D integer tensor");
+  CHECK(error_of<ValueError>([&] {
+          batch.reorder(at::tensor({0, 4}));
+        }) == "reorder: indices[1] = 4 is out of range for a batch of 4 rows");
+  CHECK(error_of<ValueError>([&] {
+          batch.reorder(at::tensor({0.0, 1.0}));
+        }) == "reorder: indices must be a 1-D integer tensor");
   // Like verl, indices may drop and repeat rows.
   batch.reorder(at::tensor({1, 1}));
   CHECK(strings(batch.non_tensor("uid")) == S{"a", "a"});

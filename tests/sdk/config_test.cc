@@ -46,8 +46,8 @@ TEST_CASE("YAML values parse into typed options; absent keys keep defaults", "[c
 
 TEST_CASE("overrides are typed: ints, floats, bools, lists", "[config]") {
   auto root = ConfigNode::parse("actor:\n  ppo_mini_batch_size: 8\n", "a.yaml");
-  rlcore::apply_overrides(root, {"actor.ppo_mini_batch_size=16", "actor.use_kl_loss=true", "actor.tags=[x,y]",
-                                 "actor.optim.lr=0.5"});
+  rlcore::apply_overrides(
+      root, {"actor.ppo_mini_batch_size=16", "actor.use_kl_loss=true", "actor.tags=[x,y]", "actor.optim.lr=0.5"});
   const Actor actor = actor_schema().parse(root["actor"]);
   CHECK(actor.ppo_mini_batch_size == 16);
   CHECK(actor.use_kl_loss);
@@ -66,12 +66,14 @@ TEST_CASE("errors name the full key path and file:line", "[config]") {
   root = ConfigNode::parse("actor:\n  optim:\n    warmup_style: linear\n", "d.yaml");
   CHECK_THROWS_WITH(actor_schema().parse(root["actor"]), Catch::Contains("one of: constant, cosine"));
   root = ConfigNode::parse("actor:\n  optim: 3\n", "e.yaml");
-  CHECK_THROWS_WITH(actor_schema().parse(root["actor"]), Catch::Contains("'actor.optim' (e.yaml:2:10): expected a map"));
+  CHECK_THROWS_WITH(actor_schema().parse(root["actor"]),
+                    Catch::Contains("'actor.optim' (e.yaml:2:10): expected a map"));
   root = ConfigNode::parse("actor:\n  tags: x\n", "f.yaml");
   CHECK_THROWS_WITH(actor_schema().parse(root["actor"]), Catch::Contains("expected a list of string"));
   root = ConfigNode::parse("actor:\n  ppo_mini_batch: 3\n", "g.yaml");
-  CHECK_THROWS_WITH(actor_schema().parse(root["actor"]),
-                    Catch::StartsWith("unknown key 'actor.ppo_mini_batch' (g.yaml:2:19); did you mean 'ppo_mini_batch_size'?"));
+  CHECK_THROWS_WITH(
+      actor_schema().parse(root["actor"]),
+      Catch::StartsWith("unknown key 'actor.ppo_mini_batch' (g.yaml:2:19); did you mean 'ppo_mini_batch_size'?"));
 }
 
 TEST_CASE("malformed YAML and malformed overrides are config errors", "[config]") {
@@ -88,7 +90,8 @@ TEST_CASE("malformed YAML and malformed overrides are config errors", "[config]"
 TEST_CASE("a key repeated in one map is an error naming the second one", "[config]") {
   CHECK_THROWS_WITH(ConfigNode::parse("actor:\n  lr: 1\nother: 2\nactor:\n  lr: 3\n", "dup.yaml"),
                     Catch::Contains("dup.yaml:4:1: key 'actor' appears twice"));
-  CHECK_THROWS_WITH(ConfigNode::parse("a:\n  - {x: 1, x: 2}\n", "nested.yaml"), Catch::Contains("key 'x' appears twice"));
+  CHECK_THROWS_WITH(ConfigNode::parse("a:\n  - {x: 1, x: 2}\n", "nested.yaml"),
+                    Catch::Contains("key 'x' appears twice"));
   // A YAML mapping or list as a key (found by fuzzing: it escaped as yaml-cpp's bad conversion).
   CHECK_THROWS_WITH(ConfigNode::parse("trainer:\n  ? experiment_name: sft\n", "complex.yaml"),
                     Catch::Contains("complex.yaml:2:5: a key must be a plain name"));

@@ -44,7 +44,8 @@ struct TouchedBuffer {
 
 TEST_CASE("cpu and auto resolve to the cpu without a GPU; unknown strings name the key", "[device]") {
   CHECK(rlcore::resolve_device("cpu", 3, "trainer.device") == at::Device(at::kCPU));
-  if (rlcore::cuda_device_count() == 0) CHECK(rlcore::resolve_device("auto", 0, "trainer.device") == at::Device(at::kCPU));
+  if (rlcore::cuda_device_count() == 0)
+    CHECK(rlcore::resolve_device("auto", 0, "trainer.device") == at::Device(at::kCPU));
   for (const std::string bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "CPU", ""}) {
     INFO(bad);
     const std::string message = config_error_of([&] { rlcore::resolve_device(bad, 0, "trainer.device"); });

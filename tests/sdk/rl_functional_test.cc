@@ -33,9 +33,13 @@ TEST_CASE("masked_var and masked_whiten use the unbiased variance over the mask"
   check_close(rlcore::masked_whiten(values, mask), Matrix{{-1, 0, 1, 98}}, 1e-6);
   check_close(rlcore::masked_whiten(values, mask, /*shift_mean=*/false), Matrix{{1, 2, 3, 100}}, 1e-6);
   check_close(rlcore::masked_whiten(values, mask), whiten_ref(matrix(values), matrix(mask)), 1e-12);
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { rlcore::masked_var(values, tensor(Matrix{{0, 1, 0, 0}})); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] {
+               rlcore::masked_var(values, tensor(Matrix{{0, 1, 0, 0}}));
+             }),
              Catch::Contains("one element"));
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { rlcore::masked_whiten(values, tensor(Matrix{{0, 0, 0, 0}})); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] {
+               rlcore::masked_whiten(values, tensor(Matrix{{0, 0, 0, 0}}));
+             }),
              Catch::Contains("no element"));
 }
 
@@ -126,7 +130,9 @@ TEST_CASE("agg_loss rejects unknown modes, missing global counts and bad shapes"
   dp.mode = "seq-mean-token-mean";
   CHECK_THAT(error_of<rlcore::ValueError>([&] { rlcore::agg_loss(loss, mask, dp); }),
              Catch::Contains("global_batch_size"));
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { rlcore::agg_loss(loss, tensor(Matrix{{1, 1, 1}}), {}); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] {
+               rlcore::agg_loss(loss, tensor(Matrix{{1, 1, 1}}), {});
+             }),
              Catch::Contains("loss_mask") && Catch::Contains("[1, 3]"));
   // A fully masked micro-batch contributes 0 instead of 0/0.
   CHECK(scalar(rlcore::agg_loss(loss, at::zeros_like(mask), {})) == 0.0);

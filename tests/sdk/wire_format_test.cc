@@ -22,17 +22,15 @@ Batch round_trip(const Batch& batch) {
 
 TEST_CASE("every supported dtype round-trips bit for bit", "[wire]") {
   const std::vector<std::pair<at::ScalarType, std::string>> dtypes = {
-      {at::kBool, "bool"},       {at::kByte, "uint8"},    {at::kChar, "int8"},
-      {at::kShort, "int16"},     {at::kInt, "int32"},     {at::kLong, "int64"},
-      {at::kHalf, "float16"},    {at::kBFloat16, "bfloat16"}, {at::kFloat, "float32"},
-      {at::kDouble, "float64"},
+      {at::kBool, "bool"},     {at::kByte, "uint8"},     {at::kChar, "int8"},    {at::kShort, "int16"},
+      {at::kInt, "int32"},     {at::kLong, "int64"},     {at::kHalf, "float16"}, {at::kBFloat16, "bfloat16"},
+      {at::kFloat, "float32"}, {at::kDouble, "float64"},
   };
   Batch batch;
   for (const auto& [type, name] : dtypes) {
     // -1, -0.625, ..., 0.875: exact in every float type; wraps in uint8, which is fine.
     const at::Tensor base = at::arange(6, at::kDouble).mul(0.375).sub(1).view({3, 2});
-    batch.set(name, type == at::kBool ? base.gt(0) : at::isFloatingType(type) ? base.to(type)
-                                                                            : base.mul(8).to(type));
+    batch.set(name, type == at::kBool ? base.gt(0) : at::isFloatingType(type) ? base.to(type) : base.mul(8).to(type));
   }
   const rlcore::WireMessage message = rlcore::encode_batch(batch);
   const json header = json::parse(message.header);
@@ -88,8 +86,7 @@ TEST_CASE("non-contiguous tensors are encoded by value", "[wire]") {
     CHECK(decoded.tensor(key).is_contiguous());
     CHECK(values(decoded.tensor(key)) == values(batch.tensor(key)));
   }
-  CHECK(values(decoded.tensor("strided")) ==
-        std::vector<int64_t>{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22});
+  CHECK(values(decoded.tensor("strided")) == std::vector<int64_t>{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22});
 }
 
 TEST_CASE("contiguous CPU tensors are sent without a copy", "[wire]") {

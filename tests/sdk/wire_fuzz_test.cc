@@ -47,10 +47,30 @@ void expect_only_format_errors(F&& decode, Outcome& outcome, int iteration) {
 }
 
 json interesting_value(Rng& rng) {
-  static const std::vector<json> kValues = {
-      -1, 0, 1, 2, 3, 4, 64, uint64_t{1} << 62, uint64_t{1} << 63, ~uint64_t{0}, 1.5, -0.0,
-      "float32", "bool", "bfloat16", "x", "", nullptr, true, json::array(), json::object(),
-      json::array({uint64_t{1} << 62, uint64_t{1} << 62}), json::array({0, -1}), json::array({4})};
+  static const std::vector<json> kValues = {-1,
+                                            0,
+                                            1,
+                                            2,
+                                            3,
+                                            4,
+                                            64,
+                                            uint64_t{1} << 62,
+                                            uint64_t{1} << 63,
+                                            ~uint64_t{0},
+                                            1.5,
+                                            -0.0,
+                                            "float32",
+                                            "bool",
+                                            "bfloat16",
+                                            "x",
+                                            "",
+                                            nullptr,
+                                            true,
+                                            json::array(),
+                                            json::object(),
+                                            json::array({uint64_t{1} << 62, uint64_t{1} << 62}),
+                                            json::array({0, -1}),
+                                            json::array({4})};
   return kValues[rng() % kValues.size()];
 }
 
@@ -103,9 +123,8 @@ TEST_CASE("fuzzed packed buffers decode or throw FormatError", "[wire]") {
   for (const auto& batch : samples()) packed.push_back(rlcore::pack(rlcore::encode_batch(batch)));
   Outcome outcome;
   for (int i = 0; i < 3000; ++i) {
-    const std::string input = i % 10 == 0
-        ? std::string("RLCB\x01\0\0\0", 8) + std::string(rng() % 64, char(rng()))
-        : mutate_bytes(packed[rng() % packed.size()], rng);
+    const std::string input = i % 10 == 0 ? std::string("RLCB\x01\0\0\0", 8) + std::string(rng() % 64, char(rng()))
+                                          : mutate_bytes(packed[rng() % packed.size()], rng);
     expect_only_format_errors([&] { rlcore::decode_batch(rlcore::unpack(input)); }, outcome, i);
   }
   for (int i = 0; i < 200; ++i) {

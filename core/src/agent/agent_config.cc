@@ -9,8 +9,8 @@ OptionsSchema<MultiTurnConfig> multi_turn_schema() {
       .key("max_assistant_turns", &MultiTurnConfig::max_assistant_turns,
            "Model turns per trajectory (0: until it answers without a call or the response length is spent).",
            at_least(0))
-      .key("max_user_turns", &MultiTurnConfig::max_user_turns,
-           "Tool-result turns per trajectory (0: no bound).", at_least(0))
+      .key("max_user_turns", &MultiTurnConfig::max_user_turns, "Tool-result turns per trajectory (0: no bound).",
+           at_least(0))
       .key("max_parallel_calls", &MultiTurnConfig::max_parallel_calls,
            "Tool calls run per model turn; further calls in the turn get an error result.", at_least(1))
       .key("max_tool_response_length", &MultiTurnConfig::max_tool_response_length,

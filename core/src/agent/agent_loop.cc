@@ -180,8 +180,9 @@ void AgentLoop::finish_turn(Live& live, const TurnReply& reply) const {
     return;
   }
   const ParsedTurn parsed = parse_tool_calls(content, format_);
-  const bool turns_spent = (config.max_assistant_turns > 0 && trajectory.assistant_turns >= config.max_assistant_turns) ||
-                           (config.max_user_turns > 0 && trajectory.user_turns >= config.max_user_turns);
+  const bool turns_spent =
+      (config.max_assistant_turns > 0 && trajectory.assistant_turns >= config.max_assistant_turns) ||
+      (config.max_user_turns > 0 && trajectory.user_turns >= config.max_user_turns);
   if ((parsed.calls.empty() && parsed.errors.empty()) || turns_spent) {
     live.done = true;
     return;
@@ -211,9 +212,10 @@ void AgentLoop::check_template(const AgentTask& task, Trajectory& trajectory) co
     rendered = without_whitespace(rendered);
   }
   // A trajectory that ran out of tokens stops inside what the template renders.
-  trajectory.template_mismatch = rendered.compare(0, ours.size(), ours) != 0 ||
-                                 (trajectory.finish_reason == FinishReason::kStop &&
-                                  without_whitespace(rendered.substr(std::min(ours.size(), rendered.size()))).size() > 0);
+  trajectory.template_mismatch =
+      rendered.compare(0, ours.size(), ours) != 0 ||
+      (trajectory.finish_reason == FinishReason::kStop &&
+       without_whitespace(rendered.substr(std::min(ours.size(), rendered.size()))).size() > 0);
 }
 
 std::vector<Trajectory> AgentLoop::run(const std::vector<AgentTask>& tasks, const TurnGenerator& generate) const {
@@ -253,9 +255,10 @@ std::vector<Trajectory> AgentLoop::run(const std::vector<AgentTask>& tasks, cons
     trajectories.push_back(std::move(live.trajectory));
   }
   if (mismatches > 0 && settings_.multi_turn.tokenization_sanity_check_mode == "strict") {
-    spdlog::warn("agent loop: {} of {} trajectories differ from the chat template's rendering of their messages "
-                 "(multi_turn.tokenization_sanity_check_mode: strict; metric agent/template_mismatch)",
-                 mismatches, lives.size());
+    spdlog::warn(
+        "agent loop: {} of {} trajectories differ from the chat template's rendering of their messages "
+        "(multi_turn.tokenization_sanity_check_mode: strict; metric agent/template_mismatch)",
+        mismatches, lives.size());
   }
   return trajectories;
 }

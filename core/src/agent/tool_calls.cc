@@ -25,7 +25,7 @@ std::string quote_call(const std::string& text) {
 
 // {"name": str, <arguments_key>: object, or a string holding one}: the call, or why not.
 std::variant<ToolCall, std::string> tool_call_of(const std::string& text, const char* arguments_key,
-                                            const char* other_arguments_key = nullptr) {
+                                                 const char* other_arguments_key = nullptr) {
   const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return std::string("the tool call is not valid JSON");
   if (!parsed.is_object()) return std::string("the tool call must be a JSON object");

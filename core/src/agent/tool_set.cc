@@ -133,12 +133,11 @@ ToolSet ToolSet::from_file(const Registry& registry, const std::string& path) {
     if (!entry.has("name")) throw ConfigError(entry.describe() + ": a tool entry needs 'name' (a registered tool)");
     const std::string name = entry["name"].as<std::string>();
     if (registry.find(Tool::kKind, name) == nullptr) {
-      throw ConfigError(entry["name"].describe() + ": unknown tool '" + name + "'; registered tools: " +
-                        [&] {
-                          std::string names;
-                          for (const auto& known : registry.names(Tool::kKind)) names += (names.empty() ? "" : ", ") + known;
-                          return names.empty() ? std::string("none (load the tools plugin with --plugins)") : names;
-                        }());
+      throw ConfigError(entry["name"].describe() + ": unknown tool '" + name + "'; registered tools: " + [&] {
+        std::string names;
+        for (const auto& known : registry.names(Tool::kKind)) names += (names.empty() ? "" : ", ") + known;
+        return names.empty() ? std::string("none (load the tools plugin with --plugins)") : names;
+      }());
     }
     tools.add(registry.create<Tool>(name, entry["config"]));
   }

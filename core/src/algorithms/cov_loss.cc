@@ -53,11 +53,13 @@ class ClipCovLoss final : public PolicyLoss {
       cov = cov.masked_fill(valid.logical_not(), minus_inf).masked_fill(clipped_by_ppo, minus_inf);
       const auto budget = static_cast<int64_t>(options_.clip_cov_ratio * mask.sum().item<double>());
       const int64_t clip_num = std::max<int64_t>(budget, 1);
-      const at::Tensor in_band = cov.lt(options_.clip_cov_ub).logical_and(cov.gt(options_.clip_cov_lb)).logical_and(valid);
+      const at::Tensor in_band =
+          cov.lt(options_.clip_cov_ub).logical_and(cov.gt(options_.clip_cov_lb)).logical_and(valid);
       const at::Tensor candidates = at::nonzero(in_band);  // [n, 2]
       const int64_t n = candidates.size(0);
       if (n > 0) {
-        const at::Tensor pick = at::randperm(n, at::TensorOptions().dtype(at::kLong)).slice(0, 0, std::min(clip_num, n));
+        const at::Tensor pick =
+            at::randperm(n, at::TensorOptions().dtype(at::kLong)).slice(0, 0, std::min(clip_num, n));
         const at::Tensor chosen = candidates.index_select(0, pick.to(candidates.device()));
         corr.index_put_({chosen.select(1, 0), chosen.select(1, 1)}, at::zeros({}, corr.options()));
       }
@@ -129,14 +131,14 @@ void register_cov_losses(PluginRegistrar& registrar) {
           .key("clip_cov_lb", &ClipCovOptions::clip_cov_lb, "Lower bound of the covariance band eligible for cutting.")
           .key("clip_cov_ub", &ClipCovOptions::clip_cov_ub, "Upper bound of the covariance band eligible for cutting."),
       [](const ClipCovOptions& options) { return std::make_unique<ClipCovLoss>(options); });
-  registrar.add<PolicyLoss>(
-      "kl_cov", "KL-Cov: policy gradient plus a |log-ratio| penalty on the highest-covariance tokens",
-      OptionsSchema<KlCovOptions>()
-          .key("kl_cov_ratio", &KlCovOptions::kl_cov_ratio, "Fraction of response tokens given the KL penalty.",
-               greater_than(0))
-          .key("ppo_kl_coef", &KlCovOptions::ppo_kl_coef, "Coefficient of the |log(pi / pi_old)| penalty.",
-               at_least(0)),
-      [](const KlCovOptions& options) { return std::make_unique<KlCovLoss>(options); });
+  registrar.add<PolicyLoss>("kl_cov",
+                            "KL-Cov: policy gradient plus a |log-ratio| penalty on the highest-covariance tokens",
+                            OptionsSchema<KlCovOptions>()
+                                .key("kl_cov_ratio", &KlCovOptions::kl_cov_ratio,
+                                     "Fraction of response tokens given the KL penalty.", greater_than(0))
+                                .key("ppo_kl_coef", &KlCovOptions::ppo_kl_coef,
+                                     "Coefficient of the |log(pi / pi_old)| penalty.", at_least(0)),
+                            [](const KlCovOptions& options) { return std::make_unique<KlCovLoss>(options); });
 }
 
 }  // namespace rlcore::algorithms

@@ -15,7 +15,8 @@ namespace {
 // Which tokens lie inside DPPO's trust region, given the policy's and the old
 // policy's probabilities of the sampled token.
 using TrustRegion = at::Tensor (*)(const at::Tensor& prob, const at::Tensor& old_prob, const at::Tensor& old_log_prob,
-                                   const at::Tensor& log_prob, const at::Tensor& positive, const PolicyLossConfig& config);
+                                   const at::Tensor& log_prob, const at::Tensor& positive,
+                                   const PolicyLossConfig& config);
 
 // Total variation of the sampled token's probability: p - p_old within
 // [-clip_ratio_low, clip_ratio_high], the side checked by the advantage's sign.
@@ -31,8 +32,8 @@ at::Tensor total_variation_region(const at::Tensor& prob, const at::Tensor& old_
 at::Tensor binary_kl_region(const at::Tensor& prob, const at::Tensor& old_prob, const at::Tensor& old_log_prob,
                             const at::Tensor& log_prob, const at::Tensor& positive, const PolicyLossConfig& config) {
   constexpr double kEpsilon = 1e-8;  // verl's guard inside the log
-  const at::Tensor binary_kl =
-      old_prob * (old_log_prob - log_prob) + (1 - old_prob) * at::log((1.0 - old_prob + kEpsilon) / (1.0 - prob + kEpsilon));
+  const at::Tensor binary_kl = old_prob * (old_log_prob - log_prob) +
+                               (1 - old_prob) * at::log((1.0 - old_prob + kEpsilon) / (1.0 - prob + kEpsilon));
   return at::where(positive, binary_kl.le(config.high()).logical_or(prob.le(old_prob)),
                    binary_kl.le(config.low()).logical_or(prob.ge(old_prob)));
 }
@@ -53,10 +54,10 @@ class DppoLoss final : public PolicyLoss {
     const at::Tensor log_ratio = (log_prob - old_log_prob).clamp(-kLogRatioClamp, kLogRatioClamp);
     const at::Tensor ratio = at::exp(log_ratio);
     const at::Tensor truncated = ratio.clamp_max(config.clip_ratio_c).detach();
-    const at::Tensor inside = region_(at::exp(log_prob), at::exp(old_log_prob), old_log_prob, log_prob,
-                                      advantages.gt(0), config)
-                                  .detach()
-                                  .to(log_prob.scalar_type());
+    const at::Tensor inside =
+        region_(at::exp(log_prob), at::exp(old_log_prob), old_log_prob, log_prob, advantages.gt(0), config)
+            .detach()
+            .to(log_prob.scalar_type());
 
     PolicyLossOutput output;
     output.loss = weighted_agg_loss(-advantages * truncated * log_prob * inside, input, config.aggregation);
@@ -134,17 +135,19 @@ class DroLoss final : public PolicyLoss {
 void register_divergence_losses(PluginRegistrar& registrar) {
   registrar.add<PolicyLoss>(
       "dppo_tv", "DPPO-Binary-TV: policy gradient inside a total-variation trust region, truncated IS ratio",
-      OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<DppoLoss>("dppo_tv", total_variation_region); });
-  registrar.add<PolicyLoss>(
-      "dppo_kl", "DPPO-Binary-KL: policy gradient inside a binary-KL trust region, truncated IS ratio",
-      OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<DppoLoss>("dppo_kl", binary_kl_region); });
+      OptionsSchema<NoOptions>(),
+      [](const NoOptions&) { return std::make_unique<DppoLoss>("dppo_tv", total_variation_region); });
+  registrar.add<PolicyLoss>("dppo_kl",
+                            "DPPO-Binary-KL: policy gradient inside a binary-KL trust region, truncated IS ratio",
+                            OptionsSchema<NoOptions>(),
+                            [](const NoOptions&) { return std::make_unique<DppoLoss>("dppo_kl", binary_kl_region); });
   registrar.add<PolicyLoss>("sapo", "SAPO: a sigmoid gate on the ratio (actor.tau_pos / tau_neg) instead of clipping",
                             OptionsSchema<NoOptions>(), [](const NoOptions&) { return std::make_unique<SapoLoss>(); });
   registrar.add<PolicyLoss>(
       "dro", "DRO: policy gradient with a quadratic log-ratio penalty",
-      OptionsSchema<DroOptions>().key("dro_beta", &DroOptions::dro_beta,
-                                      "Weight of the quadratic log-ratio penalty; dro needs it > 0 (verl has no default).",
-                                      at_least(0)),
+      OptionsSchema<DroOptions>().key(
+          "dro_beta", &DroOptions::dro_beta,
+          "Weight of the quadratic log-ratio penalty; dro needs it > 0 (verl has no default).", at_least(0)),
       [](const DroOptions& options) { return std::make_unique<DroLoss>(options.dro_beta); });
 }
 

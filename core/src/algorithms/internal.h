@@ -15,12 +15,13 @@ constexpr double kLogRatioClamp = 20.0;
 // What the group-based estimators need from their input: the prompt index (uid) of each row.
 constexpr AdvantageNeeds kNeedsIndex{false, /*index=*/true, false};
 
-void register_return_estimators(PluginRegistrar& registrar);   // gae, reinforce_plus_plus, remax
-void register_outcome_estimators(PluginRegistrar& registrar);  // grpo*, gdpo, rloo*, opo, gpg, reinforce_plus_plus_baseline
+void register_return_estimators(PluginRegistrar& registrar);  // gae, reinforce_plus_plus, remax
+void register_outcome_estimators(
+    PluginRegistrar& registrar);  // grpo*, gdpo, rloo*, opo, gpg, reinforce_plus_plus_baseline
 void register_optimal_token_baseline_estimators(PluginRegistrar& registrar);  // optimal_token_baseline, tir_*
-void register_ppo_losses(PluginRegistrar& registrar);          // vanilla, gspo, cispo, gpg, geo_mean
-void register_cov_losses(PluginRegistrar& registrar);          // clip_cov, kl_cov
-void register_divergence_losses(PluginRegistrar& registrar);   // dppo_tv, dppo_kl, sapo, dro
+void register_ppo_losses(PluginRegistrar& registrar);                         // vanilla, gspo, cispo, gpg, geo_mean
+void register_cov_losses(PluginRegistrar& registrar);                         // clip_cov, kl_cov
+void register_divergence_losses(PluginRegistrar& registrar);                  // dppo_tv, dppo_kl, sapo, dro
 
 // `mask` as 0/1 in `like`'s dtype and on its device.
 at::Tensor float_mask(const at::Tensor& mask, const at::Tensor& like);

@@ -172,8 +172,10 @@ class GrpoPassKEstimator final : public AdvantageEstimator {
     auto advantage_of = advantage.accessor<double, 1>();
     for (auto& [id, rows] : groups) {
       if (rows.size() < 2) {
-        throw ValueError("grpo_passk needs at least 2 responses per prompt (actor_rollout_ref.rollout.n >= 2); "
-                         "group " + std::to_string(id) + " has 1");
+        throw ValueError(
+            "grpo_passk needs at least 2 responses per prompt (actor_rollout_ref.rollout.n >= 2); "
+            "group " +
+            std::to_string(id) + " has 1");
       }
       std::stable_sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) { return score[a] > score[b]; });
       double value = score[rows[0]] - score[rows[1]];
@@ -201,8 +203,8 @@ class OpoEstimator final : public AdvantageEstimator {
     const GroupStats length_stats = group_stats(lengths, input.index);
     // A group of empty responses has no length to weight by; verl's 0/0 becomes 0.
     const at::Tensor has_tokens = length_stats.mean.gt(0);
-    at::Tensor baseline = at::where(has_tokens, weighted.mean / length_stats.mean.clamp_min(1e-30),
-                                    at::zeros_like(scores));
+    at::Tensor baseline =
+        at::where(has_tokens, weighted.mean / length_stats.mean.clamp_min(1e-30), at::zeros_like(scores));
     baseline = at::where(length_stats.count.eq(1), at::zeros_like(baseline), baseline);
     return broadcast_outcome(scores - baseline, input.response_mask);
   }
@@ -266,8 +268,8 @@ void register_outcome_estimators(PluginRegistrar& registrar) {
       "grpo_vectorized", "GRPO computed group-wise in one pass (verl's vectorized form; the same values)",
       grpo_options(), [](const GrpoOptions& options) { return std::make_unique<GrpoEstimator>(options); });
   registrar.add<AdvantageEstimator>(
-      "grpo_passk", "Pass@k: each group's best response gets (best - second best) / (group std + 1e-6)",
-      grpo_options(), [](const GrpoOptions& options) { return std::make_unique<GrpoPassKEstimator>(options); });
+      "grpo_passk", "Pass@k: each group's best response gets (best - second best) / (group std + 1e-6)", grpo_options(),
+      [](const GrpoOptions& options) { return std::make_unique<GrpoPassKEstimator>(options); });
   registrar.add<AdvantageEstimator>(
       "gdpo", "GDPO: each reward component GRPO-normalized apart, weighted, summed, then whitened",
       OptionsSchema<GdpoOptions>()

@@ -43,8 +43,8 @@ common options:
 
 void add_common_options(po::options_description& options, CommonArgs& common) {
   options.add_options()("plugins", po::value(&common.plugin_paths)->composing(),
-                        "plugin directory or file (repeatable)")(
-      "log-level", po::value(&common.log_level), "trace|debug|info|warn|error|off");
+                        "plugin directory or file (repeatable)")("log-level", po::value(&common.log_level),
+                                                                 "trace|debug|info|warn|error|off");
 }
 
 po::variables_map parse_command_line(const std::vector<std::string>& args, const po::options_description& options,
@@ -88,9 +88,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
       out << kUsage;
       return 0;
     }
-    const std::string command = args.empty() || args[0].rfind("-", 0) == 0 || args[0].find('=') != std::string::npos
-                                    ? ""
-                                    : args[0];
+    const std::string command =
+        args.empty() || args[0].rfind("-", 0) == 0 || args[0].find('=') != std::string::npos ? "" : args[0];
     const std::vector<std::string> rest(args.begin() + (command.empty() ? 0 : 1), args.end());
     if (command.empty()) return run_command_train(rest, io);
     if (command == "plugins") return run_command_plugins(rest, io);

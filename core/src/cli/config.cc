@@ -19,12 +19,13 @@ int run_command_config(const std::vector<std::string>& args, CommandIo io) {
   po::options_description options("rlcore config [--config FILE] [key=value ...] | --schema [--format text|markdown]");
   add_common_options(options, common);
   options.add_options()("config", po::value(&config_file), "YAML config file")(
-      "schema", po::bool_switch(&schema), "print every declared key instead")(
-      "format", po::value(&format), "schema format: text or markdown");
+      "schema", po::bool_switch(&schema), "print every declared key instead")("format", po::value(&format),
+                                                                              "schema format: text or markdown");
   std::vector<std::string> overrides;
   parse_command_line(args, options, overrides);
   apply_log_level(common.log_level);
-  if (format != "text" && format != "markdown") throw ConfigError("--format must be text or markdown, got '" + format + "'");
+  if (format != "text" && format != "markdown")
+    throw ConfigError("--format must be text or markdown, got '" + format + "'");
 
   Session session(common.plugin_paths);
   if (schema) {

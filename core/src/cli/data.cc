@@ -43,8 +43,8 @@ void write_arithmetic(ArithmeticTaskOptions task, const std::string& ops, const 
   task.ops = split_ops(ops);
   const ArithmeticTaskData data = make_arithmetic_task(task);
   const ArithmeticTaskFiles files = write_arithmetic_task(data, out_dir);
-  io.out << "wrote the arithmetic" << (task.tools ? "-tool" : "") << " task (" << task.digits << "-digit operands, ops " << ops << ", seed " << task.seed
-         << "):\n"
+  io.out << "wrote the arithmetic" << (task.tools ? "-tool" : "") << " task (" << task.digits << "-digit operands, ops "
+         << ops << ", seed " << task.seed << "):\n"
          << "  " << files.train << "  " << data.train.size() << " RL records\n"
          << "  " << files.val << "  " << data.val.size() << " RL records (none in train)\n"
          << "  " << files.sft << "  " << data.sft.size() << " SFT records (train + response)\n";
@@ -91,11 +91,13 @@ int run_data_make(const std::vector<std::string>& args, CommandIo io) {
   std::string ops = "+";
   po::options_description options(kDataUsage);
   add_common_options(options, common);
-  options.add_options()("task", po::value(&task_name)->required(), "arithmetic, arithmetic-tool, repeated-addition or gsm8k-style")(
+  options.add_options()("task", po::value(&task_name)->required(),
+                        "arithmetic, arithmetic-tool, repeated-addition or gsm8k-style")(
       "out", po::value(&out_dir)->required(), "directory to write (created when missing)")(
       "train", po::value(&train), "training records (default 20000 for arithmetic, 7473 for gsm8k-style)")(
       "seed", po::value(&seed), "seed (default 1): the same seed writes the same files")(
-      "val", po::value<int64_t>(), "arithmetic: validation records (default 500; repeated-addition 300), none in train")(
+      "val", po::value<int64_t>(),
+      "arithmetic: validation records (default 500; repeated-addition 300), none in train")(
       "digits", po::value(&arithmetic.digits), "arithmetic: digits per operand, 1 to 9 (default 2)")(
       "ops", po::value(&ops), "arithmetic: operators, comma-separated: any of +,-,* (default +)")(
       "max-terms", po::value(&repeated.max_terms), "repeated-addition: the largest multiplier, 1 to 64 (default 16)")(
@@ -108,7 +110,8 @@ int run_data_make(const std::vector<std::string>& args, CommandIo io) {
   if (!positional.empty()) throw ConfigError("rlcore data make: unexpected argument '" + positional.front() + "'");
   const auto refuse = [&](const std::vector<std::string>& names) {
     for (const auto& name : names) {
-      if (given.count(name)) throw ConfigError("rlcore data make: --" + name + " does not apply to --task " + task_name);
+      if (given.count(name))
+        throw ConfigError("rlcore data make: --" + name + " does not apply to --task " + task_name);
     }
   };
   if (given.count("val")) arithmetic.val = repeated.val = given["val"].as<int64_t>();

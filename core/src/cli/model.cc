@@ -37,8 +37,8 @@ int run_model_init(const std::vector<std::string>& args, CommandIo io) {
   options.add_options()("arch", po::value(&init.arch)->required(), "llama | qwen2 | qwen3")(
       "size", po::value(&init.size)->required(), "tiny (~1M params) | 100m | 1b")(
       "out", po::value(&out_dir)->required(), "checkpoint directory to create")(
-      "seed", po::value(&init.seed), "random-init seed (default 0)")(
-      "dtype", po::value(&init.dtype), "float32 | bfloat16 (default: the preset's)")(
+      "seed", po::value(&init.seed), "random-init seed (default 0)")("dtype", po::value(&init.dtype),
+                                                                     "float32 | bfloat16 (default: the preset's)")(
       "force", po::bool_switch(&init.force), "write into a non-empty directory");
   std::vector<std::string> positional;
   parse_command_line(args, options, positional);

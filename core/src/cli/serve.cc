@@ -139,8 +139,9 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
       "/health, /version) over an inference_engine plugin. Positional key=value pairs are the\n"
       "engine's options (see `rlcore config --schema`)");
   add_common_options(options, common);
-  options.add_options()("model", po::value(&serve.model_dir)->required(), "checkpoint directory (config.json, "
-                                                                           "model.safetensors, tokenizer.json)")(
+  options.add_options()("model", po::value(&serve.model_dir)->required(),
+                        "checkpoint directory (config.json, "
+                        "model.safetensors, tokenizer.json)")(
       "host", po::value(&serve.host), "address to bind (default 127.0.0.1; 0.0.0.0 for every interface)")(
       "port", po::value(&serve.port), "TCP port (default 8000; 0 picks a free one)")(
       "api-key", po::value(&serve.api_key), "require 'Authorization: Bearer KEY' (default: $RLCORE_API_KEY)")(

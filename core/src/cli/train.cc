@@ -25,8 +25,7 @@ int run_command_train(const std::vector<std::string>& args, CommandIo io) {
   const FitSummary summary = trainer.fit();
 
   io.out << "\nrlcore: trained " << summary.steps - summary.resumed_from << " steps"
-         << (summary.resumed_from > 0 ? " (resumed at step " + std::to_string(summary.resumed_from) + ")" : "")
-         << "\n";
+         << (summary.resumed_from > 0 ? " (resumed at step " + std::to_string(summary.resumed_from) + ")" : "") << "\n";
   print_validation(io.out, "before: ", summary.first_validation);
   print_validation(io.out, "after:  ", summary.last_validation);
   io.out << "  run directory: " << summary.run_dir << "\n";

@@ -149,12 +149,14 @@ int run_command_worker(const std::vector<std::string>& args, CommandIo io) {
       "worker-log-level", po::value(&check_args.worker_log_level), "--check: log level of local workers (warn)");
   std::vector<std::string> positional;
   parse_command_line(args, options, positional);
-  if (!positional.empty()) throw ConfigError("rlcore worker takes no positional arguments, got '" + positional[0] + "'");
+  if (!positional.empty())
+    throw ConfigError("rlcore worker takes no positional arguments, got '" + positional[0] + "'");
   apply_log_level(common.log_level);
 
   WorkerOptions worker = worker_options_from_env(process_env());
   if (check) {
-    if (check_args.nworkers == 0) check_args.nworkers = worker.launch.source == "default" ? 2 : worker.launch.world_size;
+    if (check_args.nworkers == 0)
+      check_args.nworkers = worker.launch.source == "default" ? 2 : worker.launch.world_size;
     return run_check(check_args, io);
   }
   if (!controller.empty()) worker.controller = controller;

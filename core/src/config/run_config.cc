@@ -89,7 +89,8 @@ const OptionsSchema<RunConfig>& run_config_schema() {
     OptionsSchema<RewardConfig> reward;
     reward
         .key("grader", &RewardConfig::grader,
-             "Grader for every sample, or 'auto' to pick one by each sample's data_source (verl's default_compute_score).")
+             "Grader for every sample, or 'auto' to pick one by each sample's data_source (verl's "
+             "default_compute_score).")
         .subtree("graders", &RewardConfig::graders, "Options per grader: reward.graders.<name>.<key> (see below).")
         .section("overlong_buffer", &RewardConfig::overlong_buffer, overlong)
         .subtree("custom_reward_function", &RewardConfig::custom_reward_function,
@@ -185,12 +186,12 @@ void validate_graders(const Registry& registry, const RunConfig& config) {
 }
 
 const ComponentEntry& component(const Registry& registry, const std::string& kind, const std::string& name,
-                               const std::string& key) {
+                                const std::string& key) {
   if (const ComponentEntry* entry = registry.find(kind, name)) return *entry;
   const std::string known = join(registry.names(kind));
   const bool in_process_server = kind == "inference_engine" && (name == "vllm" || name == "sglang");
-  throw ConfigError("key " + key + ": no " + kind + " named '" + name + "' is registered (known: " +
-                    (known.empty() ? "none; is its plugin on --plugins?" : known) + ")" +
+  throw ConfigError("key " + key + ": no " + kind + " named '" + name +
+                    "' is registered (known: " + (known.empty() ? "none; is its plugin on --plugins?" : known) + ")" +
                     (in_process_server ? "; rlcore drives a vLLM or SGLang server you start with vllm_bridge "
                                          "(docs/vllm-bridge.md), or generates in its workers with native"
                                        : ""));
@@ -231,7 +232,8 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
     }
   }
   if (tree.has("critic")) {
-    component(registry, "train_engine", config.critic.strategy, "critic.strategy").validate(config.critic.engine_options);
+    component(registry, "train_engine", config.critic.strategy, "critic.strategy")
+        .validate(config.critic.engine_options);
   }
   if (tree.has("algorithm")) {
     component(registry, "advantage_estimator", config.algorithm.adv_estimator, "algorithm.adv_estimator")
@@ -239,8 +241,9 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
     const std::string& estimator = config.algorithm.adv_estimator;
     if ((estimator == "optimal_token_baseline" || estimator == "tir_optimal_token_baseline") &&
         !config.actor_rollout_ref.actor.calculate_sum_pi_squared) {
-      throw ConfigError("key algorithm.adv_estimator = " + estimator +
-                        " needs sum_pi_squared from the actor: set actor_rollout_ref.actor.calculate_sum_pi_squared=true");
+      throw ConfigError(
+          "key algorithm.adv_estimator = " + estimator +
+          " needs sum_pi_squared from the actor: set actor_rollout_ref.actor.calculate_sum_pi_squared=true");
     }
   }
 }
@@ -263,10 +266,9 @@ void reconcile_pool_size(ConfigNode& tree, const std::vector<std::string>& overr
   const int trainer_level = where_set(tree, overrides, trainer_key);
   const int runtime_level = where_set(tree, overrides, runtime_key);
   if (trainer_level > 0 && trainer_level == runtime_level && trainer_value != runtime_value) {
-    throw ConfigError("keys " + tree.at_path(trainer_key).describe() + " = " + std::to_string(trainer_value) +
-                      " and " + tree.at_path(runtime_key).describe() + " = " + std::to_string(runtime_value) +
-                      " both size the default pool and differ; set one of them (" + trainer_key +
-                      " is verl's name)");
+    throw ConfigError("keys " + tree.at_path(trainer_key).describe() + " = " + std::to_string(trainer_value) + " and " +
+                      tree.at_path(runtime_key).describe() + " = " + std::to_string(runtime_value) +
+                      " both size the default pool and differ; set one of them (" + trainer_key + " is verl's name)");
   }
   const bool from_trainer = trainer_level >= runtime_level;
   if (from_trainer) {
@@ -275,8 +277,8 @@ void reconcile_pool_size(ConfigNode& tree, const std::vector<std::string>& overr
     trainer_value = runtime_value;
   }
   const std::string source = std::max(trainer_level, runtime_level) == 0 ? "default"
-                             : from_trainer                            ? trainer_key
-                                                                       : runtime_key;
+                             : from_trainer                              ? trainer_key
+                                                                         : runtime_key;
   tree.set(trainer_key, std::to_string(trainer_value), source);
   tree.set(runtime_key, std::to_string(runtime_value), source);
 }
@@ -297,8 +299,9 @@ void validate_reward_model(const Registry& registry, const RunConfig& config) {
   const RewardModelConfig& model = config.reward.reward_model;
   if (!model.enable) return;
   if (model.model_path.empty()) {
-    throw ConfigError("key reward.reward_model.model_path is required when reward.reward_model.enable is true: "
-                      "the sequence-classification checkpoint that scores responses");
+    throw ConfigError(
+        "key reward.reward_model.model_path is required when reward.reward_model.enable is true: "
+        "the sequence-classification checkpoint that scores responses");
   }
   component(registry, "train_engine", model.strategy, "reward.reward_model.strategy");
 }
@@ -314,8 +317,8 @@ void validate_overlong_buffer(const ConfigNode& tree, const RunConfig& config) {
   }
   if (buffer.len > config.data.max_response_length) {
     throw ConfigError("key " + where + " = " + std::to_string(buffer.len) +
-                      " is longer than data.max_response_length = " +
-                      std::to_string(config.data.max_response_length) + ", the responses it shapes");
+                      " is longer than data.max_response_length = " + std::to_string(config.data.max_response_length) +
+                      ", the responses it shapes");
   }
 }
 

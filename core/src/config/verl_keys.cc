@@ -137,8 +137,8 @@ std::vector<std::string> apply_verl_key_rules(ConfigNode& tree) {
       case VerlKeyHandling::kNativeRolloutOption: {
         const ConfigNode engine = tree.at_path("actor_rollout_ref.rollout.name");
         if (!engine.defined() || (engine.is_scalar() && engine.as<std::string>() == "native")) continue;
-        notes.push_back("key " + node.describe() + " has no effect with rollout engine '" +
-                        engine.as<std::string>() + "': " + rule.why);
+        notes.push_back("key " + node.describe() + " has no effect with rollout engine '" + engine.as<std::string>() +
+                        "': " + rule.why);
         break;
       }
       case VerlKeyHandling::kOnlyValue:

@@ -29,7 +29,8 @@ std::vector<std::string> responses() {
           "\\boxed{",
           "}}}{{{ \\frac{1}{0} $$ \\sqrt[",
           std::string("\0\xff\xfe binary", 11),
-          "caf\xc3\xa9 \xe2\x88\x9a" "2 \xf0\x9f\x99\x82",  // split: \x9a2 would be one escape
+          "caf\xc3\xa9 \xe2\x88\x9a"
+          "2 \xf0\x9f\x99\x82",  // split: \x9a2 would be one escape
           "\xc3\x28 invalid utf-8",
           std::string(20000, '9'),
           std::string(2000, '(') + "1" + std::string(2000, ')'),

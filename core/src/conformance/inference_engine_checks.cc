@@ -47,7 +47,8 @@ std::string compare_tokens(const Tokens& got, const Tokens& want, const std::str
   }
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i] != want[i])
-      return "output " + std::to_string(i) + " is " + show_tokens(got[i]) + ", " + expected_what + " " + show_tokens(want[i]);
+      return "output " + std::to_string(i) + " is " + show_tokens(got[i]) + ", " + expected_what + " " +
+             show_tokens(want[i]);
   }
   return "";
 }
@@ -223,8 +224,8 @@ Outcome check_stop_tokens(CheckEnv& env) {
     const FinishReason reason = stops ? FinishReason::kStop : FinishReason::kLength;
     if (out.token_ids[i] != want || out.finish_reasons[i] != reason) {
       return Outcome::fail("stop token " + std::to_string(stop) + ": output " + std::to_string(i) + " is " +
-                           show_tokens(out.token_ids[i]) + " (" + finish_reason_name(out.finish_reasons[i]) + "), expected " +
-                           show_tokens(want) + " (" + finish_reason_name(reason) + ")");
+                           show_tokens(out.token_ids[i]) + " (" + finish_reason_name(out.finish_reasons[i]) +
+                           "), expected " + show_tokens(want) + " (" + finish_reason_name(reason) + ")");
     }
   }
   return Outcome::pass();

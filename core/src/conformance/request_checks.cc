@@ -46,8 +46,8 @@ SamplingParams seeded(int64_t seed) {
 }
 
 // Submits `requests`, `per_step` before each step, and steps until every one has finished.
-std::map<std::string, RequestOutput> run_requests(GeneratesRequests& engine, const std::vector<GenerationRequest>& requests,
-                                         size_t per_step) {
+std::map<std::string, RequestOutput> run_requests(GeneratesRequests& engine,
+                                                  const std::vector<GenerationRequest>& requests, size_t per_step) {
   std::map<std::string, RequestOutput> done;
   size_t next = 0;
   for (int64_t step = 0; step < kStepLimit && done.size() < requests.size(); ++step) {
@@ -122,7 +122,8 @@ Outcome check_requests_abort(CheckEnv& env) {
   const auto& got = partial->generated.token_ids;
   const auto& want = whole.token_ids.at(0);
   if (got.size() > want.size() || !std::equal(got.begin(), got.end(), want.begin())) {
-    return Outcome::fail("abort() returned " + show_tokens(got) + ", not a prefix of the whole response " + show_tokens(want));
+    return Outcome::fail("abort() returned " + show_tokens(got) + ", not a prefix of the whole response " +
+                         show_tokens(want));
   }
   if (c.requests->abort("aborted")) return Outcome::fail("a second abort() of the same id returned a response");
   if (c.requests->abort("never-submitted")) return Outcome::fail("abort() of an unknown id returned a response");
@@ -143,13 +144,15 @@ Outcome check_requests_seed_reproducible(CheckEnv& env) {
   const GenerationRequest probe = request("probe", test_prompts()[2], seeded(29));
   const auto first = run_requests(*c.requests, {probe}, 1).at("probe").generated.token_ids;
   const auto second = run_requests(*c.requests, {probe}, 1).at("probe").generated.token_ids;
-  if (first != second) return Outcome::fail("the same seeded request gave " + show_tokens(first) + " then " + show_tokens(second));
+  if (first != second)
+    return Outcome::fail("the same seeded request gave " + show_tokens(first) + " then " + show_tokens(second));
   std::vector<GenerationRequest> busy;
   for (int i = 0; i < 6; ++i) busy.push_back(request("other" + std::to_string(i), test_prompts()[i % 3], seeded(i)));
   busy.insert(busy.begin() + 3, probe);
   const auto crowded = run_requests(*c.requests, busy, 2).at("probe").generated.token_ids;
   if (crowded != first) {
-    return Outcome::fail("the seeded request gave " + show_tokens(first) + " alone, " + show_tokens(crowded) + " among others");
+    return Outcome::fail("the seeded request gave " + show_tokens(first) + " alone, " + show_tokens(crowded) +
+                         " among others");
   }
   return Outcome::pass();
 }

@@ -67,7 +67,8 @@ Outcome check_tool_arguments(CheckEnv& env) {
   for (size_t i = 0; i < sets.size(); ++i) {
     try {
       const agent::ToolOutcome outcome = tools.call({tool->schema().name, sets[i]}, ToolCallContext{});
-      if (outcome.timed_out) return Outcome::fail("arguments " + sets[i].dump().substr(0, 80) + " ran past the timeout");
+      if (outcome.timed_out)
+        return Outcome::fail("arguments " + sets[i].dump().substr(0, 80) + " ran past the timeout");
       if (outcome.result.error && outcome.result.text.rfind("error: the tool failed", 0) == 0) {
         return Outcome::fail("arguments " + sets[i].dump().substr(0, 80) +
                              " made call() throw (bad arguments must be an error result): " + outcome.result.text);

@@ -414,21 +414,24 @@ std::string gather_into_problem(TrainEngine& engine, GathersIntoBuffers& gathere
       }
       if (gather.offsets[k] < 0 || gather.offsets[k] + gather.numels[k] > gather.numel ||
           gather.numels[k] != want[listed].second.numel()) {
-        return "gather " + std::to_string(g) + " places '" + gather.names[k] + "' outside its buffer or with the wrong size";
+        return "gather " + std::to_string(g) + " places '" + gather.names[k] +
+               "' outside its buffer or with the wrong size";
       }
       place[gather.names[k]] = {g, gather.offsets[k]};
     }
     buffers.push_back(at::full({gather.numel}, -7.0, at::kBFloat16));
   }
-  if (listed != want.size()) return "full_parameter_gathers() lists " + std::to_string(listed) + " of the " +
-                                    std::to_string(want.size()) + " parameters";
+  if (listed != want.size())
+    return "full_parameter_gathers() lists " + std::to_string(listed) + " of the " + std::to_string(want.size()) +
+           " parameters";
   size_t asked = 0;
   size_t visited = 0;
   std::vector<bool> used(gathers.size(), false);
   std::string problem;
   gatherer.for_each_full_parameter_into(
       [&](size_t gather) {
-        if (gather != asked && problem.empty()) problem = "destination(" + std::to_string(gather) + ") asked out of order";
+        if (gather != asked && problem.empty())
+          problem = "destination(" + std::to_string(gather) + ") asked out of order";
         ++asked;
         return gather < buffers.size() ? buffers[gather] : at::Tensor();
       },
@@ -454,8 +457,9 @@ std::string gather_into_problem(TrainEngine& engine, GathersIntoBuffers& gathere
         ++visited;
       });
   if (!problem.empty()) return problem;
-  if (asked != gathers.size()) return "destination() was asked " + std::to_string(asked) + " times for " +
-                                      std::to_string(gathers.size()) + " gathers";
+  if (asked != gathers.size())
+    return "destination() was asked " + std::to_string(asked) + " times for " + std::to_string(gathers.size()) +
+           " gathers";
   if (visited != want.size()) return "visited " + std::to_string(visited) + " of " + std::to_string(want.size());
   landed = std::count(used.begin(), used.end(), true);
   return "";
@@ -467,7 +471,8 @@ std::string gather_into_problem(TrainEngine& engine, GathersIntoBuffers& gathere
 // places in a buffer at its listed offset.
 Outcome check_gather_into_buffer(CheckEnv& env) {
   auto single = make_train_candidate(env, env.tiny_model);
-  if (!supports<GathersIntoBuffers>(*single)) return Outcome::not_applicable("does not claim the gather_into_buffer capability");
+  if (!supports<GathersIntoBuffers>(*single))
+    return Outcome::not_applicable("does not claim the gather_into_buffer capability");
   std::vector<std::string> problems(kWorld);
   std::vector<int64_t> landed(kWorld, 0);
   const TwoRanks run = run_two_ranks(env, "conformance_gather_into", [&](int64_t rank, TrainEngine& engine) {

@@ -113,7 +113,7 @@ std::string ArithmeticProblem::response() const { return "#### " + std::to_strin
 
 nlohmann::json ArithmeticProblem::tool_demonstration() const {
   const nlohmann::ordered_json call = {{"name", kArithmeticToolName},
-                               {"arguments", {{"expression", std::to_string(a) + op + std::to_string(b)}}}};
+                                       {"arguments", {{"expression", std::to_string(a) + op + std::to_string(b)}}}};
   return nlohmann::json::array({{{"role", "assistant"}, {"content", "<tool_call>" + call.dump() + "</tool_call>"}},
                                 {{"role", "tool"}, {"content", std::to_string(answer())}},
                                 {{"role", "assistant"}, {"content", response()}}});

@@ -107,8 +107,7 @@ class ExampleBuilder {
         tokenizer_(tokenizer),
         with_responses_(with_responses),
         assembler_(assembler),
-        chat_renderer_(config.apply_chat_template && config.prompt_template == "chat" ? chat_renderer
-                                                                                       : ChatRenderer()),
+        chat_renderer_(config.apply_chat_template && config.prompt_template == "chat" ? chat_renderer : ChatRenderer()),
         // Validates the template name and rejects a system prompt for "plain".
         default_template_(PromptTemplate::from_name(config.prompt_template, config.system_prompt)) {
     if (config.truncation != "error" && config.truncation != "left" && config.truncation != "right") {
@@ -216,7 +215,7 @@ class ExampleBuilder {
   const Tokenizer& tokenizer_;
   bool with_responses_;
   ResponseAssembler assembler_;  // empty: string responses only
-  ChatRenderer chat_renderer_;  // empty: ChatML or plain (default_template_)
+  ChatRenderer chat_renderer_;   // empty: ChatML or plain (default_template_)
   PromptTemplate default_template_;
 };
 

@@ -62,7 +62,8 @@ void for_each_record(const std::string& path,
   if (ends_with(path, ".parquet")) return data_parquet::for_each_record(path, visit);
   const bool jsonl = ends_with(path, ".jsonl");
   if (!jsonl && !ends_with(path, ".json")) {
-    throw FormatError(path + ": unsupported dataset format; use .parquet, .jsonl (one object per line) or .json (an "
+    throw FormatError(path +
+                      ": unsupported dataset format; use .parquet, .jsonl (one object per line) or .json (an "
                       "array of objects)");
   }
   std::ifstream in(path);

@@ -95,8 +95,7 @@ void add_file_sinks(MetricsLogger& logger, const std::vector<std::string>& logge
   }
 }
 
-void set_aside_earlier_metrics(const std::vector<std::string>& loggers, const std::string& run_dir,
-                               std::ostream& out) {
+void set_aside_earlier_metrics(const std::vector<std::string>& loggers, const std::string& run_dir, std::ostream& out) {
   if (std::find(loggers.begin(), loggers.end(), "jsonl") == loggers.end()) return;
   const std::filesystem::path dir(run_dir);
   const std::filesystem::path current = dir / "metrics.jsonl";
@@ -111,8 +110,7 @@ void set_aside_earlier_metrics(const std::vector<std::string>& loggers, const st
     throw IoError("cannot set the earlier run's '" + current.string() + "' aside as '" + kept.string() +
                   "': " + error.message());
   }
-  out << "rlcore: " << current.string() << " held an earlier run's metrics; they are now in " << kept.string()
-      << "\n";
+  out << "rlcore: " << current.string() << " held an earlier run's metrics; they are now in " << kept.string() << "\n";
 }
 
 MetricsLogger make_metrics_logger(const std::vector<std::string>& loggers, const std::string& run_dir,

@@ -44,7 +44,8 @@ void validate(const ClusterOptions& options) {
     if (!pools.insert(pool.name).second) throw ConfigError("resource pool '" + pool.name + "' is declared twice");
     if (pool.nodes.empty()) throw ConfigError("resource pool '" + pool.name + "' has no nodes");
     for (int64_t n : pool.nodes) {
-      if (n < 1) throw ConfigError("resource pool '" + pool.name + "' has a node with " + std::to_string(n) + " workers");
+      if (n < 1)
+        throw ConfigError("resource pool '" + pool.name + "' has a node with " + std::to_string(n) + " workers");
     }
     if (options.launcher == "local" && pool.nodes.size() != 1) {
       throw ConfigError("resource pool '" + pool.name + "' spans " + std::to_string(pool.nodes.size()) +
@@ -105,8 +106,8 @@ struct Cluster::Impl {
     setup["pool_size"] = pool.size();
     setup["global_rank"] = global_rank;
     setup["mesh"] = mesh_to_json(mesh_or_default(pool.mesh, pool.size()));
-    setup["threads"] = options.launcher == "local" ? threads_for_worker(pool.threads_per_worker, world_size)
-                                                   : pool.threads_per_worker;
+    setup["threads"] =
+        options.launcher == "local" ? threads_for_worker(pool.threads_per_worker, world_size) : pool.threads_per_worker;
     setup["roles"] = nlohmann::json::array();
     for (const auto& role : pool.roles) {
       setup["roles"].push_back({{"name", role.name}, {"type", role.type}, {"options", role.options}});
@@ -129,15 +130,16 @@ struct Cluster::Impl {
 
   nlohmann::json on_hello(const PeerInfo& peer) {
     if (peer.world_size != world_size || peer.rank >= world_size) {
-      throw ConfigError("worker says rank " + std::to_string(peer.rank) + " of WORLD_SIZE=" +
-                        std::to_string(peer.world_size) + ", but this run has " + std::to_string(world_size) +
-                        " workers");
+      throw ConfigError("worker says rank " + std::to_string(peer.rank) +
+                        " of WORLD_SIZE=" + std::to_string(peer.world_size) + ", but this run has " +
+                        std::to_string(world_size) + " workers");
     }
     {
       std::lock_guard<std::mutex> lock(state->mutex);
       if (state->closing) throw Error("the run is shutting down");
       if (state->peers.count(peer.rank)) {
-        throw ConfigError("rank " + std::to_string(peer.rank) + " already joined this run; a run does not re-admit workers");
+        throw ConfigError("rank " + std::to_string(peer.rank) +
+                          " already joined this run; a run does not re-admit workers");
       }
       state->peers[peer.rank] = peer;
       state->changed.notify_all();
@@ -152,8 +154,8 @@ struct Cluster::Impl {
     } else if (type == "ready") {
       if (!message.header["ok"].get<bool>()) {
         const WorkerAddress worker{peer.rank, peer.host, peer.pid};
-        state->fail(worker, "worker " + worker.describe() + " failed to set up: " +
-                                message.header["error"].get<std::string>());
+        state->fail(worker,
+                    "worker " + worker.describe() + " failed to set up: " + message.header["error"].get<std::string>());
         return;
       }
       std::lock_guard<std::mutex> lock(state->mutex);
@@ -211,7 +213,8 @@ struct Cluster::Impl {
         {
           std::lock_guard<std::mutex> lock(state->mutex);
           auto it = state->peers.find(gone.rank);
-          peer = it != state->peers.end() ? it->second : PeerInfo{gone.rank, world_size, gone.rank, hostname(), gone.pid};
+          peer =
+              it != state->peers.end() ? it->second : PeerInfo{gone.rank, world_size, gone.rank, hostname(), gone.pid};
         }
         on_lost(peer, reason);
       }
@@ -233,8 +236,9 @@ struct Cluster::Impl {
     if (secret.empty() && options.launcher == "external") {
       const char* env = std::getenv(kSecretEnv);
       if (!env || !*env) {
-        throw ConfigError("the external launcher needs a shared secret: set RLCORE_SECRET for the controller and "
-                          "every worker (e.g. RLCORE_SECRET=$(openssl rand -hex 32))");
+        throw ConfigError(
+            "the external launcher needs a shared secret: set RLCORE_SECRET for the controller and "
+            "every worker (e.g. RLCORE_SECRET=$(openssl rand -hex 32))");
       }
       secret = env;
     }
@@ -347,7 +351,8 @@ struct Cluster::Impl {
           }
         }
       }
-      groups[pool.name].reset(new WorkerGroup(pool.name, first_rank[index], std::move(workers), std::move(methods), state));
+      groups[pool.name].reset(
+          new WorkerGroup(pool.name, first_rank[index], std::move(workers), std::move(methods), state));
     }
   }
 

@@ -27,7 +27,7 @@ struct PendingCall {
   std::string pool;
   std::string method;
   DispatchMode mode = DispatchMode::kOneToAll;
-  DispatchPlan plan;  // inputs dropped once sent
+  DispatchPlan plan;                   // inputs dropped once sent
   std::vector<WorkerAddress> workers;  // the group's, by pool rank
   std::set<int64_t> waiting;           // pool ranks yet to reply
   std::map<int64_t, RankReply> replies;

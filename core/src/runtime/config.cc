@@ -21,12 +21,12 @@ const OptionsSchema<RuntimeConfig>& runtime_config_schema() {
              in_range(0, 65535))
         .key("advertise_host", &RuntimeConfig::advertise_host,
              "Address workers connect to (empty: host, or this machine's name when host is 0.0.0.0).")
-        .key("transport", &RuntimeConfig::transport,
-             "Control plane: tcp, or ipc (a Unix socket; local launcher only).", one_of({"tcp", "ipc"}))
+        .key("transport", &RuntimeConfig::transport, "Control plane: tcp, or ipc (a Unix socket; local launcher only).",
+             one_of({"tcp", "ipc"}))
         .key("worker_executable", &RuntimeConfig::worker_executable,
              "rlcore binary the local launcher starts (empty: $RLCORE_EXECUTABLE, else this executable).")
-        .key("heartbeat_interval_s", &RuntimeConfig::heartbeat_interval_s,
-             "Seconds between heartbeats, both ways.", greater_than(0))
+        .key("heartbeat_interval_s", &RuntimeConfig::heartbeat_interval_s, "Seconds between heartbeats, both ways.",
+             greater_than(0))
         .key("heartbeat_timeout_s", &RuntimeConfig::heartbeat_timeout_s,
              "A worker (or controller) silent this long is lost; the run stops.", greater_than(0))
         .key("connect_timeout_s", &RuntimeConfig::connect_timeout_s,
@@ -55,8 +55,9 @@ const OptionsSchema<RuntimeConfig>& runtime_config_schema() {
              "Workers per node of the default pool 'global'; the same number as trainer.n_gpus_per_node (verl's name): "
              "set either (docs/launch.md).",
              at_least(1))
-        .subtree("pools", &RuntimeConfig::pools,
-                 "Named resource pools: runtime.pools.<name>.{nodes, roles, mesh, threads_per_worker} (docs/launch.md).");
+        .subtree(
+            "pools", &RuntimeConfig::pools,
+            "Named resource pools: runtime.pools.<name>.{nodes, roles, mesh, threads_per_worker} (docs/launch.md).");
     return s;
   }();
   return schema;

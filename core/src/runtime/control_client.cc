@@ -153,8 +153,8 @@ Welcome ControlClient::connect() {
   hello["secret"] = impl_->options.secret;
   impl_->loop->post(runtime_detail::to_frames(hello, nullptr));
   std::unique_lock<std::mutex> lock(impl_->mutex);
-  const bool answered = impl_->changed.wait_for(lock, impl_->options.connect_timeout,
-                                                [&] { return impl_->welcome || impl_->refusal; });
+  const bool answered =
+      impl_->changed.wait_for(lock, impl_->options.connect_timeout, [&] { return impl_->welcome || impl_->refusal; });
   if (!answered) {
     throw TimeoutError("no answer from the controller at " + impl_->options.endpoint + " within " +
                        std::to_string(impl_->options.connect_timeout.count()) + " ms");

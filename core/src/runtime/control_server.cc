@@ -228,7 +228,8 @@ struct ControlServer::Impl {
     for (const auto& [identity, reason] : silent) drop_peer(identity, reason, false);
     if (now >= next_heartbeat) {
       next_heartbeat = now + options.heartbeat_interval;
-      for (const auto& identity : identities) post(identity, runtime_detail::to_frames(control_header("heartbeat"), nullptr));
+      for (const auto& identity : identities)
+        post(identity, runtime_detail::to_frames(control_header("heartbeat"), nullptr));
     }
     if (handlers.on_tick) handlers.on_tick();
   }

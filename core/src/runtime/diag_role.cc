@@ -30,13 +30,14 @@ void register_diag(const RoleContext& context, RoleMethods& methods) {
   methods.add("echo", DispatchMode::kOneToAll, [context](const Batch& batch, const nlohmann::json&) {
     return MethodResult{batch, {{"rank", context.rank}}};
   });
-  methods.add("echo_dp", DispatchMode::kDpCompute,
-              [](const Batch& batch, const nlohmann::json&) { return MethodResult{batch, nullptr}; });
+  methods.add("echo_dp", DispatchMode::kDpCompute, [](const Batch& batch, const nlohmann::json&) {
+    return MethodResult{batch, nullptr};
+  });
   methods.add("info", DispatchMode::kOneToAll, [context](const Batch&, const nlohmann::json&) {
-    nlohmann::json info = {{"rank", context.rank},       {"world_size", context.world_size},
-                           {"local_rank", context.local_rank}, {"host", context.host},
-                           {"pid", static_cast<int64_t>(::getpid())}, {"threads", at::get_num_threads()},
-                           {"pool", context.pool}};
+    nlohmann::json info = {
+        {"rank", context.rank}, {"world_size", context.world_size},        {"local_rank", context.local_rank},
+        {"host", context.host}, {"pid", static_cast<int64_t>(::getpid())}, {"threads", at::get_num_threads()},
+        {"pool", context.pool}};
     info["groups"] = nlohmann::json::object();
     if (context.comm) {
       for (const auto& name : context.comm->group_names()) {
@@ -46,12 +47,10 @@ void register_diag(const RoleContext& context, RoleMethods& methods) {
     }
     return MethodResult{Batch(), info};
   });
-  methods.add("scale", DispatchMode::kDpCompute, [context](const Batch& batch, const nlohmann::json& args) {
-    return scaled(context, batch, args);
-  });
-  methods.add_mesh("scale_mesh", "default", [context](const Batch& batch, const nlohmann::json& args) {
-    return scaled(context, batch, args);
-  });
+  methods.add("scale", DispatchMode::kDpCompute,
+              [context](const Batch& batch, const nlohmann::json& args) { return scaled(context, batch, args); });
+  methods.add_mesh("scale_mesh", "default",
+                   [context](const Batch& batch, const nlohmann::json& args) { return scaled(context, batch, args); });
   methods.add("sum_each", DispatchMode::kAllToAll, [context](const Batch& batch, const nlohmann::json&) {
     return MethodResult{Batch(), {{"rank", context.rank}, {"sum", batch.tensor("x").sum().item<double>()}}};
   });
@@ -89,10 +88,11 @@ void register_diag(const RoleContext& context, RoleMethods& methods) {
     const CommGroup& group = context.comm->group(args.value("group", std::string("world")));
     at::Tensor value = at::full({1}, static_cast<double>(context.rank + 1), at::kDouble);
     group.all_reduce(value);
-    return MethodResult{Batch(), {{"rank", context.rank},
-                                  {"sum", value.item<double>()},
-                                  {"group_rank", group.rank()},
-                                  {"group_ranks", group.ranks()}}};
+    return MethodResult{Batch(),
+                        {{"rank", context.rank},
+                         {"sum", value.item<double>()},
+                         {"group_rank", group.rank()},
+                         {"group_ranks", group.ranks()}}};
   });
 }
 

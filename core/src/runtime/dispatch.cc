@@ -11,8 +11,8 @@ namespace rlcore {
 namespace {
 
 constexpr std::pair<DispatchMode, const char*> kModeNames[] = {
-    {DispatchMode::kOneToAll, "one_to_all"},     {DispatchMode::kAllToAll, "all_to_all"},
-    {DispatchMode::kDpCompute, "dp_compute"},    {DispatchMode::kMeshCompute, "mesh_compute"},
+    {DispatchMode::kOneToAll, "one_to_all"},  {DispatchMode::kAllToAll, "all_to_all"},
+    {DispatchMode::kDpCompute, "dp_compute"}, {DispatchMode::kMeshCompute, "mesh_compute"},
     {DispatchMode::kRankZero, "rank_zero"},
 };
 
@@ -45,8 +45,9 @@ DispatchMode dispatch_mode_from_string(const std::string& name) {
   for (const auto& [value, text] : kModeNames) {
     if (name == text) return value;
   }
-  throw ValueError("unknown dispatch mode '" + name + "'; modes are: " +
-                   join(kModeNames, ", ", [](const auto& mode) { return std::string(mode.second); }));
+  throw ValueError("unknown dispatch mode '" + name + "'; modes are: " + join(kModeNames, ", ", [](const auto& mode) {
+                     return std::string(mode.second);
+                   }));
 }
 
 DispatchPlan plan_dispatch(DispatchMode mode, const std::vector<Batch>& inputs, int64_t world_size,

@@ -137,7 +137,8 @@ struct LocalLauncher::Impl {
 };
 
 LocalLauncher::LocalLauncher(LocalLaunchOptions options) : impl_(std::make_unique<Impl>()) {
-  if (options.nworkers < 1) throw ValueError("LocalLauncher needs nworkers >= 1, got " + std::to_string(options.nworkers));
+  if (options.nworkers < 1)
+    throw ValueError("LocalLauncher needs nworkers >= 1, got " + std::to_string(options.nworkers));
   if (options.executable.empty()) options.executable = default_worker_executable();
   impl_->options = std::move(options);
   const LocalLaunchOptions& o = impl_->options;

@@ -16,8 +16,8 @@ std::size_t dim_index(const MeshShape& mesh, const std::string& dim) {
   for (std::size_t i = 0; i < mesh.size(); ++i) {
     if (mesh[i].name == dim) return i;
   }
-  throw ValueError("the mesh has no dimension '" + dim + "'; its dimensions are: " +
-                   join(mesh, ", ", [](const auto& d) { return d.name; }));
+  throw ValueError("the mesh has no dimension '" + dim +
+                   "'; its dimensions are: " + join(mesh, ", ", [](const auto& d) { return d.name; }));
 }
 
 int64_t rank_of(const MeshShape& mesh, const std::vector<int64_t>& coordinates) {

@@ -85,8 +85,7 @@ std::string local_address_towards(const std::string& host) {
     socklen_t length = sizeof(local);
     char text[NI_MAXHOST];
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
-        getnameinfo(reinterpret_cast<sockaddr*>(&local), length, text, sizeof(text), nullptr, 0, NI_NUMERICHOST) ==
-            0) {
+        getnameinfo(reinterpret_cast<sockaddr*>(&local), length, text, sizeof(text), nullptr, 0, NI_NUMERICHOST) == 0) {
       address = text;
     }
   }
@@ -186,8 +185,8 @@ CommGroup join_shared_group(const ProcessGroupOptions& options, const std::strin
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw IoError("rank " + std::to_string(rank) + " of group '" + name + "': cannot join it through the store: " +
-                  e.what());
+    throw IoError("rank " + std::to_string(rank) + " of group '" + name +
+                  "': cannot join it through the store: " + e.what());
   }
 }
 
@@ -204,9 +203,9 @@ std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& option
     std::vector<CommGroup> groups;
     std::vector<int64_t> all(static_cast<std::size_t>(options.world_size));
     for (int64_t i = 0; i < options.world_size; ++i) all[i] = i;
-    groups.emplace_back("world",
-                        make_group(store, options.prefix + "/world", options.rank, options.world_size, address, options),
-                        all, options.rank, options.device_backend);
+    groups.emplace_back(
+        "world", make_group(store, options.prefix + "/world", options.rank, options.world_size, address, options), all,
+        options.rank, options.device_backend);
     std::vector<std::pair<std::string, int64_t>> dims;
     for (const auto& dim : mesh) {
       dims.emplace_back(dim.name, dim.size);

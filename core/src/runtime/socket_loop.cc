@@ -132,8 +132,8 @@ void SocketLoop::drain_outgoing() {
   for (auto& frames : batch) {
     try {
       for (std::size_t i = 0; i < frames.size(); ++i) {
-        const auto flags = i + 1 < frames.size() ? zmq::send_flags::sndmore | zmq::send_flags::dontwait
-                                                 : zmq::send_flags::dontwait;
+        const auto flags =
+            i + 1 < frames.size() ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait;
         if (!socket_.send(frames[i], flags)) {
           spdlog::warn("control plane: send queue full, message dropped");
           break;

@@ -143,8 +143,9 @@ Envelope run_call(const MethodTable& table, const Envelope& call) {
     // The controller drops a header over its limit unread: fail the call here instead of leaving it unanswered.
     const std::size_t header_bytes = reply.header.dump().size();
     if (header_bytes > MessageLimits{}.max_header_bytes) {
-      throw ValueError("its reply value is " + std::to_string(header_bytes) + " bytes, over the control header's limit of " +
-                       std::to_string(MessageLimits{}.max_header_bytes) + "; large results belong in the reply's Batch");
+      throw ValueError(
+          "its reply value is " + std::to_string(header_bytes) + " bytes, over the control header's limit of " +
+          std::to_string(MessageLimits{}.max_header_bytes) + "; large results belong in the reply's Batch");
     }
   } catch (const std::exception& e) {
     reply.header.erase("value");

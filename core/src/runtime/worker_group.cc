@@ -111,9 +111,9 @@ void ClusterState::expire_calls() {
   }
   for (auto& call : held) report_held_error(*call);
   for (auto& call : expired) {
-    call->promise.set_exception(std::make_exception_ptr(TimeoutError(
-        "call '" + call->method + "' on pool '" + call->pool + "' timed out waiting for " +
-        ranks_text(call->waiting, call->workers))));
+    call->promise.set_exception(
+        std::make_exception_ptr(TimeoutError("call '" + call->method + "' on pool '" + call->pool +
+                                             "' timed out waiting for " + ranks_text(call->waiting, call->workers))));
   }
 }
 
@@ -155,8 +155,7 @@ CallOutput assemble(PendingCall& call) {
 using runtime_detail::PendingCall;
 
 WorkerGroup::WorkerGroup(std::string pool, int64_t first_global_rank, std::vector<WorkerInfo> workers,
-                         std::map<std::string, MethodInfo> methods,
-                         std::shared_ptr<runtime_detail::ClusterState> state)
+                         std::map<std::string, MethodInfo> methods, std::shared_ptr<runtime_detail::ClusterState> state)
     : pool_(std::move(pool)),
       first_global_rank_(first_global_rank),
       workers_(std::move(workers)),
@@ -197,7 +196,8 @@ std::future<CallOutput> WorkerGroup::dispatch(const std::string& method, const s
     call->method = method;
     call->mode = info.mode;
     call->plan = plan_dispatch(info.mode, inputs, size(), mesh);
-    for (const auto& worker : workers_) call->workers.push_back(WorkerAddress{worker.global_rank, worker.host, worker.pid});
+    for (const auto& worker : workers_)
+      call->workers.push_back(WorkerAddress{worker.global_rank, worker.host, worker.pid});
     call->waiting.insert(call->plan.targets.begin(), call->plan.targets.end());
 
     nlohmann::json header = control_header("call");

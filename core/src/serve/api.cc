@@ -93,10 +93,9 @@ ApiResponse OpenAiApi::chat_completions(const std::string& body) {
     const std::string id = make_chat_completion_id();
     const auto created = static_cast<int64_t>(std::time(nullptr));
     if (request.completion.stream && driver_) {
-      return live_stream("/v1/chat/completions", id, request.completion, prepared,
-                         [this, id, created](const auto& r, const auto&) {
-                           return chat_stream_encoder(r, model_, id, created);
-                         });
+      return live_stream(
+          "/v1/chat/completions", id, request.completion, prepared,
+          [this, id, created](const auto& r, const auto&) { return chat_stream_encoder(r, model_, id, created); });
     }
     const GateTicket ticket(gate_);
     if (request.completion.stream) {
@@ -122,8 +121,8 @@ ApiResponse OpenAiApi::live_stream(const char* route, const std::string& id, Com
   // Held until the last event is written: a paused server refuses (503) before the stream begins.
   auto ticket = std::make_shared<GateTicket>(gate_);
   auto engine = std::make_shared<std::shared_lock<std::shared_mutex>>(engine_mutex_);
-  auto state = std::make_shared<std::pair<CompletionRequest, PreparedCompletion>>(std::move(request),
-                                                                                  std::move(prepared));
+  auto state =
+      std::make_shared<std::pair<CompletionRequest, PreparedCompletion>>(std::move(request), std::move(prepared));
   ApiResponse response;
   response.live = [this, route, id, ticket, engine, state,
                    encoder = std::move(encoder)](const std::function<bool(const std::string&)>& write) {
@@ -140,7 +139,8 @@ ApiResponse OpenAiApi::live_stream(const char* route, const std::string& id, Com
           },
           id);
     } catch (...) {
-      const ApiResponse failure = answer(route, [] () -> ApiResponse { std::rethrow_exception(std::current_exception()); });
+      const ApiResponse failure =
+          answer(route, []() -> ApiResponse { std::rethrow_exception(std::current_exception()); });
       for (const std::string& event : stream_error_events(failure.body)) open = open && write(event);
       return;
     }
@@ -153,7 +153,7 @@ ApiResponse OpenAiApi::tokenize(const std::string& body) {
   return answer("/tokenize", [&] {
     const nlohmann::json fields = parse_json_object(body);
     if (fields.contains("messages")) {  // vLLM's TokenizeChatRequest: the chat template's prompt
-      nlohmann::json rest = fields;  // model and return_token_strs, checked as for a text prompt
+      nlohmann::json rest = fields;     // model and return_token_strs, checked as for a text prompt
       for (const char* chat_only : {"messages", "tools", "chat_template_kwargs", "add_generation_prompt",
                                     "continue_final_message", "chat_template", "add_special_tokens"}) {
         rest.erase(chat_only);

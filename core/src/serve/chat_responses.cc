@@ -90,7 +90,8 @@ class ChatEncoder final : public StreamEncoder {
   std::string token(std::size_t k, const std::vector<int32_t>& ids, float logprob, const std::string& text,
                     std::optional<FinishReason> finish) override {
     json logprobs = nullptr;
-    if (options_.logprobs) logprobs = chat_logprobs({ids.back()}, {logprob}, model_, options_.return_tokens_as_token_ids);
+    if (options_.logprobs)
+      logprobs = chat_logprobs({ids.back()}, {logprob}, model_, options_.return_tokens_as_token_ids);
     return sse_event(
         chunk(json::array({{{"index", k},
                             {"delta", {{"content", text}}},

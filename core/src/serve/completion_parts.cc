@@ -122,5 +122,4 @@ void check_output_shape(const PreparedCompletion& prepared, const GenerationOutp
   }
 }
 
-
 }  // namespace rlcore::serve

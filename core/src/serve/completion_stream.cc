@@ -26,20 +26,21 @@ class CompletionEncoder final : public StreamEncoder {
     const std::size_t position = ids.size() - 1;
     json logprobs = nullptr;
     if (request_.logprobs) {
-      logprobs = completion_logprobs(token_id, {logprob}, model_, request_.return_tokens_as_token_ids, text_offsets_[k]);
+      logprobs =
+          completion_logprobs(token_id, {logprob}, model_, request_.return_tokens_as_token_ids, text_offsets_[k]);
     }
     text_offsets_[k] += code_points(text);
     const auto n = static_cast<std::size_t>(prepared_.sampling.n);
-    json choice = {{"index", k},
-                   {"text", text},
-                   {"logprobs", logprobs},
-                   {"finish_reason", finish ? json(finish_reason_name(*finish)) : json(nullptr)},
-                   {"stop_reason", finish ? stop_reason(request_, model_, ids, *finish) : json(nullptr)},
-                   {"token_ids", request_.return_token_ids ? json(token_id) : json(nullptr)},
-                   // vLLM sends the prompt's ids with a choice's first chunk only.
-                   {"prompt_token_ids", request_.return_token_ids && position == 0
-                                            ? json(prepared_.prompt_token_ids[k / n])
-                                            : json(nullptr)}};
+    json choice = {
+        {"index", k},
+        {"text", text},
+        {"logprobs", logprobs},
+        {"finish_reason", finish ? json(finish_reason_name(*finish)) : json(nullptr)},
+        {"stop_reason", finish ? stop_reason(request_, model_, ids, *finish) : json(nullptr)},
+        {"token_ids", request_.return_token_ids ? json(token_id) : json(nullptr)},
+        // vLLM sends the prompt's ids with a choice's first chunk only.
+        {"prompt_token_ids",
+         request_.return_token_ids && position == 0 ? json(prepared_.prompt_token_ids[k / n]) : json(nullptr)}};
     return sse_event(chunk(json::array({std::move(choice)})));
   }
 
@@ -49,8 +50,12 @@ class CompletionEncoder final : public StreamEncoder {
 
  private:
   json chunk(json choices) const {
-    return json{{"id", id_},       {"object", "text_completion"}, {"created", created_}, {"model", model_.name},
-                {"choices", std::move(choices)}, {"usage", nullptr}};
+    return json{{"id", id_},
+                {"object", "text_completion"},
+                {"created", created_},
+                {"model", model_.name},
+                {"choices", std::move(choices)},
+                {"usage", nullptr}};
   }
 
   const CompletionRequest& request_;

@@ -75,7 +75,8 @@ DevModeApi::DevModeApi(std::shared_ptr<OpenAiApi> api, std::string model_dir)
 }
 
 void DevModeApi::load_directory(const std::string& dir) {
-  if (dir.empty() || dir.front() != '/') throw bad_request("the weights directory must be an absolute path, got '" + dir + "'");
+  if (dir.empty() || dir.front() != '/')
+    throw bad_request("the weights directory must be an absolute path, got '" + dir + "'");
   api_->with_engine([&](InferenceEngine& engine) {
     const NamedTensorList weights = read_weights_like(dir, engine.weight_meta());
     engine.load_weights(weights, engine.weight_version() + 1);
@@ -109,7 +110,8 @@ void DevModeApi::wake_engine(bool weights, bool kv_cache) {
 
 ApiResponse DevModeApi::sleep(const std::string& level) {
   return answer("/sleep", [&] {
-    if (level != "1" && level != "2") throw bad_request("level must be 1 or 2, got '" + level.substr(0, 20) + "'", "level");
+    if (level != "1" && level != "2")
+      throw bad_request("level must be 1 or 2, got '" + level.substr(0, 20) + "'", "level");
     const int64_t value = level == "1" ? 1 : 2;
     sleep_engine(value);
     return ok({{"status", "sleeping"}, {"level", value}});

@@ -36,7 +36,8 @@ NamedTensorList read_weights_like(const std::string& dir, const std::vector<Weig
     }
   }
   for (const std::string& name : checkpoint->names()) {
-    if (!wanted.count(name)) throw ValueError("'" + dir + "': tensor '" + name + "' is not a parameter of the served model");
+    if (!wanted.count(name))
+      throw ValueError("'" + dir + "': tensor '" + name + "' is not a parameter of the served model");
   }
   NamedTensorList weights;
   for (const WeightMeta& m : meta) weights.emplace_back(m.name, checkpoint->load(m.name).to(m.dtype));

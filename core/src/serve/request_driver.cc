@@ -99,7 +99,8 @@ GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>
 
   GenerationOutput out;
   for (std::optional<RequestOutput>& output : call.outputs) {
-    for (int64_t version : output->generated.weight_versions) out.weight_version = std::max(out.weight_version, version);
+    for (int64_t version : output->generated.weight_versions)
+      out.weight_version = std::max(out.weight_version, version);
     out.token_ids.push_back(std::move(output->generated.token_ids));
     out.logprobs.push_back(std::move(output->generated.logprobs));
     out.finish_reasons.push_back(output->finish_reason);
@@ -154,7 +155,7 @@ void RequestDriver::restart_in_flight() {
   }
   for (GenerationRequest& request : requests) {
     std::optional<RequestOutput> out = engine_.abort(request.id);
-    if (!out) continue;  // not submitted yet, or aborted by its client meanwhile
+    if (!out) continue;                 // not submitted yet, or aborted by its client meanwhile
     request.sampling.seed = out->seed;  // the stream it drew from, continued
     request.resumed = out->generated;
     try {

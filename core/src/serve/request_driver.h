@@ -81,7 +81,7 @@ class RequestDriver {
   struct Call;
   struct Owner {
     Call* call = nullptr;
-    size_t index = 0;          // in the call's outputs
+    size_t index = 0;           // in the call's outputs
     GenerationRequest request;  // as submitted, for a restart
   };
   void run();
@@ -94,8 +94,8 @@ class RequestDriver {
   GeneratesRequests& engine_;
   mutable std::mutex mutex_;
   std::condition_variable work_;
-  std::map<std::string, Owner> owners_;  // request id -> its call, output index and request
-  std::deque<std::packaged_task<void()>> tasks_;            // run_on_stepping_thread's, in order
+  std::map<std::string, Owner> owners_;           // request id -> its call, output index and request
+  std::deque<std::packaged_task<void()>> tasks_;  // run_on_stepping_thread's, in order
   int64_t next_id_ = 0;
   bool stop_ = false;
   bool frozen_ = false;

@@ -173,8 +173,7 @@ void read_stream_fields(const json& body, CompletionRequest& request) {
   bool continuous_usage_stats = false;
   read_bool(*options, "continuous_usage_stats", continuous_usage_stats);
   if (continuous_usage_stats) {
-    throw bad_request("stream_options.continuous_usage_stats=true is not supported by rlcore serve.",
-                      "stream_options");
+    throw bad_request("stream_options.continuous_usage_stats=true is not supported by rlcore serve.", "stream_options");
   }
 }
 
@@ -206,8 +205,8 @@ std::vector<PromptInput> read_prompts(const json& body, int64_t max_prompts) {
   if (first.is_number()) return {token_prompt(*value)};  // one prompt as token ids
 
   if (static_cast<int64_t>(value->size()) > max_prompts) {
-    throw bad_request("prompt list length " + std::to_string(value->size()) +
-                          " exceeds the maximum allowed count of " + std::to_string(max_prompts) + ".",
+    throw bad_request("prompt list length " + std::to_string(value->size()) + " exceeds the maximum allowed count of " +
+                          std::to_string(max_prompts) + ".",
                       "prompt");
   }
   std::vector<PromptInput> prompts;

@@ -29,27 +29,23 @@ json build_completion_response(const CompletionRequest& request, const PreparedC
       const auto& ids = output.token_ids[k];
       const FinishReason finish = output.finish_reasons[k];
       const std::vector<int32_t> text_ids = text_token_ids(request, ids, finish);
-      choices.push_back(
-          {{"index", k},
-           {"text", decode_text(model.tokenizer, text_ids, request.skip_special_tokens)},
-           {"logprobs", request.logprobs ? completion_logprobs(ids, output.logprobs[k], model,
-                                                               request.return_tokens_as_token_ids)
-                                         : json(nullptr)},
-           {"finish_reason", finish_reason_name(finish)},
-           {"stop_reason", stop_reason(request, model, ids, finish)},
-           {"token_ids", request.return_token_ids ? json(ids) : json(nullptr)},
-           {"prompt_logprobs", nullptr},
-           {"prompt_token_ids", request.return_token_ids ? json(prompt_ids) : json(nullptr)}});
+      choices.push_back({{"index", k},
+                         {"text", decode_text(model.tokenizer, text_ids, request.skip_special_tokens)},
+                         {"logprobs", request.logprobs ? completion_logprobs(ids, output.logprobs[k], model,
+                                                                             request.return_tokens_as_token_ids)
+                                                       : json(nullptr)},
+                         {"finish_reason", finish_reason_name(finish)},
+                         {"stop_reason", stop_reason(request, model, ids, finish)},
+                         {"token_ids", request.return_token_ids ? json(ids) : json(nullptr)},
+                         {"prompt_logprobs", nullptr},
+                         {"prompt_token_ids", request.return_token_ids ? json(prompt_ids) : json(nullptr)}});
     }
   }
   json usage = usage_of(prepared, output);
   usage["prompt_tokens_details"] = nullptr;
-  return {{"id", id},
-          {"object", "text_completion"},
-          {"created", created},
-          {"model", model.name},
-          {"choices", choices},
-          {"usage", usage}};
+  return {{"id", id},           {"object", "text_completion"},
+          {"created", created}, {"model", model.name},
+          {"choices", choices}, {"usage", usage}};
 }
 
 json build_models_response(const ServedModel& model) {
@@ -70,10 +66,8 @@ json build_tokenize_response(const std::vector<int32_t>& tokens, bool return_tok
     token_strs = json::array();
     for (const int32_t id : tokens) token_strs.push_back(model.tokenizer.id_to_token(id));
   }
-  return {{"count", tokens.size()},
-          {"max_model_len", model.max_model_len},
-          {"tokens", tokens},
-          {"token_strs", token_strs}};
+  return {
+      {"count", tokens.size()}, {"max_model_len", model.max_model_len}, {"tokens", tokens}, {"token_strs", token_strs}};
 }
 
 json build_detokenize_response(const DetokenizeRequest& request, const ServedModel& model) {

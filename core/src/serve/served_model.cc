@@ -74,8 +74,8 @@ PreparedCompletion prepare_completion(const CompletionRequest& request, const Se
       throw bad_request("'max_tokens' or 'max_completion_tokens' is too large: " + std::to_string(request.max_tokens) +
                             ". This model's maximum context length is " + std::to_string(model.max_model_len) +
                             " tokens and your request has " + std::to_string(count) + " input tokens (" +
-                            std::to_string(request.max_tokens) + " > " + std::to_string(model.max_model_len) +
-                            " - " + std::to_string(count) + ").",
+                            std::to_string(request.max_tokens) + " > " + std::to_string(model.max_model_len) + " - " +
+                            std::to_string(count) + ").",
                         "max_tokens");
     }
     prepared.prompt_token_ids.push_back(std::move(ids));

@@ -30,11 +30,16 @@ bool same_secret(const std::string& given, const std::string& expected) {
 
 const char* error_type(int status) {
   switch (status) {
-    case 401: return "AuthenticationError";
-    case 404: return "NotFoundError";
-    case 405: return "MethodNotAllowedError";
-    case 413: return "RequestTooLargeError";
-    default: return status >= 500 ? "InternalServerError" : "BadRequestError";
+    case 401:
+      return "AuthenticationError";
+    case 404:
+      return "NotFoundError";
+    case 405:
+      return "MethodNotAllowedError";
+    case 413:
+      return "RequestTooLargeError";
+    default:
+      return status >= 500 ? "InternalServerError" : "BadRequestError";
   }
 }
 
@@ -62,15 +67,15 @@ void reply(httplib::Response& res, const ApiResponse& answer) {
   }
   // One chunk per event (chunked transfer encoding), as vLLM's StreamingResponse.
   auto events = std::make_shared<std::vector<std::string>>(answer.events);
-  res.set_chunked_content_provider("text/event-stream", [events, next = std::size_t{0}](
-                                                           std::size_t, httplib::DataSink& sink) mutable {
-    if (next == events->size()) {
-      sink.done();
-      return true;
-    }
-    const std::string& event = (*events)[next++];
-    return sink.write(event.data(), event.size());
-  });
+  res.set_chunked_content_provider("text/event-stream",
+                                   [events, next = std::size_t{0}](std::size_t, httplib::DataSink& sink) mutable {
+                                     if (next == events->size()) {
+                                       sink.done();
+                                       return true;
+                                     }
+                                     const std::string& event = (*events)[next++];
+                                     return sink.write(event.data(), event.size());
+                                   });
 }
 
 }  // namespace
@@ -129,9 +134,8 @@ void Server::Impl::add_dev_routes(DevModeApi& dev) {
 }
 
 void Server::Impl::add_routes() {
-  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    reply(res, api->completions(req.body));
-  });
+  http.Post("/v1/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { reply(res, api->completions(req.body)); });
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     reply(res, api->chat_completions(req.body));
   });
@@ -146,8 +150,7 @@ void Server::Impl::add_routes() {
 
   // Runs before the body is read, so an unauthenticated client cannot make the server read megabytes.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (options.api_key.empty() ||
-        same_secret(req.get_header_value("Authorization"), "Bearer " + options.api_key)) {
+    if (options.api_key.empty() || same_secret(req.get_header_value("Authorization"), "Bearer " + options.api_key)) {
       // A POST with neither Content-Length nor chunked encoding has an empty
       // body, as uvicorn (vLLM's server) reads it: `curl -X POST host/sleep`,
       // which vLLM's docs give. httplib would read to the end of the
@@ -165,17 +168,17 @@ void Server::Impl::add_routes() {
 
   // httplib answers unknown routes (404) and oversized bodies (413) with an
   // empty body; give those the error object too. Bodies set by routes stay.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                      httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string message = "HTTP error " + std::to_string(res.status);
-    if (res.status == 404) message = "Not Found: " + req.method + " " + req.path;
-    if (res.status == 413) {
-      message = "Request body too large: the limit is " + std::to_string(options.max_body_bytes) + " bytes.";
-    }
-    res.set_content(error_text(res.status, error_type(res.status), message), kJson);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string message = "HTTP error " + std::to_string(res.status);
+        if (res.status == 404) message = "Not Found: " + req.method + " " + req.path;
+        if (res.status == 413) {
+          message = "Request body too large: the limit is " + std::to_string(options.max_body_bytes) + " bytes.";
+        }
+        res.set_content(error_text(res.status, error_type(res.status), message), kJson);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
 
   http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
     std::string message = "unknown error";

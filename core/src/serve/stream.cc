@@ -60,8 +60,9 @@ std::vector<std::string> text_deltas(const Tokenizer& tokenizer, const std::vect
   std::vector<std::string> deltas(ids.size());
   std::string emitted;
   for (std::size_t t = 0; t < ids.size(); ++t) {
-    deltas[t] = text_delta(tokenizer, std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(t) + 1),
-                           t + 1 == ids.size(), emitted, skip_special_tokens);
+    deltas[t] =
+        text_delta(tokenizer, std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(t) + 1),
+                   t + 1 == ids.size(), emitted, skip_special_tokens);
   }
   return deltas;
 }

@@ -45,8 +45,7 @@ class ActorRolloutRef {
     actor.total_training_steps = total_steps;
     actor_ = make_train_engine(components, context, actor);
     if (context.options.value(role_options::kWithRef, false)) {
-      EngineRequest ref{config_.ref.strategy, config_.ref.engine_options,
-                        model_path};
+      EngineRequest ref{config_.ref.strategy, config_.ref.engine_options, model_path};
       ref.trainable = false;
       ref_ = make_train_engine(components, context, ref);
     }
@@ -55,13 +54,12 @@ class ActorRolloutRef {
       rollout_context.device = device_;
       rollout_context.model_path = model_path;
       if (context.comm != nullptr) {
-        rollout_comm_ = std::make_unique<CommContext>(
-            rollout_comm(*context.comm, actor_parallelism(config_).rollout_tp));
+        rollout_comm_ =
+            std::make_unique<CommContext>(rollout_comm(*context.comm, actor_parallelism(config_).rollout_tp));
         rollout_context.comm = rollout_comm_.get();
       }
-      rollout_ = components.create<InferenceEngine>(
-          config_.rollout.name, config_.rollout.engine_options,
-          rollout_context);
+      rollout_ =
+          components.create<InferenceEngine>(config_.rollout.name, config_.rollout.engine_options, rollout_context);
       layout_ = rollout_layout(rollout_context.comm);
       attach_sharding_manager(components, rollout_context);
     }
@@ -153,7 +151,8 @@ class ActorRolloutRef {
   // rank 0; the other ranks have no part in it.
   MethodResult join_bridge(const nlohmann::json& a) {
     if (context_.rank != 0) return MethodResult{};
-    if (!context_.join_group) throw ConfigError("a standalone rollout pool needs process groups (runtime.process_groups)");
+    if (!context_.join_group)
+      throw ConfigError("a standalone rollout pool needs process groups (runtime.process_groups)");
     bridge_ = std::make_unique<CommGroup>(
         context_.join_group(a.at(args::kBridge).get<std::string>(), 0, a.at(args::kBridgeSize).get<int64_t>()));
     return MethodResult{};
@@ -176,8 +175,8 @@ class ActorRolloutRef {
     options.temperature = a.value(args::kTemperature, 1.0);
     options.entropy = a.value(args::kEntropy, true);
     const RolloutConfig& rollout = config_.rollout;
-    options.micro_batching = micro_batching(rollout.log_prob_micro_batch_size_per_gpu,
-                                            rollout.log_prob_use_dynamic_bsz, rollout.log_prob_max_token_len_per_gpu);
+    options.micro_batching = micro_batching(rollout.log_prob_micro_batch_size_per_gpu, rollout.log_prob_use_dynamic_bsz,
+                                            rollout.log_prob_max_token_len_per_gpu);
     Batch out(batch.size());
     ModelOutput output;
     if (config_.actor.calculate_sum_pi_squared) {
@@ -253,9 +252,10 @@ class ActorRolloutRef {
     reply.version = version_;
     reply.swaps = swaps_;
     if (!swaps_.measured_per_swap && !warned_peak_not_reset_) {
-      spdlog::warn("rank {}: the memory peak could not be reset before a swap (/proc/self/clear_refs is not "
-                   "writable here); memory/peak_swap_bytes is the peak since the process started",
-                   context_.rank);
+      spdlog::warn(
+          "rank {}: the memory peak could not be reset before a swap (/proc/self/clear_refs is not "
+          "writable here); memory/peak_swap_bytes is the peak since the process started",
+          context_.rank);
       warned_peak_not_reset_ = true;
     }
     // This worker's device memory now, measured (rlcore/device.h).
@@ -284,7 +284,7 @@ class ActorRolloutRef {
   std::shared_ptr<InferenceEngine> rollout_;
   std::shared_ptr<ShardingManager> sharding_manager_;
   std::unique_ptr<CommGroup> bridge_;  // rank 0, with a standalone rollout pool
-  int64_t version_ = 0;  // what the next swap carries: set by sync_weights
+  int64_t version_ = 0;                // what the next swap carries: set by sync_weights
   SwapTotals swaps_;
   bool warned_peak_not_reset_ = false;
   ActorLossSettings loss_;

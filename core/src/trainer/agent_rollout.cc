@@ -24,11 +24,13 @@ std::shared_ptr<const agent::AgentLoop> make_agent_loop(const RunConfig& config,
   if (!multi_turn.enable) return nullptr;
   const std::string prefix = "actor_rollout_ref.rollout.";
   if (!rollout.agent.agent_loop_config_path.empty()) {
-    throw ConfigError(prefix + "agent.agent_loop_config_path: verl's Python agent loops do not run in rlcore; its "
+    throw ConfigError(prefix +
+                      "agent.agent_loop_config_path: verl's Python agent loops do not run in rlcore; its "
                       "loops are built in (single_turn_agent, tool_agent; docs/agent-loop.md)");
   }
   if (!config.data.apply_chat_template || config.data.prompt_template != "chat") {
-    throw ConfigError(prefix + "multi_turn.enable needs the checkpoint's chat template for the tool turns: set "
+    throw ConfigError(prefix +
+                      "multi_turn.enable needs the checkpoint's chat template for the tool turns: set "
                       "data.prompt_template: chat and data.apply_chat_template: true");
   }
   const std::string& model_path = config.actor_rollout_ref.model.path;
@@ -137,8 +139,10 @@ void run_agent_rollout(const RolloutWorkers& workers, const agent::AgentLoop& lo
   const agent::TurnGenerator generate = [&](const std::vector<std::vector<int32_t>>& contexts, int64_t max_tokens,
                                             int64_t turn) {
     nlohmann::json arguments = sampling;
-    if (arguments.contains(args::kSeed)) arguments[args::kSeed] = arguments[args::kSeed].get<int64_t>() + turn * kTurnSeedStride;
-    const Batch out = call_generate(workers, contexts, arguments, limits, max_tokens, expected_version, rollout.engine_stats);
+    if (arguments.contains(args::kSeed))
+      arguments[args::kSeed] = arguments[args::kSeed].get<int64_t>() + turn * kTurnSeedStride;
+    const Batch out =
+        call_generate(workers, contexts, arguments, limits, max_tokens, expected_version, rollout.engine_stats);
     const std::vector<std::vector<int32_t>> ids = response_tokens(out);
     const at::Tensor logprobs = out.tensor(columns::kRolloutLogProbs).contiguous();
     const at::Tensor stopped = out.tensor(columns::kFinishedByStop).contiguous();

@@ -64,8 +64,8 @@ void check_run_dir_writable(const std::string& run_dir) {
     write_file_atomically(probe, std::string(4096, '\n'));
     fs::remove(probe);
   } catch (const IoError& e) {
-    throw IoError("trainer.default_local_dir '" + run_dir + "' is not writable, so no checkpoint or metric could be saved: " +
-                  e.what());
+    throw IoError("trainer.default_local_dir '" + run_dir +
+                  "' is not writable, so no checkpoint or metric could be saved: " + e.what());
   }
 }
 

@@ -23,8 +23,8 @@ OptionsSchema<ActorModelConfig> actor_model_schema() {
            "(handed to the actor's train engine as its lora options; the engine needs the low_rank_adapters "
            "capability).",
            at_least(0))
-      .key("lora_alpha", &ActorModelConfig::lora_alpha, "LoRA alpha: adapter outputs are scaled by lora_alpha / lora_rank.",
-           greater_than(0))
+      .key("lora_alpha", &ActorModelConfig::lora_alpha,
+           "LoRA alpha: adapter outputs are scaled by lora_alpha / lora_rank.", greater_than(0))
       .key("target_modules", &ActorModelConfig::target_modules,
            "Projections that get adapters: all-linear (every projection of every decoder layer), module names "
            "(q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj) or regular expressions over full module "
@@ -53,8 +53,10 @@ OptionsSchema<ValidationSampling> val_kwargs_schema() {
 
 OptionsSchema<PolicyLossSection> policy_loss_schema() {
   OptionsSchema<PolicyLossSection> schema;
-  schema.key("loss_mode", &PolicyLossSection::loss_mode,
-             "Policy loss (a registered policy_loss: vanilla, gspo, clip_cov, kl_cov, cispo, gpg, geo_mean); its options live here too.")
+  schema
+      .key("loss_mode", &PolicyLossSection::loss_mode,
+           "Policy loss (a registered policy_loss: vanilla, gspo, clip_cov, kl_cov, cispo, gpg, geo_mean); its options "
+           "live here too.")
       .other_keys_to(&PolicyLossSection::options);
   return schema;
 }
@@ -177,23 +179,24 @@ OptionsSchema<AsyncTrainingConfig> async_training_schema() {
 
 OptionsSchema<RolloutPoolConfig> rollout_pool_schema() {
   OptionsSchema<RolloutPoolConfig> schema;
-  schema.key("nnodes", &RolloutPoolConfig::nnodes, "Nodes of the standalone rollout pool (async_training.mode).",
-             at_least(1))
+  schema
+      .key("nnodes", &RolloutPoolConfig::nnodes, "Nodes of the standalone rollout pool (async_training.mode).",
+           at_least(1))
       .key("n_gpus_per_node", &RolloutPoolConfig::n_gpus_per_node,
-           "Workers per node of the standalone rollout pool: GPUs, or processes with trainer.device cpu.",
-           at_least(1));
+           "Workers per node of the standalone rollout pool: GPUs, or processes with trainer.device cpu.", at_least(1));
   return schema;
 }
 
 ConfigNode actor_engine_options(const ActorRolloutRefConfig& config) {
   const ConfigNode& actor = config.actor.engine_options;
-  ConfigNode options = actor.defined() && !actor.is_null() ? actor.clone()
-                                                           : ConfigNode::parse("{}", "actor_rollout_ref.actor");
+  ConfigNode options =
+      actor.defined() && !actor.is_null() ? actor.clone() : ConfigNode::parse("{}", "actor_rollout_ref.actor");
   const ActorModelConfig& model = config.model;
   if (!model.lora()) return options;
   if (options.has("lora"))
-    throw ConfigError("LoRA is set twice: actor_rollout_ref.model.lora_rank / lora_adapter_path (verl's keys) and "
-                      "actor_rollout_ref.actor.lora; keep one");
+    throw ConfigError(
+        "LoRA is set twice: actor_rollout_ref.model.lora_rank / lora_adapter_path (verl's keys) and "
+        "actor_rollout_ref.actor.lora; keep one");
   const std::string source = "actor_rollout_ref.model";
   options.set("lora.lora_rank", std::to_string(model.lora_rank), source);
   options.set("lora.lora_alpha", nlohmann::json(model.lora_alpha).dump(), source);
@@ -212,8 +215,9 @@ std::string weight_adaptor_for(const ActorRolloutRefConfig& config) {
 
 OptionsSchema<HybridEngineConfig> hybrid_engine_schema() {
   OptionsSchema<HybridEngineConfig> schema;
-  schema.key("weight_adaptor", &HybridEngineConfig::weight_adaptor,
-             "Actor -> rollout layout (a weight_adaptor); empty: megatron for actor.strategy megatron, else identity.")
+  schema
+      .key("weight_adaptor", &HybridEngineConfig::weight_adaptor,
+           "Actor -> rollout layout (a weight_adaptor); empty: megatron for actor.strategy megatron, else identity.")
       .key("offloader", &HybridEngineConfig::offloader, "Moves actor state to host during rollout (an offloader).")
       .other_keys_to(&HybridEngineConfig::options);
   return schema;
@@ -221,8 +225,7 @@ OptionsSchema<HybridEngineConfig> hybrid_engine_schema() {
 
 OptionsSchema<ActorRolloutRefConfig> actor_rollout_ref_schema() {
   OptionsSchema<ActorRolloutRefConfig> schema;
-  schema
-      .section("model", &ActorRolloutRefConfig::model, actor_model_schema())
+  schema.section("model", &ActorRolloutRefConfig::model, actor_model_schema())
       .section("actor", &ActorRolloutRefConfig::actor, actor_schema())
       .section("ref", &ActorRolloutRefConfig::ref, ref_schema())
       .section("rollout", &ActorRolloutRefConfig::rollout, rollout_schema())
@@ -232,8 +235,9 @@ OptionsSchema<ActorRolloutRefConfig> actor_rollout_ref_schema() {
 
 OptionsSchema<CriticConfig> critic_schema() {
   OptionsSchema<CriticConfig> schema;
-  schema.key("enable", &CriticConfig::enable, "Run a critic: auto (when the estimator needs values), true, false.",
-             one_of({"auto", "true", "false"}))
+  schema
+      .key("enable", &CriticConfig::enable, "Run a critic: auto (when the estimator needs values), true, false.",
+           one_of({"auto", "true", "false"}))
       .key("strategy", &CriticConfig::strategy, "Train engine of the critic.")
       .section("model", &CriticConfig::model,
                model_path_schema("Critic checkpoint; empty: the actor's model with a fresh value head."))
@@ -244,8 +248,8 @@ OptionsSchema<CriticConfig> critic_schema() {
       .key("forward_micro_batch_size_per_gpu", &CriticConfig::forward_micro_batch_size_per_gpu,
            "Responses per value forward on one worker; 0: all at once.", at_least(0))
       .key("use_dynamic_bsz", &CriticConfig::use_dynamic_bsz, "Token-budget micro-batches.")
-      .key("ppo_max_token_len_per_gpu", &CriticConfig::ppo_max_token_len_per_gpu,
-           "Token budget with use_dynamic_bsz.", at_least(1))
+      .key("ppo_max_token_len_per_gpu", &CriticConfig::ppo_max_token_len_per_gpu, "Token budget with use_dynamic_bsz.",
+           at_least(1))
       .key("ppo_epochs", &CriticConfig::ppo_epochs, "Passes over each batch; 0: the actor's.", at_least(0))
       .key("cliprange_value", &CriticConfig::cliprange_value, "Value clipping range.", greater_than(0))
       .key("loss_agg_mode", &CriticConfig::loss_agg_mode, "Aggregation of the value loss.", one_of(loss_agg_modes()))

@@ -16,9 +16,9 @@ class Critic {
     const std::string actor_model = tree["actor_rollout_ref"]["model"]["path"].defined()
                                         ? tree["actor_rollout_ref"]["model"]["path"].as<std::string>()
                                         : std::string();
-    EngineRequest request{config_.strategy, config_.engine_options,
-                          config_.model.path.empty() ? context.options.value(role_options::kModelPath, actor_model)
-                                                     : config_.model.path};
+    EngineRequest request{
+        config_.strategy, config_.engine_options,
+        config_.model.path.empty() ? context.options.value(role_options::kModelPath, actor_model) : config_.model.path};
     request.model_head = "value";
     request.total_training_steps = context.options.value(role_options::kTotalSteps, int64_t{0});
     engine_ = make_train_engine(components, context, request);

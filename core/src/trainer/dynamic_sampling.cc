@@ -55,8 +55,7 @@ std::vector<int64_t> rows_of_informative_groups(const at::Tensor& uid, const std
   std::vector<int64_t> kept;
   for (const std::vector<int64_t>& rows : groups_in_order(uid)) {
     const double first = values[rows.front()];
-    const bool varied =
-        std::any_of(rows.begin(), rows.end(), [&](int64_t row) { return values[row] != first; });
+    const bool varied = std::any_of(rows.begin(), rows.end(), [&](int64_t row) { return values[row] != first; });
     if (rows.size() == 1 || varied) kept.insert(kept.end(), rows.begin(), rows.end());
   }
   std::sort(kept.begin(), kept.end());

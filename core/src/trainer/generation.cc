@@ -27,14 +27,15 @@ void add_generation_stats(GenerationStats& into, const GenerationStats& more) {
   into.joins += more.joins;
 }
 
-Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector<int32_t>>& prompts, nlohmann::json arguments,
-                    const GenerationLimits& limits, int64_t max_tokens, int64_t expected_version,
-                    std::vector<GenerationStats>& engine_stats) {
+Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector<int32_t>>& prompts,
+                    nlohmann::json arguments, const GenerationLimits& limits, int64_t max_tokens,
+                    int64_t expected_version, std::vector<GenerationStats>& engine_stats) {
   arguments[args::kMaxTokens] = max_tokens;
   arguments[args::kStopTokenIds] = limits.stop_token_ids;
   arguments[args::kPadTokenId] = limits.pad_token_id;
   CallOutput generated =
-      rollout.group.call(rollout.generate.qualified(), make_prompt_batch(prompts, limits.pad_token_id), arguments).get();
+      rollout.group.call(rollout.generate.qualified(), make_prompt_batch(prompts, limits.pad_token_id), arguments)
+          .get();
   const bool first = engine_stats.empty();
   size_t reporting = 0;
   for (const auto& reply : generated.replies) {
@@ -73,8 +74,8 @@ Rollout generate_rollout(const RolloutWorkers& workers, const std::vector<const 
   if (limits.agent_loop) {
     run_agent_rollout(workers, *limits.agent_loop, ids, sampling, limits, expected_version, rollout);
   } else {
-    rollout.batch = call_generate(workers, ids, sampling, limits, limits.max_tokens, expected_version,
-                                  rollout.engine_stats);
+    rollout.batch =
+        call_generate(workers, ids, sampling, limits, limits.max_tokens, expected_version, rollout.engine_stats);
   }
   rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));
   return rollout;

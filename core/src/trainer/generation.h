@@ -22,8 +22,8 @@
 namespace rlcore::trainer {
 
 struct Rollout {
-  Batch batch;                           // the engine layout + the rollout's columns + columns::kUid
-  std::vector<const Example*> examples;  // row -> its prompt
+  Batch batch;                                // the engine layout + the rollout's columns + columns::kUid
+  std::vector<const Example*> examples;       // row -> its prompt
   std::vector<GenerationStats> engine_stats;  // per rollout rank, where the engine reports them (summed over turns)
   // Multi-turn rollouts: each row's extra_info for the reward function (the
   // prompt's, plus __num_turns__, tool_rewards and turn_scores as verl's) and
@@ -59,9 +59,9 @@ void add_generation_stats(GenerationStats& into, const GenerationStats& more);
 // One call of `rollout`'s generate on `prompts` with `arguments` (sampling),
 // max_tokens and the limits' stop and pad tokens; adds each rank's engine stats
 // to `engine_stats` and checks the weight version as generate_rollout does.
-Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector<int32_t>>& prompts, nlohmann::json arguments,
-                    const GenerationLimits& limits, int64_t max_tokens, int64_t expected_version,
-                    std::vector<GenerationStats>& engine_stats);
+Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector<int32_t>>& prompts,
+                    nlohmann::json arguments, const GenerationLimits& limits, int64_t max_tokens,
+                    int64_t expected_version, std::vector<GenerationStats>& engine_stats);
 
 // `n` responses per prompt, prompt-major; `uid` numbers the prompts; multi-turn
 // through limits.agent_loop, one generate call per turn. Throws

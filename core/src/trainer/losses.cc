@@ -72,7 +72,7 @@ LossFunction actor_loss(ActorLossSettings settings) {
 
 LossFunction critic_loss(double cliprange_value, std::string loss_agg_mode) {
   return [cliprange_value, mode = std::move(loss_agg_mode)](const Batch& micro, const ModelOutput& output,
-                                                           const GlobalBatchInfo& global) {
+                                                            const GlobalBatchInfo& global) {
     const at::Tensor& mask = micro.tensor(columns::kResponseMask);
     const ValueLossResult value =
         compute_value_loss(output.values, micro.tensor(columns::kReturns), micro.tensor(columns::kValues), mask,

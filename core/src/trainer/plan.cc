@@ -17,7 +17,8 @@ AdvantageNeeds estimator_needs(const RunConfig& config, const Registry& componen
     throw ConfigError("algorithm.adv_estimator: '" + name + "' is not a registered advantage estimator; known: " +
                       join(components.names(AdvantageEstimator::kKind)));
   }
-  return components.create<AdvantageEstimator>(name, estimator_options(components, name, config.algorithm.estimator_options))
+  return components
+      .create<AdvantageEstimator>(name, estimator_options(components, name, config.algorithm.estimator_options))
       ->needs();
 }
 
@@ -32,8 +33,8 @@ void check_mini_batches(const std::string& role, int64_t prompts_per_step, int64
   const int64_t responses = mini_batch_prompts * n;
   if (responses % workers != 0) {
     throw ConfigError(mini_key + " (" + str(mini_batch_prompts) + ") x actor_rollout_ref.rollout.n (" + str(n) +
-                      ") = " + str(responses) + " responses per mini-batch must split evenly over the " +
-                      str(workers) + " data-parallel ranks of the " + role + " (runtime pools / model-parallel size)");
+                      ") = " + str(responses) + " responses per mini-batch must split evenly over the " + str(workers) +
+                      " data-parallel ranks of the " + role + " (runtime pools / model-parallel size)");
   }
   *rows_per_worker = responses / workers;
   if (micro_batch > 0 && *rows_per_worker % micro_batch != 0) {

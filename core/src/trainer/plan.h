@@ -13,11 +13,11 @@
 namespace rlcore::trainer {
 
 struct TrainPlan {
-  int64_t prompts_per_step = 0;    // data.train_batch_size
-  int64_t responses_per_step = 0;  // x rollout.n
-  int64_t actor_workers = 1;       // the actor pool's dp size
-  int64_t critic_workers = 0;      // 0: no critic
-  int64_t actor_mini_batch_rows = 0;   // responses per actor optimizer step on one worker
+  int64_t prompts_per_step = 0;       // data.train_batch_size
+  int64_t responses_per_step = 0;     // x rollout.n
+  int64_t actor_workers = 1;          // the actor pool's dp size
+  int64_t critic_workers = 0;         // 0: no critic
+  int64_t actor_mini_batch_rows = 0;  // responses per actor optimizer step on one worker
   int64_t critic_mini_batch_rows = 0;
   int64_t critic_epochs = 1;
   int64_t steps_per_epoch = 0;

@@ -18,9 +18,9 @@
 namespace rlcore::trainer {
 
 struct Rewards {
-  at::Tensor token_level_scores;  // [B, R]: the score at each response's last token, 0 elsewhere
-  std::vector<double> scores;     // [B]
-  std::vector<std::string> responses;  // decoded, special tokens skipped
+  at::Tensor token_level_scores;                      // [B, R]: the score at each response's last token, 0 elsewhere
+  std::vector<double> scores;                         // [B]
+  std::vector<std::string> responses;                 // decoded, special tokens skipped
   std::map<std::string, std::vector<double>> extras;  // grader extras ("acc", ...) per row, NaN where absent
 };
 

@@ -63,8 +63,9 @@ void check_async_mode(const RunConfig& config, const trainer::TrainPlan& plan) {
   const std::string& mode = config.async_training.mode;
   if (config.async_training.max_staleness >= 0 && mode != "fully_async") {
     throw ConfigError("async_training.max_staleness applies to async_training.mode: fully_async (" +
-                      (mode == "sync" ? std::string("sync trains on policy") :
-                                        "one_step_off trains on batches exactly one update stale") + ")");
+                      (mode == "sync" ? std::string("sync trains on policy")
+                                      : "one_step_off trains on batches exactly one update stale") +
+                      ")");
   }
   if (mode == "sync") return;
   const int64_t sync_every = config.async_training.trigger_parameter_sync_step;
@@ -77,7 +78,8 @@ void check_async_mode(const RunConfig& config, const trainer::TrainPlan& plan) {
   }
   const std::string prefix = "async_training.mode: " + mode + " does not run ";
   if (config.algorithm.filter_groups.enable) {
-    throw ConfigError(prefix + "algorithm.filter_groups (DAPO's dynamic sampling generates more batches within a "
+    throw ConfigError(prefix +
+                      "algorithm.filter_groups (DAPO's dynamic sampling generates more batches within a "
                       "step); use async_training.mode: sync");
   }
   if (plan.needs.reward_baselines) {
@@ -89,7 +91,8 @@ void check_async_mode(const RunConfig& config, const trainer::TrainPlan& plan) {
     throw ConfigError(prefix + "actor_rollout_ref.rollout.multi_turn (the agent loop); use one_step_off or sync");
   }
   if (trainer::actor_parallelism(config.actor_rollout_ref).rollout_tp > 1) {
-    throw ConfigError(prefix + "a tensor-parallel rollout (actor_rollout_ref.rollout.tensor_model_parallel_size); "
+    throw ConfigError(prefix +
+                      "a tensor-parallel rollout (actor_rollout_ref.rollout.tensor_model_parallel_size); "
                       "use one_step_off or sync");
   }
 }
@@ -174,8 +177,8 @@ struct RlTrainer::Impl {
     const auto [actor_workers, critic_workers] = trainer::TrainerWorkers::data_parallel_sizes(config, critic);
     plan = trainer::make_train_plan(config, components, train_set.size(), actor_workers, critic_workers);
     check_async_mode(config, plan);
-    sampler = std::make_unique<EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle,
-                                             config.data.seed);
+    sampler =
+        std::make_unique<EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle, config.data.seed);
     estimator = components.create<AdvantageEstimator>(
         config.algorithm.adv_estimator,
         estimator_options(components, config.algorithm.adv_estimator, config.algorithm.estimator_options));
@@ -204,8 +207,8 @@ struct RlTrainer::Impl {
     roles.rollout = !roles.standalone_rollout;
     workers = std::make_unique<trainer::TrainerWorkers>(resolved, plugin_paths, roles);
     if (roles.standalone_rollout) {
-      const int64_t bucket_bytes =
-          config.actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes << 20;
+      const int64_t bucket_bytes = config.actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes
+                                   << 20;
       rollout_pool = std::make_unique<trainer::RolloutPool>(workers->actor(), *workers->rollout(), bucket_bytes);
     }
     out << "rlcore: workers ready in " << std::fixed << std::setprecision(1) << seconds_since(start) << " s\n"
@@ -302,19 +305,19 @@ struct RlTrainer::Impl {
     add(first);
     while (groups < plan.prompts_per_step) {
       if (filter.max_num_gen_batches > 0 && batches >= filter.max_num_gen_batches) {
-        throw ValueError("step " + std::to_string(step + 1) + ": after " + std::to_string(batches) +
-                         " generation batches only " + std::to_string(groups) + " of " +
-                         std::to_string(plan.prompts_per_step) + " prompts have responses that differ in '" +
-                         filter.metric + "' (algorithm.filter_groups.max_num_gen_batches = " +
-                         std::to_string(filter.max_num_gen_batches) +
-                         "); the data may be too hard or too easy for the model, or set it to 0 for no limit");
+        throw ValueError(
+            "step " + std::to_string(step + 1) + ": after " + std::to_string(batches) + " generation batches only " +
+            std::to_string(groups) + " of " + std::to_string(plan.prompts_per_step) +
+            " prompts have responses that differ in '" + filter.metric +
+            "' (algorithm.filter_groups.max_num_gen_batches = " + std::to_string(filter.max_num_gen_batches) +
+            "); the data may be too hard or too easy for the model, or set it to 0 for no limit");
       }
       // With no bound (max_num_gen_batches <= 0) a data set without one informative group would
       // loop forever: a whole epoch of prompts without any is an error too.
       if (groups == 0 && batches * plan.prompts_per_step >= train_set.size()) {
-        throw ValueError("step " + std::to_string(step + 1) + ": a whole epoch of prompts (" +
-                         std::to_string(batches) + " generation batches) gave no group whose responses differ in '" +
-                         filter.metric + "' (algorithm.filter_groups); every response scores the same");
+        throw ValueError("step " + std::to_string(step + 1) + ": a whole epoch of prompts (" + std::to_string(batches) +
+                         " generation batches) gave no group whose responses differ in '" + filter.metric +
+                         "' (algorithm.filter_groups); every response scores the same");
       }
       add(generate_and_score(sampler->next(), batches, step, metrics));
     }
@@ -401,46 +404,47 @@ struct RlTrainer::Impl {
       metrics["timing_s/update_actor"] = seconds_since(start);
     });
     ++step;
-    if (!rollout_pool) timed("sync_weights", [&] {
-      // The reply carries the stats of this step's swaps (train <-> rollout around each generate);
-      // ranks swap in lockstep, so the slowest rank's times and the largest peak are reported.
-      const CallOutput synced =
-          workers->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
-      double to_rollout = 0, to_train = 0, bytes_moved = 0;
-      std::map<std::string, double> memory;  // the largest of each over the workers
-      double rss_min = std::numeric_limits<double>::infinity(), rss_max = 0, rss_sum = 0;
-      for (const auto& reply : synced.replies) {
-        const trainer::SyncWeightsReply sync = trainer::SyncWeightsReply::from_json(reply.value);
-        const auto rss = static_cast<double>(sync.rss_bytes);
-        rss_min = std::min(rss_min, rss);
-        rss_max = std::max(rss_max, rss);
-        rss_sum += rss;
-        metrics["memory/worker_rss_bytes/rank_" + std::to_string(reply.rank)] = rss;  // a leak in one rank
-        to_rollout = std::max(to_rollout, sync.swaps.to_rollout_s);
-        to_train = std::max(to_train, sync.swaps.to_train_s);
-        bytes_moved = std::max(bytes_moved, static_cast<double>(sync.swaps.bytes_moved));
-        const std::pair<const char*, int64_t> peaks[] = {{"planned_peak_bytes", sync.swaps.planned_peak_bytes},
-                                                         {"measured_peak_bytes", sync.swaps.measured_peak_bytes},
-                                                         {"allocated_bytes", sync.allocated_bytes},
-                                                         {"reserved_bytes", sync.reserved_bytes}};
-        for (const auto& [key, bytes] : peaks) memory[key] = std::max(memory[key], static_cast<double>(bytes));
-        for (const auto& [phase, seconds] : sync.swaps.phases) {
-          double& slot = metrics["timing_s/reshard_" + phase];
-          slot = std::max(slot, seconds);
+    if (!rollout_pool)
+      timed("sync_weights", [&] {
+        // The reply carries the stats of this step's swaps (train <-> rollout around each generate);
+        // ranks swap in lockstep, so the slowest rank's times and the largest peak are reported.
+        const CallOutput synced =
+            workers->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
+        double to_rollout = 0, to_train = 0, bytes_moved = 0;
+        std::map<std::string, double> memory;  // the largest of each over the workers
+        double rss_min = std::numeric_limits<double>::infinity(), rss_max = 0, rss_sum = 0;
+        for (const auto& reply : synced.replies) {
+          const trainer::SyncWeightsReply sync = trainer::SyncWeightsReply::from_json(reply.value);
+          const auto rss = static_cast<double>(sync.rss_bytes);
+          rss_min = std::min(rss_min, rss);
+          rss_max = std::max(rss_max, rss);
+          rss_sum += rss;
+          metrics["memory/worker_rss_bytes/rank_" + std::to_string(reply.rank)] = rss;  // a leak in one rank
+          to_rollout = std::max(to_rollout, sync.swaps.to_rollout_s);
+          to_train = std::max(to_train, sync.swaps.to_train_s);
+          bytes_moved = std::max(bytes_moved, static_cast<double>(sync.swaps.bytes_moved));
+          const std::pair<const char*, int64_t> peaks[] = {{"planned_peak_bytes", sync.swaps.planned_peak_bytes},
+                                                           {"measured_peak_bytes", sync.swaps.measured_peak_bytes},
+                                                           {"allocated_bytes", sync.allocated_bytes},
+                                                           {"reserved_bytes", sync.reserved_bytes}};
+          for (const auto& [key, bytes] : peaks) memory[key] = std::max(memory[key], static_cast<double>(bytes));
+          for (const auto& [phase, seconds] : sync.swaps.phases) {
+            double& slot = metrics["timing_s/reshard_" + phase];
+            slot = std::max(slot, seconds);
+          }
         }
-      }
-      metrics["timing_s/reshard_to_rollout"] = to_rollout;
-      metrics["timing_s/reshard_to_train"] = to_train;
-      metrics["perf/swap_GBps"] = to_rollout > 0 ? bytes_moved / to_rollout / 1e9 : 0.0;
-      metrics["perf/swap_bytes"] = bytes_moved;
-      metrics["memory/peak_swap_bytes"] = memory["measured_peak_bytes"];
-      metrics["memory/planned_peak_swap_bytes"] = memory["planned_peak_bytes"];
-      metrics["memory/allocated_bytes"] = memory["allocated_bytes"];
-      metrics["memory/reserved_bytes"] = memory["reserved_bytes"];
-      metrics["memory/worker_rss_bytes/max"] = rss_max;
-      metrics["memory/worker_rss_bytes/min"] = rss_min;
-      metrics["memory/worker_rss_bytes/mean"] = rss_sum / static_cast<double>(synced.replies.size());
-    });
+        metrics["timing_s/reshard_to_rollout"] = to_rollout;
+        metrics["timing_s/reshard_to_train"] = to_train;
+        metrics["perf/swap_GBps"] = to_rollout > 0 ? bytes_moved / to_rollout / 1e9 : 0.0;
+        metrics["perf/swap_bytes"] = bytes_moved;
+        metrics["memory/peak_swap_bytes"] = memory["measured_peak_bytes"];
+        metrics["memory/planned_peak_swap_bytes"] = memory["planned_peak_bytes"];
+        metrics["memory/allocated_bytes"] = memory["allocated_bytes"];
+        metrics["memory/reserved_bytes"] = memory["reserved_bytes"];
+        metrics["memory/worker_rss_bytes/max"] = rss_max;
+        metrics["memory/worker_rss_bytes/min"] = rss_min;
+        metrics["memory/worker_rss_bytes/mean"] = rss_sum / static_cast<double>(synced.replies.size());
+      });
     metrics["memory/controller_rss_bytes"] = static_cast<double>(process_rss_bytes());
     metrics["perf/cpu_memory_used_gb"] = static_cast<double>(host_memory_used_bytes()) / (1 << 30);
     metrics[metric_names::kActorLr] = metrics.count("lr") ? metrics["lr"] : 0.0;
@@ -493,9 +497,9 @@ struct RlTrainer::Impl {
   // go to the policy loss, and the rollout_corr/ metrics (the off-policy gap)
   // are reported every step.
   void apply_rollout_correction(Batch& batch, StepMetrics& metrics) const {
-    const RolloutCorrectionResult corrected =
-        compute_rollout_correction(batch.tensor(columns::kOldLogProbs), batch.tensor(columns::kRolloutLogProbs),
-                                   batch.tensor(columns::kResponseMask), config.algorithm.rollout_correction.settings());
+    const RolloutCorrectionResult corrected = compute_rollout_correction(
+        batch.tensor(columns::kOldLogProbs), batch.tensor(columns::kRolloutLogProbs),
+        batch.tensor(columns::kResponseMask), config.algorithm.rollout_correction.settings());
     batch.set(columns::kResponseMask, corrected.response_mask);
     if (corrected.rollout_is_weights.defined()) batch.set(columns::kRolloutIsWeights, corrected.rollout_is_weights);
     metrics.insert(corrected.metrics.begin(), corrected.metrics.end());
@@ -648,8 +652,9 @@ struct RlTrainer::Impl {
       const auto rollout_idle_until = Clock::now();
       metrics = train_on(std::move(ready.scored), std::move(metrics), step_start);
       const double step_seconds = metrics[metric_names::kTimingStep];
-      const double rollout_idle = std::chrono::duration<double>(
-          (pending ? rollout_idle_until : Clock::now()) - std::max(ready.finished, step_start)).count();
+      const double rollout_idle = std::chrono::duration<double>((pending ? rollout_idle_until : Clock::now()) -
+                                                                std::max(ready.finished, step_start))
+                                      .count();
       metrics[metric_names::kTrainerIdleRatio] =
           step_seconds > 0 ? metrics[metric_names::kTimingWaitPrevGen] / step_seconds : 0.0;
       metrics[metric_names::kRollouterIdleRatio] = step_seconds > 0 ? std::max(0.0, rollout_idle) / step_seconds : 0.0;
@@ -739,7 +744,8 @@ struct RlTrainer::Impl {
       bool stop = false;
       while (step < plan.total_steps && !stop) {
         StepMetrics metrics = train_step(sampler->next());
-        stop = finish_step(metrics, summary, [] {}, [] {});
+        stop = finish_step(
+            metrics, summary, [] {}, [] {});
       }
     }
     logger.flush();

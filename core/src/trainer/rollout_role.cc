@@ -64,9 +64,10 @@ class StandaloneRollout {
   MethodResult stream(const Batch& requests, const nlohmann::json& a) {
     auto* engine = capability<GeneratesRequests>(*engine_);
     if (engine == nullptr) {
-      throw ConfigError("async_training.mode fully_async needs a rollout engine that generates request by request "
-                        "(capability requests: infer-native); actor_rollout_ref.rollout.name is '" +
-                        config_.rollout.name + "'");
+      throw ConfigError(
+          "async_training.mode fully_async needs a rollout engine that generates request by request "
+          "(capability requests: infer-native); actor_rollout_ref.rollout.name is '" +
+          config_.rollout.name + "'");
     }
     fault_point("rollout.stream");
     SamplingParams sampling = sampling_from_args(a, 0);
@@ -89,8 +90,8 @@ class StandaloneRollout {
       const GenerationLoad load = engine->load();
       if (load.running + load.waiting == 0) break;
       for (RequestOutput& done : engine->step().finished) {
-        reply.finished.push_back(
-            StreamReply::Finished{std::stoll(done.id), std::move(done.generated), done.finish_reason == FinishReason::kStop});
+        reply.finished.push_back(StreamReply::Finished{std::stoll(done.id), std::move(done.generated),
+                                                       done.finish_reason == FinishReason::kStop});
       }
     }
     const GenerationLoad load = engine->load();
@@ -100,7 +101,8 @@ class StandaloneRollout {
 
   // Rollout rank r is the bridge's rank 1 + r (rank 0: the actor's rank 0).
   MethodResult join_bridge(const nlohmann::json& a) {
-    if (!context_.join_group) throw ConfigError("a standalone rollout pool needs process groups (runtime.process_groups)");
+    if (!context_.join_group)
+      throw ConfigError("a standalone rollout pool needs process groups (runtime.process_groups)");
     bridge_ = std::make_unique<CommGroup>(context_.join_group(a.at(args::kBridge).get<std::string>(), 1 + context_.rank,
                                                               a.at(args::kBridgeSize).get<int64_t>()));
     return MethodResult{};
@@ -112,8 +114,8 @@ class StandaloneRollout {
                        " has not joined the bridge");
     }
     fault_point("rollout.receive_weights");
-    const WeightTransferStats stats = trainer::receive_weights(*engine_, *adaptor_, layout_, *bridge_,
-                                                               at::Device(device_), a.at(args::kVersion).get<int64_t>());
+    const WeightTransferStats stats = trainer::receive_weights(
+        *engine_, *adaptor_, layout_, *bridge_, at::Device(device_), a.at(args::kVersion).get<int64_t>());
     return MethodResult{Batch(), WeightTransferReply{stats}.to_json()};
   }
 

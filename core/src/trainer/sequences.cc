@@ -162,7 +162,8 @@ Batch make_masked_sequence_batch(const std::vector<std::vector<int32_t>>& prompt
 Batch make_supervised_batch(const std::vector<std::vector<int32_t>>& prompts,
                             const std::vector<std::vector<int32_t>>& responses, int64_t pad_id,
                             const std::vector<std::vector<uint8_t>>* loss_masks) {
-  if (prompts.size() != responses.size()) throw ValueError("make_supervised_batch: prompts and responses differ in count");
+  if (prompts.size() != responses.size())
+    throw ValueError("make_supervised_batch: prompts and responses differ in count");
   at::Tensor prompt_mask;
   at::Tensor response_mask;
   const at::Tensor prompt_ids = pack_rows(prompts, longest(prompts), pad_id, true, &prompt_mask);

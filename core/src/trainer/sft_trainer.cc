@@ -128,7 +128,8 @@ class SftRun {
  private:
   static Tokenizer load_tokenizer(const RunConfig& config) {
     const std::string& model_path = config.actor_rollout_ref.model.path;
-    if (model_path.empty()) throw ConfigError("actor_rollout_ref.model.path is required: the HF checkpoint to fine-tune");
+    if (model_path.empty())
+      throw ConfigError("actor_rollout_ref.model.path is required: the HF checkpoint to fine-tune");
     if (config.data.train_files.empty()) throw ConfigError("data.train_files is required: JSONL prompt/response pairs");
     return Tokenizer::from_pretrained_dir(model_path);
   }
@@ -144,9 +145,8 @@ class SftRun {
       prompts.push_back(example.prompt_ids);
       responses.push_back(example.response_ids);
       masked = masked || !example.response_loss_mask.empty();
-      loss_masks.push_back(example.response_loss_mask.empty()
-                               ? std::vector<uint8_t>(example.response_ids.size(), 1)
-                               : example.response_loss_mask);
+      loss_masks.push_back(example.response_loss_mask.empty() ? std::vector<uint8_t>(example.response_ids.size(), 1)
+                                                              : example.response_loss_mask);
     }
     const int64_t pad_id = tokenizer_.pad_token_id().value_or(tokenizer_.eos_token_id().value_or(0));
     const Batch batch = trainer::make_supervised_batch(prompts, responses, pad_id, masked ? &loss_masks : nullptr);
@@ -172,7 +172,7 @@ class SftRun {
   std::ostream& out_;
   Tokenizer tokenizer_;
   std::shared_ptr<const agent::AgentLoop> agent_loop_;  // null unless multi_turn.enable
-  ChatRenderer chat_renderer_;  // the checkpoint's template; empty without one
+  ChatRenderer chat_renderer_;                          // the checkpoint's template; empty without one
   Dataset train_set_;
   Dataset val_set_;
   RewardRouter rewards_;

@@ -61,8 +61,9 @@ StreamReply StreamReply::from_reply(const Batch& rows, const nlohmann::json& val
   const int64_t width = ids.size(1);
   for (int64_t r = 0; r < rows.size(); ++r) {
     const int64_t length = lengths.data_ptr<int64_t>()[r];
-    if (length < 0 || length > width) throw FormatError("rollout.stream: row " + std::to_string(r) + " has length " +
-                                                        std::to_string(length) + " of " + std::to_string(width));
+    if (length < 0 || length > width)
+      throw FormatError("rollout.stream: row " + std::to_string(r) + " has length " + std::to_string(length) + " of " +
+                        std::to_string(width));
     Finished f;
     f.id = request.data_ptr<int64_t>()[r];
     f.stopped = stopped.data_ptr<int64_t>()[r] != 0;

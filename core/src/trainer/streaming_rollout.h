@@ -35,14 +35,14 @@ namespace rlcore::trainer {
 
 struct StreamingSettings {
   int64_t prompts_per_step = 1;
-  int64_t n = 1;  // samples per prompt
+  int64_t n = 1;           // samples per prompt
   int64_t sync_every = 1;  // trigger_parameter_sync_step
   double staleness_threshold = 0.0;
   bool partial_rollout = false;
   int64_t decode_steps_per_call = 16;
   int64_t max_staleness = -1;  // drop a group with a token staler than this at take(); -1: none
-  nlohmann::json sampling;  // temperature, top_k, top_p (generate's arguments)
-  int64_t seed = 0;         // the requests' seeds derive from it
+  nlohmann::json sampling;     // temperature, top_k, top_p (generate's arguments)
+  int64_t seed = 0;            // the requests' seeds derive from it
   GenerationLimits limits;
 };
 
@@ -112,20 +112,20 @@ class StreamingRollout {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::map<int64_t, Pending> in_flight_;     // prompt id -> its samples so far
-  std::deque<StreamedGroup> ready_;          // finished groups, oldest first
-  std::deque<int64_t> ready_draws_;          // the draw of each ready group
-  std::deque<int64_t> undrawn_;              // indices of the current draw not yet started
-  std::map<int64_t, Draw> draws_;            // draw id -> draw, while any of its prompts is untaken
+  std::map<int64_t, Pending> in_flight_;  // prompt id -> its samples so far
+  std::deque<StreamedGroup> ready_;       // finished groups, oldest first
+  std::deque<int64_t> ready_draws_;       // the draw of each ready group
+  std::deque<int64_t> undrawn_;           // indices of the current draw not yet started
+  std::map<int64_t, Draw> draws_;         // draw id -> draw, while any of its prompts is untaken
   int64_t next_draw_ = 0;
   int64_t next_prompt_ = 0;
   int64_t next_rank_ = 0;
-  int64_t budget_left_ = 0;                  // prompts the producer may still start before the next sync
-  bool draining_ = false;                    // start nothing; park when nothing is in flight
-  bool hold_ = false;                        // park at the next call boundary
+  int64_t budget_left_ = 0;  // prompts the producer may still start before the next sync
+  bool draining_ = false;    // start nothing; park when nothing is in flight
+  bool hold_ = false;        // park at the next call boundary
   bool parked_ = false;
   bool stop_ = false;
-  double idle_seconds_ = 0;                  // since the last take
+  double idle_seconds_ = 0;  // since the last take
   std::exception_ptr failure_;
   std::thread producer_;
 };

@@ -24,11 +24,7 @@ std::string at_n_suffix(int64_t n) { return "/mean@" + std::to_string(n); }
 
 Validator::Validator(const RunConfig& config, const Dataset& val_set, const Tokenizer& tokenizer,
                      std::function<Rewards(const Rollout&)> score, GenerationLimits limits)
-    : config_(config),
-      val_set_(val_set),
-      tokenizer_(tokenizer),
-      score_(std::move(score)),
-      limits_(std::move(limits)) {
+    : config_(config), val_set_(val_set), tokenizer_(tokenizer), score_(std::move(score)), limits_(std::move(limits)) {
   const std::string suffix = at_n_suffix(config.actor_rollout_ref.rollout.val_kwargs.n);
   for (int64_t i = 0; i < val_set.size(); ++i) {
     const std::string name = kValCorePrefix + val_set.at(i).data_source + "/reward" + suffix;
@@ -59,7 +55,9 @@ StepMetrics Validator::run(const RolloutWorkers& workers, int64_t version) const
     if (dump) dump->add(rollout, scored, tokenizer_);
     const auto rows = static_cast<int64_t>(rollout.examples.size());
     for (const auto& [name, value] : rollout.agent_metrics) {  // the agent loop's means, weighted by rows
-      if (name.size() >= 4 && (name.compare(name.size() - 4, 4, "/max") == 0 || name.compare(name.size() - 4, 4, "/min") == 0)) continue;
+      if (name.size() >= 4 &&
+          (name.compare(name.size() - 4, 4, "/max") == 0 || name.compare(name.size() - 4, 4, "/min") == 0))
+        continue;
       auto& agent = sums["val-aux/" + name];
       agent.first += value * static_cast<double>(rows);
       agent.second += rows;

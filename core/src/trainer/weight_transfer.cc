@@ -185,11 +185,11 @@ class TargetAssembler {
   RolloutLayout layout_;
   int64_t version_;
   std::vector<WeightMeta> targets_;
-  std::vector<std::vector<std::string>> sources_;   // per target
-  std::map<std::string, std::set<size_t>> users_;   // source -> targets not loaded yet
-  std::map<std::string, at::Tensor> arrived_;       // sources some target still waits for
-  std::set<size_t> loaded_;      // converted (and loaded, or to be at the next flush)
-  NamedTensorList converted_;    // since the last flush
+  std::vector<std::vector<std::string>> sources_;  // per target
+  std::map<std::string, std::set<size_t>> users_;  // source -> targets not loaded yet
+  std::map<std::string, at::Tensor> arrived_;      // sources some target still waits for
+  std::set<size_t> loaded_;                        // converted (and loaded, or to be at the next flush)
+  NamedTensorList converted_;                      // since the last flush
 };
 
 }  // namespace
@@ -237,8 +237,8 @@ WeightTransferStats receive_weights(InferenceEngine& engine, const WeightAdaptor
     }
     at::Tensor header_text = at::empty({header_bytes}, at::kByte);
     bridge.broadcast(header_text, 0);
-    const std::vector<BucketEntry> entries = parse_header(
-        std::string(static_cast<const char*>(header_text.data_ptr()), static_cast<size_t>(header_bytes)));
+    const std::vector<BucketEntry> entries =
+        parse_header(std::string(static_cast<const char*>(header_text.data_ptr()), static_cast<size_t>(header_bytes)));
     int64_t total = 0;
     for (const BucketEntry& entry : entries) total = std::max(total, aligned(entry.offset + entry.bytes()));
     at::Tensor bucket = at::empty({total}, at::TensorOptions().dtype(at::kByte).device(device));

@@ -24,7 +24,7 @@
 namespace rlcore::trainer {
 
 struct WeightTransferStats {
-  int64_t bytes = 0;    // parameter bytes through the bridge
+  int64_t bytes = 0;  // parameter bytes through the bridge
   int64_t buckets = 0;
   int64_t tensors = 0;  // parameters sent (actor) / targets loaded (rollout)
   double seconds = 0;
@@ -39,8 +39,8 @@ WeightTransferStats send_weights(const ParameterVisitor& for_each_parameter, con
                                  int64_t bucket_bytes);
 
 // A rollout rank's side: loads every target of engine.weight_meta() with
-// `version`; the buckets arrive on `device` (the sender's kind of device). Throws ValueError naming a target whose sources never arrived, or
-// a parameter that arrived with the wrong shape for the adaptor.
+// `version`; the buckets arrive on `device` (the sender's kind of device). Throws ValueError naming a target whose
+// sources never arrived, or a parameter that arrived with the wrong shape for the adaptor.
 WeightTransferStats receive_weights(InferenceEngine& engine, const WeightAdaptor& adaptor, const RolloutLayout& layout,
                                     const CommGroup& bridge, const at::Device& device, int64_t version);
 

@@ -25,8 +25,8 @@ std::string worker_device(const RoleContext& context);
 
 // Makes a train engine on worker_device(context).
 struct EngineRequest {
-  std::string strategy;       // registered train_engine name
-  ConfigNode options;         // the engine's keys
+  std::string strategy;  // registered train_engine name
+  ConfigNode options;    // the engine's keys
   std::string model_path;
   std::string model_head = "lm";
   bool trainable = true;

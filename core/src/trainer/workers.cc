@@ -82,7 +82,8 @@ std::vector<PoolSpec> TrainerWorkers::pools(const RunConfig& config, bool critic
   std::vector<PoolSpec> pools = resolve_pools(config.runtime, role_specs(config, critic, standalone_rollout));
   if (!standalone_rollout || pools.front().name != "global") return pools;
   std::vector<RoleSpec>& global = pools.front().roles;
-  const auto rollout = std::find_if(global.begin(), global.end(), [](const RoleSpec& r) { return r.name == kRolloutRole; });
+  const auto rollout =
+      std::find_if(global.begin(), global.end(), [](const RoleSpec& r) { return r.name == kRolloutRole; });
   if (rollout == global.end()) return pools;  // a runtime pool hosts it
   PoolSpec pool;
   pool.name = kRolloutRole;

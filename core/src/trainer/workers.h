@@ -16,7 +16,7 @@ namespace rlcore::trainer {
 struct WorkerRoles {
   bool critic = false;
   bool ref = false;
-  bool rollout = true;  // the actor's colocated rollout
+  bool rollout = true;              // the actor's colocated rollout
   bool standalone_rollout = false;  // a rollout pool of its own (async_training.mode; rollout must be false)
   int64_t total_training_steps = 0;
   std::string model_path;  // empty: actor_rollout_ref.model.path
@@ -40,9 +40,9 @@ class TrainerWorkers {
   ~TrainerWorkers();
 
   WorkerGroup& actor() { return *actor_; }
-  WorkerGroup* critic() { return critic_; }  // null without a critic
+  WorkerGroup* critic() { return critic_; }              // null without a critic
   WorkerGroup* reward_model() { return reward_model_; }  // null without reward.reward_model.enable
-  WorkerGroup* rollout() { return rollout_; }  // null without a standalone rollout pool
+  WorkerGroup* rollout() { return rollout_; }            // null without a standalone rollout pool
   void shutdown();
 
  private:

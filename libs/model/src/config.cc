@@ -66,8 +66,7 @@ std::string get_string(const json& object, const std::string& key, const std::st
   return value->get<std::string>();
 }
 
-std::optional<int64_t> get_optional_int(const json& object, const std::string& key,
-                                        const std::string& source) {
+std::optional<int64_t> get_optional_int(const json& object, const std::string& key, const std::string& source) {
   if (find(object, key) == nullptr) return std::nullopt;
   return get_int(object, key, source);
 }
@@ -124,9 +123,9 @@ void parse_rope(const json& j, const std::string& source, ModelConfig& c) {
     fail(source, field + ".rope_type",
          "'" + r.rope_type + "' is not supported (supported: default, linear, llama3, yarn)");
   }
-  r.original_max_position_embeddings = get_int(*scaling, "original_max_position_embeddings", where,
-                                               get_int(j, "original_max_position_embeddings", source,
-                                                       c.max_position_embeddings));
+  r.original_max_position_embeddings =
+      get_int(*scaling, "original_max_position_embeddings", where,
+              get_int(j, "original_max_position_embeddings", source, c.max_position_embeddings));
   // yarn without a factor (DeepSeek-V3 style) stretches to max_position_embeddings.
   const double implied_factor =
       static_cast<double>(c.max_position_embeddings) / static_cast<double>(r.original_max_position_embeddings);
@@ -154,8 +153,7 @@ void check_architectures(const json& j, const std::string& source) {
   if (architectures == nullptr) return;
   if (!architectures->is_array()) fail(source, "architectures", "must be a list of class names");
   static const std::vector<std::string> kBodies = {"Gemma2", "Llama", "Mistral", "Qwen2", "Qwen3"};
-  static const std::vector<std::string> kHeads = {"ForCausalLM", "ForTokenClassification",
-                                                  "ForSequenceClassification"};
+  static const std::vector<std::string> kHeads = {"ForCausalLM", "ForTokenClassification", "ForSequenceClassification"};
   for (const json& name : *architectures) {
     if (!name.is_string()) fail(source, "architectures", "must be a list of class names, got " + name.dump());
     const std::string text = name.get<std::string>();
@@ -220,19 +218,18 @@ bool RopeScaling::operator==(const RopeScaling& o) const {
 }
 
 bool ModelConfig::operator==(const ModelConfig& o) const {
-  return std::tie(model_type, vocab_size, hidden_size, intermediate_size, num_hidden_layers,
-                  num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps,
-                  rope_theta, rope_scaling, initializer_range, tie_word_embeddings, qkv_bias, o_proj_bias,
-                  mlp_bias, qk_norm, sliding_window, sliding_layers, hidden_act, norm_weight_offset, sandwich_norms,
-                  scale_embeddings, query_pre_attn_scalar, attn_logit_softcapping, final_logit_softcapping,
-                  torch_dtype, bos_token_id, eos_token_ids, pad_token_id) ==
+  return std::tie(model_type, vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+                  num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps, rope_theta, rope_scaling,
+                  initializer_range, tie_word_embeddings, qkv_bias, o_proj_bias, mlp_bias, qk_norm, sliding_window,
+                  sliding_layers, hidden_act, norm_weight_offset, sandwich_norms, scale_embeddings,
+                  query_pre_attn_scalar, attn_logit_softcapping, final_logit_softcapping, torch_dtype, bos_token_id,
+                  eos_token_ids, pad_token_id) ==
          std::tie(o.model_type, o.vocab_size, o.hidden_size, o.intermediate_size, o.num_hidden_layers,
-                  o.num_attention_heads, o.num_key_value_heads, o.head_dim, o.max_position_embeddings,
-                  o.rms_norm_eps, o.rope_theta, o.rope_scaling, o.initializer_range, o.tie_word_embeddings,
-                  o.qkv_bias, o.o_proj_bias, o.mlp_bias, o.qk_norm, o.sliding_window, o.sliding_layers,
-                  o.hidden_act, o.norm_weight_offset, o.sandwich_norms, o.scale_embeddings, o.query_pre_attn_scalar,
-                  o.attn_logit_softcapping, o.final_logit_softcapping, o.torch_dtype, o.bos_token_id,
-                  o.eos_token_ids, o.pad_token_id);
+                  o.num_attention_heads, o.num_key_value_heads, o.head_dim, o.max_position_embeddings, o.rms_norm_eps,
+                  o.rope_theta, o.rope_scaling, o.initializer_range, o.tie_word_embeddings, o.qkv_bias, o.o_proj_bias,
+                  o.mlp_bias, o.qk_norm, o.sliding_window, o.sliding_layers, o.hidden_act, o.norm_weight_offset,
+                  o.sandwich_norms, o.scale_embeddings, o.query_pre_attn_scalar, o.attn_logit_softcapping,
+                  o.final_logit_softcapping, o.torch_dtype, o.bos_token_id, o.eos_token_ids, o.pad_token_id);
 }
 
 ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
@@ -241,8 +238,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   ModelConfig c;
   c.model_type = get_string(j, "model_type", source);
   if (!is_supported_model_type(c.model_type)) {
-    fail(source, "model_type",
-         "'" + c.model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
+    fail(source, "model_type", "'" + c.model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
   }
   const bool is_llama = c.model_type == "llama";
   const bool is_mistral = c.model_type == "mistral";
@@ -307,8 +303,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   const std::string dtype_key = find(j, "dtype") != nullptr ? "dtype" : "torch_dtype";
   c.torch_dtype = get_string(j, dtype_key, source, "float32");
   if (c.torch_dtype != "float32" && c.torch_dtype != "bfloat16" && c.torch_dtype != "float16") {
-    fail(source, dtype_key,
-         "'" + c.torch_dtype + "' is not supported (supported: float32, bfloat16, float16)");
+    fail(source, dtype_key, "'" + c.torch_dtype + "' is not supported (supported: float32, bfloat16, float16)");
   }
   c.bos_token_id = get_optional_int(j, "bos_token_id", source);
   c.eos_token_ids = get_int_list(j, "eos_token_id", source);
@@ -337,8 +332,7 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
 
 void ModelConfig::validate(const std::string& source) const {
   if (!is_supported_model_type(model_type)) {
-    fail(source, "model_type",
-         "'" + model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
+    fail(source, "model_type", "'" + model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
   }
   const std::pair<const char*, int64_t> sizes[] = {
       {"vocab_size", vocab_size},
@@ -404,10 +398,10 @@ c10::ScalarType ModelConfig::dtype() const {
 
 json ModelConfig::to_json() const {
   static const std::map<std::string, std::string> kArchitectures = {{"gemma2", "Gemma2ForCausalLM"},
-                                                                     {"llama", "LlamaForCausalLM"},
-                                                                     {"mistral", "MistralForCausalLM"},
-                                                                     {"qwen2", "Qwen2ForCausalLM"},
-                                                                     {"qwen3", "Qwen3ForCausalLM"}};
+                                                                    {"llama", "LlamaForCausalLM"},
+                                                                    {"mistral", "MistralForCausalLM"},
+                                                                    {"qwen2", "Qwen2ForCausalLM"},
+                                                                    {"qwen3", "Qwen3ForCausalLM"}};
   validate("ModelConfig::to_json");
   json j;
   j["architectures"] = json::array({kArchitectures.at(model_type)});
@@ -461,8 +455,7 @@ json ModelConfig::to_json() const {
     j["layer_types"] = layer_types;
     // Gemma2Config types it int: written so when whole, as HF writes it.
     const double scalar = query_pre_attn_scalar.value_or(static_cast<double>(head_dim));
-    j["query_pre_attn_scalar"] =
-        scalar == std::floor(scalar) ? json(static_cast<int64_t>(scalar)) : json(scalar);
+    j["query_pre_attn_scalar"] = scalar == std::floor(scalar) ? json(static_cast<int64_t>(scalar)) : json(scalar);
     j["attn_logit_softcapping"] = attn_logit_softcapping ? json(*attn_logit_softcapping) : json(nullptr);
     j["final_logit_softcapping"] = final_logit_softcapping ? json(*final_logit_softcapping) : json(nullptr);
   } else {

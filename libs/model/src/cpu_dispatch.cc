@@ -26,7 +26,8 @@ std::atomic<bool>& generic_flag() {
     const std::string value = text == nullptr ? "" : text;
     if (value.empty() || value == "auto") return false;
     if (value == "generic") return true;
-    throw ConfigError("RLCORE_CPU_KERNELS='" + value + "': expected 'auto' (the CPU's flags choose) or 'generic' (ATen)");
+    throw ConfigError("RLCORE_CPU_KERNELS='" + value +
+                      "': expected 'auto' (the CPU's flags choose) or 'generic' (ATen)");
   }()};
   return generic;
 }

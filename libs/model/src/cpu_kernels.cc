@@ -41,7 +41,8 @@ void rms_norm_rows(const T* x, const T* w, T* out, int64_t rows, int64_t dim, fl
       const T* xr = x + r * dim;
       T* o = out + r * dim;
       double sum = 0;
-      for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(static_cast<float>(xr[i])) * static_cast<float>(xr[i]);
+      for (int64_t i = 0; i < dim; ++i)
+        sum += static_cast<double>(static_cast<float>(xr[i])) * static_cast<float>(xr[i]);
       // mean, + eps and rsqrt each produce an fp32 tensor in HF's sequence.
       const float variance = static_cast<float>(sum / static_cast<double>(dim));
       const float inv = 1.0f / std::sqrt(variance + eps);
@@ -96,8 +97,8 @@ __attribute__((target("avx512f"))) inline __m512 load16(const at::BFloat16* p) {
 // `scores` is scratch space for `keys` floats; dim is a multiple of 16.
 template <typename T>
 __attribute__((target("avx512f"))) void attend_one_head(const T* q, const T* k, const T* v, int64_t key_stride,
-                                                         const bool* blocked, int64_t keys, int64_t dim,
-                                                         float scaling, float* scores, T* out) {
+                                                        const bool* blocked, int64_t keys, int64_t dim, float scaling,
+                                                        float* scores, T* out) {
   float top = std::numeric_limits<float>::lowest();
   for (int64_t s = 0; s < keys; ++s) {
     const T* key = k + s * key_stride;
@@ -193,10 +194,10 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             double scaling) {
 #if defined(__x86_64__)
   const at::ScalarType dtype = q.scalar_type();
-  if (!supported(dtype) || !eligible(q, dtype) || !eligible(k, dtype) || !eligible(v, dtype) ||
-      q.dim() != 4 || k.dim() != 4 || q.size(2) != 1 || q.size(3) % 16 != 0 || q.size(3) > 256 ||
-      k.sizes() != v.sizes() || k.strides() != v.strides() || k.size(0) != q.size(0) || k.size(3) != q.size(3) ||
-      k.size(1) == 0 || q.size(1) % k.size(1) != 0 || q.stride(3) != 1 || k.stride(3) != 1 || k.size(2) == 0) {
+  if (!supported(dtype) || !eligible(q, dtype) || !eligible(k, dtype) || !eligible(v, dtype) || q.dim() != 4 ||
+      k.dim() != 4 || q.size(2) != 1 || q.size(3) % 16 != 0 || q.size(3) > 256 || k.sizes() != v.sizes() ||
+      k.strides() != v.strides() || k.size(0) != q.size(0) || k.size(3) != q.size(3) || k.size(1) == 0 ||
+      q.size(1) % k.size(1) != 0 || q.stride(3) != 1 || k.stride(3) != 1 || k.size(2) == 0) {
     return {};
   }
   const int64_t batch = q.size(0), keys = k.size(2);

@@ -7,7 +7,8 @@
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
-#define RLCORE_HAVE_FUSED_GQA_ATTENTION (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
+#define RLCORE_HAVE_FUSED_GQA_ATTENTION \
+  (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
 
 namespace rlcore::model {
 #if RLCORE_HAVE_FUSED_GQA_ATTENTION
@@ -16,9 +17,12 @@ namespace {
 // The most negative finite value of `dtype` (HF's finfo(dtype).min).
 double lowest_finite(at::ScalarType dtype) {
   switch (dtype) {
-    case at::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
-    case at::kHalf: return static_cast<double>(std::numeric_limits<c10::Half>::lowest());
-    default: return std::numeric_limits<float>::lowest();
+    case at::kBFloat16:
+      return static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
+    case at::kHalf:
+      return static_cast<double>(std::numeric_limits<c10::Half>::lowest());
+    default:
+      return std::numeric_limits<float>::lowest();
   }
 }
 

@@ -58,7 +58,8 @@ RLCORE_AVX512 __mmask32 tail_mask(int64_t k, int64_t in) {
 }
 
 template <typename Lanes>
-RLCORE_AVX512 inline __attribute__((always_inline)) void store(typename Lanes::Element* y, __m512 total, const typename Lanes::Element* bias, int64_t o) {
+RLCORE_AVX512 inline __attribute__((always_inline)) void store(typename Lanes::Element* y, __m512 total,
+                                                               const typename Lanes::Element* bias, int64_t o) {
   float sum = _mm512_reduce_add_ps(total);
   if (bias != nullptr) sum += static_cast<float>(bias[o]);
   *y = typename Lanes::Element(sum);  // bf16: round to nearest even
@@ -79,9 +80,8 @@ RLCORE_AVX512 void stream_rows(const typename Lanes::Element* x, int64_t in, con
     const typename Lanes::Element* row = w + o * in;
     __m512 acc[M][kUnroll];
     RLCORE_UNROLL
-    for (int m = 0; m < M; ++m)
-      RLCORE_UNROLL
-      for (int u = 0; u < kUnroll; ++u) acc[m][u] = _mm512_setzero_ps();
+    for (int m = 0; m < M; ++m) RLCORE_UNROLL
+    for (int u = 0; u < kUnroll; ++u) acc[m][u] = _mm512_setzero_ps();
     int64_t k = 0;
     for (; k < unrolled; k += kStep) {
       RLCORE_UNROLL
@@ -116,9 +116,8 @@ RLCORE_AVX512 void tile(const typename Lanes::Element* x, int64_t in, const type
                         const typename Lanes::Element* bias, typename Lanes::Element* y, int64_t out, int64_t o) {
   __m512 acc[O][M];
   RLCORE_UNROLL
-  for (int j = 0; j < O; ++j)
-    RLCORE_UNROLL
-    for (int m = 0; m < M; ++m) acc[j][m] = _mm512_setzero_ps();
+  for (int j = 0; j < O; ++j) RLCORE_UNROLL
+  for (int m = 0; m < M; ++m) acc[j][m] = _mm512_setzero_ps();
   for (int64_t k = 0; k < in; k += Lanes::kLanes) {
     const __mmask32 mask = k + Lanes::kLanes <= in ? kAllLanes : tail_mask<Lanes>(k, in);
     typename Lanes::Vector wv[O];
@@ -136,9 +135,8 @@ RLCORE_AVX512 void tile(const typename Lanes::Element* x, int64_t in, const type
     }
   }
   RLCORE_UNROLL
-  for (int j = 0; j < O; ++j)
-    RLCORE_UNROLL
-    for (int m = 0; m < M; ++m) store<Lanes>(y + m * out + o + j, acc[j][m], bias, o + j);
+  for (int j = 0; j < O; ++j) RLCORE_UNROLL
+  for (int m = 0; m < M; ++m) store<Lanes>(y + m * out + o + j, acc[j][m], bias, o + j);
 }
 
 // From five inputs on, the arithmetic outweighs the weight reads: one load per
@@ -171,9 +169,15 @@ using GemvRows = void (*)(const typename Lanes::Element*, int64_t, const typenam
 
 template <typename Lanes>
 GemvRows<Lanes> kernel_for(int64_t rows) {
-  static constexpr GemvRows<Lanes> kKernels[kGemvRows + 1] = {
-      nullptr,             gemv_rows<Lanes, 1>, gemv_rows<Lanes, 2>, gemv_rows<Lanes, 3>, gemv_rows<Lanes, 4>,
-      gemv_rows<Lanes, 5>, gemv_rows<Lanes, 6>, gemv_rows<Lanes, 7>, gemv_rows<Lanes, 8>};
+  static constexpr GemvRows<Lanes> kKernels[kGemvRows + 1] = {nullptr,
+                                                              gemv_rows<Lanes, 1>,
+                                                              gemv_rows<Lanes, 2>,
+                                                              gemv_rows<Lanes, 3>,
+                                                              gemv_rows<Lanes, 4>,
+                                                              gemv_rows<Lanes, 5>,
+                                                              gemv_rows<Lanes, 6>,
+                                                              gemv_rows<Lanes, 7>,
+                                                              gemv_rows<Lanes, 8>};
   return kKernels[rows];
 }
 

@@ -7,11 +7,10 @@
 
 namespace rlcore::model {
 
-KvCache::KvCache(const ModelConfig& config, int64_t batch_size, int64_t max_len,
-                 const at::TensorOptions& options) {
+KvCache::KvCache(const ModelConfig& config, int64_t batch_size, int64_t max_len, const at::TensorOptions& options) {
   if (batch_size < 0 || max_len <= 0) {
-    throw ValueError("KvCache: batch_size must be >= 0 and max_len > 0, got " + std::to_string(batch_size) +
-                     " and " + std::to_string(max_len));
+    throw ValueError("KvCache: batch_size must be >= 0 and max_len > 0, got " + std::to_string(batch_size) + " and " +
+                     std::to_string(max_len));
   }
   // Zeros, not empty: a masked slot gets probability 0, and 0 * NaN garbage would be NaN.
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {

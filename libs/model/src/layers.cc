@@ -177,8 +177,8 @@ at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Te
   return x * c + rotate_half(x) * s;
 }
 
-at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                             const at::Tensor& blocked, double scaling, double softcap) {
+at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocked,
+                             double scaling, double softcap) {
   if (softcap == 0.0) {  // the fused kernels have no soft-capping
     if (at::Tensor fused = cpu::decode_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
     if (at::Tensor fused = fused_grouped_attention(q, k, v, blocked, scaling); fused.defined()) return fused;

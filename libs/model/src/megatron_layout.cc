@@ -17,8 +17,8 @@ enum class Fusion {
 
 // One Megatron parameter of a decoder layer (or of the model) and its HF sources.
 struct Entry {
-  const char* megatron;               // suffix after "decoder.layers.N." (or the whole name)
-  std::vector<const char*> hf;        // suffixes after "model.layers.N." (or whole names)
+  const char* megatron;         // suffix after "decoder.layers.N." (or the whole name)
+  std::vector<const char*> hf;  // suffixes after "model.layers.N." (or whole names)
   Fusion fusion;
   TpSplit split;
   bool (*present)(const ModelConfig&);
@@ -36,33 +36,43 @@ const std::vector<Entry>& layer_entries() {
       {"input_layernorm.weight", {"input_layernorm.weight"}, Fusion::kNone, TpSplit::kReplicated, always},
       {"self_attention.linear_qkv.weight",
        {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"},
-       Fusion::kQkv, TpSplit::kColumn, always},
+       Fusion::kQkv,
+       TpSplit::kColumn,
+       always},
       {"self_attention.linear_qkv.bias",
        {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"},
-       Fusion::kQkv, TpSplit::kColumn, has_qkv_bias},
-      {"self_attention.q_layernorm.weight", {"self_attn.q_norm.weight"}, Fusion::kNone, TpSplit::kReplicated,
+       Fusion::kQkv,
+       TpSplit::kColumn,
+       has_qkv_bias},
+      {"self_attention.q_layernorm.weight",
+       {"self_attn.q_norm.weight"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
        has_qk_norm},
-      {"self_attention.k_layernorm.weight", {"self_attn.k_norm.weight"}, Fusion::kNone, TpSplit::kReplicated,
+      {"self_attention.k_layernorm.weight",
+       {"self_attn.k_norm.weight"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
        has_qk_norm},
       {"self_attention.linear_proj.weight", {"self_attn.o_proj.weight"}, Fusion::kNone, TpSplit::kRow, always},
-      {"self_attention.linear_proj.bias", {"self_attn.o_proj.bias"}, Fusion::kNone, TpSplit::kReplicated,
+      {"self_attention.linear_proj.bias",
+       {"self_attn.o_proj.bias"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
        has_o_proj_bias},
-      {"pre_mlp_layernorm.weight", {"post_attention_layernorm.weight"}, Fusion::kNone, TpSplit::kReplicated,
-       always},
-      {"mlp.linear_fc1.weight", {"mlp.gate_proj.weight", "mlp.up_proj.weight"}, Fusion::kFc1, TpSplit::kColumn,
-       always},
-      {"mlp.linear_fc1.bias", {"mlp.gate_proj.bias", "mlp.up_proj.bias"}, Fusion::kFc1, TpSplit::kColumn,
-       has_mlp_bias},
+      {"pre_mlp_layernorm.weight", {"post_attention_layernorm.weight"}, Fusion::kNone, TpSplit::kReplicated, always},
+      {"mlp.linear_fc1.weight", {"mlp.gate_proj.weight", "mlp.up_proj.weight"}, Fusion::kFc1, TpSplit::kColumn, always},
+      {"mlp.linear_fc1.bias", {"mlp.gate_proj.bias", "mlp.up_proj.bias"}, Fusion::kFc1, TpSplit::kColumn, has_mlp_bias},
       {"mlp.linear_fc2.weight", {"mlp.down_proj.weight"}, Fusion::kNone, TpSplit::kRow, always},
       {"mlp.linear_fc2.bias", {"mlp.down_proj.bias"}, Fusion::kNone, TpSplit::kReplicated, has_mlp_bias},
   };
   return entries;
 }
 
-const Entry kEmbedding{"embedding.word_embeddings.weight", {"model.embed_tokens.weight"}, Fusion::kNone,
-                       TpSplit::kColumn, always};
-const Entry kFinalNorm{"decoder.final_layernorm.weight", {"model.norm.weight"}, Fusion::kNone,
-                       TpSplit::kReplicated, always};
+const Entry kEmbedding{
+    "embedding.word_embeddings.weight", {"model.embed_tokens.weight"}, Fusion::kNone, TpSplit::kColumn, always};
+const Entry kFinalNorm{
+    "decoder.final_layernorm.weight", {"model.norm.weight"}, Fusion::kNone, TpSplit::kReplicated, always};
 const Entry kOutputLayer{"output_layer.weight", {"lm_head.weight"}, Fusion::kNone, TpSplit::kColumn, untied};
 
 const std::string kMegatronLayerPrefix = "decoder.layers.";
@@ -140,8 +150,8 @@ struct Dims {
 };
 
 Dims dims_of(const ModelConfig& c) {
-  return {c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.num_attention_heads / c.num_key_value_heads,
-          c.hidden_size, c.intermediate_size, c.vocab_size};
+  return {c.num_attention_heads, c.num_key_value_heads, c.head_dim,  c.num_attention_heads / c.num_key_value_heads,
+          c.hidden_size,         c.intermediate_size,   c.vocab_size};
 }
 
 std::vector<int64_t> canonical_shape(const ModelConfig& config, const Resolved& r) {
@@ -176,14 +186,12 @@ void check_shards(const MegatronParam& param, int64_t tp_size) {
   }
 }
 
-bool is_fc1(const MegatronParam& param) {
-  return param.name.find(".mlp.linear_fc1.") != std::string::npos;
-}
+bool is_fc1(const MegatronParam& param) { return param.name.find(".mlp.linear_fc1.") != std::string::npos; }
 
 void check_divides(const char* field, int64_t value, int64_t parts, const char* what) {
   if (parts < 1 || value % parts != 0) {
-    throw ValueError(std::string(what) + " " + std::to_string(parts) + " does not divide the model's " + field +
-                     " (" + std::to_string(value) + ")");
+    throw ValueError(std::string(what) + " " + std::to_string(parts) + " does not divide the model's " + field + " (" +
+                     std::to_string(value) + ")");
   }
 }
 
@@ -216,8 +224,8 @@ std::vector<std::string> hf_sources(const ModelConfig& config, const std::string
 at::Tensor from_hf(const ModelConfig& config, const std::string& megatron_name, const std::vector<at::Tensor>& hf) {
   const Resolved r = resolve_megatron(config, megatron_name);
   if (hf.size() != r.entry->hf.size()) {
-    throw ValueError("Megatron parameter '" + megatron_name + "' is built from " +
-                     std::to_string(r.entry->hf.size()) + " HF tensors, got " + std::to_string(hf.size()));
+    throw ValueError("Megatron parameter '" + megatron_name + "' is built from " + std::to_string(r.entry->hf.size()) +
+                     " HF tensors, got " + std::to_string(hf.size()));
   }
   at::Tensor fused;
   if (r.entry->fusion == Fusion::kQkv) {
@@ -281,14 +289,16 @@ at::Tensor tp_shard(const ModelConfig& config, const MegatronParam& param, const
   if (param.split == TpSplit::kReplicated) return full;
   if (is_fc1(param)) {
     const int64_t rows = config.intermediate_size / tp_size;
-    return at::cat({full.narrow(0, tp_rank * rows, rows), full.narrow(0, config.intermediate_size + tp_rank * rows, rows)});
+    return at::cat(
+        {full.narrow(0, tp_rank * rows, rows), full.narrow(0, config.intermediate_size + tp_rank * rows, rows)});
   }
   const int64_t dim = megatron_split_dim(param.split);
   const int64_t size = full.size(dim) / tp_size;
   return full.narrow(dim, tp_rank * size, size);
 }
 
-at::Tensor merge_tp_shards(const ModelConfig& config, const MegatronParam& param, const std::vector<at::Tensor>& shards) {
+at::Tensor merge_tp_shards(const ModelConfig& config, const MegatronParam& param,
+                           const std::vector<at::Tensor>& shards) {
   if (shards.empty()) throw ValueError("Megatron parameter '" + param.name + "': no shards to merge");
   const int64_t tp_size = static_cast<int64_t>(shards.size());
   check_shards(param, tp_size);
@@ -311,8 +321,8 @@ void validate_parallel(const ModelConfig& config, int64_t tp_size, int64_t pp_si
   check_divides("intermediate_size", config.intermediate_size, tp_size, tp);
   check_divides("vocab_size", config.vocab_size, tp_size, tp);
   if (pp_size < 1 || pp_size > config.num_hidden_layers) {
-    throw ValueError("pipeline_model_parallel_size " + std::to_string(pp_size) + " must be in [1, num_hidden_layers = " +
-                     std::to_string(config.num_hidden_layers) + "]");
+    throw ValueError("pipeline_model_parallel_size " + std::to_string(pp_size) +
+                     " must be in [1, num_hidden_layers = " + std::to_string(config.num_hidden_layers) + "]");
   }
 }
 

@@ -21,14 +21,13 @@ std::string dims_text(at::IntArrayRef shape) {
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 void check_tokens(const char* what, const at::Tensor& tensor, const at::Tensor& input_ids) {
   if (tensor.defined() && tensor.sizes() != input_ids.sizes()) {
-    throw ValueError(std::string(what) + " has shape " + dims_text(tensor.sizes()) +
-                     ", expected input_ids' shape " + dims_text(input_ids.sizes()));
+    throw ValueError(std::string(what) + " has shape " + dims_text(tensor.sizes()) + ", expected input_ids' shape " +
+                     dims_text(input_ids.sizes()));
   }
 }
 
@@ -72,8 +71,7 @@ Transformer::Transformer(ModelConfig config, ModelHead head_kind, const at::Tens
 ParameterSlots Transformer::parameter_slots() {
   ParameterSlots slots;
   slots.emplace_back("model.embed_tokens.weight", &embed_tokens);
-  for (size_t i = 0; i < layers.size(); ++i)
-    layers[i].collect("model.layers." + std::to_string(i) + ".", slots);
+  for (size_t i = 0; i < layers.size(); ++i) layers[i].collect("model.layers." + std::to_string(i) + ".", slots);
   norm.collect("model.norm", slots);
   head.collect(head_kind_ == ModelHead::kValue ? "score" : "lm_head", slots);
   return slots;
@@ -82,8 +80,7 @@ ParameterSlots Transformer::parameter_slots() {
 NamedTensors Transformer::named_parameters() const {
   NamedTensors out;
   // parameter_slots() only hands out tensor handles; nothing is modified.
-  for (const auto& [name, slot] : const_cast<Transformer*>(this)->parameter_slots())
-    out.emplace_back(name, *slot);
+  for (const auto& [name, slot] : const_cast<Transformer*>(this)->parameter_slots()) out.emplace_back(name, *slot);
   return out;
 }
 
@@ -121,13 +118,12 @@ void Transformer::load(const NamedTensors& tensors, LoadMode mode) {
     if (ends_with(name, "rotary_emb.inv_freq")) continue;                   // a buffer in old HF checkpoints
     if (name == "lm_head.weight" && config_.tie_word_embeddings) continue;  // HF ties it
     auto it = slots.find(name);
-    if (it == slots.end())
-      throw ValueError("unexpected tensor '" + name + "': not a parameter of this " + model_name);
+    if (it == slots.end()) throw ValueError("unexpected tensor '" + name + "': not a parameter of this " + model_name);
     if (!seen.insert(name).second) throw ValueError("tensor '" + name + "' given twice");
     if (!tensor.defined() || tensor.sizes() != it->second->sizes()) {
       throw ValueError("tensor '" + name + "' has shape " +
-                       (tensor.defined() ? dims_text(tensor.sizes()) : std::string("<undefined>")) +
-                       ", expected " + dims_text(it->second->sizes()));
+                       (tensor.defined() ? dims_text(tensor.sizes()) : std::string("<undefined>")) + ", expected " +
+                       dims_text(it->second->sizes()));
     }
     copies.emplace_back(it->second, &tensor);
   }
@@ -138,8 +134,8 @@ void Transformer::load(const NamedTensors& tensors, LoadMode mode) {
       if (seen.count(entry.first)) continue;
       if (count++ < 5) missing += (missing.empty() ? "'" : ", '") + entry.first + "'";
     }
-    throw ValueError("missing " + std::to_string(count) + " tensor(s) for the " + model_name + ": " +
-                     missing + (count > 5 ? ", ..." : ""));
+    throw ValueError("missing " + std::to_string(count) + " tensor(s) for the " + model_name + ": " + missing +
+                     (count > 5 ? ", ..." : ""));
   }
   at::NoGradGuard no_grad;
   for (const auto& [slot, tensor] : copies) slot->copy_(*tensor);
@@ -156,9 +152,9 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
                                     const at::Tensor& position_ids, KvCache* cache) const {
   if (!input_ids.defined() || input_ids.dim() != 2 || !at::isIntegralType(input_ids.scalar_type(), false)) {
     throw ValueError("input_ids must be an integer tensor [batch, tokens], got " +
-                     (input_ids.defined() ? dims_text(input_ids.sizes()) + " " +
-                                                std::string(c10::toString(input_ids.scalar_type()))
-                                          : std::string("<undefined>")));
+                     (input_ids.defined()
+                          ? dims_text(input_ids.sizes()) + " " + std::string(c10::toString(input_ids.scalar_type()))
+                          : std::string("<undefined>")));
   }
   check_tokens("attention_mask", attention_mask, input_ids);
   check_tokens("position_ids", position_ids, input_ids);
@@ -169,8 +165,8 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
   const int64_t offset = cache != nullptr ? cache->used : 0;
   if (cache != nullptr) {
     if (cache->batch_size() != batch) {
-      throw ValueError("KV cache holds " + std::to_string(cache->batch_size()) +
-                       " rows, input_ids has shape " + dims_text(input_ids.sizes()));
+      throw ValueError("KV cache holds " + std::to_string(cache->batch_size()) + " rows, input_ids has shape " +
+                       dims_text(input_ids.sizes()));
     }
     if (offset + len > cache->max_len()) {
       throw ValueError("KV cache full: " + std::to_string(offset) + " + " + std::to_string(len) +
@@ -184,9 +180,8 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
     positions = cache->lengths.unsqueeze(1);  // a decode step: the next position of every row
   } else if (!positions.defined()) {
     // HF: cumsum(mask) - 1, padding set to 1 (any value: padding is never attended to).
-    positions = mask.defined()
-                    ? mask.to(at::kLong).cumsum(-1) - 1
-                    : at::arange(len, on_device.dtype(at::kLong)).unsqueeze(0).expand({batch, len});
+    positions = mask.defined() ? mask.to(at::kLong).cumsum(-1) - 1
+                               : at::arange(len, on_device.dtype(at::kLong)).unsqueeze(0).expand({batch, len});
     if (mask.defined()) positions = positions.masked_fill(mask.logical_not(), 1);
     if (cache != nullptr) positions = positions + cache->lengths.unsqueeze(1);
   }

@@ -102,8 +102,7 @@ class MappedFile {
 // duplicate keys (nlohmann keeps one) and NUL bytes (nlohmann stops reading at
 // the first). Also rejects nesting deeper than `max_depth`, which no valid
 // file has.
-Json parse_untrusted_json(const char* begin, const char* end, int max_depth,
-                          const std::string& where) {
+Json parse_untrusted_json(const char* begin, const char* end, int max_depth, const std::string& where) {
   if (const void* nul = std::memchr(begin, '\0', end - begin)) {
     throw FormatError(where + ": not valid JSON: NUL byte at offset " +
                       std::to_string(static_cast<const char*>(nul) - begin));
@@ -189,8 +188,7 @@ SafetensorsEntry parse_entry(const std::string& name, const Json& value, std::ui
     }
     std::uint64_t size = dim.get<std::uint64_t>();
     has_zero = has_zero || size == 0;
-    if (__builtin_mul_overflow(strides_product, std::max<std::uint64_t>(size, 1),
-                               &strides_product) ||
+    if (__builtin_mul_overflow(strides_product, std::max<std::uint64_t>(size, 1), &strides_product) ||
         strides_product > kInt64Max) {
       throw FormatError(where + ": shape " + brief(*shape) + " overflows 64-bit element counts");
     }
@@ -216,34 +214,31 @@ SafetensorsEntry parse_entry(const std::string& name, const Json& value, std::ui
                       std::to_string(data_size) + "-byte data region (truncated file?)");
   }
   if (entry.nbytes() != nbytes) {
-    throw FormatError(where + ": shape " + brief(*shape) + " of " + dtype->get<std::string>() +
-                      " needs " + std::to_string(nbytes) + " bytes but data_offsets " +
-                      brief(*offsets) + " span " + std::to_string(entry.nbytes()));
+    throw FormatError(where + ": shape " + brief(*shape) + " of " + dtype->get<std::string>() + " needs " +
+                      std::to_string(nbytes) + " bytes but data_offsets " + brief(*offsets) + " span " +
+                      std::to_string(entry.nbytes()));
   }
   return entry;
 }
 
 // Like the reference implementation, the ranges must tile the data region
 // exactly: no overlaps (aliasing tensors) and no holes (hidden bytes).
-void check_layout(const std::vector<SafetensorsEntry>& entries, std::uint64_t data_size,
-                  const std::string& file) {
+void check_layout(const std::vector<SafetensorsEntry>& entries, std::uint64_t data_size, const std::string& file) {
   std::vector<const SafetensorsEntry*> sorted;
   for (const auto& entry : entries) sorted.push_back(&entry);
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
-    return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
-  });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto* a, const auto* b) { return std::tie(a->begin, a->end) < std::tie(b->begin, b->end); });
   std::uint64_t covered = 0;
   const SafetensorsEntry* previous = nullptr;
   for (const auto* entry : sorted) {
     if (entry->begin < covered) {
       throw FormatError(file + ": tensor '" + entry->name + "' overlaps tensor '" + previous->name +
-                        "' (data_offsets begin " + std::to_string(entry->begin) + " < " +
-                        std::to_string(covered) + ")");
+                        "' (data_offsets begin " + std::to_string(entry->begin) + " < " + std::to_string(covered) +
+                        ")");
     }
     if (entry->begin > covered) {
-      throw FormatError(file + ": hole in the data region: bytes [" + std::to_string(covered) +
-                        ", " + std::to_string(entry->begin) + ") before tensor '" + entry->name +
-                        "' belong to no tensor");
+      throw FormatError(file + ": hole in the data region: bytes [" + std::to_string(covered) + ", " +
+                        std::to_string(entry->begin) + ") before tensor '" + entry->name + "' belong to no tensor");
     }
     covered = entry->end;
     previous = entry;
@@ -303,8 +298,7 @@ SafetensorsFile::SafetensorsFile(const fs::path& path) {
   auto mapping = std::make_shared<const MappedFile>(path);
   const std::uint64_t file_size = mapping->size();
   if (file_size < 8) {
-    throw FormatError(file + ": " + std::to_string(file_size) +
-                      " bytes is too short for the 8-byte header length");
+    throw FormatError(file + ": " + std::to_string(file_size) + " bytes is too short for the 8-byte header length");
   }
   const std::uint64_t header_size = read_u64_le(mapping->data());
   if (header_size < 2 || header_size > kSafetensorsMaxHeaderBytes) {
@@ -340,9 +334,7 @@ const fs::path& SafetensorsFile::path() const { return state_->path; }
 
 const std::vector<std::string>& SafetensorsFile::names() const { return state_->names; }
 
-bool SafetensorsFile::contains(const std::string& name) const {
-  return state_->index.count(name) != 0;
-}
+bool SafetensorsFile::contains(const std::string& name) const { return state_->index.count(name) != 0; }
 
 const SafetensorsEntry& SafetensorsFile::entry(const std::string& name) const {
   auto it = state_->index.find(name);
@@ -360,8 +352,7 @@ at::Tensor SafetensorsFile::view(const std::string& name) const {
   if (reinterpret_cast<std::uintptr_t>(bytes) % at::elementSize(e.dtype) != 0) return load(name);
   std::shared_ptr<const MappedFile> keep_alive = state_->mapping;
   return at::from_blob(
-      const_cast<std::uint8_t*>(bytes), e.shape, [keep_alive](void*) {},
-      at::TensorOptions().dtype(e.dtype));
+      const_cast<std::uint8_t*>(bytes), e.shape, [keep_alive](void*) {}, at::TensorOptions().dtype(e.dtype));
 }
 
 at::Tensor SafetensorsFile::load(const std::string& name) const {
@@ -386,8 +377,7 @@ namespace {
 // Shard names must be bare file names. A prefix check on canonical paths would
 // also reject Hugging Face's cache, whose snapshot files symlink into blobs/.
 bool is_bare_file_name(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." &&
-         name.find_first_of(std::string("/\0", 2)) == std::string::npos;
+  return !name.empty() && name != "." && name != ".." && name.find_first_of(std::string("/\0", 2)) == std::string::npos;
 }
 
 std::string read_small_file(const fs::path& path) {
@@ -396,8 +386,7 @@ std::string read_small_file(const fs::path& path) {
   std::error_code ec;
   auto size = fs::file_size(path, ec);
   if (!ec && size > kSafetensorsMaxHeaderBytes) {
-    throw FormatError(path.string() + ": " + std::to_string(size) +
-                      " bytes is too large for an index");
+    throw FormatError(path.string() + ": " + std::to_string(size) + " bytes is too large for an index");
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -435,22 +424,21 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& dir) {
     std::unordered_map<std::string, std::size_t> shard_index;
     for (const auto& [name, shard] : weight_map->items()) {
       if (!shard.is_string() || !is_bare_file_name(shard.get<std::string>())) {
-        throw FormatError(where + ": weight_map['" + name + "'] = " + brief(shard) +
-                          " is not a file name inside " + dir.string());
+        throw FormatError(where + ": weight_map['" + name + "'] = " + brief(shard) + " is not a file name inside " +
+                          dir.string());
       }
       const std::string& shard_name = shard.get_ref<const std::string&>();
       auto [it, added] = shard_index.emplace(shard_name, state->shards.size());
       if (added) {
         const fs::path shard_path = dir / shard_name;
         if (!fs::is_regular_file(shard_path, ec)) {
-          throw IoError(where + ": shard '" + shard_name + "' (holding tensor '" + name +
-                        "') does not exist in " + dir.string());
+          throw IoError(where + ": shard '" + shard_name + "' (holding tensor '" + name + "') does not exist in " +
+                        dir.string());
         }
         state->shards.emplace_back(shard_path);
       }
       if (!state->shards[it->second].contains(name)) {
-        throw FormatError(where + ": tensor '" + name + "' is not in its shard '" + shard_name +
-                          "'");
+        throw FormatError(where + ": tensor '" + name + "' is not in its shard '" + shard_name + "'");
       }
       state->shard_of.emplace(name, it->second);
     }
@@ -466,9 +454,7 @@ const fs::path& SafetensorsCheckpoint::dir() const { return state_->dir; }
 
 const std::vector<std::string>& SafetensorsCheckpoint::names() const { return state_->names; }
 
-bool SafetensorsCheckpoint::contains(const std::string& name) const {
-  return state_->shard_of.count(name) != 0;
-}
+bool SafetensorsCheckpoint::contains(const std::string& name) const { return state_->shard_of.count(name) != 0; }
 
 const SafetensorsFile& SafetensorsCheckpoint::shard(const std::string& name) const {
   auto it = state_->shard_of.find(name);
@@ -480,17 +466,11 @@ const SafetensorsFile& SafetensorsCheckpoint::shard(const std::string& name) con
 
 const std::vector<SafetensorsFile>& SafetensorsCheckpoint::shards() const { return state_->shards; }
 
-const SafetensorsEntry& SafetensorsCheckpoint::entry(const std::string& name) const {
-  return shard(name).entry(name);
-}
+const SafetensorsEntry& SafetensorsCheckpoint::entry(const std::string& name) const { return shard(name).entry(name); }
 
-at::Tensor SafetensorsCheckpoint::view(const std::string& name) const {
-  return shard(name).view(name);
-}
+at::Tensor SafetensorsCheckpoint::view(const std::string& name) const { return shard(name).view(name); }
 
-at::Tensor SafetensorsCheckpoint::load(const std::string& name) const {
-  return shard(name).load(name);
-}
+at::Tensor SafetensorsCheckpoint::load(const std::string& name) const { return shard(name).load(name); }
 
 NamedTensors SafetensorsCheckpoint::load_all() const {
   NamedTensors tensors;

@@ -59,8 +59,7 @@ void remove_stale_files(const fs::path& dir, const std::vector<fs::path>& writte
   std::error_code ec;
   for (const auto& item : fs::directory_iterator(dir, ec)) {
     const std::string name = item.path().filename().string();
-    bool ours = name == kSafetensorsSingleFile || name == kSafetensorsIndexFile ||
-                std::regex_match(name, kShardName);
+    bool ours = name == kSafetensorsSingleFile || name == kSafetensorsIndexFile || std::regex_match(name, kShardName);
     if (ours && keep.count(item.path()) == 0 && !fs::remove(item.path(), ec)) {
       throw IoError(item.path().string() + ": cannot remove stale file: " + ec.message());
     }
@@ -70,8 +69,7 @@ void remove_stale_files(const fs::path& dir, const std::vector<fs::path>& writte
 
 }  // namespace
 
-void save_safetensors(const fs::path& path, const NamedTensors& tensors,
-                      const SafetensorsMetadata& metadata) {
+void save_safetensors(const fs::path& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
   const std::string where = path.string();
   check_tensors(tensors, where);
 
@@ -121,8 +119,7 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors,
 }
 
 std::vector<fs::path> save_safetensors_checkpoint(const fs::path& dir, const NamedTensors& tensors,
-                                                  std::uint64_t max_shard_bytes,
-                                                  SafetensorsMetadata metadata) {
+                                                  std::uint64_t max_shard_bytes, SafetensorsMetadata metadata) {
   if (max_shard_bytes == 0) throw ValueError(dir.string() + ": max_shard_bytes must be positive");
   check_tensors(tensors, dir.string());
   metadata.emplace("format", "pt");

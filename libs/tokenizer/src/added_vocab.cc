@@ -77,8 +77,7 @@ void TokenTrie::insert(std::string_view key, std::int32_t value) {
   starts_key_[static_cast<unsigned char>(key.front())] = true;
 }
 
-std::pair<std::size_t, std::int32_t> TokenTrie::longest_at(std::string_view text,
-                                                           std::size_t pos) const {
+std::pair<std::size_t, std::int32_t> TokenTrie::longest_at(std::string_view text, std::size_t pos) const {
   std::pair<std::size_t, std::int32_t> best{0, -1};
   if (!starts_key_[static_cast<unsigned char>(text[pos])]) return best;
   std::size_t node = 0;
@@ -122,8 +121,8 @@ AddedVocabulary AddedVocabulary::from_json(const nlohmann::json& config, const N
     token.id = model_id(token.content).value_or(next_id);
     if (token.id == next_id) ++next_id;
     if (index_of_id.count(token.id)) {
-      throw FormatError(where + ": \"" + token.content + "\" would get id " + std::to_string(token.id) +
-                        " (listed " + std::to_string(listed_id) + "), which an earlier added token has");
+      throw FormatError(where + ": \"" + token.content + "\" would get id " + std::to_string(token.id) + " (listed " +
+                        std::to_string(listed_id) + "), which an earlier added token has");
     }
     index_of.emplace(token.content, result.tokens_.size());
     index_of_id.emplace(token.id, result.tokens_.size());
@@ -145,8 +144,7 @@ AddedVocabulary AddedVocabulary::from_json(const nlohmann::json& config, const N
 }
 
 // HF's single_word: no word character right before or right after the match.
-bool AddedVocabulary::single_word_ok(std::string_view text, std::size_t begin,
-                                     std::size_t end) const {
+bool AddedVocabulary::single_word_ok(std::string_view text, std::size_t begin, std::size_t end) const {
   if (begin > 0) {
     const auto [start, s] = char_before(text, begin);
     if (s.valid && word_char_->matches_whole(text.substr(start, s.length))) return false;

@@ -62,14 +62,13 @@ class AddedVocabulary {
   // size (the number of its tokens), not read from the file. Contents of
   // normalized tokens go through `normalizer`, since that is the text they
   // are matched in. Throws FormatError naming the entry at fault.
-  static AddedVocabulary from_json(const nlohmann::json& config, const Normalizer& normalizer,
-                                   const ModelIds& model_id, std::int32_t model_vocab_size);
+  static AddedVocabulary from_json(const nlohmann::json& config, const Normalizer& normalizer, const ModelIds& model_id,
+                                   std::int32_t model_vocab_size);
 
   // HF matches in two passes: tokens with normalized=false in the raw text, then
   // those with normalized=true in each remaining piece after normalization.
   // With parse_special false, special tokens are left in the text.
-  void split(std::string_view text, bool normalized_pass, bool parse_special,
-             std::vector<Segment>& out) const;
+  void split(std::string_view text, bool normalized_pass, bool parse_special, std::vector<Segment>& out) const;
 
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   // HF's special_tokens_set: the contents of every entry marked special.
@@ -80,7 +79,7 @@ class AddedVocabulary {
 
   std::vector<AddedToken> tokens_;
   std::unordered_set<std::string> special_contents_;
-  TokenTrie raw_trie_;         // values index tokens_
+  TokenTrie raw_trie_;  // values index tokens_
   TokenTrie normalized_trie_;
   std::unique_ptr<Regex> word_char_;  // built only when some token is single_word
 };

@@ -51,8 +51,7 @@ namespace {
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 // The (left, right) of a merge in either format HF writes: "a b" or ["a", "b"].
-std::pair<std::string, std::string> merge_parts(const nlohmann::json& merge,
-                                                const std::string& where) {
+std::pair<std::string, std::string> merge_parts(const nlohmann::json& merge, const std::string& where) {
   if (merge.is_string()) {
     const auto& text = merge.get_ref<const std::string&>();
     const auto space = text.find(' ');
@@ -87,8 +86,7 @@ void check_supported(const nlohmann::json& config) {
     throw FormatError("model.type: unsupported model " + type->dump() + " (supported: \"BPE\")");
   }
   const auto dropout = config.find("dropout");
-  if (dropout != config.end() && !dropout->is_null() &&
-      !(dropout->is_number() && dropout->get<double>() == 0.0)) {
+  if (dropout != config.end() && !dropout->is_null() && !(dropout->is_number() && dropout->get<double>() == 0.0)) {
     throw FormatError("model.dropout: BPE dropout is not supported, got " + dropout->dump());
   }
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
@@ -130,8 +128,8 @@ void BpeModel::parse_vocab(const nlohmann::json& vocab) {
   std::int32_t max_id = -1;
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > kMaxId) {
-      throw FormatError("model.vocab[" + in_quotes(token) + "]: id " + id.dump() +
-                        " is not an integer in [0, " + std::to_string(kMaxId) + "]");
+      throw FormatError("model.vocab[" + in_quotes(token) + "]: id " + id.dump() + " is not an integer in [0, " +
+                        std::to_string(kMaxId) + "]");
     }
     const auto value = id.get<std::int32_t>();
     vocab_.emplace(token, value);
@@ -159,13 +157,11 @@ void BpeModel::parse_merges(const nlohmann::json& merges) {
     const auto left_id = token_to_id(left);
     const auto right_id = token_to_id(right);
     if (!left_id || !right_id) {
-      throw FormatError(where + shown + ": token " + in_quotes(left_id ? right : left) +
-                        " is not in model.vocab");
+      throw FormatError(where + shown + ": token " + in_quotes(left_id ? right : left) + " is not in model.vocab");
     }
     const auto new_id = token_to_id(left + right);
     if (!new_id) {
-      throw FormatError(where + shown + ": merged token " + in_quotes(left + right) +
-                        " is not in model.vocab");
+      throw FormatError(where + shown + ": merged token " + in_quotes(left + right) + " is not in model.vocab");
     }
     // A repeated pair takes its last rank, as HF's HashMap collect does.
     merges_[pair_key(*left_id, *right_id)] = Merge{rank++, *new_id};
@@ -255,9 +251,7 @@ void BpeModel::merge_word(std::string_view word, std::vector<std::int32_t>& ids)
     std::int32_t pos;
     std::int32_t new_id;
     // Inverted so std::priority_queue pops the lowest rank, then the leftmost.
-    bool operator<(const Candidate& o) const {
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
+    bool operator<(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
 
   std::vector<Symbol> symbols;
@@ -284,8 +278,7 @@ void BpeModel::merge_word(std::string_view word, std::vector<std::int32_t>& ids)
     }
     if (byte_fallback_) {
       const std::string_view spelled =
-          byte_level_ ? std::string_view(byte_level::byte_to_utf8(static_cast<std::uint8_t>(symbol[0])))
-                      : symbol;
+          byte_level_ ? std::string_view(byte_level::byte_to_utf8(static_cast<std::uint8_t>(symbol[0]))) : symbol;
       bool all = true;
       for (unsigned char c : spelled) all = all && fallback_ids_[c] >= 0;
       if (all) {

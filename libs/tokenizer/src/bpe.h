@@ -56,8 +56,7 @@ class BpeModel {
 
   BpeModel();
   static std::uint64_t pair_key(std::int32_t left, std::int32_t right) {
-    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) |
-           static_cast<std::uint32_t>(right);
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
   }
   void parse_vocab(const nlohmann::json& vocab);
   void parse_merges(const nlohmann::json& merges);

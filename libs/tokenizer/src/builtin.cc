@@ -20,26 +20,21 @@ constexpr const char* kQwen2Pattern =
 // another. Note "####" is "##" + "##": "###" + "#" would never fire, because
 // ("#", "#") outranks it and pairs the last two first.
 constexpr const char* kMerges[][2] = {
-    {"Q", "u"},        {"Qu", "e"},       {"Que", "s"},      {"Ques", "t"},
-    {"Quest", "i"},    {"Questi", "o"},   {"Questio", "n"},  {"A", "n"},
-    {"An", "s"},       {"Ans", "w"},      {"Answ", "e"},     {"Answe", "r"},
-    {"#", "#"},        {"##", "##"},      {" ", "####"},     {"s", "y"},
-    {"sy", "s"},       {"sys", "t"},      {"syst", "e"},     {"syste", "m"},
-    {"u", "s"},        {"us", "e"},       {"use", "r"},      {"a", "s"},
-    {"as", "s"},       {"ass", "i"},      {"assi", "s"},     {"assis", "t"},
-    {"assist", "a"},   {"assista", "n"},  {"assistan", "t"}, {" ", "W"},
-    {" W", "h"},       {" Wh", "a"},      {" Wha", "t"},     {" ", "i"},
-    {" i", "s"},       {" ", "t"},        {" t", "h"},       {" th", "e"},
-    {" ", "a"},        {" a", "n"},       {" an", "s"},      {" ans", "w"},
-    {" answ", "e"},    {" answe", "r"},   {" ", "+"},        {" ", "-"},
-    {" ", "*"},        {" ", "="},        {"\n", "\n"},
+    {"Q", "u"},        {"Qu", "e"},    {"Que", "s"},   {"Ques", "t"},   {"Quest", "i"},  {"Questi", "o"},
+    {"Questio", "n"},  {"A", "n"},     {"An", "s"},    {"Ans", "w"},    {"Answ", "e"},   {"Answe", "r"},
+    {"#", "#"},        {"##", "##"},   {" ", "####"},  {"s", "y"},      {"sy", "s"},     {"sys", "t"},
+    {"syst", "e"},     {"syste", "m"}, {"u", "s"},     {"us", "e"},     {"use", "r"},    {"a", "s"},
+    {"as", "s"},       {"ass", "i"},   {"assi", "s"},  {"assis", "t"},  {"assist", "a"}, {"assista", "n"},
+    {"assistan", "t"}, {" ", "W"},     {" W", "h"},    {" Wh", "a"},    {" Wha", "t"},   {" ", "i"},
+    {" i", "s"},       {" ", "t"},     {" t", "h"},    {" th", "e"},    {" ", "a"},      {" a", "n"},
+    {" an", "s"},      {" ans", "w"},  {" answ", "e"}, {" answe", "r"}, {" ", "+"},      {" ", "-"},
+    {" ", "*"},        {" ", "="},     {"\n", "\n"},
 };
 
 constexpr const char* kSpecialTokens[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
 
 nlohmann::json byte_level_step() {
-  return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false},
-          {"use_regex", false}};
+  return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
 }
 
 }  // namespace
@@ -57,15 +52,17 @@ std::string make_builtin_tokenizer_json() {
   }
   nlohmann::json added = nlohmann::json::array();
   for (const char* content : kSpecialTokens) {
-    added.push_back({{"id", next_id++}, {"content", content}, {"single_word", false},
-                     {"lstrip", false}, {"rstrip", false}, {"normalized", false},
+    added.push_back({{"id", next_id++},
+                     {"content", content},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
                      {"special", true}});
   }
 
-  nlohmann::json split = {{"type", "Split"},
-                          {"pattern", {{"Regex", kQwen2Pattern}}},
-                          {"behavior", "Isolated"},
-                          {"invert", false}};
+  nlohmann::json split = {
+      {"type", "Split"}, {"pattern", {{"Regex", kQwen2Pattern}}}, {"behavior", "Isolated"}, {"invert", false}};
   nlohmann::json root = {
       {"version", "1.0"},
       {"truncation", nullptr},
@@ -76,10 +73,16 @@ std::string make_builtin_tokenizer_json() {
       {"post_processor", byte_level_step()},
       {"decoder", byte_level_step()},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-        {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
-        {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
-        {"vocab", vocab}, {"merges", merges}}},
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", merges}}},
   };
   return root.dump(1);
 }

@@ -119,8 +119,8 @@ void Decoder::add(const nlohmann::json& config, const std::string& where) {
       if (pattern == config.end() || !pattern->is_object()) break;
       const auto text = pattern->find(kind);
       if (text == pattern->end() || !text->is_string()) continue;
-      step.pattern = std::make_shared<const Regex>(text->get<std::string>(), kind[0] == 'S',
-                                                   where + ".pattern." + kind);
+      step.pattern =
+          std::make_shared<const Regex>(text->get<std::string>(), kind[0] == 'S', where + ".pattern." + kind);
     }
     if (!step.pattern) {
       throw FormatError(where + ".pattern: expected {\"String\": \"...\"} or {\"Regex\": \"...\"}");

@@ -41,10 +41,10 @@ class Decoder {
   struct Step {
     Kind kind;
     std::shared_ptr<const Regex> pattern;  // Replace
-    std::string content;  // Replace: the replacement; Strip: the character; Metaspace: replacement
-    std::size_t start = 0;  // Strip
-    std::size_t stop = 0;   // Strip
-    bool strip_first = true;  // Metaspace: prepend_scheme is not "never"
+    std::string content;                   // Replace: the replacement; Strip: the character; Metaspace: replacement
+    std::size_t start = 0;                 // Strip
+    std::size_t stop = 0;                  // Strip
+    bool strip_first = true;               // Metaspace: prepend_scheme is not "never"
   };
 
   void add(const nlohmann::json& config, const std::string& where);

@@ -38,8 +38,8 @@ constexpr char32_t kSCount = kLCount * kVCount * kTCount;
 int combining_class(char32_t c) {
   if (c < kFirstUnstable || c >= kInvalidByteBase) return 0;
   const auto* end = unicode::kCombiningClassRanges + unicode::kCombiningClassRangeCount;
-  const auto* it = std::upper_bound(unicode::kCombiningClassRanges, end, c,
-                                    [](char32_t v, const auto& r) { return v < r.first; });
+  const auto* it =
+      std::upper_bound(unicode::kCombiningClassRanges, end, c, [](char32_t v, const auto& r) { return v < r.first; });
   if (it == unicode::kCombiningClassRanges) return 0;
   --it;
   return c <= it->last ? it->combining_class : 0;
@@ -54,8 +54,8 @@ void decompose(char32_t c, std::vector<char32_t>& out) {
     return;
   }
   const auto* end = unicode::kDecompositions + unicode::kDecompositionCount;
-  const auto* it = std::lower_bound(unicode::kDecompositions, end, c,
-                                    [](const auto& d, char32_t v) { return d.code_point < v; });
+  const auto* it =
+      std::lower_bound(unicode::kDecompositions, end, c, [](const auto& d, char32_t v) { return d.code_point < v; });
   if (it == end || it->code_point != c) {
     out.push_back(c);
     return;
@@ -66,19 +66,17 @@ void decompose(char32_t c, std::vector<char32_t>& out) {
 
 // The primary composite of (first, second), or 0 when there is none.
 char32_t compose(char32_t first, char32_t second) {
-  if (first >= kLBase && first < kLBase + kLCount && second >= kVBase &&
-      second < kVBase + kVCount) {
+  if (first >= kLBase && first < kLBase + kLCount && second >= kVBase && second < kVBase + kVCount) {
     return kSBase + ((first - kLBase) * kVCount + (second - kVBase)) * kTCount;
   }
-  if (first >= kSBase && first < kSBase + kSCount && (first - kSBase) % kTCount == 0 &&
-      second > kTBase && second < kTBase + kTCount) {
+  if (first >= kSBase && first < kSBase + kSCount && (first - kSBase) % kTCount == 0 && second > kTBase &&
+      second < kTBase + kTCount) {
     return first + (second - kTBase);
   }
   const auto* end = unicode::kCompositions + unicode::kCompositionCount;
-  const auto* it = std::lower_bound(unicode::kCompositions, end, std::make_pair(first, second),
-                                    [](const auto& c, const std::pair<char32_t, char32_t>& v) {
-                                      return std::make_pair(c.first, c.second) < v;
-                                    });
+  const auto* it = std::lower_bound(
+      unicode::kCompositions, end, std::make_pair(first, second),
+      [](const auto& c, const std::pair<char32_t, char32_t>& v) { return std::make_pair(c.first, c.second) < v; });
   if (it == end || it->first != first || it->second != second) return 0;
   return it->composite;
 }
@@ -102,9 +100,7 @@ std::vector<char32_t> decompose_all(std::string_view text) {
 
 // Stable-sorts each run of non-starters by combining class.
 void reorder(std::vector<char32_t>& units) {
-  const auto by_class = [](char32_t a, char32_t b) {
-    return combining_class(a) < combining_class(b);
-  };
+  const auto by_class = [](char32_t a, char32_t b) { return combining_class(a) < combining_class(b); };
   for (auto it = units.begin(); it != units.end();) {
     if (combining_class(*it) == 0) {
       ++it;
@@ -167,8 +163,7 @@ std::string nfc(std::string_view text) {
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t unstable = pos;
-    while (unstable < text.size() &&
-           static_cast<unsigned char>(text[unstable]) < kFirstUnstableLeadByte) {
+    while (unstable < text.size() && static_cast<unsigned char>(text[unstable]) < kFirstUnstableLeadByte) {
       ++unstable;
     }
     if (unstable == text.size()) {
@@ -191,8 +186,7 @@ namespace {
 
 using tokenizer_json::type_of;
 
-const nlohmann::json& string_field(const nlohmann::json& config, const char* key,
-                                   const std::string& where) {
+const nlohmann::json& string_field(const nlohmann::json& config, const char* key, const std::string& where) {
   const auto it = config.find(key);
   if (it == config.end() || !it->is_string()) {
     throw FormatError(where + "." + key + ": missing; expected a string");
@@ -234,10 +228,10 @@ void Normalizer::add(const nlohmann::json& config, const std::string& where) {
       if (pattern == config.end() || !pattern->is_object()) break;
       const auto text = pattern->find(kind);
       if (text == pattern->end() || !text->is_string()) continue;
-      steps_.push_back({Kind::kReplace,
-                        std::make_shared<const Regex>(text->get<std::string>(), kind[0] == 'S',
-                                                      where + ".pattern." + kind),
-                        string_field(config, "content", where).get<std::string>()});
+      steps_.push_back(
+          {Kind::kReplace,
+           std::make_shared<const Regex>(text->get<std::string>(), kind[0] == 'S', where + ".pattern." + kind),
+           string_field(config, "content", where).get<std::string>()});
       return;
     }
     throw FormatError(where + ".pattern: expected {\"String\": \"...\"} or {\"Regex\": \"...\"}");
@@ -310,8 +304,7 @@ std::string Normalizer::apply(std::string_view text, std::vector<std::uint32_t>&
         for (const Regex::Match& m : matches) {
           if (m.is_match) {
             out += step.content;
-            out_origins.insert(out_origins.end(), step.content.size(),
-                               m.end == 0 ? 0 : origins[m.end - 1]);
+            out_origins.insert(out_origins.end(), step.content.size(), m.end == 0 ? 0 : origins[m.end - 1]);
           } else {
             out.append(current, m.begin, m.end - m.begin);
             out_origins.insert(out_origins.end(), origins.begin() + static_cast<std::ptrdiff_t>(m.begin),

@@ -21,8 +21,7 @@ std::vector<std::int32_t> special_ids(const nlohmann::json& config, const nlohma
   if (name == item.end() || !name->is_string()) throw FormatError(where + ".id: missing");
   const auto specials = config.find("special_tokens");
   const auto entry = specials == config.end() ? specials : specials->find(name->get<std::string>());
-  if (specials == config.end() || entry == specials->end() || !entry->contains("ids") ||
-      !(*entry)["ids"].is_array()) {
+  if (specials == config.end() || entry == specials->end() || !entry->contains("ids") || !(*entry)["ids"].is_array()) {
     throw FormatError(where + ".id: " + name->dump() + " has no ids in special_tokens");
   }
   std::vector<std::int32_t> ids;
@@ -85,8 +84,10 @@ void PostProcessor::add_template(const nlohmann::json& config, const std::string
       auto& side = seen_sequence ? suffix_ : prefix_;
       side.insert(side.end(), ids.begin(), ids.end());
     } else {
-      throw FormatError(item_where + ": expected {\"SpecialToken\": ...} or one "
-                        "{\"Sequence\": {\"id\": \"A\"}}, got " + item.dump());
+      throw FormatError(item_where +
+                        ": expected {\"SpecialToken\": ...} or one "
+                        "{\"Sequence\": {\"id\": \"A\"}}, got " +
+                        item.dump());
     }
   }
   if (!seen_sequence) throw FormatError(where + ".single: has no {\"Sequence\": {\"id\": \"A\"}}");

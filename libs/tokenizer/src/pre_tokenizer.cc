@@ -17,8 +17,7 @@ namespace {
 using tokenizer_json::type_of;
 
 // GPT-2's pattern, which ByteLevel applies when use_regex is true.
-constexpr const char* kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 constexpr std::size_t kNoOffset = static_cast<std::size_t>(-1);
 
@@ -27,8 +26,7 @@ const nlohmann::json* find_key(const nlohmann::json& object, const char* key) {
   return it == object.end() ? nullptr : &*it;
 }
 
-bool bool_field(const nlohmann::json& object, const char* key, bool fallback,
-                const std::string& where) {
+bool bool_field(const nlohmann::json& object, const char* key, bool fallback, const std::string& where) {
   const nlohmann::json* value = find_key(object, key);
   if (value == nullptr || value->is_null()) return fallback;
   if (!value->is_boolean()) throw FormatError(where + "." + key + ": expected true or false");
@@ -110,12 +108,11 @@ void PreTokenizer::add_step(const nlohmann::json& config, const std::string& whe
     step.kind = Kind::kSplit;
     step.regex = split_pattern(config, where);
     const nlohmann::json* behavior = find_key(config, "behavior");
-    static const std::pair<const char*, Behavior> kBehaviors[] = {
-        {"Removed", Behavior::kRemoved},
-        {"Isolated", Behavior::kIsolated},
-        {"MergedWithPrevious", Behavior::kMergedWithPrevious},
-        {"MergedWithNext", Behavior::kMergedWithNext},
-        {"Contiguous", Behavior::kContiguous}};
+    static const std::pair<const char*, Behavior> kBehaviors[] = {{"Removed", Behavior::kRemoved},
+                                                                  {"Isolated", Behavior::kIsolated},
+                                                                  {"MergedWithPrevious", Behavior::kMergedWithPrevious},
+                                                                  {"MergedWithNext", Behavior::kMergedWithNext},
+                                                                  {"Contiguous", Behavior::kContiguous}};
     bool known = false;
     for (const auto& [name, value] : kBehaviors) {
       if (behavior != nullptr && *behavior == name) {
@@ -124,7 +121,8 @@ void PreTokenizer::add_step(const nlohmann::json& config, const std::string& whe
       }
     }
     if (!known) {
-      throw FormatError(where + ".behavior: expected one of Removed, Isolated, MergedWithPrevious, "
+      throw FormatError(where +
+                        ".behavior: expected one of Removed, Isolated, MergedWithPrevious, "
                         "MergedWithNext, Contiguous; got " +
                         (behavior ? behavior->dump() : std::string("nothing")));
     }
@@ -145,8 +143,7 @@ void PreTokenizer::add_step(const nlohmann::json& config, const std::string& whe
     } else if (*scheme == "never") {
       step.prepend = Prepend::kNever;
     } else {
-      throw FormatError(where + ".prepend_scheme: expected \"first\", \"always\" or \"never\", got " +
-                        scheme->dump());
+      throw FormatError(where + ".prepend_scheme: expected \"first\", \"always\" or \"never\", got " + scheme->dump());
     }
     // Older files say add_prefix_space; HF accepts false only with "never".
     if (!bool_field(config, "add_prefix_space", true, where)) {
@@ -190,8 +187,7 @@ struct Piece {
 // HF's NormalizedString::split: what each behavior makes of find_matches' list.
 template <typename Behavior>
 void split_piece(const Piece& piece, const Regex& regex, Behavior behavior, bool invert,
-                 std::vector<Regex::Match>& matches, std::vector<std::string_view>& words,
-                 std::vector<Piece>& out) {
+                 std::vector<Regex::Match>& matches, std::vector<std::string_view>& words, std::vector<Piece>& out) {
   if (behavior == Behavior::kIsolated) {
     // Matches and gaps alike become pieces (what byte-level files use; fast).
     words.clear();
@@ -255,14 +251,12 @@ void split_piece(const Piece& piece, const Regex& regex, Behavior behavior, bool
   }
   for (const Range& r : ranges) {
     if (r.end == r.begin) continue;  // HF drops empty splits
-    out.push_back({piece.text.substr(r.begin, r.end - r.begin),
-                   piece.offset == kNoOffset ? kNoOffset : piece.offset + r.begin});
+    out.push_back(
+        {piece.text.substr(r.begin, r.end - r.begin), piece.offset == kNoOffset ? kNoOffset : piece.offset + r.begin});
   }
 }
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
+bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
 }  // namespace
 
@@ -297,8 +291,7 @@ void PreTokenizer::split(std::string_view text, const OriginOf& origin_of,
           }
           if (!starts_with(rewritten, step.replacement) &&
               (step.prepend == Prepend::kAlways ||
-               (step.prepend == Prepend::kFirst && piece.offset != kNoOffset &&
-                origin_of(piece.offset) == 0))) {
+               (step.prepend == Prepend::kFirst && piece.offset != kNoOffset && origin_of(piece.offset) == 0))) {
             rewritten.insert(0, step.replacement);
           }
           if (!step.split) {

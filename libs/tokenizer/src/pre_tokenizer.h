@@ -36,8 +36,7 @@ class PreTokenizer {
   // Calls `emit` with each word, as raw bytes: with a ByteLevel step the
   // byte-to-character mapping is left to BPE. Without Metaspace (or a
   // ByteLevel prefix space) the words cover `text` in order.
-  void split(std::string_view text, const OriginOf& origin_of,
-             const std::function<void(std::string_view)>& emit) const;
+  void split(std::string_view text, const OriginOf& origin_of, const std::function<void(std::string_view)>& emit) const;
 
   // True with a ByteLevel step: BPE then works on byte-level characters.
   bool byte_level() const { return byte_level_; }

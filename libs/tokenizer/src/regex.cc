@@ -42,11 +42,11 @@ Regex::Regex(const std::string& pattern, bool literal, std::string field)
   options |= literal ? PCRE2_LITERAL : PCRE2_UCP;
   int error = 0;
   PCRE2_SIZE error_offset = 0;
-  code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,
-                        &error, &error_offset, nullptr);
+  code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &error, &error_offset,
+                        nullptr);
   if (code_ == nullptr) {
-    throw FormatError(field_ + ": pattern does not compile at offset " +
-                      std::to_string(error_offset) + ": " + pcre2_message(error));
+    throw FormatError(field_ + ": pattern does not compile at offset " + std::to_string(error_offset) + ": " +
+                      pcre2_message(error));
   }
   // Without JIT (unsupported platform or build) the interpreter gives the same matches.
   pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);
@@ -54,15 +54,14 @@ Regex::Regex(const std::string& pattern, bool literal, std::string field)
 
 Regex::~Regex() { pcre2_code_free(code_); }
 
-bool Regex::find(std::string_view text, std::size_t start, unsigned options,
-                 pcre2_match_data* match_data, std::size_t& begin, std::size_t& end) const {
+bool Regex::find(std::string_view text, std::size_t start, unsigned options, pcre2_match_data* match_data,
+                 std::size_t& begin, std::size_t& end) const {
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   int rc = pcre2_match(code_, subject, text.size(), start, options, match_data, nullptr);
   if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
     // The interpreter keeps its backtracking state on the heap, so it copes
     // with inputs that overflow the JIT's fixed stack.
-    rc = pcre2_match(code_, subject, text.size(), start, options | PCRE2_NO_JIT, match_data,
-                     nullptr);
+    rc = pcre2_match(code_, subject, text.size(), start, options | PCRE2_NO_JIT, match_data, nullptr);
   }
   if (rc == PCRE2_ERROR_NOMATCH) return false;
   if (rc < 0) {
@@ -81,8 +80,7 @@ void Regex::for_each_piece(std::string_view text, OnPiece&& on_piece) const {
   if (!literal_.empty()) {
     // A literal that is not empty never matches empty: its leftmost
     // non-overlapping occurrences are what a regex search finds.
-    for (std::size_t at = text.find(literal_); at != std::string_view::npos;
-         at = text.find(literal_, gap_start)) {
+    for (std::size_t at = text.find(literal_); at != std::string_view::npos; at = text.find(literal_, gap_start)) {
       if (at > gap_start) on_piece(gap_start, at, false);
       gap_start = at + literal_.size();
       on_piece(at, gap_start, true);

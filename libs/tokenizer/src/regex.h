@@ -44,8 +44,8 @@ class Regex {
   bool matches_whole(std::string_view text) const;
 
  private:
-  bool find(std::string_view text, std::size_t start, unsigned options,
-            pcre2_real_match_data_8* match_data, std::size_t& begin, std::size_t& end) const;
+  bool find(std::string_view text, std::size_t start, unsigned options, pcre2_real_match_data_8* match_data,
+            std::size_t& begin, std::size_t& end) const;
 
   // Calls on_piece(begin, end, is_match) for what find_matches gives.
   template <typename OnPiece>

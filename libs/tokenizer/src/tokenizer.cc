@@ -40,8 +40,7 @@ const nlohmann::json& checked_root(const nlohmann::json& root) {
   // Both change what encode returns; silently ignoring them would be wrong.
   for (const char* key : {"truncation", "padding"}) {
     if (!field(root, key).is_null()) {
-      throw FormatError(std::string(key) + ": not supported, set it to null (got " +
-                        field(root, key).dump() + ")");
+      throw FormatError(std::string(key) + ": not supported, set it to null (got " + field(root, key).dump() + ")");
     }
   }
   if (field(root, "model").is_null()) throw FormatError("model: missing");
@@ -70,16 +69,14 @@ nlohmann::json parse_json(std::string_view text, const std::string& source) {
 
 // tokenizer_config.json writes a special token as a string or as an
 // AddedToken object {"content": ...}; null means none.
-std::string special_token_name(const nlohmann::json& config, const char* key,
-                               const std::string& source) {
+std::string special_token_name(const nlohmann::json& config, const char* key, const std::string& source) {
   const nlohmann::json& value = field(config, key);
   if (value.is_null()) return "";
   if (value.is_string()) return value.get<std::string>();
   if (value.is_object() && field(value, "content").is_string()) {
     return value["content"].get<std::string>();
   }
-  throw FormatError(source + ": " + key + ": expected a string, {\"content\": ...} or null, got " +
-                    value.dump());
+  throw FormatError(source + ": " + key + ": expected a string, {\"content\": ...} or null, got " + value.dump());
 }
 
 }  // namespace
@@ -112,8 +109,8 @@ class TokenizerImpl {
     // Where a byte of the normalized piece at hand starts in `text`; only
     // Metaspace's prepend_scheme "first" asks.
     struct {
-      std::size_t raw_start = 0;   // of the raw segment in `text`
-      std::size_t part_start = 0;  // of the part in the normalized segment
+      std::size_t raw_start = 0;      // of the raw segment in `text`
+      std::size_t part_start = 0;     // of the part in the normalized segment
       std::vector<uint32_t> origins;  // by normalized byte, when a normalizer ran
     } where;
     const PreTokenizer::OriginOf origin_of = [&where](std::size_t offset) -> std::size_t {
@@ -179,8 +176,7 @@ class TokenizerImpl {
   std::vector<std::string> pre_tokenize(std::string_view text) const {
     std::vector<std::string> words;
     pre_tokenizer_.split(
-        text, [](std::size_t offset) { return offset; },
-        [&](std::string_view word) { words.emplace_back(word); });
+        text, [](std::size_t offset) { return offset; }, [&](std::string_view word) { words.emplace_back(word); });
     return words;
   }
 
@@ -192,13 +188,9 @@ class TokenizerImpl {
 
   std::string id_to_token(int32_t id) const { return *tokens_[checked_id(id)]; }
 
-  std::vector<int32_t> post_process(std::vector<int32_t> ids) const {
-    return post_processor_.apply(std::move(ids));
-  }
+  std::vector<int32_t> post_process(std::vector<int32_t> ids) const { return post_processor_.apply(std::move(ids)); }
   int32_t vocab_size() const { return static_cast<int32_t>(kinds_.size()); }
-  bool is_special(int32_t id) const {
-    return id >= 0 && id < vocab_size() && (kinds_[id] & kSpecial);
-  }
+  bool is_special(int32_t id) const { return id >= 0 && id < vocab_size() && (kinds_[id] & kSpecial); }
   std::optional<int32_t> bos() const { return bos_; }
   std::optional<int32_t> eos() const { return eos_; }
   std::optional<int32_t> pad() const { return pad_; }
@@ -229,8 +221,9 @@ class TokenizerImpl {
                             : "pre_tokenizer: has no ByteLevel step; the ByteLevel decoder needs one, last");
     }
     if (needs_origins_ && normalizer_.has_nfc()) {
-      throw FormatError("pre_tokenizer: Metaspace with prepend_scheme \"first\" after an NFC normalizer "
-                        "is not supported");
+      throw FormatError(
+          "pre_tokenizer: Metaspace with prepend_scheme \"first\" after an NFC normalizer "
+          "is not supported");
     }
   }
 
@@ -354,28 +347,21 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
   return impl_->decode(ids.data(), ids.size(), skip_special_tokens, /*lossy=*/false);
 }
 
-std::string Tokenizer::decode(const int64_t* ids, std::size_t count,
-                              bool skip_special_tokens) const {
+std::string Tokenizer::decode(const int64_t* ids, std::size_t count, bool skip_special_tokens) const {
   return impl_->decode(ids, count, skip_special_tokens, /*lossy=*/false);
 }
 
-std::string Tokenizer::decode_lossy(const std::vector<int32_t>& ids,
-                                    bool skip_special_tokens) const {
+std::string Tokenizer::decode_lossy(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
   return impl_->decode(ids.data(), ids.size(), skip_special_tokens, /*lossy=*/true);
 }
 
-std::string Tokenizer::decode_lossy(const int64_t* ids, std::size_t count,
-                                    bool skip_special_tokens) const {
+std::string Tokenizer::decode_lossy(const int64_t* ids, std::size_t count, bool skip_special_tokens) const {
   return impl_->decode(ids, count, skip_special_tokens, /*lossy=*/true);
 }
 
-std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
-  return impl_->pre_tokenize(text);
-}
+std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const { return impl_->pre_tokenize(text); }
 
-std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
-  return impl_->token_to_id(token);
-}
+std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const { return impl_->token_to_id(token); }
 
 std::string Tokenizer::id_to_token(int32_t id) const { return impl_->id_to_token(id); }
 int32_t Tokenizer::vocab_size() const { return impl_->vocab_size(); }

@@ -7,9 +7,9 @@ namespace rlcore::utf8 {
 namespace {
 
 struct LeadByte {
-  std::size_t length;           // 0: never starts a character
-  std::uint8_t second_min;      // the second byte's range excludes overlongs
-  std::uint8_t second_max;      // and surrogates (ED A0..BF) and > U+10FFFF
+  std::size_t length;       // 0: never starts a character
+  std::uint8_t second_min;  // the second byte's range excludes overlongs
+  std::uint8_t second_max;  // and surrogates (ED A0..BF) and > U+10FFFF
 };
 
 LeadByte lead_byte(std::uint8_t b) {
@@ -78,8 +78,7 @@ std::string replace_invalid(std::string_view bytes) {
 
 bool is_whitespace(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 }  // namespace rlcore::utf8

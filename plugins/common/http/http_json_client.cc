@@ -83,8 +83,8 @@ HttpJsonClient::HttpJsonClient(HttpSettings settings) : settings_(std::move(sett
   }
 }
 
-HttpReply HttpJsonClient::send(const std::string& method, const std::string& path, const std::string* body,
-                               Retry retry, double timeout_s) const {
+HttpReply HttpJsonClient::send(const std::string& method, const std::string& path, const std::string* body, Retry retry,
+                               double timeout_s) const {
   const int64_t attempts = 1 + (retry == Retry::kYes ? settings_.max_retries : 0);
   double backoff = settings_.retry_backoff_s;
   std::string last_failure;
@@ -93,14 +93,14 @@ HttpReply HttpJsonClient::send(const std::string& method, const std::string& pat
     set_timeout(client, settings_.connect_timeout_s, /*connect=*/true);
     set_timeout(client, timeout_s, /*connect=*/false);
     if (!settings_.api_key.empty()) client.set_bearer_token_auth(settings_.api_key);
-    const httplib::Result result =
-        body != nullptr ? client.Post(path, *body, "application/json") : client.Get(path);
+    const httplib::Result result = body != nullptr ? client.Post(path, *body, "application/json") : client.Get(path);
     if (result) {
       HttpReply reply{result->status, result->body, parse_or_null(result->body)};
       if (!retryable_status(reply.status) || attempt == attempts) return reply;
       last_failure = describe(method, path, reply);
     } else {
-      last_failure = method + " " + settings_.base_url + path + ": " + transport_failure(result.error(), settings_, timeout_s);
+      last_failure =
+          method + " " + settings_.base_url + path + ": " + transport_failure(result.error(), settings_, timeout_s);
     }
     if (attempt < attempts) {
       std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
@@ -134,8 +134,7 @@ nlohmann::json HttpJsonClient::post_ok(const std::string& path, const nlohmann::
   return std::move(reply.json);
 }
 
-std::string HttpJsonClient::describe(const std::string& method, const std::string& path,
-                                     const HttpReply& reply) const {
+std::string HttpJsonClient::describe(const std::string& method, const std::string& path, const HttpReply& reply) const {
   return method + " " + settings_.base_url + path + ": HTTP " + std::to_string(reply.status) + ": " +
          server_message(reply.body);
 }

@@ -44,7 +44,7 @@ struct GenerationRequest {
 
 struct RequestOutput {
   std::string id;
-  GeneratedTokens generated;  // the resumed tokens first
+  GeneratedTokens generated;                           // the resumed tokens first
   FinishReason finish_reason = FinishReason::kLength;  // kStop, kLength or kAbort
   int64_t prompt_tokens = 0;
   int64_t seed = -1;  // the seed it sampled with (drawn by the engine when the request gave -1)
@@ -64,11 +64,11 @@ struct StepOutput {
 };
 
 struct GenerationLoad {
-  int64_t running = 0;       // requests in the decode batch
-  int64_t waiting = 0;       // submitted, not yet admitted
-  int64_t free_slots = 0;    // sequence slots free in the decode batch (max_num_seqs - running)
-  int64_t max_waiting = 0;   // submit() refuses requests beyond this many waiting
-  int64_t kv_tokens = 0;     // KV-cache slots (rows x positions) allocated now
+  int64_t running = 0;      // requests in the decode batch
+  int64_t waiting = 0;      // submitted, not yet admitted
+  int64_t free_slots = 0;   // sequence slots free in the decode batch (max_num_seqs - running)
+  int64_t max_waiting = 0;  // submit() refuses requests beyond this many waiting
+  int64_t kv_tokens = 0;    // KV-cache slots (rows x positions) allocated now
 };
 
 // What the last generate() did inside the engine (ReportsGenerationStats):

@@ -27,8 +27,8 @@ class RLCORE_API Grader {
 
   // Must be thread-safe and must not throw for any response text: a response
   // that cannot be parsed simply scores low.
-  virtual GradeResult grade(std::string_view response, std::string_view ground_truth,
-                            std::string_view data_source, const nlohmann::json& extra) const = 0;
+  virtual GradeResult grade(std::string_view response, std::string_view ground_truth, std::string_view data_source,
+                            const nlohmann::json& extra) const = 0;
 };
 
 // One sample for BatchGrader::grade_batch: the arguments of Grader::grade.

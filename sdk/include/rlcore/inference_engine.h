@@ -15,12 +15,12 @@
 namespace rlcore {
 
 struct SamplingParams {
-  int64_t n = 1;               // samples per prompt
-  int64_t max_tokens = 16;     // response length limit
-  double temperature = 1.0;    // 0 means greedy
-  int64_t top_k = -1;          // -1: disabled
-  double top_p = 1.0;          // 1: disabled
-  int64_t seed = -1;           // -1: nondeterministic; otherwise reproducible sampling
+  int64_t n = 1;                        // samples per prompt
+  int64_t max_tokens = 16;              // response length limit
+  double temperature = 1.0;             // 0 means greedy
+  int64_t top_k = -1;                   // -1: disabled
+  double top_p = 1.0;                   // 1: disabled
+  int64_t seed = -1;                    // -1: nondeterministic; otherwise reproducible sampling
   std::vector<int32_t> stop_token_ids;  // e.g. EOS; the stop token is part of the response
 };
 

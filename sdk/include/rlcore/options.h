@@ -45,17 +45,43 @@ inline Check one_of(std::vector<std::string> choices) {
 
 namespace detail {
 
-template <class T> struct NonDeduced { using type = T; };
+template <class T>
+struct NonDeduced {
+  using type = T;
+};
 
-template <class T> struct ValueTraits;
-template <> struct ValueTraits<bool> { static constexpr const char* kType = "bool"; };
-template <> struct ValueTraits<int64_t> { static constexpr const char* kType = "int"; };
-template <> struct ValueTraits<int> { static constexpr const char* kType = "int"; };
-template <> struct ValueTraits<double> { static constexpr const char* kType = "float"; };
-template <> struct ValueTraits<std::string> { static constexpr const char* kType = "string"; };
-template <> struct ValueTraits<std::vector<int64_t>> { static constexpr const char* kType = "list[int]"; };
-template <> struct ValueTraits<std::vector<double>> { static constexpr const char* kType = "list[float]"; };
-template <> struct ValueTraits<std::vector<std::string>> {
+template <class T>
+struct ValueTraits;
+template <>
+struct ValueTraits<bool> {
+  static constexpr const char* kType = "bool";
+};
+template <>
+struct ValueTraits<int64_t> {
+  static constexpr const char* kType = "int";
+};
+template <>
+struct ValueTraits<int> {
+  static constexpr const char* kType = "int";
+};
+template <>
+struct ValueTraits<double> {
+  static constexpr const char* kType = "float";
+};
+template <>
+struct ValueTraits<std::string> {
+  static constexpr const char* kType = "string";
+};
+template <>
+struct ValueTraits<std::vector<int64_t>> {
+  static constexpr const char* kType = "list[int]";
+};
+template <>
+struct ValueTraits<std::vector<double>> {
+  static constexpr const char* kType = "list[float]";
+};
+template <>
+struct ValueTraits<std::vector<std::string>> {
   static constexpr const char* kType = "list[string]";
 };
 
@@ -102,34 +128,30 @@ class OptionsSchema {
     const T default_value = Options{}.*member;
     KeySpec spec{name, detail::ValueTraits<T>::kType, detail::format_value(default_value), std::move(doc),
                  check.describe()};
-    fields_.push_back(Field{
-        name,
-        [spec]() { return std::vector<KeySpec>{spec}; },
-        [member, check, read = std::move(read)](Options& options, const ConfigNode& node) {
-          T value = read(node);
-          if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
-            detail::enforce(node, static_cast<double>(value), check);
-          } else {
-            detail::enforce(node, value, check);
-          }
-          options.*member = std::move(value);
-        }});
+    fields_.push_back(Field{name, [spec]() { return std::vector<KeySpec>{spec}; },
+                            [member, check, read = std::move(read)](Options& options, const ConfigNode& node) {
+                              T value = read(node);
+                              if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+                                detail::enforce(node, static_cast<double>(value), check);
+                              } else {
+                                detail::enforce(node, value, check);
+                              }
+                              options.*member = std::move(value);
+                            }});
     return *this;
   }
 
   // A nested section (a map) bound to a struct member with its own schema.
   template <class Section>
   OptionsSchema& section(std::string name, Section Options::*member, OptionsSchema<Section> schema) {
-    fields_.push_back(Field{
-        name,
-        [name, schema]() {
-          std::vector<KeySpec> specs = schema.keys();
-          for (auto& spec : specs) spec.name = name + "." + spec.name;
-          return specs;
-        },
-        [member, schema](Options& options, const ConfigNode& node) {
-          options.*member = schema.parse(node);
-        }});
+    fields_.push_back(
+        Field{name,
+              [name, schema]() {
+                std::vector<KeySpec> specs = schema.keys();
+                for (auto& spec : specs) spec.name = name + "." + spec.name;
+                return specs;
+              },
+              [member, schema](Options& options, const ConfigNode& node) { options.*member = schema.parse(node); }});
     return *this;
   }
 
@@ -137,12 +159,11 @@ class OptionsSchema {
   // kept as a ConfigNode.
   OptionsSchema& subtree(std::string name, ConfigNode Options::*member, std::string doc) {
     KeySpec spec{name, "map", "{}", std::move(doc), ""};
-    fields_.push_back(Field{
-        name, [spec]() { return std::vector<KeySpec>{spec}; },
-        [member](Options& options, const ConfigNode& node) {
-          detail::require_map(node);
-          options.*member = node;
-        }});
+    fields_.push_back(Field{name, [spec]() { return std::vector<KeySpec>{spec}; },
+                            [member](Options& options, const ConfigNode& node) {
+                              detail::require_map(node);
+                              options.*member = node;
+                            }});
     return *this;
   }
 

@@ -29,15 +29,19 @@ int invoke_register(RegisterFn register_fn, void* registrar, rlcore_register_err
 
 }  // namespace rlcore::detail
 
-#define RLCORE_PLUGIN(plugin_name, plugin_version, register_function)                                   \
-  static int rlcore_plugin_register_trampoline(void* registrar, rlcore_register_error* error) noexcept { \
-    return ::rlcore::detail::invoke_register(register_function, registrar, error);                       \
-  }                                                                                                      \
-  extern "C" __attribute__((visibility("default"))) const rlcore_plugin_descriptor_v1*                  \
-  rlcore_plugin_descriptor() {                                                                           \
-    static const rlcore_plugin_descriptor_v1 descriptor = {                                             \
-        sizeof(rlcore_plugin_descriptor_v1), RLCORE_SDK_ABI_MAJOR, RLCORE_SDK_TARGET_ABI_MINOR,          \
-        plugin_name,                         plugin_version,       RLCORE_COMPILER_ID,                   \
-        RLCORE_CXX11_ABI,                    RLCORE_TORCH_VERSION, &rlcore_plugin_register_trampoline};  \
-    return &descriptor;                                                                                  \
+#define RLCORE_PLUGIN(plugin_name, plugin_version, register_function)                                               \
+  static int rlcore_plugin_register_trampoline(void* registrar, rlcore_register_error* error) noexcept {            \
+    return ::rlcore::detail::invoke_register(register_function, registrar, error);                                  \
+  }                                                                                                                 \
+  extern "C" __attribute__((visibility("default"))) const rlcore_plugin_descriptor_v1* rlcore_plugin_descriptor() { \
+    static const rlcore_plugin_descriptor_v1 descriptor = {sizeof(rlcore_plugin_descriptor_v1),                     \
+                                                           RLCORE_SDK_ABI_MAJOR,                                    \
+                                                           RLCORE_SDK_TARGET_ABI_MINOR,                             \
+                                                           plugin_name,                                             \
+                                                           plugin_version,                                          \
+                                                           RLCORE_COMPILER_ID,                                      \
+                                                           RLCORE_CXX11_ABI,                                        \
+                                                           RLCORE_TORCH_VERSION,                                    \
+                                                           &rlcore_plugin_register_trampoline};                     \
+    return &descriptor;                                                                                             \
   }

@@ -112,7 +112,7 @@ class RLCORE_API PluginRegistrar {
     entry.data_sources = std::move(data_sources);
     entry.validate = [schema](const ConfigNode& options) { schema.parse(options); };
     entry.factory = [schema = std::move(schema), make = std::move(make)](const ConfigNode& options,
-                                                                          const ComponentContext& context) {
+                                                                         const ComponentContext& context) {
       std::shared_ptr<Interface> made;
       if constexpr (std::is_invocable_v<Make, const Options&, const ComponentContext&>) {
         made = make(schema.parse(options), context);

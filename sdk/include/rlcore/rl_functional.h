@@ -65,7 +65,8 @@ struct LossAggregation {
 // Sequences with no masked-in token are not counted. Where verl would divide
 // 0 by a local count of 0 the result is 0. Throws ValueError on an unknown
 // mode, mismatched shapes, or dp_size > 1 without the global count.
-RLCORE_API at::Tensor agg_loss(const at::Tensor& loss_mat, const at::Tensor& loss_mask, const LossAggregation& aggregation);
+RLCORE_API at::Tensor agg_loss(const at::Tensor& loss_mat, const at::Tensor& loss_mask,
+                               const LossAggregation& aggregation);
 
 // ---- entropy -----------------------------------------------------------------
 

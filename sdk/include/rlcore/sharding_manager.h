@@ -47,14 +47,14 @@ class RLCORE_API MemoryLedger {
 // (the ledger, from tensor sizes) and measured (rlcore/device.h).
 struct SwapStats {
   int64_t version = 0;
-  double seconds = 0;          // the whole swap
-  double gather_s = 0;         // collectives assembling full training tensors
-  double convert_s = 0;        // WeightAdaptor::convert into the bucket
-  double copy_s = 0;           // handing the bucket to the engine (load_weights)
-  double offload_s = 0;        // training state to host
-  double reload_s = 0;         // training state back
-  int64_t bytes_moved = 0;     // inference bytes written into buckets
-  int64_t bytes_gathered = 0;  // bytes received from other ranks
+  double seconds = 0;              // the whole swap
+  double gather_s = 0;             // collectives assembling full training tensors
+  double convert_s = 0;            // WeightAdaptor::convert into the bucket
+  double copy_s = 0;               // handing the bucket to the engine (load_weights)
+  double offload_s = 0;            // training state to host
+  double reload_s = 0;             // training state back
+  int64_t bytes_moved = 0;         // inference bytes written into buckets
+  int64_t bytes_gathered = 0;      // bytes received from other ranks
   int64_t planned_peak_bytes = 0;  // MemoryLedger peak during the swap (all it counts, train state too)
   // Measured: the device's peak during the swap above its use when the swap
   // began (PeakMemoryMeter: CUDA allocator peak; CPU resident high-water mark).

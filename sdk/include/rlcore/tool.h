@@ -34,9 +34,9 @@ struct ToolCallContext {
 };
 
 struct ToolResult {
-  std::string text;    // what the model reads as the tool message
-  bool error = false;  // the call failed (bad arguments, a crash, a timeout): counted as a tool error
-  double reward = 0.0; // a step reward (verl's tool_rewards); 0 when the tool gives none
+  std::string text;     // what the model reads as the tool message
+  bool error = false;   // the call failed (bad arguments, a crash, a timeout): counted as a tool error
+  double reward = 0.0;  // a step reward (verl's tool_rewards); 0 when the tool gives none
 };
 
 class RLCORE_API Tool {

@@ -62,7 +62,7 @@ struct GlobalBatchInfo {
 };
 
 struct LossOutput {
-  at::Tensor loss;  // scalar, with gradient; gradients of micro-batches are summed
+  at::Tensor loss;                            // scalar, with gradient; gradients of micro-batches are summed
   std::map<std::string, at::Tensor> metrics;  // detached scalars, averaged over micro-batches
 };
 
@@ -80,9 +80,9 @@ struct TrainStepOutput {
 // A parameter's piece held by this rank: elements [offset, offset + local.numel())
 // of the full tensor flattened in row-major order.
 struct ParameterShard {
-  std::string name;  // HF name
+  std::string name;            // HF name
   std::vector<int64_t> shape;  // of the full tensor
-  at::Tensor local;  // 1-D
+  at::Tensor local;            // 1-D
   int64_t offset = 0;
 };
 
@@ -103,7 +103,7 @@ inline bool contains(OffloadSet set, OffloadSet member) {
 
 // Bytes of training state this rank holds, by kind and place.
 struct TrainMemory {
-  int64_t param_bytes = 0;      // parameters (incl. fp32 master copies) on the device
+  int64_t param_bytes = 0;  // parameters (incl. fp32 master copies) on the device
   int64_t grad_bytes = 0;
   int64_t optimizer_bytes = 0;  // optimizer state
   int64_t host_bytes = 0;       // offloaded state in host memory

@@ -169,8 +169,11 @@ TEST_CASE("gae with gamma and lam matches a scalar reference", "[algorithms]") {
   const int64_t b = 5, t = 7;
   const at::Tensor rewards = at::randn({b, t}, at::kDouble);
   const at::Tensor values = at::randn({b, t}, at::kDouble);
-  const Matrix mask = {{1, 1, 1, 1, 1, 1, 1}, {1, 0, 0, 0, 0, 0, 0}, {1, 1, 0, 1, 1, 0, 0},
-                       {1, 1, 1, 0, 0, 0, 0}, {0, 1, 1, 1, 1, 1, 0}};
+  const Matrix mask = {{1, 1, 1, 1, 1, 1, 1},
+                       {1, 0, 0, 0, 0, 0, 0},
+                       {1, 1, 0, 1, 1, 0, 0},
+                       {1, 1, 1, 0, 0, 0, 0},
+                       {0, 1, 1, 1, 1, 1, 0}};
   const double gamma = 0.9, lam = 0.8;
   const Matrix r = matrix(rewards), v = matrix(values);
   Matrix advantages(b, Row(t)), returns(b, Row(t));

@@ -59,7 +59,7 @@ TEST_CASE("AReaL's decoupled PPO objective is the vanilla loss with token IcePop
   correction.rollout_is_threshold = "1e-12_4.0";  // IcePop: zero outside [lower, cap]
   const rlcore::RolloutCorrectionResult corrected = rlcore::compute_rollout_correction(
       tensor(recorded.prox), tensor(recorded.behav), tensor(recorded.mask), correction);
-  CHECK(matrix(corrected.response_mask) == recorded.mask);  // no token leaves the denominator
+  CHECK(matrix(corrected.response_mask) == recorded.mask);   // no token leaves the denominator
   CHECK(scalar(corrected.rollout_is_weights[0][2]) == 0.0);  // exp(1.5) > the cap
 
   rlcore::Registry registry;

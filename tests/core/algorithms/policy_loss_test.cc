@@ -76,8 +76,8 @@ TEST_CASE("vanilla: every clipping branch, the dual clip and the clip fractions"
   const double losses[] = {-1.28, -2 * std::exp(0.1), 0.8, 0.5 * 3.0, std::exp(0.2)};
   const double expected = (losses[0] + losses[1] + losses[2] + losses[3] + losses[4]) / 5;
   CHECK(scalar(out.loss) == Approx(expected).epsilon(1e-12));
-  CHECK(metric(out, "actor/pg_clipfrac") == Approx(2.0 / 5));       // tokens 0 and 2
-  CHECK(metric(out, "actor/pg_clipfrac_lower") == Approx(1.0 / 5)); // token 3
+  CHECK(metric(out, "actor/pg_clipfrac") == Approx(2.0 / 5));        // tokens 0 and 2
+  CHECK(metric(out, "actor/pg_clipfrac_lower") == Approx(1.0 / 5));  // token 3
   CHECK(metric(out, "actor/ppo_kl") == Approx(-(0.5 + 0.1 - 0.5 + 1.5 + 0.2) / 5));
 
   // d loss / d log_prob = d(-A * ratio)/d log_prob / N = -A * ratio / N where unclipped.

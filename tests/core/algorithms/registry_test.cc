@@ -36,9 +36,9 @@ TEST_CASE("register_builtin_algorithms adds verl's names with origin core", "[al
         std::vector<std::string>{"gae", "gdpo", "gpg", "grpo", "grpo_passk", "grpo_vectorized", "opo",
                                  "optimal_token_baseline", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
                                  "remax", "rloo", "rloo_vectorized", "tir_optimal_token_baseline"});
-  CHECK(registry.names("policy_loss") ==
-        std::vector<std::string>{"cispo", "clip_cov", "dppo_kl", "dppo_tv", "dro", "geo_mean", "gpg", "gspo", "kl_cov",
-                                 "sapo", "vanilla"});
+  CHECK(registry.names("policy_loss") == std::vector<std::string>{"cispo", "clip_cov", "dppo_kl", "dppo_tv", "dro",
+                                                                  "geo_mean", "gpg", "gspo", "kl_cov", "sapo",
+                                                                  "vanilla"});
   for (const auto* entry : registry.all()) {
     INFO(entry->kind << " " << entry->name);
     CHECK(entry->origin.plugin == "core");
@@ -70,7 +70,8 @@ TEST_CASE("estimators and losses are created by name with their options", "[algo
   CHECK(loss != nullptr);
 
   CHECK_THAT(error_of<rlcore::ConfigError>([&] {
-               registry.create<rlcore::AdvantageEstimator>("gae", rlcore::ConfigNode::parse("lambda: 0.9", "test.yaml"));
+               registry.create<rlcore::AdvantageEstimator>("gae",
+                                                           rlcore::ConfigNode::parse("lambda: 0.9", "test.yaml"));
              }),
              Catch::Contains("lambda") && Catch::Contains("lam"));
   CHECK_THAT(error_of<rlcore::ConfigError>([&] {

@@ -68,7 +68,8 @@ TEST_CASE("every advantage estimator verl and rlcore share gives verl's values",
     if (c.contains("rollout_is_weights")) input.rollout_is_weights = float_tensor(c["rollout_is_weights"]);
     if (c.contains("reward_baselines")) input.reward_baselines = float_vector(c["reward_baselines"]);
     if (c.contains("reward_components")) {
-      for (const auto& [key, values] : c["reward_components"].items()) input.reward_components[key] = float_vector(values);
+      for (const auto& [key, values] : c["reward_components"].items())
+        input.reward_components[key] = float_vector(values);
     }
     const rlcore::AdvantageOutput output = estimator->compute(input);
     check_matches(output.advantages, c["advantages"]);
@@ -76,9 +77,9 @@ TEST_CASE("every advantage estimator verl and rlcore share gives verl's values",
     covered.insert(name);
   }
   CHECK(covered == std::set<std::string>{"gae", "grpo", "grpo_vectorized", "grpo_passk", "gdpo", "rloo",
-                                          "rloo_vectorized", "opo", "gpg", "reinforce_plus_plus",
-                                          "reinforce_plus_plus_baseline", "remax", "optimal_token_baseline",
-                                          "tir_optimal_token_baseline"});
+                                         "rloo_vectorized", "opo", "gpg", "reinforce_plus_plus",
+                                         "reinforce_plus_plus_baseline", "remax", "optimal_token_baseline",
+                                         "tir_optimal_token_baseline"});
 }
 
 TEST_CASE("every policy loss verl and rlcore share gives verl's loss, gradient and metrics", "[algorithms][verl]") {
@@ -122,8 +123,8 @@ TEST_CASE("every policy loss verl and rlcore share gives verl's loss, gradient a
     }
     covered.insert(name);
   }
-  CHECK(covered == std::set<std::string>{"vanilla", "gspo", "cispo", "gpg", "geo_mean", "dppo_tv", "dppo_kl", "sapo",
-                                         "dro"});
+  CHECK(covered ==
+        std::set<std::string>{"vanilla", "gspo", "cispo", "gpg", "geo_mean", "dppo_tv", "dppo_kl", "sapo", "dro"});
 
   // Every KL type rlcore accepts, value and gradient.
   std::map<std::string, json> kl_cases;

@@ -62,11 +62,19 @@ const std::vector<std::string> kTrainChecks = {
     "export_hf",      "offload_reload",    "data_parallel",         "gather_into_buffer"};
 // The broken engines wrap fsdp without its optional capabilities.
 const char* const kWrapped = "not applicable";
-const std::vector<std::string> kInferenceChecks = {
-    "create",        "greedy_vs_reference", "logprobs_teacher_forcing", "sampling_n",
-    "max_tokens",    "stop_tokens",         "seed_reproducible",        "load_weights",
-    "sleep_wake_up", "weight_meta",         "requests_vs_batch",        "requests_abort",
-    "requests_seed_reproducible"};
+const std::vector<std::string> kInferenceChecks = {"create",
+                                                   "greedy_vs_reference",
+                                                   "logprobs_teacher_forcing",
+                                                   "sampling_n",
+                                                   "max_tokens",
+                                                   "stop_tokens",
+                                                   "seed_reproducible",
+                                                   "load_weights",
+                                                   "sleep_wake_up",
+                                                   "weight_meta",
+                                                   "requests_vs_batch",
+                                                   "requests_abort",
+                                                   "requests_seed_reproducible"};
 // An inference engine without the `requests` capability: its checks are not applicable.
 std::map<std::string, std::string> without_requests(std::map<std::string, std::string> statuses) {
   for (const char* check : {"requests_vs_batch", "requests_abort", "requests_seed_reproducible"}) {
@@ -222,12 +230,11 @@ TEST_CASE("gathers that land one element past their listed offsets fail gather_i
 TEST_CASE("a checkpoint that drops a tensor fails the checkpoint checks", "[conformance][broken]") {
   const Report report = run_json({"--plugins", kBrokenDir + "/broken_checkpoint.so"});
   CHECK(report.status == 1);
-  require_statuses(
-      report, kTrainChecks,
-      {{"checkpoint_round_trip", "fail"},
-       {"resume_continuity", "fail"},
-       {"forward_sum_pi_squared", kWrapped},
-       {"gather_into_buffer", kWrapped}});
+  require_statuses(report, kTrainChecks,
+                   {{"checkpoint_round_trip", "fail"},
+                    {"resume_continuity", "fail"},
+                    {"forward_sum_pi_squared", kWrapped},
+                    {"gather_into_buffer", kWrapped}});
   INFO(report.by_check.at("checkpoint_round_trip").dump());
   CHECK_FALSE(report.by_check.at("checkpoint_round_trip")["detail"].get<std::string>().empty());
 }

@@ -177,7 +177,8 @@ TEST_CASE("the tool variant: verl's agent layout, a share of calculator demonstr
     ++demonstrations;
     const auto& turns = record["response"];
     REQUIRE(turns.size() == 3);
-    const auto call = nlohmann::json::parse(turns[0]["content"].get<std::string>().substr(11, turns[0]["content"].get<std::string>().size() - 23));
+    const auto call = nlohmann::json::parse(
+        turns[0]["content"].get<std::string>().substr(11, turns[0]["content"].get<std::string>().size() - 23));
     CHECK(call["name"] == "calculator");
     CHECK(std::to_string(solve(call["arguments"]["expression"].get<std::string>() + "=")) ==
           record["reward_model"]["ground_truth"]);
@@ -199,8 +200,8 @@ TEST_CASE("the tool variant: verl's agent layout, a share of calculator demonstr
   rlcore::agent::AgentLoopSettings settings;
   settings.stop_token_id = *tokenizer.eos_token_id();
   settings.response_length = 200;
-  auto loop = std::make_shared<rlcore::agent::AgentLoop>(settings, tokenizer, rlcore::ChatTemplate::from_string(chat_ml),
-                                                         rlcore::agent::ToolSet());
+  auto loop = std::make_shared<rlcore::agent::AgentLoop>(
+      settings, tokenizer, rlcore::ChatTemplate::from_string(chat_ml), rlcore::agent::ToolSet());
   rlcore::DataConfig config;
   config.max_prompt_length = 32;
   config.max_response_length = 200;

@@ -88,14 +88,13 @@ TEST_CASE("json arrays with chat prompts follow the template", "[data]") {
 TEST_CASE("a checkpoint's chat template renders the prompts when it has one", "[data][chat_template]") {
   rlcore::testing::ScratchDir dir("dataset");
   const std::string file = dir.write(
-      "train.jsonl",
-      R"({"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+2="}]})"
-      "\n"
-      R"({"prompt": "3+4="})"
-      "\n"
-      R"({"prompt": [{"role": "user", "content": "5+6="}, {"role": "assistant", "content": "11"},)"
-      R"( {"role": "user", "content": "and 7+8?"}]})"
-      "\n");
+      "train.jsonl", R"({"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+2="}]})"
+                     "\n"
+                     R"({"prompt": "3+4="})"
+                     "\n"
+                     R"({"prompt": [{"role": "user", "content": "5+6="}, {"role": "assistant", "content": "11"},)"
+                     R"( {"role": "user", "content": "and 7+8?"}]})"
+                     "\n");
   // Stands in for a checkpoint's template: role:content lines, then the generation prompt.
   std::vector<nlohmann::json> seen;
   const rlcore::ChatRenderer renderer = [&](const nlohmann::json& messages) {
@@ -113,14 +112,14 @@ TEST_CASE("a checkpoint's chat template renders the prompts when it has one", "[
     REQUIRE(data.size() == 3);
     CHECK(data.at(0).prompt_ids == ids("system:Be brief.\nuser:1+2=\nassistant:"));
     CHECK(data.at(1).prompt_ids == ids("system:Answer with ####.\nuser:3+4=\nassistant:"));
-    CHECK(data.at(2).prompt_ids ==
-          ids("system:Answer with ####.\nuser:5+6=\nassistant:11\nuser:and 7+8?\nassistant:"));
+    CHECK(data.at(2).prompt_ids == ids("system:Answer with ####.\nuser:5+6=\nassistant:11\nuser:and 7+8?\nassistant:"));
     CHECK(seen.size() == 3);
   }
   SECTION("apply_chat_template false or prompt_template plain: the template is not used") {
     DataConfig config;
     config.apply_chat_template = false;
-    const std::string two_lines = dir.write("two.jsonl", R"({"prompt": "3+4="})" "\n");
+    const std::string two_lines = dir.write("two.jsonl", R"({"prompt": "3+4="})"
+                                                         "\n");
     CHECK(Dataset::load({two_lines}, config, tokenizer(), false, renderer).at(0).prompt_ids ==
           ids(chat_text("", "3+4=")));
     CHECK(Dataset::load({two_lines}, plain_config(), tokenizer(), false, renderer).at(0).prompt_ids == ids("3+4="));
@@ -157,9 +156,8 @@ TEST_CASE("prompts over max_prompt_length: error, left, right or filtered", "[da
 
   SECTION("error names the file, line and the keys to change") {
     using Catch::Matchers::Contains;
-    CHECK_THAT(
-        error_of<rlcore::ValueError>([&] { Dataset::load({file}, config, tokenizer(), false); }),
-        Contains(file + ":2") && Contains("10 tokens") && Contains("data.max_prompt_length=4"));
+    CHECK_THAT(error_of<rlcore::ValueError>([&] { Dataset::load({file}, config, tokenizer(), false); }),
+               Contains(file + ":2") && Contains("10 tokens") && Contains("data.max_prompt_length=4"));
   }
   SECTION("left keeps the end") {
     config.truncation = "left";
@@ -227,9 +225,8 @@ TEST_CASE("SFT responses are tokenized with eos and cut on the right", "[data]")
   CHECK(Dataset::load({file}, config, tokenizer(), true).at(0).response_ids ==
         std::vector<int32_t>(expected.begin(), expected.begin() + 2));
   config.response_key = "answer";
-  CHECK_THAT(
-      error_of<rlcore::FormatError>([&] { Dataset::load({file}, config, tokenizer(), true); }),
-      Catch::Contains("sft.jsonl:1") && Catch::Contains("'answer'"));
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { Dataset::load({file}, config, tokenizer(), true); }),
+             Catch::Contains("sft.jsonl:1") && Catch::Contains("'answer'"));
 }
 
 TEST_CASE("the data schema takes a path or a list of paths and checks values", "[data]") {

@@ -130,11 +130,11 @@ TEST_CASE("gsm8k-style: the files have verl's GSM8K parquet schema and load as a
   const json read = json::parse(rlcore_test::run_reference(
       rlcore_test::reference_script("core/data/reference/parquet_reference.py"), {"read", files.train}));
   // What `datasets` writes for verl's gsm8k.py records (struct fields sorted).
-  CHECK(read["schema"] == json::array({"data_source: string",
-                                        "prompt: list<element: struct<content: string, role: string>>",
-                                        "ability: string", "reward_model: struct<ground_truth: string, style: string>",
-                                        "extra_info: struct<answer: string, index: int64, question: string, "
-                                        "split: string>"}));
+  CHECK(read["schema"] ==
+        json::array({"data_source: string", "prompt: list<element: struct<content: string, role: string>>",
+                     "ability: string", "reward_model: struct<ground_truth: string, style: string>",
+                     "extra_info: struct<answer: string, index: int64, question: string, "
+                     "split: string>"}));
   CHECK(read["rows"] == json(data.train));
 
   const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();

@@ -174,20 +174,22 @@ TEST_CASE("a parquet dataset in verl's layout loads like its JSONL twin", "[data
   CHECK(from_parquet.at(1).ground_truth == "2");
 }
 
-TEST_CASE("verl's agent fields (agent_name, extra_info.tools_kwargs, interaction_kwargs) load from parquet as from JSONL",
-          "[data][parquet][agent]") {
+TEST_CASE(
+    "verl's agent fields (agent_name, extra_info.tools_kwargs, interaction_kwargs) load from parquet as from JSONL",
+    "[data][parquet][agent]") {
   rlcore::testing::ScratchDir dir("parquet_agent");
   std::vector<json> records;
   std::string jsonl;
   for (int i = 0; i < 4; ++i) {
-    records.push_back({{"data_source", "arithmetic"},
-                       {"agent_name", i == 3 ? "single_turn_agent" : "tool_agent"},
-                       {"prompt", {{{"role", "user"}, {"content", std::to_string(100 + i) + "*7="}}}},
-                       {"reward_model", {{"style", "rule"}, {"ground_truth", std::to_string((100 + i) * 7)}}},
-                       {"extra_info",
-                        {{"index", i},
-                         {"tools_kwargs", {{"calculator", {{"create_kwargs", {{"precision", "exact"}}}}}}},
-                         {"interaction_kwargs", {{"name", "gsm8k"}, {"ground_truth", std::to_string((100 + i) * 7)}}}}}});
+    records.push_back(
+        {{"data_source", "arithmetic"},
+         {"agent_name", i == 3 ? "single_turn_agent" : "tool_agent"},
+         {"prompt", {{{"role", "user"}, {"content", std::to_string(100 + i) + "*7="}}}},
+         {"reward_model", {{"style", "rule"}, {"ground_truth", std::to_string((100 + i) * 7)}}},
+         {"extra_info",
+          {{"index", i},
+           {"tools_kwargs", {{"calculator", {{"create_kwargs", {{"precision", "exact"}}}}}}},
+           {"interaction_kwargs", {{"name", "gsm8k"}, {"ground_truth", std::to_string((100 + i) * 7)}}}}}});
     jsonl += records.back().dump() + "\n";
   }
   const std::string path = (dir.path() / "agent.parquet").string();

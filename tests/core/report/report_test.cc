@@ -125,7 +125,8 @@ TEST_CASE("an asynchronous run's staleness and idle shares get plots; a synchron
     std::ofstream more(run.metrics(), std::ios::app);
     for (int step = 6; step <= 7; ++step) {
       more << "{\"step\": " << step << R"(, "async/staleness/mean": 1.0, "async/staleness/max": 2.0, )"
-           << R"("trainer/idle_ratio": 0.1, "rollouter/idle_ratio": 0.3})" << "\n";
+           << R"("trainer/idle_ratio": 0.1, "rollouter/idle_ratio": 0.3})"
+           << "\n";
     }
   }
   const std::string html = read(rlcore::write_report(run.path().string()));

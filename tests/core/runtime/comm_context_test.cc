@@ -87,7 +87,9 @@ TEST_CASE("CommContext names the missing group and checks group ranks", "[runtim
   CHECK_THAT(error_of<ValueError>([&] { solo.backend(); }), Catch::Contains("group 'dp' has no c10d backend"));
   CHECK_THAT(error_of<ValueError>([&] { solo.broadcast(value, 1); }), Catch::Contains("root 1 is outside [0, 1)"));
   at::Tensor chunk = at::empty({3});
-  CHECK_THAT(error_of<ValueError>([&] { solo.reduce_scatter(at::ones({2, 3}), chunk); }),
+  CHECK_THAT(error_of<ValueError>([&] {
+               solo.reduce_scatter(at::ones({2, 3}), chunk);
+             }),
              Catch::Contains("1-D input of 1 equal chunks"));
   at::Tensor into = at::empty({2});
   solo.all_gather_into(at::full({2}, 5.0), into);  // a group of one: a copy
@@ -98,8 +100,12 @@ TEST_CASE("CommContext names the missing group and checks group ranks", "[runtim
   at::Tensor wrong_dtype = at::empty({2}, at::kDouble);
   CHECK_THAT(error_of<ValueError>([&] { solo.all_gather_into(at::ones({2}), wrong_dtype); }),
              Catch::Contains("(got 2 of Double on cpu)"));
-  CHECK_THAT(error_of<ValueError>([] { CommGroup("tp", std::vector<int64_t>{0, 1}, 0); }), Catch::Contains("no backend"));
-  CHECK_THAT(error_of<ValueError>([] { CommGroup("tp", std::vector<int64_t>{0}, 1); }), Catch::Contains("rank 1 is outside"));
+  CHECK_THAT(error_of<ValueError>([] {
+               CommGroup("tp", std::vector<int64_t>{0, 1}, 0);
+             }),
+             Catch::Contains("no backend"));
+  CHECK_THAT(error_of<ValueError>([] { CommGroup("tp", std::vector<int64_t>{0}, 1); }),
+             Catch::Contains("rank 1 is outside"));
   const CommContext comm(0, 1, 0, {{"dp", 1}}, {CommGroup("world", std::vector<int64_t>{0}, 0), solo});
   CHECK(comm.has_group("dp"));
   ProcessGroupOptions bad;

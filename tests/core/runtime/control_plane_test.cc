@@ -217,7 +217,8 @@ TEST_CASE("garbage bytes on the controller port are ignored and the run continue
   // Text (ZeroMQ takes it for a ZMTP/1.0 peer and hands us junk frames) and
   // bytes that open like ZMTP/3 and then break its handshake.
   std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-  std::string broken_greeting = std::string("\xff\0\0\0\0\0\0\0\x01\x7f\x03\x00", 12) + "NOPE" + std::string(48, '\x00');
+  std::string broken_greeting =
+      std::string("\xff\0\0\0\0\0\0\0\x01\x7f\x03\x00", 12) + "NOPE" + std::string(48, '\x00');
   std::string noise;
   for (int i = 0; i < 600; ++i) noise += static_cast<char>((i * 131 + 7) & 0xff);
   for (const std::string& junk : {http + noise, broken_greeting, noise}) {

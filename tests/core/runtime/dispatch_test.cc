@@ -90,7 +90,9 @@ TEST_CASE("mesh_compute sends each dp shard to all its ranks and keeps only coll
 TEST_CASE("results without rows join to an empty Batch; mixed results are an error", "[runtime][dispatch]") {
   const DispatchPlan plan = plan_dispatch(DispatchMode::kDpCompute, {rows(4)}, 2);
   CHECK_FALSE(collect_results(plan, {Batch(), Batch()}).has_size());
-  CHECK_THAT(error_of<ValueError>([&] { collect_results(plan, {rows(2), Batch()}); }),
+  CHECK_THAT(error_of<ValueError>([&] {
+               collect_results(plan, {rows(2), Batch()});
+             }),
              Catch::Contains("some ranks returned a Batch"));
   CHECK_THAT(error_of<ValueError>([] { plan_dispatch(DispatchMode::kDpCompute, {Batch()}, 2); }),
              Catch::Contains("needs an input Batch"));

@@ -79,18 +79,25 @@ TEST_CASE("no launcher means a single worker; IPv6 controller addresses get brac
 }
 
 TEST_CASE("bad launcher variables are errors naming the variable", "[runtime][launch]") {
-  CHECK_THAT(error_of<rlcore::ConfigError>(
-                 [] { parse_launch_env(env_from_map({{"RANK", "two"}, {"WORLD_SIZE", "4"}})); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([] {
+               parse_launch_env(env_from_map({{"RANK", "two"}, {"WORLD_SIZE", "4"}}));
+             }),
              Catch::Contains("RANK='two' is not an integer"));
-  CHECK_THAT(error_of<rlcore::ConfigError>([] { parse_launch_env(env_from_map({{"RANK", "1"}})); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([] {
+               parse_launch_env(env_from_map({{"RANK", "1"}}));
+             }),
              Catch::Contains("WORLD_SIZE is not"));
-  CHECK_THAT(error_of<rlcore::ConfigError>(
-                 [] { parse_launch_env(env_from_map({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}})); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([] {
+               parse_launch_env(env_from_map({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}}));
+             }),
              Catch::Contains("SLURM_PROCID=4 is outside [0, SLURM_NTASKS=4)"));
-  CHECK_THAT(error_of<rlcore::ConfigError>(
-                 [] { parse_launch_env(env_from_map({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}})); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([] {
+               parse_launch_env(env_from_map({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}}));
+             }),
              Catch::Contains("MASTER_PORT=70000"));
-  CHECK_THAT(error_of<rlcore::ConfigError>([] { parse_launch_env(env_from_map({{"MASTER_ADDR", "h"}})); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([] {
+               parse_launch_env(env_from_map({{"MASTER_ADDR", "h"}}));
+             }),
              Catch::Contains("MASTER_PORT is not"));
 }
 
@@ -103,7 +110,8 @@ TEST_CASE("a worker takes its secret and parent from the environment", "[runtime
   CHECK(options.controller == "tcp://h:1");
   CHECK(options.secret == "abc");
   CHECK(options.parent_pid == 42);
-  CHECK_THAT(error_of<rlcore::ConfigError>(
-                 [] { rlcore::worker_options_from_env(env_from_map({{"RLCORE_PARENT_PID", "me"}})); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([] {
+               rlcore::worker_options_from_env(env_from_map({{"RLCORE_PARENT_PID", "me"}}));
+             }),
              Catch::Contains("RLCORE_PARENT_PID"));
 }

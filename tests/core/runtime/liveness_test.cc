@@ -122,7 +122,8 @@ TEST_CASE("a worker killed mid-call is reported with rank, host and pid, and no 
     } catch (const WorkerLostError& e) {
       CHECK(e.worker().rank == 1);
       CHECK(e.worker().pid == pids[1]);
-      CHECK_THAT(std::string(e.what()), Catch::Contains("rank 1") && Catch::Contains("pid " + std::to_string(pids[1])) &&
+      CHECK_THAT(std::string(e.what()), Catch::Contains("rank 1") &&
+                                            Catch::Contains("pid " + std::to_string(pids[1])) &&
                                             Catch::Contains("killed by signal 9"));
       CHECK_FALSE(e.worker().host.empty());
     }
@@ -214,8 +215,7 @@ TEST_CASE("local workers exit when their controller is killed", "[runtime][liven
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
-TEST_CASE("a remote worker exits after the heartbeat deadline when the controller goes silent",
-          "[runtime][liveness]") {
+TEST_CASE("a remote worker exits after the heartbeat deadline when the controller goes silent", "[runtime][liveness]") {
   const std::string secret = generate_secret();
   ControlServerOptions options;
   options.secret = secret;
@@ -238,10 +238,9 @@ TEST_CASE("a remote worker exits after the heartbeat deadline when the controlle
   };
   auto server = std::make_unique<ControlServer>(options, handlers);
   // No RLCORE_PARENT_PID: like a worker started by mpirun on another host.
-  const pid_t worker = spawn({rlcore_test::rlcore_executable(), "worker", "--log-level", "off"},
-                             {"RANK=0", "WORLD_SIZE=1", "RLCORE_CONTROLLER=" + server->endpoint(),
-                              "RLCORE_SECRET=" + secret},
-                             nullptr);
+  const pid_t worker =
+      spawn({rlcore_test::rlcore_executable(), "worker", "--log-level", "off"},
+            {"RANK=0", "WORLD_SIZE=1", "RLCORE_CONTROLLER=" + server->endpoint(), "RLCORE_SECRET=" + secret}, nullptr);
   REQUIRE(eventually([&] { return ready.load(); }, 30s));
   server->close();  // vanish without a shutdown
   int status = 0;

@@ -56,16 +56,16 @@ runtime:
 TEST_CASE("pool errors name the key", "[runtime][config]") {
   CHECK_THAT(error_of<ConfigError>([] { resolve_pools(parse("runtime: {pools: {p: {roles: [critic]}}}"), kRoles); }),
              Catch::Contains("runtime.pools.p.roles") && Catch::Contains("no role 'critic'"));
-  CHECK_THAT(error_of<ConfigError>([] {
-               resolve_pools(parse("runtime: {pools: {a: {roles: [actor]}, b: {roles: [actor]}}}"), kRoles);
-             }),
+  CHECK_THAT(error_of<ConfigError>(
+                 [] { resolve_pools(parse("runtime: {pools: {a: {roles: [actor]}, b: {roles: [actor]}}}"), kRoles); }),
              Catch::Contains("already in another pool"));
   CHECK_THAT(error_of<ConfigError>([] {
                resolve_pools(parse("runtime: {pools: {a: {nodes: [3], roles: [actor], mesh: {dp: 2}}}}"), kRoles);
              }),
              Catch::Contains("runtime.pools.a") && Catch::Contains("has 2 ranks but the pool has 3"));
-  CHECK_THAT(error_of<ConfigError>([] { resolve_pools(parse("runtime: {pools: {a: {roles: [actor], gpus: 2}}}"), kRoles); }),
-             Catch::Contains("gpus"));
+  CHECK_THAT(
+      error_of<ConfigError>([] { resolve_pools(parse("runtime: {pools: {a: {roles: [actor], gpus: 2}}}"), kRoles); }),
+      Catch::Contains("gpus"));
   CHECK_THAT(error_of<ConfigError>([] { parse("runtime: {launcher: k8s}"); }), Catch::Contains("runtime.launcher"));
   CHECK_THAT(error_of<ConfigError>([] { parse("runtime: {heartbeat_interval_s: 0}"); }),
              Catch::Contains("heartbeat_interval_s"));

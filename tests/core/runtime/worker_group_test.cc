@@ -189,7 +189,9 @@ TEST_CASE("a worker-side exception comes back naming rank, host, pid and method"
 TEST_CASE("a reply value over the control header's limit fails the call instead of leaving it unanswered",
           "[runtime][group][errors]") {
   WorkerGroup& group = shared_cluster().group("main");
-  CHECK_THAT(rlcore_test::error_of<RemoteCallError>([&] { group.call("diag.big_value", Batch(), {{"bytes", 100000}}).get(); }),
+  CHECK_THAT(rlcore_test::error_of<RemoteCallError>([&] {
+               group.call("diag.big_value", Batch(), {{"bytes", 100000}}).get();
+             }),
              Catch::Contains("diag.big_value") && Catch::Contains("over the control header's limit of 65536"));
   CHECK(group.call("diag.big_value", Batch(), {{"bytes", 1000}}).get().replies.size() == 2);
 }
@@ -197,8 +199,8 @@ TEST_CASE("a reply value over the control header's limit fails the call instead 
 TEST_CASE("a worker with the wrong secret is refused and exits; the run goes on", "[runtime][group][security]") {
   Cluster& cluster = shared_cluster();
   const int64_t refused_before = cluster.stats().refused_hellos;
-  const std::string command = "RANK=0 WORLD_SIZE=6 RLCORE_SECRET=guess RLCORE_CONTROLLER=" + cluster.endpoint() +
-                              " " + rlcore_test::rlcore_executable() + " worker --log-level off --connect-timeout 20";
+  const std::string command = "RANK=0 WORLD_SIZE=6 RLCORE_SECRET=guess RLCORE_CONTROLLER=" + cluster.endpoint() + " " +
+                              rlcore_test::rlcore_executable() + " worker --log-level off --connect-timeout 20";
   const int status = std::system(command.c_str());
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 2);
@@ -211,8 +213,9 @@ TEST_CASE("a call past its deadline fails naming the ranks not heard from", "[ru
   WorkerGroup& group = shared_cluster().group("mesh");
   CallOptions quick;
   quick.timeout = 200ms;
-  const std::string message = error_of<TimeoutError>(
-      [&] { group.call("sharded.sleep", Batch(), {{"seconds", 1.0}}, quick).get(); });
+  const std::string message = error_of<TimeoutError>([&] {
+    group.call("sharded.sleep", Batch(), {{"seconds", 1.0}}, quick).get();
+  });
   CHECK_THAT(message, Catch::Contains("'sharded.sleep' on pool 'mesh' timed out waiting for rank 0 (host") &&
                           Catch::Contains("global rank 5)"));
   // The workers finish the sleep, then serve the next call; the run is intact.

@@ -69,7 +69,8 @@ TEST_CASE("a chat completion renders the messages with the checkpoint's template
   CHECK(chunks[1]["choices"][0]["delta"]["role"] == "assistant");
   std::string content0;
   for (std::size_t c = 2; c + 1 < chunks.size(); ++c) {
-    if (chunks[c]["choices"][0]["index"] == 0) content0 += chunks[c]["choices"][0]["delta"]["content"].get<std::string>();
+    if (chunks[c]["choices"][0]["index"] == 0)
+      content0 += chunks[c]["choices"][0]["delta"]["content"].get<std::string>();
   }
   CHECK(content0 == "ab");
   CHECK(chunks.back()["choices"] == json::array());

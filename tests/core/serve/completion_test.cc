@@ -43,7 +43,9 @@ TEST_CASE("prepare_completion maps the sampling fields and adds EOS unless ignor
   const auto model = test_model();
   const int32_t eos = model.eos_token_ids.at(0);
   auto sampling = prepare_completion(request_of(R"({"prompt": "x", "n": 3, "max_tokens": 5, "temperature": 0.5,
-      "top_p": 0.9, "top_k": 4, "seed": 11, "stop_token_ids": [7, 7, 8]})"), model).sampling;
+      "top_p": 0.9, "top_k": 4, "seed": 11, "stop_token_ids": [7, 7, 8]})"),
+                                     model)
+                      .sampling;
   CHECK(sampling.n == 3);
   CHECK(sampling.max_tokens == 5);
   CHECK(sampling.temperature == 0.5);
@@ -108,8 +110,11 @@ TEST_CASE("check_model_name accepts the served name or none, else 404", "[serve]
     CHECK(e.param() == "model");
     CHECK(std::string(e.what()) == "The model `gpt-4` does not exist.");
     const json body = error_body(e);
-    CHECK(body == json{{"object", "error"}, {"message", "The model `gpt-4` does not exist."},
-                       {"type", "NotFoundError"}, {"param", "model"}, {"code", 404}});
+    CHECK(body == json{{"object", "error"},
+                       {"message", "The model `gpt-4` does not exist."},
+                       {"type", "NotFoundError"},
+                       {"param", "model"},
+                       {"code", 404}});
   }
   CHECK(error_body(400, "BadRequestError", "m")["param"].is_null());
 }
@@ -207,8 +212,7 @@ TEST_CASE("text_offset counts code points, as Python's len", "[serve][completion
   output.logprobs = {std::vector<float>(sample.size(), -1.0f)};
   output.finish_reasons = {FinishReason::kLength};
   const auto request = request_of(R"({"prompt": [1], "logprobs": 0})");
-  const json response =
-      build_completion_response(request, prepare_completion(request, model), output, model, "id", 0);
+  const json response = build_completion_response(request, prepare_completion(request, model), output, model, "id", 0);
   CHECK(response["choices"][0]["text"] == "éa");
   const json& offsets = response["choices"][0]["logprobs"]["text_offset"];
   int64_t expected = 0;
@@ -229,10 +233,10 @@ TEST_CASE("an engine answer of the wrong shape is an internal error, not a crash
   output.token_ids = {{1}, {1}, {1}};
   output.logprobs = {{-1}, {-1}, {-1}};
   output.finish_reasons = {FinishReason::kLength, FinishReason::kLength, FinishReason::kLength};
-  CHECK(rlcore_test::error_of<rlcore::Error>([&] {
-          build_completion_response(request, prepared, output, model, "id", 0);
-        }) == "the engine returned 3 samples, 3 log-prob lists and 3 finish reasons for 2 prompts with n=2 "
-              "(expected 4 of each)");
+  CHECK(rlcore_test::error_of<rlcore::Error>(
+            [&] { build_completion_response(request, prepared, output, model, "id", 0); }) ==
+        "the engine returned 3 samples, 3 log-prob lists and 3 finish reasons for 2 prompts with n=2 "
+        "(expected 4 of each)");
   output.token_ids.push_back({1, 2});
   output.logprobs.push_back({-1});
   output.finish_reasons.push_back(FinishReason::kLength);

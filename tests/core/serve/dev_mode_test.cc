@@ -172,10 +172,13 @@ TEST_CASE("reloads check the whole directory first: a bad one answers an error a
   const std::string truncated = checkpoint_with("truncated", {{"w", at::ones({2, 3})}});
   const fs::path truncated_file = fs::path(truncated) / "model.safetensors";
   fs::resize_file(truncated_file, fs::file_size(truncated_file) - 8);  // the last tensor's bytes cut short
-  for (const auto& [dir, complaint] : std::vector<std::pair<std::string, std::string>>{
-           {misshapen, "shape [3, 2]"}, {extra, "'v' is not a parameter"}, {missing, "no tensor 'w'"},
-           {truncated, "cannot read weights"},
-           {"/nonexistent/dir", "cannot read weights"}, {"relative/dir", "absolute path"}}) {
+  for (const auto& [dir, complaint] :
+       std::vector<std::pair<std::string, std::string>>{{misshapen, "shape [3, 2]"},
+                                                        {extra, "'v' is not a parameter"},
+                                                        {missing, "no tensor 'w'"},
+                                                        {truncated, "cannot read weights"},
+                                                        {"/nonexistent/dir", "cannot read weights"},
+                                                        {"relative/dir", "absolute path"}}) {
     INFO(dir);
     json bad = rpc;
     bad["kwargs"]["weights_path"] = dir;
@@ -187,7 +190,8 @@ TEST_CASE("reloads check the whole directory first: a bad one answers an error a
   CHECK(engine->loaded().equal(at::full({2, 3}, 2.0f)));  // still the good weights
   CHECK(engine->weight_version() == 1);
 
-  CHECK(post(server, "/collective_rpc", {{"args", json::array()}}, 400)["message"] == "Missing 'method' in request body");
+  CHECK(post(server, "/collective_rpc", {{"args", json::array()}}, 400)["message"] ==
+        "Missing 'method' in request body");
   CHECK_THAT(post(server, "/collective_rpc", {{"method", "execute_model"}}, 400)["message"].get<std::string>(),
              Catch::Contains("only reload_weights"));
   CHECK(post(server, "/collective_rpc", json::array({1}), 400)["type"] == "BadRequestError");
@@ -279,7 +283,7 @@ TEST_CASE("pause?mode=wait after keep lets the frozen completion finish instead 
   engine->release_step();
   CHECK(keep.get() == json{{"status", "paused"}});
   CHECK(completion.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout);  // frozen
-  CHECK(post(server, "/pause?mode=wait", nullptr, 200) == json{{"status", "paused"}});  // returns: it finished
+  CHECK(post(server, "/pause?mode=wait", nullptr, 200) == json{{"status", "paused"}});        // returns: it finished
   CHECK(completion.get() == 200);
   post(server, "/resume", nullptr, 200);
 }

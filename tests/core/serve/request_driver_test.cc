@@ -38,9 +38,8 @@ TEST_CASE("concurrent calls share the engine's steps and get their own answers",
   RequestDriver driver(engine);
   std::vector<std::future<rlcore::GenerationOutput>> calls;
   for (int32_t c = 0; c < 4; ++c) {
-    calls.push_back(std::async(std::launch::async, [&driver, c] {
-      return driver.generate({{100 * (c + 1)}}, tokens(3 + c));
-    }));
+    calls.push_back(
+        std::async(std::launch::async, [&driver, c] { return driver.generate({{100 * (c + 1)}}, tokens(3 + c)); }));
   }
   for (int32_t c = 0; c < 4; ++c) {
     const rlcore::GenerationOutput out = calls[c].get();
@@ -135,9 +134,8 @@ TEST_CASE("streamed tokens reach the caller as they come; a caller that stops li
 
   // A client that disconnects after three tokens: its endless requests stop.
   size_t heard = 0;
-  const rlcore::GenerationOutput cut = driver.generate({{1}, {2}}, tokens(1000000), [&](const RequestDriver::Token&) {
-    return ++heard < 3;
-  });
+  const rlcore::GenerationOutput cut =
+      driver.generate({{1}, {2}}, tokens(1000000), [&](const RequestDriver::Token&) { return ++heard < 3; });
   CHECK(heard == 3);
   REQUIRE(cut.finish_reasons.size() == 2);
   CHECK(cut.finish_reasons[0] == FinishReason::kAbort);
@@ -159,9 +157,8 @@ TEST_CASE("engine tasks run on the stepping thread, one at a time with the steps
   driver.run_on_stepping_thread([&] { ran_on = std::this_thread::get_id(); });
   CHECK(ran_on == stepping);
 
-  CHECK_THAT(rlcore_test::error_of<rlcore::ValueError>([&] {
-               driver.run_on_stepping_thread([] { throw rlcore::ValueError("no weights in /nowhere"); });
-             }),
+  CHECK_THAT(rlcore_test::error_of<rlcore::ValueError>(
+                 [&] { driver.run_on_stepping_thread([] { throw rlcore::ValueError("no weights in /nowhere"); }); }),
              Catch::Contains("no weights in /nowhere"));
   // The driver still steps afterwards.
   CHECK(driver.generate({{20}}, tokens(3)).token_ids[0] == std::vector<int32_t>{20, 21, 22});

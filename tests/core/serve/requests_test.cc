@@ -7,10 +7,10 @@
 #include "rlcore/core/serve/api_error.h"
 #include "rlcore/core/serve/requests.h"
 
+using nlohmann::json;
 using rlcore::serve::ApiError;
 using rlcore::serve::CompletionRequest;
 using rlcore::serve::parse_completion_request;
-using nlohmann::json;
 
 namespace {
 

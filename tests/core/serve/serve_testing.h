@@ -113,8 +113,9 @@ struct ScriptedOptions {
 
 inline rlcore::serve::ServedModel test_model(int64_t max_model_len = 64) {
   const auto tokenizer = rlcore::make_builtin_tokenizer();
-  return rlcore::serve::ServedModel{"tiny", "/models/tiny", max_model_len, tokenizer.vocab_size(),
-                                    {*tokenizer.eos_token_id()}, tokenizer, 1700000000};
+  return rlcore::serve::ServedModel{
+      "tiny",    "/models/tiny", max_model_len, tokenizer.vocab_size(), {*tokenizer.eos_token_id()},
+      tokenizer, 1700000000};
 }
 
 // The script of "ab" then EOS, in the built-in tokenizer's ids.
@@ -130,12 +131,12 @@ inline std::shared_ptr<ScriptedEngine> make_scripted_engine(rlcore::Registry& re
   rlcore::PluginRegistrar registrar(registry, rlcore::PluginOrigin{"serve-test", "0.0.0", ""});
   if (!registry.find(rlcore::InferenceEngine::kKind, "scripted")) {
     registrar.add<rlcore::InferenceEngine>(
-      "scripted", "Deterministic engine for the serve tests",
-      rlcore::OptionsSchema<ScriptedOptions>().key("text", &ScriptedOptions::text, "Tokens to emit before EOS."),
-      [](const ScriptedOptions& options) {
-        const auto tokenizer = rlcore::make_builtin_tokenizer();
-        return std::make_shared<ScriptedEngine>(scripted_tokens(tokenizer, options.text));
-      });
+        "scripted", "Deterministic engine for the serve tests",
+        rlcore::OptionsSchema<ScriptedOptions>().key("text", &ScriptedOptions::text, "Tokens to emit before EOS."),
+        [](const ScriptedOptions& options) {
+          const auto tokenizer = rlcore::make_builtin_tokenizer();
+          return std::make_shared<ScriptedEngine>(scripted_tokens(tokenizer, options.text));
+        });
   }
   return std::static_pointer_cast<ScriptedEngine>(registry.create<rlcore::InferenceEngine>("scripted"));
 }
@@ -354,7 +355,8 @@ inline std::string raw_http(int port, const std::string& request) {
   REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
   std::string bytes;
   char buffer[4096];
-  for (ssize_t got; (got = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) bytes.append(buffer, static_cast<std::size_t>(got));
+  for (ssize_t got; (got = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;)
+    bytes.append(buffer, static_cast<std::size_t>(got));
   ::close(fd);
   return bytes;
 }

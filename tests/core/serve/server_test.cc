@@ -82,9 +82,15 @@ TEST_CASE("POST /v1/completions runs the engine and answers vLLM's shape", "[ser
   const auto tokenizer = rlcore::make_builtin_tokenizer();
   const auto script = rlcore_test::scripted_tokens(tokenizer, "ab");  // a, b, EOS
 
-  const json request = {{"model", "tiny"}, {"prompt", {"Question", "1 + 2"}}, {"n", 2},
-                        {"max_tokens", 5},  {"temperature", 0},             {"top_k", 0},
-                        {"seed", 3},        {"logprobs", 0},                {"return_token_ids", true}};
+  const json request = {{"model", "tiny"},
+                        {"prompt", {"Question", "1 + 2"}},
+                        {"n", 2},
+                        {"max_tokens", 5},
+                        {"temperature", 0},
+                        {"top_k", 0},
+                        {"seed", 3},
+                        {"logprobs", 0},
+                        {"return_token_ids", true}};
   auto result = client.Post("/v1/completions", request.dump(), "application/json");
   REQUIRE(result);
   REQUIRE(result->status == 200);
@@ -167,8 +173,8 @@ TEST_CASE("bad requests get 400 and vLLM's error object; the server keeps servin
 
   check_error(client.Post("/v1/completions", "[]", "application/json"), 400, "BadRequestError",
               "The request body must be a JSON object.");
-  check_error(client.Post("/v1/completions", R"({"prompt": "x", "n": 0})", "application/json"), 400,
-              "BadRequestError", "n must be at least 1, got 0.");
+  check_error(client.Post("/v1/completions", R"({"prompt": "x", "n": 0})", "application/json"), 400, "BadRequestError",
+              "n must be at least 1, got 0.");
   check_error(client.Post("/v1/completions", R"({"prompt": "x", "temperature": "warm"})", "application/json"), 400,
               "BadRequestError", "temperature must be a number, got \"warm\".");
   check_error(client.Post("/v1/completions", R"({"prompt": [1], "max_tokens": 64})", "application/json"), 400,
@@ -267,8 +273,8 @@ TEST_CASE("engine failures: ValueError is a 400, a full queue a 503, anything el
   {
     RunningServer server(std::make_shared<FailingEngine<std::runtime_error>>());
     auto client = server.client();
-    check_error(client.Post("/v1/completions", R"({"prompt": "x"})", "application/json"), 500,
-                "InternalServerError", "engine says no");
+    check_error(client.Post("/v1/completions", R"({"prompt": "x"})", "application/json"), 500, "InternalServerError",
+                "engine says no");
     auto health = client.Get("/health");
     REQUIRE(health);
     CHECK(health->status == 200);

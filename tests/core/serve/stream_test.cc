@@ -258,8 +258,7 @@ TEST_CASE("a generation that fails ends the stream as vLLM's does: an error even
     CHECK(streamed.head.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
     CHECK_THAT(streamed.head, Catch::Contains("\r\nContent-Type: text/event-stream\r\n"));
     const std::string error = rlcore::serve::error_text(500, "InternalServerError", "device lost");
-    CHECK(streamed.chunks ==
-          std::vector<std::string>{"data: {\"error\":" + error + "}\n\n", "data: [DONE]\n\n"});
+    CHECK(streamed.chunks == std::vector<std::string>{"data: {\"error\":" + error + "}\n\n", "data: [DONE]\n\n"});
     // Not streamed, the same failure is the status and body.
     auto whole = server.client().Post("/v1/completions", R"({"prompt": "x"})", "application/json");
     REQUIRE(whole);
@@ -278,9 +277,9 @@ TEST_CASE("a generation that fails ends the stream as vLLM's does: an error even
   }
   SECTION("the openai client raises APIError with the message") {
     rlcore_test::RunningServer server(std::make_shared<FailingStreamEngine<std::runtime_error>>("device lost"));
-    const json seen = json::parse(rlcore_test::run_reference(
-        rlcore_test::reference_script("core/serve/reference/openai_client.py"),
-        {std::to_string(server.port()), "tiny", "--stream-error"}));
+    const json seen =
+        json::parse(rlcore_test::run_reference(rlcore_test::reference_script("core/serve/reference/openai_client.py"),
+                                               {std::to_string(server.port()), "tiny", "--stream-error"}));
     CHECK(seen == json{{"error", "APIError"}, {"message", "device lost"}, {"code", 500}, {"chunks", 0}});
   }
 }

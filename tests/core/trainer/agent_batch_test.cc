@@ -44,8 +44,7 @@ at::Tensor token_loss(const Batch& batch) {
 
 using namespace agent_batch_test;
 
-TEST_CASE("the agent loop's rows equal the hand-assembled trajectory, and so does every loss aggregation",
-          "[agent]") {
+TEST_CASE("the agent loop's rows equal the hand-assembled trajectory, and so does every loss aggregation", "[agent]") {
   const Tokenizer tokenizer = make_builtin_tokenizer();
   const int32_t stop = tokenizer.encode("<|im_end|>").at(0);
   const ChatTemplate chat = ChatTemplate::from_string(kChatMlTemplate);
@@ -57,7 +56,8 @@ TEST_CASE("the agent loop's rows equal the hand-assembled trajectory, and so doe
   tools.add(std::make_shared<Echo>());
   const agent::AgentLoop loop(settings, tokenizer, chat, std::move(tools));
 
-  const std::string call = "<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"123*456\"}}</tool_call>";
+  const std::string call =
+      "<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"123*456\"}}</tool_call>";
   std::vector<agent::AgentTask> tasks(2);
   for (auto& task : tasks) {
     task.prompt_messages = nlohmann::json::array({{{"role", "user"}, {"content", "123*456="}}});
@@ -99,16 +99,18 @@ TEST_CASE("the agent loop's rows equal the hand-assembled trajectory, and so doe
     CHECK(at::equal(full.narrow(1, 0, full.size(1) - settings.response_length + width), by_hand.tensor(column)));
   }
   CHECK(at::equal(looped.tensor(columns::kResponseMask).narrow(1, 0, width), by_hand.tensor(columns::kResponseMask)));
-  CHECK(looped.tensor(columns::kResponseMask).narrow(1, width, settings.response_length - width).sum().item<double>() == 0);
+  CHECK(looped.tensor(columns::kResponseMask).narrow(1, width, settings.response_length - width).sum().item<double>() ==
+        0);
 
   for (const char* mode : {"token-mean", "seq-mean-token-sum", "seq-mean-token-mean"}) {
     INFO(mode);
     LossAggregation aggregation;
     aggregation.mode = mode;
-    const double through_loop = agg_loss(token_loss(looped), looped.tensor(columns::kResponseMask).to(at::kDouble), aggregation)
-                                    .item<double>();
-    const double assembled = agg_loss(token_loss(by_hand), by_hand.tensor(columns::kResponseMask).to(at::kDouble), aggregation)
-                                 .item<double>();
+    const double through_loop =
+        agg_loss(token_loss(looped), looped.tensor(columns::kResponseMask).to(at::kDouble), aggregation).item<double>();
+    const double assembled =
+        agg_loss(token_loss(by_hand), by_hand.tensor(columns::kResponseMask).to(at::kDouble), aggregation)
+            .item<double>();
     CHECK(through_loop == Approx(assembled).epsilon(1e-12));
   }
 

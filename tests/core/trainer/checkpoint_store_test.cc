@@ -97,9 +97,9 @@ TEST_CASE("a run directory that cannot be made is refused, naming the key and th
   fs::create_directories(run);
   std::ofstream(run / "a_file") << "x";
   const std::string dir = (run / "a_file" / "run").string();
-  CHECK_THAT(error_of<IoError>([&] { check_run_dir_writable(dir); }),
-             Catch::Contains("trainer.default_local_dir '" + dir + "' is not writable") &&
-                 Catch::Contains("Not a directory"));
+  CHECK_THAT(
+      error_of<IoError>([&] { check_run_dir_writable(dir); }),
+      Catch::Contains("trainer.default_local_dir '" + dir + "' is not writable") && Catch::Contains("Not a directory"));
   check_run_dir_writable((run / "fine").string());
   CHECK(fs::is_empty(run / "fine"));  // the probe is gone
   fs::remove_all(run);

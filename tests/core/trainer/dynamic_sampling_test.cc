@@ -81,8 +81,8 @@ TEST_CASE("kept groups of several generation batches become one batch of exactly
   const ScoredRollout second = make_scored(2, 2, {1, 0, 0, 1}, 4, 100);
   std::vector<ScoredRollout> kept;
   for (const ScoredRollout* part : {&first, &second}) {
-    kept.push_back(select_rows(*part, rows_of_informative_groups(part->rollout.batch.tensor("uid"),
-                                                                 filter_metric(part->rewards, "reward"))));
+    kept.push_back(select_rows(
+        *part, rows_of_informative_groups(part->rollout.batch.tensor("uid"), filter_metric(part->rewards, "reward"))));
   }
   REQUIRE(count_groups(kept[0].rollout.batch.tensor("uid")) == 1);
   const ScoredRollout out = concat_groups(kept, /*max_groups=*/2, /*pad_id=*/9);

@@ -122,8 +122,8 @@ TEST_CASE("the rollout-correction weights of a batch reach the policy loss") {
   const double weighted = actor_loss(s)(rows.batch, rows.output, global).loss.item<double>();
 
   const at::Tensor mask = rows.batch.tensor(columns::kResponseMask);
-  PolicyLossInput input{rows.batch.tensor(columns::kOldLogProbs), rows.output.log_prob, rows.batch.tensor(columns::kAdvantages), mask,
-                        weights};
+  PolicyLossInput input{rows.batch.tensor(columns::kOldLogProbs), rows.output.log_prob,
+                        rows.batch.tensor(columns::kAdvantages), mask, weights};
   PolicyLossConfig config;
   config.aggregation.mode = "token-mean";
   CHECK(weighted == Approx(s.policy_loss->compute(input, config).loss.item<double>()).epsilon(1e-5));

@@ -11,9 +11,7 @@ using rlcore_test::run_config;
 
 namespace {
 
-ActorParallelism parallelism(const std::string& yaml) {
-  return actor_parallelism(run_config(yaml).actor_rollout_ref);
-}
+ActorParallelism parallelism(const std::string& yaml) { return actor_parallelism(run_config(yaml).actor_rollout_ref); }
 
 std::string mesh_text(const MeshShape& mesh) {
   std::string text;
@@ -60,5 +58,6 @@ TEST_CASE("weight_adaptor follows the actor's strategy unless set") {
 actor_rollout_ref:
   actor: {strategy: megatron}
   hybrid_engine: {weight_adaptor: custom}
-)").actor_rollout_ref) == "custom");
+)")
+                               .actor_rollout_ref) == "custom");
 }

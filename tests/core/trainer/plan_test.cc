@@ -46,11 +46,13 @@ TEST_CASE("batch sizes that do not divide name the keys and their relation") {
   RunConfig config = run_config(kGrpo);
   config.actor_rollout_ref.actor.ppo_mini_batch_size = 3;
   CHECK_THAT(error_of<ConfigError>([&] { make_train_plan(config, registry, 100, 1, 0); }),
-             Catch::Contains("data.train_batch_size (8) must be a multiple of actor_rollout_ref.actor.ppo_mini_batch_size (3)"));
+             Catch::Contains(
+                 "data.train_batch_size (8) must be a multiple of actor_rollout_ref.actor.ppo_mini_batch_size (3)"));
 
   config = run_config(kGrpo);
   CHECK_THAT(error_of<ConfigError>([&] { make_train_plan(config, registry, 100, 3, 0); }),
-             Catch::Contains("x actor_rollout_ref.rollout.n (4) = 16 responses per mini-batch must split evenly over the 3 data-parallel ranks"));
+             Catch::Contains("x actor_rollout_ref.rollout.n (4) = 16 responses per mini-batch must split evenly over "
+                             "the 3 data-parallel ranks"));
 
   config.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu = 3;
   CHECK_THAT(error_of<ConfigError>([&] { make_train_plan(config, registry, 100, 2, 0); }),

@@ -70,13 +70,13 @@ class TestAdaptor : public rlcore::WeightAdaptor {
 
 std::map<std::string, at::Tensor> actor_parameters() {
   at::manual_seed(7);
-  return {{"embed", at::randn({64, 16})},                     // 4 KiB
+  return {{"embed", at::randn({64, 16})},  // 4 KiB
           {"q", at::randn({8, 16}).to(at::kBFloat16)},
           {"k", at::randn({8, 16}).to(at::kBFloat16)},
           {"v", at::randn({8, 16}).to(at::kBFloat16)},
           {"w", at::randn({10, 4})},
-          {"big", at::randn({2048})},                          // 8 KiB: more than a bucket
-          {"optimizer_only", at::randn({3})}};                 // no rollout target reads it
+          {"big", at::randn({2048})},           // 8 KiB: more than a bucket
+          {"optimizer_only", at::randn({3})}};  // no rollout target reads it
 }
 
 std::vector<WeightMeta> rollout_targets() {
@@ -96,8 +96,7 @@ struct Outcome {
 
 // The actor's rank 0 sends `names` of actor_parameters() in that order to two
 // rollout ranks (TP 2); with `fail_after` >= 0 its gather throws after that many.
-Outcome transfer(const std::vector<std::string>& names, int64_t bucket_bytes, int64_t version,
-                 int fail_after = -1) {
+Outcome transfer(const std::vector<std::string>& names, int64_t bucket_bytes, int64_t version, int fail_after = -1) {
   const auto store = rlcore::RendezvousStore::on_this_host();
   rlcore::ProcessGroupOptions options;
   options.store_file = store->file();
@@ -131,8 +130,8 @@ Outcome transfer(const std::vector<std::string>& names, int64_t bucket_bytes, in
       layout.tp_size = 2;
       layout.tp_rank = r;
       try {
-        outcome.received[r] = rlcore::trainer::receive_weights(*outcome.engines[r], TestAdaptor(), layout, bridge,
-                                                               at::kCPU, version);
+        outcome.received[r] =
+            rlcore::trainer::receive_weights(*outcome.engines[r], TestAdaptor(), layout, bridge, at::kCPU, version);
       } catch (const rlcore::ValueError& e) {
         outcome.errors[r] = e.what();
       }

@@ -47,10 +47,10 @@ std::vector<TcpSocket> tcp_sockets(const std::set<std::string>& inodes) {
       fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
       if (inodes.count(inode) == 0) continue;
       const std::string host = local.substr(0, local.find(':'));
-      const bool loopback = host == "0100007F" ||                           // 127.0.0.1
-                            host == "00000000000000000000000001000000" ||   // ::1
-                            host == "0000000000000000FFFF00000100007F";     // ::ffff:127.0.0.1
-      found.push_back({local, state == "0A", loopback});  // 0A: LISTEN
+      const bool loopback = host == "0100007F" ||                          // 127.0.0.1
+                            host == "00000000000000000000000001000000" ||  // ::1
+                            host == "0000000000000000FFFF00000100007F";    // ::ffff:127.0.0.1
+      found.push_back({local, state == "0A", loopback});                   // 0A: LISTEN
     }
   }
   return found;
@@ -58,16 +58,17 @@ std::vector<TcpSocket> tcp_sockets(const std::set<std::string>& inodes) {
 
 }  // namespace
 
-TEST_CASE("every socket of a single-machine run is on loopback, and only the control plane listens", "[faults][exposure]") {
+TEST_CASE("every socket of a single-machine run is on loopback, and only the control plane listens",
+          "[faults][exposure]") {
   REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
   const std::string ws = e2e::make_workspace("listeners", 16);
   const std::string config = e2e::write_config(ws, "run", e2e::kQuickGrpo);
   for (const char* transport : {"tcp", "ipc"}) {
     INFO("runtime.transport=" << transport);
     {
-      faults::RlcoreProcess run({"--config", config, std::string("runtime.transport=") + transport,
-                                 "runtime.heartbeat_timeout_s=60"},
-                                {"RLCORE_FAULT=actor.update_actor:hang@0"});
+      faults::RlcoreProcess run(
+          {"--config", config, std::string("runtime.transport=") + transport, "runtime.heartbeat_timeout_s=60"},
+          {"RLCORE_FAULT=actor.update_actor:hang@0"});
       const bool held = run.wait_for_output("rlcore fault injection", std::chrono::seconds(60));
       INFO(run.output());
       REQUIRE(held);

@@ -14,8 +14,9 @@ namespace {
 // runs `prepare` there, then rlcore; prints rlcore's status and what
 // `dir`/run/checkpoints holds afterwards (the mount vanishes with the namespace).
 std::string on_small_disk(const std::string& dir, const std::string& mount_options, const std::string& prepare) {
-  const std::string script = "mount -t tmpfs -o " + mount_options + " tmpfs \"$D\" || exit 99; " + prepare +
-                             "\"$0\" \"$@\"; echo \"rlcore exit=$?\"; echo checkpoints:; ls -A \"$D/run/checkpoints\" 2>&1";
+  const std::string script =
+      "mount -t tmpfs -o " + mount_options + " tmpfs \"$D\" || exit 99; " + prepare +
+      "\"$0\" \"$@\"; echo \"rlcore exit=$?\"; echo checkpoints:; ls -A \"$D/run/checkpoints\" 2>&1";
   return "D=" + e2e::shell_quote(dir) + " unshare -rm sh -c " + e2e::shell_quote(script);
 }
 
@@ -51,10 +52,9 @@ TEST_CASE("a disk that fills during a save is a named error and no checkpoint lo
   const std::string disk = ws + "/disk";
   fs::create_directories(disk);
   // Room for the metrics, not for the ~10 MB checkpoint of the tiny model.
-  const e2e::RunResult run = e2e::run_rlcore(
-      {"--config", config, "trainer.default_local_dir=" + disk + "/run", "trainer.total_training_steps=1",
-       "trainer.save_freq=1"},
-      on_small_disk(disk, "size=2m", ""));
+  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.default_local_dir=" + disk + "/run",
+                                              "trainer.total_training_steps=1", "trainer.save_freq=1"},
+                                             on_small_disk(disk, "size=2m", ""));
   INFO(run.output);
   REQUIRE_THAT(run.output, Catch::Contains("rlcore exit=1"));
   CHECK_THAT(run.output, Catch::Contains("workers ready"));

@@ -69,7 +69,8 @@ void check_fault(const std::string& config, const std::string& val_files, int wo
   CHECK(run.exit_status() == 1);
 
   std::smatch fault_line;
-  REQUIRE(std::regex_search(run.output(), fault_line, std::regex(R"(fault injection: \S+ at \S+ on rank (\d+) \(pid (\d+)\))")));
+  REQUIRE(std::regex_search(run.output(), fault_line,
+                            std::regex(R"(fault injection: \S+ at \S+ on rank (\d+) \(pid (\d+)\))")));
   CHECK(fault_line[1] == std::to_string(victim));
   const std::string victim_pid = fault_line[2];
   // The first worker the error names is the victim, with its pid and how it died.
@@ -78,7 +79,8 @@ void check_fault(const std::string& config, const std::string& val_files, int wo
   const std::string error = run.output().substr(error_at, run.output().find('\n', error_at) - error_at);
   CHECK_THAT(error, Catch::StartsWith("rlcore: error: call '" + std::string(phase.method) + "'"));
   std::smatch first;
-  REQUIRE(std::regex_search(error, first, std::regex(R"(worker rank (\d+) \(host [^,]+, pid (\d+)\) was lost: ([^;]*))")));
+  REQUIRE(
+      std::regex_search(error, first, std::regex(R"(worker rank (\d+) \(host [^,]+, pid (\d+)\) was lost: ([^;]*))")));
   CHECK(first[1] == std::to_string(victim));
   CHECK(first[2] == victim_pid);
   CHECK_THAT(first[3].str(), Catch::Contains(action.reported));
@@ -124,6 +126,5 @@ void check_every_phase(int workers) {
   }
   fs::remove_all(ws);
 }
-
 
 }  // namespace faults

@@ -17,9 +17,9 @@ TEST_CASE("a worker that dies or hangs in any phase is named first, with two wor
 TEST_CASE("a worker's write to a dead reader fails its method instead of killing it", "[faults]") {
   const std::string ws = e2e::make_workspace("faults_pipe", 32);
   const std::string config = e2e::write_config(ws, "run", e2e::kQuickGrpo);
-  faults::RlcoreProcess run({"--config", config, "runtime.n_workers_per_node=2", "trainer.total_training_steps=1",
-                             "trainer.test_freq=-1"},
-                            {"RLCORE_FAULT=actor.generate:pipe@1"});
+  faults::RlcoreProcess run(
+      {"--config", config, "runtime.n_workers_per_node=2", "trainer.total_training_steps=1", "trainer.test_freq=-1"},
+      {"RLCORE_FAULT=actor.generate:pipe@1"});
   const bool finished = run.finish(std::chrono::seconds(120));
   INFO(run.output());
   REQUIRE(finished);

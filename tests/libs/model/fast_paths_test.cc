@@ -106,7 +106,7 @@ TEST_CASE("the decode kernels that run are the ones this CPU has, and the counts
         std::string(path_name(avx512_bf16 ? CpuKernelPath::kAvx512 : CpuKernelPath::kAten)));
   CHECK_THAT(describe_cpu_kernels(), Catch::Contains(avx512 ? "fp32 GEMV AVX-512" : "fp32 GEMV ATen (no avx512f"));
   for (const auto& [dtype, gemv, fast_gemv] : {std::tuple{at::kFloat, CpuKernel::kGemvFloat, avx512},
-                                                std::tuple{at::kBFloat16, CpuKernel::kGemvBFloat16, avx512_bf16}}) {
+                                               std::tuple{at::kBFloat16, CpuKernel::kGemvBFloat16, avx512_bf16}}) {
     INFO(c10::toString(dtype));
     const CpuKernelCounts gemv_before = cpu_kernel_counts(gemv);
     const CpuKernelCounts attention_before = cpu_kernel_counts(CpuKernel::kDecodeAttention);
@@ -203,8 +203,8 @@ TEST_CASE("RLCORE_CPU_KERNELS=generic forces the ATen path; auto leaves it to th
 }
 
 TEST_CASE("forced generic, the decode step runs the ATen ops and agrees with the AVX-512 kernels", "[model][fast]") {
-  for (const auto& [dtype, gemv] : {std::pair{at::kFloat, CpuKernel::kGemvFloat},
-                                    std::pair{at::kBFloat16, CpuKernel::kGemvBFloat16}}) {
+  for (const auto& [dtype, gemv] :
+       {std::pair{at::kFloat, CpuKernel::kGemvFloat}, std::pair{at::kBFloat16, CpuKernel::kGemvBFloat16}}) {
     INFO(c10::toString(dtype));
     const auto [fast_y, fast_attention] = decode_kernels(dtype);
     at::Tensor generic_y, generic_attention;
@@ -244,7 +244,8 @@ TEST_CASE("the GEMV kernels equal at::linear for 1 to 8 decode rows; 9 rows take
       const CpuKernelCounts after = cpu_kernel_counts(gemv);
       const bool kernel = fast_gemv && rows <= 8;
       CHECK(after.avx512 - before.avx512 == (kernel ? 1 : 0));
-      const at::Tensor reference = at::linear(x.to(at::kFloat), linear.weight.to(at::kFloat), linear.bias.to(at::kFloat));
+      const at::Tensor reference =
+          at::linear(x.to(at::kFloat), linear.weight.to(at::kFloat), linear.bias.to(at::kFloat));
       // fp32: summation order only; bf16: the output's one rounding (8 bits of mantissa).
       const double tolerance = dtype == at::kFloat ? 1e-4 : 0.02 * std::max(1.0, reference.abs().max().item<double>());
       CHECK(max_abs_diff_double(y, reference) < tolerance);
@@ -286,8 +287,8 @@ TEST_CASE("fused rotary equals x*cos + rotate_half(x)*sin bit for bit, also on s
 }
 
 // HF's eager attention for one query per row: repeat_kv, matmul, fp32 softmax.
-at::Tensor reference_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                               const at::Tensor& blocked, double scaling) {
+at::Tensor reference_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocked,
+                               double scaling) {
   const int64_t group = q.size(1) / k.size(1);
   const at::Tensor keys = k.repeat_interleave(group, 1), values = v.repeat_interleave(group, 1);
   at::Tensor scores = (at::matmul(q, keys.transpose(-1, -2)) * scaling).to(at::kFloat);
@@ -381,8 +382,8 @@ TEST_CASE("linear of a few rows (the decode GEMV) equals the exact product round
         // Scale of the rounding error: the sum of the terms' magnitudes.
         const at::Tensor magnitude = at::linear(x.to(at::kDouble).abs(), linear.weight.to(at::kDouble).abs(),
                                                 with_bias ? linear.bias.to(at::kDouble).abs() : at::Tensor());
-        const at::Tensor step = dtype == at::kBFloat16 ? exact.abs().clamp_min(1e-3) * relative
-                                                       : magnitude.clamp_min(1e-3) * relative;
+        const at::Tensor step =
+            dtype == at::kBFloat16 ? exact.abs().clamp_min(1e-3) * relative : magnitude.clamp_min(1e-3) * relative;
         CHECK(((y.to(at::kDouble) - exact).abs() <= step).all().item<bool>());
         // And it agrees with at::linear (oneDNN / OpenBLAS) the same way.
         CHECK(((y.to(at::kDouble) - at::linear(x, linear.weight, linear.bias).to(at::kDouble)).abs() <= 2 * step)

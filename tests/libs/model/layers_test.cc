@@ -61,8 +61,7 @@ TEST_CASE("llama3 rope scaling follows the Llama 3.1 frequency bands", "[model]"
   CHECK(bands[1] > 0);
   CHECK(bands[2] > 0);
   c.rope_scaling = RopeScaling{"linear", 4.0};
-  CHECK(rope_inv_freq(c)[1].item<float>() ==
-        Approx(1.0 / std::pow(500000.0, 2.0 / 64.0) / 4.0).epsilon(1e-6));
+  CHECK(rope_inv_freq(c)[1].item<float>() == Approx(1.0 / std::pow(500000.0, 2.0 / 64.0) / 4.0).epsilon(1e-6));
 }
 
 TEST_CASE("rotary cos/sin and rotation match the per-element formula", "[model]") {
@@ -83,8 +82,7 @@ TEST_CASE("rotary cos/sin and rotation match the per-element formula", "[model]"
   for (int64_t b = 0; b < 2; ++b) {
     for (int64_t t = 0; t < 4; ++t) {
       for (int64_t i = 0; i < d / 2; ++i) {
-        const double angle =
-            static_cast<double>(pa[b][t]) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d);
+        const double angle = static_cast<double>(pa[b][t]) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d);
         // HF duplicates the d/2 frequencies: element i and i + d/2 share one angle.
         CHECK(ca[b][t][i] == Approx(std::cos(angle)).margin(2e-5));
         CHECK(ca[b][t][i + d / 2] == Approx(std::cos(angle)).margin(2e-5));

@@ -68,8 +68,8 @@ TEST_CASE("megatron layout: every HF tensor lives in exactly one Megatron parame
       for (const ParameterSpec& spec : parameter_specs(config, ModelHead::kCausalLm)) expected.insert(spec.name);
       CHECK(covered == expected);
       CHECK(megatron_numel == num_parameters(config, ModelHead::kCausalLm));
-      CHECK(megatron::megatron_parameters(config).back().name == (tied ? "decoder.final_layernorm.weight"
-                                                                        : "output_layer.weight"));
+      CHECK(megatron::megatron_parameters(config).back().name ==
+            (tied ? "decoder.final_layernorm.weight" : "output_layer.weight"));
     }
   }
 }
@@ -103,10 +103,12 @@ TEST_CASE("megatron layout: linear_qkv groups q heads, then k, then v, per query
     CHECK(at::equal(qkv.narrow(0, base + (per + 1) * d, d), v.narrow(0, g * d, d)));
   }
   const at::Tensor fc1 = to_megatron(config, hf).at("decoder.layers.1.mlp.linear_fc1.weight");
-  CHECK(at::equal(fc1, at::cat({hf.at("model.layers.1.mlp.gate_proj.weight"), hf.at("model.layers.1.mlp.up_proj.weight")})));
+  CHECK(at::equal(fc1,
+                  at::cat({hf.at("model.layers.1.mlp.gate_proj.weight"), hf.at("model.layers.1.mlp.up_proj.weight")})));
 }
 
-TEST_CASE("megatron layout: TP shards are whole query groups and [gate; up] per rank, and merge back", "[model][megatron]") {
+TEST_CASE("megatron layout: TP shards are whole query groups and [gate; up] per rank, and merge back",
+          "[model][megatron]") {
   const ModelConfig config = megatron_config("llama");
   const auto hf = random_hf(config);
   const auto megatron = to_megatron(config, hf);
@@ -134,7 +136,8 @@ TEST_CASE("megatron layout: TP shards are whole query groups and [gate; up] per 
   CHECK(megatron::tp_shard(config, proj, megatron.at(proj.name), 0, 2).sizes() == at::IntArrayRef({32, 16}));
 }
 
-TEST_CASE("megatron layout: pipeline stages split the layers evenly, the first ones take the rest", "[model][megatron]") {
+TEST_CASE("megatron layout: pipeline stages split the layers evenly, the first ones take the rest",
+          "[model][megatron]") {
   CHECK(megatron::pp_layer_range(4, 0, 2) == std::make_pair<int64_t, int64_t>(0, 2));
   CHECK(megatron::pp_layer_range(4, 1, 2) == std::make_pair<int64_t, int64_t>(2, 4));
   CHECK(megatron::pp_layer_range(5, 0, 2) == std::make_pair<int64_t, int64_t>(0, 3));
@@ -145,9 +148,11 @@ TEST_CASE("megatron layout: pipeline stages split the layers evenly, the first o
 
 TEST_CASE("megatron layout: bad names and sizes are errors naming them", "[model][megatron]") {
   const ModelConfig config = megatron_config("llama");
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { megatron::hf_sources(config, "decoder.layers.9.mlp.linear_fc1.weight"); }),
-             Catch::Contains("decoder.layers.9.mlp.linear_fc1.weight"));
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { megatron::megatron_source(config, "model.layers.0.self_attn.q_norm.weight"); }),
+  CHECK_THAT(
+      error_of<rlcore::ValueError>([&] { megatron::hf_sources(config, "decoder.layers.9.mlp.linear_fc1.weight"); }),
+      Catch::Contains("decoder.layers.9.mlp.linear_fc1.weight"));
+  CHECK_THAT(error_of<rlcore::ValueError>(
+                 [&] { megatron::megatron_source(config, "model.layers.0.self_attn.q_norm.weight"); }),
              Catch::Contains("model.layers.0.self_attn.q_norm.weight"));
   CHECK_THAT(error_of<rlcore::ValueError>([&] { megatron::validate_parallel(config, 3, 1); }),
              Catch::Contains("tensor_model_parallel_size 3") && Catch::Contains("num_key_value_heads"));

@@ -100,7 +100,6 @@ TEST_CASE("validate_tp and the shard functions reject sizes that do not divide, 
 
   const at::Tensor weight = at::zeros({6, 4});
   const std::string name = "model.layers.0.mlp.gate_proj.weight";
-  CHECK(error_of<rlcore::ValueError>([&] { tp_shard_shape(name, weight.sizes(), 4); }).find(name) !=
-        std::string::npos);
+  CHECK(error_of<rlcore::ValueError>([&] { tp_shard_shape(name, weight.sizes(), 4); }).find(name) != std::string::npos);
   CHECK(error_of<rlcore::ValueError>([&] { tp_slice(name, weight, 2, 2); }).find("rank 2") != std::string::npos);
 }

@@ -78,8 +78,7 @@ double max_diff(const at::Tensor& a, const at::Tensor& b) {
   return a.to(at::kFloat).sub(b.to(at::kFloat)).abs().max().item<double>();
 }
 
-std::map<std::string, std::vector<int64_t>> spec_map(const ModelConfig& c,
-                                                     ModelHead head = ModelHead::kCausalLm) {
+std::map<std::string, std::vector<int64_t>> spec_map(const ModelConfig& c, ModelHead head = ModelHead::kCausalLm) {
   std::map<std::string, std::vector<int64_t>> out;
   for (const ParameterSpec& spec : parameter_specs(c, head)) out[spec.name] = spec.shape;
   return out;
@@ -98,9 +97,7 @@ std::string load_error(Transformer& model, const NamedTensors& tensors, LoadMode
 
 const char* const kArchs[] = {"llama", "qwen2", "qwen3"};
 
-std::vector<ModelConfig> all_variants() {
-  return {tiny("llama"), tiny_llama_full(), tiny("qwen2"), tiny("qwen3")};
-}
+std::vector<ModelConfig> all_variants() { return {tiny("llama"), tiny_llama_full(), tiny("qwen2"), tiny("qwen3")}; }
 
 }  // namespace
 
@@ -421,8 +418,7 @@ TEST_CASE("bf16 forward is close to fp32", "[model]") {
     const at::Tensor expected = fp32.forward(ids);
     const at::Tensor got = bf16.forward(ids);
     CHECK(got.scalar_type() == at::kBFloat16);
-    const double relative =
-        got.to(at::kFloat).sub(expected).norm().item<double>() / expected.norm().item<double>();
+    const double relative = got.to(at::kFloat).sub(expected).norm().item<double>() / expected.norm().item<double>();
     CHECK(relative < 0.03);
     KvCache cache = bf16.make_cache(2, 8);
     CHECK(cache.keys[0].scalar_type() == at::kBFloat16);
@@ -468,9 +464,8 @@ TEST_CASE("gradients reach every parameter", "[model]") {
 TEST_CASE("forward validates its inputs", "[model]") {
   const Transformer model = make_model(tiny("llama"), 23);
   const at::Tensor ids = random_ids(2, 4, 24);
-  CHECK_THROWS_WITH(model.forward(ids, at::ones({2, 5}, at::kLong)), Catch::Contains("attention_mask") &&
-                                                                         Catch::Contains("[2, 5]") &&
-                                                                         Catch::Contains("[2, 4]"));
+  CHECK_THROWS_WITH(model.forward(ids, at::ones({2, 5}, at::kLong)),
+                    Catch::Contains("attention_mask") && Catch::Contains("[2, 5]") && Catch::Contains("[2, 4]"));
   CHECK_THROWS_AS(model.forward(ids.to(at::kFloat)), ValueError);
   KvCache cache = model.make_cache(2, 6);
   model.forward(ids, cache);

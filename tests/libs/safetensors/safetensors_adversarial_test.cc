@@ -18,9 +18,9 @@
 
 namespace fs = std::filesystem;
 using Catch::Contains;
-using rlcore_test::error_of;
 using rlcore::SafetensorsCheckpoint;
 using rlcore::SafetensorsFile;
+using rlcore_test::error_of;
 
 namespace {
 

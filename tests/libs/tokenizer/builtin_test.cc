@@ -33,15 +33,13 @@ TEST_CASE("the built-in tokenizer encodes numbers digit by digit", "[tokenizer]"
   const Ids ids = tok.encode("12+345=357");
   CHECK(ids == Ids{'1', '2', '+', '3', '4', '5', '=', '3', '5', '7'});
   CHECK(tok.decode(ids) == "12+345=357");
-  CHECK(tok.encode(" 9081726354") ==
-        Ids{' ', '9', '0', '8', '1', '7', '2', '6', '3', '5', '4'});
+  CHECK(tok.encode(" 9081726354") == Ids{' ', '9', '0', '8', '1', '7', '2', '6', '3', '5', '4'});
 }
 
 TEST_CASE("the built-in tokenizer has one token per task word", "[tokenizer]") {
   const Tokenizer tok = rlcore::make_builtin_tokenizer();
-  for (const std::string word : {"Question", "Answer", "####", " ####", "system", "user",
-                                 "assistant", " What", " is", " the", " answer", " +", " -",
-                                 " *", " =", "\n\n"}) {
+  for (const std::string word : {"Question", "Answer", "####", " ####", "system", "user", "assistant", " What", " is",
+                                 " the", " answer", " +", " -", " *", " =", "\n\n"}) {
     INFO("word: " << word);
     const Ids ids = tok.encode(word);
     REQUIRE(ids.size() == 1);
@@ -51,9 +49,8 @@ TEST_CASE("the built-in tokenizer has one token per task word", "[tokenizer]") {
   const Ids question = tok.encode("Question: What is 7 * 6?\nAnswer: #### 42");
   CHECK(tok.decode(question) == "Question: What is 7 * 6?\nAnswer: #### 42");
   CHECK(question == Ids{*tok.token_to_id("Question"), ':', *tok.token_to_id("\xC4\xA0What"),
-                        *tok.token_to_id("\xC4\xA0is"), ' ', '7', *tok.token_to_id("\xC4\xA0*"),
-                        ' ', '6', '?', '\n', *tok.token_to_id("Answer"), ':',
-                        *tok.token_to_id("\xC4\xA0####"), ' ', '4', '2'});
+                        *tok.token_to_id("\xC4\xA0is"), ' ', '7', *tok.token_to_id("\xC4\xA0*"), ' ', '6', '?', '\n',
+                        *tok.token_to_id("Answer"), ':', *tok.token_to_id("\xC4\xA0####"), ' ', '4', '2'});
 }
 
 TEST_CASE("the built-in tokenizer keeps chat markers whole", "[tokenizer]") {
@@ -66,8 +63,7 @@ TEST_CASE("the built-in tokenizer keeps chat markers whole", "[tokenizer]") {
   CHECK(tok.pad_token_id() == tok.token_to_id("<|endoftext|>"));
   CHECK(tok.vocab_size() == *tok.token_to_id("<|im_end|>") + 1);
 
-  const std::string prompt =
-      rlcore::PromptTemplate::from_name("chat", "Be brief.").apply("What is 2+3?");
+  const std::string prompt = rlcore::PromptTemplate::from_name("chat", "Be brief.").apply("What is 2+3?");
   const Ids ids = tok.encode(prompt);
   CHECK(ids.front() == *im_start);
   CHECK(std::count(ids.begin(), ids.end(), *im_end) == 2);

@@ -41,8 +41,7 @@ TEST_CASE("NFC composes, reorders and handles Hangul", "[tokenizer]") {
   // A precomposed letter decomposes so a later mark can sort in before its accent.
   CHECK(normalized(tok, "\u00E9\u0323") == "\u1EB9\u0301");
   // Marks after a non-ASCII letter in mixed text still reach it.
-  CHECK(normalized(tok, "ab e\u0301 cd \u4E16e\u0301\u0323x") ==
-        "ab \u00E9 cd \u4E16\u1EB9\u0301x");
+  CHECK(normalized(tok, "ab e\u0301 cd \u4E16e\u0301\u0323x") == "ab \u00E9 cd \u4E16\u1EB9\u0301x");
 }
 
 TEST_CASE("NFC leaves normalized text and invalid bytes alone", "[tokenizer]") {
@@ -61,9 +60,8 @@ TEST_CASE("NFC inside a Sequence; other normalizers are rejected", "[tokenizer]"
   const Tokenizer tok =
       nfc_tokenizer(nlohmann::json::parse(R"({"type": "Sequence", "normalizers": [{"type": "NFC"}]})"));
   CHECK(normalized(tok, "e\u0301") == "\u00E9");
-  CHECK_THROWS_WITH(
-      nfc_tokenizer(nlohmann::json::parse(R"({"type": "Sequence", "normalizers": [{"type": "NFKC"}]})")),
-      Catch::Contains("normalizer.normalizers[0]"));
+  CHECK_THROWS_WITH(nfc_tokenizer(nlohmann::json::parse(R"({"type": "Sequence", "normalizers": [{"type": "NFKC"}]})")),
+                    Catch::Contains("normalizer.normalizers[0]"));
 }
 
 TEST_CASE("normalized added tokens match the normalized text", "[tokenizer]") {

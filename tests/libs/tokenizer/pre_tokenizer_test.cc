@@ -19,12 +19,8 @@ Tokenizer with_pre_tokenizer(const nlohmann::json& pre_tokenizer) {
 }
 
 Tokenizer gpt2() { return with_pre_tokenizer(rlcore::test::byte_level_pre_tokenizer(true)); }
-Tokenizer qwen2() {
-  return with_pre_tokenizer(rlcore::test::split_pre_tokenizer(rlcore::test::kQwen2Regex));
-}
-Tokenizer llama3() {
-  return with_pre_tokenizer(rlcore::test::split_pre_tokenizer(rlcore::test::kLlama3Regex));
-}
+Tokenizer qwen2() { return with_pre_tokenizer(rlcore::test::split_pre_tokenizer(rlcore::test::kQwen2Regex)); }
+Tokenizer llama3() { return with_pre_tokenizer(rlcore::test::split_pre_tokenizer(rlcore::test::kLlama3Regex)); }
 
 }  // namespace
 
@@ -38,8 +34,7 @@ TEST_CASE("GPT-2 regex: words keep their leading space", "[tokenizer]") {
 TEST_CASE("GPT-2 regex: contractions are split off, case-sensitively", "[tokenizer]") {
   const Tokenizer tok = gpt2();
   CHECK(tok.pre_tokenize("I'm here, they've gone. She'll say we'd") ==
-        Words{"I", "'m", " here", ",", " they", "'ve", " gone", ".", " She", "'ll", " say", " we",
-              "'d"});
+        Words{"I", "'m", " here", ",", " they", "'ve", " gone", ".", " She", "'ll", " say", " we", "'d"});
   CHECK(tok.pre_tokenize("don't it's") == Words{"don", "'t", " it", "'s"});
   // 's only matches lower case, so "'S" is punctuation then a word.
   CHECK(tok.pre_tokenize("IT'S") == Words{"IT", "'", "S"});
@@ -47,8 +42,7 @@ TEST_CASE("GPT-2 regex: contractions are split off, case-sensitively", "[tokeniz
 
 TEST_CASE("GPT-2 regex: numbers and punctuation", "[tokenizer]") {
   const Tokenizer tok = gpt2();
-  CHECK(tok.pre_tokenize("Numbers 123 and 4.5") ==
-        Words{"Numbers", " 123", " and", " 4", ".", "5"});
+  CHECK(tok.pre_tokenize("Numbers 123 and 4.5") == Words{"Numbers", " 123", " and", " 4", ".", "5"});
   CHECK(tok.pre_tokenize("$100!! (ok)") == Words{"$", "100", "!!", " (", "ok", ")"});
   CHECK(tok.pre_tokenize("12+345=357") == Words{"12", "+", "345", "=", "357"});
 }
@@ -65,14 +59,14 @@ TEST_CASE("GPT-2 regex: runs of spaces leave the last one to the next word", "[t
 
 TEST_CASE("GPT-2 regex: invalid UTF-8 lands between the matches", "[tokenizer]") {
   const Tokenizer tok = gpt2();
-  CHECK(tok.pre_tokenize("ab\xFF" "cd") == Words{"ab", "\xFF", "cd"});
+  CHECK(tok.pre_tokenize("ab\xFF"
+                         "cd") == Words{"ab", "\xFF", "cd"});
   CHECK(tok.pre_tokenize("x \xE4\xB8 y") == Words{"x", " ", "\xE4\xB8", " y"});
 }
 
 TEST_CASE("Qwen2 regex: single digits, punctuation glued to words, newlines", "[tokenizer]") {
   const Tokenizer tok = qwen2();
-  CHECK(tok.pre_tokenize("Hello world 12345") ==
-        Words{"Hello", " world", " ", "1", "2", "3", "4", "5"});
+  CHECK(tok.pre_tokenize("Hello world 12345") == Words{"Hello", " world", " ", "1", "2", "3", "4", "5"});
   CHECK(tok.pre_tokenize("hello\n\nworld") == Words{"hello", "\n\n", "world"});
   CHECK(tok.pre_tokenize("x = 1;\n") == Words{"x", " =", " ", "1", ";\n"});
   // [^\r\n\p{L}\p{N}]?\p{L}+ lets one punctuation character lead a word.

@@ -9,8 +9,7 @@ using rlcore::PromptTemplate;
 TEST_CASE("chat wraps the prompt in ChatML", "[tokenizer]") {
   const PromptTemplate chat = PromptTemplate::from_name("chat");
   CHECK(chat.kind() == PromptTemplate::Kind::kChat);
-  CHECK(chat.apply("What is 2+2?") ==
-        "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n");
+  CHECK(chat.apply("What is 2+2?") == "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n");
   const PromptTemplate with_system = PromptTemplate::from_name("chat", "You add numbers.");
   CHECK(with_system.apply("1+1") ==
         "<|im_start|>system\nYou add numbers.<|im_end|>\n"
@@ -28,8 +27,6 @@ TEST_CASE("plain leaves the prompt unchanged", "[tokenizer]") {
 TEST_CASE("an unknown template name lists the valid ones", "[tokenizer]") {
   CHECK(PromptTemplate::names() == std::vector<std::string>{"chat", "plain"});
   CHECK_THROWS_AS(PromptTemplate::from_name("llama"), rlcore::ConfigError);
-  CHECK_THROWS_WITH(PromptTemplate::from_name("llama"),
-                    Catch::Contains("'llama'") && Catch::Contains("chat, plain"));
-  CHECK_THROWS_WITH(PromptTemplate::from_name("plain", "sys"),
-                    Catch::Contains("no system message"));
+  CHECK_THROWS_WITH(PromptTemplate::from_name("llama"), Catch::Contains("'llama'") && Catch::Contains("chat, plain"));
+  CHECK_THROWS_WITH(PromptTemplate::from_name("plain", "sys"), Catch::Contains("no system message"));
 }

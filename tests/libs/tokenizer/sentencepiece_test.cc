@@ -22,7 +22,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+const std::string kSpace = "\xE2\x96\x81";        // U+2581, SentencePiece's space
 const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
 // Ids: <unk> 0, <s> 1, </s> 2, <0x00>..<0xFF> 3..258, then the characters and
@@ -69,8 +69,13 @@ json llama2_style() {
   }
   json added = json::array();
   for (const char* special : {"<unk>", "<s>", "</s>"}) {
-    added.push_back({{"id", vocab[special]}, {"content", special}, {"single_word", false}, {"lstrip", false},
-                     {"rstrip", false}, {"normalized", false}, {"special", true}});
+    added.push_back({{"id", vocab[special]},
+                     {"content", special},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", true}});
   }
   return {
       {"version", "1.0"},
@@ -78,23 +83,32 @@ json llama2_style() {
       {"padding", nullptr},
       {"added_tokens", added},
       {"normalizer",
-       {{"type", "Sequence"},
-        {"normalizers", {{{"type", "Prepend"}, {"prepend", kSpace}}, replace(" ", kSpace)}}}},
+       {{"type", "Sequence"}, {"normalizers", {{{"type", "Prepend"}, {"prepend", kSpace}}, replace(" ", kSpace)}}}},
       {"pre_tokenizer", nullptr},
       {"post_processor",
        {{"type", "TemplateProcessing"},
-        {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+        {"single",
+         {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
         {"pair", json::array()},
         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {kBos}}, {"tokens", {"<s>"}}}}}}}},
       {"decoder",
        {{"type", "Sequence"},
         {"decoders",
-         {replace(kSpace, " "), {{"type", "ByteFallback"}}, {{"type", "Fuse"}},
+         {replace(kSpace, " "),
+          {{"type", "ByteFallback"}},
+          {{"type", "Fuse"}},
           {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", "<unk>"}, {"continuing_subword_prefix", nullptr},
-        {"end_of_word_suffix", nullptr}, {"fuse_unk", true}, {"byte_fallback", true}, {"ignore_merges", false},
-        {"vocab", vocab}, {"merges", merges}}},
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", "<unk>"},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", true},
+        {"byte_fallback", true},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", merges}}},
   };
 }
 
@@ -147,10 +161,12 @@ TEST_CASE("Llama 2 layout: every piece gets the prefix, no merge crosses a space
 TEST_CASE("byte fallback spells what the vocabulary lacks in <0xNN> tokens", "[tokenizer]") {
   const Tokenizer tok = load(llama2_style());
   CHECK(tok.encode("h\xC3\xA9") == with_bytes(Ids{merged_id(0)}, "\xC3\xA9"));  // ▁h, then é's bytes
-  CHECK(tok.encode("\xD1\x88") == Ids{char_id(kSpace), char_id("\xD1\x88")});  // ш is in the vocabulary
+  CHECK(tok.encode("\xD1\x88") == Ids{char_id(kSpace), char_id("\xD1\x88")});   // ш is in the vocabulary
   CHECK(tok.decode(tok.encode("h\xC3\xA9")) == "h\xC3\xA9");
   // Invalid UTF-8 goes in as byte tokens and comes back out exactly.
-  const std::string invalid = "a\xFF" "b\xE4\xB8";
+  const std::string invalid =
+      "a\xFF"
+      "b\xE4\xB8";
   const Ids ids = tok.encode(invalid);
   CHECK(ids == Ids{char_id(kSpace), char_id("a"), byte_token(0xFF), char_id("b"), byte_token(0xE4), byte_token(0xB8)});
   CHECK(tok.decode(ids) == invalid);
@@ -168,23 +184,27 @@ TEST_CASE("unk_token: one per unknown character, or fused, as HF orders them", "
   tok["model"]["byte_fallback"] = false;
   tok["model"]["fuse_unk"] = false;
   const Ids two_unks = {char_id(kSpace), char_id("a"), kUnk, kUnk, char_id("b")};
-  CHECK(load(tok).encode("a\xC3\xA9\xC3\xA9" "b") == two_unks);
+  CHECK(load(tok).encode("a\xC3\xA9\xC3\xA9"
+                         "b") == two_unks);
   tok["model"]["fuse_unk"] = true;
-  CHECK(load(tok).encode("a\xC3\xA9\xC3\xA9" "b") == Ids{char_id(kSpace), char_id("a"), kUnk, char_id("b")});
+  CHECK(load(tok).encode("a\xC3\xA9\xC3\xA9"
+                         "b") == Ids{char_id(kSpace), char_id("a"), kUnk, char_id("b")});
   CHECK(load(tok).decode(Ids{kUnk, char_id("a")}) == "<unk>a");
 
   // With byte fallback lacking a byte, the character becomes <unk>; HF emits
   // it only at the next known character, after any byte tokens in between.
   json partial = llama2_style();
   partial["model"]["vocab"].erase("<0xC3>");
-  CHECK(load(partial).encode("\xC3\xA9\xE4\xB8\x96" "a") ==
+  CHECK(load(partial).encode("\xC3\xA9\xE4\xB8\x96"
+                             "a") ==
         Ids{char_id(kSpace), byte_token(0xE4), byte_token(0xB8), byte_token(0x96), kUnk, char_id("a")});
 
   json none = llama2_style();
   none["model"]["byte_fallback"] = false;
   none["model"]["unk_token"] = nullptr;
   // HF drops what it has no token for.
-  CHECK(load(none).encode("a\xC3\xA9" "b") == Ids{char_id(kSpace), char_id("a"), char_id("b")});
+  CHECK(load(none).encode("a\xC3\xA9"
+                          "b") == Ids{char_id(kSpace), char_id("a"), char_id("b")});
 }
 
 TEST_CASE("Metaspace: prepend_scheme first only at the start of the input", "[tokenizer]") {
@@ -231,7 +251,8 @@ TEST_CASE("regex patterns that match the empty string cut as Oniguruma's do", "[
   const auto split = [](const std::string& behavior) {
     json tok = llama2_style();
     tok["normalizer"] = nullptr;
-    tok["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "x*"}}}, {"behavior", behavior}, {"invert", false}};
+    tok["pre_tokenizer"] = {
+        {"type", "Split"}, {"pattern", {{"Regex", "x*"}}}, {"behavior", behavior}, {"invert", false}};
     return load(tok);
   };
   CHECK(split("Isolated").pre_tokenize("abxxc") == Words{"a", "b", "xx", "c"});
@@ -252,7 +273,9 @@ TEST_CASE("Strip and Fuse decoders; no decoder joins tokens with spaces", "[toke
   // Where HF's cuts would cross ("l" from both ends; HF panics) the token simply empties.
   tok["decoder"] = {{"type", "Strip"}, {"content", "h"}, {"start", 1}, {"stop", 1}};
   CHECK(load(tok).decode(Ids{char_id("h")}) == "");
-  tok["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "Fuse"}}, {{"type", "Strip"}, {"content", kSpace}, {"start", 0}, {"stop", 2}}}}};
+  tok["decoder"] = {
+      {"type", "Sequence"},
+      {"decoders", {{{"type", "Fuse"}}, {{"type", "Strip"}, {"content", kSpace}, {"start", 0}, {"stop", 2}}}}};
   CHECK(load(tok).decode(Ids{kHello, char_id(kSpace), char_id(kSpace), char_id(kSpace)}) == kSpace + "hello" + kSpace);
   tok["decoder"] = nullptr;
   CHECK(load(tok).decode(Ids{kBos, kHello, char_id("a")}) == "<s> " + kSpace + "hello a");
@@ -262,7 +285,7 @@ TEST_CASE("added tokens take HF's ids, not the ones the file lists", "[tokenizer
   json tok = llama2_style();
   const int32_t vocab_size = static_cast<int32_t>(tok["model"]["vocab"].size());
   const auto entry = [](int id, const std::string& content, bool special) {
-    return json{{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
+    return json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
                 {"rstrip", false}, {"normalized", false}, {"special", special}};
   };
   tok["added_tokens"].push_back(entry(7, "<new>", true));
@@ -270,7 +293,7 @@ TEST_CASE("added tokens take HF's ids, not the ones the file lists", "[tokenizer
   tok["added_tokens"].push_back(entry(8, "<newer>", true));
   tok["added_tokens"].push_back(entry(3, "", true));  // HF skips it
   const Tokenizer t = load(tok);
-  CHECK(t.token_to_id("<new>") == vocab_size);  // not in the vocabulary: the next free id
+  CHECK(t.token_to_id("<new>") == vocab_size);       // not in the vocabulary: the next free id
   CHECK(t.token_to_id(kSpace + "hello") == kHello);  // in the vocabulary: its id there
   CHECK(t.token_to_id("<newer>") == vocab_size + 1);
   CHECK(t.vocab_size() == vocab_size + 2);
@@ -303,8 +326,8 @@ TEST_CASE("what rlcore lacks is refused, naming the component and the file", "[t
   CHECK_THAT(error_from_file(tok), Catch::Contains("decoder.decoders[2].type") && Catch::Contains("\"WordPiece\""));
   tok = llama2_style();
   tok["model"]["type"] = "Unigram";
-  CHECK_THAT(error_from_file(tok), Catch::Contains(path.string()) && Catch::Contains("model.type") &&
-                                       Catch::Contains("\"Unigram\""));
+  CHECK_THAT(error_from_file(tok),
+             Catch::Contains(path.string()) && Catch::Contains("model.type") && Catch::Contains("\"Unigram\""));
   tok = llama2_style();
   tok["post_processor"] = {{"type", "BertProcessing"}, {"sep", {"</s>", 2}}, {"cls", {"<s>", 1}}};
   CHECK_THAT(error_from_file(tok), Catch::Contains("post_processor.type") && Catch::Contains("\"BertProcessing\""));
@@ -312,13 +335,14 @@ TEST_CASE("what rlcore lacks is refused, naming the component and the file", "[t
   tok["model"]["continuing_subword_prefix"] = "##";
   CHECK_THAT(error_from_file(tok), Catch::Contains("model.continuing_subword_prefix"));
   tok = llama2_style();
-  tok["pre_tokenizer"] = {{"type", "Sequence"},
-                          {"pretokenizers", {{{"type", "ByteLevel"}, {"add_prefix_space", false}}, metaspace("always", true)}}};
-  CHECK_THAT(error_from_file(tok), Catch::Contains("pre_tokenizer.pretokenizers[1]") &&
-                                       Catch::Contains("ByteLevel must be the last step"));
+  tok["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers", {{{"type", "ByteLevel"}, {"add_prefix_space", false}}, metaspace("always", true)}}};
+  CHECK_THAT(error_from_file(tok),
+             Catch::Contains("pre_tokenizer.pretokenizers[1]") && Catch::Contains("ByteLevel must be the last step"));
   tok = llama2_style();
-  tok["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {metaspace("always", true), metaspace("first", true)}}};
+  tok["pre_tokenizer"] = {{"type", "Sequence"},
+                          {"pretokenizers", {metaspace("always", true), metaspace("first", true)}}};
   CHECK_THAT(error_from_file(tok), Catch::Contains("second Metaspace"));
   std::filesystem::remove(path);
 }
-

@@ -40,18 +40,14 @@ inline std::string byte_level(std::string_view bytes) {
 }
 
 inline nlohmann::json byte_level_pre_tokenizer(bool use_regex) {
-  return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
-          {"use_regex", use_regex}};
+  return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", use_regex}};
 }
 
 // Qwen2's and Llama-3's pre-tokenizers: one regex Split, then ByteLevel.
 inline nlohmann::json split_pre_tokenizer(const std::string& regex) {
-  nlohmann::json split = {{"type", "Split"},
-                          {"pattern", {{"Regex", regex}}},
-                          {"behavior", "Isolated"},
-                          {"invert", false}};
-  return {{"type", "Sequence"},
-          {"pretokenizers", nlohmann::json::array({split, byte_level_pre_tokenizer(false)})}};
+  nlohmann::json split = {
+      {"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}};
+  return {{"type", "Sequence"}, {"pretokenizers", nlohmann::json::array({split, byte_level_pre_tokenizer(false)})}};
 }
 
 inline const std::string kQwen2Regex =
@@ -70,15 +66,14 @@ struct Fixture {
   bool merges_as_strings = false;  // the older "a b" form instead of ["a", "b"]
 
   // The id the next add_token call gives.
-  std::int32_t next_id() const { return 256 + static_cast<std::int32_t>(merges.size()) +
-                                        static_cast<std::int32_t>(added_tokens.size()); }
+  std::int32_t next_id() const {
+    return 256 + static_cast<std::int32_t>(merges.size()) + static_cast<std::int32_t>(added_tokens.size());
+  }
 
-  std::int32_t add_token(const std::string& content, bool special,
-                         nlohmann::json extra = nlohmann::json::object()) {
+  std::int32_t add_token(const std::string& content, bool special, nlohmann::json extra = nlohmann::json::object()) {
     const std::int32_t id = next_id();
-    nlohmann::json entry = {{"id", id},           {"content", content}, {"single_word", false},
-                            {"lstrip", false},    {"rstrip", false},    {"normalized", !special},
-                            {"special", special}};
+    nlohmann::json entry = {{"id", id},        {"content", content},     {"single_word", false}, {"lstrip", false},
+                            {"rstrip", false}, {"normalized", !special}, {"special", special}};
     entry.update(extra);
     added_tokens.push_back(entry);
     return id;
@@ -100,19 +95,25 @@ struct Fixture {
       if (!vocab.contains(l + r)) vocab[l + r] = id;
       ++id;
     }
-    return {{"version", "1.0"},
-            {"truncation", nullptr},
-            {"padding", nullptr},
-            {"added_tokens", added_tokens},
-            {"normalizer", normalizer},
-            {"pre_tokenizer", pre_tokenizer},
-            {"post_processor", post_processor},
-            {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true},
-                         {"trim_offsets", true}, {"use_regex", true}}},
-            {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-                       {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
-                       {"fuse_unk", false}, {"byte_fallback", false}, {"vocab", vocab},
-                       {"merges", merge_list}}}};
+    return {
+        {"version", "1.0"},
+        {"truncation", nullptr},
+        {"padding", nullptr},
+        {"added_tokens", added_tokens},
+        {"normalizer", normalizer},
+        {"pre_tokenizer", pre_tokenizer},
+        {"post_processor", post_processor},
+        {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+        {"model",
+         {{"type", "BPE"},
+          {"dropout", nullptr},
+          {"unk_token", nullptr},
+          {"continuing_subword_prefix", nullptr},
+          {"end_of_word_suffix", nullptr},
+          {"fuse_unk", false},
+          {"byte_fallback", false},
+          {"vocab", vocab},
+          {"merges", merge_list}}}};
   }
 
   std::string text() const { return json().dump(); }

@@ -71,8 +71,7 @@ TEST_CASE("BPE merges equal-rank pairs leftmost first and rechecks new pairs", "
 
 TEST_CASE("BPE on GPT-2-style words worked out by hand", "[tokenizer]") {
   Fixture f;
-  f.merges = {{"l", "l"},    {"h", "e"}, {"he", "ll"},  {"hell", "o"},
-              {" ", "w"},    {"o", "r"}, {" w", "or"},  {"l", "d"}};
+  f.merges = {{"l", "l"}, {"h", "e"}, {"he", "ll"}, {"hell", "o"}, {" ", "w"}, {"o", "r"}, {" w", "or"}, {"l", "d"}};
   // 256 ll, 257 he, 258 hell, 259 hello, 260 Ġw, 261 or, 262 Ġwor, 263 ld
   for (bool as_strings : {false, true}) {
     f.merges_as_strings = as_strings;
@@ -108,8 +107,7 @@ TEST_CASE("added tokens match before pre-tokenization, longest first", "[tokeniz
   const Tokenizer tok = load(f);
   CHECK(tok.encode("<|endoftext|>") == Ids{endoftext});
   CHECK(tok.encode("x<|end|>y<|endoftext|>") == Ids{'x', end, 'y', endoftext});
-  CHECK(tok.encode("<|im_start|>user\nhi") ==
-        Ids{start, 'u', 's', 'e', 'r', '\n', 'h', 'i'});
+  CHECK(tok.encode("<|im_start|>user\nhi") == Ids{start, 'u', 's', 'e', 'r', '\n', 'h', 'i'});
   // A prefix that is not a whole token is plain text, merged as usual.
   CHECK(tok.encode("<|en") == Ids{256, 257});
   CHECK(tok.is_special_token(end));
@@ -152,9 +150,8 @@ TEST_CASE("added tokens honour lstrip, rstrip and single_word", "[tokenizer]") {
 TEST_CASE("encode then decode gives back the exact bytes", "[tokenizer]") {
   Fixture gpt2;
   // The last four make tokens that end inside a character (of 世 and of 😀).
-  gpt2.merges = {{" ", "t"},         {"h", "e"},          {" t", "he"},
-                 {"\xE4", "\xB8"},    {"\xE4\xB8", "\x96"}, {"\xF0", "\x9F"},
-                 {"\xF0\x9F", "\x98"}};
+  gpt2.merges = {{" ", "t"},           {"h", "e"},       {" t", "he"},        {"\xE4", "\xB8"},
+                 {"\xE4\xB8", "\x96"}, {"\xF0", "\x9F"}, {"\xF0\x9F", "\x98"}};
   gpt2.add_token("<|endoftext|>", true);
   Fixture qwen2 = gpt2;
   qwen2.pre_tokenizer = rlcore::test::split_pre_tokenizer(rlcore::test::kQwen2Regex);
@@ -193,10 +190,16 @@ TEST_CASE("encode then decode gives back the exact bytes", "[tokenizer]") {
 TEST_CASE("decode_lossy replaces ill-formed UTF-8 the way HF does", "[tokenizer]") {
   const Tokenizer tok = load(Fixture{});
   const auto lossy = [&](const std::string& bytes) { return tok.decode_lossy(tok.encode(bytes)); };
-  CHECK(lossy("abc\x80" "def") == "abc\xEF\xBF\xBD" "def");
+  CHECK(lossy("abc\x80"
+              "def") ==
+        "abc\xEF\xBF\xBD"
+        "def");
   CHECK(lossy("\xE2\x82") == "\xEF\xBF\xBD");  // a truncated sequence is one U+FFFD
-  CHECK(lossy("\xF0\x9F\x98" "A") == "\xEF\xBF\xBD" "A");
-  CHECK(lossy("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: each byte
+  CHECK(lossy("\xF0\x9F\x98"
+              "A") ==
+        "\xEF\xBF\xBD"
+        "A");
+  CHECK(lossy("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong: each byte
   CHECK(lossy("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
   CHECK(lossy("ok \xE2\x82\xAC") == "ok \xE2\x82\xAC");
   // A response cut inside a character: decode keeps the bytes, lossy repairs them.
@@ -263,8 +266,8 @@ TEST_CASE("malformed tokenizer.json errors name the problem", "[tokenizer]") {
 
   Fixture bad_regex;
   bad_regex.pre_tokenizer = rlcore::test::split_pre_tokenizer("(unclosed");
-  CHECK_THAT(load_error_of(bad_regex), Catch::Contains("pre_tokenizer.pretokenizers[0].pattern.Regex") &&
-                                      Catch::Contains("does not compile"));
+  CHECK_THAT(load_error_of(bad_regex),
+             Catch::Contains("pre_tokenizer.pretokenizers[0].pattern.Regex") && Catch::Contains("does not compile"));
 
   Fixture no_content;
   no_content.add_token("x", true);
@@ -297,8 +300,7 @@ TEST_CASE("from_file names the file in its errors", "[tokenizer]") {
   std::filesystem::remove(good);
 }
 
-TEST_CASE("bos/eos/pad come from names, given or read from tokenizer_config.json",
-          "[tokenizer]") {
+TEST_CASE("bos/eos/pad come from names, given or read from tokenizer_config.json", "[tokenizer]") {
   Fixture f;
   const int32_t eos = f.add_token("<|im_end|>", true);
   const int32_t pad = f.add_token("<|endoftext|>", true);
@@ -387,8 +389,8 @@ TEST_CASE("encode is safe and deterministic across threads", "[tokenizer]") {
 
 TEST_CASE("long inputs do not overflow the regex engine", "[tokenizer]") {
   const Tokenizer tok = load(Fixture{});
-  for (const std::string& text : {std::string(1 << 20, ' ') + "x", std::string(1 << 20, 'a'),
-                                  std::string(1 << 20, '=')}) {
+  for (const std::string& text :
+       {std::string(1 << 20, ' ') + "x", std::string(1 << 20, 'a'), std::string(1 << 20, '=')}) {
     const Ids ids = tok.encode(text);
     CHECK(ids.size() == text.size());
     CHECK(tok.decode(ids) == text);

@@ -180,7 +180,8 @@ int run(const std::map<std::string, std::string>& args) {
   result["train_state_bytes"] = train_bytes;
   result["bucket_bytes"] = manager.plan().bucket_bytes;
   result["direct_gathers"] = manager.direct_gathers().direct_count();
-  if (auto* gatherer = capability<GathersIntoBuffers>(*actor)) result["gathers"] = gatherer->full_parameter_gathers().size();
+  if (auto* gatherer = capability<GathersIntoBuffers>(*actor))
+    result["gathers"] = gatherer->full_parameter_gathers().size();
   result["rollout_bytes_at_attach"] = rollout->bytes_held();
 
   // On the CPU a swap's measured peak is new resident memory: what malloc

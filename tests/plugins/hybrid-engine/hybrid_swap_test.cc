@@ -164,15 +164,16 @@ TEST_CASE("with LoRA, swaps after the first rebuild the adapted weights from the
   const std::string dtype = GENERATE(std::string("float32"), std::string("bfloat16"));
   INFO("rollout dtype " << dtype);
   const Run& cached = suite().run({"--dtype", dtype, "--lora-rank", "4", "--swaps", "3", "--train-between-swaps", "1"});
-  const Run& uncached = suite().run(
-      {"--dtype", dtype, "--lora-rank", "4", "--swaps", "3", "--train-between-swaps", "1", "--lora-base-cache", "false"});
+  const Run& uncached = suite().run({"--dtype", dtype, "--lora-rank", "4", "--swaps", "3", "--train-between-swaps", "1",
+                                     "--lora-base-cache", "false"});
   // The adapters trained twice since the first swap: the last swap's weights are the new merge, bit for bit.
   const auto first = by_name(load_tensors(cached.out / "rollout_0.safetensors"));
   const auto full = by_name(load_tensors(cached.out / "full_last.safetensors"));
   for (int64_t rank = 0; rank < kWorld; ++rank) {
     INFO("rank " << rank);
     const auto rollout = by_name(load_tensors(cached.out / ("rollout_last_" + std::to_string(rank) + ".safetensors")));
-    const auto baseline = by_name(load_tensors(uncached.out / ("rollout_last_" + std::to_string(rank) + ".safetensors")));
+    const auto baseline =
+        by_name(load_tensors(uncached.out / ("rollout_last_" + std::to_string(rank) + ".safetensors")));
     REQUIRE(rollout.size() == full.size());
     int64_t changed = 0;
     for (const auto& [name, tensor] : rollout) {
@@ -311,7 +312,8 @@ TEST_CASE(
     CHECK(received * (dtype == "bfloat16" ? 2 : 1) == a["to_rollout"]["bytes_gathered"].get<int64_t>());
   }
   const Run& into_memory = suite().run_memory_model({"--dtype", "float32", "--swaps", "2"});
-  const Run& apart_memory = suite().run_memory_model({"--dtype", "float32", "--swaps", "2", "--gather-into-bucket", "false"});
+  const Run& apart_memory =
+      suite().run_memory_model({"--dtype", "float32", "--swaps", "2", "--gather-into-bucket", "false"});
   for (int64_t rank = 0; rank < kWorld; ++rank) {
     INFO("rank " << rank << ": into " << into_memory.ranks[rank]["to_rollout"].dump() << ", apart "
                  << apart_memory.ranks[rank]["to_rollout"].dump());

@@ -237,7 +237,7 @@ TEST_CASE("consecutive swaps through the reused bucket range carry each version'
 namespace {
 
 rlcore::GathersIntoBuffers::Gather gather_of(std::vector<std::string> names, std::vector<int64_t> offsets,
-                                            std::vector<int64_t> numels, int64_t numel) {
+                                             std::vector<int64_t> numels, int64_t numel) {
   return {std::move(names), std::move(offsets), std::move(numels), numel};
 }
 
@@ -257,18 +257,16 @@ class FusingAdaptor final : public rlcore::WeightAdaptor {
 TEST_CASE("a gather lands in the bucket only where its buffer is exactly its tensors there", "[hybrid][plan]") {
   using rlcore::hybrid::plan_direct_gathers;
   // a, b, c: bf16 at bytes 0, 30, 44; d: fp32 at 52 (4-aligned after c's 8 bytes); 68 bytes in all.
-  const std::vector<WeightMeta> meta = {{"a", {3, 5}, at::kBFloat16},
-                                        {"b", {7}, at::kBFloat16},
-                                        {"c", {2, 2}, at::kBFloat16},
-                                        {"d", {4}, at::kFloat}};
+  const std::vector<WeightMeta> meta = {
+      {"a", {3, 5}, at::kBFloat16}, {"b", {7}, at::kBFloat16}, {"c", {2, 2}, at::kBFloat16}, {"d", {4}, at::kFloat}};
   const auto plan = rlcore::hybrid::plan_swap(meta, rlcore::hybrid::IdentityAdaptor(), {});
   REQUIRE(plan.tensors[3].byte_offset == 52);
   REQUIRE(plan.bucket_bytes == 68);
 
   // a and b as one buffer; c padded by 2 elements spills onto d, which a later gather writes;
   // d padded would run past the bucket's end.
-  auto direct = plan_direct_gathers(plan, {gather_of({"a", "b"}, {0, 15}, {15, 7}, 22),
-                                           gather_of({"c"}, {0}, {4}, 6), gather_of({"d"}, {0}, {4}, 6)});
+  auto direct = plan_direct_gathers(plan, {gather_of({"a", "b"}, {0, 15}, {15, 7}, 22), gather_of({"c"}, {0}, {4}, 6),
+                                           gather_of({"d"}, {0}, {4}, 6)});
   REQUIRE(direct.gathers.size() == 3);
   CHECK(direct.gathers[0].byte_offset == 0);
   CHECK(direct.gathers[0].dtype == at::kBFloat16);

@@ -34,11 +34,13 @@ model::ModelConfig qwen2_config() {
 
 }  // namespace
 
-TEST_CASE("the megatron adaptor rebuilds every HF rollout tensor from its fused source, TP-sliced", "[hybrid][adaptor][megatron]") {
+TEST_CASE("the megatron adaptor rebuilds every HF rollout tensor from its fused source, TP-sliced",
+          "[hybrid][adaptor][megatron]") {
   const model::ModelConfig config = qwen2_config();
   std::map<std::string, at::Tensor> hf;
   at::manual_seed(3);
-  for (const auto& spec : model::parameter_specs(config, model::ModelHead::kCausalLm)) hf[spec.name] = at::randn(spec.shape);
+  for (const auto& spec : model::parameter_specs(config, model::ModelHead::kCausalLm))
+    hf[spec.name] = at::randn(spec.shape);
   std::map<std::string, at::Tensor> fused;
   for (const auto& param : model::megatron::megatron_parameters(config)) {
     std::vector<at::Tensor> sources;

@@ -33,9 +33,21 @@ namespace {
 at::Tensor awkward_floats() {
   const float max = std::numeric_limits<float>::max();
   const float denormal = std::numeric_limits<float>::denorm_min();
-  std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, max, -max, denormal, -denormal * 3,
-                               std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                               1.0f + 1.0f / 256, 1.0f + 3.0f / 256, 1.0f + 1.0f / 512, 255.9f, 3.0e-39f};
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               -1.0f,
+                               max,
+                               -max,
+                               denormal,
+                               -denormal * 3,
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               1.0f + 1.0f / 256,
+                               1.0f + 3.0f / 256,
+                               1.0f + 1.0f / 512,
+                               255.9f,
+                               3.0e-39f};
   // Exact ties (low 16 bits 0x8000) with an even and an odd bf16 mantissa.
   for (uint32_t bits : {0x3F808000u, 0x3F818000u, 0x7F7F8000u, 0x007F8000u}) {
     float f;

@@ -7,7 +7,6 @@ using rlcore::FinishReason;
 using rlcore::GenerationOutput;
 using rlcore::SamplingParams;
 
-
 TEST_CASE("greedy generation equals argmax decoding over full forwards without a cache", "[infer-native]") {
   for (const char* arch : {"llama", "qwen2", "qwen3"}) {
     INFO("arch " << arch);
@@ -73,8 +72,8 @@ TEST_CASE("n samples are laid out prompt-major", "[infer-native]") {
   }());
   REQUIRE(drawn.token_ids.size() == 6);
   for (size_t k = 0; k < 6; ++k) {
-    CHECK(max_abs_diff(drawn.logprobs[k], reference_logprobs(fixture.model, test_prompts()[k / 2],
-                                                             drawn.token_ids[k], 1.0)) < 1e-5);
+    CHECK(max_abs_diff(drawn.logprobs[k],
+                       reference_logprobs(fixture.model, test_prompts()[k / 2], drawn.token_ids[k], 1.0)) < 1e-5);
   }
 }
 
@@ -170,9 +169,13 @@ TEST_CASE("bad requests are errors naming the field or prompt", "[infer-native]"
   Fixture fixture;
   auto engine = make_engine(fixture.dir.path());
   CHECK(engine.generate({}, greedy(4)).token_ids.empty());
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { engine.generate({{1, 2}, {}}, greedy(4)); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] {
+               engine.generate({{1, 2}, {}}, greedy(4));
+             }),
              Catch::Contains("prompt 1 is empty"));
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { engine.generate({{1, 320}}, greedy(4)); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] {
+               engine.generate({{1, 320}}, greedy(4));
+             }),
              Catch::Contains("prompt 0: token 1 has id 320"));
   SamplingParams params = greedy(4);
   params.top_p = 0;

@@ -45,8 +45,8 @@ int run(const std::map<std::string, std::string>& args) {
   const int64_t tp = std::stoll(arg(args, "tp"));
   const fs::path out = arg(args, "out");
 
-  const std::unique_ptr<CommContext> comm = testing::loopback_comm(
-      "native_tp_rank_runner", args, "native_tp_test", {{"rollout_dp", world / tp}, {kRolloutTpGroup, tp}});
+  const std::unique_ptr<CommContext> comm = testing::loopback_comm("native_tp_rank_runner", args, "native_tp_test",
+                                                                   {{"rollout_dp", world / tp}, {kRolloutTpGroup, tp}});
 
   ComponentContext context;
   context.model_path = arg(args, "model");

@@ -27,8 +27,7 @@ GenerationRequest request(const std::string& id, std::vector<int32_t> prompt, Sa
 
 // Steps until every request has finished and `submit_more(step)` (called
 // before each step, e.g. to submit) has returned false.
-std::map<std::string, RequestOutput> drain(NativeEngine& engine,
-                                           const std::function<bool(int64_t)>& submit_more = {}) {
+std::map<std::string, RequestOutput> drain(NativeEngine& engine, const std::function<bool(int64_t)>& submit_more = {}) {
   std::map<std::string, RequestOutput> done;
   bool more = true;
   for (int64_t step = 0; step < 10000; ++step) {
@@ -210,17 +209,25 @@ TEST_CASE("a bad request fails alone with an error naming it", "[infer-native][r
   NativeEngine engine = make_engine(fixture.dir.path(), options);
   engine.submit(request("good", test_prompts()[1], greedy(8)));
   engine.step();
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { engine.submit(request("oov", {5, 320}, greedy(4))); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] {
+               engine.submit(request("oov", {5, 320}, greedy(4)));
+             }),
              Catch::Contains("request 'oov'") && Catch::Contains("id 320") && Catch::Contains("vocabulary"));
   CHECK_THAT(error_of<rlcore::ValueError>([&] { engine.submit(request("long", prompt_of(30, 1), greedy(20))); }),
              Catch::Contains("request 'long'") && Catch::Contains("max_model_len 40"));
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { engine.submit(request("good", {1, 2}, greedy(4))); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] {
+               engine.submit(request("good", {1, 2}, greedy(4)));
+             }),
              Catch::Contains("request 'good'") && Catch::Contains("already"));
   SamplingParams two = greedy(4);
   two.n = 2;
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { engine.submit(request("n2", {1, 2}, two)); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] {
+               engine.submit(request("n2", {1, 2}, two));
+             }),
              Catch::Contains("request 'n2'") && Catch::Contains("n must be 1"));
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { engine.submit(request("", {1, 2}, greedy(4))); }),
+  CHECK_THAT(error_of<rlcore::ValueError>([&] {
+               engine.submit(request("", {1, 2}, greedy(4)));
+             }),
              Catch::Contains("id is empty"));
   CHECK_THAT(error_of<rlcore::ValueError>([&] { engine.submit(request("empty", {}, greedy(4))); }),
              Catch::Contains("request 'empty'") && Catch::Contains("prompt is empty"));
@@ -238,7 +245,9 @@ TEST_CASE("the waiting queue is bounded and sleep waits for no request", "[infer
   NativeEngine engine = make_engine(fixture.dir.path(), options);
   engine.submit(request("a", {1, 2, 3}, greedy(5)));
   engine.submit(request("b", {1, 2, 3}, greedy(5)));
-  CHECK_THAT(error_of<rlcore::OverloadedError>([&] { engine.submit(request("c", {1, 2, 3}, greedy(5))); }),
+  CHECK_THAT(error_of<rlcore::OverloadedError>([&] {
+               engine.submit(request("c", {1, 2, 3}, greedy(5)));
+             }),
              Catch::Contains("request 'c'") && Catch::Contains("max_waiting_requests 2"));
   engine.step();  // "a" runs, one waits: room for another
   engine.submit(request("c", {1, 2, 3}, greedy(5)));

@@ -103,9 +103,9 @@ TEST_CASE("a TP rank holds only its shard: column layers split dim 0, row layers
 TEST_CASE("TP ranks asked for different requests refuse on every rank instead of hanging", "[infer_native][tp]") {
   const Checkpoint checkpoint;
   const TempDir work;
-  const auto result = fsdp_test::run_ranks(
-      2, work.path(), {"--model", checkpoint.dir.str(), "--tp", "2", "--skew", "1"}, std::chrono::seconds(120),
-      tp_runner());
+  const auto result =
+      fsdp_test::run_ranks(2, work.path(), {"--model", checkpoint.dir.str(), "--tp", "2", "--skew", "1"},
+                           std::chrono::seconds(120), tp_runner());
   for (const nlohmann::json& rank : result) {
     REQUIRE(rank.contains("skew_error"));
     CHECK(rank["skew_error"].get<std::string>().find("different prompts or sampling params") != std::string::npos);

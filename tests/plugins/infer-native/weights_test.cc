@@ -50,14 +50,17 @@ TEST_CASE("load_weights replaces weights in buckets and reports the version", "[
                            {"model.layers.1.mlp.up_proj.weight", at::zeros({3, 3})}};
     CHECK_THAT(error_of<rlcore::ValueError>([&] { engine.load_weights(bad, 8); }),
                Catch::Contains("model.layers.1.mlp.up_proj.weight") && Catch::Contains("[3, 3]"));
-    CHECK_THAT(error_of<rlcore::ValueError>([&] { engine.load_weights({{"model.bogus.weight", at::zeros({1})}}, 8); }),
+    CHECK_THAT(error_of<rlcore::ValueError>([&] {
+                 engine.load_weights({{"model.bogus.weight", at::zeros({1})}}, 8);
+               }),
                Catch::Contains("model.bogus.weight"));
     CHECK(engine.weight_version() == 7);
     CHECK(engine.generate(prompts, greedy(8)).token_ids == after.token_ids);
   }
   SECTION("weights in another dtype are converted") {
     rlcore::model::NamedTensors bf16;
-    for (const auto& [name, tensor] : fixture.model.named_parameters()) bf16.emplace_back(name, tensor.to(at::kBFloat16));
+    for (const auto& [name, tensor] : fixture.model.named_parameters())
+      bf16.emplace_back(name, tensor.to(at::kBFloat16));
     engine.load_weights(to_list(bf16), 8);
     CHECK(engine.weight_version() == 8);
     CHECK(engine.bytes_held() == rlcore::model::num_parameters(fixture.model.config()) * 4);  // still fp32

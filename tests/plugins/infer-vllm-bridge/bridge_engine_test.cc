@@ -150,8 +150,11 @@ TEST_CASE("every way a generation request fails is a named error", "[vllm_bridge
 
   SECTION("an HTTP error quotes the server's error object") {
     server.on_json("POST", "/v1/completions",
-                   {{"error", {{"message", "This model's maximum context length is 256 tokens"}, {"type", "BadRequestError"},
-                               {"param", nullptr}, {"code", 400}}}},
+                   {{"error",
+                     {{"message", "This model's maximum context length is 256 tokens"},
+                      {"type", "BadRequestError"},
+                      {"param", nullptr},
+                      {"code", 400}}}},
                    400);
     CHECK_THAT(bridge_error_of([&] { engine.generate(prompts, sampling(1, 4)); }),
                Catch::Contains("HTTP 400") && Catch::Contains("maximum context length is 256"));
@@ -294,11 +297,10 @@ TEST_CASE("colocated: sleep, then weights, reload, KV cache; a separate server i
     engine.wake_up();
     engine.load_weights(weights_of(fixture), 1);
     engine.generate({{5}}, sampling(1, 1));
-    CHECK(server.calls() == std::vector<std::string>{"POST /sleep?level=2", "POST /wake_up?tags=weights",
-                                                     "POST /pause?mode=wait", "POST /collective_rpc",
-                                                     "POST /reset_prefix_cache", "POST /update_weight_version",
-                                                     "POST /resume", "POST /wake_up?tags=kv_cache",
-                                                     "POST /v1/completions"});
+    CHECK(server.calls() ==
+          std::vector<std::string>{"POST /sleep?level=2", "POST /wake_up?tags=weights", "POST /pause?mode=wait",
+                                   "POST /collective_rpc", "POST /reset_prefix_cache", "POST /update_weight_version",
+                                   "POST /resume", "POST /wake_up?tags=kv_cache", "POST /v1/completions"});
   }
   SECTION("without it") {
     BridgeEngine engine(options, context_for(fixture));
@@ -349,10 +351,10 @@ TEST_CASE("several servers: requests go round them, and every one reloads, sleep
     engine.sleep();
     engine.wake_up();
     engine.load_weights(weights_of(fixture, 0.5f), 1);
-    const std::vector<std::string> expected = {"POST /sleep?level=1",       "POST /wake_up?tags=weights",
-                                               "POST /pause?mode=wait",     "POST /collective_rpc",
-                                               "POST /reset_prefix_cache",  "POST /update_weight_version",
-                                               "POST /resume",              "POST /wake_up?tags=kv_cache"};
+    const std::vector<std::string> expected = {
+        "POST /sleep?level=1",  "POST /wake_up?tags=weights", "POST /pause?mode=wait",
+        "POST /collective_rpc", "POST /reset_prefix_cache",   "POST /update_weight_version",
+        "POST /resume",         "POST /wake_up?tags=kv_cache"};
     CHECK(first.calls() == expected);
     CHECK(second.calls() == expected);
     // One snapshot for both.

@@ -42,12 +42,14 @@ inline void answer_completions(const httplib::Request& req, httplib::Response& r
 // "sglang" /model_info (weight_version "default", as SGLang starts).
 inline void add_probe_routes(FakeServer& server, const std::string& kind, int64_t max_model_len = 256) {
   server.on("GET", "/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
-  server.on_json("GET", "/v1/models",
-                 {{"object", "list"}, {"data", {{{"id", kModel}, {"object", "model"}, {"max_model_len", max_model_len}}}}});
+  server.on_json(
+      "GET", "/v1/models",
+      {{"object", "list"}, {"data", {{{"id", kModel}, {"object", "model"}, {"max_model_len", max_model_len}}}}});
   server.on_json("GET", "/version", {{"version", kind == "vllm" ? "0.16.0" : "0.5.0"}});
   if (kind == "vllm") server.on_json("GET", "/is_sleeping", {{"is_sleeping", false}});
   if (kind == "sglang") {
-    server.on_json("GET", "/model_info", {{"model_path", "/m"}, {"is_generation", true}, {"weight_version", "default"}});
+    server.on_json("GET", "/model_info",
+                   {{"model_path", "/m"}, {"is_generation", true}, {"weight_version", "default"}});
   }
   server.on("POST", "/v1/completions", answer_completions);
 }

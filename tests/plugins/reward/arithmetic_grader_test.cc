@@ -45,7 +45,9 @@ TEST_CASE("arithmetic: a found but wrong or non-integer answer earns format_scor
 }
 
 TEST_CASE("arithmetic: no '#### ' answer scores 0") {
-  for (const char* response : {"", "357", "#### +357", "####357", "#### \xe2\x88\x92" "5"}) {
+  for (const char* response : {"", "357", "#### +357", "####357",
+                               "#### \xe2\x88\x92"
+                               "5"}) {
     INFO(response);
     const auto result = grade(response, "357");
     CHECK(result.score == 0.0);

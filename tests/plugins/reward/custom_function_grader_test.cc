@@ -18,10 +18,10 @@
 namespace {
 
 using rlcore::GradeRequest;
-using rlcore_test::error_of;
 using rlcore::GradeResult;
 using rlcore::reward::CustomFunctionGrader;
 using rlcore::reward::CustomFunctionOptions;
+using rlcore_test::error_of;
 
 std::string fixture(const std::string& name) {
   return rlcore_test::reference_script("plugins/reward/fixtures/" + name);

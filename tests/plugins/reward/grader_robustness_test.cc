@@ -22,18 +22,68 @@
 
 namespace {
 
-using rlcore::GradeResult;
 using rlcore::Grader;
+using rlcore::GradeResult;
 
 // Pieces that steer the parsers into their corner cases, plus invalid UTF-8.
-const std::vector<std::string> kPieces = {
-    "\\boxed", "\\boxed ", "\\boxed{", "\\fbox{", "{",      "}",     "$",      "\\frac", "\\sqrt",
-    "\\text{ ", "#### ",   "####",     "-",       "1",      "0",     ".",      ",",      "=",
-    "/",        " ",       "\n",       "0.5",     "\\\\",   "\\!",   "\xc3\xa9", "\xff", "\xe2\x88",
-    "x",        "\\left",  "^\\circ",  "\\%",     "dfrac",  "Answer:", "answer :", "\\text{", "$$",
-    "frac",     "sqrt",    "\u017f",   "\u3000",  "answer is", "Interval(", "Point(", "_2", "\\pi", "1e400",
-    "\\begin{pmatrix}", "nan", "1,000", "<answer>", "</answer>", "the", "a ", "\u03a3", "\u0130", "{\"target\": [",
-    "\"", "]}"};
+const std::vector<std::string> kPieces = {"\\boxed",
+                                          "\\boxed ",
+                                          "\\boxed{",
+                                          "\\fbox{",
+                                          "{",
+                                          "}",
+                                          "$",
+                                          "\\frac",
+                                          "\\sqrt",
+                                          "\\text{ ",
+                                          "#### ",
+                                          "####",
+                                          "-",
+                                          "1",
+                                          "0",
+                                          ".",
+                                          ",",
+                                          "=",
+                                          "/",
+                                          " ",
+                                          "\n",
+                                          "0.5",
+                                          "\\\\",
+                                          "\\!",
+                                          "\xc3\xa9",
+                                          "\xff",
+                                          "\xe2\x88",
+                                          "x",
+                                          "\\left",
+                                          "^\\circ",
+                                          "\\%",
+                                          "dfrac",
+                                          "Answer:",
+                                          "answer :",
+                                          "\\text{",
+                                          "$$",
+                                          "frac",
+                                          "sqrt",
+                                          "\u017f",
+                                          "\u3000",
+                                          "answer is",
+                                          "Interval(",
+                                          "Point(",
+                                          "_2",
+                                          "\\pi",
+                                          "1e400",
+                                          "\\begin{pmatrix}",
+                                          "nan",
+                                          "1,000",
+                                          "<answer>",
+                                          "</answer>",
+                                          "the",
+                                          "a ",
+                                          "\u03a3",
+                                          "\u0130",
+                                          "{\"target\": [",
+                                          "\"",
+                                          "]}"};
 
 std::string random_text(std::mt19937& rng) {
   std::uniform_int_distribution<std::size_t> length(0, 24);
@@ -73,9 +123,7 @@ std::vector<Subject> subjects() {
   return out;
 }
 
-bool same(const GradeResult& a, const GradeResult& b) {
-  return a.score == b.score && a.extras == b.extras;
-}
+bool same(const GradeResult& a, const GradeResult& b) { return a.score == b.score && a.extras == b.extras; }
 
 }  // namespace
 
@@ -90,8 +138,7 @@ TEST_CASE("graders never throw and score within their documented set") {
       GradeResult result;
       REQUIRE_NOTHROW(result = subject.grader->grade(response, truth, "", extra));
       INFO("response: " << response << "\ntruth: " << truth);
-      CHECK(std::count(subject.allowed_scores.begin(), subject.allowed_scores.end(),
-                       result.score) == 1);
+      CHECK(std::count(subject.allowed_scores.begin(), subject.allowed_scores.end(), result.score) == 1);
     }
   }
 }
@@ -116,8 +163,7 @@ TEST_CASE("graders give identical results from concurrent threads") {
       threads.emplace_back([&, t] {
         for (int round = 0; round < 5; ++round) {
           for (std::size_t i = 0; i < inputs.size(); ++i) {
-            const GradeResult got =
-                subject.grader->grade(inputs[i].first, inputs[i].second, "", nlohmann::json());
+            const GradeResult got = subject.grader->grade(inputs[i].first, inputs[i].second, "", nlohmann::json());
             if (!same(got, expected[i])) ++mismatches[t];
           }
         }

@@ -68,8 +68,7 @@ TEST_CASE("gsm8k strict cleans commas but compares the rest as a string") {
 
 TEST_CASE("gsm8k strict without a well-formed marker scores 0, not format_score") {
   const Gsm8kGrader grader(options());
-  for (const char* response : {"", "The answer is 72.", "####72", "####  72", "#### - 5",
-                               "#### $1,000"}) {
+  for (const char* response : {"", "The answer is 72.", "####72", "####  72", "#### - 5", "#### $1,000"}) {
     INFO(response);
     const auto result = grader.grade(response, "72", "", nlohmann::json());
     CHECK(result.score == 0.0);
@@ -108,11 +107,9 @@ TEST_CASE("gsm8k flexible takes the last number-like run that is not '.'") {
 TEST_CASE("gsm8k flexible extraction matches verl's findall edge cases") {
   // When every match is "." verl's loop leaves "." as the answer (format_score, not 0).
   CHECK(extract_gsm8k_answer("The end.", Gsm8kMethod::kFlexible) == std::optional<std::string>("."));
-  CHECK(extract_gsm8k_answer("Hello, world", Gsm8kMethod::kFlexible) ==
-        std::optional<std::string>(","));
+  CHECK(extract_gsm8k_answer("Hello, world", Gsm8kMethod::kFlexible) == std::optional<std::string>(","));
   CHECK_FALSE(extract_gsm8k_answer("a - b", Gsm8kMethod::kFlexible).has_value());
-  CHECK(extract_gsm8k_answer("#### 1,234,567", Gsm8kMethod::kStrict) ==
-        std::optional<std::string>("1234567"));
+  CHECK(extract_gsm8k_answer("#### 1,234,567", Gsm8kMethod::kStrict) == std::optional<std::string>("1234567"));
 }
 
 TEST_CASE("gsm8k reports acc and format_ok") {

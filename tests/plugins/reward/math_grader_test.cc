@@ -40,10 +40,10 @@ TEST_CASE("math compares the last \\boxed{} after normalisation") {
 }
 
 TEST_CASE("math normalisation stops where verl's does") {
-  CHECK(score("\\boxed{0.50}", "0.5") == 0.0);      // only the exact "0.5" becomes 1/2
+  CHECK(score("\\boxed{0.50}", "0.5") == 0.0);           // only the exact "0.5" becomes 1/2
   CHECK(score("\\boxed{03/4}", "\\frac{3}{4}") == 0.0);  // int("03") round-trips to "3"
-  CHECK(score("\\boxed{$5}", "5") == 0.0);          // a bare "$" is kept
-  CHECK(score("\\boxed{xy = 5}", "5") == 0.0);      // left side longer than two characters
+  CHECK(score("\\boxed{$5}", "5") == 0.0);               // a bare "$" is kept
+  CHECK(score("\\boxed{xy = 5}", "5") == 0.0);           // left side longer than two characters
   CHECK(score("\\boxed{ab = 5}", "5") == 0.0);
   CHECK(score("\\boxed{\\frac1}", "\\frac{1}") == 0.0);
 }
@@ -65,8 +65,8 @@ TEST_CASE("math '\\boxed ' form runs to the next '$' and wins over a later \\box
 }
 
 TEST_CASE("math without a usable boxed answer scores 0") {
-  for (const char* response : {"", "The answer is 5.", "\\boxed{5", "\\boxed{\\frac{1}{2}",
-                               "\\boxed{{5}", "\\boxed\\frac{1}{2}", "\\fbox{5}"}) {
+  for (const char* response : {"", "The answer is 5.", "\\boxed{5", "\\boxed{\\frac{1}{2}", "\\boxed{{5}",
+                               "\\boxed\\frac{1}{2}", "\\fbox{5}"}) {
     INFO(response);
     const auto result = MathGrader().grade(response, "5", "", nlohmann::json());
     CHECK(result.score == 0.0);
@@ -80,7 +80,9 @@ TEST_CASE("math without a usable boxed answer scores 0") {
 TEST_CASE("math counts characters, not bytes") {
   // "\xcf\x80" is pi, "\xc3\xa9" is e with acute accent: one character each.
   CHECK(score("\\boxed{\\sqrt\xcf\x80}", "\\sqrt{\xcf\x80}") == 1.0);
-  CHECK(score("\\boxed{\\frac\xcf\x80" "2}", "\\frac{\xcf\x80}{2}") == 1.0);
+  CHECK(score("\\boxed{\\frac\xcf\x80"
+              "2}",
+              "\\frac{\xcf\x80}{2}") == 1.0);
   CHECK(score("\\boxed{\xc3\xa9 = 5}", "5") == 1.0);
   CHECK(score(std::string(1 << 20, 'a') + "\\boxed{42}", "42") == 1.0);
 }

@@ -29,20 +29,20 @@ nlohmann::json corpus() {
   add("<answer>Paris,France</answer>", paris);
   add("<answer>London</answer><answer>Paris</answer>", paris);  // the last answer counts
   add("<answer>Paris</answer><answer>London</answer>", paris);
-  add("<answer>Paris", paris);                                    // unclosed: no answer
+  add("<answer>Paris", paris);  // unclosed: no answer
   add("no tags at all, Paris", paris);
   add("<answer></answer>", {""});
-  add("<answer><answer>Paris</answer></answer>", paris);           // the lazy match starts at the first tag
+  add("<answer><answer>Paris</answer></answer>", paris);  // the lazy match starts at the first tag
   add(std::string(11, ' ') + "<answer>x</answer>" + std::string(12 * 10, ' '), {"x"});
   std::string padded;
   for (int i = 0; i < 11; ++i) padded += "<answer>Paris</answer>";
-  add(padded, paris);                                              // > 10 tags: a quarter of the score
+  add(padded, paris);  // > 10 tags: a quarter of the score
   add("<answer>an apple a day</answer>", {"apple day"});
   add("<answer>a</answer>", {""});
-  add("<answer>The Beatles</answer>", "the beatles");             // a string target
+  add("<answer>The Beatles</answer>", "the beatles");  // a string target
   add("<answer>theatre and anatomy</answer>", {"theatre and anatomy"});
   add("<answer>the_a the-a a.b</answer>", {"the_a ab"});
-  add("<answer>«a» an—the</answer>", {"« » —"});                    // non-ASCII punctuation stays
+  add("<answer>«a» an—the</answer>", {"« » —"});  // non-ASCII punctuation stays
   add("<answer>Éiffel TOWER</answer>", {"éiffel tower"});
   add("<answer>İSTANBUL</answer>", {"i̇stanbul"});
   add("<answer>ΟΔΟΣ ΣΑΣ Σ</answer>", {"οδος σας σ"});

@@ -47,8 +47,9 @@ TEST_CASE("a bad expression is an error naming what and where", "[calculator]") 
   CHECK_THAT(error_of<rlcore::ValueError>([] { evaluate_expression(""); }), Catch::Contains("empty"));
   CHECK_THAT(error_of<rlcore::ValueError>([] { evaluate_expression("2 ** 0.5"); }), Catch::Contains("integer"));
   CHECK_THAT(error_of<rlcore::ValueError>([] { evaluate_expression("9 ** 99999"); }), Catch::Contains("digits"));
-  CHECK_THAT(error_of<rlcore::ValueError>([] { evaluate_expression(std::string(300, '(') + "1" + std::string(300, ')')); }),
-             Catch::Contains("nested too deeply"));
+  CHECK_THAT(
+      error_of<rlcore::ValueError>([] { evaluate_expression(std::string(300, '(') + "1" + std::string(300, ')')); }),
+      Catch::Contains("nested too deeply"));
   CalculatorOptions short_input;
   short_input.max_expression_chars = 5;
   CHECK_THAT(error_of<rlcore::ValueError>([&] { evaluate_expression("1 + 2 + 3", short_input); }),

@@ -20,7 +20,8 @@ using rlcore::tools::PythonFunctionTool;
 namespace python_function_tool_test {
 
 std::string functions_file() {
-  const auto path = std::filesystem::temp_directory_path() / ("rlcore_function_tools_" + std::to_string(::getpid()) + ".py");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("rlcore_function_tools_" + std::to_string(::getpid()) + ".py");
   std::ofstream(path) << R"PY(
 def multiply(a: int, b: int, note: str = "") -> int:
     """Multiply two integers.
@@ -72,7 +73,8 @@ TEST_CASE("a function's schema comes from its signature and docstring", "[python
   const rlcore::ToolSchema schema = tool.schema();
   CHECK(schema.name == "multiply");
   CHECK(schema.description == "Multiply two integers.");
-  CHECK(schema.parameters["properties"]["a"] == nlohmann::json({{"type", "integer"}, {"description", "the first factor"}}));
+  CHECK(schema.parameters["properties"]["a"] ==
+        nlohmann::json({{"type", "integer"}, {"description", "the first factor"}}));
   CHECK(schema.parameters["properties"]["b"]["description"] == "the second factor");
   CHECK(schema.parameters["properties"]["note"]["type"] == "string");
   CHECK(schema.parameters["required"] == nlohmann::json::array({"a", "b"}));

@@ -70,39 +70,42 @@ TEST_CASE("the code runs and its output is the result", "[python_tool]") {
 
 TEST_CASE("no network: a socket listening on this machine cannot be reached", "[python_tool]") {
   const Listener listener;
-  const rlcore::ToolResult result = run(
-      "import socket\n"
-      "try:\n"
-      "    socket.create_connection(('127.0.0.1', " + std::to_string(listener.port()) + "), timeout=2)\n"
-      "    print('connected')\n"
-      "except OSError as e:\n"
-      "    print('blocked', type(e).__name__)\n"
-      "try:\n"
-      "    socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
-      "    print('connected')\n"
-      "except OSError as e:\n"
-      "    print('blocked', type(e).__name__)\n");
+  const rlcore::ToolResult result =
+      run("import socket\n"
+          "try:\n"
+          "    socket.create_connection(('127.0.0.1', " +
+          std::to_string(listener.port()) +
+          "), timeout=2)\n"
+          "    print('connected')\n"
+          "except OSError as e:\n"
+          "    print('blocked', type(e).__name__)\n"
+          "try:\n"
+          "    socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+          "    print('connected')\n"
+          "except OSError as e:\n"
+          "    print('blocked', type(e).__name__)\n");
   INFO(result.text);
   CHECK_THAT(result.text, Catch::StartsWith("blocked") && !Catch::Contains("connected"));
   CHECK_FALSE(listener.accepted_any());
 }
 
-TEST_CASE("nothing outside the scratch directory is writable, and the directory goes with the call",
-          "[python_tool]") {
+TEST_CASE("nothing outside the scratch directory is writable, and the directory goes with the call", "[python_tool]") {
   const std::filesystem::path outside =
       std::filesystem::temp_directory_path() / ("rlcore_python_escape_" + std::to_string(::getpid()));
   std::filesystem::remove(outside);
-  const rlcore::ToolResult result = run(
-      "import os\n"
-      "open('mine.txt', 'w').write('ok')\n"
-      "print('here', open('mine.txt').read(), os.getcwd().startswith('/tmp/rlcore-python-'))\n"
-      "for path in ['" + outside.string() + "', '/root/rlcore_escape', '/usr/rlcore_escape', '/dev/shm/rlcore_escape']:\n"
-      "    try:\n"
-      "        open(path, 'w').write('escaped')\n"
-      "        print('wrote', path)\n"
-      "    except OSError as e:\n"
-      "        print('refused', type(e).__name__)\n"
-      "print(os.getcwd())\n");
+  const rlcore::ToolResult result =
+      run("import os\n"
+          "open('mine.txt', 'w').write('ok')\n"
+          "print('here', open('mine.txt').read(), os.getcwd().startswith('/tmp/rlcore-python-'))\n"
+          "for path in ['" +
+          outside.string() +
+          "', '/root/rlcore_escape', '/usr/rlcore_escape', '/dev/shm/rlcore_escape']:\n"
+          "    try:\n"
+          "        open(path, 'w').write('escaped')\n"
+          "        print('wrote', path)\n"
+          "    except OSError as e:\n"
+          "        print('refused', type(e).__name__)\n"
+          "print(os.getcwd())\n");
   INFO(result.text);
   CHECK_THAT(result.text, Catch::StartsWith("here ok True\nrefused") && !Catch::Contains("wrote"));
   CHECK_FALSE(std::filesystem::exists(outside));

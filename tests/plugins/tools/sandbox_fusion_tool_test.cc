@@ -39,8 +39,8 @@ TEST_CASE("code_interpreter: the sandbox's output, its failures and its time lim
   CHECK(ok.text == "42\n");
   const rlcore::ToolResult raised = run("/run_code", "print('before')\nraise ValueError('no')");
   CHECK(raised.error);
-  CHECK_THAT(raised.text, Catch::StartsWith("before\n") && Catch::Contains("ValueError: no") &&
-                              Catch::Contains("status Finished"));
+  CHECK_THAT(raised.text,
+             Catch::StartsWith("before\n") && Catch::Contains("ValueError: no") && Catch::Contains("status Finished"));
   const rlcore::ToolResult slow = run("/run_code", "import time\ntime.sleep(30)", 1);
   CHECK(slow.error);
   CHECK_THAT(slow.text, Catch::Contains("over its time limit"));

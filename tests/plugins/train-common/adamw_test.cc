@@ -17,9 +17,7 @@ struct Shard {
   at::Tensor param, exp_avg, exp_avg_sq;
 };
 
-Shard shard_like(const at::Tensor& param) {
-  return {param.clone(), at::zeros_like(param), at::zeros_like(param)};
-}
+Shard shard_like(const at::Tensor& param) { return {param.clone(), at::zeros_like(param), at::zeros_like(param)}; }
 
 rlcore::train::AdamWHyper hyper_at(int64_t step) {
   rlcore::train::AdamWHyper hyper;

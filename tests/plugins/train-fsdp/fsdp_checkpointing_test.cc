@@ -52,7 +52,8 @@ TEST_CASE("training without gradient checkpointing equals training with it", "[f
     const auto kept = train_two_steps(model, false, dtype, &norms_kept);
     REQUIRE(recomputed.size() == kept.size());
     double worst = 0;
-    for (size_t i = 0; i < kept.size(); ++i) worst = std::max(worst, (kept[i] - recomputed[i]).abs().max().item<double>());
+    for (size_t i = 0; i < kept.size(); ++i)
+      worst = std::max(worst, (kept[i] - recomputed[i]).abs().max().item<double>());
     CHECK(worst < kAfterAdamW);
     for (size_t s = 0; s < norms_kept.size(); ++s) CHECK(norms_kept[s] == Approx(norms_recompute[s]).epsilon(1e-4));
   }
@@ -62,8 +63,8 @@ TEST_CASE("without gradient checkpointing 2 ranks train as with it", "[fsdp][che
   TempDir model;
   write_tiny_checkpoint(model.path());
   TempDir work;
-  const std::vector<std::string> common = {"--model", model.str(), "--scenario", "train", "--steps", "2",
-                                           "--micro", "2"};
+  const std::vector<std::string> common = {"--model", model.str(), "--scenario", "train",
+                                           "--steps", "2",         "--micro",    "2"};
   auto with = [&](const std::string& checkpointing) {
     std::vector<std::string> args = common;
     args.insert(args.end(), {"--checkpointing", checkpointing});

@@ -162,9 +162,8 @@ TEST_CASE("one rank visits its own full parameters whatever buffers the caller o
   options.lora.target_modules = {"o_proj"};
   FsdpEngine engine(options, context_for(dir));
   rlcore::NamedTensors expected;
-  engine.for_each_full_parameter([&](const std::string& name, const at::Tensor& t) {
-    expected.emplace_back(name, t.to(at::kBFloat16));
-  });
+  engine.for_each_full_parameter(
+      [&](const std::string& name, const at::Tensor& t) { expected.emplace_back(name, t.to(at::kBFloat16)); });
   const auto gathers = engine.full_parameter_gathers();
   REQUIRE(gathers.size() == static_cast<size_t>(tiny_config().num_hidden_layers + 2));  // embeddings, layers, head
   std::vector<at::Tensor> buffers;
@@ -275,9 +274,11 @@ TEST_CASE("a missing or corrupt checkpoint file is an error naming the file", "[
   engine.save_checkpoint(ckpt.str());
   engine.load_checkpoint(ckpt.str());  // a good one loads
   std::ofstream(ckpt.path() / "rank_0.safetensors", std::ios::trunc) << "garbage";
-  CHECK_THAT(error_of<rlcore::Error>([&] { engine.load_checkpoint(ckpt.str()); }), Catch::Contains("rank_0.safetensors"));
+  CHECK_THAT(error_of<rlcore::Error>([&] { engine.load_checkpoint(ckpt.str()); }),
+             Catch::Contains("rank_0.safetensors"));
   fs::remove(ckpt.path() / "rank_0.safetensors");
-  CHECK_THAT(error_of<rlcore::IoError>([&] { engine.load_checkpoint(ckpt.str()); }), Catch::Contains("rank_0.safetensors"));
+  CHECK_THAT(error_of<rlcore::IoError>([&] { engine.load_checkpoint(ckpt.str()); }),
+             Catch::Contains("rank_0.safetensors"));
   std::ofstream(ckpt.path() / "fsdp_checkpoint.json", std::ios::trunc) << "{not json";
   CHECK_THAT(error_of<rlcore::FormatError>([&] { engine.load_checkpoint(ckpt.str()); }),
              Catch::Contains("fsdp_checkpoint.json"));

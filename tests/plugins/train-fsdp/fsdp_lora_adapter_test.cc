@@ -59,9 +59,9 @@ TEST_CASE("exclude_modules takes names, dotted suffixes and regular expressions"
   CHECK(modules({"all-linear"}, {"down_proj", "mlp.up_proj"}).size() == 2 * 5);
   CHECK(modules({"q_proj", "v_proj"}, {R"(model\.layers\.1\..*)"}) ==
         std::vector<std::string>{"model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.v_proj"});
-  CHECK(modules({R"(.*layers\.1\.mlp\..*)"}, {}) ==
-        std::vector<std::string>{"model.layers.1.mlp.gate_proj", "model.layers.1.mlp.up_proj",
-                                 "model.layers.1.mlp.down_proj"});
+  CHECK(modules({R"(.*layers\.1\.mlp\..*)"}, {}) == std::vector<std::string>{"model.layers.1.mlp.gate_proj",
+                                                                             "model.layers.1.mlp.up_proj",
+                                                                             "model.layers.1.mlp.down_proj"});
   CHECK(modules({"all-linear"}, {}).size() == 2 * 7);
 }
 
@@ -78,7 +78,7 @@ TEST_CASE("bad target_modules / exclude_modules entries name their key and entry
                                          Catch::Contains("projections only"));
   CHECK_THAT(error({"q_proj"}, {"self_attn"}), Catch::Contains("'self_attn'"));  // a path part, not a module
   CHECK_THAT(error({"q_proj"}, {"(unclosed"}), Catch::Contains("lora.exclude_modules") &&
-                                                  Catch::Contains("not a module name or a valid regular expression"));
+                                                   Catch::Contains("not a module name or a valid regular expression"));
   CHECK_THAT(error({"q_proj"}, {"q_proj"}), Catch::Contains("excludes every module"));
 }
 
@@ -109,10 +109,9 @@ TEST_CASE("an adapter PEFT made (lora_adapter_path) gives PEFT's log-probs and t
   rlcore::save_safetensors(scratch.path() / "inputs.safetensors", {{"input_ids", batch.tensor("input_ids")}});
   const fs::path out = scratch.path() / "peft.safetensors";
   // PEFT's string form of exclude_modules (a regular expression), as verl passes it.
-  rlcore_test::run_reference(
-      rlcore_test::reference_script("plugins/train-fsdp/reference/peft_make_adapter.py"),
-      {dir.str(), adapter.str(), (scratch.path() / "inputs.safetensors").string(), out.string(), "4", "8",
-       R"("all-linear")", R"("model\\.layers\\.0\\.self_attn\\..*")"});
+  rlcore_test::run_reference(rlcore_test::reference_script("plugins/train-fsdp/reference/peft_make_adapter.py"),
+                             {dir.str(), adapter.str(), (scratch.path() / "inputs.safetensors").string(), out.string(),
+                              "4", "8", R"("all-linear")", R"("model\\.layers\\.0\\.self_attn\\..*")"});
   const rlcore::SafetensorsFile peft(out);
 
   FsdpEngine engine(from_adapter(adapter.path()), context_for(dir.str()));

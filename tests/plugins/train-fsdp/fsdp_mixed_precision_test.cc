@@ -54,7 +54,8 @@ TEST_CASE("mixed_precision keys: verl's names, dtype as the alias of param_dtype
   CHECK(resolve("fsdp_config: {dtype: bfloat16}").param == at::kBFloat16);
   CHECK(resolve("fsdp_config: {dtype: bfloat16, mixed_precision: {param_dtype: bf16}}").param == at::kBFloat16);
   CHECK(resolve("fsdp_config: {dtype: fp16}").param == at::kHalf);
-  const auto verl = resolve("fsdp_config: {mixed_precision: {param_dtype: bf16, reduce_dtype: fp32, buffer_dtype: fp32}}");
+  const auto verl =
+      resolve("fsdp_config: {mixed_precision: {param_dtype: bf16, reduce_dtype: fp32, buffer_dtype: fp32}}");
   CHECK(verl.param == at::kBFloat16);
   CHECK(verl.reduce == at::kFloat);
   CHECK(resolve("fsdp_config: {mixed_precision: {reduce_dtype: bf16}}").reduce == at::kBFloat16);
@@ -130,8 +131,8 @@ TEST_CASE("fp16 compute: refused naming the key on libtorch 1.x's CPU, close to 
   FsdpEngine fp16(with_param_dtype("fp16"), context_for(dir));
   FsdpEngine fp32(with_param_dtype("fp32"), context_for(dir));
   const rlcore::Batch batch = rlcore::testing::train_batch(tiny_config().vocab_size);
-  const at::Tensor diff = ((fp32.forward(batch, {}).log_prob - fp16.forward(batch, {}).log_prob) *
-                           batch.tensor("response_mask")).abs();
+  const at::Tensor diff =
+      ((fp32.forward(batch, {}).log_prob - fp16.forward(batch, {}).log_prob) * batch.tensor("response_mask")).abs();
   CHECK(diff.max().item<double>() < kBf16LogProbMaxDiff);  // fp16 has 3 more bits than bf16
   CHECK(diff.max().item<double>() > 0);                    // fp16 really ran
 }
@@ -149,9 +150,9 @@ TEST_CASE("the reduce dtype is honoured over 2 ranks", "[fsdp][mixed][parallel]"
     const at::Tensor x1 = rlcore::testing::reduce_input(1);
     CHECK(at::equal(rank0[0].second, x0));
     const at::Tensor mean32 = (x0 + x1) / 2;
-    const at::Tensor mean16 = (x0.to(at::kBFloat16).to(at::kFloat) + x1.to(at::kBFloat16).to(at::kFloat))
-                                  .to(at::kBFloat16)
-                                  .to(at::kFloat) / 2;
+    const at::Tensor mean16 =
+        (x0.to(at::kBFloat16).to(at::kFloat) + x1.to(at::kBFloat16).to(at::kFloat)).to(at::kBFloat16).to(at::kFloat) /
+        2;
     for (const auto* rank : {&rank0, &rank1}) {
       REQUIRE((*rank)[1].first == "float32");
       REQUIRE((*rank)[2].first == "bfloat16");
@@ -162,8 +163,8 @@ TEST_CASE("the reduce dtype is honoured over 2 ranks", "[fsdp][mixed][parallel]"
   }
 
   SECTION("bf16 shards gathered over 2 ranks (as fp16 bits over Gloo) give the 1-rank bf16 log-probs") {
-    const std::vector<std::string> args = {"--model", model.str(), "--scenario", "train", "--steps", "0",
-                                           "--dtype", "bfloat16"};
+    const std::vector<std::string> args = {"--model", model.str(), "--scenario", "train",
+                                           "--steps", "0",         "--dtype",    "bfloat16"};
     run_ranks(1, work.path() / "gather1", args);
     run_ranks(2, work.path() / "gather2", args);
     const at::Tensor one = gathered_outputs(work.path() / "gather1", 1);
@@ -175,8 +176,8 @@ TEST_CASE("the reduce dtype is honoured over 2 ranks", "[fsdp][mixed][parallel]"
 
   SECTION("training: fp32 reduce matches one rank, bf16 reduce moves the gradient by bf16 rounding") {
     // fp32 compute, so that the gradients reaching the reduction are not bf16 values already.
-    const std::vector<std::string> common = {"--model", model.str(), "--scenario", "train", "--steps", "1",
-                                             "--dtype", "float32"};
+    const std::vector<std::string> common = {"--model", model.str(), "--scenario", "train",
+                                             "--steps", "1",         "--dtype",    "float32"};
     auto with = [&](std::vector<std::string> extra) {
       extra.insert(extra.begin(), common.begin(), common.end());
       return extra;

@@ -37,21 +37,20 @@ std::string arg(const testing::RunnerArgs& args, const std::string& key, const s
   return testing::runner_arg("fsdp_rank_runner", args, key, fallback);
 }
 
-void write_json(const fs::path& path, const nlohmann::json& json) {
-  std::ofstream(path) << json.dump(2);
-}
+void write_json(const fs::path& path, const nlohmann::json& json) { std::ofstream(path) << json.dump(2); }
 
 nlohmann::json memory_json(const TrainMemory& memory) {
-  return {{"param", memory.param_bytes}, {"grad", memory.grad_bytes}, {"optimizer", memory.optimizer_bytes},
+  return {{"param", memory.param_bytes},
+          {"grad", memory.grad_bytes},
+          {"optimizer", memory.optimizer_bytes},
           {"host", memory.host_bytes}};
 }
 
 // Every parameter in full (collective); rank 0 writes them.
 void write_params(fsdp::FsdpEngine& engine, const fs::path& path, int64_t rank) {
   NamedTensors params;
-  engine.for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
-    params.emplace_back(name, full.clone());
-  });
+  engine.for_each_full_parameter(
+      [&](const std::string& name, const at::Tensor& full) { params.emplace_back(name, full.clone()); });
   if (rank == 0) save_safetensors(path, params);
 }
 
@@ -120,7 +119,8 @@ int run(const std::map<std::string, std::string>& args) {
   nlohmann::json result = {{"rank", rank}, {"world", world}};
   result["memory_initial"] = memory_json(engine.memory());
   auto train = [&](int64_t steps) {
-    for (int64_t s = 0; s < steps; ++s) result["metrics"].push_back(engine.train_step(mine, forward, testing::train_loss).metrics);
+    for (int64_t s = 0; s < steps; ++s)
+      result["metrics"].push_back(engine.train_step(mine, forward, testing::train_loss).metrics);
   };
 
   if (scenario == "train") {
@@ -145,7 +145,8 @@ int run(const std::map<std::string, std::string>& args) {
     result["memory_reloaded"] = memory_json(engine.memory());
     const Snapshot after = snapshot(engine);
     bool identical = before.tensors.size() == after.tensors.size();
-    for (size_t i = 0; identical && i < before.tensors.size(); ++i) identical = at::equal(before.tensors[i], after.tensors[i]);
+    for (size_t i = 0; identical && i < before.tensors.size(); ++i)
+      identical = at::equal(before.tensors[i], after.tensors[i]);
     result["bit_identical"] = identical;
     result["memory_resident"] = memory_json(resident);
     engine.offload(OffloadSet::kParams | OffloadSet::kOptimizer);  // train_step must bring them back itself

@@ -36,8 +36,8 @@ int run(const testing::RunnerArgs& args) {
   const int64_t pp = std::stoll(arg(args, "pp", "1"));
   const fs::path out = arg(args, "out");
 
-  const std::unique_ptr<CommContext> comm = testing::loopback_comm(
-      "megatron_rank_runner", args, "megatron_test", {{"dp", world / (tp * pp)}, {"pp", pp}, {"tp", tp}});
+  const std::unique_ptr<CommContext> comm = testing::loopback_comm("megatron_rank_runner", args, "megatron_test",
+                                                                   {{"dp", world / (tp * pp)}, {"pp", pp}, {"tp", tp}});
 
   ComponentContext context;
   context.model_path = arg(args, "model");
@@ -73,9 +73,8 @@ int run(const testing::RunnerArgs& args) {
                     {"entropy_before", before.entropy.contiguous()},
                     {"log_prob_after", after.log_prob.contiguous()}});
   NamedTensors params;
-  engine.for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
-    params.emplace_back(name, full.clone());
-  });
+  engine.for_each_full_parameter(
+      [&](const std::string& name, const at::Tensor& full) { params.emplace_back(name, full.clone()); });
   if (rank == 0) save_safetensors(out / "params.safetensors", params);
   result["memory_param_bytes"] = engine.memory().param_bytes;
   std::ofstream(out / ("rank_" + std::to_string(rank) + ".json")) << result.dump(2);

@@ -33,13 +33,13 @@ struct AgentTask {
 };
 
 struct Trajectory {
-  std::vector<int32_t> response_ids;   // every token after the prompt: model turns and tool results
-  std::vector<uint8_t> response_mask;  // 1: sampled by the model; 0: a tool result or template text
-  std::vector<float> logprobs;         // the rollout's log-prob of each model token, 0 elsewhere
+  std::vector<int32_t> response_ids;                 // every token after the prompt: model turns and tool results
+  std::vector<uint8_t> response_mask;                // 1: sampled by the model; 0: a tool result or template text
+  std::vector<float> logprobs;                       // the rollout's log-prob of each model token, 0 elsewhere
   FinishReason finish_reason = FinishReason::kStop;  // kLength: the response length ran out
   int64_t assistant_turns = 0;
-  int64_t user_turns = 0;  // tool-result turns
-  int64_t tool_calls = 0;  // calls run (errors included)
+  int64_t user_turns = 0;   // tool-result turns
+  int64_t tool_calls = 0;   // calls run (errors included)
   int64_t tool_errors = 0;  // malformed calls, unknown tools, failures, timeouts
   double tool_seconds = 0.0;
   double max_tool_seconds = 0.0;
@@ -66,10 +66,10 @@ using TurnGenerator = std::function<std::vector<TurnReply>(const std::vector<std
 
 struct AgentLoopSettings {
   MultiTurnConfig multi_turn;
-  int64_t num_workers = 8;        // threads for tool calls
+  int64_t num_workers = 8;                            // threads for tool calls
   std::string default_agent_loop = kSingleTurnAgent;  // for samples without agent_name
-  int64_t response_length = 512;  // tokens after the prompt, tool results included (data.max_response_length)
-  int32_t stop_token_id = -1;     // ends a model turn (the tokenizer's EOS)
+  int64_t response_length = 512;         // tokens after the prompt, tool results included (data.max_response_length)
+  int32_t stop_token_id = -1;            // ends a model turn (the tokenizer's EOS)
   ChatTemplateOptions template_options;  // extra variables; tools are set from the ToolSet
 };
 

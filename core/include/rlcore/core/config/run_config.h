@@ -28,7 +28,7 @@ struct TrainerConfig {
   int64_t test_freq = -1;            // validate every N steps (and at the end); -1: never
   int64_t save_freq = -1;            // checkpoint every N steps (and at the end); -1: never
   bool val_before_train = true;
-  bool val_only = false;  // validate once, then stop without training
+  bool val_only = false;             // validate once, then stop without training
   double stop_at_val_reward = 0.0;   // stop after a validation whose val-core reward reaches it; 0: never
   std::string resume_mode = "auto";  // auto | disable | resume_path
   std::string resume_from_path;      // resume_path: a global_step_N checkpoint directory
@@ -59,9 +59,9 @@ struct OverlongBufferConfig {
 struct RewardModelConfig {
   bool enable = false;
   std::string model_path;
-  std::string strategy = "fsdp";           // the train engine that runs the forward
-  int64_t micro_batch_size_per_gpu = 0;    // rows per forward on one worker; 0: all at once
-  std::string combine = "replace";         // replace: the model's score is the reward (verl) | add: rule + model
+  std::string strategy = "fsdp";         // the train engine that runs the forward
+  int64_t micro_batch_size_per_gpu = 0;  // rows per forward on one worker; 0: all at once
+  std::string combine = "replace";       // replace: the model's score is the reward (verl) | add: rule + model
 };
 
 struct RewardConfig {

@@ -71,15 +71,15 @@ RLCORE_API ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, c
 RLCORE_API const OptionsSchema<DataConfig>& data_config_schema();
 
 struct Example {
-  std::vector<int32_t> prompt_ids;    // template applied, tokenized, truncated
-  nlohmann::json prompt_messages;     // the prompt as chat messages, system prompt included (verl's raw_prompt)
-  std::vector<int32_t> response_ids;  // SFT only (eos appended); empty otherwise
+  std::vector<int32_t> prompt_ids;          // template applied, tokenized, truncated
+  nlohmann::json prompt_messages;           // the prompt as chat messages, system prompt included (verl's raw_prompt)
+  std::vector<int32_t> response_ids;        // SFT only (eos appended); empty otherwise
   std::vector<uint8_t> response_loss_mask;  // SFT from chat messages: 1 for the assistant's tokens; empty: all count
-  std::string data_source;            // record's "data_source" (default: "unknown")
-  std::string ground_truth;           // record's reward_model.ground_truth (numbers printed), or ""
-  nlohmann::json extra_info;          // record's "extra_info" or null
-  std::string agent_name;             // record's "agent_name" (verl's agent loop name), or ""
-  int64_t index = 0;                  // record index in its file set (counted before filtering)
+  std::string data_source;                  // record's "data_source" (default: "unknown")
+  std::string ground_truth;                 // record's reward_model.ground_truth (numbers printed), or ""
+  nlohmann::json extra_info;                // record's "extra_info" or null
+  std::string agent_name;                   // record's "agent_name" (verl's agent loop name), or ""
+  int64_t index = 0;                        // record index in its file set (counted before filtering)
 };
 
 // Immutable once loaded; copies share the examples.

@@ -34,7 +34,7 @@ struct RLCORE_API PoolSpec {
   std::string name = "global";
   std::vector<int64_t> nodes = {1};  // workers on each node (verl: [n_gpus_per_node] * nnodes)
   std::vector<RoleSpec> roles;
-  MeshShape mesh;  // empty: {dp: size()}
+  MeshShape mesh;                  // empty: {dp: size()}
   int64_t threads_per_worker = 0;  // 0: cores / workers on the host
 
   int64_t size() const;
@@ -51,8 +51,8 @@ struct ClusterOptions {
   std::string transport = "tcp";
   // Empty: generated (local), or $RLCORE_SECRET (external; required there).
   std::string secret;
-  std::string worker_executable;          // local: empty = see LocalLaunchOptions
-  std::vector<std::string> worker_args;   // after `worker`, e.g. {"--log-level", "warn"}
+  std::string worker_executable;         // local: empty = see LocalLaunchOptions
+  std::vector<std::string> worker_args;  // after `worker`, e.g. {"--log-level", "warn"}
   std::map<std::string, std::string> worker_env;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};

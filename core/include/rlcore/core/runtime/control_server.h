@@ -31,10 +31,10 @@ struct ControlServerOptions {
 
 // Counters of what the server refused, for logs and tests.
 struct ControlServerStats {
-  int64_t refused_hellos = 0;       // wrong secret, bad rank, duplicate rank
-  int64_t dropped_messages = 0;     // unauthenticated sender or malformed message
-  int64_t handshake_failures = 0;   // bytes that were not a ZeroMQ handshake
-  int64_t connections = 0;          // TCP/IPC connections accepted
+  int64_t refused_hellos = 0;      // wrong secret, bad rank, duplicate rank
+  int64_t dropped_messages = 0;    // unauthenticated sender or malformed message
+  int64_t handshake_failures = 0;  // bytes that were not a ZeroMQ handshake
+  int64_t connections = 0;         // TCP/IPC connections accepted
 };
 
 class RLCORE_API ControlServer {

@@ -41,8 +41,8 @@ struct ProcessGroupOptions {
   std::string store_host;
   int store_port = 0;
   std::string store_file;  // set: join a FileStore instead, and Gloo listens on loopback
-  std::string prefix;  // unique per pool, so pools rendezvous separately
-  int64_t rank = 0;    // rank in the pool
+  std::string prefix;      // unique per pool, so pools rendezvous separately
+  int64_t rank = 0;        // rank in the pool
   int64_t world_size = 1;
   int64_t local_rank = 0;
   MeshShape mesh;  // empty: {dp: world_size}

@@ -22,9 +22,8 @@ RLCORE_API std::string make_completion_id();
 // i * n + j). Throws rlcore::Error when `output` does not hold prompts * n
 // samples with one log-prob per token (an engine bug, not a bad request).
 RLCORE_API nlohmann::json build_completion_response(const CompletionRequest& request,
-                                                    const PreparedCompletion& prepared,
-                                                    const GenerationOutput& output, const ServedModel& model,
-                                                    const std::string& id, int64_t created);
+                                                    const PreparedCompletion& prepared, const GenerationOutput& output,
+                                                    const ServedModel& model, const std::string& id, int64_t created);
 
 RLCORE_API nlohmann::json build_models_response(const ServedModel& model);
 RLCORE_API nlohmann::json build_tokenize_response(const std::vector<int32_t>& tokens, bool return_token_strs,

@@ -14,7 +14,7 @@
 namespace rlcore::serve {
 
 struct ServerOptions {
-  std::string api_key;                         // "" : no authentication
+  std::string api_key;                           // "" : no authentication
   std::size_t max_body_bytes = 4 * 1024 * 1024;  // larger bodies get 413
   // Set: the dev-mode routes (vLLM's VLLM_SERVER_DEV_MODE=1 and SGLang's) are served too.
   std::shared_ptr<DevModeApi> dev_mode;

@@ -71,8 +71,8 @@ class RLCORE_API StreamEncoder {
   virtual std::vector<std::string> begin(std::size_t samples) = 0;
   // The event of token ids.back() of sample `sample` (ids: the sample's ids so
   // far), the text it adds, and on the sample's last token its finish reason.
-  virtual std::string token(std::size_t sample, const std::vector<int32_t>& ids, float logprob,
-                            const std::string& text, std::optional<FinishReason> finish) = 0;
+  virtual std::string token(std::size_t sample, const std::vector<int32_t>& ids, float logprob, const std::string& text,
+                            std::optional<FinishReason> finish) = 0;
   // With include_usage a chunk with no choices carrying `usage`; then [DONE].
   virtual std::vector<std::string> end(const nlohmann::json& usage) = 0;
 };

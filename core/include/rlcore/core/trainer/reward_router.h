@@ -45,7 +45,7 @@ class RLCORE_API RewardRouter {
 
   std::shared_ptr<Grader> custom_;  // reward.custom_reward_function; null when its path is empty
   std::string fixed_grader_;
-  std::map<std::string, std::shared_ptr<Grader>> graders_;       // by grader name
+  std::map<std::string, std::shared_ptr<Grader>> graders_;           // by grader name
   std::map<std::string, std::string> grader_by_data_source_;         // data_source -> grader name
   std::map<std::string, std::string> grader_by_data_source_prefix_;  // from "<prefix>*" entries
 };

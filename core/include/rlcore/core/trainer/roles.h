@@ -16,8 +16,8 @@ namespace rlcore {
 
 // Role options (RoleSpec::options) the trainer roles read.
 namespace role_options {
-inline constexpr const char* kConfig = "config";        // the resolved run config, YAML text
-inline constexpr const char* kWithRef = "with_ref";     // build the reference policy
+inline constexpr const char* kConfig = "config";             // the resolved run config, YAML text
+inline constexpr const char* kWithRef = "with_ref";          // build the reference policy
 inline constexpr const char* kWithRollout = "with_rollout";  // build the inference engine
 inline constexpr const char* kTotalSteps = "total_training_steps";
 inline constexpr const char* kModelPath = "model_path";  // overrides the config's model path

@@ -20,8 +20,8 @@ struct SftSummary {
   double first_loss = 0.0;
   double last_loss = 0.0;
   std::map<std::string, double> last_validation;  // empty without data.val_files
-  bool stopped_at_val_reward = false;              // trainer.stop_at_val_reward was reached
-  std::string model_dir;                           // the exported HF checkpoint: <run_dir>/hf
+  bool stopped_at_val_reward = false;             // trainer.stop_at_val_reward was reached
+  std::string model_dir;                          // the exported HF checkpoint: <run_dir>/hf
 };
 
 // Reads data.train_files with data.response_key and trains the actor's engine

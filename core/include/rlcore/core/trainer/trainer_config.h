@@ -44,8 +44,8 @@ struct PolicyLossSection {
 };
 
 struct ActorConfig {
-  std::string strategy = "fsdp";  // the train_engine to build
-  int64_t ppo_mini_batch_size = 256;  // prompts per optimizer step (x rollout.n responses)
+  std::string strategy = "fsdp";             // the train_engine to build
+  int64_t ppo_mini_batch_size = 256;         // prompts per optimizer step (x rollout.n responses)
   int64_t ppo_micro_batch_size_per_gpu = 0;  // 0: a worker's whole mini-batch at once
   bool use_dynamic_bsz = false;
   int64_t ppo_max_token_len_per_gpu = 16384;
@@ -99,7 +99,7 @@ struct RolloutConfig {
   int64_t log_prob_max_token_len_per_gpu = 16384;
   ValidationSampling val_kwargs;
   std::string sharding_manager = "bucketed";  // the sharding_manager switching actor <-> rollout
-  agent::MultiTurnConfig multi_turn;  // verl's multi_turn: the agent loop (docs/agent-loop.md)
+  agent::MultiTurnConfig multi_turn;          // verl's multi_turn: the agent loop (docs/agent-loop.md)
   agent::AgentSection agent;
   CheckpointEngineConfig checkpoint_engine;
   ConfigNode engine_options;  // the inference engine's keys (dtype, max_num_seqs, ...)
@@ -124,7 +124,7 @@ struct ActorRolloutRefConfig {
 struct CriticConfig {
   std::string enable = "auto";  // auto (when the estimator needs values) | true | false
   std::string strategy = "fsdp";
-  ModelPathConfig model;        // empty: the actor's model (trunk), fresh value head
+  ModelPathConfig model;            // empty: the actor's model (trunk), fresh value head
   int64_t ppo_mini_batch_size = 0;  // 0: the actor's
   int64_t ppo_micro_batch_size_per_gpu = 0;
   int64_t forward_micro_batch_size_per_gpu = 0;
@@ -193,13 +193,14 @@ RLCORE_API OptionsSchema<AlgorithmConfig> algorithm_schema();
 // How rollout and training are scheduled (docs/async.md): verl's
 // async_training section; `mode` is rlcore's (verl picks a recipe's entry point).
 struct AsyncTrainingConfig {
-  std::string mode = "sync";  // sync (colocated, the hybrid engine) | one_step_off | fully_async (a standalone rollout pool)
+  std::string mode =
+      "sync";  // sync (colocated, the hybrid engine) | one_step_off | fully_async (a standalone rollout pool)
   // fully_async (verl's keys and its recipe's defaults):
-  double staleness_threshold = 0.1;        // extra share of a sync window's prompts the rollout may start
+  double staleness_threshold = 0.1;         // extra share of a sync window's prompts the rollout may start
   int64_t trigger_parameter_sync_step = 4;  // steps between weight syncs
-  bool partial_rollout = true;             // a sync reaches requests in flight (else they finish first)
-  int64_t decode_steps_per_call = 16;      // rlcore's: decode steps of each stream call (a sync waits at most that)
-  int64_t max_staleness = -1;              // rlcore's: drop a prompt with a token staler than this; -1: none
+  bool partial_rollout = true;              // a sync reaches requests in flight (else they finish first)
+  int64_t decode_steps_per_call = 16;       // rlcore's: decode steps of each stream call (a sync waits at most that)
+  int64_t max_staleness = -1;               // rlcore's: drop a prompt with a token staler than this; -1: none
 };
 
 // verl's top-level `rollout` section of its asynchronous recipes: the

@@ -10,7 +10,6 @@
 #include <c10/core/ScalarType.h>
 #include <nlohmann/json_fwd.hpp>
 
-
 namespace rlcore::model {
 
 inline constexpr const char* kSupportedModelTypes = "gemma2, llama, mistral, qwen2, qwen3";
@@ -65,12 +64,12 @@ struct ModelConfig {
   std::vector<bool> sliding_layers;  // per layer; empty = all (with a window)
 
   // Gemma 2's differences from Llama (defaults elsewhere):
-  std::string hidden_act = "silu";  // the MLP's activation: silu | gelu_pytorch_tanh
-  bool norm_weight_offset = false;  // RMSNorm scales by (1 + weight), in fp32
-  bool sandwich_norms = false;      // norms also after attention and around the MLP
-  bool scale_embeddings = false;    // embeddings times sqrt(hidden_size)
-  std::optional<double> query_pre_attn_scalar;   // attention scale this^-0.5 (else head_dim^-0.5)
-  std::optional<double> attn_logit_softcapping;  // scores -> tanh(scores / cap) * cap
+  std::string hidden_act = "silu";                // the MLP's activation: silu | gelu_pytorch_tanh
+  bool norm_weight_offset = false;                // RMSNorm scales by (1 + weight), in fp32
+  bool sandwich_norms = false;                    // norms also after attention and around the MLP
+  bool scale_embeddings = false;                  // embeddings times sqrt(hidden_size)
+  std::optional<double> query_pre_attn_scalar;    // attention scale this^-0.5 (else head_dim^-0.5)
+  std::optional<double> attn_logit_softcapping;   // scores -> tanh(scores / cap) * cap
   std::optional<double> final_logit_softcapping;  // logits -> tanh(logits / cap) * cap
   std::string torch_dtype = "float32";
   std::optional<int64_t> bos_token_id;

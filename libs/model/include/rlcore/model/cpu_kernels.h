@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <string>
 
-
 namespace rlcore::model {
 
 // What this CPU offers the kernels (cpuid, read once).

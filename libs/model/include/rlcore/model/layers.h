@@ -61,7 +61,7 @@ class RotaryEmbedding {
   const at::Tensor& inv_freq() const { return inv_freq_; }
 
  private:
-  at::Tensor inv_freq_;  // [head_dim / 2], fp32
+  at::Tensor inv_freq_;             // [head_dim / 2], fp32
   double attention_scaling_ = 1.0;  // yarn's attention_factor: cos and sin are scaled by it
 };
 
@@ -94,8 +94,8 @@ struct ForwardContext {
 // `blocked` as ForwardContext::blocked (undefined: nothing blocked).
 // softcap > 0: scores -> tanh(scores / softcap) * softcap before masking (Gemma 2).
 // Returns [B, T, H * D].
-at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                        const at::Tensor& blocked, double scaling, double softcap = 0.0);
+at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocked,
+                             double scaling, double softcap = 0.0);
 
 // Causal self-attention with grouped kv heads. Each kv head serves
 // num_heads / num_kv_heads consecutive query heads (HF repeat_kv order); the
@@ -141,7 +141,6 @@ struct DecoderLayer {
 };
 
 // Allocates (uninitialised, at::empty) layer `index`, shaped by `config`.
-DecoderLayer make_decoder_layer(const ModelConfig& config, const at::TensorOptions& options,
-                                           int64_t index);
+DecoderLayer make_decoder_layer(const ModelConfig& config, const at::TensorOptions& options, int64_t index);
 
 }  // namespace rlcore::model

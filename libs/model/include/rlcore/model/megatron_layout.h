@@ -37,10 +37,10 @@
 namespace rlcore::model::megatron {
 
 struct MegatronParam {
-  std::string name;            // Megatron-core name, global layer index
-  std::vector<int64_t> shape;  // canonical (tp = 1) shape
+  std::string name;                      // Megatron-core name, global layer index
+  std::vector<int64_t> shape;            // canonical (tp = 1) shape
   TpSplit split = TpSplit::kReplicated;  // kColumn: dim 0 (incl. vocab-parallel), kRow: dim 1
-  int64_t layer = -1;          // decoder layer; -1 for embedding, final norm and output layer
+  int64_t layer = -1;                    // decoder layer; -1 for embedding, final norm and output layer
 };
 
 // Every parameter of the model in Megatron order: embedding, each layer,
@@ -55,8 +55,7 @@ MegatronParam megatron_parameter(const ModelConfig& config, const std::string& n
 std::vector<std::string> hf_sources(const ModelConfig& config, const std::string& megatron_name);
 
 // The canonical Megatron tensor (new storage) from its HF sources.
-at::Tensor from_hf(const ModelConfig& config, const std::string& megatron_name,
-                              const std::vector<at::Tensor>& hf);
+at::Tensor from_hf(const ModelConfig& config, const std::string& megatron_name, const std::vector<at::Tensor>& hf);
 
 // The Megatron parameter an HF tensor lives in (model.embed_tokens.weight ->
 // embedding.word_embeddings.weight, q_proj.weight -> linear_qkv.weight, ...),
@@ -68,10 +67,10 @@ at::Tensor to_hf(const ModelConfig& config, const std::string& hf_name, const at
 // Rank tp_rank's shard of a canonical tensor (a copy for linear_fc1, a view
 // otherwise), and the canonical tensor from every rank's shard in rank order.
 // ValueError naming the parameter when tp_size does not divide it.
-at::Tensor tp_shard(const ModelConfig& config, const MegatronParam& param, const at::Tensor& full,
-                               int64_t tp_rank, int64_t tp_size);
+at::Tensor tp_shard(const ModelConfig& config, const MegatronParam& param, const at::Tensor& full, int64_t tp_rank,
+                    int64_t tp_size);
 at::Tensor merge_tp_shards(const ModelConfig& config, const MegatronParam& param,
-                                      const std::vector<at::Tensor>& shards);
+                           const std::vector<at::Tensor>& shards);
 
 // ValueError naming the model field unless tp_size divides the query groups,
 // intermediate_size and vocab_size, and pp_size <= num_hidden_layers.

@@ -31,8 +31,7 @@ struct ParameterSpec {
 
 // Every parameter's HF name and shape, in a fixed order (embeddings, layers,
 // norm, head): the order of named_parameters() and of random init.
-std::vector<ParameterSpec> parameter_specs(const ModelConfig& config,
-                                                      ModelHead head = ModelHead::kCausalLm);
+std::vector<ParameterSpec> parameter_specs(const ModelConfig& config, ModelHead head = ModelHead::kCausalLm);
 // Embeddings counted once when tied.
 int64_t num_parameters(const ModelConfig& config, ModelHead head = ModelHead::kCausalLm);
 
@@ -100,8 +99,8 @@ class Transformer {
   // The pieces of forward, for engines that run the layer loop themselves
   // (FSDP gathering one layer at a time, pipeline stages).
   // With a cache, prepare() also reserves the new slots (valid, lengths, used).
-  ForwardContext prepare(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                         const at::Tensor& position_ids, KvCache* cache) const;
+  ForwardContext prepare(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& position_ids,
+                         KvCache* cache) const;
   at::Tensor embed(const at::Tensor& input_ids) const;
   // Final norm already applied -> logits or values.
   at::Tensor apply_head(const at::Tensor& hidden) const;

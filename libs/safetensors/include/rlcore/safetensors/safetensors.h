@@ -14,7 +14,6 @@
 
 #include <ATen/core/Tensor.h>
 
-
 namespace rlcore {
 
 // File names Hugging Face uses inside a checkpoint directory.
@@ -113,7 +112,7 @@ class SafetensorsCheckpoint {
 // fsynced and renamed over `path`. Throws ValueError for a duplicate or
 // reserved name or an unsupported dtype/layout, IoError if writing fails.
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
-                                 const SafetensorsMetadata& metadata = {});
+                      const SafetensorsMetadata& metadata = {});
 
 // Writes a Hugging Face checkpoint into `dir` (created if needed): shards of at
 // most `max_shard_bytes` of tensor data (a larger tensor gets a shard of its
@@ -123,8 +122,9 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
 // and removes the files of an earlier save that the new one does not replace.
 // Each file is replaced atomically, but not the set: for an all-or-nothing
 // save, write a fresh directory and rename it. Returns the files written.
-std::vector<std::filesystem::path> save_safetensors_checkpoint(
-    const std::filesystem::path& dir, const NamedTensors& tensors, std::uint64_t max_shard_bytes,
-    SafetensorsMetadata metadata = {});
+std::vector<std::filesystem::path> save_safetensors_checkpoint(const std::filesystem::path& dir,
+                                                               const NamedTensors& tensors,
+                                                               std::uint64_t max_shard_bytes,
+                                                               SafetensorsMetadata metadata = {});
 
 }  // namespace rlcore

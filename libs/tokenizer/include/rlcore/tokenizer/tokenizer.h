@@ -13,7 +13,6 @@
 #include <string_view>
 #include <vector>
 
-
 namespace rlcore {
 
 class TokenizerImpl;
@@ -76,8 +75,7 @@ class Tokenizer {
   // sequence; ByteFallback: one per byte of a run of byte tokens that is not
   // UTF-8 as a whole). Always valid UTF-8.
   std::string decode_lossy(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
-  std::string decode_lossy(const int64_t* ids, std::size_t count,
-                           bool skip_special_tokens = false) const;
+  std::string decode_lossy(const int64_t* ids, std::size_t count, bool skip_special_tokens = false) const;
 
   // The words the pre_tokenizer cuts `text` into (no normalizer, no added
   // tokens): what BPE then merges within, byte-level words as raw bytes,
