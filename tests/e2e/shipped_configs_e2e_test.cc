@@ -25,7 +25,7 @@ namespace {
 void check_tensorboard_matches(const std::string& run_dir,
                                const std::map<int64_t, std::map<std::string, double>>& metrics) {
   const nlohmann::json board = nlohmann::json::parse(rlcore_test::run_reference(
-      rlcore_test::reference_script("core/reference/tensorboard_reference.py"), {run_dir + "/tensorboard"}));
+      rlcore_test::reference_script("core/metrics/reference/tensorboard_reference.py"), {run_dir + "/tensorboard"}));
   CHECK(board["files"] == 1);
   for (const auto& [tag, points] : board["scalars"].items()) {
     for (const auto& point : points) CHECK(metrics.count(point[0].get<int64_t>()) == 1);

@@ -13,7 +13,7 @@
 #include "rlcore/core/runtime/cluster.h"
 #include "rlcore/core/runtime/worker.h"
 #include "rlcore/core/session.h"
-#include "rlcore/core/trainer/roles.h"
+#include "rlcore/core/workers/roles.h"
 #include "rlcore/error.h"
 
 namespace po = boost::program_options;

@@ -5,8 +5,8 @@
 
 #include "rlcore/core/chat/chat_template.h"
 #include "rlcore/error.h"
-#include "trainer/sequences.h"
-#include "trainer/worker_contract.h"
+#include "workers/sequences.h"
+#include "workers/worker_contract.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -122,7 +122,7 @@ std::map<std::string, double> agent_metrics(const std::vector<agent::Trajectory>
 }
 
 void run_agent_rollout(const RolloutWorkers& workers, const agent::AgentLoop& loop,
-                       const std::vector<std::vector<int32_t>>& prompt_ids, const nlohmann::json& sampling,
+                       const std::vector<std::vector<int32_t>>& prompt_ids, const workers::Sampling& sampling,
                        const GenerationLimits& limits, int64_t expected_version, Rollout& rollout) {
   std::vector<agent::AgentTask> tasks(rollout.examples.size());
   const std::string& default_loop = loop.settings().default_agent_loop;
@@ -138,12 +138,11 @@ void run_agent_rollout(const RolloutWorkers& workers, const agent::AgentLoop& lo
   }
   const agent::TurnGenerator generate = [&](const std::vector<std::vector<int32_t>>& contexts, int64_t max_tokens,
                                             int64_t turn) {
-    nlohmann::json arguments = sampling;
-    if (arguments.contains(args::kSeed))
-      arguments[args::kSeed] = arguments[args::kSeed].get<int64_t>() + turn * kTurnSeedStride;
+    workers::Sampling turn_sampling = sampling;
+    turn_sampling.seed += turn * kTurnSeedStride;
     const Batch out =
-        call_generate(workers, contexts, arguments, limits, max_tokens, expected_version, rollout.engine_stats);
-    const std::vector<std::vector<int32_t>> ids = response_tokens(out);
+        call_generate(workers, contexts, turn_sampling, limits, max_tokens, expected_version, rollout.engine_stats);
+    const std::vector<std::vector<int32_t>> ids = workers::response_tokens(out);
     const at::Tensor logprobs = out.tensor(columns::kRolloutLogProbs).contiguous();
     const at::Tensor stopped = out.tensor(columns::kFinishedByStop).contiguous();
     std::vector<agent::TurnReply> replies(ids.size());
@@ -156,7 +155,7 @@ void run_agent_rollout(const RolloutWorkers& workers, const agent::AgentLoop& lo
     return replies;
   };
   const std::vector<agent::Trajectory> trajectories = loop.run(tasks, generate);
-  rollout.batch = trajectory_batch(prompt_ids, trajectories, limits.max_tokens, limits.pad_token_id);
+  rollout.batch = workers::trajectory_batch(prompt_ids, trajectories, limits.max_tokens, limits.pad_token_id);
   rollout.agent_metrics = agent_metrics(trajectories);
   rollout.extra_info.resize(trajectories.size());
   for (size_t i = 0; i < trajectories.size(); ++i) {

@@ -40,7 +40,7 @@ void check_agent_names(const Dataset& dataset, const std::string& key);
 // Runs the loop for rollout.examples (one row each, prompts as `prompt_ids`)
 // and sets rollout.batch, engine_stats, extra_info and agent_metrics.
 void run_agent_rollout(const RolloutWorkers& workers, const agent::AgentLoop& loop,
-                       const std::vector<std::vector<int32_t>>& prompt_ids, const nlohmann::json& sampling,
+                       const std::vector<std::vector<int32_t>>& prompt_ids, const workers::Sampling& sampling,
                        const GenerationLimits& limits, int64_t expected_version, Rollout& rollout);
 
 // num_turns/{mean,max,min} (verl's) and agent/{tool_calls_mean, tool_call_rate,

@@ -5,8 +5,8 @@
 
 #include "rlcore/error.h"
 #include "trainer/agent_rollout.h"
-#include "trainer/sequences.h"
-#include "trainer/worker_contract.h"
+#include "workers/sequences.h"
+#include "workers/worker_contract.h"
 
 namespace rlcore::trainer {
 
@@ -28,18 +28,16 @@ void add_generation_stats(GenerationStats& into, const GenerationStats& more) {
 }
 
 Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector<int32_t>>& prompts,
-                    nlohmann::json arguments, const GenerationLimits& limits, int64_t max_tokens,
+                    const workers::Sampling& sampling, const GenerationLimits& limits, int64_t max_tokens,
                     int64_t expected_version, std::vector<GenerationStats>& engine_stats) {
-  arguments[args::kMaxTokens] = max_tokens;
-  arguments[args::kStopTokenIds] = limits.stop_token_ids;
-  arguments[args::kPadTokenId] = limits.pad_token_id;
-  CallOutput generated =
-      rollout.group.call(rollout.generate.qualified(), make_prompt_batch(prompts, limits.pad_token_id), arguments)
-          .get();
+  const workers::GenerateArgs arguments{sampling, {max_tokens, limits.stop_token_ids, limits.pad_token_id}};
+  CallOutput generated = workers::call(rollout.group, rollout.generate,
+                                       workers::make_prompt_batch(prompts, limits.pad_token_id), arguments)
+                             .get();
   const bool first = engine_stats.empty();
   size_t reporting = 0;
   for (const auto& reply : generated.replies) {
-    const GenerateReply parsed = GenerateReply::from_json(reply.value);
+    const workers::GenerateReply parsed = workers::reply_of(rollout.generate, reply);
     if (parsed.stats) {
       if (first) {
         engine_stats.push_back(*parsed.stats);
@@ -60,7 +58,7 @@ Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector
 }
 
 Rollout generate_rollout(const RolloutWorkers& workers, const std::vector<const Example*>& prompts, int64_t n,
-                         const nlohmann::json& sampling, const GenerationLimits& limits, int64_t expected_version) {
+                         const workers::Sampling& sampling, const GenerationLimits& limits, int64_t expected_version) {
   Rollout rollout;
   std::vector<std::vector<int32_t>> ids;
   std::vector<int64_t> uid;

@@ -17,7 +17,7 @@
 #include "rlcore/core/runtime/worker_group.h"
 #include "rlcore/generation_request.h"
 #include "rlcore/tokenizer/tokenizer.h"
-#include "trainer/worker_contract.h"
+#include "workers/worker_contract.h"
 
 namespace rlcore::trainer {
 
@@ -37,10 +37,12 @@ struct Rollout {
 // (rollout.generate, docs/async.md). Same arguments and reply.
 struct RolloutWorkers {
   WorkerGroup& group;
-  Method generate;
+  workers::GenerateMethod generate;
 };
 
-inline RolloutWorkers colocated_rollout(WorkerGroup& actor) { return RolloutWorkers{actor, actor_methods::kGenerate}; }
+inline RolloutWorkers colocated_rollout(WorkerGroup& actor) {
+  return RolloutWorkers{actor, workers::actor_methods::kGenerate};
+}
 
 struct GenerationLimits {
   int64_t max_tokens = 0;  // data.max_response_length
@@ -56,11 +58,11 @@ GenerationLimits generation_limits(const Tokenizer& tokenizer, int64_t max_token
 // Adds the stats of another generate() call (an agent loop's next turn) to `into`.
 void add_generation_stats(GenerationStats& into, const GenerationStats& more);
 
-// One call of `rollout`'s generate on `prompts` with `arguments` (sampling),
-// max_tokens and the limits' stop and pad tokens; adds each rank's engine stats
+// One call of `rollout`'s generate on `prompts` with `sampling`, max_tokens
+// and the limits' stop and pad tokens; adds each rank's engine stats
 // to `engine_stats` and checks the weight version as generate_rollout does.
 Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector<int32_t>>& prompts,
-                    nlohmann::json arguments, const GenerationLimits& limits, int64_t max_tokens,
+                    const workers::Sampling& sampling, const GenerationLimits& limits, int64_t max_tokens,
                     int64_t expected_version, std::vector<GenerationStats>& engine_stats);
 
 // `n` responses per prompt, prompt-major; `uid` numbers the prompts; multi-turn
@@ -68,6 +70,6 @@ Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector
 // ValueError naming the rank when a reply's weight version is not
 // `expected_version` (the version of the last sync_weights).
 Rollout generate_rollout(const RolloutWorkers& rollout, const std::vector<const Example*>& prompts, int64_t n,
-                         const nlohmann::json& sampling, const GenerationLimits& limits, int64_t expected_version);
+                         const workers::Sampling& sampling, const GenerationLimits& limits, int64_t expected_version);
 
 }  // namespace rlcore::trainer

@@ -9,8 +9,8 @@
 
 #include "rlcore/error.h"
 #include "rlcore/safetensors/safetensors.h"
-#include "trainer/sequences.h"
-#include "trainer/worker_contract.h"
+#include "workers/sequences.h"
+#include "workers/worker_contract.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -76,18 +76,18 @@ std::vector<int32_t> RewardModel::input_ids(const Example& example, const std::s
   return tokenizer_.post_process(tokenizer_.encode(text));
 }
 
-ModelScores RewardModel::score(WorkerGroup& workers, const Batch& sequences,
+ModelScores RewardModel::score(WorkerGroup& group, const Batch& sequences,
                                const std::vector<const Example*>& examples) const {
-  const std::vector<std::vector<int32_t>> responses = response_tokens(sequences);
+  const std::vector<std::vector<int32_t>> responses = workers::response_tokens(sequences);
   std::vector<std::vector<int32_t>> inputs;
   for (size_t i = 0; i < responses.size(); ++i) {
     inputs.push_back(input_ids(*examples[i], decode_known(policy_tokenizer_, responses[i])));
   }
   const int64_t pad = tokenizer_.pad_token_id().value_or(tokenizer_.eos_token_id().value_or(0));
   const std::vector<std::vector<int32_t>> padding(inputs.size(), std::vector<int32_t>{static_cast<int32_t>(pad)});
-  const Batch input = make_supervised_batch(inputs, padding, pad);
-  const Batch output = workers.call(reward_model_methods::kComputeRmScore.qualified(), input).get().batch;
-  const at::Tensor scores = output.tensor(kRmScores).to(at::kDouble).contiguous();
+  const Batch input = workers::make_supervised_batch(inputs, padding, pad);
+  const Batch output = workers::call(group, workers::reward_model_methods::kComputeRmScore, input).get().batch;
+  const at::Tensor scores = output.tensor(workers::kRmScores).to(at::kDouble).contiguous();
   ModelScores result;
   result.replace = config_.combine == "replace";
   result.scores.assign(scores.data_ptr<double>(), scores.data_ptr<double>() + scores.numel());

@@ -34,7 +34,7 @@ class RewardModel {
 
   // The workers' score of each row of `sequences` (the engine layout;
   // `examples[i]` is row i's prompt).
-  ModelScores score(WorkerGroup& workers, const Batch& sequences, const std::vector<const Example*>& examples) const;
+  ModelScores score(WorkerGroup& group, const Batch& sequences, const std::vector<const Example*>& examples) const;
 
  private:
   RewardModelConfig config_;

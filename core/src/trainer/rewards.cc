@@ -9,7 +9,7 @@
 
 #include "rlcore/error.h"
 #include "rlcore/train_engine.h"
-#include "trainer/sequences.h"
+#include "workers/sequences.h"
 
 namespace rlcore::trainer {
 
@@ -35,7 +35,7 @@ OverlongShaping overlong_shaping(const RunConfig& config) {
 Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*>& examples, const Tokenizer& tokenizer,
                         const RewardRouter& router, const OverlongShaping& overlong, const ModelScores* model,
                         const std::vector<nlohmann::json>* extra_info) {
-  const std::vector<std::vector<int32_t>> responses = response_tokens(sequences);
+  const std::vector<std::vector<int32_t>> responses = workers::response_tokens(sequences);
   const int64_t rows = sequences.size();
   Rewards rewards;
   rewards.token_level_scores = at::zeros(sequences.tensor(columns::kResponses).sizes(), at::kFloat);

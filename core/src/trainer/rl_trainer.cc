@@ -31,25 +31,24 @@
 #include "trainer/dynamic_sampling.h"
 #include "trainer/generation_dump.h"
 #include "trainer/generation.h"
-#include "trainer/losses.h"
-#include "trainer/parallel.h"
+#include "workers/losses.h"
+#include "workers/parallel.h"
 #include "trainer/plan.h"
 #include "trainer/reward_model.h"
 #include "trainer/rewards.h"
 #include "trainer/rollout_pool.h"
-#include "trainer/sequences.h"
+#include "workers/sequences.h"
 #include "trainer/step_metrics.h"
 #include "trainer/streaming_rollout.h"
 #include "trainer/validation.h"
-#include "trainer/workers.h"
+#include "trainer/trainer_workers.h"
 
 namespace rlcore {
 
 using trainer::Rollout;
 using trainer::StepMetrics;
-namespace actor_methods = trainer::actor_methods;
-namespace critic_methods = trainer::critic_methods;
-namespace args = trainer::args;
+namespace actor_methods = workers::actor_methods;
+namespace critic_methods = workers::critic_methods;
 
 namespace {
 
@@ -90,7 +89,7 @@ void check_async_mode(const RunConfig& config, const trainer::TrainPlan& plan) {
   if (config.actor_rollout_ref.rollout.multi_turn.enable) {
     throw ConfigError(prefix + "actor_rollout_ref.rollout.multi_turn (the agent loop); use one_step_off or sync");
   }
-  if (trainer::actor_parallelism(config.actor_rollout_ref).rollout_tp > 1) {
+  if (workers::actor_parallelism(config.actor_rollout_ref).rollout_tp > 1) {
     throw ConfigError(prefix +
                       "a tensor-parallel rollout (actor_rollout_ref.rollout.tensor_model_parallel_size); "
                       "use one_step_off or sync");
@@ -234,19 +233,21 @@ struct RlTrainer::Impl {
   // The weight version the rollout generates with: the colocated rollout's is the step.
   int64_t rollout_version() const { return rollout_pool ? rollout_pool->version() : step; }
 
-  Rollout generate(const std::vector<const Example*>& prompts, int64_t n, const nlohmann::json& sampling) {
+  Rollout generate(const std::vector<const Example*>& prompts, int64_t n, const workers::Sampling& sampling) {
     return trainer::generate_rollout(rollout_workers(), prompts, n, sampling, limits, rollout_version());
   }
 
   // `gen_batch` numbers the generation batches of one step (dynamic sampling
   // draws more than one), so each gets its own random stream.
-  nlohmann::json train_sampling(int64_t for_step, int64_t gen_batch = 0) const {
+  workers::Sampling train_sampling(int64_t for_step, int64_t gen_batch = 0) const {
     constexpr int64_t kGenBatchStride = 104729;  // a prime far from the step increments
     const auto& rollout = config.actor_rollout_ref.rollout;
-    return {{args::kTemperature, rollout.temperature},
-            {args::kTopK, rollout.top_k},
-            {args::kTopP, rollout.top_p},
-            {args::kSeed, config.data.seed * 1000003 + for_step + gen_batch * kGenBatchStride}};
+    workers::Sampling sampling;
+    sampling.temperature = rollout.temperature;
+    sampling.top_k = rollout.top_k;
+    sampling.top_p = rollout.top_p;
+    sampling.seed = config.data.seed * 1000003 + for_step + gen_batch * kGenBatchStride;
+    return sampling;
   }
 
   // A standalone rollout pool gets the step's weights first (it must not be generating).
@@ -366,14 +367,14 @@ struct RlTrainer::Impl {
     const double temperature = config.actor_rollout_ref.rollout.temperature;
     timed("old_log_prob", [&] {
       std::vector<std::future<CallOutput>> calls;
-      calls.push_back(workers->actor().call(actor_methods::kComputeLogProb.qualified(), engine_input,
-                                            {{args::kTemperature, temperature}, {args::kEntropy, true}}));
+      calls.push_back(workers::call(workers->actor(), workers::actor_methods::kComputeLogProb, engine_input,
+                                    workers::LogProbArgs{temperature, true}));
       if (plan.use_ref) {
-        calls.push_back(workers->actor().call(actor_methods::kComputeRefLogProb.qualified(), engine_input,
-                                              {{args::kTemperature, temperature}}));
+        calls.push_back(workers::call(workers->actor(), workers::actor_methods::kComputeRefLogProb, engine_input,
+                                      workers::LogProbArgs{temperature, false}));
       }
       if (workers->critic()) {
-        calls.push_back(workers->critic()->call(critic_methods::kComputeValues.qualified(), engine_input));
+        calls.push_back(workers::call(*workers->critic(), workers::critic_methods::kComputeValues, engine_input));
       }
       for (auto& output : wait_all(calls)) batch.union_with(output.batch);
     });
@@ -383,23 +384,28 @@ struct RlTrainer::Impl {
 
     timed("adv", [&] { compute_advantages(batch, metrics); });
 
-    std::vector<std::future<CallOutput>> updates;
     timed("update", [&] {
+      std::optional<std::future<CallOutput>> critic_update;
       if (workers->critic()) {
-        updates.push_back(workers->critic()->call(
-            critic_methods::kUpdateCritic.qualified(),
-            batch.select(with_engine_columns({columns::kValues, columns::kReturns})),
-            {{args::kMiniBatchRows, plan.critic_mini_batch_rows}, {args::kEpochs, plan.critic_epochs}}));
+        critic_update = workers::call(*workers->critic(), workers::critic_methods::kUpdateCritic,
+                                      batch.select(with_engine_columns({columns::kValues, columns::kReturns})),
+                                      workers::UpdateCriticArgs{plan.critic_mini_batch_rows, plan.critic_epochs});
       }
       std::vector<std::string> actor_columns = {columns::kOldLogProbs, columns::kAdvantages};
       if (config.actor_rollout_ref.actor.use_kl_loss) actor_columns.push_back(columns::kRefLogProb);
       if (batch.contains(columns::kRolloutIsWeights)) actor_columns.push_back(columns::kRolloutIsWeights);
       const auto start = Clock::now();
-      updates.push_back(workers->actor().call(
-          actor_methods::kUpdateActor.qualified(), batch.select(with_engine_columns(actor_columns)),
-          {{args::kMiniBatchRows, plan.actor_mini_batch_rows}, {args::kTemperature, temperature}}));
-      for (auto& output : wait_all(updates)) {
-        for (const auto& [name, value] : output.replies.front().value.items()) metrics[name] = value.get<double>();
+      std::vector<std::future<CallOutput>> updates;
+      updates.push_back(workers::call(workers->actor(), workers::actor_methods::kUpdateActor,
+                                      batch.select(with_engine_columns(actor_columns)),
+                                      workers::UpdateActorArgs{plan.actor_mini_batch_rows, temperature}));
+      if (critic_update) updates.push_back(std::move(*critic_update));
+      const std::vector<CallOutput> outputs = wait_all(updates);
+      workers::reply_of(workers::actor_methods::kUpdateActor, outputs[0].replies.front())
+          .add_to(metrics, metric_names::kActorLr, metric_names::kActorGradNorm);
+      if (outputs.size() > 1) {
+        workers::reply_of(workers::critic_methods::kUpdateCritic, outputs[1].replies.front())
+            .add_to(metrics, metric_names::kCriticLr, metric_names::kCriticGradNorm);
       }
       metrics["timing_s/update_actor"] = seconds_since(start);
     });
@@ -409,12 +415,12 @@ struct RlTrainer::Impl {
         // The reply carries the stats of this step's swaps (train <-> rollout around each generate);
         // ranks swap in lockstep, so the slowest rank's times and the largest peak are reported.
         const CallOutput synced =
-            workers->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
+            workers::call(workers->actor(), workers::actor_methods::kSyncWeights, Batch(), {step}).get();
         double to_rollout = 0, to_train = 0, bytes_moved = 0;
         std::map<std::string, double> memory;  // the largest of each over the workers
         double rss_min = std::numeric_limits<double>::infinity(), rss_max = 0, rss_sum = 0;
         for (const auto& reply : synced.replies) {
-          const trainer::SyncWeightsReply sync = trainer::SyncWeightsReply::from_json(reply.value);
+          const workers::SyncWeightsReply sync = workers::reply_of(workers::actor_methods::kSyncWeights, reply);
           const auto rss = static_cast<double>(sync.rss_bytes);
           rss_min = std::min(rss_min, rss);
           rss_max = std::max(rss_max, rss);
@@ -447,12 +453,6 @@ struct RlTrainer::Impl {
       });
     metrics["memory/controller_rss_bytes"] = static_cast<double>(process_rss_bytes());
     metrics["perf/cpu_memory_used_gb"] = static_cast<double>(host_memory_used_bytes()) / (1 << 30);
-    metrics[metric_names::kActorLr] = metrics.count("lr") ? metrics["lr"] : 0.0;
-    metrics.erase("lr");
-    if (metrics.count("grad_norm")) {
-      metrics[metric_names::kActorGradNorm] = metrics["grad_norm"];
-      metrics.erase("grad_norm");
-    }
     const auto data = trainer::data_metrics(batch);
     metrics.insert(data.begin(), data.end());
     const auto variance = trainer::variance_proxy_metrics(
@@ -480,8 +480,8 @@ struct RlTrainer::Impl {
   // ReMax: the reward of each prompt's greedy response is its rows' baseline.
   // `examples` are the rows' prompts, each repeated rollout.n times.
   void add_greedy_baselines(Batch& batch, const std::vector<const Example*>& examples) {
-    nlohmann::json greedy = train_sampling(step);
-    greedy[args::kGreedy] = true;
+    workers::Sampling greedy = train_sampling(step);
+    greedy.greedy = true;
     const int64_t n = config.actor_rollout_ref.rollout.n;
     std::vector<const Example*> prompts;
     for (size_t row = 0; row < examples.size(); row += static_cast<size_t>(n)) prompts.push_back(examples[row]);
@@ -527,19 +527,20 @@ struct RlTrainer::Impl {
 
   // Calls the actor's `actor_method` and the critic's `critic_method` (when
   // there is a critic) at once, each with its subdirectory of `dir`, and waits for both.
-  void on_actor_and_critic(const trainer::Method& actor_method, const trainer::Method& critic_method,
+  template <typename ActorReply, typename CriticReply>
+  void on_actor_and_critic(const workers::Method<workers::DirArgs, ActorReply>& actor_method,
+                           const workers::Method<workers::DirArgs, CriticReply>& critic_method,
                            const std::string& dir) {
     std::vector<std::future<CallOutput>> calls;
-    calls.push_back(workers->actor().call(actor_method.qualified(), Batch(), {{args::kDir, dir + "/actor"}}));
-    if (workers->critic()) {
-      calls.push_back(workers->critic()->call(critic_method.qualified(), Batch(), {{args::kDir, dir + "/critic"}}));
-    }
+    calls.push_back(workers::call(workers->actor(), actor_method, Batch(), {dir + "/actor"}));
+    if (workers->critic())
+      calls.push_back(workers::call(*workers->critic(), critic_method, Batch(), {dir + "/critic"}));
     wait_all(calls);
   }
 
   std::string save_checkpoint() {
     const std::string staging = checkpoints.staging_dir(step);
-    on_actor_and_critic(actor_methods::kSaveCheckpoint, critic_methods::kSaveCheckpoint, staging);
+    on_actor_and_critic(workers::actor_methods::kSaveCheckpoint, workers::critic_methods::kSaveCheckpoint, staging);
     // A batch drawn for the background generation is drawn again after a resume.
     const SamplerState data_order =
         streaming ? streaming->checkpoint_state() : sampler_before_pending.value_or(sampler->state());
@@ -563,14 +564,14 @@ struct RlTrainer::Impl {
     const std::optional<std::string> dir = checkpoint_to_resume();
     if (!dir) return;
     const trainer::TrainerState state = trainer::CheckpointStore::read_state(*dir);
-    on_actor_and_critic(actor_methods::kLoadCheckpoint, critic_methods::kLoadCheckpoint, *dir);
+    on_actor_and_critic(workers::actor_methods::kLoadCheckpoint, workers::critic_methods::kLoadCheckpoint, *dir);
     step = resumed_from = state.step;
     sampler->restore(state.sampler);
     KlControlConfig kl = config.algorithm.kl_ctrl;
     kl.kl_coef = state.kl_coef;
     kl_controller = make_kl_controller(kl);
     if (!rollout_pool) {
-      workers->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
+      workers::call(workers->actor(), workers::actor_methods::kSyncWeights, Batch(), {step}).get();
     }
     out << "rlcore: resumed from " << *dir << " (step " << step << ")\n";
   }
@@ -684,8 +685,7 @@ struct RlTrainer::Impl {
     settings.partial_rollout = async.partial_rollout;
     settings.decode_steps_per_call = async.decode_steps_per_call;
     settings.max_staleness = async.max_staleness;
-    settings.sampling = train_sampling(step);
-    settings.sampling.erase(args::kSeed);
+    settings.sampling = train_sampling(step);  // its seed unused: a seed per request
     settings.seed = config.data.seed * 1000003 + step;
     settings.limits = limits;
     trainer::StreamingRollout stream(*rollout_pool, train_set, *sampler, settings);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "rlcore/elapsed_seconds.h"
-#include "trainer/worker_contract.h"
+#include "workers/worker_contract.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -18,10 +18,10 @@ constexpr const char* kBridgeName = "actor_to_rollout";
 
 RolloutPool::RolloutPool(WorkerGroup& actor, WorkerGroup& rollout, int64_t bucket_bytes)
     : actor_(actor), rollout_(rollout), bucket_bytes_(bucket_bytes) {
-  const nlohmann::json bridge = {{args::kBridge, kBridgeName}, {args::kBridgeSize, 1 + rollout.size()}};
+  const workers::JoinBridgeArgs bridge{kBridgeName, 1 + rollout.size()};
   std::vector<std::future<CallOutput>> joins;
-  joins.push_back(actor_.call(actor_methods::kJoinBridge.qualified(), Batch(), bridge));
-  joins.push_back(rollout_.call(rollout_methods::kJoinBridge.qualified(), Batch(), bridge));
+  joins.push_back(workers::call(actor_, workers::actor_methods::kJoinBridge, Batch(), bridge));
+  joins.push_back(workers::call(rollout_, workers::rollout_methods::kJoinBridge, Batch(), bridge));
   wait_all(joins);
 }
 
@@ -29,13 +29,13 @@ void RolloutPool::sync(int64_t version, StepMetrics& metrics) {
   if (version == version_) return;
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::future<CallOutput>> calls;
-  calls.push_back(actor_.call(actor_methods::kSendWeights.qualified(), Batch(), {{args::kBucketBytes, bucket_bytes_}}));
-  calls.push_back(rollout_.call(rollout_methods::kReceiveWeights.qualified(), Batch(), {{args::kVersion, version}}));
+  calls.push_back(workers::call(actor_, workers::actor_methods::kSendWeights, Batch(), {bucket_bytes_}));
+  calls.push_back(workers::call(rollout_, workers::rollout_methods::kReceiveWeights, Batch(), {version}));
   const std::vector<CallOutput> outputs = wait_all(calls);
   const double seconds = seconds_since(start);
   double bytes = 0;
   for (const auto& reply : outputs.front().replies) {
-    bytes = std::max(bytes, static_cast<double>(WeightTransferReply::from_json(reply.value).stats.bytes));
+    bytes = std::max(bytes, static_cast<double>(workers::reply_of(workers::actor_methods::kSendWeights, reply).bytes));
   }
   version_ = version;
   metrics["timing_s/sync_rollout_weights"] = seconds;

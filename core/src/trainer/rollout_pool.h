@@ -18,7 +18,7 @@ class RolloutPool {
   // checkpoint's weights, version 0.
   RolloutPool(WorkerGroup& actor, WorkerGroup& rollout, int64_t bucket_bytes);
 
-  RolloutWorkers workers() const { return RolloutWorkers{rollout_, rollout_methods::kGenerate}; }
+  RolloutWorkers workers() const { return RolloutWorkers{rollout_, workers::rollout_methods::kGenerate}; }
   int64_t version() const { return version_; }
 
   // The actor's weights to the pool as `version` (nothing when the pool has

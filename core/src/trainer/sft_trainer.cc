@@ -15,15 +15,14 @@
 #include "rlcore/tokenizer/tokenizer.h"
 #include "trainer/agent_rollout.h"
 #include "trainer/checkpoint.h"
-#include "trainer/sequences.h"
+#include "workers/sequences.h"
 #include "trainer/validation.h"
-#include "trainer/workers.h"
+#include "trainer/trainer_workers.h"
 
 namespace rlcore {
 namespace {
 
-namespace actor_methods = trainer::actor_methods;
-namespace args = trainer::args;
+namespace actor_methods = workers::actor_methods;
 
 using Clock = std::chrono::steady_clock;
 
@@ -121,7 +120,7 @@ class SftRun {
     }
     logger_.flush();
     summary.model_dir = (std::filesystem::path(config_.run_dir()) / "hf").string();
-    workers_->actor().call(actor_methods::kExportHf.qualified(), Batch(), {{args::kDir, summary.model_dir}}).get();
+    workers::call(workers_->actor(), workers::actor_methods::kExportHf, Batch(), {summary.model_dir}).get();
     return summary;
   }
 
@@ -149,12 +148,11 @@ class SftRun {
                                                               : example.response_loss_mask);
     }
     const int64_t pad_id = tokenizer_.pad_token_id().value_or(tokenizer_.eos_token_id().value_or(0));
-    const Batch batch = trainer::make_supervised_batch(prompts, responses, pad_id, masked ? &loss_masks : nullptr);
-    const CallOutput result = workers_->actor().call(actor_methods::kSftStep.qualified(), batch).get();
+    const Batch batch = workers::make_supervised_batch(prompts, responses, pad_id, masked ? &loss_masks : nullptr);
+    const CallOutput result = workers::call(workers_->actor(), workers::actor_methods::kSftStep, batch).get();
     std::map<std::string, double> metrics;
-    for (const auto& [name, value] : result.replies.front().value.items()) {
-      metrics[name == "lr" || name == "grad_norm" ? "actor/" + name : name] = value.get<double>();
-    }
+    workers::reply_of(workers::actor_methods::kSftStep, result.replies.front())
+        .add_to(metrics, metric_names::kActorLr, metric_names::kActorGradNorm);
     metrics[metric_names::kTimingStep] = seconds_since(start);
     return metrics;
   }
@@ -162,7 +160,7 @@ class SftRun {
   // The rollout gets the weights of `step` (the swap's version), then generates the validation set.
   std::map<std::string, double> validate(int64_t step) {
     const auto start = Clock::now();
-    workers_->actor().call(actor_methods::kSyncWeights.qualified(), Batch(), {{args::kVersion, step}}).get();
+    workers::call(workers_->actor(), workers::actor_methods::kSyncWeights, Batch(), {step}).get();
     std::map<std::string, double> metrics = validator_->run(trainer::colocated_rollout(workers_->actor()), step);
     metrics[metric_names::kTimingTesting] = seconds_since(start);
     return metrics;

@@ -11,8 +11,8 @@
 #include "rlcore/columns.h"
 #include "rlcore/elapsed_seconds.h"
 #include "rlcore/metric_names.h"
-#include "trainer/sequences.h"
-#include "trainer/worker_contract.h"
+#include "workers/sequences.h"
+#include "workers/worker_contract.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -78,16 +78,18 @@ std::vector<Batch> StreamingRollout::new_requests() {
   std::vector<Batch> inputs(static_cast<size_t>(ranks));
   for (size_t rank = 0; rank < inputs.size(); ++rank) {
     if (prompts[rank].empty()) continue;
-    inputs[rank] = make_prompt_batch(prompts[rank], settings_.limits.pad_token_id);
-    inputs[rank].set(kRequestId, at::tensor(ids[rank], at::kLong));
-    inputs[rank].set(kRequestSeed, at::tensor(seeds[rank], at::kLong));
+    inputs[rank] = workers::make_prompt_batch(prompts[rank], settings_.limits.pad_token_id);
+    inputs[rank].set(workers::kRequestId, at::tensor(ids[rank], at::kLong));
+    inputs[rank].set(workers::kRequestSeed, at::tensor(seeds[rank], at::kLong));
   }
   return inputs;
 }
 
 void StreamingRollout::collect(const CallOutput& output) {
   for (const RankReply& reply : output.replies) {
-    for (StreamReply::Finished& done : StreamReply::from_reply(reply.batch, reply.value).finished) {
+    for (workers::StreamReply::Finished& done :
+         workers::StreamReply::from_reply(reply.batch, workers::reply_of(workers::rollout_methods::kStream, reply))
+             .finished) {
       const int64_t prompt = done.id / settings_.n;
       const auto found = in_flight_.find(prompt);
       if (found == in_flight_.end()) continue;  // not ours (cannot happen: ids are unique per run)
@@ -110,11 +112,10 @@ void StreamingRollout::park_until(const std::function<bool()>& released, std::un
 void StreamingRollout::produce() {
   std::unique_lock<std::mutex> lock(mutex_);
   try {
-    nlohmann::json arguments = settings_.sampling;
-    arguments[args::kMaxTokens] = settings_.limits.max_tokens;
-    arguments[args::kStopTokenIds] = settings_.limits.stop_token_ids;
-    arguments[args::kPadTokenId] = settings_.limits.pad_token_id;
-    arguments[args::kDecodeSteps] = settings_.decode_steps_per_call;
+    const workers::StreamArgs arguments{
+        settings_.sampling,
+        {settings_.limits.max_tokens, settings_.limits.stop_token_ids, settings_.limits.pad_token_id},
+        settings_.decode_steps_per_call};
     while (!stop_) {
       if (hold_ || (draining_ && in_flight_.empty())) {
         park_until([this] { return stop_ || !(hold_ || (draining_ && in_flight_.empty())); }, lock);
@@ -129,7 +130,8 @@ void StreamingRollout::produce() {
       const std::vector<Batch> inputs = new_requests();
       const RolloutWorkers workers = pool_.workers();
       lock.unlock();
-      const CallOutput output = workers.group.call_each(rollout_methods::kStream.qualified(), inputs, arguments).get();
+      const CallOutput output =
+          workers::call_each(workers.group, workers::rollout_methods::kStream, inputs, arguments).get();
       lock.lock();
       collect(output);
       changed_.notify_all();
@@ -225,7 +227,7 @@ Rollout streamed_rollout(const std::vector<StreamedGroup>& groups, int64_t step,
                          StepMetrics& metrics) {
   Rollout rollout;
   std::vector<std::vector<int32_t>> prompts;
-  MaskedResponses responses;
+  workers::MaskedResponses responses;
   std::vector<int64_t> uid;
   double staleness_sum = 0, staleness_max = 0, span_max = 0;
   int64_t partial = 0;
@@ -248,7 +250,7 @@ Rollout streamed_rollout(const std::vector<StreamedGroup>& groups, int64_t step,
       partial += *newest != *oldest ? 1 : 0;
     }
   }
-  rollout.batch = make_masked_sequence_batch(prompts, responses, limits.max_tokens, limits.pad_token_id);
+  rollout.batch = workers::make_masked_sequence_batch(prompts, responses, limits.max_tokens, limits.pad_token_id);
   rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));
   const auto samples = static_cast<double>(uid.size());
   metrics[metric_names::kAsyncStalenessMean] = staleness_sum / samples;

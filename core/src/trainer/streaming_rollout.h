@@ -41,7 +41,7 @@ struct StreamingSettings {
   bool partial_rollout = false;
   int64_t decode_steps_per_call = 16;
   int64_t max_staleness = -1;  // drop a group with a token staler than this at take(); -1: none
-  nlohmann::json sampling;     // temperature, top_k, top_p (generate's arguments)
+  workers::Sampling sampling;  // temperature, top_k, top_p (the seeds are per request)
   int64_t seed = 0;            // the requests' seeds derive from it
   GenerationLimits limits;
 };

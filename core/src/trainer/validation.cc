@@ -11,7 +11,7 @@
 #include "rlcore/error.h"
 #include "trainer/generation_dump.h"
 #include "trainer/rewards.h"
-#include "trainer/worker_contract.h"
+#include "workers/worker_contract.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -35,12 +35,13 @@ Validator::Validator(const RunConfig& config, const Dataset& val_set, const Toke
 StepMetrics Validator::run(const RolloutWorkers& workers, int64_t version) const {
   if (!enabled()) return {};
   const auto& val = config_.actor_rollout_ref.rollout.val_kwargs;
-  const nlohmann::json sampling = {{args::kValidation, true},
-                                   {args::kGreedy, !val.do_sample},
-                                   {args::kTemperature, val.temperature > 0 ? val.temperature : 1.0},
-                                   {args::kTopK, val.top_k},
-                                   {args::kTopP, val.top_p},
-                                   {args::kSeed, config_.data.seed * 7919 + version}};
+  workers::Sampling sampling;
+  sampling.validation = true;
+  sampling.greedy = !val.do_sample;
+  sampling.temperature = val.temperature > 0 ? val.temperature : 1.0;
+  sampling.top_k = val.top_k;
+  sampling.top_p = val.top_p;
+  sampling.seed = config_.data.seed * 7919 + version;
   const int64_t chunk = config_.data.val_batch_size > 0 ? config_.data.val_batch_size : val_set_.size();
   const std::string suffix = at_n_suffix(val.n);
   std::map<std::string, std::pair<double, int64_t>> sums;  // metric -> (sum, count)

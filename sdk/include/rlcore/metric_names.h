@@ -16,6 +16,8 @@ inline constexpr const char* kActorLr = "actor/lr";
 inline constexpr const char* kActorGradNorm = "actor/grad_norm";
 
 inline constexpr const char* kCriticVfLoss = "critic/vf_loss";
+inline constexpr const char* kCriticLr = "critic/lr";
+inline constexpr const char* kCriticGradNorm = "critic/grad_norm";
 inline constexpr const char* kCriticScoreMean = "critic/score/mean";
 
 inline constexpr const char* kSftLoss = "sft/loss";

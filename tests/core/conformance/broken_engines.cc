@@ -22,8 +22,8 @@ using namespace rlcore;
 // Forwards every call to the fsdp engine; the broken behaviour overrides one.
 class WrappedTrainEngine : public TrainEngine {
  public:
-  WrappedTrainEngine(const fsdp::FsdpOptions& options, const ComponentContext& context)
-      : inner_(std::make_unique<fsdp::FsdpEngine>(options, context)) {}
+  WrappedTrainEngine(const train_fsdp::FsdpOptions& options, const ComponentContext& context)
+      : inner_(std::make_unique<train_fsdp::FsdpEngine>(options, context)) {}
   explicit WrappedTrainEngine(std::unique_ptr<TrainEngine> inner) : inner_(std::move(inner)) {}
   ModelOutput forward(const Batch& batch, const ForwardOptions& options) override {
     return inner_->forward(batch, options);
@@ -83,8 +83,8 @@ class DroppingCheckpoint final : public WrappedTrainEngine {
 // offsets it lists (an off-by-one a hand-written layout makes).
 class ShiftedGatherInto final : public WrappedTrainEngine, public GathersIntoBuffers {
  public:
-  ShiftedGatherInto(const fsdp::FsdpOptions& options, const ComponentContext& context)
-      : WrappedTrainEngine(std::make_unique<fsdp::FsdpEngine>(options, context)) {}
+  ShiftedGatherInto(const train_fsdp::FsdpOptions& options, const ComponentContext& context)
+      : WrappedTrainEngine(std::make_unique<train_fsdp::FsdpEngine>(options, context)) {}
   std::vector<Gather> full_parameter_gathers() const override {
     std::vector<Gather> gathers = fsdp().full_parameter_gathers();
     for (Gather& gather : gathers) ++gather.numel;
@@ -101,7 +101,7 @@ class ShiftedGatherInto final : public WrappedTrainEngine, public GathersIntoBuf
   }
 
  private:
-  fsdp::FsdpEngine& fsdp() const { return static_cast<fsdp::FsdpEngine&>(inner()); }
+  train_fsdp::FsdpEngine& fsdp() const { return static_cast<train_fsdp::FsdpEngine&>(inner()); }
 };
 
 // Records the version but never touches the weights.
@@ -156,7 +156,7 @@ class RoundsDifferentlyAfterWakeUp final : public InferenceEngine {
 // The naive manager, which keeps redundant copies, claiming the bucketed one's bound.
 class OverclaimedBound final : public ShardingManager, public BoundedSwapMemory {
  public:
-  explicit OverclaimedBound(const hybrid::HybridOptions& options) : inner_(options) {}
+  explicit OverclaimedBound(const hybrid_engine::HybridOptions& options) : inner_(options) {}
   void attach(HybridEngines engines) override { inner_.attach(std::move(engines)); }
   SwapStats to_rollout(int64_t version) override { return inner_.to_rollout(version); }
   SwapStats to_train() override { return inner_.to_train(); }
@@ -164,27 +164,28 @@ class OverclaimedBound final : public ShardingManager, public BoundedSwapMemory 
   const MemoryLedger& ledger() const override { return inner_.ledger(); }
 
  private:
-  hybrid::NaiveShardingManager inner_;
+  hybrid_engine::NaiveShardingManager inner_;
 };
 
 void register_log_probs(PluginRegistrar& registrar) {
-  registrar.add<TrainEngine>("broken_log_probs", "fsdp with log-probs off by 0.01", fsdp::fsdp_options_schema(),
-                             [](const fsdp::FsdpOptions& options, const ComponentContext& context) {
+  registrar.add<TrainEngine>("broken_log_probs", "fsdp with log-probs off by 0.01", train_fsdp::fsdp_options_schema(),
+                             [](const train_fsdp::FsdpOptions& options, const ComponentContext& context) {
                                return std::make_shared<WrongLogProbs>(options, context);
                              });
 }
 
 void register_checkpoint(PluginRegistrar& registrar) {
-  registrar.add<TrainEngine>("broken_checkpoint", "fsdp whose checkpoints lose a tensor", fsdp::fsdp_options_schema(),
-                             [](const fsdp::FsdpOptions& options, const ComponentContext& context) {
+  registrar.add<TrainEngine>("broken_checkpoint", "fsdp whose checkpoints lose a tensor",
+                             train_fsdp::fsdp_options_schema(),
+                             [](const train_fsdp::FsdpOptions& options, const ComponentContext& context) {
                                return std::make_shared<DroppingCheckpoint>(options, context);
                              });
 }
 
 void register_gather_into(PluginRegistrar& registrar) {
   registrar.add<TrainEngine>("broken_gather_into", "fsdp gathering one element past its listed offsets",
-                             fsdp::fsdp_options_schema(),
-                             [](const fsdp::FsdpOptions& options, const ComponentContext& context) {
+                             train_fsdp::fsdp_options_schema(),
+                             [](const train_fsdp::FsdpOptions& options, const ComponentContext& context) {
                                return std::make_shared<ShiftedGatherInto>(options, context);
                              });
 }
@@ -207,8 +208,9 @@ void register_wake_up(PluginRegistrar& registrar) {
 
 void register_swap_bound(PluginRegistrar& registrar) {
   registrar.add<ShardingManager>(
-      "broken_swap_bound", "naive, claiming the bucketed manager's memory bound", hybrid::hybrid_options_schema(),
-      [](const hybrid::HybridOptions& options) { return std::make_unique<OverclaimedBound>(options); });
+      "broken_swap_bound", "naive, claiming the bucketed manager's memory bound",
+      hybrid_engine::hybrid_options_schema(),
+      [](const hybrid_engine::HybridOptions& options) { return std::make_unique<OverclaimedBound>(options); });
 }
 
 }  // namespace broken

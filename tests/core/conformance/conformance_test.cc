@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../cli_testing.h"
+#include "../cli/cli_testing.h"
 #include "../../common/server_process.h"
 #include "../../common/test_paths.h"
 

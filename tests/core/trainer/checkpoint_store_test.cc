@@ -1,6 +1,6 @@
 // The trainer's checkpoint directories: complete ones only, newest wins, old ones pruned.
-#include "../../../core/src/trainer/checkpoint.h"
-#include "trainer_testing.h"
+#include "trainer/checkpoint.h"
+#include "../../common/run_config_testing.h"
 
 #include <unistd.h>
 

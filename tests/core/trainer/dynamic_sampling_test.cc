@@ -1,11 +1,11 @@
 // DAPO's dynamic sampling (algorithm.filter_groups) and overlong shaping
 // (reward.overlong_buffer), as verl's DAPO trainer and reward manager do them.
 #include "trainer/dynamic_sampling.h"
-#include "trainer_testing.h"
+#include "../../common/run_config_testing.h"
 
 #include <cmath>
 
-#include "trainer/sequences.h"
+#include "workers/sequences.h"
 #include "rlcore/train_engine.h"
 
 using namespace rlcore;

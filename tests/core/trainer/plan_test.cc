@@ -1,7 +1,7 @@
 // How batch sizes relate: bad combinations fail with messages that name every
 // key involved and say how they relate.
-#include "../../../core/src/trainer/plan.h"
-#include "trainer_testing.h"
+#include "trainer/plan.h"
+#include "../../common/run_config_testing.h"
 
 #include "rlcore/core/algorithms/builtin_algorithms.h"
 

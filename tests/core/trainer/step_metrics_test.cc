@@ -1,7 +1,7 @@
 // A step's data metrics under verl's names, checked on a hand-made batch; the
 // variance proxy metrics against verl's own function (reference/verl_variance_proxy.py).
-#include "../../../core/src/trainer/step_metrics.h"
-#include "trainer_testing.h"
+#include "trainer/step_metrics.h"
+#include "../../common/run_config_testing.h"
 
 #include <nlohmann/json.hpp>
 

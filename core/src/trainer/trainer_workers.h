@@ -1,0 +1,56 @@
+// Private to the core: the worker groups a trainer drives (the actor's, and
+// the critic's and the reward model's when there are), started from the run config's pools.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rlcore/core/config/run_config.h"
+#include "rlcore/core/runtime/cluster.h"
+#include "workers/worker_contract.h"
+
+namespace rlcore::trainer {
+
+struct WorkerRoles {
+  bool critic = false;
+  bool ref = false;
+  bool rollout = true;              // the actor's colocated rollout
+  bool standalone_rollout = false;  // a rollout pool of its own (async_training.mode; rollout must be false)
+  int64_t total_training_steps = 0;
+  std::string model_path;  // empty: actor_rollout_ref.model.path
+};
+
+class TrainerWorkers {
+ public:
+  // How many ways the config splits each role's rows, without starting
+  // anything: {actor data-parallel size (its workers / (tp x pp)), critic
+  // workers (0 without a critic)}.
+  static std::pair<int64_t, int64_t> data_parallel_sizes(const RunConfig& config, bool critic);
+
+  // The pools of a run: runtime.pools and "global" (resolve_pools), plus, with
+  // a standalone rollout that no runtime pool hosts, the pool "rollout" of
+  // rollout.n_gpus_per_node x rollout.nnodes workers.
+  static std::vector<PoolSpec> pools(const RunConfig& config, bool critic, bool standalone_rollout);
+
+  // Starts the workers (local launcher) or waits for them (external).
+  TrainerWorkers(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
+                 const WorkerRoles& roles);
+  ~TrainerWorkers();
+
+  WorkerGroup& actor() { return *actor_; }
+  WorkerGroup* critic() { return critic_; }              // null without a critic
+  WorkerGroup* reward_model() { return reward_model_; }  // null without reward.reward_model.enable
+  WorkerGroup* rollout() { return rollout_; }            // null without a standalone rollout pool
+  void shutdown();
+
+ private:
+  std::unique_ptr<Cluster> cluster_;
+  WorkerGroup* actor_ = nullptr;
+  WorkerGroup* critic_ = nullptr;
+  WorkerGroup* reward_model_ = nullptr;
+  WorkerGroup* rollout_ = nullptr;
+};
+
+}  // namespace rlcore::trainer

@@ -1,0 +1,47 @@
+// Private to the core: the actor pool's parallel layout. A model-parallel
+// train engine (train-megatron: megatron.tensor_model_parallel_size /
+// pipeline_model_parallel_size) and a tensor-parallel rollout decide the
+// pool's mesh, its data-parallel size and where each worker sits in it.
+#pragma once
+
+#include <cstdint>
+
+#include "rlcore/comm_context.h"
+#include "rlcore/core/runtime/dispatch.h"
+#include "rlcore/core/runtime/mesh.h"
+#include "rlcore/core/trainer/trainer_config.h"
+
+namespace rlcore::workers {
+
+struct ActorParallelism {
+  int64_t train_tp = 1;    // actor.megatron.tensor_model_parallel_size
+  int64_t train_pp = 1;    // actor.megatron.pipeline_model_parallel_size
+  int64_t rollout_tp = 1;  // rollout.tensor_model_parallel_size
+
+  bool model_parallel() const { return train_tp * train_pp > 1; }
+};
+
+ActorParallelism actor_parallelism(const ActorRolloutRefConfig& config);
+
+// Workers per model replica of the trainer: pool size / (tp * pp); ConfigError
+// naming the keys when that does not divide.
+int64_t actor_data_parallel_size(const ActorParallelism& parallel, int64_t workers);
+
+// The actor pool's mesh (empty: the default one-dimensional mesh):
+//   model-parallel trainer: {dp, pp, tp} (tp fastest: TP groups are consecutive
+//     ranks); the rollout's TP must be 1 or the trainer's TP, and shares its group;
+//   otherwise, a TP rollout: {rollout_dp, rollout_tp} (no "dp": train-fsdp keeps
+//     sharding over the whole pool).
+// ConfigError naming the keys for a layout the pool cannot hold.
+MeshShape actor_pool_mesh(const ActorParallelism& parallel, int64_t workers);
+
+// Where a worker sits in the trainer's data-parallel split: its "dp" group
+// rank with a model-parallel trainer (collect: tp rank 0 of pp stage 0; the
+// engine returns the same outputs on every rank of a replica), else its pool rank.
+MeshRank train_mesh_rank(const CommContext* comm, int64_t rank, int64_t world_size);
+
+// The rollout's process groups: `comm` plus, when the trainer's "tp" group is
+// also the rollout's TP group, that group under the name kRolloutTpGroup.
+CommContext rollout_comm(const CommContext& comm, int64_t rollout_tp);
+
+}  // namespace rlcore::workers

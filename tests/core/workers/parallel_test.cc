@@ -1,0 +1,66 @@
+// The actor pool's parallel layout: a model-parallel trainer gets the mesh
+// {dp, pp, tp}, a TP rollout alone {rollout_dp, rollout_tp}, the data-parallel
+// size divides out tp x pp, and layouts the pool cannot hold name their keys.
+#include "workers/parallel.h"
+#include "../../common/run_config_testing.h"
+
+using namespace rlcore;
+using namespace rlcore::workers;
+using rlcore_test::error_of;
+using rlcore_test::run_config;
+
+namespace {
+
+workers::ActorParallelism parallelism(const std::string& yaml) {
+  return workers::actor_parallelism(run_config(yaml).actor_rollout_ref);
+}
+
+std::string mesh_text(const MeshShape& mesh) {
+  std::string text;
+  for (const MeshDim& dim : mesh) text += dim.name + "=" + std::to_string(dim.size) + " ";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("megatron tp x pp sets the mesh {dp, pp, tp} and divides the data-parallel size") {
+  const workers::ActorParallelism p = parallelism(R"(
+actor_rollout_ref:
+  actor: {strategy: megatron, megatron: {tensor_model_parallel_size: 2, pipeline_model_parallel_size: 2}}
+)");
+  CHECK(p.train_tp == 2);
+  CHECK(p.train_pp == 2);
+  CHECK(p.rollout_tp == 1);
+  CHECK(workers::actor_data_parallel_size(p, 8) == 2);
+  CHECK(mesh_text(workers::actor_pool_mesh(p, 8)) == "dp=2 pp=2 tp=2 ");
+  CHECK_THAT(error_of<ConfigError>([&] { workers::actor_data_parallel_size(p, 6); }),
+             Catch::Contains("tensor_model_parallel_size = 2") && Catch::Contains("6 workers"));
+}
+
+TEST_CASE("a TP rollout alone keeps the trainer over the whole pool; with megatron it must match its TP") {
+  const workers::ActorParallelism rollout_only =
+      parallelism("actor_rollout_ref: {rollout: {tensor_model_parallel_size: 2}}");
+  CHECK(workers::actor_data_parallel_size(rollout_only, 4) == 4);
+  CHECK(mesh_text(workers::actor_pool_mesh(rollout_only, 4)) == "rollout_dp=2 rollout_tp=2 ");
+  CHECK(workers::actor_pool_mesh(parallelism("{}"), 4).empty());
+  const workers::ActorParallelism mismatch = parallelism(R"(
+actor_rollout_ref:
+  actor: {strategy: megatron, megatron: {tensor_model_parallel_size: 2}}
+  rollout: {tensor_model_parallel_size: 4}
+)");
+  CHECK_THAT(error_of<ConfigError>([&] { workers::actor_pool_mesh(mismatch, 8); }),
+             Catch::Contains("rollout.tensor_model_parallel_size (4) must be 1 or") &&
+                 Catch::Contains("megatron.tensor_model_parallel_size (2)"));
+}
+
+TEST_CASE("weight_adaptor follows the actor's strategy unless set") {
+  CHECK(weight_adaptor_for(run_config("{}").actor_rollout_ref) == "identity");
+  CHECK(weight_adaptor_for(run_config("actor_rollout_ref: {actor: {strategy: megatron}}").actor_rollout_ref) ==
+        "megatron");
+  CHECK(weight_adaptor_for(run_config(R"(
+actor_rollout_ref:
+  actor: {strategy: megatron}
+  hybrid_engine: {weight_adaptor: custom}
+)")
+                               .actor_rollout_ref) == "custom");
+}
