@@ -116,7 +116,7 @@ actor_rollout_ref:
     optim: {lr: 0.003, weight_decay: 0.0}
   rollout: {n: 4}
 critic:
-  optim: {lr: 0.003}
+  optim: {lr: 0.002}
 algorithm: {adv_estimator: gae, gamma: 1.0, lam: 0.95}
 )");
   const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=10"});
@@ -126,6 +126,11 @@ algorithm: {adv_estimator: gae, gamma: 1.0, lam: 0.95}
   REQUIRE(metrics.size() == 10);
   CHECK(metrics.at(1).count("critic/vf_loss") == 1);
   CHECK(metrics.at(1).count("critic/values/mean") == 1);
+  // Each role's optimizer reports under its own name (verl's critic/lr, critic/grad_norm).
+  CHECK(metrics.at(1).at("actor/lr") == Approx(0.003));
+  CHECK(metrics.at(1).at("critic/lr") == Approx(0.002));
+  CHECK(metrics.at(1).at("critic/grad_norm") > 0);
+  CHECK(metrics.at(1).at("actor/grad_norm") != metrics.at(1).at("critic/grad_norm"));
   // The value head starts at random and learns the returns.
   CHECK(e2e::mean_over_steps(metrics, "critic/vf_loss", 8, 10) < e2e::mean_over_steps(metrics, "critic/vf_loss", 1, 3));
   fs::remove_all(ws);

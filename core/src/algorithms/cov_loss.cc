@@ -33,13 +33,10 @@ class ClipCovLoss final : public PolicyLoss {
   explicit ClipCovLoss(ClipCovOptions options) : options_(options) {}
 
   PolicyLossOutput compute(const PolicyLossInput& input, const PolicyLossConfig& config) const override {
-    validate_policy_loss_input(input, config, "clip_cov");
+    const auto [advantages, log_ratio, ratio] = policy_ratio(input, config, "clip_cov", LogRatio::kUnclamped);
     const at::Tensor& log_prob = input.log_prob;
-    const at::Tensor advantages = input.advantages.to(log_prob.scalar_type());
     const at::Tensor mask = float_mask(input.response_mask, log_prob);
     const at::Tensor valid = mask.gt(0);
-    const at::Tensor log_ratio = log_prob - input.old_log_prob;
-    const at::Tensor ratio = at::exp(log_ratio);
     const at::Tensor losses1 = -advantages * ratio;
     const at::Tensor losses2 = -advantages * ratio.clamp(1 - config.low(), 1 + config.high());
     const at::Tensor clipped_by_ppo = losses2.gt(losses1).logical_and(valid);
@@ -84,13 +81,10 @@ class KlCovLoss final : public PolicyLoss {
   explicit KlCovLoss(KlCovOptions options) : options_(options) {}
 
   PolicyLossOutput compute(const PolicyLossInput& input, const PolicyLossConfig& config) const override {
-    validate_policy_loss_input(input, config, "kl_cov");
+    const auto [advantages, log_ratio, ratio] = policy_ratio(input, config, "kl_cov", LogRatio::kUnclamped);
     const at::Tensor& log_prob = input.log_prob;
-    const at::Tensor advantages = input.advantages.to(log_prob.scalar_type());
     const at::Tensor mask = float_mask(input.response_mask, log_prob);
-    const at::Tensor log_ratio = log_prob - input.old_log_prob;
     const at::Tensor abs_kl = log_ratio.abs();
-    const at::Tensor ratio = at::exp(log_ratio);
     const at::Tensor losses = -advantages * ratio;
     const at::Tensor losses_kl = losses + options_.ppo_kl_coef * abs_kl;
 

@@ -46,13 +46,10 @@ class DppoLoss final : public PolicyLoss {
   DppoLoss(const char* name, TrustRegion region) : name_(name), region_(region) {}
 
   PolicyLossOutput compute(const PolicyLossInput& input, const PolicyLossConfig& config) const override {
-    validate_policy_loss_input(input, config, name_);
+    const auto [advantages, log_ratio, ratio] = policy_ratio(input, config, name_, LogRatio::kClamped);
     const at::Tensor& log_prob = input.log_prob;
     const at::Tensor& old_log_prob = input.old_log_prob;
-    const at::Tensor advantages = input.advantages.to(log_prob.scalar_type());
     const at::Tensor& mask = input.response_mask;
-    const at::Tensor log_ratio = (log_prob - old_log_prob).clamp(-kLogRatioClamp, kLogRatioClamp);
-    const at::Tensor ratio = at::exp(log_ratio);
     const at::Tensor truncated = ratio.clamp_max(config.clip_ratio_c).detach();
     const at::Tensor inside =
         region_(at::exp(log_prob), at::exp(old_log_prob), old_log_prob, log_prob, advantages.gt(0), config)
@@ -79,12 +76,9 @@ class DppoLoss final : public PolicyLoss {
 class SapoLoss final : public PolicyLoss {
  public:
   PolicyLossOutput compute(const PolicyLossInput& input, const PolicyLossConfig& config) const override {
-    validate_policy_loss_input(input, config, "sapo");
+    const auto [advantages, log_ratio, ratio] = policy_ratio(input, config, "sapo", LogRatio::kClamped);
     const at::Tensor& log_prob = input.log_prob;
-    const at::Tensor advantages = input.advantages.to(log_prob.scalar_type());
     const at::Tensor& mask = input.response_mask;
-    const at::Tensor log_ratio = (log_prob - input.old_log_prob).clamp(-kLogRatioClamp, kLogRatioClamp);
-    const at::Tensor ratio = at::exp(log_ratio);
     const at::Tensor tau = at::where(advantages.gt(0), at::scalar_tensor(config.tau_pos, advantages.options()),
                                      at::scalar_tensor(config.tau_neg, advantages.options()));
     const at::Tensor gates = at::sigmoid(tau * (ratio - 1.0)) * (4.0 / tau);

@@ -26,6 +26,18 @@ void register_divergence_losses(PluginRegistrar& registrar);                  //
 // `mask` as 0/1 in `like`'s dtype and on its device.
 at::Tensor float_mask(const at::Tensor& mask, const at::Tensor& like);
 
+// The policy losses' first steps (verl's compute_policy_loss_* preamble): the
+// input checked for `loss_name`, the advantages in the log-probs' dtype, and
+// log(pi / pi_old), clamped to +-kLogRatioClamp where verl clamps it, with its exp.
+enum class LogRatio { kClamped, kUnclamped };
+struct PolicyRatio {
+  at::Tensor advantages;
+  at::Tensor log_ratio;
+  at::Tensor ratio;
+};
+PolicyRatio policy_ratio(const PolicyLossInput& input, const PolicyLossConfig& config, const char* loss_name,
+                         LogRatio log_ratio);
+
 // The policy losses' last steps: the per-token loss times the rollout-correction
 // weights (when given), aggregated with `aggregation`; and the share of response
 // tokens where `condition` holds, detached.

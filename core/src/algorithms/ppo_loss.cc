@@ -17,12 +17,9 @@ constexpr double kSeqLogRatioClamp = 10.0;  // gspo's upper clamp on the sequenc
 class VanillaLoss final : public PolicyLoss {
  public:
   PolicyLossOutput compute(const PolicyLossInput& input, const PolicyLossConfig& config) const override {
-    validate_policy_loss_input(input, config, "vanilla");
+    const auto [advantages, log_ratio, ratio] = policy_ratio(input, config, "vanilla", LogRatio::kClamped);
     const at::Tensor& log_prob = input.log_prob;
-    const at::Tensor advantages = input.advantages.to(log_prob.scalar_type());
     const at::Tensor& mask = input.response_mask;
-    const at::Tensor log_ratio = (log_prob - input.old_log_prob).clamp(-kLogRatioClamp, kLogRatioClamp);
-    const at::Tensor ratio = at::exp(log_ratio);
 
     const at::Tensor losses1 = -advantages * ratio;
     const at::Tensor losses2 = -advantages * ratio.clamp(1 - config.low(), 1 + config.high());
@@ -77,12 +74,9 @@ class GspoLoss final : public PolicyLoss {
 class CispoLoss final : public PolicyLoss {
  public:
   PolicyLossOutput compute(const PolicyLossInput& input, const PolicyLossConfig& config) const override {
-    validate_policy_loss_input(input, config, "cispo");
+    const auto [advantages, log_ratio, ratio] = policy_ratio(input, config, "cispo", LogRatio::kClamped);
     const at::Tensor& log_prob = input.log_prob;
-    const at::Tensor advantages = input.advantages.to(log_prob.scalar_type());
     const at::Tensor& mask = input.response_mask;
-    const at::Tensor log_ratio = (log_prob - input.old_log_prob).clamp(-kLogRatioClamp, kLogRatioClamp);
-    const at::Tensor ratio = at::exp(log_ratio);
     const at::Tensor clipped = ratio.clamp(1 - config.low(), 1 + config.high());
 
     PolicyLossOutput output;

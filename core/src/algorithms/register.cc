@@ -18,6 +18,17 @@ at::Tensor weighted_agg_loss(at::Tensor pg_losses, const PolicyLossInput& input,
   return agg_loss(pg_losses, input.response_mask, aggregation);
 }
 
+PolicyRatio policy_ratio(const PolicyLossInput& input, const PolicyLossConfig& config, const char* loss_name,
+                         LogRatio log_ratio) {
+  validate_policy_loss_input(input, config, loss_name);
+  PolicyRatio out;
+  out.advantages = input.advantages.to(input.log_prob.scalar_type());
+  out.log_ratio = input.log_prob - input.old_log_prob;
+  if (log_ratio == LogRatio::kClamped) out.log_ratio = out.log_ratio.clamp(-kLogRatioClamp, kLogRatioClamp);
+  out.ratio = at::exp(out.log_ratio);
+  return out;
+}
+
 at::Tensor masked_fraction(const at::Tensor& condition, const at::Tensor& mask, const at::Tensor& like) {
   return masked_mean(condition.to(like.scalar_type()), mask).detach();
 }

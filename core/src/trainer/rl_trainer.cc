@@ -47,8 +47,6 @@ namespace rlcore {
 
 using trainer::Rollout;
 using trainer::StepMetrics;
-namespace actor_methods = workers::actor_methods;
-namespace critic_methods = workers::critic_methods;
 
 namespace {
 

@@ -22,7 +22,6 @@
 namespace rlcore {
 namespace {
 
-namespace actor_methods = workers::actor_methods;
 
 using Clock = std::chrono::steady_clock;
 

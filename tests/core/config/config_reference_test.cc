@@ -6,7 +6,7 @@
 
 #include <regex>
 
-#include "cli/cli_testing.h"
+#include "../cli/cli_testing.h"
 #include "rlcore/device.h"
 #include "../../common/test_paths.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli_testing.h"
+#include "../cli/cli_testing.h"
 #include "config/verl_keys.h"
 #include "../../common/test_paths.h"
 
