@@ -49,7 +49,7 @@ std::string short_dtype(const std::string& dtype) {
 
 int main(int argc, char** argv) {
   std::string model, mode = "bucketed", train_dtype = "bfloat16", rollout_dtype = "bfloat16";
-  hybrid::HybridOptions hybrid_options;
+  hybrid_engine::HybridOptions hybrid_options;
   std::string device = "cpu";
   int reps = 3, threads = 2;
   int64_t lora_rank = 0;
@@ -84,18 +84,21 @@ int main(int argc, char** argv) {
     context.model_path = model;
     context.device = device;
     const at::Device where(device);
-    fsdp::FsdpOptions train_options;
+    train_fsdp::FsdpOptions train_options;
     train_options.fsdp_config.dtype = train_dtype;
     train_options.lora.lora_rank = lora_rank;
-    auto actor = std::make_shared<fsdp::FsdpEngine>(train_options, context);
+    auto actor = std::make_shared<train_fsdp::FsdpEngine>(train_options, context);
     infer_native::NativeEngineOptions rollout_options;
     rollout_options.dtype = rollout_dtype;
     auto rollout = std::make_shared<infer_native::NativeEngine>(rollout_options, context);
-    const auto made = hybrid::make_sharding_manager(
-        hybrid_options, mode == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed);
-    hybrid::HybridShardingManager& manager = *made;
-    manager.attach(
-        {actor, rollout, std::make_shared<hybrid::IdentityAdaptor>(), std::make_shared<hybrid::EngineOffloader>(), {}});
+    const auto made = hybrid_engine::make_sharding_manager(
+        hybrid_options, mode == "naive" ? hybrid_engine::SwapMode::kNaive : hybrid_engine::SwapMode::kBucketed);
+    hybrid_engine::HybridShardingManager& manager = *made;
+    manager.attach({actor,
+                    rollout,
+                    std::make_shared<hybrid_engine::IdentityAdaptor>(),
+                    std::make_shared<hybrid_engine::EngineOffloader>(),
+                    {}});
     const int64_t bytes = manager.plan().bucket_bytes;
     double to_rollout = 1e30, to_train = 1e30, first_to_rollout = 0;
     SwapStats best;

@@ -193,12 +193,12 @@ int run_rank(const Args& a) {
   context.comm = comm.get();
   const at::Device device = resolve_device(a.device, a.rank, "--device");
   context.device = device.str();
-  fsdp::FsdpOptions options;
+  train_fsdp::FsdpOptions options;
   options.fsdp_config.mixed_precision.param_dtype = a.dtype;
   options.enable_gradient_checkpointing = a.checkpointing != 0;
   options.fsdp_config.param_offload = a.offload != 0;
   options.fsdp_config.optimizer_offload = a.offload != 0;
-  fsdp::FsdpEngine engine(options, context);
+  train_fsdp::FsdpEngine engine(options, context);
   const Batch all = make_batch(a, engine.model_config().vocab_size);
   const Batch mine = all.slice(a.rank * a.batch / a.world, (a.rank + 1) * a.batch / a.world);
   ForwardOptions forward;

@@ -83,10 +83,10 @@ int main(int argc, char** argv) {
   }
   rlcore::ComponentContext context;
   context.model_path = model;
-  rlcore::vllm_bridge::BridgeOptions bridge_options;
+  rlcore::infer_vllm_bridge::BridgeOptions bridge_options;
   bridge_options.server_urls = {server};
   bridge_options.weights_dir = weights_dir;
-  rlcore::vllm_bridge::BridgeEngine bridge(bridge_options, context);
+  rlcore::infer_vllm_bridge::BridgeEngine bridge(bridge_options, context);
   rlcore::infer_native::NativeEngine native({}, context);
 
   rlcore::SamplingParams greedy;
@@ -95,8 +95,9 @@ int main(int argc, char** argv) {
   std::printf(
       "### vllm_bridge vs infer-native in process (%s %s at %s; greedy, prompt %lld, %lld new tokens, best of "
       "%lld)\n\n",
-      rlcore::vllm_bridge::server_kind_name(bridge.server().kind), bridge.server().version.c_str(), server.c_str(),
-      static_cast<long long>(prompt_len), static_cast<long long>(max_tokens), static_cast<long long>(reps));
+      rlcore::infer_vllm_bridge::server_kind_name(bridge.server().kind), bridge.server().version.c_str(),
+      server.c_str(), static_cast<long long>(prompt_len), static_cast<long long>(max_tokens),
+      static_cast<long long>(reps));
   std::printf("| batch | in-process tok/s | bridge tok/s | ratio (bridge/in-process) |\n|---:|---:|---:|---:|\n");
   for (int64_t batch : parse_list(batches_text)) {
     const auto prompts = prompts_of(batch, prompt_len);

@@ -12,7 +12,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 namespace {
 
 constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
@@ -100,4 +100,4 @@ at::Tensor BucketMemory::allocate(int64_t bytes, const at::Device& device) {
       options);
 }
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

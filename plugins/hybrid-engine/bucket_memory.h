@@ -6,7 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 // What happens to a CPU bucket's pages when the rollout lets go of the bucket.
 //   kLazyFree: they go back to the kernel with MADV_FREE and the address range
@@ -36,4 +36,4 @@ class BucketMemory {
   std::shared_ptr<Reserved> reserved_;
 };
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 namespace {
 
 // The planned tensor that is exactly `name`'s copy, or -1.
@@ -82,4 +82,4 @@ DirectGatherPlan plan_direct_gathers(const SwapPlan& plan, const std::vector<Gat
   return result;
 }
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -16,7 +16,7 @@
 #include "rlcore/capabilities.h"
 #include "swap_plan.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 struct DirectGather {
   int64_t byte_offset = -1;  // where the gather's buffer starts in the bucket; -1: not direct
@@ -34,4 +34,4 @@ struct DirectGatherPlan {
 // tensor is a plain copy of its one source: the identity adaptor, tp = pp = 1).
 DirectGatherPlan plan_direct_gathers(const SwapPlan& plan, const std::vector<GathersIntoBuffers::Gather>& gathers);
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -1,7 +1,7 @@
 // The `engine` offloader.
 #include "engine_offloader.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 void EngineOffloader::offload(TrainEngine& engine, OffloadSet what) {
   if (what != OffloadSet::kNone) engine.offload(what);
@@ -11,4 +11,4 @@ void EngineOffloader::reload(TrainEngine& engine, OffloadSet what) {
   if (what != OffloadSet::kNone) engine.reload(what);
 }
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -5,7 +5,7 @@
 
 #include "rlcore/offloader.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 class EngineOffloader final : public Offloader {
  public:
@@ -13,4 +13,4 @@ class EngineOffloader final : public Offloader {
   void reload(TrainEngine& engine, OffloadSet what) override;
 };
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -1,7 +1,7 @@
 // The sharding managers' option keys.
 #include "hybrid_options.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 OptionsSchema<HybridOptions> hybrid_options_schema() {
   OptionsSchema<HybridOptions> schema;
@@ -45,4 +45,4 @@ BucketRelease bucket_release(const HybridOptions& options) {
   return options.bucket_release == "unmap" ? BucketRelease::kUnmap : BucketRelease::kLazyFree;
 }
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

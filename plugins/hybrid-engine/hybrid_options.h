@@ -9,7 +9,7 @@
 #include "rlcore/options.h"
 #include "rlcore/train_engine.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 struct HybridOptions {
   bool offload_train_param = false;
@@ -32,4 +32,4 @@ OptionsSchema<HybridOptions> hybrid_options_schema();
 OffloadSet offload_set(const HybridOptions& options);
 BucketRelease bucket_release(const HybridOptions& options);
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

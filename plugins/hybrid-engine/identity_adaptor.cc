@@ -8,7 +8,7 @@
 #include "rlcore/model/tensor_parallel.h"
 #include "weight_copy.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 std::vector<std::string> IdentityAdaptor::sources(const WeightMeta& target, const RolloutLayout&) const {
   return {target.name};
@@ -25,4 +25,4 @@ void IdentityAdaptor::convert(const WeightMeta& target, const RolloutLayout& lay
   copy_weight(model::tp_slice(target.name, full[0], layout.tp_rank, layout.tp_size), out);
 }
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

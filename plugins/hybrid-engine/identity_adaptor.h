@@ -7,7 +7,7 @@
 
 #include "rlcore/weight_adaptor.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 class IdentityAdaptor final : public WeightAdaptor {
  public:
@@ -16,4 +16,4 @@ class IdentityAdaptor final : public WeightAdaptor {
                at::Tensor& out) const override;
 };
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -5,7 +5,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 std::unique_ptr<LoraSwap> LoraSwap::for_engine(TrainEngine& train, const SwapPlan& plan) {
   auto* adapters = capability<TrainsLowRankAdapters>(train);
@@ -68,4 +68,4 @@ void LoraSwap::fill_from_cache(const WeightAdaptor& adaptor, const RolloutLayout
   }
 }
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -22,7 +22,7 @@
 #include "rlcore/sharding_manager.h"
 #include "swap_plan.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 using FullParameterVisitor = std::function<void(const std::string&, const at::Tensor&)>;
 
@@ -56,4 +56,4 @@ class LoraSwap {
   bool cached_ = false;
 };
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -9,7 +9,7 @@
 #include "rlcore/model/tensor_parallel.h"
 #include "weight_copy.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 MegatronAdaptor::MegatronAdaptor(model::ModelConfig config) : config_(std::move(config)) {}
 
@@ -33,4 +33,4 @@ void MegatronAdaptor::convert(const WeightMeta& target, const RolloutLayout& lay
   copy_weight(model::tp_slice(target.name, hf, layout.tp_rank, layout.tp_size), out);
 }
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

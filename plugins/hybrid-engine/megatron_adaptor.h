@@ -8,7 +8,7 @@
 #include "rlcore/model/config.h"
 #include "rlcore/weight_adaptor.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 class MegatronAdaptor final : public WeightAdaptor {
  public:
@@ -21,4 +21,4 @@ class MegatronAdaptor final : public WeightAdaptor {
   model::ModelConfig config_;
 };
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

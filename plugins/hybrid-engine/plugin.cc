@@ -8,7 +8,7 @@
 #include "rlcore/error.h"
 #include "sharding_manager_impl.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 namespace {
 
 struct NoOptions {};
@@ -50,6 +50,6 @@ void register_hybrid_engine(PluginRegistrar& registrar) {
 }
 
 }  // namespace
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine
 
-RLCORE_PLUGIN("hybrid-engine", "0.1.0", rlcore::hybrid::register_hybrid_engine)
+RLCORE_PLUGIN("hybrid-engine", "0.1.0", rlcore::hybrid_engine::register_hybrid_engine)

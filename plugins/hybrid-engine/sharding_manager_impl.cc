@@ -9,7 +9,7 @@
 #include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -275,4 +275,4 @@ SwapStats HybridShardingManager::to_train() {
   return stats;
 }
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -24,7 +24,7 @@
 #include "rlcore/sharding_manager.h"
 #include "swap_plan.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 enum class SwapMode { kBucketed, kNaive };
 
@@ -95,4 +95,4 @@ class NaiveShardingManager final : public HybridShardingManager {
 
 std::unique_ptr<HybridShardingManager> make_sharding_manager(const HybridOptions& options, SwapMode mode);
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

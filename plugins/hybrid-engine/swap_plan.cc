@@ -3,7 +3,7 @@
 
 #include <ATen/ATen.h>
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 SwapPlan plan_swap(const std::vector<WeightMeta>& meta, const WeightAdaptor& adaptor, const RolloutLayout& layout) {
   SwapPlan plan;
@@ -32,4 +32,4 @@ std::vector<at::Tensor> bucket_views(const SwapPlan& plan, const at::Tensor& buc
   return views;
 }
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -12,7 +12,7 @@
 
 #include "rlcore/weight_adaptor.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 struct PlannedTensor {
   WeightMeta meta;
@@ -34,4 +34,4 @@ SwapPlan plan_swap(const std::vector<WeightMeta>& meta, const WeightAdaptor& ada
 // Views of `bucket` (1-D uint8, plan.bucket_bytes) shaped and typed as the planned tensors.
 std::vector<at::Tensor> bucket_views(const SwapPlan& plan, const at::Tensor& bucket);
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

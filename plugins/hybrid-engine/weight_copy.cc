@@ -14,7 +14,7 @@
 
 #include "rlcore/model/cpu_kernels.h"
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 namespace {
 
 // Below this many elements a tensor is copied on the calling thread: waking
@@ -128,4 +128,4 @@ void copy_weight(const at::Tensor& src, at::Tensor& out) {
                    });
 }
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

@@ -6,7 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace rlcore::hybrid {
+namespace rlcore::hybrid_engine {
 
 // out <- src converted to out's dtype, bitwise what out.copy_(src) writes for
 // every non-NaN value (bf16 rounds to nearest even). Fast paths: CPU tensors
@@ -30,4 +30,4 @@ int64_t cast_kernel_calls(CastKernel kernel);
 // the CPU has its instructions): for tests that compare the versions.
 void float_to_bf16(CastKernel kernel, const float* in, uint16_t* out, int64_t n);
 
-}  // namespace rlcore::hybrid
+}  // namespace rlcore::hybrid_engine

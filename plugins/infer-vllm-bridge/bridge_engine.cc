@@ -16,7 +16,7 @@
 #include "rlcore/error.h"
 #include "rlcore/safetensors/safetensors.h"
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::infer_vllm_bridge {
 namespace fs = std::filesystem;
 namespace {
 
@@ -287,4 +287,4 @@ void BridgeEngine::check_server_weight_version() const {
   });
 }
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::infer_vllm_bridge

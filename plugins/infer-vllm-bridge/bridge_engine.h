@@ -26,7 +26,7 @@
 #include "server_control.h"
 #include "weight_snapshots.h"
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::infer_vllm_bridge {
 
 using http::HttpJsonClient;
 using http::HttpReply;
@@ -92,4 +92,4 @@ class BridgeEngine final : public InferenceEngine, public RemoteGeneration, publ
   bool kv_cache_asleep_ = false;
 };
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::infer_vllm_bridge

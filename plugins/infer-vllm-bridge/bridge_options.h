@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::infer_vllm_bridge {
 
 struct BridgeOptions {
   // server_url: http://host:port of a vLLM / SGLang / rlcore serve server, or a
@@ -27,4 +27,4 @@ struct BridgeOptions {
   double reload_timeout_s = 900;
 };
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::infer_vllm_bridge

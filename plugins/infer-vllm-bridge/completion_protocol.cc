@@ -7,7 +7,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::infer_vllm_bridge {
 namespace {
 
 using nlohmann::json;
@@ -159,4 +159,4 @@ GenerationOutput parse_completion_response(const json& body, std::size_t prompts
   return out;
 }
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::infer_vllm_bridge

@@ -10,7 +10,7 @@
 
 #include "rlcore/inference_engine.h"
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::infer_vllm_bridge {
 
 // The request body for `prompts` (token ids). `seed` < 0 leaves sampling
 // unseeded; log-probs come back for the sampled tokens only (logprobs: 0).
@@ -23,4 +23,4 @@ nlohmann::json completion_request(const std::string& model, const std::vector<st
 // wrong choice count or indices, an unknown finish_reason.
 GenerationOutput parse_completion_response(const nlohmann::json& body, std::size_t prompts, int64_t n);
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::infer_vllm_bridge

@@ -3,7 +3,7 @@
 
 #include "bridge_engine.h"
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::infer_vllm_bridge {
 namespace {
 
 void register_engine(PluginRegistrar& registrar) {
@@ -53,6 +53,6 @@ void register_engine(PluginRegistrar& registrar) {
 }
 
 }  // namespace
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::infer_vllm_bridge
 
-RLCORE_PLUGIN("infer-vllm-bridge", "0.1.0", rlcore::vllm_bridge::register_engine)
+RLCORE_PLUGIN("infer-vllm-bridge", "0.1.0", rlcore::infer_vllm_bridge::register_engine)

@@ -5,7 +5,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::infer_vllm_bridge {
 namespace {
 
 using nlohmann::json;
@@ -182,4 +182,4 @@ std::optional<std::string> ServerControl::weight_version() const {
   return string_or(reply.json, "weight_version", "");
 }
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::infer_vllm_bridge

@@ -10,7 +10,7 @@
 
 #include "common/http/http_json_client.h"
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::infer_vllm_bridge {
 
 using http::HttpJsonClient;
 using http::HttpReply;
@@ -68,4 +68,4 @@ class ServerControl {
   std::string version_route_;  // where the server reports its weights version; empty: it keeps none
 };
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::infer_vllm_bridge

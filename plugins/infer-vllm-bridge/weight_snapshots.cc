@@ -12,7 +12,7 @@
 #include "rlcore/error.h"
 #include "rlcore/safetensors/safetensors.h"
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::infer_vllm_bridge {
 namespace fs = std::filesystem;
 namespace {
 
@@ -92,4 +92,4 @@ void WeightSnapshots::remove_all_but(const std::vector<fs::path>& keep) const {
   }
 }
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::infer_vllm_bridge

@@ -9,7 +9,7 @@
 
 #include "rlcore/inference_engine.h"
 
-namespace rlcore::vllm_bridge {
+namespace rlcore::infer_vllm_bridge {
 
 class WeightSnapshots {
  public:
@@ -35,4 +35,4 @@ class WeightSnapshots {
   std::filesystem::path model_path_;
 };
 
-}  // namespace rlcore::vllm_bridge
+}  // namespace rlcore::infer_vllm_bridge

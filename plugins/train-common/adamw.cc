@@ -9,7 +9,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 namespace {
 
 bool fusable(const at::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous(); }
@@ -68,4 +68,4 @@ void adamw_update(at::Tensor& param, const at::Tensor& grad, at::Tensor& exp_avg
   param.addcdiv_(exp_avg, denom, -hyper.lr / bias_correction1);
 }
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

@@ -6,7 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 struct AdamWHyper {
   double lr = 0;
@@ -22,4 +22,4 @@ struct AdamWHyper {
 void adamw_update(at::Tensor& param, const at::Tensor& grad, at::Tensor& exp_avg, at::Tensor& exp_avg_sq,
                   const AdamWHyper& hyper);
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

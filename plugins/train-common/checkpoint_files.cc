@@ -7,7 +7,7 @@
 #include "rlcore/atomic_file.h"
 #include "rlcore/error.h"
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 namespace {
 
 namespace fs = std::filesystem;
@@ -42,4 +42,4 @@ void write_hf_export(const fs::path& dir, const nlohmann::json& config, const Na
   }
 }
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

@@ -9,7 +9,7 @@
 
 #include "rlcore/safetensors/safetensors.h"
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 // IoError for a missing file (naming `what` it belongs to), FormatError for bad JSON.
 nlohmann::json read_json(const std::filesystem::path& path, const std::string& what);
@@ -20,4 +20,4 @@ nlohmann::json read_json(const std::filesystem::path& path, const std::string& w
 void write_hf_export(const std::filesystem::path& dir, const nlohmann::json& config, const NamedTensors& tensors,
                      const std::filesystem::path& source_dir);
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

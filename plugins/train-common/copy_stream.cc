@@ -7,7 +7,7 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 namespace {
 
 const c10::impl::DeviceGuardImplInterface& guard_impl(const at::Device& device) {
@@ -74,4 +74,4 @@ void CopyStream::synchronize() {
   reading_.clear();
 }
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

@@ -21,7 +21,7 @@ namespace c10 {
 class Event;
 }
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 // The end of one copy to the device, as seen by the compute stream.
 class CopyFence {
@@ -63,4 +63,4 @@ class CopyStream {
   std::vector<at::Tensor> reading_;  // sources of copies to the host still in flight
 };
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

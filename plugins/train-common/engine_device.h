@@ -7,7 +7,7 @@
 
 #include "rlcore/registry.h"
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 // The context's device resolved for this worker (rlcore/device.h): a bare
 // `cuda` becomes cuda:<local rank>, so the engine's own device compares equal
@@ -15,4 +15,4 @@ namespace rlcore::train {
 // empty device is the CPU. Errors name `engine`'s device key.
 at::Device engine_device(const ComponentContext& context, const std::string& engine);
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

@@ -7,7 +7,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 LrSchedule::LrSchedule(double base_lr, std::string type, int64_t warmup_steps, int64_t total_steps, double min_lr_ratio,
                        double num_cycles)
@@ -39,4 +39,4 @@ double LrSchedule::lr(int64_t step) const {
   return base_lr_ * std::max(0.0, x * coef + intercept);
 }
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 class LrSchedule {
  public:
@@ -26,4 +26,4 @@ class LrSchedule {
   double num_cycles_;
 };
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

@@ -7,7 +7,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 std::vector<RowRange> micro_batch_rows(const at::Tensor& attention_mask, const MicroBatching& batching) {
   const int64_t rows = attention_mask.size(0);
@@ -89,4 +89,4 @@ std::vector<MicroBatch> make_micro_batches(const Batch& batch, const ForwardOpti
   return micro;
 }
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

@@ -13,7 +13,7 @@
 #include "rlcore/model/transformer.h"
 #include "rlcore/train_engine.h"
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 struct RowRange {
   int64_t begin = 0;
@@ -48,4 +48,4 @@ at::Tensor response_counts(const Batch& batch, const std::string& engine);
 // The tensor column `name`; ValueError prefixed by `engine` when absent.
 const at::Tensor& require_column(const Batch& batch, const char* name, const std::string& engine);
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

@@ -3,7 +3,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 OptionsSchema<OptimOptions> optim_options_schema() {
   OptionsSchema<OptimOptions> optim;
@@ -45,4 +45,4 @@ LrSchedule make_lr_schedule(const OptimOptions& o, int64_t run_total_steps) {
   return LrSchedule(o.lr, scheduler_type(o), warmup, total, o.min_lr_ratio, o.num_cycles);
 }
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

@@ -9,7 +9,7 @@
 #include "lr_schedule.h"
 #include "rlcore/options.h"
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 struct OptimOptions {
   double lr = 1e-6;
@@ -36,4 +36,4 @@ std::string scheduler_type(const OptimOptions& optim);
 // unless optim.total_training_steps overrides it). ConfigError for bad betas.
 LrSchedule make_lr_schedule(const OptimOptions& optim, int64_t run_total_steps);
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

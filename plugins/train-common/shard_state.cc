@@ -1,7 +1,7 @@
 // Moving training state between device and host memory through a CopyStream.
 #include "shard_state.h"
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 void Placed::offload(CopyStream& copies) {
   if (!device_.defined()) return;
@@ -43,4 +43,4 @@ void reload_states(const std::vector<ShardState*>& states, OffloadSet what, Copy
   }
 }
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

@@ -10,7 +10,7 @@
 #include "copy_stream.h"
 #include "rlcore/train_engine.h"
 
-namespace rlcore::train {
+namespace rlcore::train_common {
 
 // A tensor that lives on the device or, while offloaded, as a separate host
 // copy. A reload may still be in flight on the copy stream: device() makes the
@@ -58,4 +58,4 @@ void offload_states(const std::vector<ShardState*>& states, OffloadSet what, Cop
 // optimizer moments, which the optimizer step needs last.
 void reload_states(const std::vector<ShardState*>& states, OffloadSet what, CopyStream& copies);
 
-}  // namespace rlcore::train
+}  // namespace rlcore::train_common

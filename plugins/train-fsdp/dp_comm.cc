@@ -6,7 +6,7 @@
 
 #include "rlcore/comm_context.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 
 DpComm::DpComm(const CommContext* comm) {
   if (comm == nullptr) return;
@@ -79,4 +79,4 @@ void DpComm::barrier() const {
   if (group_) group_->barrier();
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

@@ -12,7 +12,7 @@ class CommContext;
 class CommGroup;
 }  // namespace rlcore
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 
 class DpComm {
  public:
@@ -45,4 +45,4 @@ class DpComm {
   bool sums_16bit_ = false;  // the backend sums bf16/fp16 CUDA tensors itself (NCCL)
 };
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

@@ -25,7 +25,7 @@
 #include "rlcore/fault_point.h"
 #include "rlcore/safetensors/safetensors.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 namespace {
 
 namespace fs = std::filesystem;
@@ -132,7 +132,7 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
   ResidentScope resident(*this, OffloadSet::kAll);
   const fs::path dir(dir_text);
   const fs::path manifest_path = dir / kManifest;
-  const nlohmann::json manifest = train::read_json(manifest_path, "an fsdp checkpoint");
+  const nlohmann::json manifest = train_common::read_json(manifest_path, "an fsdp checkpoint");
   int64_t saved_world = 0;
   std::vector<UnitLayout> saved;
   bool has_optimizer = false;
@@ -181,7 +181,7 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
   };
   at::NoGradGuard no_grad;
   for (size_t u = 0; u < layouts_.size(); ++u) {
-    train::ShardState& state = shards_[u];
+    train_common::ShardState& state = shards_[u];
     std::vector<std::pair<std::string, at::Tensor*>> targets = {{".param", &state.param.device()}};
     if (trainable_ && base_trains()) {
       targets.emplace_back(".exp_avg", &state.exp_avg.device());
@@ -214,7 +214,7 @@ void FsdpEngine::load_checkpoint(const std::string& dir_text) {
   const fs::path rng_path = rank_file(dir, dp_.rank() % saved_world, ".json");
   try {
     default_cpu_generator().set_state(
-        from_hex(train::read_json(rng_path, "an fsdp checkpoint").at("rng").get<std::string>(), rng_path));
+        from_hex(train_common::read_json(rng_path, "an fsdp checkpoint").at("rng").get<std::string>(), rng_path));
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(rng_path.string() + ": " + e.what());
   }
@@ -240,10 +240,10 @@ void FsdpEngine::export_hf(const std::string& dir_text) {
       }
       json["num_labels"] = 1;
     }
-    train::write_hf_export(dir, json, tensors, model_path_);
+    train_common::write_hf_export(dir, json, tensors, model_path_);
     if (lora_.enabled()) write_peft_adapter((dir / kLoraDir).string(), lora_, model_path_);
   }
   dp_.barrier();
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

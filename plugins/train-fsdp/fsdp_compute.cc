@@ -20,7 +20,7 @@
 #include "rlcore/error.h"
 #include "rlcore/rl_functional.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 namespace {
 
 // Sum and count of each loss metric over this rank's micro-batches.
@@ -124,7 +124,7 @@ ModelOutput FsdpEngine::forward_with_sum_pi_squared(const Batch& batch, const Fo
 ModelOutput FsdpEngine::forward_outputs(const Batch& batch, const ForwardOptions& options, at::Tensor* sum_pi_squared) {
   ResidentScope resident(*this, OffloadSet::kParams);
   at::NoGradGuard no_grad;
-  std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
+  std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
   std::vector<at::Tensor> hidden = forward_trunk(micro, nullptr);
   std::vector<at::Tensor> log_prob, entropy, values, pi_squared;
   {
@@ -141,7 +141,7 @@ ModelOutput FsdpEngine::forward_outputs(const Batch& batch, const ForwardOptions
       hidden[m] = at::Tensor();
     }
   }
-  const int64_t response_len = train::require_column(batch, columns::kResponses, "fsdp").size(1);
+  const int64_t response_len = train_common::require_column(batch, columns::kResponses, "fsdp").size(1);
   ModelOutput output;
   if (head_ == model::ModelHead::kValue) {
     output.values = concat_or_empty(values, response_len, device_);
@@ -160,9 +160,9 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
   at::AutoGradMode grad_mode(true);
   zero_grads();  // a step that threw half-way left partial sums
   GradWorkspace workspace(max_padded_numel(), device_);
-  std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
+  std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
 
-  at::Tensor counts = train::response_counts(batch, "fsdp");
+  at::Tensor counts = train_common::response_counts(batch, "fsdp");
   dp_.all_reduce_sum(counts);
   GlobalBatchInfo global{dp_.size(), counts[0].item<double>(), counts[1].item<double>()};
 
@@ -246,26 +246,26 @@ double FsdpEngine::clip_and_step() {
   materialize_cleared_grads();
   // Each shard's fp32 norm (no shard-sized double copy), squared and summed in double.
   at::Tensor squares = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
-  for (const train::ShardState& state : shards_) squares += state.grad.device().norm().to(at::kDouble).square();
+  for (const train_common::ShardState& state : shards_) squares += state.grad.device().norm().to(at::kDouble).square();
   squares = squares.cpu();
   dp_.all_reduce_sum(squares);
   const double grad_norm = std::sqrt(squares.item<double>());
-  if (const std::optional<train::AdamWHyper> hyper = begin_update(grad_norm)) {
+  if (const std::optional<train_common::AdamWHyper> hyper = begin_update(grad_norm)) {
     at::NoGradGuard no_grad;
-    for (train::ShardState& state : shards_)
-      train::adamw_update(state.param.device(), state.grad.device(), state.exp_avg.device(), state.exp_avg_sq.device(),
-                          *hyper);
+    for (train_common::ShardState& state : shards_)
+      train_common::adamw_update(state.param.device(), state.grad.device(), state.exp_avg.device(),
+                                 state.exp_avg_sq.device(), *hyper);
   }
   zero_grads();
   return grad_norm;
 }
 
-std::optional<train::AdamWHyper> FsdpEngine::begin_update(double grad_norm) {
+std::optional<train_common::AdamWHyper> FsdpEngine::begin_update(double grad_norm) {
   const double lr = schedule_.lr(step_);
   ++step_;
   if (!std::isfinite(grad_norm)) return std::nullopt;  // verl skips the update and drops the gradients
   ++adam_steps_;
-  train::AdamWHyper hyper{
+  train_common::AdamWHyper hyper{
       lr,         options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps, options_.optim.weight_decay,
       adam_steps_};
   // Clipping scales the gradient inside the update's own pass over it (the gradients are dropped after).
@@ -275,15 +275,15 @@ std::optional<train::AdamWHyper> FsdpEngine::begin_update(double grad_norm) {
 
 double FsdpEngine::lora_clip_and_step() {
   const double grad_norm = std::sqrt(lora_.reduce_grads(dp_));
-  if (const std::optional<train::AdamWHyper> hyper = begin_update(grad_norm)) {
+  if (const std::optional<train_common::AdamWHyper> hyper = begin_update(grad_norm)) {
     at::NoGradGuard no_grad;
     for (auto& pair : lora_.pairs()) {
-      train::adamw_update(pair->a, pair->grad_a, pair->exp_avg_a, pair->exp_avg_sq_a, *hyper);
-      train::adamw_update(pair->b, pair->grad_b, pair->exp_avg_b, pair->exp_avg_sq_b, *hyper);
+      train_common::adamw_update(pair->a, pair->grad_a, pair->exp_avg_a, pair->exp_avg_sq_a, *hyper);
+      train_common::adamw_update(pair->b, pair->grad_b, pair->exp_avg_b, pair->exp_avg_sq_b, *hyper);
     }
   }
   lora_.zero_grads();
   return grad_norm;
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

@@ -16,7 +16,7 @@
 #include "rlcore/error.h"
 #include "rlcore/safetensors/safetensors.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 namespace {
 
 model::ModelConfig read_config(const std::string& model_path) {
@@ -50,13 +50,13 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       model_path_(context.model_path),
       head_(parse_head(context.model_head)),
       trainable_(context.trainable),
-      device_(train::engine_device(context, "fsdp")),
+      device_(train_common::engine_device(context, "fsdp")),
       copies_(device_),
       precision_(resolve_mixed_precision(options.fsdp_config)),
       dp_(context.comm),
       config_(read_config(context.model_path)),
       skeleton_(config_, head_, at::TensorOptions().device(at::kMeta).dtype(precision_.param)),
-      schedule_(train::make_lr_schedule(options.optim, context.total_training_steps)) {
+      schedule_(train_common::make_lr_schedule(options.optim, context.total_training_steps)) {
   check_dtype_supported(device_, precision_.param, "fsdp_config.mixed_precision.param_dtype");
   require_compute_dtype(precision_.param, device_);
   if (!device_.is_cpu()) skeleton_.rotary = model::RotaryEmbedding(config_, device_);
@@ -97,7 +97,7 @@ void FsdpEngine::init_shards() {
   const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
   shards_.clear();
   for (const UnitLayout& layout : layouts_) {
-    train::ShardState state;
+    train_common::ShardState state;
     state.param.device() = at::zeros({layout.shard_size}, fp32);
     if (trainable_ && base_trains()) {
       state.grad.device() = at::zeros({layout.shard_size}, fp32);
@@ -352,25 +352,25 @@ at::Tensor FsdpEngine::merged_parameter(const std::string& name, const at::Tenso
   return lora_.merged(*adapter, base);
 }
 
-std::vector<train::ShardState*> FsdpEngine::shard_states() {
-  std::vector<train::ShardState*> states;
-  for (train::ShardState& state : shards_) states.push_back(&state);
+std::vector<train_common::ShardState*> FsdpEngine::shard_states() {
+  std::vector<train_common::ShardState*> states;
+  for (train_common::ShardState& state : shards_) states.push_back(&state);
   return states;
 }
 
 void FsdpEngine::offload(OffloadSet what) {
-  train::offload_states(shard_states(), what, copies_);
+  train_common::offload_states(shard_states(), what, copies_);
   offloaded_ = offloaded_ | what;
 }
 
 void FsdpEngine::reload(OffloadSet what) {
-  train::reload_states(shard_states(), what, copies_);
+  train_common::reload_states(shard_states(), what, copies_);
   offloaded_ = static_cast<OffloadSet>(static_cast<unsigned>(offloaded_) & ~static_cast<unsigned>(what));
 }
 
 TrainMemory FsdpEngine::memory() const {
   TrainMemory memory;
-  for (const train::ShardState& state : shards_) {
+  for (const train_common::ShardState& state : shards_) {
     memory.param_bytes += state.param.device_bytes();
     memory.grad_bytes += state.grad.device_bytes();
     memory.optimizer_bytes += state.exp_avg.device_bytes() + state.exp_avg_sq.device_bytes();
@@ -388,4 +388,4 @@ void FsdpEngine::zero_grads() {
   if (lora_.enabled()) lora_.zero_grads();
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

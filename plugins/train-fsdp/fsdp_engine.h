@@ -28,7 +28,7 @@
 #include "train-common/shard_state.h"
 #include "unit_layout.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 
 class GatheredUnit;
 class GradWorkspace;
@@ -83,7 +83,7 @@ class FsdpEngine final : public TrainEngine,
  private:
   friend class GatheredUnit;
   friend class ResidentScope;
-  using MicroBatch = train::MicroBatch;
+  using MicroBatch = train_common::MicroBatch;
   // What the forward of train_step keeps of one decoder layer for its backward:
   // the inputs (per micro-batch); without checkpointing also the outputs with
   // their autograd graph and the gathered unit those graphs hold.
@@ -108,7 +108,7 @@ class FsdpEngine final : public TrainEngine,
   bool unit_has_adapter(int64_t unit) const;
   void init_shards();
   void load_initial_weights();
-  std::vector<train::ShardState*> shard_states();  // in unit order
+  std::vector<train_common::ShardState*> shard_states();  // in unit order
   // The unit's full flat buffer (padded) in `dtype`, gathered from every rank
   // (the shards are cast before the gather: 16-bit halves the traffic).
   at::Tensor gather_full(int64_t unit, at::ScalarType dtype = at::kFloat) const;
@@ -141,7 +141,7 @@ class FsdpEngine final : public TrainEngine,
   double lora_clip_and_step();
   // Advances the lr schedule; this update's AdamW settings (clipping included),
   // or nullopt for a non-finite norm, whose update is skipped.
-  std::optional<train::AdamWHyper> begin_update(double grad_norm);
+  std::optional<train_common::AdamWHyper> begin_update(double grad_norm);
   void zero_grads();                 // logically: see grad_cleared_
   void materialize_cleared_grads();  // writes the zeros of the units no reduce_gradient reached
 
@@ -150,8 +150,8 @@ class FsdpEngine final : public TrainEngine,
   model::ModelHead head_;
   bool trainable_;
   at::Device device_;
-  train::CopyStream copies_;  // offload and reload, beside the compute stream
-  MixedPrecision precision_;  // param: compute dtype of gathered units; reduce: of the gradient average
+  train_common::CopyStream copies_;  // offload and reload, beside the compute stream
+  MixedPrecision precision_;         // param: compute dtype of gathered units; reduce: of the gradient average
   DpComm dp_;
   model::ModelConfig config_;
   // Parameters live on the meta device except while their unit is installed.
@@ -160,8 +160,8 @@ class FsdpEngine final : public TrainEngine,
   std::vector<UnitLayout> layouts_;
   std::vector<std::vector<at::Tensor*>> slots_;  // per unit, per parameter
   std::vector<std::vector<at::Tensor>> placeholders_;
-  std::vector<train::ShardState> shards_;
-  train::LrSchedule schedule_;
+  std::vector<train_common::ShardState> shards_;
+  train_common::LrSchedule schedule_;
   int64_t step_ = 0;        // train_step calls (drives the lr schedule)
   int64_t adam_steps_ = 0;  // updates applied (a step with a non-finite norm is skipped)
   OffloadSet offloaded_ = OffloadSet::kNone;
@@ -171,4 +171,4 @@ class FsdpEngine final : public TrainEngine,
   std::vector<bool> grad_cleared_;
 };
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

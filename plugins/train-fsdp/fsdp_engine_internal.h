@@ -11,7 +11,7 @@
 #include "rlcore/batch.h"
 #include "rlcore/model/layers.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 
 // A unit's gradient while a train_step accumulates it: this rank's grad shard
 // itself when nothing needs reducing (one rank, fp32 reduce_dtype), else a
@@ -76,4 +76,4 @@ class ResidentScope {
   OffloadSet moved_;
 };
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

@@ -4,7 +4,7 @@
 #include "mixed_precision.h"
 #include "rlcore/error.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 
 namespace {
 
@@ -42,7 +42,7 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
       .key("optimizer_offload", &FsdpConfigOptions::optimizer_offload,
            "Keep AdamW state in host memory between optimizer steps.");
   OptionsSchema<FsdpOptions> schema;
-  schema.section("optim", &FsdpOptions::optim, train::optim_options_schema())
+  schema.section("optim", &FsdpOptions::optim, train_common::optim_options_schema())
       .key("grad_clip", &FsdpOptions::grad_clip, "Global gradient-norm clip; <= 0 disables clipping.")
       .key("enable_gradient_checkpointing", &FsdpOptions::enable_gradient_checkpointing,
            "Recompute each decoder layer in the backward pass (verl's model.enable_gradient_checkpointing). "
@@ -56,4 +56,4 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
   return schema;
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

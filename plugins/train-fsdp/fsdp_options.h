@@ -10,9 +10,9 @@
 #include "train-common/optim_options.h"
 #include "rlcore/options.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 
-using train::OptimOptions;
+using train_common::OptimOptions;
 
 // verl's fsdp_config.mixed_precision (torch FSDP's MixedPrecision); the
 // strings are resolved and checked by resolve_mixed_precision().
@@ -41,4 +41,4 @@ struct FsdpOptions {
 
 OptionsSchema<FsdpOptions> fsdp_options_schema();
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

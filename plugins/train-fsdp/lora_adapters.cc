@@ -12,7 +12,7 @@
 #include "lora_targets.h"
 #include "rlcore/error.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 namespace {
 
 model::Linear* projection(model::DecoderLayer& layer, const std::string& name) {
@@ -185,4 +185,4 @@ int64_t LoraAdapters::param_bytes() const {
   return bytes;
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

@@ -17,7 +17,7 @@
 #include "rlcore/model/transformer.h"
 #include "rlcore/options.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 
 struct LoraOptions {
   int64_t lora_rank = 0;  // 0: LoRA off, the whole model trains
@@ -102,4 +102,4 @@ class LoraAdapters {
   std::vector<std::unique_ptr<LoraPair>> pairs_;  // stable addresses: the Linears' forwards point at them
 };
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

@@ -13,7 +13,7 @@
 #include "rlcore/error.h"
 #include "rlcore/safetensors/safetensors.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 namespace {
 
 namespace fs = std::filesystem;
@@ -174,4 +174,4 @@ LoraAdapters make_lora_adapters(const LoraOptions& options, model::Transformer& 
   return adapters;
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

@@ -10,7 +10,7 @@
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 namespace {
 
 bool is_suffix(const std::string& pattern, const std::string& module) {
@@ -102,4 +102,4 @@ std::vector<std::string> select_modules(const std::vector<std::string>& candidat
   return selected;
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

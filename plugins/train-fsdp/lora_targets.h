@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 
 // The projections of a decoder layer, in the model's order.
 const std::vector<std::string>& projection_names();
@@ -28,4 +28,4 @@ std::vector<std::string> select_modules(const std::vector<std::string>& candidat
                                         const std::vector<std::string>& targets,
                                         const std::vector<std::string>& excludes);
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

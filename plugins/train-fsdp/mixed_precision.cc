@@ -8,7 +8,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 namespace {
 
 const char* const kParamKey = "fsdp_config.mixed_precision.param_dtype";
@@ -59,4 +59,4 @@ void require_compute_dtype(at::ScalarType dtype, const at::Device& device) {
   }
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

@@ -12,7 +12,7 @@
 
 #include "fsdp_options.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 
 struct MixedPrecision {
   at::ScalarType param = at::kFloat;   // gathered parameters and activations
@@ -31,4 +31,4 @@ MixedPrecision resolve_mixed_precision(const FsdpConfigOptions& options);
 // matmul in `dtype` with this libtorch (fp16 on CPU before libtorch 2.x).
 void require_compute_dtype(at::ScalarType dtype, const at::Device& device);
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

@@ -4,7 +4,7 @@
 #include "fsdp_engine.h"
 #include "fsdp_options.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 namespace {
 
 void register_engine(PluginRegistrar& registrar) {
@@ -16,6 +16,6 @@ void register_engine(PluginRegistrar& registrar) {
 }
 
 }  // namespace
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp
 
-RLCORE_PLUGIN("train-fsdp", "0.1.0", rlcore::fsdp::register_engine)
+RLCORE_PLUGIN("train-fsdp", "0.1.0", rlcore::train_fsdp::register_engine)

@@ -7,7 +7,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 namespace {
 
 std::string unit_of(const std::string& name) {
@@ -88,4 +88,4 @@ UnitLayout unit_layout_from_json(const nlohmann::json& json, int64_t dp_size) {
   return layout;
 }
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

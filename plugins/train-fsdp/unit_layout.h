@@ -10,7 +10,7 @@
 
 #include "rlcore/model/transformer.h"
 
-namespace rlcore::fsdp {
+namespace rlcore::train_fsdp {
 
 struct UnitParam {
   std::string name;  // HF name
@@ -52,4 +52,4 @@ ElementRange intersect(const ElementRange& a, const ElementRange& b);
 nlohmann::json unit_layout_to_json(const UnitLayout& layout);
 UnitLayout unit_layout_from_json(const nlohmann::json& json, int64_t dp_size);
 
-}  // namespace rlcore::fsdp
+}  // namespace rlcore::train_fsdp

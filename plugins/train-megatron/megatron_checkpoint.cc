@@ -18,7 +18,7 @@
 #include "rlcore/error.h"
 #include "rlcore/safetensors/safetensors.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 namespace {
 
 namespace fs = std::filesystem;
@@ -84,7 +84,7 @@ void MegatronEngine::save_checkpoint(const std::string& dir_text) {
 void MegatronEngine::load_checkpoint(const std::string& dir_text) {
   Resident resident(*this, OffloadSet::kParams | OffloadSet::kOptimizer);
   const fs::path dir(dir_text);
-  const nlohmann::json manifest = train::read_json(dir / kManifest, "a megatron checkpoint");
+  const nlohmann::json manifest = train_common::read_json(dir / kManifest, "a megatron checkpoint");
   if (manifest.value("format", "") != kFormat) {
     throw FormatError((dir / kManifest).string() + ": format '" + manifest.value("format", "") + "', expected '" +
                       kFormat + "'");
@@ -115,10 +115,10 @@ void MegatronEngine::export_hf(const std::string& dir) {
     for (const std::string& hf : mg::hf_sources(config_, name))
       tensors.emplace_back(hf, mg::to_hf(config_, hf, full).to(at::kCPU, dtype, false, /*copy=*/true));
   });
-  if (writes_files(groups_)) train::write_hf_export(dir, config_.to_json(), tensors, model_path_);
+  if (writes_files(groups_)) train_common::write_hf_export(dir, config_.to_json(), tensors, model_path_);
   groups_.pp.barrier();
   groups_.tp.barrier();
   groups_.dp.barrier();
 }
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

@@ -17,7 +17,7 @@
 #include "train-common/micro_batches.h"
 #include "rlcore/error.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 namespace {
 
 // Point-to-point transfers between neighbouring stages; sends complete when waited for.
@@ -188,11 +188,11 @@ ModelOutput MegatronEngine::forward_outputs(const Batch& batch, const ForwardOpt
                                             at::Tensor* sum_pi_squared) {
   Resident resident(*this, OffloadSet::kParams);
   at::NoGradGuard no_grad;
-  std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "megatron");
+  std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "megatron");
   const PipelineResult result =
       run_pipeline(micro, options, nullptr, {}, compute_weights(false), sum_pi_squared != nullptr);
-  const int64_t rows = train::require_column(batch, columns::kResponses, "megatron").size(0);
-  const int64_t response_len = train::require_column(batch, columns::kResponses, "megatron").size(1);
+  const int64_t rows = train_common::require_column(batch, columns::kResponses, "megatron").size(0);
+  const int64_t response_len = train_common::require_column(batch, columns::kResponses, "megatron").size(1);
   // On the last stage, one field of every micro-batch's outputs, concatenated.
   const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
   auto last_stage_rows = [&](at::Tensor TokenLogProbs::*field) {
@@ -218,9 +218,9 @@ TrainStepOutput MegatronEngine::train_step(const Batch& batch, const ForwardOpti
   Resident resident(*this, OffloadSet::kAll);
   at::AutoGradMode grad_mode(true);
   zero_grads();  // a step that threw half-way may have left partial sums
-  std::vector<MicroBatch> micro = train::make_micro_batches(batch, options, skeleton_, device_, "megatron");
+  std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "megatron");
 
-  at::Tensor counts = train::response_counts(batch, "megatron");
+  at::Tensor counts = train_common::response_counts(batch, "megatron");
   groups_.dp.all_reduce(counts);
   const GlobalBatchInfo global{groups_.dp.size(), counts[0].item<double>(), counts[1].item<double>()};
 
@@ -293,13 +293,13 @@ double MegatronEngine::clip_and_step() {
       for (LocalParam& p : params_) p.state.grad.device().mul_(coef);
   }
   ++adam_steps_;
-  const train::AdamWHyper hyper{
+  const train_common::AdamWHyper hyper{
       lr,         options_.optim.betas[0], options_.optim.betas[1], options_.optim.eps, options_.optim.weight_decay,
       adam_steps_};
   at::NoGradGuard no_grad;
   for (LocalParam& p : params_)
-    train::adamw_update(p.state.param.device(), p.state.grad.device(), p.state.exp_avg.device(),
-                        p.state.exp_avg_sq.device(), hyper);
+    train_common::adamw_update(p.state.param.device(), p.state.grad.device(), p.state.exp_avg.device(),
+                               p.state.exp_avg_sq.device(), hyper);
   zero_grads();
   return grad_norm;
 }
@@ -309,4 +309,4 @@ void MegatronEngine::zero_grads() {
     if (p.state.grad.device().defined()) p.state.grad.device().zero_();
 }
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

@@ -12,7 +12,7 @@
 #include "rlcore/error.h"
 #include "rlcore/safetensors/safetensors.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 namespace {
 
 namespace mg = model::megatron;
@@ -56,7 +56,7 @@ MegatronEngine::MegatronEngine(const MegatronOptions& options, const ComponentCo
     : options_(options),
       model_path_(context.model_path),
       trainable_(context.trainable),
-      device_(train::engine_device(context, "megatron")),
+      device_(train_common::engine_device(context, "megatron")),
       copies_(device_),
       compute_dtype_(options.megatron.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat),
       config_(read_config(context.model_path)),
@@ -64,7 +64,7 @@ MegatronEngine::MegatronEngine(const MegatronOptions& options, const ComponentCo
                               options.megatron.pipeline_model_parallel_size)),
       stage_(config_, groups_.tp),
       skeleton_(config_, model::ModelHead::kCausalLm, at::TensorOptions().device(at::kMeta).dtype(compute_dtype_)),
-      schedule_(train::make_lr_schedule(options.optim, context.total_training_steps)) {
+      schedule_(train_common::make_lr_schedule(options.optim, context.total_training_steps)) {
   check_supported(context, config_, options.megatron);
   check_dtype_supported(device_, compute_dtype_, "megatron.dtype");
   if (!device_.is_cpu()) skeleton_.rotary = model::RotaryEmbedding(config_, device_);
@@ -213,26 +213,26 @@ std::vector<ParameterShard> MegatronEngine::parameter_shards() const {
   return shards;
 }
 
-std::vector<train::ShardState*> MegatronEngine::shard_states() {
-  std::vector<train::ShardState*> states;
+std::vector<train_common::ShardState*> MegatronEngine::shard_states() {
+  std::vector<train_common::ShardState*> states;
   for (LocalParam& p : params_) states.push_back(&p.state);
   return states;
 }
 
 void MegatronEngine::offload(OffloadSet what) {
-  train::offload_states(shard_states(), what, copies_);
+  train_common::offload_states(shard_states(), what, copies_);
   offloaded_ = offloaded_ | what;
 }
 
 void MegatronEngine::reload(OffloadSet what) {
-  train::reload_states(shard_states(), what, copies_);
+  train_common::reload_states(shard_states(), what, copies_);
   offloaded_ = static_cast<OffloadSet>(static_cast<unsigned>(offloaded_) & ~static_cast<unsigned>(what));
 }
 
 TrainMemory MegatronEngine::memory() const {
   TrainMemory memory;
   for (const LocalParam& p : params_) {
-    const train::ShardState& s = p.state;
+    const train_common::ShardState& s = p.state;
     memory.param_bytes += s.param.device_bytes();
     memory.grad_bytes += s.grad.device_bytes();
     memory.optimizer_bytes += s.exp_avg.device_bytes() + s.exp_avg_sq.device_bytes();
@@ -250,4 +250,4 @@ MegatronEngine::Resident::Resident(MegatronEngine& engine, OffloadSet needed)
 
 MegatronEngine::Resident::~Resident() { engine_.offload(moved_); }
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

@@ -27,7 +27,7 @@
 #include "train-common/shard_state.h"
 #include "stage_model.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 
 class MegatronEngine final : public TrainEngine,
                              public DataParallel,
@@ -65,11 +65,11 @@ class MegatronEngine final : public TrainEngine,
   // A parameter piece this rank holds.
   struct LocalParam {
     model::megatron::MegatronParam meta;
-    train::ShardState state;
+    train_common::ShardState state;
     bool counted_in_norm = true;  // false for replicated copies on tp ranks > 0 and the tied output copy
     bool tied_output = false;     // the last stage's copy of the tied word embeddings
   };
-  using MicroBatch = train::MicroBatch;
+  using MicroBatch = train_common::MicroBatch;
   struct PipelineResult;
   class Resident;
 
@@ -95,13 +95,13 @@ class MegatronEngine final : public TrainEngine,
   at::Tensor gather_full(const model::megatron::MegatronParam& param,
                          const std::function<const at::Tensor&(const LocalParam&)>& part) const;
 
-  std::vector<train::ShardState*> shard_states();  // in model order
+  std::vector<train_common::ShardState*> shard_states();  // in model order
 
   MegatronOptions options_;
   std::string model_path_;
   bool trainable_;
   at::Device device_;
-  train::CopyStream copies_;  // offload and reload, beside the compute stream
+  train_common::CopyStream copies_;  // offload and reload, beside the compute stream
   at::ScalarType compute_dtype_;
   model::ModelConfig config_;
   ParallelGroups groups_;
@@ -110,10 +110,10 @@ class MegatronEngine final : public TrainEngine,
   int64_t first_layer_ = 0, end_layer_ = 0;
   std::vector<LocalParam> params_;
   std::map<std::string, size_t> index_;  // name -> params_ index (the tied output copy is not indexed)
-  train::LrSchedule schedule_;
+  train_common::LrSchedule schedule_;
   int64_t step_ = 0;
   int64_t adam_steps_ = 0;
   OffloadSet offloaded_ = OffloadSet::kNone;
 };
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

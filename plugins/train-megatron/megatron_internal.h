@@ -9,7 +9,7 @@
 #include "rlcore/batch.h"
 #include "rlcore/model/layers.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 
 // Brings the offloaded parts of `needed` back for the scope and parks them again at its end.
 class MegatronEngine::Resident {
@@ -24,4 +24,4 @@ class MegatronEngine::Resident {
   OffloadSet moved_;
 };
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

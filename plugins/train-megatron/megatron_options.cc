@@ -1,7 +1,7 @@
 // The options schema of the `megatron` train engine (key names follow verl).
 #include "megatron_options.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 
 OptionsSchema<MegatronOptions> megatron_options_schema() {
   OptionsSchema<MegatronConfigOptions> megatron;
@@ -17,10 +17,10 @@ OptionsSchema<MegatronOptions> megatron_options_schema() {
       .key("optimizer_offload", &MegatronConfigOptions::optimizer_offload,
            "Keep AdamW state in host memory between optimizer steps.");
   OptionsSchema<MegatronOptions> schema;
-  schema.section("optim", &MegatronOptions::optim, train::optim_options_schema())
+  schema.section("optim", &MegatronOptions::optim, train_common::optim_options_schema())
       .key("grad_clip", &MegatronOptions::grad_clip, "Global gradient-norm clip; <= 0 disables clipping.")
       .section("megatron", &MegatronOptions::megatron, megatron);
   return schema;
 }
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

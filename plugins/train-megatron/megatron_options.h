@@ -8,7 +8,7 @@
 #include "train-common/optim_options.h"
 #include "rlcore/options.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 
 struct MegatronConfigOptions {
   int64_t tensor_model_parallel_size = 1;
@@ -20,11 +20,11 @@ struct MegatronConfigOptions {
 };
 
 struct MegatronOptions {
-  train::OptimOptions optim;
+  train_common::OptimOptions optim;
   double grad_clip = 1.0;  // <= 0 disables clipping (the norm is still reported)
   MegatronConfigOptions megatron;
 };
 
 OptionsSchema<MegatronOptions> megatron_options_schema();
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

@@ -6,7 +6,7 @@
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 namespace {
 
 CommGroup single(const std::string& name, int64_t rank) { return CommGroup(name, {rank}, 0); }
@@ -51,4 +51,4 @@ ParallelGroups parallel_groups(const CommContext* comm, int64_t tp_size, int64_t
                     " workers needs a 'dp' process group; the worker has: " + groups_text(*comm));
 }
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

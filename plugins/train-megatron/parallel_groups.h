@@ -7,7 +7,7 @@
 
 #include "rlcore/comm_context.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 
 struct ParallelGroups {
   CommGroup tp;
@@ -24,4 +24,4 @@ struct ParallelGroups {
 // covers the world. A missing context (one process) gives single-rank groups.
 ParallelGroups parallel_groups(const CommContext* comm, int64_t tp_size, int64_t pp_size);
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

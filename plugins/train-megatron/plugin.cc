@@ -4,7 +4,7 @@
 #include "megatron_engine.h"
 #include "megatron_options.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 namespace {
 
 void register_engine(PluginRegistrar& registrar) {
@@ -17,6 +17,6 @@ void register_engine(PluginRegistrar& registrar) {
 }
 
 }  // namespace
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron
 
-RLCORE_PLUGIN("train-megatron", "0.1.0", rlcore::megatron::register_engine)
+RLCORE_PLUGIN("train-megatron", "0.1.0", rlcore::train_megatron::register_engine)

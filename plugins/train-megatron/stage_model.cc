@@ -5,7 +5,7 @@
 
 #include <ATen/ATen.h>
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 
 StageModel::StageModel(const model::ModelConfig& config, const CommGroup& tp)
     : config_(config),
@@ -61,4 +61,4 @@ TokenLogProbs StageModel::head(const at::Tensor& hidden, const at::Tensor& final
   return vocab_parallel_log_probs(logits, targets, vocab_start(), tp_, entropy, sum_pi_squared);
 }
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

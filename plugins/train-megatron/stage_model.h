@@ -14,7 +14,7 @@
 #include "rlcore/model/layers.h"
 #include "tensor_parallel_ops.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 
 // One decoder layer's shards; optional tensors are undefined when the model has none.
 struct LayerWeights {
@@ -45,4 +45,4 @@ class StageModel {
   double scaling_;
 };
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

@@ -4,7 +4,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -87,4 +87,4 @@ TokenLogProbs vocab_parallel_log_probs(const at::Tensor& logits_shard, const at:
   return out;
 }
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

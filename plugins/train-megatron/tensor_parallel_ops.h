@@ -9,7 +9,7 @@
 
 #include "rlcore/comm_context.h"
 
-namespace rlcore::megatron {
+namespace rlcore::train_megatron {
 
 // Forward identity, backward all-reduce: the input of column-parallel linears
 // (each rank's branch sees only part of the gradient).
@@ -36,4 +36,4 @@ struct TokenLogProbs {
 TokenLogProbs vocab_parallel_log_probs(const at::Tensor& logits_shard, const at::Tensor& targets, int64_t vocab_start,
                                        const CommGroup& tp, bool entropy, bool sum_pi_squared = false);
 
-}  // namespace rlcore::megatron
+}  // namespace rlcore::train_megatron

@@ -134,7 +134,7 @@ TEST_CASE("rollout log-probs on the GPU equal the fsdp trainer's on the GPU", "[
   rlcore::ComponentContext context;
   context.model_path = fixture.dir.str();
   context.device = gpu.str();
-  rlcore::fsdp::FsdpEngine trainer(rlcore::fsdp::FsdpOptions{}, context);
+  rlcore::train_fsdp::FsdpEngine trainer(rlcore::train_fsdp::FsdpOptions{}, context);
   rlcore::ForwardOptions forward;
   forward.temperature = 0.8;
   const rlcore::Batch batch = rows_of(out, test_prompts());
@@ -151,14 +151,14 @@ TEST_CASE("rollout log-probs on the GPU equal the fsdp trainer's on the GPU", "[
 TEST_CASE("an fsdp optimizer step on the GPU equals the CPU's", "[cuda]") {
   const at::Device gpu = require_gpu();
   const Fixture fixture;
-  rlcore::fsdp::FsdpOptions options;
+  rlcore::train_fsdp::FsdpOptions options;
   options.optim.lr = 1e-2;
   const auto make = [&](const std::string& device) {
     rlcore::ComponentContext context;
     context.model_path = fixture.dir.str();
     context.device = device;
     context.total_training_steps = 2;
-    return std::make_unique<rlcore::fsdp::FsdpEngine>(options, context);
+    return std::make_unique<rlcore::train_fsdp::FsdpEngine>(options, context);
   };
   auto cpu = make("cpu");
   auto cuda = make(gpu.str());
@@ -194,7 +194,7 @@ TEST_CASE("an fsdp optimizer step on the GPU equals the CPU's", "[cuda]") {
 
 TEST_CASE("offload copies on the GPU run on a side stream, fenced, into pinned memory", "[cuda]") {
   const at::Device gpu = require_gpu();
-  rlcore::train::CopyStream copies(gpu);
+  rlcore::train_common::CopyStream copies(gpu);
   REQUIRE(copies.side_stream().has_value());
   CHECK(*copies.side_stream() != c10::Stream(c10::cuda::getCurrentCUDAStream(gpu.index())));
   const at::Tensor source = at::arange(1 << 22, at::TensorOptions().dtype(at::kFloat).device(gpu));
@@ -208,7 +208,7 @@ TEST_CASE("offload copies on the GPU run on a side stream, fenced, into pinned m
     const c10::StreamGuard on_side(*copies.side_stream());
     at::cuda::sleep(int64_t{1} << 31);
   }
-  rlcore::train::CopyFence fence;
+  rlcore::train_common::CopyFence fence;
   const at::Tensor back = copies.to_device(host, fence);
   CHECK(fence.pending());
   fence.wait();
@@ -221,7 +221,7 @@ TEST_CASE("fsdp offload on the GPU leaves every step and log-prob as without it"
   const at::Device gpu = require_gpu();
   const Fixture fixture;
   const auto make = [&](bool offload) {
-    rlcore::fsdp::FsdpOptions options;
+    rlcore::train_fsdp::FsdpOptions options;
     options.optim.lr = 1e-2;
     options.fsdp_config.param_offload = offload;
     options.fsdp_config.optimizer_offload = offload;
@@ -229,7 +229,7 @@ TEST_CASE("fsdp offload on the GPU leaves every step and log-prob as without it"
     context.model_path = fixture.dir.str();
     context.device = gpu.str();
     context.total_training_steps = 4;
-    return std::make_unique<rlcore::fsdp::FsdpEngine>(options, context);
+    return std::make_unique<rlcore::train_fsdp::FsdpEngine>(options, context);
   };
   auto resident = make(false);
   auto offloaded = make(true);

@@ -17,8 +17,8 @@
 #include "sharding_manager_impl.h"
 
 using namespace cuda_test;
-using rlcore::hybrid::BucketedShardingManager;
-using rlcore::hybrid::SwapMode;
+using rlcore::hybrid_engine::BucketedShardingManager;
+using rlcore::hybrid_engine::SwapMode;
 
 namespace {
 
@@ -38,22 +38,22 @@ struct Engines {
     context.model_path = dir.str();
     context.device = device;
     context.comm = comm;
-    actor = std::make_shared<rlcore::fsdp::FsdpEngine>(rlcore::fsdp::FsdpOptions(), context);
+    actor = std::make_shared<rlcore::train_fsdp::FsdpEngine>(rlcore::train_fsdp::FsdpOptions(), context);
     rollout =
         std::make_shared<rlcore::infer_native::NativeEngine>(rlcore::infer_native::NativeEngineOptions(), context);
   }
   rlcore::HybridEngines parts() const {
     return {actor,
             rollout,
-            std::make_shared<rlcore::hybrid::IdentityAdaptor>(),
-            std::make_shared<rlcore::hybrid::EngineOffloader>(),
+            std::make_shared<rlcore::hybrid_engine::IdentityAdaptor>(),
+            std::make_shared<rlcore::hybrid_engine::EngineOffloader>(),
             {}};
   }
-  std::shared_ptr<rlcore::fsdp::FsdpEngine> actor;
+  std::shared_ptr<rlcore::train_fsdp::FsdpEngine> actor;
   std::shared_ptr<rlcore::infer_native::NativeEngine> rollout;
 };
 
-std::vector<at::Tensor> training_state(const rlcore::fsdp::FsdpEngine& actor) {
+std::vector<at::Tensor> training_state(const rlcore::train_fsdp::FsdpEngine& actor) {
   std::vector<at::Tensor> state;
   for (const auto& shard : actor.parameter_shards()) state.push_back(shard.local.clone());
   return state;
@@ -70,7 +70,7 @@ TEST_CASE("swaps on the GPU carry the trainer's weights bit for bit and round-tr
   const std::string device = GENERATE(std::string("cuda:0"), std::string("cuda"));
   INFO("device " << device);
   Engines engines(dir, device);
-  BucketedShardingManager manager{rlcore::hybrid::HybridOptions()};
+  BucketedShardingManager manager{rlcore::hybrid_engine::HybridOptions()};
   manager.attach(engines.parts());
   for (int64_t version = 1; version <= 2; ++version) {
     INFO("version " << version);
@@ -102,8 +102,8 @@ TEST_CASE("the measured device peak of a swap is within the bound and below the 
   int64_t bucket = 0;
   for (const SwapMode mode : {SwapMode::kBucketed, SwapMode::kNaive}) {
     Engines engines(dir, gpu.str());
-    const auto made = rlcore::hybrid::make_sharding_manager(rlcore::hybrid::HybridOptions(), mode);
-    rlcore::hybrid::HybridShardingManager& manager = *made;
+    const auto made = rlcore::hybrid_engine::make_sharding_manager(rlcore::hybrid_engine::HybridOptions(), mode);
+    rlcore::hybrid_engine::HybridShardingManager& manager = *made;
     manager.attach(engines.parts());
     if (mode == SwapMode::kBucketed) bucket = manager.plan().bucket_bytes;
     const rlcore::SwapStats stats = manager.to_rollout(1);
@@ -135,7 +135,7 @@ TEST_CASE("two ranks on one GPU gather each unit straight into the CUDA bucket, 
   auto swap = [&](int64_t rank, bool into) {
     const auto comm = join(store, into ? "into" : "apart", rank, 2, "gloo");
     Engines engines(dir, gpu.str(), comm.get());
-    rlcore::hybrid::HybridOptions options;
+    rlcore::hybrid_engine::HybridOptions options;
     options.gather_into_bucket = into;
     BucketedShardingManager manager(options);
     manager.attach(engines.parts());

@@ -1,5 +1,5 @@
 // The other direction: what rlcore writes (`rlcore export` and every train
-// engine's HF export go through train::write_hf_export: ModelConfig::to_json
+// engine's HF export go through train_common::write_hf_export: ModelConfig::to_json
 // plus safetensors shards) loads in transformers and gives rlcore's logits,
 // single-file and sharded, tied and untied.
 #include <filesystem>
@@ -52,7 +52,7 @@ TEST_CASE("rlcore's HF export loads in transformers with identical logits", "[hf
 
       const fs::path exported = hf_testing::scratch_dir("export_" + c.family);
       const uint64_t shard_bytes = c.sharded ? 40 * 1024 : (uint64_t{1} << 32);
-      rlcore::train::write_hf_export(exported, model.config().to_json(), model.named_parameters(), source);
+      rlcore::train_common::write_hf_export(exported, model.config().to_json(), model.named_parameters(), source);
       if (c.sharded) {
         // write_hf_export's shard size is the production one; reshard to exercise the index.
         fs::remove(exported / "model.safetensors");

@@ -99,10 +99,11 @@ struct Actor {
 
 Actor make_actor(const std::map<std::string, std::string>& args, const ComponentContext& context, Registry& registry) {
   if (arg(args, "trainer", "fsdp") == "fsdp") {
-    fsdp::FsdpOptions options;
+    train_fsdp::FsdpOptions options;
     options.optim.lr = 1e-2;
     options.lora.lora_rank = std::stoll(arg(args, "lora-rank", "0"));
-    return {std::make_shared<fsdp::FsdpEngine>(options, context), std::make_shared<hybrid::IdentityAdaptor>(), false};
+    return {std::make_shared<train_fsdp::FsdpEngine>(options, context),
+            std::make_shared<hybrid_engine::IdentityAdaptor>(), false};
   }
   PluginLoader(registry).load_path(arg(args, "plugin"));
   const ConfigNode options =
@@ -110,7 +111,8 @@ Actor make_actor(const std::map<std::string, std::string>& args, const Component
                             ", pipeline_model_parallel_size: " + arg(args, "train-pp", "1") + "}, optim: {lr: 0.01}}",
                         "hybrid_rank_runner");
   return {registry.create<TrainEngine>("megatron", options, context),
-          std::make_shared<hybrid::MegatronAdaptor>(model::ModelConfig::from_file(context.model_path + "/config.json")),
+          std::make_shared<hybrid_engine::MegatronAdaptor>(
+              model::ModelConfig::from_file(context.model_path + "/config.json")),
           true};
 }
 
@@ -162,19 +164,20 @@ int run(const std::map<std::string, std::string>& args) {
   actor->train_step(sequence_batch(prompts, at::randint(1, vocab, {kRowsPerRank, kResponse}, at::kLong)), {}, mean_nll);
   actor->save_checkpoint((out / "before").string());
 
-  hybrid::HybridOptions options;
+  hybrid_engine::HybridOptions options;
   const bool offload = arg(args, "offload", "none") == "all";
   options.offload_train_param = options.offload_train_grad = options.offload_train_optimizer = offload;
   options.lora_base_cache = arg(args, "lora-base-cache", "auto");
   options.gather_into_bucket = arg(args, "gather-into-bucket", "true") == "true";
-  const auto mode = arg(args, "mode", "bucketed") == "naive" ? hybrid::SwapMode::kNaive : hybrid::SwapMode::kBucketed;
-  const auto owned_manager = hybrid::make_sharding_manager(options, mode);
-  hybrid::HybridShardingManager& manager = *owned_manager;
+  const auto mode =
+      arg(args, "mode", "bucketed") == "naive" ? hybrid_engine::SwapMode::kNaive : hybrid_engine::SwapMode::kBucketed;
+  const auto owned_manager = hybrid_engine::make_sharding_manager(options, mode);
+  hybrid_engine::HybridShardingManager& manager = *owned_manager;
   const int64_t train_bytes = train_state_bytes(*actor);
   RolloutLayout layout;
   layout.tp_size = rollout->tp_size();
   layout.tp_rank = rollout->tp_rank();
-  manager.attach({actor, rollout, made.adaptor, std::make_shared<hybrid::EngineOffloader>(), layout});
+  manager.attach({actor, rollout, made.adaptor, std::make_shared<hybrid_engine::EngineOffloader>(), layout});
   nlohmann::json result;
   result["tp_rank"] = layout.tp_rank;
   result["train_state_bytes"] = train_bytes;

@@ -16,7 +16,7 @@
 using namespace fsdp_test;
 using rlcore::ValueError;
 using rlcore::WeightMeta;
-using rlcore::hybrid::BucketedShardingManager;
+using rlcore::hybrid_engine::BucketedShardingManager;
 
 namespace {
 
@@ -25,19 +25,19 @@ struct Engines {
     write_tiny_checkpoint(dir.path(), config);
     rlcore::ComponentContext context;
     context.model_path = dir.str();
-    actor = std::make_shared<rlcore::fsdp::FsdpEngine>(rlcore::fsdp::FsdpOptions(), context);
+    actor = std::make_shared<rlcore::train_fsdp::FsdpEngine>(rlcore::train_fsdp::FsdpOptions(), context);
     rollout =
         std::make_shared<rlcore::infer_native::NativeEngine>(rlcore::infer_native::NativeEngineOptions(), context);
   }
   rlcore::HybridEngines parts(std::shared_ptr<rlcore::InferenceEngine> engine = nullptr) const {
     return {actor,
             engine ? engine : rollout,
-            std::make_shared<rlcore::hybrid::IdentityAdaptor>(),
-            std::make_shared<rlcore::hybrid::EngineOffloader>(),
+            std::make_shared<rlcore::hybrid_engine::IdentityAdaptor>(),
+            std::make_shared<rlcore::hybrid_engine::EngineOffloader>(),
             {}};
   }
   TempDir dir;
-  std::shared_ptr<rlcore::fsdp::FsdpEngine> actor;
+  std::shared_ptr<rlcore::train_fsdp::FsdpEngine> actor;
   std::shared_ptr<rlcore::infer_native::NativeEngine> rollout;
 };
 
@@ -64,13 +64,13 @@ class StaleEngine final : public rlcore::InferenceEngine {
 TEST_CASE("the bucket plan is exactly the rollout's weights, packed without padding", "[hybrid][plan]") {
   const std::vector<WeightMeta> meta = {
       {"a", {3, 5}, at::kBFloat16}, {"b", {7}, at::kBFloat16}, {"c", {2, 2}, at::kFloat}};
-  const auto plan = rlcore::hybrid::plan_swap(meta, rlcore::hybrid::IdentityAdaptor(), {});
+  const auto plan = rlcore::hybrid_engine::plan_swap(meta, rlcore::hybrid_engine::IdentityAdaptor(), {});
   CHECK(plan.tensors[1].byte_offset == 30);
   CHECK(plan.tensors[2].byte_offset == 44);  // 44 is already 4-byte aligned: no padding
   CHECK(plan.bucket_bytes == 30 + 14 + 16);
   CHECK(plan.targets_of.at("b") == std::vector<size_t>{1});
   const at::Tensor bucket = at::zeros({plan.bucket_bytes}, at::kByte);
-  const auto views = rlcore::hybrid::bucket_views(plan, bucket);
+  const auto views = rlcore::hybrid_engine::bucket_views(plan, bucket);
   views[2].fill_(1.5);
   CHECK(views[2].sizes() == at::IntArrayRef({2, 2}));
   CHECK(views[2].scalar_type() == at::kFloat);
@@ -79,7 +79,7 @@ TEST_CASE("the bucket plan is exactly the rollout's weights, packed without padd
 }
 
 TEST_CASE("the identity adaptor converts dtype and refuses what it cannot map", "[hybrid][adaptor]") {
-  const rlcore::hybrid::IdentityAdaptor adaptor;
+  const rlcore::hybrid_engine::IdentityAdaptor adaptor;
   const WeightMeta meta{"model.norm.weight", {4}, at::kBFloat16};
   at::Tensor out = at::empty({4}, at::kBFloat16);
   const at::Tensor full = at::tensor({1.0f, 2.5f, -3.0f, 0.125f});
@@ -91,7 +91,7 @@ TEST_CASE("the identity adaptor converts dtype and refuses what it cannot map", 
 
 TEST_CASE("the identity adaptor re-slices by tp rank: column dim 0, row dim 1, replicated whole",
           "[hybrid][adaptor][tp]") {
-  const rlcore::hybrid::IdentityAdaptor adaptor;
+  const rlcore::hybrid_engine::IdentityAdaptor adaptor;
   const at::Tensor full = at::arange(24, at::kFloat).view({4, 6});
   for (int64_t rank = 0; rank < 2; ++rank) {
     rlcore::RolloutLayout layout;
@@ -121,10 +121,10 @@ TEST_CASE("the identity adaptor re-slices by tp rank: column dim 0, row dim 1, r
 }
 
 TEST_CASE("offload keys and their verl-style aliases select the same state", "[hybrid][options]") {
-  const auto schema = rlcore::hybrid::hybrid_options_schema();
+  const auto schema = rlcore::hybrid_engine::hybrid_options_schema();
   using rlcore::OffloadSet;
   auto set_of = [&](const std::string& yaml) {
-    return rlcore::hybrid::offload_set(schema.parse(rlcore::ConfigNode::parse(yaml, "test")));
+    return rlcore::hybrid_engine::offload_set(schema.parse(rlcore::ConfigNode::parse(yaml, "test")));
   };
   CHECK(set_of("{}") == OffloadSet::kNone);
   CHECK(set_of("{offload_train_param: true, offload_train_optimizer: true}") ==
@@ -165,9 +165,9 @@ TEST_CASE("the native engine adopts matching tensors zero-copy and copies the re
 
 TEST_CASE("bucketed claims the bounded swap memory capability and naive does not", "[hybrid][capabilities]") {
   CHECK(rlcore::capabilities_of<BucketedShardingManager>() == std::vector<std::string>{"bounded_swap_memory"});
-  CHECK(rlcore::capabilities_of<rlcore::hybrid::NaiveShardingManager>().empty());
-  const auto naive = rlcore::hybrid::make_sharding_manager({}, rlcore::hybrid::SwapMode::kNaive);
-  const auto bucketed = rlcore::hybrid::make_sharding_manager({}, rlcore::hybrid::SwapMode::kBucketed);
+  CHECK(rlcore::capabilities_of<rlcore::hybrid_engine::NaiveShardingManager>().empty());
+  const auto naive = rlcore::hybrid_engine::make_sharding_manager({}, rlcore::hybrid_engine::SwapMode::kNaive);
+  const auto bucketed = rlcore::hybrid_engine::make_sharding_manager({}, rlcore::hybrid_engine::SwapMode::kBucketed);
   CHECK_FALSE(rlcore::supports<rlcore::BoundedSwapMemory>(*naive));
   CHECK(rlcore::supports<rlcore::BoundedSwapMemory>(*bucketed));
 }
@@ -208,7 +208,7 @@ TEST_CASE("consecutive swaps through the reused bucket range carry each version'
   Engines engines(config);
   for (const std::string release : {"lazy_free", "unmap"}) {
     INFO("bucket_release " << release);
-    rlcore::hybrid::HybridOptions options;
+    rlcore::hybrid_engine::HybridOptions options;
     options.bucket_release = release;
     BucketedShardingManager manager(options);
     manager.attach(engines.parts());
@@ -255,11 +255,11 @@ class FusingAdaptor final : public rlcore::WeightAdaptor {
 }  // namespace
 
 TEST_CASE("a gather lands in the bucket only where its buffer is exactly its tensors there", "[hybrid][plan]") {
-  using rlcore::hybrid::plan_direct_gathers;
+  using rlcore::hybrid_engine::plan_direct_gathers;
   // a, b, c: bf16 at bytes 0, 30, 44; d: fp32 at 52 (4-aligned after c's 8 bytes); 68 bytes in all.
   const std::vector<WeightMeta> meta = {
       {"a", {3, 5}, at::kBFloat16}, {"b", {7}, at::kBFloat16}, {"c", {2, 2}, at::kBFloat16}, {"d", {4}, at::kFloat}};
-  const auto plan = rlcore::hybrid::plan_swap(meta, rlcore::hybrid::IdentityAdaptor(), {});
+  const auto plan = rlcore::hybrid_engine::plan_swap(meta, rlcore::hybrid_engine::IdentityAdaptor(), {});
   REQUIRE(plan.tensors[3].byte_offset == 52);
   REQUIRE(plan.bucket_bytes == 68);
 
@@ -291,7 +291,8 @@ TEST_CASE("a gather lands in the bucket only where its buffer is exactly its ten
   CHECK(plan_direct_gathers(plan, {}).direct_count() == 0);
 
   // A target built from several sources is never a plain copy of one.
-  const auto fused = rlcore::hybrid::plan_swap({{"qk", {4}, at::kFloat}, {"v", {2}, at::kFloat}}, FusingAdaptor(), {});
+  const auto fused =
+      rlcore::hybrid_engine::plan_swap({{"qk", {4}, at::kFloat}, {"v", {2}, at::kFloat}}, FusingAdaptor(), {});
   direct = plan_direct_gathers(fused, {gather_of({"q"}, {0}, {2}, 2), gather_of({"k", "v"}, {0, 2}, {2, 2}, 4)});
   CHECK(direct.direct_count() == 0);
 }
@@ -299,7 +300,7 @@ TEST_CASE("a gather lands in the bucket only where its buffer is exactly its ten
 TEST_CASE("infer-native lays out every fsdp unit as the trainer does; gather_into_bucket false plans none",
           "[hybrid][gather_into]") {
   Engines engines;
-  rlcore::hybrid::HybridOptions apart;
+  rlcore::hybrid_engine::HybridOptions apart;
   apart.gather_into_bucket = false;
   BucketedShardingManager into_manager({});
   BucketedShardingManager apart_manager(apart);
@@ -308,7 +309,7 @@ TEST_CASE("infer-native lays out every fsdp unit as the trainer does; gather_int
   // Planned for every unit (the swap tests over two ranks gather into them; one rank visits its own shards).
   CHECK(into_manager.direct_gathers().direct_count() == tiny_config().num_hidden_layers + 2);
   CHECK(apart_manager.direct_gathers().direct_count() == 0);
-  rlcore::hybrid::NaiveShardingManager naive({});
+  rlcore::hybrid_engine::NaiveShardingManager naive({});
   naive.attach(engines.parts());
   CHECK(naive.direct_gathers().direct_count() == 0);
 }

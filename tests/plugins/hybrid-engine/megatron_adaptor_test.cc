@@ -47,7 +47,7 @@ TEST_CASE("the megatron adaptor rebuilds every HF rollout tensor from its fused 
     for (const auto& name : model::megatron::hf_sources(config, param.name)) sources.push_back(hf.at(name));
     fused[param.name] = model::megatron::from_hf(config, param.name, sources);
   }
-  const hybrid::MegatronAdaptor adaptor(config);
+  const hybrid_engine::MegatronAdaptor adaptor(config);
   for (int64_t tp : {1, 2}) {
     for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
       for (int64_t rank = 0; rank < tp; ++rank) {

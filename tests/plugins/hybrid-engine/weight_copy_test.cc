@@ -19,12 +19,12 @@
 
 #include "../../common/cpu_flags.h"
 
-using rlcore::hybrid::BucketMemory;
-using rlcore::hybrid::BucketRelease;
-using rlcore::hybrid::cast_kernel;
-using rlcore::hybrid::cast_kernel_calls;
-using rlcore::hybrid::CastKernel;
-using rlcore::hybrid::copy_weight;
+using rlcore::hybrid_engine::BucketMemory;
+using rlcore::hybrid_engine::BucketRelease;
+using rlcore::hybrid_engine::cast_kernel;
+using rlcore::hybrid_engine::cast_kernel_calls;
+using rlcore::hybrid_engine::CastKernel;
+using rlcore::hybrid_engine::copy_weight;
 
 namespace {
 
@@ -100,8 +100,8 @@ TEST_CASE("the fp32 -> bf16 copy runs the widest loop this CPU has; forced gener
     if (*flag != '\0' && !flags.count(flag)) continue;
     INFO(static_cast<int>(kernel));
     at::Tensor out = at::empty(src.sizes(), at::kBFloat16);
-    rlcore::hybrid::float_to_bf16(kernel, src.data_ptr<float>(), reinterpret_cast<uint16_t*>(out.data_ptr()),
-                                  src.numel());
+    rlcore::hybrid_engine::float_to_bf16(kernel, src.data_ptr<float>(), reinterpret_cast<uint16_t*>(out.data_ptr()),
+                                         src.numel());
     CHECK(out.view(at::kShort).equal(reference.view(at::kShort)));
   }
 }

@@ -7,7 +7,7 @@
 
 using namespace bridge_test;
 using infer_native_test::Fixture;
-using rlcore::vllm_bridge::BridgeEngine;
+using rlcore::infer_vllm_bridge::BridgeEngine;
 
 namespace {
 
@@ -39,7 +39,7 @@ TEST_CASE("the bridge checks the server before the first step", "[vllm_bridge]")
 
   SECTION("a server that speaks vLLM's dev mode is driven as vLLM") {
     BridgeEngine engine(options, context_for(fixture));
-    CHECK(engine.server().kind == rlcore::vllm_bridge::ServerKind::kVllm);
+    CHECK(engine.server().kind == rlcore::infer_vllm_bridge::ServerKind::kVllm);
     CHECK(engine.server().model == kModel);
     CHECK(engine.server().version == "0.16.0");
     CHECK(engine.server().max_model_len == 256);
@@ -49,7 +49,7 @@ TEST_CASE("the bridge checks the server before the first step", "[vllm_bridge]")
     server.remove("GET", "/is_sleeping");
     server.on_json("GET", "/get_model_info", {{"model_path", "/m"}, {"is_generation", true}});  // the older name
     BridgeEngine engine(options, context_for(fixture));
-    CHECK(engine.server().kind == rlcore::vllm_bridge::ServerKind::kSglang);
+    CHECK(engine.server().kind == rlcore::infer_vllm_bridge::ServerKind::kSglang);
   }
   SECTION("a server that cannot reload weights is refused, saying how to start vLLM") {
     server.remove("GET", "/is_sleeping");
@@ -89,7 +89,7 @@ TEST_CASE("a server that is down is an error naming the URL, after the retries",
     FakeServer gone;
     url = gone.url();
   }
-  rlcore::vllm_bridge::BridgeOptions options;
+  rlcore::infer_vllm_bridge::BridgeOptions options;
   options.server_urls = {url};
   options.max_retries = 2;
   options.retry_backoff_s = 0.01;
@@ -181,7 +181,7 @@ TEST_CASE("every way a generation request fails is a named error", "[vllm_bridge
     CHECK(calls == 3);
   }
   SECTION("a server slower than request_timeout_s times out, naming the route") {
-    rlcore::vllm_bridge::BridgeOptions slow = options;
+    rlcore::infer_vllm_bridge::BridgeOptions slow = options;
     slow.request_timeout_s = 0.2;
     slow.max_retries = 0;
     BridgeEngine impatient(slow, context_for(fixture));

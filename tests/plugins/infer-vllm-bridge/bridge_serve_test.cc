@@ -12,7 +12,7 @@
 #include "../../common/test_paths.h"
 
 using namespace bridge_test;
-using rlcore::vllm_bridge::BridgeEngine;
+using rlcore::infer_vllm_bridge::BridgeEngine;
 using rlcore_test::ServerProcess;
 namespace fs = std::filesystem;
 
@@ -41,8 +41,8 @@ rlcore::ComponentContext context_of(const Checkpoint& checkpoint) {
   return context;
 }
 
-rlcore::vllm_bridge::BridgeOptions bridge_options(const ServerProcess& server, const std::string& kind) {
-  rlcore::vllm_bridge::BridgeOptions options;
+rlcore::infer_vllm_bridge::BridgeOptions bridge_options(const ServerProcess& server, const std::string& kind) {
+  rlcore::infer_vllm_bridge::BridgeOptions options;
   options.server_urls = {server.url()};
   options.server_kind = kind;
   options.prompts_per_request = 2;  // several concurrent requests per call
@@ -81,7 +81,7 @@ TEST_CASE("generation through rlcore serve equals infer-native in process", "[vl
   const Checkpoint checkpoint;
   ServerProcess server = serve(checkpoint);
   BridgeEngine bridge(bridge_options(server, "auto"), context_of(checkpoint));
-  CHECK(bridge.server().kind == rlcore::vllm_bridge::ServerKind::kVllm);
+  CHECK(bridge.server().kind == rlcore::infer_vllm_bridge::ServerKind::kVllm);
   rlcore::infer_native::NativeEngine native({}, context_of(checkpoint));
   check_same(bridge.generate(kPrompts, greedy(8)), native.generate(kPrompts, greedy(8)));
 

@@ -54,8 +54,8 @@ inline void add_probe_routes(FakeServer& server, const std::string& kind, int64_
   server.on("POST", "/v1/completions", answer_completions);
 }
 
-inline rlcore::vllm_bridge::BridgeOptions options_for(const FakeServer& server) {
-  rlcore::vllm_bridge::BridgeOptions options;
+inline rlcore::infer_vllm_bridge::BridgeOptions options_for(const FakeServer& server) {
+  rlcore::infer_vllm_bridge::BridgeOptions options;
   options.server_urls = {server.url()};
   options.retry_backoff_s = 0.01;
   options.request_timeout_s = 5;

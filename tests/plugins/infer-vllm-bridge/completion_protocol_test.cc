@@ -5,8 +5,8 @@
 #include "completion_protocol.h"
 
 using nlohmann::json;
-using rlcore::vllm_bridge::completion_request;
-using rlcore::vllm_bridge::parse_completion_response;
+using rlcore::infer_vllm_bridge::completion_request;
+using rlcore::infer_vllm_bridge::parse_completion_response;
 
 namespace {
 

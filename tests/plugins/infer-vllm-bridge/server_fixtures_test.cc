@@ -28,7 +28,7 @@ TEST_CASE("vLLM's and SGLang's completion bodies read the same", "[vllm_bridge]"
   const json response = fixture(server + "/v1_completions.response.json");
   const std::size_t prompts = request["prompt"].size();
   const int64_t n = request["n"].get<int64_t>();
-  const rlcore::GenerationOutput out = rlcore::vllm_bridge::parse_completion_response(response, prompts, n);
+  const rlcore::GenerationOutput out = rlcore::infer_vllm_bridge::parse_completion_response(response, prompts, n);
   REQUIRE(out.token_ids.size() == prompts * static_cast<std::size_t>(n));
   for (const json& choice : response["choices"]) {
     const auto index = choice["index"].get<std::size_t>();
@@ -39,7 +39,7 @@ TEST_CASE("vLLM's and SGLang's completion bodies read the same", "[vllm_bridge]"
   // What the bridge sends is what the server's request model reads.
   rlcore::SamplingParams sampling;
   sampling.n = n;
-  const json sent = rlcore::vllm_bridge::completion_request("m", request["prompt"], sampling, 1);
+  const json sent = rlcore::infer_vllm_bridge::completion_request("m", request["prompt"], sampling, 1);
   for (const auto& [key, value] : sent.items()) {
     INFO(key);
     CHECK(request.contains(key));
@@ -53,7 +53,7 @@ TEST_CASE("vLLM's token_id strings stand in for missing token_ids", "[vllm_bridg
     expected.push_back(choice["token_ids"]);
     choice.erase("token_ids");
   }
-  const rlcore::GenerationOutput out = rlcore::vllm_bridge::parse_completion_response(response, 2, 2);
+  const rlcore::GenerationOutput out = rlcore::infer_vllm_bridge::parse_completion_response(response, 2, 2);
   for (std::size_t i = 0; i < out.token_ids.size(); ++i)
     CHECK(out.token_ids[i] == expected[i].get<std::vector<int32_t>>());
 }
@@ -79,20 +79,20 @@ TEST_CASE("the bridge probes a server that answers with the recorded bodies", "[
   server.on_json("GET", "/v1/models", fixture("vllm-0.33.0/v1_models.response.json"));
   server.on_json("GET", "/version", fixture("vllm-0.33.0/version.response.json"));
   server.on_json("GET", "/is_sleeping", fixture("vllm-0.33.0/is_sleeping.response.json"));
-  rlcore::vllm_bridge::BridgeOptions options = bridge_test::options_for(server);
+  rlcore::infer_vllm_bridge::BridgeOptions options = bridge_test::options_for(server);
   options.served_model_name = "Qwen/Qwen2.5-0.5B-Instruct";
   options.max_model_len = 4096;
-  const rlcore::vllm_bridge::BridgeEngine engine(options, bridge_test::context_for(checkpoint));
+  const rlcore::infer_vllm_bridge::BridgeEngine engine(options, bridge_test::context_for(checkpoint));
   CHECK(engine.server().version == "0.33.0");
   CHECK(engine.server().max_model_len == 32768);
-  CHECK(engine.server().kind == rlcore::vllm_bridge::ServerKind::kVllm);
+  CHECK(engine.server().kind == rlcore::infer_vllm_bridge::ServerKind::kVllm);
 
   bridge_test::FakeServer sglang;
   sglang.on("GET", "/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
   sglang.on_json("GET", "/v1/models", fixture("sglang-0.5.23/v1_models.response.json"));
   sglang.on_json("GET", "/model_info", fixture("sglang-0.5.23/model_info.response.json"));
   options = bridge_test::options_for(sglang);
-  const rlcore::vllm_bridge::BridgeEngine sglang_engine(options, bridge_test::context_for(checkpoint));
-  CHECK(sglang_engine.server().kind == rlcore::vllm_bridge::ServerKind::kSglang);
+  const rlcore::infer_vllm_bridge::BridgeEngine sglang_engine(options, bridge_test::context_for(checkpoint));
+  CHECK(sglang_engine.server().kind == rlcore::infer_vllm_bridge::ServerKind::kSglang);
   CHECK(sglang_engine.server().version == "unknown");  // SGLang has no /version
 }

@@ -19,8 +19,8 @@ struct Shard {
 
 Shard shard_like(const at::Tensor& param) { return {param.clone(), at::zeros_like(param), at::zeros_like(param)}; }
 
-rlcore::train::AdamWHyper hyper_at(int64_t step) {
-  rlcore::train::AdamWHyper hyper;
+rlcore::train_common::AdamWHyper hyper_at(int64_t step) {
+  rlcore::train_common::AdamWHyper hyper;
   hyper.lr = 1e-2;
   hyper.weight_decay = 0.1;
   hyper.step = step;
@@ -30,8 +30,8 @@ rlcore::train::AdamWHyper hyper_at(int64_t step) {
 
 void run_steps(Shard& shard, const std::vector<at::Tensor>& grads) {
   for (size_t i = 0; i < grads.size(); ++i)
-    rlcore::train::adamw_update(shard.param, grads[i], shard.exp_avg, shard.exp_avg_sq,
-                                hyper_at(static_cast<int64_t>(i) + 1));
+    rlcore::train_common::adamw_update(shard.param, grads[i], shard.exp_avg, shard.exp_avg_sq,
+                                       hyper_at(static_cast<int64_t>(i) + 1));
 }
 
 // A contiguous shard starting at `start` after one fused update per gradient.

@@ -8,8 +8,8 @@
 #include "../../common/train_batch.h"
 
 using namespace fsdp_test;
-using rlcore::fsdp::FsdpEngine;
-using rlcore::fsdp::FsdpOptions;
+using rlcore::train_fsdp::FsdpEngine;
+using rlcore::train_fsdp::FsdpOptions;
 
 namespace {
 

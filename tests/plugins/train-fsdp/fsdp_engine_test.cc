@@ -16,8 +16,8 @@
 #include "rlcore/rl_functional.h"
 
 using namespace fsdp_test;
-using rlcore::fsdp::FsdpEngine;
-using rlcore::fsdp::FsdpOptions;
+using rlcore::train_fsdp::FsdpEngine;
+using rlcore::train_fsdp::FsdpOptions;
 
 namespace {
 
@@ -203,44 +203,44 @@ TEST_CASE("one rank visits its own full parameters whatever buffers the caller o
 }
 
 TEST_CASE("learning-rate schedules follow transformers' warmup, constant and cosine", "[fsdp][lr]") {
-  const rlcore::train::LrSchedule constant(1.0, "constant", 4, 0, 0.0, 0.5);
+  const rlcore::train_common::LrSchedule constant(1.0, "constant", 4, 0, 0.0, 0.5);
   CHECK(constant.lr(0) == 0.0);
   CHECK(constant.lr(2) == 0.5);
   CHECK(constant.lr(4) == 1.0);
   CHECK(constant.lr(100) == 1.0);
-  const rlcore::train::LrSchedule cosine(2.0, "cosine", 2, 12, 0.1, 0.5);
+  const rlcore::train_common::LrSchedule cosine(2.0, "cosine", 2, 12, 0.1, 0.5);
   CHECK(cosine.lr(1) == 1.0);
   CHECK(cosine.lr(2) == Approx(2.0));
   CHECK(cosine.lr(7) == Approx(2.0 * 0.55));  // halfway: (1 + min) / 2
   CHECK(cosine.lr(12) == Approx(0.2));
-  CHECK_THROWS_AS(rlcore::train::LrSchedule(1.0, "cosine", 0, 0, 0.0, 0.5), rlcore::ConfigError);
+  CHECK_THROWS_AS(rlcore::train_common::LrSchedule(1.0, "cosine", 0, 0, 0.0, 0.5), rlcore::ConfigError);
 }
 
 TEST_CASE("micro-batches: fixed sizes and token-budget packing keep row order", "[fsdp][micro]") {
   at::Tensor mask = at::zeros({5, 10}, at::kLong);
   const int64_t lengths[] = {4, 4, 9, 2, 3};
   for (int64_t r = 0; r < 5; ++r) mask[r].slice(0, 0, lengths[r]).fill_(1);
-  auto as_pairs = [](const std::vector<rlcore::train::RowRange>& ranges) {
+  auto as_pairs = [](const std::vector<rlcore::train_common::RowRange>& ranges) {
     std::vector<std::pair<int64_t, int64_t>> out;
     for (const auto& r : ranges) out.emplace_back(r.begin, r.end);
     return out;
   };
   rlcore::MicroBatching fixed;
   fixed.micro_batch_size = 2;
-  CHECK(as_pairs(rlcore::train::micro_batch_rows(mask, fixed)) ==
+  CHECK(as_pairs(rlcore::train_common::micro_batch_rows(mask, fixed)) ==
         std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {2, 4}, {4, 5}});
-  CHECK(as_pairs(rlcore::train::micro_batch_rows(mask, {})) == std::vector<std::pair<int64_t, int64_t>>{{0, 5}});
+  CHECK(as_pairs(rlcore::train_common::micro_batch_rows(mask, {})) == std::vector<std::pair<int64_t, int64_t>>{{0, 5}});
   rlcore::MicroBatching dynamic;
   dynamic.dynamic = true;
   dynamic.max_token_len = 8;  // the 9-token row exceeds it and goes alone
-  CHECK(as_pairs(rlcore::train::micro_batch_rows(mask, dynamic)) ==
+  CHECK(as_pairs(rlcore::train_common::micro_batch_rows(mask, dynamic)) ==
         std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {2, 3}, {3, 5}});
   dynamic.max_token_len = 0;
-  CHECK_THROWS_AS(rlcore::train::micro_batch_rows(mask, dynamic), rlcore::ValueError);
+  CHECK_THROWS_AS(rlcore::train_common::micro_batch_rows(mask, dynamic), rlcore::ValueError);
 }
 
 TEST_CASE("the options schema has verl's keys and defaults and rejects unknown keys by path", "[fsdp][options]") {
-  const auto schema = rlcore::fsdp::fsdp_options_schema();
+  const auto schema = rlcore::train_fsdp::fsdp_options_schema();
   const FsdpOptions defaults = schema.parse(rlcore::ConfigNode());
   CHECK(defaults.optim.lr == 1e-6);
   CHECK(defaults.optim.betas == std::vector<double>{0.9, 0.999});
@@ -253,14 +253,14 @@ TEST_CASE("the options schema has verl's keys and defaults and rejects unknown k
       "optim: {lr: 1.0e-5, warmup_style: cosine, min_lr_ratio: 0.1}\nfsdp_config: {dtype: bfloat16}\ngrad_clip: 0.5",
       "test"));
   CHECK(set.optim.lr == 1e-5);
-  CHECK(rlcore::train::scheduler_type(set.optim) == "cosine");
+  CHECK(rlcore::train_common::scheduler_type(set.optim) == "cosine");
   CHECK(set.fsdp_config.dtype == "bfloat16");
   CHECK_THAT(error_of<rlcore::ConfigError>([&] { schema.parse(rlcore::ConfigNode::parse("optim: {lrr: 1}", "test")); }),
              Catch::Contains("optim.lrr"));
   CHECK_THROWS_AS(schema.parse(rlcore::ConfigNode::parse("fsdp_config: {dtype: int8}", "test")), rlcore::ConfigError);
-  CHECK(rlcore::train::scheduler_type(defaults.optim) == "constant");
+  CHECK(rlcore::train_common::scheduler_type(defaults.optim) == "constant");
   const FsdpOptions bad = schema.parse(rlcore::ConfigNode::parse("optim: {warmup_style: linear}", "test"));
-  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train::scheduler_type(bad.optim); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train_common::scheduler_type(bad.optim); }),
              Catch::Contains("optim.warmup_style"));
 }
 

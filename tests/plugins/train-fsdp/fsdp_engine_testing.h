@@ -32,7 +32,7 @@ inline rlcore::ComponentContext context_for(const std::string& model, int64_t to
 inline rlcore::ComponentContext context_for(const TempDir& model) { return context_for(model.str(), 4); }
 
 // Each full (unsharded) parameter, cloned, in the engine's order.
-inline std::vector<at::Tensor> full_parameters(rlcore::fsdp::FsdpEngine& engine) {
+inline std::vector<at::Tensor> full_parameters(rlcore::train_fsdp::FsdpEngine& engine) {
   std::vector<at::Tensor> out;
   engine.for_each_full_parameter([&](const std::string&, const at::Tensor& full) { out.push_back(full.clone()); });
   return out;

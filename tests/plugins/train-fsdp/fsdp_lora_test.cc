@@ -15,8 +15,8 @@
 
 using namespace fsdp_test;
 using namespace lora_test;
-using rlcore::fsdp::FsdpEngine;
-using rlcore::fsdp::FsdpOptions;
+using rlcore::train_fsdp::FsdpEngine;
+using rlcore::train_fsdp::FsdpOptions;
 
 TEST_CASE("LoRA's first forward is the base model's (B = 0)", "[fsdp][lora]") {
   TempDir dir;
@@ -92,7 +92,7 @@ TEST_CASE("a trained LoRA model equals a plain model with the merged weights it 
   for (size_t i = 0; i < base.size(); ++i) {
     INFO(base[i].first);
     REQUIRE(merged[i].first == base[i].first);
-    const rlcore::fsdp::LoraPair* pair = lora.lora().adapter_of(base[i].first);
+    const rlcore::train_fsdp::LoraPair* pair = lora.lora().adapter_of(base[i].first);
     at::Tensor expected = base[i].second;
     if (pair != nullptr) {
       expected = expected + at::matmul(pair->b, pair->a) * (16.0 / 4);
@@ -173,7 +173,7 @@ TEST_CASE("a frozen engine (rlcore export) loading a LoRA checkpoint serves base
 
 TEST_CASE("lora.target_modules takes verl's scalar all-linear as well as a list", "[fsdp][lora]") {
   const auto parse = [](const std::string& yaml) {
-    return rlcore::fsdp::fsdp_options_schema().parse(rlcore::ConfigNode::parse(yaml, "test")).lora;
+    return rlcore::train_fsdp::fsdp_options_schema().parse(rlcore::ConfigNode::parse(yaml, "test")).lora;
   };
   CHECK(parse("{lora: {lora_rank: 2, target_modules: all-linear}}").target_modules ==
         std::vector<std::string>{"all-linear"});

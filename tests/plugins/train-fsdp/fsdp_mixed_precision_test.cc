@@ -14,8 +14,8 @@
 #include "../../common/train_batch.h"
 
 using namespace fsdp_test;
-using rlcore::fsdp::FsdpEngine;
-using rlcore::fsdp::FsdpOptions;
+using rlcore::train_fsdp::FsdpEngine;
+using rlcore::train_fsdp::FsdpOptions;
 
 namespace {
 
@@ -26,9 +26,9 @@ namespace {
 constexpr double kBf16LogProbMaxDiff = 0.08;
 constexpr double kBf16LogProbMeanDiff = 0.04;
 
-rlcore::fsdp::MixedPrecision resolve(const std::string& yaml) {
-  const FsdpOptions options = rlcore::fsdp::fsdp_options_schema().parse(rlcore::ConfigNode::parse(yaml, "test"));
-  return rlcore::fsdp::resolve_mixed_precision(options.fsdp_config);
+rlcore::train_fsdp::MixedPrecision resolve(const std::string& yaml) {
+  const FsdpOptions options = rlcore::train_fsdp::fsdp_options_schema().parse(rlcore::ConfigNode::parse(yaml, "test"));
+  return rlcore::train_fsdp::resolve_mixed_precision(options.fsdp_config);
 }
 
 FsdpOptions with_param_dtype(const std::string& dtype) {
@@ -70,9 +70,9 @@ TEST_CASE("mixed_precision keys: verl's names, dtype as the alias of param_dtype
   CHECK_THAT(error_of<rlcore::ConfigError>([] { resolve("fsdp_config: {mixed_precision: {reduce: fp32}}"); }),
              Catch::Contains("mixed_precision.reduce"));
   // A struct filled in code skips the schema: resolution still refuses a 16-bit buffer dtype.
-  rlcore::fsdp::FsdpConfigOptions direct;
+  rlcore::train_fsdp::FsdpConfigOptions direct;
   direct.mixed_precision.buffer_dtype = "bf16";
-  CHECK_THROWS_AS(rlcore::fsdp::resolve_mixed_precision(direct), rlcore::ConfigError);
+  CHECK_THROWS_AS(rlcore::train_fsdp::resolve_mixed_precision(direct), rlcore::ConfigError);
 }
 
 TEST_CASE("bf16 mixed precision: log-probs and one AdamW step close to fp32, masters fp32", "[fsdp][mixed]") {

@@ -47,7 +47,7 @@ nlohmann::json memory_json(const TrainMemory& memory) {
 }
 
 // Every parameter in full (collective); rank 0 writes them.
-void write_params(fsdp::FsdpEngine& engine, const fs::path& path, int64_t rank) {
+void write_params(train_fsdp::FsdpEngine& engine, const fs::path& path, int64_t rank) {
   NamedTensors params;
   engine.for_each_full_parameter(
       [&](const std::string& name, const at::Tensor& full) { params.emplace_back(name, full.clone()); });
@@ -61,7 +61,7 @@ struct Snapshot {
 // DpComm::all_reduce_mean of a rank-dependent tensor whose values bf16 cannot
 // hold, in fp32 and in bf16; the test recomputes both results from reduce_input().
 void write_reductions(const CommContext& comm, const fs::path& path, int64_t rank) {
-  const fsdp::DpComm dp(&comm);
+  const train_fsdp::DpComm dp(&comm);
   const at::Tensor input = testing::reduce_input(rank);
   NamedTensors out = {{"input", input}};
   for (const auto& [name, dtype] : {std::pair{"float32", at::kFloat}, std::pair{"bfloat16", at::kBFloat16}}) {
@@ -72,7 +72,7 @@ void write_reductions(const CommContext& comm, const fs::path& path, int64_t ran
   save_safetensors(path, out);
 }
 
-Snapshot snapshot(const fsdp::FsdpEngine& engine) {
+Snapshot snapshot(const train_fsdp::FsdpEngine& engine) {
   Snapshot out;
   for (const ParameterShard& shard : engine.parameter_shards()) out.tensors.push_back(shard.local.clone());
   return out;
@@ -93,7 +93,7 @@ int run(const std::map<std::string, std::string>& args) {
   context.model_head = arg(args, "head", "lm");
   context.trainable = scenario != "frozen";
   context.total_training_steps = 10;
-  fsdp::FsdpOptions options;
+  train_fsdp::FsdpOptions options;
   options.optim.lr = 1e-2;
   options.optim.lr_warmup_steps = 1;
   options.optim.lr_scheduler_type = "cosine";
@@ -103,7 +103,7 @@ int run(const std::map<std::string, std::string>& args) {
   options.fsdp_config.mixed_precision.reduce_dtype = arg(args, "reduce-dtype", "float32");
   options.enable_gradient_checkpointing = arg(args, "checkpointing", "1") != "0";
   options.lora.lora_rank = std::stoll(arg(args, "lora-rank", "0"));
-  fsdp::FsdpEngine engine(options, context);
+  train_fsdp::FsdpEngine engine(options, context);
 
   ForwardOptions forward;
   forward.entropy = true;

@@ -9,8 +9,8 @@
 
 namespace lora_test {
 
-using rlcore::fsdp::FsdpEngine;
-using rlcore::fsdp::FsdpOptions;
+using rlcore::train_fsdp::FsdpEngine;
+using rlcore::train_fsdp::FsdpOptions;
 
 inline rlcore::Batch lora_batch(int64_t vocab) {
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(11);

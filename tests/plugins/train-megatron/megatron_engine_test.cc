@@ -142,12 +142,12 @@ TEST_CASE("megatron in one process equals the fsdp engine: outputs, metrics, upd
   rlcore::ComponentContext context;
   context.model_path = suite().model.str();
   context.total_training_steps = 10;
-  rlcore::fsdp::FsdpOptions options;
+  rlcore::train_fsdp::FsdpOptions options;
   options.optim.lr = 1e-2;
   options.optim.lr_warmup_steps = 1;
   options.optim.lr_scheduler_type = "cosine";
   options.optim.min_lr_ratio = 0.1;
-  rlcore::fsdp::FsdpEngine fsdp(options, context);
+  rlcore::train_fsdp::FsdpEngine fsdp(options, context);
   // The runner's batch, loss and steps (megatron_rank_runner.cc), run here through fsdp.
   const rlcore::Batch batch = rlcore::testing::train_batch(test_config().vocab_size);
   rlcore::ForwardOptions forward;
@@ -188,7 +188,7 @@ TEST_CASE("a megatron checkpoint saved at tp=2 resumes at tp=1 and at tp=2 x pp=
   // A checkpoint that is not one names the missing file.
   rlcore::ComponentContext context;
   context.model_path = suite().model.str();
-  rlcore::megatron::MegatronEngine engine({}, context);
+  rlcore::train_megatron::MegatronEngine engine({}, context);
   CHECK_THAT(error_of<rlcore::IoError>([&] { engine.load_checkpoint((suite().work.path() / "nothing").string()); }),
              Catch::Contains("megatron_checkpoint.json"));
 }
@@ -196,17 +196,17 @@ TEST_CASE("a megatron checkpoint saved at tp=2 resumes at tp=1 and at tp=2 x pp=
 TEST_CASE("megatron layouts the workers cannot hold are errors naming the key", "[megatron][config]") {
   rlcore::ComponentContext context;
   context.model_path = suite().model.str();
-  rlcore::megatron::MegatronOptions options;
+  rlcore::train_megatron::MegatronOptions options;
   options.megatron.tensor_model_parallel_size = 2;  // one process: no "tp" group of size 2
-  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::megatron::MegatronEngine(options, context); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train_megatron::MegatronEngine(options, context); }),
              Catch::Contains("megatron.tensor_model_parallel_size = 2") && Catch::Contains("'tp' process group"));
   options.megatron.tensor_model_parallel_size = 1;
   options.megatron.pipeline_model_parallel_size = 9;
-  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::megatron::MegatronEngine(options, context); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train_megatron::MegatronEngine(options, context); }),
              Catch::Contains("pipeline_model_parallel_size"));
   options.megatron.pipeline_model_parallel_size = 1;
   context.model_head = "value";
-  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::megatron::MegatronEngine(options, context); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train_megatron::MegatronEngine(options, context); }),
              Catch::Contains("model_head 'value'"));
 
   // Gemma 2's sandwich norms and per-layer windows have no place in the Megatron layout.
@@ -216,7 +216,7 @@ TEST_CASE("megatron layouts the workers cannot hold are errors naming the key", 
       "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
       "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16})"));
   context.model_path = gemma2.str();
-  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::megatron::MegatronEngine(options, context); }),
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train_megatron::MegatronEngine(options, context); }),
              Catch::Contains("model_type 'gemma2'") && Catch::Contains("fsdp"));
 }
 

@@ -43,7 +43,7 @@ int run(const testing::RunnerArgs& args) {
   context.model_path = arg(args, "model");
   context.comm = comm.get();
   context.total_training_steps = 10;
-  megatron::MegatronOptions options;
+  train_megatron::MegatronOptions options;
   options.optim.lr = 1e-2;
   options.optim.lr_warmup_steps = 1;
   options.optim.lr_scheduler_type = "cosine";
@@ -51,7 +51,7 @@ int run(const testing::RunnerArgs& args) {
   options.megatron.tensor_model_parallel_size = tp;
   options.megatron.pipeline_model_parallel_size = pp;
   options.megatron.dtype = arg(args, "dtype", "float32");
-  megatron::MegatronEngine engine(options, context);
+  train_megatron::MegatronEngine engine(options, context);
   if (args.count("load")) engine.load_checkpoint(arg(args, "load"));
 
   ForwardOptions forward;
