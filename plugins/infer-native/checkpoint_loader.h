@@ -1,5 +1,6 @@
-// Reads the HF checkpoint directory infer-native serves (ComponentContext::model_path):
-// config.json and the safetensors weights, single-file or sharded.
+// Reads the weights of the HF checkpoint directory infer-native serves
+// (ComponentContext::model_path), single-file or sharded; its config.json is
+// ModelConfig::from_checkpoint_dir's.
 #pragma once
 
 #include <string>
@@ -8,10 +9,6 @@
 #include "rlcore/model/transformer.h"
 
 namespace rlcore::infer_native {
-
-// Throws ConfigError naming model_path when it is empty or not a directory;
-// the config loader's errors (IoError / ConfigError naming config.json) pass through.
-model::ModelConfig read_model_config(const std::string& model_path);
 
 // Strictly loads every parameter of `model` from the directory's safetensors
 // files (memory-mapped, converted to the model's dtype and device), each

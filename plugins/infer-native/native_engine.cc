@@ -81,7 +81,7 @@ class RequestHash {
 }  // namespace
 
 NativeEngine::NativeEngine(const NativeEngineOptions& options, const ComponentContext& context) : options_(options) {
-  const model::ModelConfig config = read_model_config(context.model_path);
+  const model::ModelConfig config = model::ModelConfig::from_checkpoint_dir(context.model_path, "infer-native");
   dtype_ = resolve_dtype(options.dtype, config);
   max_model_len_ = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
   if (max_model_len_ > config.max_position_embeddings) {

@@ -1,8 +1,10 @@
 // One unit's training state on this rank (fp32 master shard, gradient shard,
-// AdamW moments), each either resident on the device or parked in host memory.
+// AdamW moments), each either resident on the device or parked in host memory,
+// and an engine's offload bookkeeping over all of its states.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -48,6 +50,9 @@ struct ShardState {
   Placed grad;        // [shard_size] fp32, summed micro-batch gradients; trainable only
   Placed exp_avg;     // AdamW first moment; trainable only
   Placed exp_avg_sq;  // AdamW second moment; trainable only
+
+  // Adds this state's bytes to `memory`: on the device by kind, in host memory in all.
+  void count_bytes(TrainMemory& memory) const;
 };
 
 // Moves the parts `what` names of every state to host memory, and waits until
@@ -57,5 +62,37 @@ void offload_states(const std::vector<ShardState*>& states, OffloadSet what, Cop
 // first, in the order given (the order compute needs them), then gradients and
 // optimizer moments, which the optimizer step needs last.
 void reload_states(const std::vector<ShardState*>& states, OffloadSet what, CopyStream& copies);
+
+// An engine's offload (OffloadsState): moves its states through its own copy
+// stream and remembers which parts are in host memory.
+class StatePlacement {
+ public:
+  // `states` lists the engine's states in the order compute needs them; it is
+  // asked on every move.
+  StatePlacement(const at::Device& device, std::function<std::vector<ShardState*>()> states);
+
+  void offload(OffloadSet what);  // offload_states; `what` is then offloaded
+  void reload(OffloadSet what);   // reload_states; `what` is then resident
+  OffloadSet offloaded() const { return offloaded_; }
+
+ private:
+  std::function<std::vector<ShardState*>()> states_;
+  CopyStream copies_;  // beside the compute stream
+  OffloadSet offloaded_ = OffloadSet::kNone;
+};
+
+// Brings the offloaded parts of `needed` back for the scope and parks them
+// again at its end, so the engine's offload state survives every call.
+class ResidentScope {
+ public:
+  ResidentScope(StatePlacement& placement, OffloadSet needed);
+  ~ResidentScope();
+  ResidentScope(const ResidentScope&) = delete;
+  ResidentScope& operator=(const ResidentScope&) = delete;
+
+ private:
+  StatePlacement& placement_;
+  OffloadSet moved_;
+};
 
 }  // namespace rlcore::train_common

@@ -88,7 +88,7 @@ at::Tensor saved_shard(const SafetensorsFile& file, const std::string& tensor, i
 }  // namespace
 
 void FsdpEngine::save_checkpoint(const std::string& dir_text) {
-  ResidentScope resident(*this, OffloadSet::kAll);
+  train_common::ResidentScope resident(placement_, OffloadSet::kAll);
   const fs::path dir(dir_text);
   fs::create_directories(dir);
   NamedTensors tensors;
@@ -129,7 +129,7 @@ void FsdpEngine::save_checkpoint(const std::string& dir_text) {
 }
 
 void FsdpEngine::load_checkpoint(const std::string& dir_text) {
-  ResidentScope resident(*this, OffloadSet::kAll);
+  train_common::ResidentScope resident(placement_, OffloadSet::kAll);
   const fs::path dir(dir_text);
   const fs::path manifest_path = dir / kManifest;
   const nlohmann::json manifest = train_common::read_json(manifest_path, "an fsdp checkpoint");

@@ -122,7 +122,7 @@ ModelOutput FsdpEngine::forward_with_sum_pi_squared(const Batch& batch, const Fo
 }
 
 ModelOutput FsdpEngine::forward_outputs(const Batch& batch, const ForwardOptions& options, at::Tensor* sum_pi_squared) {
-  ResidentScope resident(*this, OffloadSet::kParams);
+  train_common::ResidentScope resident(placement_, OffloadSet::kParams);
   at::NoGradGuard no_grad;
   std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
   std::vector<at::Tensor> hidden = forward_trunk(micro, nullptr);
@@ -156,7 +156,7 @@ ModelOutput FsdpEngine::forward_outputs(const Batch& batch, const ForwardOptions
 TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions& options, const LossFunction& loss) {
   if (!trainable_)
     throw ValueError("fsdp: train_step on a frozen engine (trainable = false, e.g. the reference policy)");
-  ResidentScope resident(*this, OffloadSet::kAll);
+  train_common::ResidentScope resident(placement_, OffloadSet::kAll);
   at::AutoGradMode grad_mode(true);
   zero_grads();  // a step that threw half-way left partial sums
   GradWorkspace workspace(max_padded_numel(), device_);

@@ -2,7 +2,6 @@
 // installing units, gradient reduction, weight export and offload accounting.
 #include "fsdp_engine.h"
 
-#include <filesystem>
 #include <map>
 #include <set>
 
@@ -18,18 +17,6 @@
 
 namespace rlcore::train_fsdp {
 namespace {
-
-model::ModelConfig read_config(const std::string& model_path) {
-  if (model_path.empty()) {
-    throw ConfigError(
-        "fsdp: model_path is empty; the engine trains a Hugging Face checkpoint directory "
-        "(config.json + model.safetensors), e.g. one written by `rlcore model init`");
-  }
-  std::error_code error;
-  if (!std::filesystem::is_directory(model_path, error))
-    throw ConfigError("fsdp: model_path '" + model_path + "' is not a directory");
-  return model::ModelConfig::from_file((std::filesystem::path(model_path) / "config.json").string());
-}
 
 model::ModelHead parse_head(const std::string& head) {
   if (head == "lm") return model::ModelHead::kCausalLm;
@@ -51,10 +38,10 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       head_(parse_head(context.model_head)),
       trainable_(context.trainable),
       device_(train_common::engine_device(context, "fsdp")),
-      copies_(device_),
+      placement_(device_, [this] { return shard_states(); }),
       precision_(resolve_mixed_precision(options.fsdp_config)),
       dp_(context.comm),
-      config_(read_config(context.model_path)),
+      config_(model::ModelConfig::from_checkpoint_dir(context.model_path, "fsdp")),
       skeleton_(config_, head_, at::TensorOptions().device(at::kMeta).dtype(precision_.param)),
       schedule_(train_common::make_lr_schedule(options.optim, context.total_training_steps)) {
   check_dtype_supported(device_, precision_.param, "fsdp_config.mixed_precision.param_dtype");
@@ -253,14 +240,6 @@ void GatheredUnit::add_grads(UnitGrad& grad, const std::vector<at::Tensor>& grad
 
 GatheredUnit::~GatheredUnit() { engine_.uninstall(unit_); }
 
-ResidentScope::ResidentScope(FsdpEngine& engine, OffloadSet needed)
-    : engine_(engine),
-      moved_(static_cast<OffloadSet>(static_cast<unsigned>(needed) & static_cast<unsigned>(engine.offloaded_))) {
-  engine_.reload(moved_);
-}
-
-ResidentScope::~ResidentScope() { engine_.offload(moved_); }
-
 std::vector<ParameterShard> FsdpEngine::parameter_shards() const {
   std::vector<ParameterShard> shards;
   for (size_t u = 0; u < layouts_.size(); ++u) {
@@ -295,7 +274,7 @@ bool FsdpEngine::unit_has_adapter(int64_t unit) const {
 
 void FsdpEngine::visit_full_parameters(const std::function<void(const std::string&, const at::Tensor&)>& visit,
                                        bool merge) {
-  ResidentScope resident(*this, OffloadSet::kParams);
+  train_common::ResidentScope resident(placement_, OffloadSet::kParams);
   at::NoGradGuard no_grad;
   for (size_t u = 0; u < layouts_.size(); ++u) {
     const auto unit = static_cast<int64_t>(u);
@@ -328,7 +307,7 @@ std::vector<GathersIntoBuffers::Gather> FsdpEngine::full_parameter_gathers() con
 
 void FsdpEngine::for_each_full_parameter_into(const std::function<at::Tensor(size_t gather)>& destination,
                                               const std::function<void(const std::string&, const at::Tensor&)>& visit) {
-  ResidentScope resident(*this, OffloadSet::kParams);
+  train_common::ResidentScope resident(placement_, OffloadSet::kParams);
   at::NoGradGuard no_grad;
   for (size_t u = 0; u < layouts_.size(); ++u) {
     const auto unit = static_cast<int64_t>(u);
@@ -358,25 +337,13 @@ std::vector<train_common::ShardState*> FsdpEngine::shard_states() {
   return states;
 }
 
-void FsdpEngine::offload(OffloadSet what) {
-  train_common::offload_states(shard_states(), what, copies_);
-  offloaded_ = offloaded_ | what;
-}
+void FsdpEngine::offload(OffloadSet what) { placement_.offload(what); }
 
-void FsdpEngine::reload(OffloadSet what) {
-  train_common::reload_states(shard_states(), what, copies_);
-  offloaded_ = static_cast<OffloadSet>(static_cast<unsigned>(offloaded_) & ~static_cast<unsigned>(what));
-}
+void FsdpEngine::reload(OffloadSet what) { placement_.reload(what); }
 
 TrainMemory FsdpEngine::memory() const {
   TrainMemory memory;
-  for (const train_common::ShardState& state : shards_) {
-    memory.param_bytes += state.param.device_bytes();
-    memory.grad_bytes += state.grad.device_bytes();
-    memory.optimizer_bytes += state.exp_avg.device_bytes() + state.exp_avg_sq.device_bytes();
-    memory.host_bytes +=
-        state.param.host_bytes() + state.grad.host_bytes() + state.exp_avg.host_bytes() + state.exp_avg_sq.host_bytes();
-  }
+  for (const train_common::ShardState& state : shards_) state.count_bytes(memory);
   memory.param_bytes += lora_.param_bytes();
   memory.grad_bytes += lora_.param_bytes();
   memory.optimizer_bytes += lora_.optimizer_bytes();

@@ -82,7 +82,6 @@ class FsdpEngine final : public TrainEngine,
 
  private:
   friend class GatheredUnit;
-  friend class ResidentScope;
   using MicroBatch = train_common::MicroBatch;
   // What the forward of train_step keeps of one decoder layer for its backward:
   // the inputs (per micro-batch); without checkpointing also the outputs with
@@ -150,8 +149,8 @@ class FsdpEngine final : public TrainEngine,
   model::ModelHead head_;
   bool trainable_;
   at::Device device_;
-  train_common::CopyStream copies_;  // offload and reload, beside the compute stream
-  MixedPrecision precision_;         // param: compute dtype of gathered units; reduce: of the gradient average
+  train_common::StatePlacement placement_;  // offload and reload, beside the compute stream
+  MixedPrecision precision_;                // param: compute dtype of gathered units; reduce: of the gradient average
   DpComm dp_;
   model::ModelConfig config_;
   // Parameters live on the meta device except while their unit is installed.
@@ -164,7 +163,6 @@ class FsdpEngine final : public TrainEngine,
   train_common::LrSchedule schedule_;
   int64_t step_ = 0;        // train_step calls (drives the lr schedule)
   int64_t adam_steps_ = 0;  // updates applied (a step with a non-finite norm is skipped)
-  OffloadSet offloaded_ = OffloadSet::kNone;
   // Per unit: the gradient shard is logically zero but not written (zero_grads()
   // only sets these); the next reduce_gradient copies instead of adding, so no
   // step spends a pass over 4 bytes per parameter on zeroing.

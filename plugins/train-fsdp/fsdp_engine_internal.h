@@ -1,5 +1,5 @@
 // Pieces shared by the FsdpEngine source files: the RAII scope of a gathered
-// unit, and the scope that keeps state resident.
+// unit, and the gradient buffers of a train_step.
 #pragma once
 
 #include <cstdint>
@@ -60,20 +60,6 @@ class GradWorkspace {
   int64_t max_numel_;
   at::Device device_;
   at::Tensor slots_[2];
-};
-
-// Brings the offloaded parts of `needed` back for the scope and returns them
-// to host memory at its end, so offload state survives every call.
-class ResidentScope {
- public:
-  ResidentScope(FsdpEngine& engine, OffloadSet needed);
-  ~ResidentScope();
-  ResidentScope(const ResidentScope&) = delete;
-  ResidentScope& operator=(const ResidentScope&) = delete;
-
- private:
-  FsdpEngine& engine_;
-  OffloadSet moved_;
 };
 
 }  // namespace rlcore::train_fsdp

@@ -13,7 +13,6 @@
 
 #include "train-common/checkpoint_files.h"
 #include "megatron_engine.h"
-#include "megatron_internal.h"
 #include "rlcore/atomic_file.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors/safetensors.h"
@@ -46,7 +45,7 @@ void read_shard(const SafetensorsFile& file, const std::string& name, const mode
 }  // namespace
 
 void MegatronEngine::save_checkpoint(const std::string& dir_text) {
-  Resident resident(*this, OffloadSet::kParams | OffloadSet::kOptimizer);
+  train_common::ResidentScope resident(placement_, OffloadSet::kParams | OffloadSet::kOptimizer);
   const fs::path dir(dir_text);
   NamedTensors model, optimizer;
   const bool writer = writes_files(groups_);
@@ -82,7 +81,7 @@ void MegatronEngine::save_checkpoint(const std::string& dir_text) {
 }
 
 void MegatronEngine::load_checkpoint(const std::string& dir_text) {
-  Resident resident(*this, OffloadSet::kParams | OffloadSet::kOptimizer);
+  train_common::ResidentScope resident(placement_, OffloadSet::kParams | OffloadSet::kOptimizer);
   const fs::path dir(dir_text);
   const nlohmann::json manifest = train_common::read_json(dir / kManifest, "a megatron checkpoint");
   if (manifest.value("format", "") != kFormat) {

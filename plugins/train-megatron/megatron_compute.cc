@@ -13,7 +13,8 @@
 
 #include "train-common/adamw.h"
 #include "megatron_engine.h"
-#include "megatron_internal.h"
+#include "rlcore/batch.h"
+#include "rlcore/model/layers.h"
 #include "train-common/micro_batches.h"
 #include "rlcore/error.h"
 
@@ -186,7 +187,7 @@ ModelOutput MegatronEngine::forward_with_sum_pi_squared(const Batch& batch, cons
 
 ModelOutput MegatronEngine::forward_outputs(const Batch& batch, const ForwardOptions& options,
                                             at::Tensor* sum_pi_squared) {
-  Resident resident(*this, OffloadSet::kParams);
+  train_common::ResidentScope resident(placement_, OffloadSet::kParams);
   at::NoGradGuard no_grad;
   std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "megatron");
   const PipelineResult result =
@@ -215,7 +216,7 @@ TrainStepOutput MegatronEngine::train_step(const Batch& batch, const ForwardOpti
                                            const LossFunction& loss) {
   if (!trainable_)
     throw ValueError("megatron: train_step on a frozen engine (trainable = false, e.g. the reference policy)");
-  Resident resident(*this, OffloadSet::kAll);
+  train_common::ResidentScope resident(placement_, OffloadSet::kAll);
   at::AutoGradMode grad_mode(true);
   zero_grads();  // a step that threw half-way may have left partial sums
   std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "megatron");

@@ -2,12 +2,9 @@
 // compute weights, gathering full parameters, shards, offload and memory.
 #include "megatron_engine.h"
 
-#include <filesystem>
-
 #include <ATen/ATen.h>
 
 #include "train-common/engine_device.h"
-#include "megatron_internal.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors/safetensors.h"
@@ -16,18 +13,6 @@ namespace rlcore::train_megatron {
 namespace {
 
 namespace mg = model::megatron;
-
-model::ModelConfig read_config(const std::string& model_path) {
-  if (model_path.empty()) {
-    throw ConfigError(
-        "megatron: model_path is empty; the engine trains a Hugging Face checkpoint directory "
-        "(config.json + model.safetensors), e.g. one written by `rlcore model init`");
-  }
-  std::error_code error;
-  if (!std::filesystem::is_directory(model_path, error))
-    throw ConfigError("megatron: model_path '" + model_path + "' is not a directory");
-  return model::ModelConfig::from_file((std::filesystem::path(model_path) / "config.json").string());
-}
 
 void check_supported(const ComponentContext& context, const model::ModelConfig& config,
                      const MegatronConfigOptions& options) {
@@ -57,9 +42,9 @@ MegatronEngine::MegatronEngine(const MegatronOptions& options, const ComponentCo
       model_path_(context.model_path),
       trainable_(context.trainable),
       device_(train_common::engine_device(context, "megatron")),
-      copies_(device_),
+      placement_(device_, [this] { return shard_states(); }),
       compute_dtype_(options.megatron.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat),
-      config_(read_config(context.model_path)),
+      config_(model::ModelConfig::from_checkpoint_dir(context.model_path, "megatron")),
       groups_(parallel_groups(context.comm, options.megatron.tensor_model_parallel_size,
                               options.megatron.pipeline_model_parallel_size)),
       stage_(config_, groups_.tp),
@@ -183,7 +168,7 @@ at::Tensor MegatronEngine::gather_full(const mg::MegatronParam& param,
 }
 
 void MegatronEngine::for_each_full_parameter(const std::function<void(const std::string&, const at::Tensor&)>& visit) {
-  Resident resident(*this, OffloadSet::kParams);
+  train_common::ResidentScope resident(placement_, OffloadSet::kParams);
   for (const mg::MegatronParam& param : mg::megatron_parameters(config_)) {
     const at::Tensor full =
         gather_full(param, [](const LocalParam& p) -> const at::Tensor& { return p.state.param.device(); });
@@ -219,35 +204,14 @@ std::vector<train_common::ShardState*> MegatronEngine::shard_states() {
   return states;
 }
 
-void MegatronEngine::offload(OffloadSet what) {
-  train_common::offload_states(shard_states(), what, copies_);
-  offloaded_ = offloaded_ | what;
-}
+void MegatronEngine::offload(OffloadSet what) { placement_.offload(what); }
 
-void MegatronEngine::reload(OffloadSet what) {
-  train_common::reload_states(shard_states(), what, copies_);
-  offloaded_ = static_cast<OffloadSet>(static_cast<unsigned>(offloaded_) & ~static_cast<unsigned>(what));
-}
+void MegatronEngine::reload(OffloadSet what) { placement_.reload(what); }
 
 TrainMemory MegatronEngine::memory() const {
   TrainMemory memory;
-  for (const LocalParam& p : params_) {
-    const train_common::ShardState& s = p.state;
-    memory.param_bytes += s.param.device_bytes();
-    memory.grad_bytes += s.grad.device_bytes();
-    memory.optimizer_bytes += s.exp_avg.device_bytes() + s.exp_avg_sq.device_bytes();
-    memory.host_bytes +=
-        s.param.host_bytes() + s.grad.host_bytes() + s.exp_avg.host_bytes() + s.exp_avg_sq.host_bytes();
-  }
+  for (const LocalParam& p : params_) p.state.count_bytes(memory);
   return memory;
 }
-
-MegatronEngine::Resident::Resident(MegatronEngine& engine, OffloadSet needed)
-    : engine_(engine),
-      moved_(static_cast<OffloadSet>(static_cast<unsigned>(needed) & static_cast<unsigned>(engine.offloaded_))) {
-  engine_.reload(moved_);
-}
-
-MegatronEngine::Resident::~Resident() { engine_.offload(moved_); }
 
 }  // namespace rlcore::train_megatron

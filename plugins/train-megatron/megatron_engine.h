@@ -71,7 +71,6 @@ class MegatronEngine final : public TrainEngine,
   };
   using MicroBatch = train_common::MicroBatch;
   struct PipelineResult;
-  class Resident;
 
   int64_t owner_stage(const model::megatron::MegatronParam& param) const;
   void load_initial_weights(const std::string& model_path);
@@ -101,7 +100,7 @@ class MegatronEngine final : public TrainEngine,
   std::string model_path_;
   bool trainable_;
   at::Device device_;
-  train_common::CopyStream copies_;  // offload and reload, beside the compute stream
+  train_common::StatePlacement placement_;  // offload and reload, beside the compute stream
   at::ScalarType compute_dtype_;
   model::ModelConfig config_;
   ParallelGroups groups_;
@@ -113,7 +112,6 @@ class MegatronEngine final : public TrainEngine,
   train_common::LrSchedule schedule_;
   int64_t step_ = 0;
   int64_t adam_steps_ = 0;
-  OffloadSet offloaded_ = OffloadSet::kNone;
 };
 
 }  // namespace rlcore::train_megatron

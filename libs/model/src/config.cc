@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -328,6 +329,20 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return from_json_text(text.str(), path);
+}
+
+ModelConfig ModelConfig::from_checkpoint_dir(const std::string& model_path, const std::string& component) {
+  if (model_path.empty()) {
+    throw ConfigError(component +
+                      ": model_path is empty; it names a Hugging Face checkpoint directory "
+                      "(config.json + model.safetensors), e.g. one written by `rlcore model init`");
+  }
+  std::error_code error;
+  if (!std::filesystem::is_directory(model_path, error)) {
+    throw ConfigError(component + ": model_path '" + model_path + "' is not a directory" +
+                      (std::filesystem::exists(model_path, error) ? "" : " (it does not exist)"));
+  }
+  return from_file((std::filesystem::path(model_path) / "config.json").string());
 }
 
 void ModelConfig::validate(const std::string& source) const {

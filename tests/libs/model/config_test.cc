@@ -7,9 +7,12 @@
 
 #include "rlcore/error.h"
 #include "rlcore/model/config.h"
+#include "../../common/scratch_dir.h"
 #include "../../common/test_paths.h"
 
 #include <catch2/catch.hpp>
+
+#include "../../common/error_of.h"
 
 using rlcore::ConfigError;
 using rlcore::model::ModelConfig;
@@ -262,6 +265,25 @@ TEST_CASE("from_file reads a config.json", "[model]") {
   }
   CHECK(ModelConfig::from_file(path).head_dim == 128);
   std::remove(path.c_str());
+}
+
+TEST_CASE("from_checkpoint_dir reads a checkpoint directory's config.json, naming the engine", "[model]") {
+  const rlcore_test::ScratchDir dir("model_checkpoint_dir");
+  dir.write("config.json", kQwen3Config);
+  CHECK(ModelConfig::from_checkpoint_dir(dir.str(), "fsdp").head_dim == 128);
+
+  CHECK_THAT(rlcore_test::error_of<ConfigError>([] { ModelConfig::from_checkpoint_dir("", "fsdp"); }),
+             Catch::StartsWith("fsdp: model_path is empty"));
+  const std::string missing = dir.str() + "/absent";
+  CHECK_THAT(rlcore_test::error_of<ConfigError>([&] { ModelConfig::from_checkpoint_dir(missing, "megatron"); }),
+             Catch::StartsWith("megatron: model_path '" + missing + "' is not a directory (it does not exist)"));
+  const std::string file = dir.str() + "/config.json";
+  CHECK_THAT(rlcore_test::error_of<ConfigError>([&] { ModelConfig::from_checkpoint_dir(file, "infer-native"); }),
+             Catch::Equals("infer-native: model_path '" + file + "' is not a directory"));
+  // A directory without config.json: from_file's IoError, naming the file.
+  const rlcore_test::ScratchDir empty("model_checkpoint_dir_empty");
+  CHECK_THAT(rlcore_test::error_of<rlcore::IoError>([&] { ModelConfig::from_checkpoint_dir(empty.str(), "fsdp"); }),
+             Catch::Contains(empty.str() + "/config.json"));
 }
 
 TEST_CASE("presets have the documented shapes", "[model]") {

@@ -83,6 +83,11 @@ struct ModelConfig {
   static ModelConfig from_json_text(const std::string& text, const std::string& source = "config.json");
   // Throws IoError if the file cannot be read.
   static ModelConfig from_file(const std::string& path);
+  // The config.json of the Hugging Face checkpoint directory `model_path` (an
+  // engine's ComponentContext::model_path). An empty model_path, or one that is
+  // not a directory, is a ConfigError that starts with `component` (the engine
+  // asking, "fsdp") and names model_path; from_file's errors pass through.
+  static ModelConfig from_checkpoint_dir(const std::string& model_path, const std::string& component);
 
   // HF-compatible config.json (architectures, model_type and every field the
   // HF config class reads), loadable by transformers' AutoConfig.
