@@ -62,7 +62,7 @@ std::string mode_name(const Args& a) {
   return a.mode == "bucketed" && a.gather_into_bucket == "false" ? "bucketed (gather apart)" : a.mode;
 }
 
-MeshShape mesh_of(const Args& a) {
+runtime::MeshShape mesh_of(const Args& a) {
   const int64_t replica = a.train_tp * a.train_pp;
   if (replica > 1) {
     if (a.tp != 1 && a.tp != a.train_tp) throw ValueError("--tp must be 1 or --train-tp with a model-parallel trainer");
@@ -88,7 +88,7 @@ double reduce(const CommGroup& world, double value, bool max) {
 
 int run_rank(const Args& a) {
   at::set_num_threads(a.threads);
-  ProcessGroupOptions pg;
+  runtime::ProcessGroupOptions pg;
   pg.store_host = "127.0.0.1";
   pg.store_port = a.port;
   pg.prefix = "bench_reshard";
@@ -96,7 +96,7 @@ int run_rank(const Args& a) {
   pg.world_size = a.world;
   pg.local_address = "127.0.0.1";
   pg.mesh = mesh_of(a);
-  const std::unique_ptr<CommContext> comm = make_comm_context(pg);
+  const std::unique_ptr<CommContext> comm = runtime::make_comm_context(pg);
 
   Registry registry;
   PluginLoader(registry).load_path(a.plugins);
@@ -173,7 +173,7 @@ int run_rank(const Args& a) {
 
 // Hosts the store and runs `world` copies of this program as ranks 0..N-1.
 int launch(const Args& a, int argc, char** argv) {
-  RendezvousStore store("127.0.0.1", 0, std::chrono::minutes(5));
+  runtime::RendezvousStore store("127.0.0.1", 0, std::chrono::minutes(5));
   std::vector<pid_t> children;
   for (int64_t rank = 0; rank < a.world; ++rank) {
     std::vector<std::string> args(argv, argv + argc);

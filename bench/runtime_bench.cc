@@ -73,14 +73,14 @@ double loopback_tcp_gbps(std::size_t bytes) {
   return static_cast<double>(received) / elapsed / 1e9;
 }
 
-rlcore::ClusterOptions options_for(int64_t workers) {
-  rlcore::ClusterOptions options;
+rlcore::runtime::ClusterOptions options_for(int64_t workers) {
+  rlcore::runtime::ClusterOptions options;
   options.worker_executable = rlcore_test::rlcore_executable();
   options.worker_args = {"--log-level", "warn"};
   options.process_groups = false;
-  rlcore::PoolSpec pool;
+  rlcore::runtime::PoolSpec pool;
   pool.nodes = {workers};
-  pool.roles = {rlcore::RoleSpec{"diag", "diag", nlohmann::json::object()}};
+  pool.roles = {rlcore::runtime::RoleSpec{"diag", "diag", nlohmann::json::object()}};
   pool.threads_per_worker = 1;
   options.pools = {pool};
   return options;
@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
       static_cast<long long>(mib));
   std::printf("|---|---|---|---|---|---|---|\n");
   for (int64_t workers : {1, 2, 4}) {
-    rlcore::Cluster cluster(options_for(workers));
-    rlcore::WorkerGroup& group = cluster.group("global");
+    rlcore::runtime::Cluster cluster(options_for(workers));
+    rlcore::runtime::WorkerGroup& group = cluster.group("global");
     for (int i = 0; i < 20; ++i) group.call("diag.noop").get();
     std::vector<double> latencies;
     for (int i = 0; i < iterations; ++i) {
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     double best = 1e9;
     for (int i = 0; i < rounds; ++i) {
       const auto start = Clock::now();
-      const rlcore::CallOutput output = group.call("diag.echo_dp", batch).get();
+      const rlcore::runtime::CallOutput output = group.call("diag.echo_dp", batch).get();
       best = std::min(best, seconds_since(start));
       if (output.batch.size() != batch.size()) {
         std::fprintf(stderr, "echo returned %lld rows, expected %lld\n", static_cast<long long>(output.batch.size()),

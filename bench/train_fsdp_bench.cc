@@ -180,14 +180,14 @@ int run_baseline(const Args& a) {
 }
 
 int run_rank(const Args& a) {
-  ProcessGroupOptions pg;
+  runtime::ProcessGroupOptions pg;
   pg.store_host = "127.0.0.1";
   pg.store_port = a.port;
   pg.prefix = "bench_fsdp";
   pg.rank = a.rank;
   pg.world_size = a.world;
   pg.local_address = "127.0.0.1";
-  const std::unique_ptr<CommContext> comm = make_comm_context(pg);
+  const std::unique_ptr<CommContext> comm = runtime::make_comm_context(pg);
   ComponentContext context;
   context.model_path = a.model_dir;
   context.comm = comm.get();
@@ -241,8 +241,8 @@ std::vector<char*> as_argv(std::vector<std::string>& strings) {
 // Runs this executable once per rank with `extra` arguments; returns their results.
 std::vector<nlohmann::json> spawn_processes(const std::string& self, const Args& a, const std::string& model_dir,
                                             const std::string& role, int64_t world) {
-  std::unique_ptr<RendezvousStore> store;
-  if (role == "rank") store = std::make_unique<RendezvousStore>("127.0.0.1", 0, std::chrono::minutes(10));
+  std::unique_ptr<runtime::RendezvousStore> store;
+  if (role == "rank") store = std::make_unique<runtime::RendezvousStore>("127.0.0.1", 0, std::chrono::minutes(10));
   const int threads = std::max(1, a.threads / static_cast<int>(world));
   std::vector<std::string> env = environment_with_threads(threads);
   std::vector<pid_t> pids;

@@ -36,8 +36,8 @@ inline std::string runner_arg(const std::string& runner, const RunnerArgs& args,
 // Joins the test's TCPStore on loopback (--rank, --world, --port, --prefix) as
 // a pool with `mesh`; groups of one test (`test`) never meet another test's.
 inline std::unique_ptr<CommContext> loopback_comm(const std::string& runner, const RunnerArgs& args,
-                                                  const std::string& test, MeshShape mesh = {}) {
-  ProcessGroupOptions pg;
+                                                  const std::string& test, runtime::MeshShape mesh = {}) {
+  runtime::ProcessGroupOptions pg;
   pg.store_host = "127.0.0.1";
   pg.store_port = std::stoi(runner_arg(runner, args, "port"));
   pg.prefix = test + "/" + runner_arg(runner, args, "prefix", "run");
@@ -46,7 +46,7 @@ inline std::unique_ptr<CommContext> loopback_comm(const std::string& runner, con
   pg.local_address = "127.0.0.1";
   pg.timeout = std::chrono::seconds(60);
   pg.mesh = std::move(mesh);
-  return make_comm_context(pg);
+  return runtime::make_comm_context(pg);
 }
 
 // Runs `run` on the parsed arguments; an exception becomes "<runner>: <what>" on stderr and exit code 1.

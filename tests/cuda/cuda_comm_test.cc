@@ -33,7 +33,7 @@ std::vector<double> collectives(const rlcore::CommContext& comm, const at::Devic
 
 TEST_CASE("one rank's NCCL group reduces CUDA tensors", "[cuda]") {
   const at::Device gpu = require_gpu();
-  rlcore::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
+  rlcore::runtime::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
   const auto comm = join(store, "nccl1", 0, 1, "nccl");
   CHECK(collectives(*comm, gpu) == std::vector<double>{4.0, 14.0, 0.0, 2.0});
   // Host tensors of the same group still go through Gloo.
@@ -44,7 +44,7 @@ TEST_CASE("one rank's NCCL group reduces CUDA tensors", "[cuda]") {
 
 TEST_CASE("two ranks on one GPU reduce CUDA tensors through Gloo", "[cuda]") {
   const at::Device gpu = require_gpu();
-  rlcore::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
+  rlcore::runtime::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
   auto run = [&](int64_t rank) {
     const auto comm = join(store, "gloo2", rank, 2, "gloo");
     return collectives(*comm, gpu);

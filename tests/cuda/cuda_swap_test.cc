@@ -125,7 +125,7 @@ TEST_CASE("two ranks on one GPU gather each unit straight into the CUDA bucket, 
   const at::Device gpu = require_gpu();
   infer_native_test::TempDir dir;
   infer_native_test::write_checkpoint(dir.path(), infer_native_test::random_model(wide_config(), 4));
-  rlcore::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
+  rlcore::runtime::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
   struct Seen {
     std::vector<at::Tensor> weights;  // on the host
     bool on_gpu = true;

@@ -28,9 +28,10 @@ inline at::Device require_gpu() {
 
 // This rank's process groups over `store` (ranks are threads of the test), CUDA
 // tensors through `backend` ("nccl", or "gloo" for ranks sharing one GPU).
-inline std::unique_ptr<rlcore::CommContext> join(const rlcore::RendezvousStore& store, const std::string& prefix,
-                                                 int64_t rank, int64_t world, const std::string& backend) {
-  rlcore::ProcessGroupOptions options;
+inline std::unique_ptr<rlcore::CommContext> join(const rlcore::runtime::RendezvousStore& store,
+                                                 const std::string& prefix, int64_t rank, int64_t world,
+                                                 const std::string& backend) {
+  rlcore::runtime::ProcessGroupOptions options;
   options.store_host = "127.0.0.1";
   options.store_port = store.port();
   options.prefix = prefix;
@@ -39,7 +40,7 @@ inline std::unique_ptr<rlcore::CommContext> join(const rlcore::RendezvousStore& 
   options.local_address = "127.0.0.1";
   options.timeout = std::chrono::seconds(60);
   options.device_backend = backend;
-  return rlcore::make_comm_context(options);
+  return rlcore::runtime::make_comm_context(options);
 }
 
 inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {

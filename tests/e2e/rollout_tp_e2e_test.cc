@@ -15,7 +15,7 @@
 
 #include "rlcore/batch.h"
 #include "rlcore/core/runtime/cluster.h"
-#include "rlcore/core/trainer/roles.h"
+#include "rlcore/core/workers/roles.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/model/config.h"
 #include "rlcore/model/transformer.h"
@@ -71,26 +71,26 @@ TEST_CASE("actor.generate with rollout tp=2 dp=2 returns row i for prompt i, eac
   const std::string config = "actor_rollout_ref:\n  model: {path: " + model_dir +
                              "}\n  rollout: {name: native, dtype: float32, tensor_model_parallel_size: 2}\n";
 
-  rlcore::ClusterOptions options;
+  rlcore::runtime::ClusterOptions options;
   options.worker_executable = rlcore_test::rlcore_executable();
   options.worker_args = {"--plugins", rlcore_test::plugin_build_dir(), "--log-level", "warn"};
   options.connect_timeout = 120s;
   options.call_timeout = 300s;
-  rlcore::PoolSpec pool;
+  rlcore::runtime::PoolSpec pool;
   pool.name = "actor";
   pool.nodes = {4};
   pool.threads_per_worker = 1;
   pool.mesh = {{"rollout_dp", 2}, {rlcore::kRolloutTpGroup, 2}};  // what the trainer derives for tp=2
   pool.roles = {
-      rlcore::RoleSpec{"actor",
-                       "actor_rollout_ref",
-                       {{rlcore::role_options::kConfig, config}, {rlcore::role_options::kWithRollout, true}}}};
+      rlcore::runtime::RoleSpec{"actor",
+                                "actor_rollout_ref",
+                                {{rlcore::role_options::kConfig, config}, {rlcore::role_options::kWithRollout, true}}}};
   options.pools = {pool};
-  rlcore::Cluster cluster(options);
+  rlcore::runtime::Cluster cluster(options);
 
   const nlohmann::json args = {
       {"max_tokens", kMaxTokens}, {"greedy", true}, {"pad_token_id", kPad}, {"stop_token_ids", std::vector<int32_t>{}}};
-  const rlcore::CallOutput out = cluster.group("actor").call("actor.generate", prompt_batch(), args).get();
+  const rlcore::runtime::CallOutput out = cluster.group("actor").call("actor.generate", prompt_batch(), args).get();
   REQUIRE(out.batch.size() == static_cast<int64_t>(kPrompts.size()));  // 5 rows over 2 dp ranks: padding removed
   const at::Tensor prompt_ids = prompt_batch().tensor("prompt_ids");
   CHECK(at::equal(out.batch.tensor(rlcore::columns::kInputIds).slice(1, 0, prompt_ids.size(1)), prompt_ids));

@@ -9,12 +9,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view rest = rlcore_fuzz::as_text(data + 1, size - 1);
   if (data[0] % 2 == 0) {
-    rlcore::MessageLimits limits;
+    rlcore::runtime::MessageLimits limits;
     limits.max_header_bytes = 1 << 16;  // small, so the limit itself is reached
     rlcore_fuzz::expect_only_rlcore_errors("control header", [&] {
-      const nlohmann::json header = rlcore::parse_control_header(rest, limits);
+      const nlohmann::json header = rlcore::runtime::parse_control_header(rest, limits);
       // The server reads a peer's identity from a validated hello only.
-      if (header["type"] == "hello") (void)rlcore::peer_info_from_json(header);
+      if (header["type"] == "hello") (void)rlcore::runtime::peer_info_from_json(header);
     });
   } else {
     rlcore_fuzz::expect_only_rlcore_errors("batch frames", [&] {

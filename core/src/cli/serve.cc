@@ -174,7 +174,7 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
   }
   // libtorch's own default here is one thread (measured: a 100m model decodes
   // 2x slower on 2 cores); the trainer's workers set theirs the same way.
-  const int64_t threads = threads_for_worker(serve.threads, 1);
+  const int64_t threads = runtime::threads_for_worker(serve.threads, 1);
   at::set_num_threads(static_cast<int>(threads));
   // Before anything is loaded: a device this build or machine cannot give fails at once.
   const at::Device device = resolve_device(serve.device, 0, "--device");

@@ -33,15 +33,15 @@ struct CheckArgs {
   std::string worker_log_level = "warn";
 };
 
-MeshShape parse_mesh(const std::string& text) {
-  MeshShape mesh;
+runtime::MeshShape parse_mesh(const std::string& text) {
+  runtime::MeshShape mesh;
   std::stringstream items(text);
   std::string item;
   while (std::getline(items, item, ',')) {
     const auto equals = item.find('=');
     if (equals == std::string::npos) throw ConfigError("--mesh: '" + item + "' is not NAME=SIZE");
     try {
-      mesh.push_back(MeshDim{item.substr(0, equals), std::stoll(item.substr(equals + 1))});
+      mesh.push_back(runtime::MeshDim{item.substr(0, equals), std::stoll(item.substr(equals + 1))});
     } catch (const std::logic_error&) {
       throw ConfigError("--mesh: '" + item + "' has no integer size");
     }
@@ -53,8 +53,8 @@ void expect(bool ok, const std::string& what) {
   if (!ok) throw Error("check failed: " + what);
 }
 
-void check_groups(WorkerGroup& group, std::ostream& out) {
-  const CallOutput info = group.call("diag.info").get();
+void check_groups(runtime::WorkerGroup& group, std::ostream& out) {
+  const runtime::CallOutput info = group.call("diag.info").get();
   out << "  rank  host                  pid      threads  groups (rank/size)\n";
   for (const auto& reply : info.replies) {
     std::string groups;
@@ -67,7 +67,7 @@ void check_groups(WorkerGroup& group, std::ostream& out) {
   }
   if (info.replies.front().value["groups"].empty()) return;
   for (const auto& [name, g] : info.replies.front().value["groups"].items()) {
-    const CallOutput reduced = group.call("diag.all_reduce", Batch(), {{"group", name}}).get();
+    const runtime::CallOutput reduced = group.call("diag.all_reduce", Batch(), {{"group", name}}).get();
     for (const auto& reply : reduced.replies) {
       double expected = 0;
       for (const auto& member : reply.value["group_ranks"]) expected += member.get<double>() + 1;
@@ -78,35 +78,35 @@ void check_groups(WorkerGroup& group, std::ostream& out) {
   }
 }
 
-void check_dispatch(WorkerGroup& group, std::ostream& out) {
+void check_dispatch(runtime::WorkerGroup& group, std::ostream& out) {
   const int64_t rows = 3 * group.size() + 1;  // not a multiple: exercises padding
   Batch input(rows);
   input.set("x", at::arange(rows, at::kDouble));
-  const CallOutput scaled = group.call("diag.scale", input, {{"factor", 2.0}}).get();
+  const runtime::CallOutput scaled = group.call("diag.scale", input, {{"factor", 2.0}}).get();
   expect(scaled.batch.size() == rows && at::equal(scaled.batch.tensor("y"), input.tensor("x") * 2),
          "dp_compute of diag.scale");
-  const CallOutput meshed = group.call("diag.scale_mesh", input, {{"factor", 3.0}}).get();
+  const runtime::CallOutput meshed = group.call("diag.scale_mesh", input, {{"factor", 3.0}}).get();
   expect(meshed.batch.size() == rows && at::equal(meshed.batch.tensor("y"), input.tensor("x") * 3),
          "mesh_compute of diag.scale_mesh");
   out << "  dp_compute and mesh_compute over " << rows << " rows: ok\n";
 }
 
 int run_check(const CheckArgs& args, CommandIo io) {
-  ClusterOptions options;
+  runtime::ClusterOptions options;
   options.launcher = args.launcher;
   options.bind_host = args.bind;
   options.port = args.port;
   options.process_groups = !args.no_process_groups;
   options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.timeout_s * 1000));
   options.worker_args = {"--log-level", args.worker_log_level};
-  PoolSpec pool;
+  runtime::PoolSpec pool;
   pool.name = "check";
   pool.nodes = {args.nworkers};
-  pool.roles = {RoleSpec{"diag", "diag", nlohmann::json::object()}};
+  pool.roles = {runtime::RoleSpec{"diag", "diag", nlohmann::json::object()}};
   pool.mesh = parse_mesh(args.mesh);
   options.pools = {pool};
-  Cluster cluster(options);
-  WorkerGroup& group = cluster.group("check");
+  runtime::Cluster cluster(options);
+  runtime::WorkerGroup& group = cluster.group("check");
   io.out << "controller at " << cluster.endpoint() << ": " << group.size() << " workers ready\n";
   check_groups(group, io.out);
   check_dispatch(group, io.out);
@@ -153,7 +153,7 @@ int run_command_worker(const std::vector<std::string>& args, CommandIo io) {
     throw ConfigError("rlcore worker takes no positional arguments, got '" + positional[0] + "'");
   apply_log_level(common.log_level);
 
-  WorkerOptions worker = worker_options_from_env(process_env());
+  runtime::WorkerOptions worker = runtime::worker_options_from_env(runtime::process_env());
   if (check) {
     if (check_args.nworkers == 0)
       check_args.nworkers = worker.launch.source == "default" ? 2 : worker.launch.world_size;
@@ -164,10 +164,10 @@ int run_command_worker(const std::vector<std::string>& args, CommandIo io) {
   // Plugins are loaded before connecting, so a worker that cannot build its
   // engines fails setup with the loader's message.
   Session session(common.plugin_paths);
-  RoleRegistry roles;
-  add_builtin_roles(roles);
+  runtime::RoleRegistry roles;
+  runtime::add_builtin_roles(roles);
   add_trainer_roles(roles, session.registry());
-  return run_worker(worker, roles);
+  return runtime::run_worker(worker, roles);
 }
 
 }  // namespace rlcore

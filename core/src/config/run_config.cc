@@ -105,7 +105,7 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .section("critic", &RunConfig::critic, critic_schema())
         .section("algorithm", &RunConfig::algorithm, algorithm_schema())
         .section("reward", &RunConfig::reward, reward)
-        .section("runtime", &RunConfig::runtime, runtime_config_schema())
+        .section("runtime", &RunConfig::runtime, runtime::runtime_config_schema())
         .section("async_training", &RunConfig::async_training, async_training_schema())
         .section("rollout", &RunConfig::rollout, rollout_pool_schema());
     return root;

@@ -319,21 +319,21 @@ struct TwoRanks {
 
 TwoRanks run_two_ranks(CheckEnv& env, const std::string& prefix,
                        const std::function<void(int64_t rank, TrainEngine& engine)>& body) {
-  const auto store = RendezvousStore::on_this_host();
+  const auto store = runtime::RendezvousStore::on_this_host();
   TwoRanks result;
   std::vector<bool> refused(kWorld, false);
   std::vector<std::thread> threads;
   for (int64_t rank = 0; rank < kWorld; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        ProcessGroupOptions options;
+        runtime::ProcessGroupOptions options;
         options.store_file = store->file();
         options.prefix = prefix;
         options.rank = rank;
         options.local_rank = rank;
         options.world_size = kWorld;
         options.timeout = std::chrono::seconds(60);
-        const std::unique_ptr<CommContext> comm = make_comm_context(options);
+        const std::unique_ptr<CommContext> comm = runtime::make_comm_context(options);
         ComponentContext context;
         context.model_path = env.tiny_model.string();
         context.total_training_steps = kTotalSteps;

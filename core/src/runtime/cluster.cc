@@ -17,9 +17,9 @@
 #include "rlcore/string_join.h"
 #include "runtime/cluster_state.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
-using runtime_detail::ClusterState;
+using detail::ClusterState;
 
 int64_t PoolSpec::size() const {
   int64_t total = 0;
@@ -297,12 +297,12 @@ struct Cluster::Impl {
   }
 
   void wait_until_ready() {
-    const auto deadline = runtime_detail::Clock::now() + options.connect_timeout;
+    const auto deadline = detail::Clock::now() + options.connect_timeout;
     std::unique_lock<std::mutex> lock(state->mutex);
     for (;;) {
       if (state->failure) throw WorkerLostError(state->failed_worker, *state->failure);
       if (static_cast<int64_t>(state->ready.size()) == world_size) return;
-      if (runtime_detail::Clock::now() >= deadline) {
+      if (detail::Clock::now() >= deadline) {
         std::vector<int64_t> not_ready;
         for (int64_t rank = 0; rank < world_size; ++rank) {
           if (!state->ready.count(rank)) not_ready.push_back(rank);
@@ -386,14 +386,14 @@ struct Cluster::Impl {
       if (!local->wait_all(grace)) spdlog::warn("controller: workers still running after the shutdown grace");
       local->terminate(std::chrono::milliseconds(2000));
     } else if (server) {
-      const auto deadline = runtime_detail::Clock::now() + grace;
+      const auto deadline = detail::Clock::now() + grace;
       auto any_connected = [&] {
         for (int64_t rank = 0; rank < world_size; ++rank) {
           if (server->connected(rank)) return true;
         }
         return false;
       };
-      while (any_connected() && runtime_detail::Clock::now() < deadline) {
+      while (any_connected() && detail::Clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     }
@@ -453,4 +453,4 @@ ControlServerStats Cluster::stats() const { return impl_->server->stats(); }
 
 void Cluster::shutdown() { impl_->shutdown(); }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

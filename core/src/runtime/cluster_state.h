@@ -18,7 +18,7 @@
 #include "rlcore/core/runtime/errors.h"
 #include "rlcore/core/runtime/worker_group.h"
 
-namespace rlcore::runtime_detail {
+namespace rlcore::runtime::detail {
 
 using Clock = std::chrono::steady_clock;
 
@@ -71,4 +71,4 @@ struct ClusterState {
 // Assembles a call's output from its replies per its dispatch mode.
 CallOutput assemble(PendingCall& call);
 
-}  // namespace rlcore::runtime_detail
+}  // namespace rlcore::runtime::detail

@@ -7,7 +7,7 @@
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 const OptionsSchema<RuntimeConfig>& runtime_config_schema() {
   static const OptionsSchema<RuntimeConfig> schema = [] {
@@ -159,4 +159,4 @@ ClusterOptions cluster_options(const RuntimeConfig& config, std::vector<PoolSpec
   return options;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

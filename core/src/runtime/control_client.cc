@@ -12,9 +12,9 @@
 #include "rlcore/error.h"
 #include "runtime/socket_loop.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
-using runtime_detail::Frames;
+using detail::Frames;
 using Clock = std::chrono::steady_clock;
 
 struct ControlClient::Impl {
@@ -30,7 +30,7 @@ struct ControlClient::Impl {
   std::optional<Clock::time_point> shutdown_at;
   bool abandoned = false;
   bool closing = false;
-  std::unique_ptr<runtime_detail::SocketLoop> loop;
+  std::unique_ptr<detail::SocketLoop> loop;
 
   void on_frames(Frames& frames) {
     nlohmann::json header;
@@ -74,13 +74,13 @@ struct ControlClient::Impl {
     lock.unlock();
     Envelope call{header, Batch()};
     try {
-      call.batch = runtime_detail::decode_payload(header, frames, 0, options.limits);
+      call.batch = detail::decode_payload(header, frames, 0, options.limits);
     } catch (const Error& e) {
       nlohmann::json reply = control_header("reply");
       reply["id"] = header["id"];
       reply["ok"] = false;
       reply["error"] = std::string("the call's payload could not be decoded: ") + e.what();
-      loop->post(runtime_detail::to_frames(reply, nullptr));
+      loop->post(detail::to_frames(reply, nullptr));
       return;
     }
     lock.lock();
@@ -123,7 +123,7 @@ struct ControlClient::Impl {
       abandon(reason);
       return;
     }
-    if (beat) loop->post(runtime_detail::to_frames(control_header("heartbeat"), nullptr));
+    if (beat) loop->post(detail::to_frames(control_header("heartbeat"), nullptr));
   }
 };
 
@@ -132,14 +132,14 @@ ControlClient::ControlClient(ControlClientOptions options, AbandonHandler on_aba
   impl_->options = std::move(options);
   impl_->on_abandon = std::move(on_abandon);
   Impl* impl = impl_.get();
-  runtime_detail::SocketLoop::Callbacks callbacks;
+  detail::SocketLoop::Callbacks callbacks;
   callbacks.on_message = [impl](Frames& frames) { impl->on_frames(frames); };
   callbacks.on_tick = [impl] { impl->on_tick(); };
   const std::string endpoint = impl_->options.endpoint;
   try {
-    impl_->loop = std::make_unique<runtime_detail::SocketLoop>(
+    impl_->loop = std::make_unique<detail::SocketLoop>(
         zmq::socket_type::dealer, impl_->options.limits, [&](zmq::socket_t& socket) { socket.connect(endpoint); },
-        std::move(callbacks), runtime_detail::kControlTick);
+        std::move(callbacks), detail::kControlTick);
   } catch (const zmq::error_t& e) {
     throw ConfigError("control plane: cannot connect to '" + endpoint + "': " + e.what());
   }
@@ -151,7 +151,7 @@ Welcome ControlClient::connect() {
   nlohmann::json hello = control_header("hello");
   hello.update(peer_info_to_json(impl_->options.self));
   hello["secret"] = impl_->options.secret;
-  impl_->loop->post(runtime_detail::to_frames(hello, nullptr));
+  impl_->loop->post(detail::to_frames(hello, nullptr));
   std::unique_lock<std::mutex> lock(impl_->mutex);
   const bool answered =
       impl_->changed.wait_for(lock, impl_->options.connect_timeout, [&] { return impl_->welcome || impl_->refusal; });
@@ -177,7 +177,7 @@ std::optional<Envelope> ControlClient::receive(std::chrono::milliseconds timeout
   return message;
 }
 
-void ControlClient::send(const Envelope& message) { impl_->loop->post(runtime_detail::to_frames(message)); }
+void ControlClient::send(const Envelope& message) { impl_->loop->post(detail::to_frames(message)); }
 
 bool ControlClient::abandoned() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -192,4 +192,4 @@ void ControlClient::close(std::chrono::milliseconds linger) {
   if (impl_->loop) impl_->loop->stop(linger);
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

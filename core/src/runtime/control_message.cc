@@ -6,7 +6,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 using nlohmann::json;
 
@@ -167,4 +167,4 @@ json control_header(const std::string& type) {
   return {{"v", kControlProtocolVersion}, {"type", type}, {"batch", false}, {"frames", 0}};
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -13,9 +13,9 @@
 #include "rlcore/error.h"
 #include "runtime/socket_loop.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
-using runtime_detail::Frames;
+using detail::Frames;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -46,7 +46,7 @@ struct ControlServer::Impl {
   ControlServerStats stats;
   int64_t warnings_left = kWarningBudget;
   Clock::time_point next_heartbeat = Clock::now();
-  std::unique_ptr<runtime_detail::SocketLoop> loop;
+  std::unique_ptr<detail::SocketLoop> loop;
 
   template <class... Args>
   void warn_refused(const char* format, Args&&... args) {
@@ -67,7 +67,7 @@ struct ControlServer::Impl {
   void refuse(const std::string& identity, const std::string& reason) {
     nlohmann::json header = control_header("refused");
     header["reason"] = reason;
-    post(identity, runtime_detail::to_frames(header, nullptr));
+    post(identity, detail::to_frames(header, nullptr));
   }
 
   void on_frames(Frames& frames) {
@@ -76,12 +76,11 @@ struct ControlServer::Impl {
         std::lock_guard<std::mutex> lock(mutex);
         ++stats.dropped_messages;
       }
-      warn_refused("control plane: dropped a message without a header from {}",
-                   runtime_detail::peer_address(frames.front()));
+      warn_refused("control plane: dropped a message without a header from {}", detail::peer_address(frames.front()));
       return;
     }
     const std::string identity = frames[0].to_string();
-    const std::string address = runtime_detail::peer_address(frames[1]);
+    const std::string address = detail::peer_address(frames[1]);
     nlohmann::json header;
     try {
       header = parse_control_header(frames[1].to_string_view(), options.limits);
@@ -160,7 +159,7 @@ struct ControlServer::Impl {
     welcome["heartbeat_interval_ms"] = options.heartbeat_interval.count();
     welcome["heartbeat_timeout_ms"] = options.heartbeat_timeout.count();
     welcome["shutdown_grace_ms"] = options.shutdown_grace.count();
-    post(identity, runtime_detail::to_frames(welcome, nullptr));
+    post(identity, detail::to_frames(welcome, nullptr));
   }
 
   void deliver(const PeerInfo& peer, const nlohmann::json& header, Frames& frames) {
@@ -177,7 +176,7 @@ struct ControlServer::Impl {
     Envelope message;
     message.header = header;
     try {
-      message.batch = runtime_detail::decode_payload(header, frames, 1, options.limits);
+      message.batch = detail::decode_payload(header, frames, 1, options.limits);
     } catch (const Error& e) {
       if (type != "reply") {
         warn_refused("control plane: dropped a '{}' message from worker {}: {}", type, address_of(peer).describe(),
@@ -228,8 +227,7 @@ struct ControlServer::Impl {
     for (const auto& [identity, reason] : silent) drop_peer(identity, reason, false);
     if (now >= next_heartbeat) {
       next_heartbeat = now + options.heartbeat_interval;
-      for (const auto& identity : identities)
-        post(identity, runtime_detail::to_frames(control_header("heartbeat"), nullptr));
+      for (const auto& identity : identities) post(identity, detail::to_frames(control_header("heartbeat"), nullptr));
     }
     if (handlers.on_tick) handlers.on_tick();
   }
@@ -255,15 +253,15 @@ ControlServer::ControlServer(ControlServerOptions options, Handlers handlers) : 
   impl_->options = std::move(options);
   impl_->handlers = std::move(handlers);
   Impl* impl = impl_.get();
-  runtime_detail::SocketLoop::Callbacks callbacks;
+  detail::SocketLoop::Callbacks callbacks;
   callbacks.on_message = [impl](Frames& frames) { impl->on_frames(frames); };
   callbacks.on_tick = [impl] { impl->on_tick(); };
   callbacks.on_monitor_event = [impl](int event, const std::string& endpoint) { impl->on_monitor(event, endpoint); };
   const std::string bind = impl_->options.bind;
   try {
-    impl_->loop = std::make_unique<runtime_detail::SocketLoop>(
+    impl_->loop = std::make_unique<detail::SocketLoop>(
         zmq::socket_type::router, impl_->options.limits, [&](zmq::socket_t& socket) { socket.bind(bind); },
-        std::move(callbacks), runtime_detail::kControlTick);
+        std::move(callbacks), detail::kControlTick);
   } catch (const zmq::error_t& e) {
     throw IoError("control plane: cannot bind " + bind + ": " + e.what());
   }
@@ -293,7 +291,7 @@ void ControlServer::send_encoded(int64_t rank, const nlohmann::json& header, con
     }
     identity = it->second;
   }
-  impl_->post(identity, runtime_detail::to_frames(header, batch));
+  impl_->post(identity, detail::to_frames(header, batch));
 }
 
 void ControlServer::declare_lost(int64_t rank, const std::string& reason) {
@@ -332,4 +330,4 @@ void ControlServer::close() {
   if (impl_ && impl_->loop) impl_->loop->stop();
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -13,7 +13,7 @@
 #include "rlcore/core/runtime/role.h"
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 namespace {
 
@@ -105,4 +105,4 @@ void add_builtin_roles(RoleRegistry& registry) {
   });
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -6,7 +6,7 @@
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 namespace {
 
@@ -142,4 +142,4 @@ Batch collect_results(const DispatchPlan& plan, std::vector<Batch> results) {
   return joined;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -1,7 +1,7 @@
 // Out-of-line members of the runtime errors, so their type info lives in librlcore_core.
 #include "rlcore/core/runtime/errors.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 std::string WorkerAddress::describe() const { return describe_in_pool(rank); }
 
@@ -22,4 +22,4 @@ RemoteCallError::~RemoteCallError() = default;
 
 TimeoutError::~TimeoutError() = default;
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

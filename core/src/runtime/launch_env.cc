@@ -5,7 +5,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 namespace {
 
@@ -110,4 +110,4 @@ LaunchEnv parse_launch_env(const EnvLookup& env) {
   return launch;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -20,7 +20,7 @@
 
 extern char** environ;
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 namespace {
 
@@ -213,4 +213,4 @@ void LocalLauncher::terminate(std::chrono::milliseconds grace) {
   if (!wait_all(std::chrono::milliseconds(10000))) spdlog::error("local launcher: workers survived SIGKILL");
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

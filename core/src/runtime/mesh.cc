@@ -8,7 +8,7 @@
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 namespace {
 
@@ -98,4 +98,4 @@ MeshShape mesh_from_json(const nlohmann::json& json) {
   return mesh;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -23,7 +23,7 @@
 #include "device/nccl_backend.h"
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 struct RendezvousStore::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
@@ -227,4 +227,4 @@ std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& option
   }
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -4,7 +4,7 @@
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 void MethodTable::add(const std::string& qualified_name, DispatchMode mode, Method method, const std::string& mesh) {
   if (!method) throw ValueError("method '" + qualified_name + "' has no function");
@@ -58,4 +58,4 @@ std::vector<std::string> RoleRegistry::types() const {
   return names;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -8,7 +8,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 std::string generate_secret() {
   unsigned char bytes[32];
@@ -40,4 +40,4 @@ bool secrets_equal(const std::string& expected, const std::string& offered) {
   return diff == 0;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

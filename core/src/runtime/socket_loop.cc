@@ -13,7 +13,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore::runtime_detail {
+namespace rlcore::runtime::detail {
 
 namespace {
 
@@ -236,4 +236,4 @@ void SocketLoop::run() {
   socket_.close();
 }
 
-}  // namespace rlcore::runtime_detail
+}  // namespace rlcore::runtime::detail

@@ -17,7 +17,7 @@
 #include "rlcore/core/runtime/control_message.h"
 #include "rlcore/wire_format.h"
 
-namespace rlcore::runtime_detail {
+namespace rlcore::runtime::detail {
 
 using Frames = std::vector<zmq::message_t>;
 
@@ -83,4 +83,4 @@ class SocketLoop {
   std::thread thread_;
 };
 
-}  // namespace rlcore::runtime_detail
+}  // namespace rlcore::runtime::detail

@@ -26,7 +26,7 @@
 #include "rlcore/fault_point.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 namespace {
 
@@ -245,4 +245,4 @@ int run_worker(const WorkerOptions& options, const RoleRegistry& registry) {
   return kWorkerExitOk;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -8,9 +8,9 @@
 #include "rlcore/string_join.h"
 #include "runtime/cluster_state.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
-namespace runtime_detail {
+namespace detail {
 
 namespace {
 
@@ -150,12 +150,12 @@ CallOutput assemble(PendingCall& call) {
   return output;
 }
 
-}  // namespace runtime_detail
+}  // namespace detail
 
-using runtime_detail::PendingCall;
+using detail::PendingCall;
 
 WorkerGroup::WorkerGroup(std::string pool, int64_t first_global_rank, std::vector<WorkerInfo> workers,
-                         std::map<std::string, MethodInfo> methods, std::shared_ptr<runtime_detail::ClusterState> state)
+                         std::map<std::string, MethodInfo> methods, std::shared_ptr<detail::ClusterState> state)
     : pool_(std::move(pool)),
       first_global_rank_(first_global_rank),
       workers_(std::move(workers)),
@@ -210,7 +210,7 @@ std::future<CallOutput> WorkerGroup::dispatch(const std::string& method, const s
       if (state_->closing) throw Error("the cluster is shutting down");
       call->id = state_->next_id++;
       const auto timeout = options.timeout.count() > 0 ? options.timeout : state_->call_timeout;
-      if (timeout.count() > 0) call->deadline = runtime_detail::Clock::now() + timeout;
+      if (timeout.count() > 0) call->deadline = detail::Clock::now() + timeout;
       state_->calls[call->id] = call;
       server = state_->server;
     }
@@ -261,4 +261,4 @@ std::vector<CallOutput> wait_all(std::vector<std::future<CallOutput>>& futures) 
   return outputs;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

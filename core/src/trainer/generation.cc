@@ -31,9 +31,9 @@ Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector
                     const workers::Sampling& sampling, const GenerationLimits& limits, int64_t max_tokens,
                     int64_t expected_version, std::vector<GenerationStats>& engine_stats) {
   const workers::GenerateArgs arguments{sampling, {max_tokens, limits.stop_token_ids, limits.pad_token_id}};
-  CallOutput generated = workers::call(rollout.group, rollout.generate,
-                                       workers::make_prompt_batch(prompts, limits.pad_token_id), arguments)
-                             .get();
+  runtime::CallOutput generated = workers::call(rollout.group, rollout.generate,
+                                                workers::make_prompt_batch(prompts, limits.pad_token_id), arguments)
+                                      .get();
   const bool first = engine_stats.empty();
   size_t reporting = 0;
   for (const auto& reply : generated.replies) {

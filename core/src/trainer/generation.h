@@ -36,11 +36,11 @@ struct Rollout {
 // colocated rollout (actor.generate) or a standalone rollout pool
 // (rollout.generate, docs/async.md). Same arguments and reply.
 struct RolloutWorkers {
-  WorkerGroup& group;
+  runtime::WorkerGroup& group;
   workers::GenerateMethod generate;
 };
 
-inline RolloutWorkers colocated_rollout(WorkerGroup& actor) {
+inline RolloutWorkers colocated_rollout(runtime::WorkerGroup& actor) {
   return RolloutWorkers{actor, workers::actor_methods::kGenerate};
 }
 

@@ -76,7 +76,7 @@ std::vector<int32_t> RewardModel::input_ids(const Example& example, const std::s
   return tokenizer_.post_process(tokenizer_.encode(text));
 }
 
-ModelScores RewardModel::score(WorkerGroup& group, const Batch& sequences,
+ModelScores RewardModel::score(runtime::WorkerGroup& group, const Batch& sequences,
                                const std::vector<const Example*>& examples) const {
   const std::vector<std::vector<int32_t>> responses = workers::response_tokens(sequences);
   std::vector<std::vector<int32_t>> inputs;

@@ -34,7 +34,8 @@ class RewardModel {
 
   // The workers' score of each row of `sequences` (the engine layout;
   // `examples[i]` is row i's prompt).
-  ModelScores score(WorkerGroup& group, const Batch& sequences, const std::vector<const Example*>& examples) const;
+  ModelScores score(runtime::WorkerGroup& group, const Batch& sequences,
+                    const std::vector<const Example*>& examples) const;
 
  private:
   RewardModelConfig config_;

@@ -364,7 +364,7 @@ struct RlTrainer::Impl {
     const Batch engine_input = batch.select(kEngineColumns);
     const double temperature = config.actor_rollout_ref.rollout.temperature;
     timed("old_log_prob", [&] {
-      std::vector<std::future<CallOutput>> calls;
+      std::vector<std::future<runtime::CallOutput>> calls;
       calls.push_back(workers::call(workers->actor(), workers::actor_methods::kComputeLogProb, engine_input,
                                     workers::LogProbArgs{temperature, true}));
       if (plan.use_ref) {
@@ -374,7 +374,7 @@ struct RlTrainer::Impl {
       if (workers->critic()) {
         calls.push_back(workers::call(*workers->critic(), workers::critic_methods::kComputeValues, engine_input));
       }
-      for (auto& output : wait_all(calls)) batch.union_with(output.batch);
+      for (auto& output : runtime::wait_all(calls)) batch.union_with(output.batch);
     });
     metrics[metric_names::kActorEntropy] =
         masked_mean(batch.tensor(columns::kEntropys), batch.tensor(columns::kResponseMask)).item<double>();
@@ -383,7 +383,7 @@ struct RlTrainer::Impl {
     timed("adv", [&] { compute_advantages(batch, metrics); });
 
     timed("update", [&] {
-      std::optional<std::future<CallOutput>> critic_update;
+      std::optional<std::future<runtime::CallOutput>> critic_update;
       if (workers->critic()) {
         critic_update = workers::call(*workers->critic(), workers::critic_methods::kUpdateCritic,
                                       batch.select(with_engine_columns({columns::kValues, columns::kReturns})),
@@ -393,12 +393,12 @@ struct RlTrainer::Impl {
       if (config.actor_rollout_ref.actor.use_kl_loss) actor_columns.push_back(columns::kRefLogProb);
       if (batch.contains(columns::kRolloutIsWeights)) actor_columns.push_back(columns::kRolloutIsWeights);
       const auto start = Clock::now();
-      std::vector<std::future<CallOutput>> updates;
+      std::vector<std::future<runtime::CallOutput>> updates;
       updates.push_back(workers::call(workers->actor(), workers::actor_methods::kUpdateActor,
                                       batch.select(with_engine_columns(actor_columns)),
                                       workers::UpdateActorArgs{plan.actor_mini_batch_rows, temperature}));
       if (critic_update) updates.push_back(std::move(*critic_update));
-      const std::vector<CallOutput> outputs = wait_all(updates);
+      const std::vector<runtime::CallOutput> outputs = runtime::wait_all(updates);
       workers::reply_of(workers::actor_methods::kUpdateActor, outputs[0].replies.front())
           .add_to(metrics, metric_names::kActorLr, metric_names::kActorGradNorm);
       if (outputs.size() > 1) {
@@ -412,7 +412,7 @@ struct RlTrainer::Impl {
       timed("sync_weights", [&] {
         // The reply carries the stats of this step's swaps (train <-> rollout around each generate);
         // ranks swap in lockstep, so the slowest rank's times and the largest peak are reported.
-        const CallOutput synced =
+        const runtime::CallOutput synced =
             workers::call(workers->actor(), workers::actor_methods::kSyncWeights, Batch(), {step}).get();
         double to_rollout = 0, to_train = 0, bytes_moved = 0;
         std::map<std::string, double> memory;  // the largest of each over the workers
@@ -529,11 +529,11 @@ struct RlTrainer::Impl {
   void on_actor_and_critic(const workers::Method<workers::DirArgs, ActorReply>& actor_method,
                            const workers::Method<workers::DirArgs, CriticReply>& critic_method,
                            const std::string& dir) {
-    std::vector<std::future<CallOutput>> calls;
+    std::vector<std::future<runtime::CallOutput>> calls;
     calls.push_back(workers::call(workers->actor(), actor_method, Batch(), {dir + "/actor"}));
     if (workers->critic())
       calls.push_back(workers::call(*workers->critic(), critic_method, Batch(), {dir + "/critic"}));
-    wait_all(calls);
+    runtime::wait_all(calls);
   }
 
   std::string save_checkpoint() {

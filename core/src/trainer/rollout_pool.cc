@@ -16,22 +16,22 @@ constexpr const char* kBridgeName = "actor_to_rollout";
 
 }  // namespace
 
-RolloutPool::RolloutPool(WorkerGroup& actor, WorkerGroup& rollout, int64_t bucket_bytes)
+RolloutPool::RolloutPool(runtime::WorkerGroup& actor, runtime::WorkerGroup& rollout, int64_t bucket_bytes)
     : actor_(actor), rollout_(rollout), bucket_bytes_(bucket_bytes) {
   const workers::JoinBridgeArgs bridge{kBridgeName, 1 + rollout.size()};
-  std::vector<std::future<CallOutput>> joins;
+  std::vector<std::future<runtime::CallOutput>> joins;
   joins.push_back(workers::call(actor_, workers::actor_methods::kJoinBridge, Batch(), bridge));
   joins.push_back(workers::call(rollout_, workers::rollout_methods::kJoinBridge, Batch(), bridge));
-  wait_all(joins);
+  runtime::wait_all(joins);
 }
 
 void RolloutPool::sync(int64_t version, StepMetrics& metrics) {
   if (version == version_) return;
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::future<CallOutput>> calls;
+  std::vector<std::future<runtime::CallOutput>> calls;
   calls.push_back(workers::call(actor_, workers::actor_methods::kSendWeights, Batch(), {bucket_bytes_}));
   calls.push_back(workers::call(rollout_, workers::rollout_methods::kReceiveWeights, Batch(), {version}));
-  const std::vector<CallOutput> outputs = wait_all(calls);
+  const std::vector<runtime::CallOutput> outputs = runtime::wait_all(calls);
   const double seconds = seconds_since(start);
   double bytes = 0;
   for (const auto& reply : outputs.front().replies) {

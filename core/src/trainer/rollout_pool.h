@@ -16,7 +16,7 @@ class RolloutPool {
  public:
   // Joins the bridge (both pools at once). The pool starts with the
   // checkpoint's weights, version 0.
-  RolloutPool(WorkerGroup& actor, WorkerGroup& rollout, int64_t bucket_bytes);
+  RolloutPool(runtime::WorkerGroup& actor, runtime::WorkerGroup& rollout, int64_t bucket_bytes);
 
   RolloutWorkers workers() const { return RolloutWorkers{rollout_, workers::rollout_methods::kGenerate}; }
   int64_t version() const { return version_; }
@@ -28,8 +28,8 @@ class RolloutPool {
   void sync(int64_t version, StepMetrics& metrics);
 
  private:
-  WorkerGroup& actor_;
-  WorkerGroup& rollout_;
+  runtime::WorkerGroup& actor_;
+  runtime::WorkerGroup& rollout_;
   int64_t bucket_bytes_;
   int64_t version_ = 0;
 };

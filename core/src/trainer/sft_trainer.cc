@@ -22,7 +22,6 @@
 namespace rlcore {
 namespace {
 
-
 using Clock = std::chrono::steady_clock;
 
 void check_batch_sizes(const RunConfig& config, int64_t workers, int64_t train_examples) {
@@ -148,7 +147,7 @@ class SftRun {
     }
     const int64_t pad_id = tokenizer_.pad_token_id().value_or(tokenizer_.eos_token_id().value_or(0));
     const Batch batch = workers::make_supervised_batch(prompts, responses, pad_id, masked ? &loss_masks : nullptr);
-    const CallOutput result = workers::call(workers_->actor(), workers::actor_methods::kSftStep, batch).get();
+    const runtime::CallOutput result = workers::call(workers_->actor(), workers::actor_methods::kSftStep, batch).get();
     std::map<std::string, double> metrics;
     workers::reply_of(workers::actor_methods::kSftStep, result.replies.front())
         .add_to(metrics, metric_names::kActorLr, metric_names::kActorGradNorm);

@@ -85,8 +85,8 @@ std::vector<Batch> StreamingRollout::new_requests() {
   return inputs;
 }
 
-void StreamingRollout::collect(const CallOutput& output) {
-  for (const RankReply& reply : output.replies) {
+void StreamingRollout::collect(const runtime::CallOutput& output) {
+  for (const runtime::RankReply& reply : output.replies) {
     for (workers::StreamReply::Finished& done :
          workers::StreamReply::from_reply(reply.batch, workers::reply_of(workers::rollout_methods::kStream, reply))
              .finished) {
@@ -130,7 +130,7 @@ void StreamingRollout::produce() {
       const std::vector<Batch> inputs = new_requests();
       const RolloutWorkers workers = pool_.workers();
       lock.unlock();
-      const CallOutput output =
+      const runtime::CallOutput output =
           workers::call_each(workers.group, workers::rollout_methods::kStream, inputs, arguments).get();
       lock.lock();
       collect(output);

@@ -101,7 +101,7 @@ class StreamingRollout {
   bool can_submit() const;
   bool too_stale(const StreamedGroup& group, int64_t version) const;
   std::vector<Batch> new_requests();  // under the lock: the prompts the budget allows, per pool rank
-  void collect(const CallOutput& output);
+  void collect(const runtime::CallOutput& output);
   void park_until(const std::function<bool()>& released, std::unique_lock<std::mutex>& lock);
 
   RolloutPool& pool_;

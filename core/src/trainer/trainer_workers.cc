@@ -16,18 +16,21 @@
 namespace rlcore::trainer {
 namespace {
 
-std::vector<RoleSpec> role_specs(const RunConfig& config, bool critic, bool standalone_rollout) {
-  std::vector<RoleSpec> roles = {RoleSpec{workers::kActorRole, workers::role_types::kActor, nlohmann::json::object()}};
-  if (critic) roles.push_back(RoleSpec{workers::kCriticRole, workers::role_types::kCritic, nlohmann::json::object()});
+std::vector<runtime::RoleSpec> role_specs(const RunConfig& config, bool critic, bool standalone_rollout) {
+  std::vector<runtime::RoleSpec> roles = {
+      runtime::RoleSpec{workers::kActorRole, workers::role_types::kActor, nlohmann::json::object()}};
+  if (critic)
+    roles.push_back(runtime::RoleSpec{workers::kCriticRole, workers::role_types::kCritic, nlohmann::json::object()});
   if (config.reward.reward_model.enable) {
-    roles.push_back(RoleSpec{workers::kRewardModelRole, workers::role_types::kRewardModel, nlohmann::json::object()});
+    roles.push_back(
+        runtime::RoleSpec{workers::kRewardModelRole, workers::role_types::kRewardModel, nlohmann::json::object()});
   }
   if (standalone_rollout)
-    roles.push_back(RoleSpec{workers::kRolloutRole, workers::role_types::kRollout, nlohmann::json::object()});
+    roles.push_back(runtime::RoleSpec{workers::kRolloutRole, workers::role_types::kRollout, nlohmann::json::object()});
   return roles;
 }
 
-const PoolSpec& pool_of(const std::vector<PoolSpec>& pools, const std::string& role) {
+const runtime::PoolSpec& pool_of(const std::vector<runtime::PoolSpec>& pools, const std::string& role) {
   for (const auto& pool : pools) {
     for (const auto& spec : pool.roles) {
       if (spec.name == role) return pool;
@@ -38,19 +41,19 @@ const PoolSpec& pool_of(const std::vector<PoolSpec>& pools, const std::string& r
 
 // The mesh the actor's layout needs (trainer/parallel.h); a mesh written in the
 // config is kept when it has the dimensions that layout needs.
-void set_actor_mesh(PoolSpec& pool, const RunConfig& config, bool rollout) {
+void set_actor_mesh(runtime::PoolSpec& pool, const RunConfig& config, bool rollout) {
   workers::ActorParallelism parallel = workers::actor_parallelism(config.actor_rollout_ref);
   if (!rollout) parallel.rollout_tp = 1;
-  const MeshShape wanted = workers::actor_pool_mesh(parallel, pool.size());
+  const runtime::MeshShape wanted = workers::actor_pool_mesh(parallel, pool.size());
   if (wanted.empty()) return;
   if (pool.mesh.empty()) {
     pool.mesh = wanted;
     return;
   }
-  for (const MeshDim& need : wanted) {
+  for (const runtime::MeshDim& need : wanted) {
     if (need.name.rfind("dp") != std::string::npos) continue;  // dp / rollout_dp follow from the rest
     bool found = false;
-    for (const MeshDim& dim : pool.mesh) found = found || (dim.name == need.name && dim.size == need.size);
+    for (const runtime::MeshDim& dim : pool.mesh) found = found || (dim.name == need.name && dim.size == need.size);
     if (!found) {
       throw ConfigError("the mesh of pool '" + pool.name + "' needs a '" + need.name + "' dimension of size " +
                         std::to_string(need.size) + " for the actor's parallel layout (or leave its mesh unset)");
@@ -59,7 +62,7 @@ void set_actor_mesh(PoolSpec& pool, const RunConfig& config, bool rollout) {
 }
 
 // A standalone rollout pool's mesh: {rollout_dp, rollout_tp} for a TP rollout.
-void set_rollout_mesh(PoolSpec& pool, const RunConfig& config) {
+void set_rollout_mesh(runtime::PoolSpec& pool, const RunConfig& config) {
   workers::ActorParallelism parallel;
   parallel.rollout_tp = workers::actor_parallelism(config.actor_rollout_ref).rollout_tp;
   if (pool.mesh.empty()) pool.mesh = workers::actor_pool_mesh(parallel, pool.size());
@@ -68,10 +71,10 @@ void set_rollout_mesh(PoolSpec& pool, const RunConfig& config) {
 // Before the local launcher starts anything: one GPU per worker it would
 // start on this host (external launchers place workers on other hosts, which
 // each worker checks for itself).
-void check_local_devices(const RunConfig& config, const std::vector<PoolSpec>& pools) {
+void check_local_devices(const RunConfig& config, const std::vector<runtime::PoolSpec>& pools) {
   if (config.runtime.launcher != "local") return;
   int64_t workers = 0;
-  for (const PoolSpec& pool : pools) workers += pool.size();
+  for (const runtime::PoolSpec& pool : pools) workers += pool.size();
   const std::string sizes = pools.size() == 1 ? "trainer.n_gpus_per_node x trainer.nnodes"
                                               : "trainer.n_gpus_per_node x trainer.nnodes plus runtime.pools";
   check_device_slots(config.trainer.device, workers, "trainer.device", sizes);
@@ -79,14 +82,15 @@ void check_local_devices(const RunConfig& config, const std::vector<PoolSpec>& p
 
 }  // namespace
 
-std::vector<PoolSpec> TrainerWorkers::pools(const RunConfig& config, bool critic, bool standalone_rollout) {
-  std::vector<PoolSpec> pools = resolve_pools(config.runtime, role_specs(config, critic, standalone_rollout));
+std::vector<runtime::PoolSpec> TrainerWorkers::pools(const RunConfig& config, bool critic, bool standalone_rollout) {
+  std::vector<runtime::PoolSpec> pools =
+      runtime::resolve_pools(config.runtime, role_specs(config, critic, standalone_rollout));
   if (!standalone_rollout || pools.front().name != "global") return pools;
-  std::vector<RoleSpec>& global = pools.front().roles;
-  const auto rollout =
-      std::find_if(global.begin(), global.end(), [](const RoleSpec& r) { return r.name == workers::kRolloutRole; });
+  std::vector<runtime::RoleSpec>& global = pools.front().roles;
+  const auto rollout = std::find_if(global.begin(), global.end(),
+                                    [](const runtime::RoleSpec& r) { return r.name == workers::kRolloutRole; });
   if (rollout == global.end()) return pools;  // a runtime pool hosts it
-  PoolSpec pool;
+  runtime::PoolSpec pool;
   pool.name = workers::kRolloutRole;
   pool.nodes.assign(static_cast<std::size_t>(config.rollout.nnodes), config.rollout.n_gpus_per_node);
   pool.threads_per_worker = config.runtime.threads_per_worker;
@@ -97,7 +101,7 @@ std::vector<PoolSpec> TrainerWorkers::pools(const RunConfig& config, bool critic
 }
 
 std::pair<int64_t, int64_t> TrainerWorkers::data_parallel_sizes(const RunConfig& config, bool critic) {
-  const std::vector<PoolSpec> pools = TrainerWorkers::pools(config, critic, false);
+  const std::vector<runtime::PoolSpec> pools = TrainerWorkers::pools(config, critic, false);
   const int64_t actor_dp = workers::actor_data_parallel_size(workers::actor_parallelism(config.actor_rollout_ref),
                                                              pool_of(pools, workers::kActorRole).size());
   return {actor_dp, critic ? pool_of(pools, workers::kCriticRole).size() : 0};
@@ -110,7 +114,7 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
                             {role_options::kWithRollout, roles.rollout},
                             {role_options::kTotalSteps, roles.total_training_steps}};
   if (!roles.model_path.empty()) options[role_options::kModelPath] = roles.model_path;
-  std::vector<PoolSpec> pools = TrainerWorkers::pools(resolved.config, roles.critic, roles.standalone_rollout);
+  std::vector<runtime::PoolSpec> pools = TrainerWorkers::pools(resolved.config, roles.critic, roles.standalone_rollout);
   for (auto& pool : pools) {
     for (auto& role : pool.roles) role.options = options;
     if (&pool == &pool_of(pools, workers::kActorRole)) set_actor_mesh(pool, resolved.config, roles.rollout);
@@ -122,7 +126,7 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
   for (const auto& pool : pools) {
     for (const auto& spec : pool.roles) pool_of_role[spec.name] = pool.name;
   }
-  ClusterOptions cluster = cluster_options(resolved.config.runtime, std::move(pools));
+  runtime::ClusterOptions cluster = runtime::cluster_options(resolved.config.runtime, std::move(pools));
   cluster.device = resolved.config.trainer.device;
   for (const auto& path : plugin_paths) {
     cluster.worker_args.push_back("--plugins");
@@ -130,8 +134,8 @@ TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector
   }
   cluster.worker_args.push_back("--log-level");
   cluster.worker_args.push_back(spdlog::get_level() <= spdlog::level::debug ? "debug" : "warn");
-  cluster_ = std::make_unique<Cluster>(std::move(cluster));
-  const auto group_of = [&](const char* role) -> WorkerGroup* {
+  cluster_ = std::make_unique<runtime::Cluster>(std::move(cluster));
+  const auto group_of = [&](const char* role) -> runtime::WorkerGroup* {
     const auto pool = pool_of_role.find(role);
     return pool == pool_of_role.end() ? nullptr : &cluster_->group(pool->second);
   };

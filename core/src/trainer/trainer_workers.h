@@ -29,28 +29,28 @@ class TrainerWorkers {
   // workers (0 without a critic)}.
   static std::pair<int64_t, int64_t> data_parallel_sizes(const RunConfig& config, bool critic);
 
-  // The pools of a run: runtime.pools and "global" (resolve_pools), plus, with
+  // The pools of a run: runtime.pools and "global" (runtime::resolve_pools), plus, with
   // a standalone rollout that no runtime pool hosts, the pool "rollout" of
   // rollout.n_gpus_per_node x rollout.nnodes workers.
-  static std::vector<PoolSpec> pools(const RunConfig& config, bool critic, bool standalone_rollout);
+  static std::vector<runtime::PoolSpec> pools(const RunConfig& config, bool critic, bool standalone_rollout);
 
   // Starts the workers (local launcher) or waits for them (external).
   TrainerWorkers(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
                  const WorkerRoles& roles);
   ~TrainerWorkers();
 
-  WorkerGroup& actor() { return *actor_; }
-  WorkerGroup* critic() { return critic_; }              // null without a critic
-  WorkerGroup* reward_model() { return reward_model_; }  // null without reward.reward_model.enable
-  WorkerGroup* rollout() { return rollout_; }            // null without a standalone rollout pool
+  runtime::WorkerGroup& actor() { return *actor_; }
+  runtime::WorkerGroup* critic() { return critic_; }              // null without a critic
+  runtime::WorkerGroup* reward_model() { return reward_model_; }  // null without reward.reward_model.enable
+  runtime::WorkerGroup* rollout() { return rollout_; }            // null without a standalone rollout pool
   void shutdown();
 
  private:
-  std::unique_ptr<Cluster> cluster_;
-  WorkerGroup* actor_ = nullptr;
-  WorkerGroup* critic_ = nullptr;
-  WorkerGroup* reward_model_ = nullptr;
-  WorkerGroup* rollout_ = nullptr;
+  std::unique_ptr<runtime::Cluster> cluster_;
+  runtime::WorkerGroup* actor_ = nullptr;
+  runtime::WorkerGroup* critic_ = nullptr;
+  runtime::WorkerGroup* reward_model_ = nullptr;
+  runtime::WorkerGroup* rollout_ = nullptr;
 };
 
 }  // namespace rlcore::trainer

@@ -33,7 +33,7 @@ MicroBatching micro_batching(int64_t micro_batch_size, bool dynamic, int64_t max
 
 class ActorRolloutRef {
  public:
-  ActorRolloutRef(const Registry& components, const RoleContext& context)
+  ActorRolloutRef(const Registry& components, const runtime::RoleContext& context)
       : context_(context), device_(worker_device(context)) {
     const ConfigNode tree = role_config(context);
     const ConfigNode section = tree["actor_rollout_ref"];
@@ -66,7 +66,7 @@ class ActorRolloutRef {
     loss_ = make_actor_loss(components, section["actor"]);
   }
 
-  void register_methods(RoleMethods& methods) {
+  void register_methods(runtime::RoleMethods& methods) {
     // Every rank of a rollout TP group generates the same prompts (mesh_compute
     // sends each group one shard); with tp 1 this is dp_compute over all ranks.
     methods.set_mesh_rank(kRolloutMesh, rollout_mesh_rank(context_, layout_));
@@ -88,30 +88,30 @@ class ActorRolloutRef {
     methods.add_mesh(actor_methods::kSftStep.name, kTrainMesh,
                      handle(actor_methods::kSftStep, [this](const Batch& b, const NoArgs&) { return sft_step(b); }));
     methods.add(
-        actor_methods::kJoinBridge.name, DispatchMode::kOneToAll,
+        actor_methods::kJoinBridge.name, runtime::DispatchMode::kOneToAll,
         handle(actor_methods::kJoinBridge, [this](const Batch&, const JoinBridgeArgs& a) { return join_bridge(a); }));
-    methods.add(actor_methods::kSendWeights.name, DispatchMode::kOneToAll,
+    methods.add(actor_methods::kSendWeights.name, runtime::DispatchMode::kOneToAll,
                 handle(actor_methods::kSendWeights,
                        [this](const Batch&, const SendWeightsArgs& a) { return send_weights(a); }));
     methods.add(
-        actor_methods::kSyncWeights.name, DispatchMode::kOneToAll,
+        actor_methods::kSyncWeights.name, runtime::DispatchMode::kOneToAll,
         handle(actor_methods::kSyncWeights, [this](const Batch&, const VersionArgs& a) { return sync_weights(a); }));
-    methods.add(actor_methods::kSaveCheckpoint.name, DispatchMode::kOneToAll,
+    methods.add(actor_methods::kSaveCheckpoint.name, runtime::DispatchMode::kOneToAll,
                 handle(actor_methods::kSaveCheckpoint, [this](const Batch&, const DirArgs& a) {
                   actor_->save_checkpoint(a.dir);
                   return Replied<NoReply>{};
                 }));
-    methods.add(actor_methods::kLoadCheckpoint.name, DispatchMode::kOneToAll,
+    methods.add(actor_methods::kLoadCheckpoint.name, runtime::DispatchMode::kOneToAll,
                 handle(actor_methods::kLoadCheckpoint, [this](const Batch&, const DirArgs& a) {
                   actor_->load_checkpoint(a.dir);
                   return Replied<LoadCheckpointReply>{Batch(), {actor_->step()}};
                 }));
-    methods.add(actor_methods::kExportHf.name, DispatchMode::kOneToAll,
+    methods.add(actor_methods::kExportHf.name, runtime::DispatchMode::kOneToAll,
                 handle(actor_methods::kExportHf, [this](const Batch&, const DirArgs& a) {
                   actor_->export_hf(a.dir);
                   return Replied<NoReply>{};
                 }));
-    methods.add(actor_methods::kMemory.name, DispatchMode::kOneToAll,
+    methods.add(actor_methods::kMemory.name, runtime::DispatchMode::kOneToAll,
                 handle(actor_methods::kMemory, [this](const Batch&, const NoArgs&) {
                   const TrainMemory memory = actor_->memory();
                   return Replied<MemoryReply>{
@@ -277,7 +277,7 @@ class ActorRolloutRef {
   static constexpr const char* kRolloutMesh = "rollout";
   static constexpr const char* kTrainMesh = "train";
 
-  RoleContext context_;
+  runtime::RoleContext context_;
   std::string device_;  // trainer.device as this worker resolved it ("cpu", "cuda:1")
   ActorRolloutRefConfig config_;
   RolloutLayout layout_;
@@ -295,8 +295,8 @@ class ActorRolloutRef {
 
 }  // namespace
 
-void add_actor_rollout_ref_role(RoleRegistry& roles, const Registry& components) {
-  roles.add(role_types::kActor, [&components](const RoleContext& context, RoleMethods& methods) {
+void add_actor_rollout_ref_role(runtime::RoleRegistry& roles, const Registry& components) {
+  roles.add(role_types::kActor, [&components](const runtime::RoleContext& context, runtime::RoleMethods& methods) {
     auto role = std::make_shared<ActorRolloutRef>(components, context);
     role->register_methods(methods);
     return std::static_pointer_cast<void>(role);

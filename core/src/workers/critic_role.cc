@@ -10,7 +10,7 @@ namespace {
 
 class Critic {
  public:
-  Critic(const Registry& components, const RoleContext& context) {
+  Critic(const Registry& components, const runtime::RoleContext& context) {
     const ConfigNode tree = role_config(context);
     config_ = critic_schema().parse(tree["critic"]);
     const std::string actor_model = tree["actor_rollout_ref"]["model"]["path"].defined()
@@ -24,8 +24,8 @@ class Critic {
     engine_ = make_train_engine(components, context, request);
   }
 
-  void register_methods(RoleMethods& methods) {
-    methods.add(critic_methods::kComputeValues.name, DispatchMode::kDpCompute,
+  void register_methods(runtime::RoleMethods& methods) {
+    methods.add(critic_methods::kComputeValues.name, runtime::DispatchMode::kDpCompute,
                 handle(critic_methods::kComputeValues, [this](const Batch& batch, const NoArgs&) {
                   ForwardOptions options;
                   options.micro_batching = {config_.forward_micro_batch_size_per_gpu, config_.use_dynamic_bsz,
@@ -34,7 +34,7 @@ class Critic {
                   out.set(columns::kValues, engine_->forward(batch, options).values);
                   return Replied<NoReply>{out, {}};
                 }));
-    methods.add(critic_methods::kUpdateCritic.name, DispatchMode::kDpCompute,
+    methods.add(critic_methods::kUpdateCritic.name, runtime::DispatchMode::kDpCompute,
                 handle(critic_methods::kUpdateCritic, [this](const Batch& batch, const UpdateCriticArgs& a) {
                   ForwardOptions options;
                   options.micro_batching = {config_.ppo_micro_batch_size_per_gpu, config_.use_dynamic_bsz,
@@ -43,12 +43,12 @@ class Critic {
                                               run_updates(*engine_, batch, a.mini_batch_rows, a.epochs, options,
                                                           critic_loss(config_.cliprange_value, config_.loss_agg_mode))};
                 }));
-    methods.add(critic_methods::kSaveCheckpoint.name, DispatchMode::kOneToAll,
+    methods.add(critic_methods::kSaveCheckpoint.name, runtime::DispatchMode::kOneToAll,
                 handle(critic_methods::kSaveCheckpoint, [this](const Batch&, const DirArgs& a) {
                   engine_->save_checkpoint(a.dir);
                   return Replied<NoReply>{};
                 }));
-    methods.add(critic_methods::kLoadCheckpoint.name, DispatchMode::kOneToAll,
+    methods.add(critic_methods::kLoadCheckpoint.name, runtime::DispatchMode::kOneToAll,
                 handle(critic_methods::kLoadCheckpoint, [this](const Batch&, const DirArgs& a) {
                   engine_->load_checkpoint(a.dir);
                   return Replied<NoReply>{};
@@ -62,8 +62,8 @@ class Critic {
 
 }  // namespace
 
-void add_critic_role(RoleRegistry& roles, const Registry& components) {
-  roles.add(role_types::kCritic, [&components](const RoleContext& context, RoleMethods& methods) {
+void add_critic_role(runtime::RoleRegistry& roles, const Registry& components) {
+  roles.add(role_types::kCritic, [&components](const runtime::RoleContext& context, runtime::RoleMethods& methods) {
     auto role = std::make_shared<Critic>(components, context);
     role->register_methods(methods);
     return std::static_pointer_cast<void>(role);

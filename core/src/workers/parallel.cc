@@ -46,28 +46,30 @@ int64_t actor_data_parallel_size(const ActorParallelism& p, int64_t workers) {
   return workers / replica;
 }
 
-MeshShape actor_pool_mesh(const ActorParallelism& p, int64_t workers) {
+runtime::MeshShape actor_pool_mesh(const ActorParallelism& p, int64_t workers) {
   if (p.model_parallel()) {
     if (p.rollout_tp != 1 && p.rollout_tp != p.train_tp) {
       throw ConfigError(std::string(kRolloutTpKey) + " (" + std::to_string(p.rollout_tp) + ") must be 1 or " +
                         kTrainTpKey + " (" + std::to_string(p.train_tp) +
                         ") with a model-parallel actor: the rollout shares the trainer's TP groups");
     }
-    return {MeshDim{"dp", actor_data_parallel_size(p, workers)}, MeshDim{"pp", p.train_pp}, MeshDim{"tp", p.train_tp}};
+    return {runtime::MeshDim{"dp", actor_data_parallel_size(p, workers)}, runtime::MeshDim{"pp", p.train_pp},
+            runtime::MeshDim{"tp", p.train_tp}};
   }
   if (p.rollout_tp <= 1) return {};
   if (workers % p.rollout_tp != 0) {
     throw ConfigError(std::string(kRolloutTpKey) + " (" + std::to_string(p.rollout_tp) + ") must divide the " +
                       std::to_string(workers) + " workers of the actor's pool, which hosts the rollout");
   }
-  return {MeshDim{"rollout_dp", workers / p.rollout_tp}, MeshDim{kRolloutTpGroup, p.rollout_tp}};
+  return {runtime::MeshDim{"rollout_dp", workers / p.rollout_tp}, runtime::MeshDim{kRolloutTpGroup, p.rollout_tp}};
 }
 
-MeshRank train_mesh_rank(const CommContext* comm, int64_t rank, int64_t world_size) {
-  if (comm == nullptr || !(comm->has_group("tp") || comm->has_group("pp"))) return MeshRank{rank, world_size, true};
+runtime::MeshRank train_mesh_rank(const CommContext* comm, int64_t rank, int64_t world_size) {
+  if (comm == nullptr || !(comm->has_group("tp") || comm->has_group("pp")))
+    return runtime::MeshRank{rank, world_size, true};
   const auto group_rank = [&](const char* name) { return comm->has_group(name) ? comm->group(name).rank() : 0; };
   const int64_t dp_size = comm->has_group("dp") ? comm->group("dp").size() : 1;
-  return MeshRank{group_rank("dp"), dp_size, group_rank("tp") == 0 && group_rank("pp") == 0};
+  return runtime::MeshRank{group_rank("dp"), dp_size, group_rank("tp") == 0 && group_rank("pp") == 0};
 }
 
 CommContext rollout_comm(const CommContext& comm, int64_t rollout_tp) {

@@ -33,12 +33,12 @@ int64_t actor_data_parallel_size(const ActorParallelism& parallel, int64_t worke
 //   otherwise, a TP rollout: {rollout_dp, rollout_tp} (no "dp": train-fsdp keeps
 //     sharding over the whole pool).
 // ConfigError naming the keys for a layout the pool cannot hold.
-MeshShape actor_pool_mesh(const ActorParallelism& parallel, int64_t workers);
+runtime::MeshShape actor_pool_mesh(const ActorParallelism& parallel, int64_t workers);
 
 // Where a worker sits in the trainer's data-parallel split: its "dp" group
 // rank with a model-parallel trainer (collect: tp rank 0 of pp stage 0; the
 // engine returns the same outputs on every rank of a replica), else its pool rank.
-MeshRank train_mesh_rank(const CommContext* comm, int64_t rank, int64_t world_size);
+runtime::MeshRank train_mesh_rank(const CommContext* comm, int64_t rank, int64_t world_size);
 
 // The rollout's process groups: `comm` plus, when the trainer's "tp" group is
 // also the rollout's TP group, that group under the name kRolloutTpGroup.

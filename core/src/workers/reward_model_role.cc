@@ -10,7 +10,7 @@ namespace {
 
 class RewardModelWorker {
  public:
-  RewardModelWorker(const Registry& components, const RoleContext& context) {
+  RewardModelWorker(const Registry& components, const runtime::RoleContext& context) {
     config_ = run_config_schema().parse(role_config(context)).reward.reward_model;
     // The engine's own keys keep their defaults: a frozen forward needs none of them.
     EngineRequest request{config_.strategy, ConfigNode::parse("{}", "reward.reward_model"), config_.model_path};
@@ -19,8 +19,8 @@ class RewardModelWorker {
     engine_ = make_train_engine(components, context, request);
   }
 
-  void register_methods(RoleMethods& methods) {
-    methods.add(reward_model_methods::kComputeRmScore.name, DispatchMode::kDpCompute,
+  void register_methods(runtime::RoleMethods& methods) {
+    methods.add(reward_model_methods::kComputeRmScore.name, runtime::DispatchMode::kDpCompute,
                 handle(reward_model_methods::kComputeRmScore, [this](const Batch& batch, const NoArgs&) {
                   ForwardOptions options;
                   options.micro_batching = {config_.micro_batch_size_per_gpu, false, 0};
@@ -38,12 +38,13 @@ class RewardModelWorker {
 
 }  // namespace
 
-void add_reward_model_role(RoleRegistry& roles, const Registry& components) {
-  roles.add(role_types::kRewardModel, [&components](const RoleContext& context, RoleMethods& methods) {
-    auto role = std::make_shared<RewardModelWorker>(components, context);
-    role->register_methods(methods);
-    return std::static_pointer_cast<void>(role);
-  });
+void add_reward_model_role(runtime::RoleRegistry& roles, const Registry& components) {
+  roles.add(role_types::kRewardModel,
+            [&components](const runtime::RoleContext& context, runtime::RoleMethods& methods) {
+              auto role = std::make_shared<RewardModelWorker>(components, context);
+              role->register_methods(methods);
+              return std::static_pointer_cast<void>(role);
+            });
 }
 
 }  // namespace rlcore::workers

@@ -17,8 +17,8 @@ RolloutLayout rollout_layout(const CommContext* comm) {
   return layout;
 }
 
-MeshRank rollout_mesh_rank(const RoleContext& context, const RolloutLayout& layout) {
-  return MeshRank{context.rank / layout.tp_size, context.world_size / layout.tp_size, layout.tp_rank == 0};
+runtime::MeshRank rollout_mesh_rank(const runtime::RoleContext& context, const RolloutLayout& layout) {
+  return runtime::MeshRank{context.rank / layout.tp_size, context.world_size / layout.tp_size, layout.tp_rank == 0};
 }
 
 SamplingParams sampling_params(const Sampling& sampling, const TokenLimits& limits, int64_t dp_rank) {

@@ -19,7 +19,7 @@ RolloutLayout rollout_layout(const CommContext* comm);
 
 // The rollout's data-parallel view of the pool: a TP group (consecutive ranks)
 // is one dp rank, and only its tp rank 0 returns the rows.
-MeshRank rollout_mesh_rank(const RoleContext& context, const RolloutLayout& layout);
+runtime::MeshRank rollout_mesh_rank(const runtime::RoleContext& context, const RolloutLayout& layout);
 
 // A generate or stream call's sampling and limits as the engine's sampling
 // params for rollout dp rank `dp_rank`.

@@ -23,7 +23,7 @@ namespace {
 
 class StandaloneRollout {
  public:
-  StandaloneRollout(const Registry& components, const RoleContext& context)
+  StandaloneRollout(const Registry& components, const runtime::RoleContext& context)
       : context_(context), device_(worker_device(context)) {
     config_ = actor_rollout_ref_schema().parse(role_config(context)["actor_rollout_ref"]);
     ComponentContext engine_context;
@@ -38,18 +38,18 @@ class StandaloneRollout {
     layout_ = rollout_layout(engine_context.comm);
   }
 
-  void register_methods(RoleMethods& methods) {
+  void register_methods(runtime::RoleMethods& methods) {
     methods.set_mesh_rank(kRolloutMesh, rollout_mesh_rank(context_, layout_));
     methods.add_mesh(
         rollout_methods::kGenerate.name, kRolloutMesh,
         handle(rollout_methods::kGenerate, [this](const Batch& b, const GenerateArgs& a) { return generate(b, a); }));
     methods.add(
-        rollout_methods::kJoinBridge.name, DispatchMode::kOneToAll,
+        rollout_methods::kJoinBridge.name, runtime::DispatchMode::kOneToAll,
         handle(rollout_methods::kJoinBridge, [this](const Batch&, const JoinBridgeArgs& a) { return join_bridge(a); }));
-    methods.add(rollout_methods::kReceiveWeights.name, DispatchMode::kOneToAll,
+    methods.add(rollout_methods::kReceiveWeights.name, runtime::DispatchMode::kOneToAll,
                 handle(rollout_methods::kReceiveWeights,
                        [this](const Batch&, const VersionArgs& a) { return receive_weights(a); }));
-    methods.add(rollout_methods::kStream.name, DispatchMode::kAllToAll,
+    methods.add(rollout_methods::kStream.name, runtime::DispatchMode::kAllToAll,
                 handle(rollout_methods::kStream, [this](const Batch& b, const StreamArgs& a) { return stream(b, a); }));
   }
 
@@ -120,7 +120,7 @@ class StandaloneRollout {
 
   static constexpr const char* kRolloutMesh = "rollout";
 
-  RoleContext context_;
+  runtime::RoleContext context_;
   std::string device_;
   ActorRolloutRefConfig config_;
   std::unique_ptr<CommContext> comm_;  // the pool's groups, plus the rollout's TP group
@@ -132,8 +132,8 @@ class StandaloneRollout {
 
 }  // namespace
 
-void add_rollout_role(RoleRegistry& roles, const Registry& components) {
-  roles.add(role_types::kRollout, [&components](const RoleContext& context, RoleMethods& methods) {
+void add_rollout_role(runtime::RoleRegistry& roles, const Registry& components) {
+  roles.add(role_types::kRollout, [&components](const runtime::RoleContext& context, runtime::RoleMethods& methods) {
     auto role = std::make_shared<StandaloneRollout>(components, context);
     role->register_methods(methods);
     return std::static_pointer_cast<void>(role);

@@ -8,20 +8,20 @@
 
 namespace rlcore::workers {
 
-ConfigNode role_config(const RoleContext& context) {
+ConfigNode role_config(const runtime::RoleContext& context) {
   if (!context.options.contains(role_options::kConfig)) {
     throw ConfigError("role '" + context.role + "' was started without the run config");
   }
   return ConfigNode::parse(context.options.at(role_options::kConfig).get<std::string>(), "the controller's run config");
 }
 
-std::string worker_device(const RoleContext& context) {
+std::string worker_device(const runtime::RoleContext& context) {
   const ConfigNode device = role_config(context).at_path("trainer.device");
   const std::string requested = device.defined() ? device.as<std::string>() : "auto";
   return resolve_device(requested, context.local_rank, "trainer.device").str();
 }
 
-std::shared_ptr<TrainEngine> make_train_engine(const Registry& components, const RoleContext& context,
+std::shared_ptr<TrainEngine> make_train_engine(const Registry& components, const runtime::RoleContext& context,
                                                const EngineRequest& request) {
   ComponentContext component;
   component.device = worker_device(context);
@@ -33,7 +33,7 @@ std::shared_ptr<TrainEngine> make_train_engine(const Registry& components, const
   return components.create<TrainEngine>(request.strategy, request.options, component);
 }
 
-int64_t dp_size(const RoleContext& context) {
+int64_t dp_size(const runtime::RoleContext& context) {
   if (context.comm && context.comm->has_group("dp")) return context.comm->group("dp").size();
   return context.world_size;
 }
@@ -75,7 +75,7 @@ UpdateReply update_reply(std::map<std::string, double> metrics) {
 
 namespace rlcore {
 
-void add_trainer_roles(RoleRegistry& roles, const Registry& components) {
+void add_trainer_roles(runtime::RoleRegistry& roles, const Registry& components) {
   workers::add_actor_rollout_ref_role(roles, components);
   workers::add_critic_role(roles, components);
   workers::add_reward_model_role(roles, components);

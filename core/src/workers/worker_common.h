@@ -15,12 +15,12 @@
 namespace rlcore::workers {
 
 // The run config a role was started with (role_options::kConfig).
-ConfigNode role_config(const RoleContext& context);
+ConfigNode role_config(const runtime::RoleContext& context);
 
 // The device this worker's engines use: trainer.device resolved with the
 // worker's local rank (a GPU is bound as the current device), as a torch
 // device string ("cpu", "cuda:1").
-std::string worker_device(const RoleContext& context);
+std::string worker_device(const runtime::RoleContext& context);
 
 // Makes a train engine on worker_device(context).
 struct EngineRequest {
@@ -31,11 +31,11 @@ struct EngineRequest {
   bool trainable = true;
   int64_t total_training_steps = 0;
 };
-std::shared_ptr<TrainEngine> make_train_engine(const Registry& components, const RoleContext& context,
+std::shared_ptr<TrainEngine> make_train_engine(const Registry& components, const runtime::RoleContext& context,
                                                const EngineRequest& request);
 
 // The number of data-parallel ranks the role's batch is split over.
-int64_t dp_size(const RoleContext& context);
+int64_t dp_size(const runtime::RoleContext& context);
 
 // PPO-style updates of one worker's rows: `epochs` passes over consecutive
 // mini-batches of `mini_batch_rows` rows, one optimizer step each. Returns the
@@ -49,9 +49,9 @@ UpdateReply update_reply(std::map<std::string, double> metrics);
 
 // The role types (trainer/actor_role.cc, trainer/critic_role.cc, trainer/reward_model_role.cc,
 // trainer/rollout_role.cc).
-void add_actor_rollout_ref_role(RoleRegistry& roles, const Registry& components);
-void add_critic_role(RoleRegistry& roles, const Registry& components);
-void add_reward_model_role(RoleRegistry& roles, const Registry& components);
-void add_rollout_role(RoleRegistry& roles, const Registry& components);
+void add_actor_rollout_ref_role(runtime::RoleRegistry& roles, const Registry& components);
+void add_critic_role(runtime::RoleRegistry& roles, const Registry& components);
+void add_reward_model_role(runtime::RoleRegistry& roles, const Registry& components);
+void add_rollout_role(runtime::RoleRegistry& roles, const Registry& components);
 
 }  // namespace rlcore::workers

@@ -30,7 +30,7 @@ inline constexpr const char* kCriticRole = "critic";
 inline constexpr const char* kRewardModelRole = "reward_model";
 inline constexpr const char* kRolloutRole = "rollout";  // a standalone rollout pool (docs/async.md)
 
-// The role types the workers construct (RoleSpec::type, RoleRegistry::add):
+// The role types the workers construct (runtime::RoleSpec::type, runtime::RoleRegistry::add):
 // the actor's is verl's config section, actor_rollout_ref.
 namespace role_types {
 inline constexpr const char* kActor = "actor_rollout_ref";
@@ -303,19 +303,20 @@ inline constexpr Method<NoArgs, NoReply> kComputeRmScore{kRewardModelRole, "comp
 
 // The controller's side: calls `method` on `group` with typed arguments ...
 template <typename A, typename R>
-std::future<CallOutput> call(WorkerGroup& group, const Method<A, R>& method, const Batch& input = Batch(),
-                             const A& args = A(), CallOptions options = {}) {
+std::future<runtime::CallOutput> call(runtime::WorkerGroup& group, const Method<A, R>& method,
+                                      const Batch& input = Batch(), const A& args = A(),
+                                      runtime::CallOptions options = {}) {
   return group.call(method.qualified(), input, nlohmann::json(args), options);
 }
 // ... (all_to_all: `inputs[i]` goes to rank i) ...
 template <typename A, typename R>
-std::future<CallOutput> call_each(WorkerGroup& group, const Method<A, R>& method, const std::vector<Batch>& inputs,
-                                  const A& args) {
+std::future<runtime::CallOutput> call_each(runtime::WorkerGroup& group, const Method<A, R>& method,
+                                           const std::vector<Batch>& inputs, const A& args) {
   return group.call_each(method.qualified(), inputs, nlohmann::json(args));
 }
 // ... and reads a rank's reply value.
 template <typename A, typename R>
-R reply_of(const Method<A, R>&, const RankReply& reply) {
+R reply_of(const Method<A, R>&, const runtime::RankReply& reply) {
   return reply.value.get<R>();
 }
 
@@ -327,10 +328,10 @@ struct Replied {
   R value;
 };
 template <typename A, typename R, typename Handler>
-rlcore::Method handle(const Method<A, R>&, Handler handler) {
+rlcore::runtime::Method handle(const Method<A, R>&, Handler handler) {
   return [handler = std::move(handler)](const Batch& batch, const nlohmann::json& args) {
     Replied<R> out = handler(batch, args.get<A>());
-    return MethodResult{std::move(out.batch), nlohmann::json(out.value)};
+    return runtime::MethodResult{std::move(out.batch), nlohmann::json(out.value)};
   };
 }
 

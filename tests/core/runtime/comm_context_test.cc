@@ -15,9 +15,9 @@ using namespace rlcore;
 using rlcore_test::error_of;
 
 TEST_CASE("ranks rendezvous through the store and run collectives on named groups", "[runtime][c10d]") {
-  RendezvousStore store("127.0.0.1", 0, 30s);
+  runtime::RendezvousStore store("127.0.0.1", 0, 30s);
   auto run_rank = [&](int64_t rank) {
-    ProcessGroupOptions options;
+    runtime::ProcessGroupOptions options;
     options.store_host = "127.0.0.1";
     options.store_port = store.port();
     options.prefix = "test/pool";
@@ -25,7 +25,7 @@ TEST_CASE("ranks rendezvous through the store and run collectives on named group
     options.world_size = 2;
     options.mesh = {{"dp", 1}, {"tp", 2}};
     options.timeout = 30s;
-    std::unique_ptr<CommContext> comm = make_comm_context(options);
+    std::unique_ptr<CommContext> comm = runtime::make_comm_context(options);
 
     nlohmann::json seen;
     seen["groups"] = comm->group_names();
@@ -108,9 +108,10 @@ TEST_CASE("CommContext names the missing group and checks group ranks", "[runtim
              Catch::Contains("rank 1 is outside"));
   const CommContext comm(0, 1, 0, {{"dp", 1}}, {CommGroup("world", std::vector<int64_t>{0}, 0), solo});
   CHECK(comm.has_group("dp"));
-  ProcessGroupOptions bad;
+  runtime::ProcessGroupOptions bad;
   bad.device_backend = "mpi";
-  CHECK_THAT(error_of<ConfigError>([&] { make_comm_context(bad); }), Catch::Contains("unknown device backend 'mpi'"));
+  CHECK_THAT(error_of<ConfigError>([&] { runtime::make_comm_context(bad); }),
+             Catch::Contains("unknown device backend 'mpi'"));
   CHECK(comm.world().name() == "world");
   CHECK_THAT(error_of<ValueError>([&] { comm.group("pp"); }),
              Catch::Contains("no process group named 'pp'; groups: world, dp"));

@@ -27,9 +27,9 @@ namespace {
 // A server with short heartbeats that records what its handlers see.
 struct Recorder {
   std::mutex mutex;
-  std::vector<rlcore::PeerInfo> hellos;
-  std::vector<rlcore::Envelope> messages;
-  std::vector<std::pair<rlcore::PeerInfo, std::string>> lost;
+  std::vector<rlcore::runtime::PeerInfo> hellos;
+  std::vector<rlcore::runtime::Envelope> messages;
+  std::vector<std::pair<rlcore::runtime::PeerInfo, std::string>> lost;
 
   template <class T>
   std::size_t count(const std::vector<T>& items) {
@@ -38,107 +38,110 @@ struct Recorder {
   }
 };
 
-rlcore::ControlServerOptions server_options(const std::string& secret) {
-  rlcore::ControlServerOptions options;
+rlcore::runtime::ControlServerOptions server_options(const std::string& secret) {
+  rlcore::runtime::ControlServerOptions options;
   options.secret = secret;
   options.heartbeat_interval = 50ms;
   options.heartbeat_timeout = 600ms;
   return options;
 }
 
-std::unique_ptr<rlcore::ControlServer> start_server(Recorder& recorder, const std::string& secret) {
-  rlcore::ControlServer::Handlers handlers;
-  handlers.on_hello = [&recorder](const rlcore::PeerInfo& peer) {
+std::unique_ptr<rlcore::runtime::ControlServer> start_server(Recorder& recorder, const std::string& secret) {
+  rlcore::runtime::ControlServer::Handlers handlers;
+  handlers.on_hello = [&recorder](const rlcore::runtime::PeerInfo& peer) {
     std::lock_guard<std::mutex> lock(recorder.mutex);
     recorder.hellos.push_back(peer);
     return nlohmann::json{{"role", "tester"}};
   };
-  handlers.on_message = [&recorder](const rlcore::PeerInfo&, rlcore::Envelope message) {
+  handlers.on_message = [&recorder](const rlcore::runtime::PeerInfo&, rlcore::runtime::Envelope message) {
     std::lock_guard<std::mutex> lock(recorder.mutex);
     recorder.messages.push_back(std::move(message));
   };
-  handlers.on_lost = [&recorder](const rlcore::PeerInfo& peer, const std::string& reason) {
+  handlers.on_lost = [&recorder](const rlcore::runtime::PeerInfo& peer, const std::string& reason) {
     std::lock_guard<std::mutex> lock(recorder.mutex);
     recorder.lost.emplace_back(peer, reason);
   };
-  return std::make_unique<rlcore::ControlServer>(server_options(secret), handlers);
+  return std::make_unique<rlcore::runtime::ControlServer>(server_options(secret), handlers);
 }
 
-rlcore::ControlClientOptions client_options(const std::string& endpoint, const std::string& secret, int64_t rank) {
-  rlcore::ControlClientOptions options;
+rlcore::runtime::ControlClientOptions client_options(const std::string& endpoint, const std::string& secret,
+                                                     int64_t rank) {
+  rlcore::runtime::ControlClientOptions options;
   options.endpoint = endpoint;
   options.secret = secret;
-  options.self = rlcore::PeerInfo{rank, 2, rank, "testhost", 1000 + rank};
+  options.self = rlcore::runtime::PeerInfo{rank, 2, rank, "testhost", 1000 + rank};
   options.connect_timeout = 5s;
   return options;
 }
 
 std::string frame_text(const nlohmann::json& header) { return header.dump(); }
 
-nlohmann::json header_of(const std::string& type) { return rlcore::control_header(type); }
+nlohmann::json header_of(const std::string& type) { return rlcore::runtime::control_header(type); }
 
 }  // namespace
 
 TEST_CASE("control headers are validated before anything else is read", "[runtime][control]") {
-  const rlcore::MessageLimits limits;
+  const rlcore::runtime::MessageLimits limits;
   nlohmann::json call = header_of("call");
   call["id"] = 7;
   call["method"] = "role.method";
   call["args"] = nlohmann::json::object();
-  CHECK(rlcore::parse_control_header(frame_text(call), limits)["method"] == "role.method");
+  CHECK(rlcore::runtime::parse_control_header(frame_text(call), limits)["method"] == "role.method");
 
-  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::parse_control_header("{not json", limits); }),
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::runtime::parse_control_header("{not json", limits); }),
              Catch::Contains("not valid JSON"));
-  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::parse_control_header(std::string(70000, ' '), limits); }),
-             Catch::Contains("exceeds the limit"));
-  CHECK_THAT(error_of<rlcore::FormatError>(
-                 [&] { rlcore::parse_control_header(std::string(5000, '[') + std::string(5000, ']'), limits); }),
+  CHECK_THAT(
+      error_of<rlcore::FormatError>([&] { rlcore::runtime::parse_control_header(std::string(70000, ' '), limits); }),
+      Catch::Contains("exceeds the limit"));
+  CHECK_THAT(error_of<rlcore::FormatError>([&] {
+               rlcore::runtime::parse_control_header(std::string(5000, '[') + std::string(5000, ']'), limits);
+             }),
              Catch::Contains("nests deeper"));
-  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::parse_control_header("[1,2]", limits); }),
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::runtime::parse_control_header("[1,2]", limits); }),
              Catch::Contains("not a JSON object"));
 
   nlohmann::json wrong_version = call;
   wrong_version["v"] = 2;
-  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::validate_control_header(wrong_version); }),
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::runtime::validate_control_header(wrong_version); }),
              Catch::Contains("\"v\""));
   nlohmann::json unknown = header_of("launch_missiles");
-  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::validate_control_header(unknown); }),
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::runtime::validate_control_header(unknown); }),
              Catch::Contains("unknown message type"));
   nlohmann::json no_method = call;
   no_method.erase("method");
-  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::validate_control_header(no_method); }),
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::runtime::validate_control_header(no_method); }),
              Catch::Contains("missing field \"method\""));
   nlohmann::json bad_id = call;
   bad_id["id"] = "7";
-  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::validate_control_header(bad_id); }),
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::runtime::validate_control_header(bad_id); }),
              Catch::Contains("\"id\" must be an integer"));
   nlohmann::json stray_frames = call;
   stray_frames["frames"] = 3;
-  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::validate_control_header(stray_frames); }),
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::runtime::validate_control_header(stray_frames); }),
              Catch::Contains("frames without a batch"));
   nlohmann::json hello = header_of("hello");
   hello.update({{"secret", "s"}, {"rank", -1}, {"world_size", 1}, {"local_rank", 0}, {"host", "h"}, {"pid", 1}});
-  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::validate_control_header(hello); }),
+  CHECK_THAT(error_of<rlcore::FormatError>([&] { rlcore::runtime::validate_control_header(hello); }),
              Catch::Contains("\"rank\" = -1 is outside"));
 }
 
 TEST_CASE("secrets are random and compared exactly", "[runtime][control]") {
-  const std::string a = rlcore::generate_secret();
-  const std::string b = rlcore::generate_secret();
+  const std::string a = rlcore::runtime::generate_secret();
+  const std::string b = rlcore::runtime::generate_secret();
   CHECK(a.size() == 64);
   CHECK(a != b);
-  CHECK(rlcore::secrets_equal(a, a));
-  CHECK_FALSE(rlcore::secrets_equal(a, b));
-  CHECK_FALSE(rlcore::secrets_equal(a, a.substr(0, 63)));
-  CHECK_FALSE(rlcore::secrets_equal("", ""));
+  CHECK(rlcore::runtime::secrets_equal(a, a));
+  CHECK_FALSE(rlcore::runtime::secrets_equal(a, b));
+  CHECK_FALSE(rlcore::runtime::secrets_equal(a, a.substr(0, 63)));
+  CHECK_FALSE(rlcore::runtime::secrets_equal("", ""));
 }
 
 TEST_CASE("an admitted worker exchanges Batches with the controller", "[runtime][control]") {
   Recorder recorder;
-  const std::string secret = rlcore::generate_secret();
+  const std::string secret = rlcore::runtime::generate_secret();
   auto server = start_server(recorder, secret);
-  rlcore::ControlClient client(client_options(server->endpoint(), secret, 1), nullptr);
-  const rlcore::Welcome welcome = client.connect();
+  rlcore::runtime::ControlClient client(client_options(server->endpoint(), secret, 1), nullptr);
+  const rlcore::runtime::Welcome welcome = client.connect();
   CHECK(welcome.setup["role"] == "tester");
   CHECK(welcome.heartbeat_interval == 50ms);
   REQUIRE(recorder.count(recorder.hellos) == 1);
@@ -146,7 +149,7 @@ TEST_CASE("an admitted worker exchanges Batches with the controller", "[runtime]
   CHECK(recorder.hellos[0].pid == 1001);
   CHECK(server->connected(1));
 
-  rlcore::Envelope call;
+  rlcore::runtime::Envelope call;
   call.header = header_of("call");
   call.header.update({{"id", 1}, {"method", "m"}, {"args", {{"factor", 3}}}});
   call.batch.set("x", at::arange(12, at::kFloat).reshape({4, 3}));
@@ -158,7 +161,7 @@ TEST_CASE("an admitted worker exchanges Batches with the controller", "[runtime]
   CHECK(received->header["args"]["factor"] == 3);
   CHECK(received->batch.equals(call.batch));
 
-  rlcore::Envelope reply;
+  rlcore::runtime::Envelope reply;
   reply.header = header_of("reply");
   reply.header.update({{"id", 1}, {"ok", true}, {"value", "done"}});
   reply.batch.set("y", received->batch.tensor("x") * 3);
@@ -172,14 +175,14 @@ TEST_CASE("an admitted worker exchanges Batches with the controller", "[runtime]
 TEST_CASE("a hello with the wrong secret is refused and its sender's messages are never delivered",
           "[runtime][control][security]") {
   Recorder recorder;
-  const std::string secret = rlcore::generate_secret();
+  const std::string secret = rlcore::runtime::generate_secret();
   auto server = start_server(recorder, secret);
 
-  rlcore::ControlClient intruder(client_options(server->endpoint(), "not-the-secret", 0), nullptr);
+  rlcore::runtime::ControlClient intruder(client_options(server->endpoint(), "not-the-secret", 0), nullptr);
   CHECK_THAT(error_of<rlcore::ConfigError>([&] { intruder.connect(); }),
              Catch::Contains("refused this worker") && Catch::Contains("wrong secret"));
   // The refused peer keeps talking: a forged reply must not reach the handler.
-  rlcore::Envelope forged;
+  rlcore::runtime::Envelope forged;
   forged.header = header_of("reply");
   forged.header.update({{"id", 1}, {"ok", true}, {"value", "forged"}});
   intruder.send(forged);
@@ -200,7 +203,7 @@ TEST_CASE("a hello with the wrong secret is refused and its sender's messages ar
   CHECK_FALSE(server->connected(0));
 
   // The legitimate worker of the same rank is still admitted.
-  rlcore::ControlClient worker(client_options(server->endpoint(), secret, 0), nullptr);
+  rlcore::runtime::ControlClient worker(client_options(server->endpoint(), secret, 0), nullptr);
   CHECK_NOTHROW(worker.connect());
   CHECK(server->connected(0));
   worker.close();
@@ -209,7 +212,7 @@ TEST_CASE("a hello with the wrong secret is refused and its sender's messages ar
 
 TEST_CASE("garbage bytes on the controller port are ignored and the run continues", "[runtime][control][security]") {
   Recorder recorder;
-  const std::string secret = rlcore::generate_secret();
+  const std::string secret = rlcore::runtime::generate_secret();
   auto server = start_server(recorder, secret);
   const std::string endpoint = server->endpoint();
   const int port = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
@@ -237,9 +240,9 @@ TEST_CASE("garbage bytes on the controller port are ignored and the run continue
   CHECK(recorder.count(recorder.hellos) == 0);
   CHECK(recorder.count(recorder.messages) == 0);
 
-  rlcore::ControlClient worker(client_options(endpoint, secret, 0), nullptr);
+  rlcore::runtime::ControlClient worker(client_options(endpoint, secret, 0), nullptr);
   worker.connect();
-  rlcore::Envelope call;
+  rlcore::runtime::Envelope call;
   call.header = header_of("call");
   call.header.update({{"id", 5}, {"method", "m"}, {"args", nlohmann::json::object()}});
   server->send(0, call);
@@ -251,9 +254,9 @@ TEST_CASE("garbage bytes on the controller port are ignored and the run continue
 
 TEST_CASE("a silent worker is reported lost with its rank, host and pid", "[runtime][control][liveness]") {
   Recorder recorder;
-  const std::string secret = rlcore::generate_secret();
+  const std::string secret = rlcore::runtime::generate_secret();
   auto server = start_server(recorder, secret);
-  rlcore::ControlClient worker(client_options(server->endpoint(), secret, 1), nullptr);
+  rlcore::runtime::ControlClient worker(client_options(server->endpoint(), secret, 1), nullptr);
   worker.connect();
   worker.close(0ms);  // gone without a bye: no more heartbeats
   REQUIRE(eventually([&] { return recorder.count(recorder.lost) == 1; }, 5s));
@@ -262,17 +265,18 @@ TEST_CASE("a silent worker is reported lost with its rank, host and pid", "[runt
   CHECK(recorder.lost[0].first.pid == 1001);
   CHECK_THAT(recorder.lost[0].second, Catch::Contains("no message or heartbeat"));
   CHECK_FALSE(server->connected(1));
-  CHECK_THROWS_AS(server->send(1, rlcore::Envelope{header_of("shutdown"), {}}), rlcore::WorkerLostError);
+  CHECK_THROWS_AS(server->send(1, rlcore::runtime::Envelope{header_of("shutdown"), {}}),
+                  rlcore::runtime::WorkerLostError);
 }
 
 TEST_CASE("a worker gives up when the controller goes silent", "[runtime][control][liveness]") {
   Recorder recorder;
-  const std::string secret = rlcore::generate_secret();
+  const std::string secret = rlcore::runtime::generate_secret();
   auto server = start_server(recorder, secret);
   std::atomic<bool> abandoned{false};
   std::string reason;
   std::mutex reason_mutex;
-  rlcore::ControlClient worker(client_options(server->endpoint(), secret, 0), [&](const std::string& why) {
+  rlcore::runtime::ControlClient worker(client_options(server->endpoint(), secret, 0), [&](const std::string& why) {
     std::lock_guard<std::mutex> lock(reason_mutex);
     reason = why;
     abandoned = true;
@@ -287,11 +291,11 @@ TEST_CASE("a worker gives up when the controller goes silent", "[runtime][contro
 
 TEST_CASE("a second worker claiming a connected rank is refused", "[runtime][control]") {
   Recorder recorder;
-  const std::string secret = rlcore::generate_secret();
+  const std::string secret = rlcore::runtime::generate_secret();
   auto server = start_server(recorder, secret);
-  rlcore::ControlClient first(client_options(server->endpoint(), secret, 1), nullptr);
+  rlcore::runtime::ControlClient first(client_options(server->endpoint(), secret, 1), nullptr);
   first.connect();
-  rlcore::ControlClient second(client_options(server->endpoint(), secret, 1), nullptr);
+  rlcore::runtime::ControlClient second(client_options(server->endpoint(), secret, 1), nullptr);
   CHECK_THAT(error_of<rlcore::ConfigError>([&] { second.connect(); }),
              Catch::Contains("rank 1 is already connected as rank 1 (host testhost, pid 1001)"));
   first.close();

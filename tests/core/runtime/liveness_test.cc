@@ -39,8 +39,8 @@ bool process_gone(pid_t pid) {
   return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
-ClusterOptions small_cluster(int64_t workers) {
-  ClusterOptions options;
+runtime::ClusterOptions small_cluster(int64_t workers) {
+  runtime::ClusterOptions options;
   options.worker_executable = rlcore_test::rlcore_executable();
   options.worker_args = {"--log-level", "off"};
   options.heartbeat_interval = 200ms;
@@ -49,9 +49,9 @@ ClusterOptions small_cluster(int64_t workers) {
   options.call_timeout = 60s;
   options.shutdown_grace = 2s;
   options.process_groups = false;
-  PoolSpec pool;
+  runtime::PoolSpec pool;
   pool.nodes = {workers};
-  pool.roles = {RoleSpec{"diag", "diag", nlohmann::json::object()}};
+  pool.roles = {runtime::RoleSpec{"diag", "diag", nlohmann::json::object()}};
   pool.threads_per_worker = 1;
   options.pools = {pool};
   return options;
@@ -106,11 +106,11 @@ TEST_CASE("a worker killed mid-call is reported with rank, host and pid, and no 
           "[runtime][liveness]") {
   std::vector<pid_t> pids;
   {
-    ClusterOptions options = small_cluster(2);
+    runtime::ClusterOptions options = small_cluster(2);
     options.transport = "ipc";
-    Cluster cluster(options);
+    runtime::Cluster cluster(options);
     REQUIRE_THAT(cluster.endpoint(), Catch::StartsWith("ipc://"));
-    WorkerGroup& group = cluster.group("global");
+    runtime::WorkerGroup& group = cluster.group("global");
     for (const auto& worker : group.workers()) pids.push_back(static_cast<pid_t>(worker.pid));
     auto pending = group.call("diag.sleep", Batch(), {{"seconds", 60.0}});
     std::this_thread::sleep_for(200ms);  // let the call start
@@ -119,7 +119,7 @@ TEST_CASE("a worker killed mid-call is reported with rank, host and pid, and no 
     try {
       pending.get();
       FAIL("the call survived its worker");
-    } catch (const WorkerLostError& e) {
+    } catch (const runtime::WorkerLostError& e) {
       CHECK(e.worker().rank == 1);
       CHECK(e.worker().pid == pids[1]);
       CHECK_THAT(std::string(e.what()), Catch::Contains("rank 1") &&
@@ -129,7 +129,7 @@ TEST_CASE("a worker killed mid-call is reported with rank, host and pid, and no 
     }
     REQUIRE(cluster.failure());
     // The run is over: later calls fail at once, naming the lost worker.
-    CHECK_THAT(error_of<WorkerLostError>([&] { group.call("diag.echo").get(); }), Catch::Contains("rank 1"));
+    CHECK_THAT(error_of<runtime::WorkerLostError>([&] { group.call("diag.echo").get(); }), Catch::Contains("rank 1"));
     cluster.shutdown();  // rank 0 is still in diag.sleep: it is stopped, not waited for
   }
   for (pid_t pid : pids) CHECK(process_gone(pid));
@@ -149,10 +149,10 @@ TEST_CASE("the dead worker is named first, not the survivor whose collective it 
   const int64_t victim_rank = workers - 2;  // rank 0 of two, rank 2 of four
   for (int trial = 0; trial < (fault.signal == SIGSTOP ? 1 : 3); ++trial) {
     INFO("signal " << fault.signal << ", " << workers << " workers, trial " << trial);
-    ClusterOptions options = small_cluster(workers);
+    runtime::ClusterOptions options = small_cluster(workers);
     options.process_groups = true;
-    Cluster cluster(options);
-    WorkerGroup& group = cluster.group("global");
+    runtime::Cluster cluster(options);
+    runtime::WorkerGroup& group = cluster.group("global");
     const auto victim = static_cast<pid_t>(group.workers()[victim_rank].pid);
     auto pending = group.call("diag.all_reduce", Batch(), {{"late_ranks", {victim_rank}}, {"late_s", 30.0}});
     std::this_thread::sleep_for(300ms);  // the others are inside the collective by now
@@ -161,7 +161,7 @@ TEST_CASE("the dead worker is named first, not the survivor whose collective it 
     try {
       pending.get();
       FAIL("the call survived its worker");
-    } catch (const WorkerLostError& e) {
+    } catch (const runtime::WorkerLostError& e) {
       CHECK(e.worker().rank == victim_rank);
       CHECK(e.worker().pid == victim);
       const std::string text = e.what();
@@ -178,9 +178,9 @@ TEST_CASE("the dead worker is named first, not the survivor whose collective it 
 }
 
 TEST_CASE("a worker that fails to set up stops the start naming it", "[runtime][liveness]") {
-  ClusterOptions options = small_cluster(2);
-  options.pools[0].roles.push_back(RoleSpec{"critic", "no_such_role", nlohmann::json::object()});
-  CHECK_THAT(error_of<WorkerLostError>([&] { Cluster cluster(options); }),
+  runtime::ClusterOptions options = small_cluster(2);
+  options.pools[0].roles.push_back(runtime::RoleSpec{"critic", "no_such_role", nlohmann::json::object()});
+  CHECK_THAT(error_of<runtime::WorkerLostError>([&] { runtime::Cluster cluster(options); }),
              Catch::Contains("failed to set up") && Catch::Contains("no role type 'no_such_role'"));
 }
 
@@ -216,27 +216,27 @@ TEST_CASE("local workers exit when their controller is killed", "[runtime][liven
 }
 
 TEST_CASE("a remote worker exits after the heartbeat deadline when the controller goes silent", "[runtime][liveness]") {
-  const std::string secret = generate_secret();
-  ControlServerOptions options;
+  const std::string secret = runtime::generate_secret();
+  runtime::ControlServerOptions options;
   options.secret = secret;
   options.heartbeat_interval = 100ms;
   options.heartbeat_timeout = 1s;
   std::atomic<bool> ready{false};
-  ControlServer::Handlers handlers;
-  handlers.on_hello = [](const PeerInfo&) {
+  runtime::ControlServer::Handlers handlers;
+  handlers.on_hello = [](const runtime::PeerInfo&) {
     return nlohmann::json{{"pool", "p"},
                           {"pool_rank", 0},
                           {"pool_size", 1},
                           {"global_rank", 0},
                           {"threads", 1},
                           {"roles", nlohmann::json::array()},
-                          {"mesh", mesh_to_json({{"dp", 1}})},
+                          {"mesh", runtime::mesh_to_json({{"dp", 1}})},
                           {"store", nullptr}};
   };
-  handlers.on_message = [&](const PeerInfo&, Envelope message) {
+  handlers.on_message = [&](const runtime::PeerInfo&, runtime::Envelope message) {
     if (message.type() == "ready" && message.header["ok"] == true) ready = true;
   };
-  auto server = std::make_unique<ControlServer>(options, handlers);
+  auto server = std::make_unique<runtime::ControlServer>(options, handlers);
   // No RLCORE_PARENT_PID: like a worker started by mpirun on another host.
   const pid_t worker =
       spawn({rlcore_test::rlcore_executable(), "worker", "--log-level", "off"},
@@ -246,21 +246,21 @@ TEST_CASE("a remote worker exits after the heartbeat deadline when the controlle
   int status = 0;
   REQUIRE(eventually([&] { return ::waitpid(worker, &status, WNOHANG) == worker; }, 15s));
   REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == kWorkerExitControllerLost);
+  CHECK(WEXITSTATUS(status) == runtime::kWorkerExitControllerLost);
 }
 
 TEST_CASE("the local launcher passes rank and secret, reports exits and terminates", "[runtime][launch]") {
-  LocalLaunchOptions options;
+  runtime::LocalLaunchOptions options;
   options.executable = "/bin/sh";
   options.args = {"-c", R"(test "$RLCORE_SECRET" = s3 && test "$WORLD_SIZE" = 3 && exit $((RANK + 10)))"};
   options.secret = "s3";
   options.controller = "tcp://127.0.0.1:1";
   options.nworkers = 3;
-  LocalLauncher launcher(options);
+  runtime::LocalLauncher launcher(options);
   REQUIRE(launcher.wait_all(10s));
-  // wait_all reaped them; a fresh launcher shows what poll() reports.
-  LocalLauncher second(options);
-  std::vector<ExitedWorker> exited;
+  // runtime::wait_all reaped them; a fresh launcher shows what poll() reports.
+  runtime::LocalLauncher second(options);
+  std::vector<runtime::ExitedWorker> exited;
   REQUIRE(eventually(
       [&] {
         for (auto& gone : second.poll()) exited.push_back(gone);
@@ -273,14 +273,14 @@ TEST_CASE("the local launcher passes rank and secret, reports exits and terminat
 
   options.args = {"-c", "trap '' TERM; exec sleep 30"};  // ignores SIGTERM: needs SIGKILL
   options.nworkers = 2;
-  LocalLauncher stubborn(options);
+  runtime::LocalLauncher stubborn(options);
   const auto pids = stubborn.pids();
   std::this_thread::sleep_for(100ms);
   stubborn.terminate(300ms);
   for (pid_t pid : pids) CHECK(process_gone(pid));
 
   options.executable = "/nonexistent/rlcore";
-  CHECK_THAT(error_of<IoError>([&] { LocalLauncher missing(options); }),
+  CHECK_THAT(error_of<IoError>([&] { runtime::LocalLauncher missing(options); }),
              Catch::Contains("cannot start worker executable '/nonexistent/rlcore'"));
-  CHECK(describe_wait_status(9) == "killed by signal 9 (Killed)");
+  CHECK(runtime::describe_wait_status(9) == "killed by signal 9 (Killed)");
 }

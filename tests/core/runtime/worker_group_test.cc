@@ -15,8 +15,8 @@ using rlcore_test::error_of;
 
 namespace {
 
-ClusterOptions test_options() {
-  ClusterOptions options;
+runtime::ClusterOptions test_options() {
+  runtime::ClusterOptions options;
   options.worker_executable = rlcore_test::rlcore_executable();
   options.worker_args = {"--log-level", "warn"};
   options.heartbeat_interval = 200ms;
@@ -29,11 +29,11 @@ ClusterOptions test_options() {
 }
 
 // A pool hosting the built-in diag role under the name `role`.
-PoolSpec pool(const std::string& name, const std::string& role, int64_t size, MeshShape mesh = {}) {
-  PoolSpec spec;
+runtime::PoolSpec pool(const std::string& name, const std::string& role, int64_t size, runtime::MeshShape mesh = {}) {
+  runtime::PoolSpec spec;
   spec.name = name;
   spec.nodes = {size};
-  spec.roles = {RoleSpec{role, "diag", nlohmann::json::object()}};
+  spec.roles = {runtime::RoleSpec{role, "diag", nlohmann::json::object()}};
   spec.mesh = std::move(mesh);
   spec.threads_per_worker = 1;
   return spec;
@@ -42,11 +42,11 @@ PoolSpec pool(const std::string& name, const std::string& role, int64_t size, Me
 // One cluster for the tests that leave it healthy: pool "main" (2 workers, dp=2,
 // role "diag") and pool "mesh" (4 workers, dp=2 x tp=2, role "sharded").
 // Workers start once per test binary.
-Cluster& shared_cluster() {
-  static std::unique_ptr<Cluster> cluster = [] {
-    ClusterOptions options = test_options();
+runtime::Cluster& shared_cluster() {
+  static std::unique_ptr<runtime::Cluster> cluster = [] {
+    runtime::ClusterOptions options = test_options();
     options.pools = {pool("main", "diag", 2), pool("mesh", "sharded", 4, {{"dp", 2}, {"tp", 2}})};
-    return std::make_unique<Cluster>(options);
+    return std::make_unique<runtime::Cluster>(options);
   }();
   return *cluster;
 }
@@ -68,11 +68,11 @@ std::vector<int64_t> longs(const at::Tensor& tensor) {
 }  // namespace
 
 TEST_CASE("one_to_all sends the same Batch to every worker and returns one reply per rank", "[runtime][group]") {
-  WorkerGroup& group = shared_cluster().group("main");
+  runtime::WorkerGroup& group = shared_cluster().group("main");
   REQUIRE(group.size() == 2);
-  CHECK(group.methods().at("diag.scale").mode == DispatchMode::kDpCompute);
+  CHECK(group.methods().at("diag.scale").mode == runtime::DispatchMode::kDpCompute);
   const Batch input = numbered(3);
-  const CallOutput output = group.call("diag.echo", input).get();
+  const runtime::CallOutput output = group.call("diag.echo", input).get();
   REQUIRE(output.replies.size() == 2);
   for (int64_t rank = 0; rank < 2; ++rank) {
     CHECK(output.replies[rank].rank == rank);
@@ -83,8 +83,8 @@ TEST_CASE("one_to_all sends the same Batch to every worker and returns one reply
 }
 
 TEST_CASE("dp_compute splits 7 rows over 2 workers and returns them in order, unpadded", "[runtime][group]") {
-  WorkerGroup& group = shared_cluster().group("main");
-  const CallOutput output = group.call("diag.scale", numbered(7), {{"factor", 2.5}}).get();
+  runtime::WorkerGroup& group = shared_cluster().group("main");
+  const runtime::CallOutput output = group.call("diag.scale", numbered(7), {{"factor", 2.5}}).get();
   REQUIRE(output.batch.size() == 7);
   CHECK(at::equal(output.batch.tensor("y"), at::arange(7, at::kDouble) * 2.5));
   // Rows 0-3 ran on rank 0 (4 rows after padding to 8), rows 4-6 on rank 1.
@@ -95,17 +95,17 @@ TEST_CASE("dp_compute splits 7 rows over 2 workers and returns them in order, un
 }
 
 TEST_CASE("all_to_all gives rank i input i; rank_zero runs on rank 0 only", "[runtime][group]") {
-  WorkerGroup& group = shared_cluster().group("main");
+  runtime::WorkerGroup& group = shared_cluster().group("main");
   Batch first(2), second(3);
   first.set("x", at::tensor({1.0, 2.0}, at::kDouble));
   second.set("x", at::tensor({10.0, 20.0, 30.0}, at::kDouble));
-  const CallOutput each = group.call_each("diag.sum_each", {first, second}).get();
+  const runtime::CallOutput each = group.call_each("diag.sum_each", {first, second}).get();
   REQUIRE(each.replies.size() == 2);
   CHECK(each.replies[0].value["sum"] == 3.0);
   CHECK(each.replies[1].value["sum"] == 60.0);
   CHECK(each.replies[1].value["rank"] == 1);
 
-  const CallOutput zero = group.call("diag.leader", numbered(3)).get();
+  const runtime::CallOutput zero = group.call("diag.leader", numbered(3)).get();
   REQUIRE(zero.replies.size() == 1);
   CHECK(zero.replies[0].rank == 0);
   CHECK(at::equal(zero.batch.tensor("doubled"), at::arange(3, at::kDouble) * 2));
@@ -116,11 +116,11 @@ TEST_CASE("all_to_all gives rank i input i; rank_zero runs on rank 0 only", "[ru
 }
 
 TEST_CASE("mesh_compute shards over dp ranks and keeps the results of collect ranks only", "[runtime][group]") {
-  WorkerGroup& group = shared_cluster().group("mesh");
+  runtime::WorkerGroup& group = shared_cluster().group("mesh");
   REQUIRE(group.size() == 4);
   CHECK(group.workers()[1].meshes.at("default").dp_rank == 0);
   CHECK_FALSE(group.workers()[1].meshes.at("default").collect);
-  const CallOutput output = group.call("sharded.scale_mesh", numbered(5), {{"factor", -1.0}}).get();
+  const runtime::CallOutput output = group.call("sharded.scale_mesh", numbered(5), {{"factor", -1.0}}).get();
   REQUIRE(output.batch.size() == 5);
   CHECK(at::equal(output.batch.tensor("y"), at::arange(5, at::kDouble) * -1));
   // dp shard 0 (rows 0-2) came from rank 0, shard 1 from rank 2: tp rank 0 of each.
@@ -130,20 +130,20 @@ TEST_CASE("mesh_compute shards over dp ranks and keeps the results of collect ra
 }
 
 TEST_CASE("calls on two pools overlap and are awaited together", "[runtime][group]") {
-  Cluster& cluster = shared_cluster();
-  std::vector<std::future<CallOutput>> futures;
+  runtime::Cluster& cluster = shared_cluster();
+  std::vector<std::future<runtime::CallOutput>> futures;
   futures.push_back(cluster.group("main").call("diag.sleep", Batch(), {{"seconds", 0.3}}));
   futures.push_back(cluster.group("mesh").call("sharded.sleep", Batch(), {{"seconds", 0.3}}));
   futures.push_back(cluster.group("main").call("diag.scale", numbered(4), {{"factor", 3.0}}));
-  const std::vector<CallOutput> outputs = wait_all(futures);
+  const std::vector<runtime::CallOutput> outputs = runtime::wait_all(futures);
   CHECK(outputs[0].replies.size() == 2);
   CHECK(outputs[1].replies.size() == 4);
   CHECK(at::equal(outputs[2].batch.tensor("y"), at::arange(4, at::kDouble) * 3));
 }
 
 TEST_CASE("each pool has c10d groups for the pool and each mesh dimension", "[runtime][group][c10d]") {
-  WorkerGroup& group = shared_cluster().group("mesh");
-  const CallOutput info = group.call("sharded.info").get();
+  runtime::WorkerGroup& group = shared_cluster().group("mesh");
+  const runtime::CallOutput info = group.call("sharded.info").get();
   const auto& rank3 = info.replies[3].value["groups"];
   CHECK(rank3["world"]["size"] == 4);
   CHECK(rank3["tp"]["ranks"] == nlohmann::json::array({2, 3}));
@@ -152,7 +152,7 @@ TEST_CASE("each pool has c10d groups for the pool and each mesh dimension", "[ru
   CHECK(info.replies[3].value["threads"] == 1);
 
   for (const std::string name : {"world", "dp", "tp"}) {
-    const CallOutput reduced = group.call("sharded.all_reduce", Batch(), {{"group", name}}).get();
+    const runtime::CallOutput reduced = group.call("sharded.all_reduce", Batch(), {{"group", name}}).get();
     for (const auto& reply : reduced.replies) {
       double expected = 0;
       for (const auto& member : reply.value["group_ranks"]) expected += member.get<double>() + 1;
@@ -161,18 +161,18 @@ TEST_CASE("each pool has c10d groups for the pool and each mesh dimension", "[ru
     }
   }
   // Pools rendezvous separately: "main" has its own world of 2.
-  const CallOutput main = shared_cluster().group("main").call("diag.all_reduce").get();
+  const runtime::CallOutput main = shared_cluster().group("main").call("diag.all_reduce").get();
   CHECK(main.replies[0].value["sum"] == 3.0);
 }
 
 TEST_CASE("a worker-side exception comes back naming rank, host, pid and method", "[runtime][group][errors]") {
-  Cluster& cluster = shared_cluster();
-  WorkerGroup& group = cluster.group("main");
-  const WorkerInfo& rank1 = group.workers()[1];
+  runtime::Cluster& cluster = shared_cluster();
+  runtime::WorkerGroup& group = cluster.group("main");
+  const runtime::WorkerInfo& rank1 = group.workers()[1];
   try {
     group.call("diag.fail", Batch(), {{"ranks", {1}}, {"message", "the reward model is on fire"}}).get();
     FAIL("diag.fail did not fail");
-  } catch (const RemoteCallError& e) {
+  } catch (const runtime::RemoteCallError& e) {
     CHECK(e.worker().rank == rank1.global_rank);
     CHECK(e.worker().pid == rank1.pid);
     CHECK(e.method() == "diag.fail");
@@ -188,8 +188,8 @@ TEST_CASE("a worker-side exception comes back naming rank, host, pid and method"
 
 TEST_CASE("a reply value over the control header's limit fails the call instead of leaving it unanswered",
           "[runtime][group][errors]") {
-  WorkerGroup& group = shared_cluster().group("main");
-  CHECK_THAT(rlcore_test::error_of<RemoteCallError>([&] {
+  runtime::WorkerGroup& group = shared_cluster().group("main");
+  CHECK_THAT(rlcore_test::error_of<runtime::RemoteCallError>([&] {
                group.call("diag.big_value", Batch(), {{"bytes", 100000}}).get();
              }),
              Catch::Contains("diag.big_value") && Catch::Contains("over the control header's limit of 65536"));
@@ -197,7 +197,7 @@ TEST_CASE("a reply value over the control header's limit fails the call instead 
 }
 
 TEST_CASE("a worker with the wrong secret is refused and exits; the run goes on", "[runtime][group][security]") {
-  Cluster& cluster = shared_cluster();
+  runtime::Cluster& cluster = shared_cluster();
   const int64_t refused_before = cluster.stats().refused_hellos;
   const std::string command = "RANK=0 WORLD_SIZE=6 RLCORE_SECRET=guess RLCORE_CONTROLLER=" + cluster.endpoint() + " " +
                               rlcore_test::rlcore_executable() + " worker --log-level off --connect-timeout 20";
@@ -210,10 +210,10 @@ TEST_CASE("a worker with the wrong secret is refused and exits; the run goes on"
 }
 
 TEST_CASE("a call past its deadline fails naming the ranks not heard from", "[runtime][group][errors]") {
-  WorkerGroup& group = shared_cluster().group("mesh");
-  CallOptions quick;
+  runtime::WorkerGroup& group = shared_cluster().group("mesh");
+  runtime::CallOptions quick;
   quick.timeout = 200ms;
-  const std::string message = error_of<TimeoutError>([&] {
+  const std::string message = error_of<runtime::TimeoutError>([&] {
     group.call("sharded.sleep", Batch(), {{"seconds", 1.0}}, quick).get();
   });
   CHECK_THAT(message, Catch::Contains("'sharded.sleep' on pool 'mesh' timed out waiting for rank 0 (host") &&

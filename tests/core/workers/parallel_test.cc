@@ -15,9 +15,9 @@ workers::ActorParallelism parallelism(const std::string& yaml) {
   return workers::actor_parallelism(run_config(yaml).actor_rollout_ref);
 }
 
-std::string mesh_text(const MeshShape& mesh) {
+std::string mesh_text(const runtime::MeshShape& mesh) {
   std::string text;
-  for (const MeshDim& dim : mesh) text += dim.name + "=" + std::to_string(dim.size) + " ";
+  for (const runtime::MeshDim& dim : mesh) text += dim.name + "=" + std::to_string(dim.size) + " ";
   return text;
 }
 

@@ -97,8 +97,8 @@ struct Outcome {
 // The actor's rank 0 sends `names` of actor_parameters() in that order to two
 // rollout ranks (TP 2); with `fail_after` >= 0 its gather throws after that many.
 Outcome transfer(const std::vector<std::string>& names, int64_t bucket_bytes, int64_t version, int fail_after = -1) {
-  const auto store = rlcore::RendezvousStore::on_this_host();
-  rlcore::ProcessGroupOptions options;
+  const auto store = rlcore::runtime::RendezvousStore::on_this_host();
+  rlcore::runtime::ProcessGroupOptions options;
   options.store_file = store->file();
   options.timeout = 30s;
   const auto parameters = actor_parameters();
@@ -107,7 +107,7 @@ Outcome transfer(const std::vector<std::string>& names, int64_t bucket_bytes, in
   outcome.received.resize(2);
   outcome.errors.resize(2);
   auto sender = std::async(std::launch::async, [&] {
-    const CommGroup bridge = rlcore::join_shared_group(options, "bridge", 0, 3);
+    const CommGroup bridge = rlcore::runtime::join_shared_group(options, "bridge", 0, 3);
     const auto visit_all = [&](const auto& visit) {
       int visited = 0;
       for (const auto& name : names) {
@@ -125,7 +125,7 @@ Outcome transfer(const std::vector<std::string>& names, int64_t bucket_bytes, in
   std::vector<std::future<void>> receivers;
   for (int r = 0; r < 2; ++r) {
     receivers.push_back(std::async(std::launch::async, [&, r] {
-      const CommGroup bridge = rlcore::join_shared_group(options, "bridge", 1 + r, 3);
+      const CommGroup bridge = rlcore::runtime::join_shared_group(options, "bridge", 1 + r, 3);
       RolloutLayout layout;
       layout.tp_size = 2;
       layout.tp_rank = r;

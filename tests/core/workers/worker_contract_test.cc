@@ -21,8 +21,8 @@ template <typename M, typename A, typename = void>
 struct Callable : std::false_type {};
 template <typename M, typename A>
 struct Callable<M, A,
-                std::void_t<decltype(workers::call(std::declval<WorkerGroup&>(), std::declval<const M&>(), Batch(),
-                                                   std::declval<const A&>()))>> : std::true_type {};
+                std::void_t<decltype(workers::call(std::declval<runtime::WorkerGroup&>(), std::declval<const M&>(),
+                                                   Batch(), std::declval<const A&>()))>> : std::true_type {};
 
 }  // namespace contract_test
 
@@ -56,14 +56,14 @@ TEST_CASE("a handler gets the arguments the controller sent and its reply reads 
   sent.sampling.validation = true;
   sent.limits = {17, {2, 3}, 9};
   GenerateArgs received;
-  const rlcore::Method method =
+  const rlcore::runtime::Method method =
       handle(actor_methods::kGenerate, [&received](const Batch& prompts, const GenerateArgs& args) {
         received = args;
         return Replied<GenerateReply>{prompts, GenerateReply{41, GenerationStats{1, 2, 3, 4, 5, 6}}};
       });
   Batch prompts(2);
   prompts.set("x", at::arange(2));
-  const MethodResult result = method(prompts, nlohmann::json::parse(nlohmann::json(sent).dump()));
+  const runtime::MethodResult result = method(prompts, nlohmann::json::parse(nlohmann::json(sent).dump()));
 
   CHECK(received.sampling.greedy);
   CHECK(received.sampling.temperature == 0.7);
@@ -75,7 +75,7 @@ TEST_CASE("a handler gets the arguments the controller sent and its reply reads 
   CHECK(received.limits.stop_token_ids == std::vector<int32_t>{2, 3});
   CHECK(received.limits.pad_token_id == 9);
   CHECK(result.batch.size() == 2);
-  const GenerateReply reply = reply_of(actor_methods::kGenerate, RankReply{0, result.value, Batch()});
+  const GenerateReply reply = reply_of(actor_methods::kGenerate, runtime::RankReply{0, result.value, Batch()});
   CHECK(reply.weight_version == 41);
   REQUIRE(reply.stats);
   CHECK(reply.stats->joins == 6);
@@ -84,7 +84,7 @@ TEST_CASE("a handler gets the arguments the controller sent and its reply reads 
 }
 
 TEST_CASE("arguments missing a key are refused naming it", "[contract]") {
-  const rlcore::Method method =
+  const rlcore::runtime::Method method =
       handle(actor_methods::kUpdateActor, [](const Batch&, const UpdateActorArgs&) { return Replied<UpdateReply>{}; });
   CHECK_THROWS_WITH(method(Batch(), nlohmann::json{{"temperature", 1.0}}), Catch::Contains("mini_batch_rows"));
   CHECK_THROWS_WITH(nlohmann::json::object().get<GenerateReply>(), Catch::Contains("weight_version"));

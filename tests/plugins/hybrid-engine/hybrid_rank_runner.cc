@@ -133,7 +133,7 @@ int run(const std::map<std::string, std::string>& args) {
   const int64_t row_group = rank / std::max(tp, replica);
 
   // No "dp" dimension without a model-parallel trainer: the trainer spans the whole pool (world).
-  MeshShape mesh;
+  runtime::MeshShape mesh;
   if (replica > 1) {
     if (tp != 1) throw ValueError("hybrid_rank_runner: a model-parallel trainer is tested with --tp 1");
     mesh = {{"dp", world / replica},

@@ -86,7 +86,7 @@ inline std::vector<nlohmann::json> run_ranks(int64_t world, const fs::path& out,
                                              const std::string& runner = runner_path()) {
   static std::atomic<int> run_counter{0};
   fs::create_directories(out);
-  rlcore::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
+  rlcore::runtime::RendezvousStore store("127.0.0.1", 0, std::chrono::seconds(60));
   const std::string prefix = std::to_string(::getpid()) + "_" + std::to_string(run_counter++);
   std::vector<pid_t> pids;
   for (int64_t rank = 0; rank < world; ++rank) {

@@ -87,7 +87,7 @@ struct RunConfig {
   CriticConfig critic;
   AlgorithmConfig algorithm;
   RewardConfig reward;
-  RuntimeConfig runtime;  // workers: launcher, control plane, resource pools
+  runtime::RuntimeConfig runtime;  // workers: launcher, control plane, resource pools
   AsyncTrainingConfig async_training;
   RolloutPoolConfig rollout;  // the standalone rollout pool (async_training.mode: one_step_off)
 

@@ -19,7 +19,7 @@
 #include "rlcore/core/runtime/worker_group.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 // A role hosted by a pool: its name (prefix of its methods) and the registered
 // role type that implements it.
@@ -100,4 +100,4 @@ class RLCORE_API Cluster {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -14,7 +14,7 @@
 #include "rlcore/core/runtime/control_message.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 struct ControlClientOptions {
   std::string endpoint;  // tcp://HOST:PORT or ipc://PATH
@@ -63,4 +63,4 @@ class RLCORE_API ControlClient {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -19,7 +19,7 @@
 #include "rlcore/batch.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 inline constexpr int kControlProtocolVersion = 1;
 
@@ -64,4 +64,4 @@ RLCORE_API void validate_control_header(const nlohmann::json& header);
 // Convenience constructors for the header of each type (without batch/frames).
 RLCORE_API nlohmann::json control_header(const std::string& type);
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -15,7 +15,7 @@
 #include "rlcore/export.h"
 #include "rlcore/wire_format.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 struct ControlServerOptions {
   // tcp://HOST:PORT (PORT 0: any free port) or ipc://PATH.
@@ -80,4 +80,4 @@ class RLCORE_API ControlServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -9,7 +9,7 @@
 #include "rlcore/batch.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 enum class DispatchMode {
   kOneToAll,     // every rank gets the same input; one result per rank
@@ -49,4 +49,4 @@ RLCORE_API DispatchPlan plan_dispatch(DispatchMode mode, const std::vector<Batch
 // without rows (methods that return only a value) give an empty Batch.
 RLCORE_API Batch collect_results(const DispatchPlan& plan, std::vector<Batch> results);
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

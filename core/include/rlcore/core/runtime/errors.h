@@ -8,7 +8,7 @@
 #include "rlcore/error.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 // Where a worker runs, as reported in its hello.
 struct WorkerAddress {
@@ -54,4 +54,4 @@ class RLCORE_API TimeoutError : public Error {
   ~TimeoutError() override;
 };
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

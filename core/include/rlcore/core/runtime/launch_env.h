@@ -11,7 +11,7 @@
 
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 struct LaunchEnv {
   int64_t rank = 0;
@@ -39,4 +39,4 @@ RLCORE_API EnvLookup env_from_map(std::map<std::string, std::string> values);
 // the ranks are inconsistent (rank >= world size, ...).
 RLCORE_API LaunchEnv parse_launch_env(const EnvLookup& env);
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

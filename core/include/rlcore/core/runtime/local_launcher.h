@@ -14,7 +14,7 @@
 
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 struct LocalLaunchOptions {
   // The rlcore executable. Empty: $RLCORE_EXECUTABLE, else this process's own
@@ -74,4 +74,4 @@ class RLCORE_API LocalLauncher {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

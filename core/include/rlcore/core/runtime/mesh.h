@@ -12,7 +12,7 @@
 #include "rlcore/core/runtime/dispatch.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 struct MeshDim {
   std::string name;
@@ -38,4 +38,4 @@ RLCORE_API MeshRank default_mesh_rank(const MeshShape& mesh, int64_t rank);
 RLCORE_API nlohmann::json mesh_to_json(const MeshShape& mesh);
 RLCORE_API MeshShape mesh_from_json(const nlohmann::json& json);
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

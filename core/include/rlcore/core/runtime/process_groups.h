@@ -15,7 +15,7 @@
 #include "rlcore/core/runtime/mesh.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 // The controller's c10d store.
 class RLCORE_API RendezvousStore {
@@ -73,4 +73,4 @@ RLCORE_API CommGroup join_shared_group(const ProcessGroupOptions& options, const
 // The local IP address this host uses to reach `host` (no packet is sent).
 RLCORE_API std::string local_address_towards(const std::string& host);
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -16,7 +16,7 @@
 #include "rlcore/core/runtime/dispatch.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 // What a method returns: rows (kept per the dispatch mode) and/or a JSON value.
 struct MethodResult {
@@ -104,4 +104,4 @@ class RLCORE_API RoleRegistry {
 // `rlcore worker --check`, the runtime tests and the benchmarks run.
 RLCORE_API void add_builtin_roles(RoleRegistry& registry);
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -17,7 +17,7 @@
 #include "rlcore/export.h"
 #include "rlcore/options.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 struct RuntimeConfig {
   std::string launcher = "local";
@@ -60,4 +60,4 @@ RLCORE_API std::vector<PoolSpec> resolve_pools(const RuntimeConfig& config, cons
 // external launcher, and is generated for the local one).
 RLCORE_API ClusterOptions cluster_options(const RuntimeConfig& config, std::vector<PoolSpec> pools);
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

@@ -6,7 +6,7 @@
 
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 // The environment variable through which a worker receives the secret.
 inline constexpr const char* kSecretEnv = "RLCORE_SECRET";
@@ -17,4 +17,4 @@ RLCORE_API std::string generate_secret();
 // Equality whose running time does not depend on where the strings differ.
 RLCORE_API bool secrets_equal(const std::string& expected, const std::string& offered);
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

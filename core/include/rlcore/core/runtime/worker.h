@@ -10,7 +10,7 @@
 #include "rlcore/core/runtime/role.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 // Exit statuses of `rlcore worker`.
 inline constexpr int kWorkerExitOk = 0;
@@ -39,4 +39,4 @@ RLCORE_API WorkerOptions worker_options_from_env(const EnvLookup& env);
 // (status kWorkerExitControllerLost / kWorkerExitShutdownStuck) without returning.
 RLCORE_API int run_worker(const WorkerOptions& options, const RoleRegistry& roles);
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

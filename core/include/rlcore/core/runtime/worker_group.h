@@ -17,7 +17,7 @@
 #include "rlcore/core/runtime/dispatch.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::runtime {
 
 struct WorkerInfo {
   int64_t rank = 0;         // rank in the pool
@@ -53,7 +53,7 @@ struct MethodInfo {
   std::string mesh;
 };
 
-namespace runtime_detail {
+namespace detail {
 struct ClusterState;
 }
 
@@ -77,7 +77,7 @@ class RLCORE_API WorkerGroup {
  private:
   friend class Cluster;
   WorkerGroup(std::string pool, int64_t first_global_rank, std::vector<WorkerInfo> workers,
-              std::map<std::string, MethodInfo> methods, std::shared_ptr<runtime_detail::ClusterState> state);
+              std::map<std::string, MethodInfo> methods, std::shared_ptr<detail::ClusterState> state);
   std::future<CallOutput> dispatch(const std::string& method, const std::vector<Batch>& inputs,
                                    const nlohmann::json& args, CallOptions options, bool each);
 
@@ -85,11 +85,11 @@ class RLCORE_API WorkerGroup {
   int64_t first_global_rank_;
   std::vector<WorkerInfo> workers_;
   std::map<std::string, MethodInfo> methods_;
-  std::shared_ptr<runtime_detail::ClusterState> state_;
+  std::shared_ptr<detail::ClusterState> state_;
 };
 
 // Waits for every future (calls on different groups run concurrently) and
 // returns their outputs in order; rethrows the first failure after all have ended.
 RLCORE_API std::vector<CallOutput> wait_all(std::vector<std::future<CallOutput>>& futures);
 
-}  // namespace rlcore
+}  // namespace rlcore::runtime

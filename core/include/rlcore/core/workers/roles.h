@@ -14,7 +14,7 @@
 
 namespace rlcore {
 
-// Role options (RoleSpec::options) the trainer roles read.
+// Role options (runtime::RoleSpec::options) the trainer roles read.
 namespace role_options {
 inline constexpr const char* kConfig = "config";             // the resolved run config, YAML text
 inline constexpr const char* kWithRef = "with_ref";          // build the reference policy
@@ -25,6 +25,6 @@ inline constexpr const char* kModelPath = "model_path";  // overrides the config
 
 // Adds the role types "actor_rollout_ref", "critic", "reward_model" and "rollout"; engines are created
 // from `components` (which must outlive the worker).
-RLCORE_API void add_trainer_roles(RoleRegistry& roles, const Registry& components);
+RLCORE_API void add_trainer_roles(runtime::RoleRegistry& roles, const Registry& components);
 
 }  // namespace rlcore
