@@ -6,5 +6,5 @@
 #include "rlcore/core/cli/cli.h"
 
 int main(int argc, char** argv) {
-  return rlcore::run_cli(std::vector<std::string>(argv + 1, argv + argc), std::cin, std::cout, std::cerr);
+  return rlcore::cli::run_cli(std::vector<std::string>(argv + 1, argv + argc), std::cin, std::cout, std::cerr);
 }

@@ -12,8 +12,8 @@
 
 namespace rlcore_test {
 
-inline rlcore::RunConfig run_config(const std::string& yaml) {
-  return rlcore::run_config_schema().parse(rlcore::ConfigNode::parse(yaml, "test"));
+inline rlcore::config::RunConfig run_config(const std::string& yaml) {
+  return rlcore::config::run_config_schema().parse(rlcore::ConfigNode::parse(yaml, "test"));
 }
 
 }  // namespace rlcore_test

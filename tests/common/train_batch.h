@@ -38,7 +38,7 @@ inline Batch train_batch(int64_t vocab) {
 
 // verl-style token-mean losses normalised by the global token count (x dp_size,
 // as engines average gradients over dp): policy gradient for an LM head,
-// squared error for a value head. Metrics: "loss" (and "entropy" when computed).
+// squared error for a value head. metrics::Metrics: "loss" (and "entropy" when computed).
 inline LossOutput train_loss(const Batch& micro, const ModelOutput& out, const GlobalBatchInfo& global) {
   const at::Tensor mask = micro.tensor("response_mask");
   const double scale = static_cast<double>(global.dp_size) / global.num_tokens;

@@ -102,7 +102,7 @@ TEST_CASE("rlcore model init refuses a non-empty --out unless --force", "[model-
   auto run = [](const std::vector<std::string>& args, std::string& text) {
     std::istringstream in;
     std::ostringstream stdout_text, stderr_text;
-    const int status = rlcore::run_cli(args, in, stdout_text, stderr_text);
+    const int status = rlcore::cli::run_cli(args, in, stdout_text, stderr_text);
     text = stdout_text.str() + stderr_text.str();
     return status;
   };

@@ -21,6 +21,7 @@
 #include "rlcore/model/transformer.h"
 #include "rlcore/safetensors/safetensors.h"
 #include "rlcore/train_engine.h"
+#include "workers/worker_contract.h"
 #include "../common/test_paths.h"
 
 using namespace std::chrono_literals;
@@ -81,16 +82,19 @@ TEST_CASE("actor.generate with rollout tp=2 dp=2 returns row i for prompt i, eac
   pool.nodes = {4};
   pool.threads_per_worker = 1;
   pool.mesh = {{"rollout_dp", 2}, {rlcore::kRolloutTpGroup, 2}};  // what the trainer derives for tp=2
-  pool.roles = {
-      rlcore::runtime::RoleSpec{"actor",
-                                "actor_rollout_ref",
-                                {{rlcore::role_options::kConfig, config}, {rlcore::role_options::kWithRollout, true}}}};
+  pool.roles = {rlcore::runtime::RoleSpec{
+      "actor",
+      "actor_rollout_ref",
+      {{rlcore::workers::role_options::kConfig, config}, {rlcore::workers::role_options::kWithRollout, true}}}};
   options.pools = {pool};
   rlcore::runtime::Cluster cluster(options);
 
-  const nlohmann::json args = {
-      {"max_tokens", kMaxTokens}, {"greedy", true}, {"pad_token_id", kPad}, {"stop_token_ids", std::vector<int32_t>{}}};
-  const rlcore::runtime::CallOutput out = cluster.group("actor").call("actor.generate", prompt_batch(), args).get();
+  rlcore::workers::GenerateArgs args;
+  args.sampling.greedy = true;
+  args.limits = {kMaxTokens, {}, kPad};
+  const rlcore::runtime::CallOutput out =
+      rlcore::workers::call(cluster.group("actor"), rlcore::workers::actor_methods::kGenerate, prompt_batch(), args)
+          .get();
   REQUIRE(out.batch.size() == static_cast<int64_t>(kPrompts.size()));  // 5 rows over 2 dp ranks: padding removed
   const at::Tensor prompt_ids = prompt_batch().tensor("prompt_ids");
   CHECK(at::equal(out.batch.tensor(rlcore::columns::kInputIds).slice(1, 0, prompt_ids.size(1)), prompt_ids));

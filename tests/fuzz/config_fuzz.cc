@@ -11,7 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   static const rlcore::Registry registry = [] {
     rlcore::Registry r;
-    rlcore::register_builtin_algorithms(r);
+    rlcore::algorithms::register_builtin_algorithms(r);
     return r;
   }();
   const std::string_view input = rlcore_fuzz::as_text(data, size);
@@ -19,6 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::string path = rlcore_fuzz::write_temp_file("config.yaml", input.substr(0, nul));
   const std::vector<std::string> overrides =
       nul == std::string_view::npos ? std::vector<std::string>{} : rlcore_fuzz::split(input.substr(nul + 1), '\n');
-  rlcore_fuzz::expect_only_rlcore_errors("config", [&] { (void)rlcore::resolve_config(registry, path, overrides); });
+  rlcore_fuzz::expect_only_rlcore_errors("config",
+                                         [&] { (void)rlcore::config::resolve_config(registry, path, overrides); });
   return 0;
 }

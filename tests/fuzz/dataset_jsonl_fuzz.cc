@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const bool with_responses = pick & 1;
   const char* name = pick & 2 ? "data.json" : "data.jsonl";
   const std::string path = rlcore_fuzz::write_temp_file(name, rlcore_fuzz::as_text(data + 1, size - 1));
-  rlcore::DataConfig config;
+  rlcore::data::DataConfig config;
   config.max_prompt_length = 64;
   config.max_response_length = 32;
   static const char* const kTruncations[] = {"error", "left", "right", "error"};
@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   config.system_prompt = pick & 16 ? "" : "Be brief.";
   config.filter_overlong_prompts = pick & 32;
   rlcore_fuzz::expect_only_rlcore_errors("dataset", [&] {
-    const rlcore::Dataset dataset = rlcore::Dataset::load({path}, config, tokenizer, with_responses);
+    const rlcore::data::Dataset dataset = rlcore::data::Dataset::load({path}, config, tokenizer, with_responses);
     for (int64_t i = 0; i < dataset.size(); ++i) (void)dataset.at(i);
   });
   return 0;

@@ -71,7 +71,7 @@ void check_family(const Family& family) {
   rlcore_test::run_reference(
       script(), {"tokenizer", rlcore_test::source_dir() + "/tests/fixtures/tokenizers/" + family.name, dir.string()});
   const rlcore::Tokenizer tokenizer = rlcore::Tokenizer::from_pretrained_dir(dir.string());
-  const auto chat_template = rlcore::ChatTemplate::from_checkpoint(dir);
+  const auto chat_template = rlcore::chat::ChatTemplate::from_checkpoint(dir);
   REQUIRE(chat_template.has_value());
   const auto stop = tokenizer.token_to_id(family.stop_text);
   REQUIRE(stop.has_value());
@@ -92,7 +92,7 @@ void check_family(const Family& family) {
                                       {{"role", "user"}, {"content", "What is 123 * 456 + 7? Use the tools."}}});
   const ordered_json prompt_messages = ordered_json::parse(task.prompt_messages.dump());
   const ordered_json schemas = loop.tools().schemas();
-  rlcore::ChatTemplateOptions prompt_options;
+  rlcore::chat::ChatTemplateOptions prompt_options;
   prompt_options.add_generation_prompt = true;
   prompt_options.tools = schemas;
   task.prompt_ids = tokenizer.encode(chat_template->render(prompt_messages, prompt_options));

@@ -45,14 +45,14 @@ TEST_CASE("verl-style prompts through Qwen3's own template give transformers' id
   }
   for (const bool thinking : {false, true}) {
     SECTION(thinking ? "enable_thinking true" : "enable_thinking false") {
-      rlcore::DataConfig config;
+      rlcore::data::DataConfig config;
       config.max_prompt_length = 512;
       config.apply_chat_template_kwargs =
           rlcore::ConfigNode::parse(std::string("{enable_thinking: ") + (thinking ? "true" : "false") + "}", "test");
       const rlcore::Tokenizer tokenizer = rlcore::Tokenizer::from_pretrained_dir((dir / "model").string());
-      const rlcore::Dataset data =
-          rlcore::Dataset::load({records.string()}, config, tokenizer, false,
-                                rlcore::checkpoint_chat_renderer((dir / "model").string(), config));
+      const rlcore::data::Dataset data =
+          rlcore::data::Dataset::load({records.string()}, config, tokenizer, false,
+                                      rlcore::data::checkpoint_chat_renderer((dir / "model").string(), config));
       const json expected = json::parse(rlcore_test::run_reference(
           script, {"chat_ids", (dir / "model").string(), records.string(),
                    std::string("{\"enable_thinking\": ") + (thinking ? "true" : "false") + "}"}));

@@ -72,7 +72,8 @@ struct AgentLoop::Live {
   bool done = false;
 };
 
-AgentLoop::AgentLoop(AgentLoopSettings settings, const Tokenizer& tokenizer, ChatTemplate chat_template, ToolSet tools)
+AgentLoop::AgentLoop(AgentLoopSettings settings, const Tokenizer& tokenizer, chat::ChatTemplate chat_template,
+                     ToolSet tools)
     : settings_(std::move(settings)),
       tokenizer_(tokenizer),
       chat_template_(std::move(chat_template)),
@@ -86,7 +87,7 @@ AgentLoop::AgentLoop(AgentLoopSettings settings, const Tokenizer& tokenizer, Cha
 std::vector<int32_t> AgentLoop::tool_turn_ids(const nlohmann::ordered_json& history,
                                               const std::vector<int32_t>& turn_ids,
                                               const nlohmann::ordered_json& tool_messages) const {
-  ChatTemplateOptions closed = settings_.template_options;
+  chat::ChatTemplateOptions closed = settings_.template_options;
   closed.add_generation_prompt = false;
   const std::string before = chat_template_.render(history, closed);
   // What the template writes after the model's stop token (ChatML: a newline) belongs to this turn.
@@ -195,12 +196,12 @@ void AgentLoop::check_template(const AgentTask& task, Trajectory& trajectory) co
   if (mode == "disable") return;
   nlohmann::ordered_json conversation = ordered(task.prompt_messages);
   for (const auto& message : trajectory.messages) conversation.push_back(message);
-  ChatTemplateOptions closed = settings_.template_options;
+  chat::ChatTemplateOptions closed = settings_.template_options;
   closed.add_generation_prompt = false;
   std::string rendered;
   try {
     rendered = chat_template_.render(conversation, closed);
-  } catch (const ChatTemplateError&) {
+  } catch (const chat::ChatTemplateError&) {
     trajectory.template_mismatch = true;
     return;
   }

@@ -4,8 +4,7 @@
 #include "algorithms/internal.h"
 #include "rlcore/core/algorithms/builtin_algorithms.h"
 
-namespace rlcore {
-namespace algorithms {
+namespace rlcore::algorithms {
 
 at::Tensor float_mask(const at::Tensor& mask, const at::Tensor& like) {
   return mask.to(like.device()).ne(0).to(like.scalar_type());
@@ -38,16 +37,14 @@ AdvantageOutput broadcast_outcome(const at::Tensor& row_scalar, const at::Tensor
   return {advantages, advantages.clone()};
 }
 
-}  // namespace algorithms
-
 void register_builtin_algorithms(Registry& registry) {
   PluginRegistrar registrar(registry, PluginOrigin{"core", RLCORE_VERSION_STRING, ""});
-  algorithms::register_return_estimators(registrar);
-  algorithms::register_outcome_estimators(registrar);
-  algorithms::register_optimal_token_baseline_estimators(registrar);
-  algorithms::register_ppo_losses(registrar);
-  algorithms::register_cov_losses(registrar);
-  algorithms::register_divergence_losses(registrar);
+  register_return_estimators(registrar);
+  register_outcome_estimators(registrar);
+  register_optimal_token_baseline_estimators(registrar);
+  register_ppo_losses(registrar);
+  register_cov_losses(registrar);
+  register_divergence_losses(registrar);
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::algorithms

@@ -9,7 +9,7 @@
 
 namespace fs = std::filesystem;
 
-namespace rlcore {
+namespace rlcore::chat {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -70,7 +70,7 @@ Json special_tokens_of(const Json& config) {
 
 struct ChatTemplate::Impl {
   std::string source;
-  jinja::Body body;
+  chat::jinja::Body body;
   Json special_tokens;
 };
 
@@ -82,7 +82,7 @@ ChatTemplate& ChatTemplate::operator=(const ChatTemplate&) = default;
 ChatTemplate ChatTemplate::from_string(const std::string& source, Json special_tokens) {
   auto impl = std::make_shared<Impl>();
   impl->source = source;
-  impl->body = jinja::parse_template(source);
+  impl->body = chat::jinja::parse_template(source);
   impl->special_tokens = std::move(special_tokens);
   return ChatTemplate(std::move(impl));
 }
@@ -130,9 +130,9 @@ std::string ChatTemplate::render(const Json& messages, const ChatTemplateOptions
   variables["tools"] = options.tools;
   variables["documents"] = nullptr;
   variables["add_generation_prompt"] = options.add_generation_prompt;
-  return jinja::render(impl_->body, variables);
+  return chat::jinja::render(impl_->body, variables);
 }
 
 const std::string& ChatTemplate::source() const { return impl_->source; }
 
-}  // namespace rlcore
+}  // namespace rlcore::chat

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace rlcore::jinja {
+namespace rlcore::chat::jinja {
 
 using Json = nlohmann::ordered_json;
 
@@ -72,4 +72,4 @@ struct Stmt {
 // the renderer does not support.
 Body parse_template(const std::string& source);
 
-}  // namespace rlcore::jinja
+}  // namespace rlcore::chat::jinja

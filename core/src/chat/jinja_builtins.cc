@@ -4,7 +4,7 @@
 #include <cctype>
 #include <cmath>
 
-namespace rlcore::jinja {
+namespace rlcore::chat::jinja {
 namespace {
 
 const Json& arg(const Arguments& args, size_t i, int line, const std::string& what) {
@@ -511,4 +511,4 @@ Value call_method(const Value& receiver_value, const std::string& name, const Ar
   render_error(line, type_name(receiver) + " method '" + name + "' is not supported");
 }
 
-}  // namespace rlcore::jinja
+}  // namespace rlcore::chat::jinja

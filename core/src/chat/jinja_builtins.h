@@ -8,7 +8,7 @@
 
 #include "chat/jinja_value.h"
 
-namespace rlcore::jinja {
+namespace rlcore::chat::jinja {
 
 using Arguments = std::vector<Value>;
 using KeywordArguments = std::vector<std::pair<std::string, Value>>;
@@ -26,4 +26,4 @@ Json slice_value(const Json& container, const Json& start, const Json& stop, con
 bool values_equal(const Json& a, const Json& b);
 bool contains(const Json& container, const Json& item, int line);
 
-}  // namespace rlcore::jinja
+}  // namespace rlcore::chat::jinja

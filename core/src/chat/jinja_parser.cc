@@ -7,7 +7,7 @@
 #include "chat/jinja_ast.h"
 #include "rlcore/core/chat/chat_template.h"
 
-namespace rlcore::jinja {
+namespace rlcore::chat::jinja {
 namespace {
 
 [[noreturn]] void syntax_error(int line, const std::string& what) {
@@ -707,4 +707,4 @@ Body parse_template(const std::string& source) {
   return TemplateParser(std::move(segments)).parse_all();
 }
 
-}  // namespace rlcore::jinja
+}  // namespace rlcore::chat::jinja

@@ -7,7 +7,7 @@
 #include "chat/jinja_builtins.h"
 #include "rlcore/core/chat/chat_template.h"
 
-namespace rlcore::jinja {
+namespace rlcore::chat::jinja {
 namespace {
 
 constexpr size_t kMaxOutputBytes = size_t{64} << 20;  // templates are untrusted: bound what they can make
@@ -399,4 +399,4 @@ class Renderer {
 
 std::string render(const Body& body, const Json& variables) { return Renderer(variables).run(body); }
 
-}  // namespace rlcore::jinja
+}  // namespace rlcore::chat::jinja

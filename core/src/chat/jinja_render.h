@@ -7,9 +7,9 @@
 
 #include "chat/jinja_ast.h"
 
-namespace rlcore::jinja {
+namespace rlcore::chat::jinja {
 
 // `variables`: the template's top-level names (an object). Throws ChatTemplateError.
 std::string render(const Body& body, const Json& variables);
 
-}  // namespace rlcore::jinja
+}  // namespace rlcore::chat::jinja

@@ -8,7 +8,7 @@
 #include "rlcore/core/chat/chat_template.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore::jinja {
+namespace rlcore::chat::jinja {
 namespace {
 
 std::string python_string_repr(const std::string& text) {
@@ -277,4 +277,4 @@ std::string type_name(const Json& value) {
   }
 }
 
-}  // namespace rlcore::jinja
+}  // namespace rlcore::chat::jinja

@@ -7,7 +7,7 @@
 
 #include "chat/jinja_ast.h"
 
-namespace rlcore::jinja {
+namespace rlcore::chat::jinja {
 
 struct Value {
   enum class Kind {
@@ -54,4 +54,4 @@ std::string python_json_dumps(const Json& value, int indent);
 // A JSON value's Python type name, for error messages.
 std::string type_name(const Json& value);
 
-}  // namespace rlcore::jinja
+}  // namespace rlcore::chat::jinja

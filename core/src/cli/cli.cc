@@ -11,7 +11,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 namespace {
 
 constexpr const char* kUsage = R"(rlcore: reinforcement-learning post-training of language models
@@ -118,4 +118,4 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   }
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

@@ -11,7 +11,7 @@
 #include "rlcore/core/config/run_config.h"
 #include "rlcore/core/session.h"
 
-namespace rlcore {
+namespace rlcore::cli {
 
 struct CommandIo {
   std::istream& in;
@@ -48,7 +48,7 @@ void apply_log_level(const std::string& level);
 struct ConfiguredRun {
   CommonArgs common;
   std::unique_ptr<Session> session;
-  ResolvedConfig resolved;
+  config::ResolvedConfig resolved;
 };
 ConfiguredRun configure_run(const std::vector<std::string>& args, const std::string& usage);
 
@@ -66,4 +66,4 @@ int run_command_train(const std::vector<std::string>& args, CommandIo io);
 int run_command_version(const std::vector<std::string>& args, CommandIo io);
 int run_command_worker(const std::vector<std::string>& args, CommandIo io);
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

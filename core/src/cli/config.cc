@@ -9,7 +9,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 
 int run_command_config(const std::vector<std::string>& args, CommandIo io) {
   CommonArgs common;
@@ -29,14 +29,14 @@ int run_command_config(const std::vector<std::string>& args, CommandIo io) {
 
   Session session(common.plugin_paths);
   if (schema) {
-    io.out << (format == "markdown" ? config_reference_markdown(session.registry())
-                                    : config_reference_text(session.registry()));
+    io.out << (format == "markdown" ? config::config_reference_markdown(session.registry())
+                                    : config::config_reference_text(session.registry()));
     return 0;
   }
-  const ResolvedConfig resolved = resolve_config(session.registry(), config_file, overrides);
+  const config::ResolvedConfig resolved = config::resolve_config(session.registry(), config_file, overrides);
   for (const std::string& note : resolved.notes) io.err << "note: " << note << "\n";
   io.out << resolved.tree.to_yaml() << "\n";
   return 0;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

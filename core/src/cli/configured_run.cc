@@ -5,7 +5,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 
 ConfiguredRun configure_run(const std::vector<std::string>& args, const std::string& usage) {
   ConfiguredRun run;
@@ -17,10 +17,10 @@ ConfiguredRun configure_run(const std::vector<std::string>& args, const std::str
   parse_command_line(args, options, overrides);
   apply_log_level(run.common.log_level);
   run.session = std::make_unique<Session>(run.common.plugin_paths);
-  run.resolved = resolve_config(run.session->registry(), config_file, overrides);
+  run.resolved = config::resolve_config(run.session->registry(), config_file, overrides);
   if (run.common.log_level.empty()) apply_log_level(run.resolved.config.trainer.log_level);
   for (const std::string& note : run.resolved.notes) spdlog::warn("{}", note);
   return run;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

@@ -9,7 +9,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 
 int run_command_conformance(const std::vector<std::string>& args, CommandIo io) {
   CommonArgs common;
@@ -75,4 +75,4 @@ int run_command_conformance(const std::vector<std::string>& args, CommandIo io) 
   return 0;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

@@ -11,7 +11,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 namespace {
 
 constexpr const char* kDataUsage =
@@ -39,10 +39,11 @@ std::vector<std::string> split_ops(const std::string& text) {
   return ops;
 }
 
-void write_arithmetic(ArithmeticTaskOptions task, const std::string& ops, const std::string& out_dir, CommandIo io) {
+void write_arithmetic(data::ArithmeticTaskOptions task, const std::string& ops, const std::string& out_dir,
+                      CommandIo io) {
   task.ops = split_ops(ops);
-  const ArithmeticTaskData data = make_arithmetic_task(task);
-  const ArithmeticTaskFiles files = write_arithmetic_task(data, out_dir);
+  const data::ArithmeticTaskData data = data::make_arithmetic_task(task);
+  const data::ArithmeticTaskFiles files = data::write_arithmetic_task(data, out_dir);
   io.out << "wrote the arithmetic" << (task.tools ? "-tool" : "") << " task (" << task.digits << "-digit operands, ops "
          << ops << ", seed " << task.seed << "):\n"
          << "  " << files.train << "  " << data.train.size() << " RL records\n"
@@ -54,9 +55,9 @@ void write_arithmetic(ArithmeticTaskOptions task, const std::string& ops, const 
   }
 }
 
-void write_repeated_addition(const RepeatedAdditionTaskOptions& task, const std::string& out_dir, CommandIo io) {
-  const ArithmeticTaskData data = make_repeated_addition_task(task);
-  const ArithmeticTaskFiles files = write_arithmetic_task(data, out_dir);
+void write_repeated_addition(const data::RepeatedAdditionTaskOptions& task, const std::string& out_dir, CommandIo io) {
+  const data::ArithmeticTaskData data = data::make_repeated_addition_task(task);
+  const data::ArithmeticTaskFiles files = data::write_arithmetic_task(data, out_dir);
   io.out << "wrote the repeated-addition task (multipliers 1 to " << task.max_terms << ", seed " << task.seed << "):\n"
          << "  " << files.train << "  " << data.train.size() << " RL records\n"
          << "  " << files.val << "  " << data.val.size() << " RL records (none in train)\n"
@@ -67,9 +68,9 @@ void write_repeated_addition(const RepeatedAdditionTaskOptions& task, const std:
   }
 }
 
-void write_gsm8k_style(const Gsm8kStyleTaskOptions& task, const std::string& out_dir, CommandIo io) {
-  const Gsm8kStyleTaskData data = make_gsm8k_style_task(task);
-  const Gsm8kStyleTaskFiles files = write_gsm8k_style_task(data, out_dir);
+void write_gsm8k_style(const data::Gsm8kStyleTaskOptions& task, const std::string& out_dir, CommandIo io) {
+  const data::Gsm8kStyleTaskData data = data::make_gsm8k_style_task(task);
+  const data::Gsm8kStyleTaskFiles files = data::write_gsm8k_style_task(data, out_dir);
   io.out << "wrote the gsm8k-style task (verl's GSM8K parquet layout, seed " << task.seed << "):\n"
          << "  " << files.train << "  " << data.train.size() << " records\n"
          << "  " << files.test << "  " << data.test.size() << " records (none in train)\n";
@@ -81,9 +82,9 @@ void write_gsm8k_style(const Gsm8kStyleTaskOptions& task, const std::string& out
 
 int run_data_make(const std::vector<std::string>& args, CommandIo io) {
   CommonArgs common;
-  ArithmeticTaskOptions arithmetic;
-  RepeatedAdditionTaskOptions repeated;
-  Gsm8kStyleTaskOptions gsm8k;
+  data::ArithmeticTaskOptions arithmetic;
+  data::RepeatedAdditionTaskOptions repeated;
+  data::Gsm8kStyleTaskOptions gsm8k;
   int64_t train = -1;
   int64_t seed = 1;
   std::string task_name;
@@ -160,4 +161,4 @@ int run_command_data(const std::vector<std::string>& args, CommandIo io) {
   return 2;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

@@ -12,7 +12,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 namespace {
 
 constexpr const char* kExportUsage =
@@ -70,4 +70,4 @@ int run_command_export(const std::vector<std::string>& args, CommandIo io) {
   return 0;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

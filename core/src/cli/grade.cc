@@ -17,7 +17,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 namespace {
 
 // The first of `names` the record has, as text; a name may be a path "a.b".
@@ -94,8 +94,8 @@ int run_command_grade(const std::vector<std::string>& args, CommandIo io) {
   overrides.push_back("reward.grader=" + grader);
 
   Session session(common.plugin_paths);
-  const ResolvedConfig resolved = resolve_config(session.registry(), "", overrides);
-  const RewardRouter router(session.registry(), resolved.config.reward);
+  const config::ResolvedConfig resolved = config::resolve_config(session.registry(), "", overrides);
+  const trainer::RewardRouter router(session.registry(), resolved.config.reward);
 
   std::ifstream file;
   if (!input_path.empty() && input_path != "-") {
@@ -114,9 +114,10 @@ int run_command_grade(const std::vector<std::string>& args, CommandIo io) {
                         " is not a JSON object");
     }
     const nlohmann::json extra = record.value("extra_info", nlohmann::json::object());
-    RewardSample sample{text_field(record, {"response", "output"}, line_number, true),
-                        text_field(record, {"ground_truth", "gts", "reward_model.ground_truth"}, line_number, true),
-                        text_field(record, {"data_source"}, line_number, grader == "auto"), &extra};
+    trainer::RewardSample sample{
+        text_field(record, {"response", "output"}, line_number, true),
+        text_field(record, {"ground_truth", "gts", "reward_model.ground_truth"}, line_number, true),
+        text_field(record, {"data_source"}, line_number, grader == "auto"), &extra};
     const GradeResult result = router.score(sample);
     nlohmann::json out = {{"score", result.score}};
     for (const auto& [name, value] : result.extras) out[name] = value;
@@ -127,4 +128,4 @@ int run_command_grade(const std::vector<std::string>& args, CommandIo io) {
   return 0;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

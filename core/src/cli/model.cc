@@ -9,7 +9,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 namespace {
 
 constexpr const char* kModelUsage =
@@ -71,4 +71,4 @@ int run_command_model(const std::vector<std::string>& args, CommandIo io) {
   return 2;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

@@ -9,7 +9,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 namespace {
 
 // Prints rows as left-aligned columns under a header.
@@ -70,4 +70,4 @@ int run_command_version(const std::vector<std::string>&, CommandIo io) {
   return 0;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

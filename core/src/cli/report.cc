@@ -7,7 +7,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 
 int run_command_report(const std::vector<std::string>& args, CommandIo io) {
   CommonArgs common;
@@ -31,8 +31,8 @@ int run_command_report(const std::vector<std::string>& args, CommandIo io) {
   if (positional.size() != 1) {
     throw ConfigError("rlcore report takes one run directory, got " + std::to_string(positional.size()) + " arguments");
   }
-  io.out << "wrote " << write_report(positional.front(), out_path) << "\n";
+  io.out << "wrote " << report::write_report(positional.front(), out_path) << "\n";
   return 0;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

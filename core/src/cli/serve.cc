@@ -25,7 +25,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 namespace {
 
 struct ServeArgs {
@@ -232,4 +232,4 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
   return 0;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

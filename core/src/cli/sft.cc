@@ -4,11 +4,12 @@
 #include "cli/commands.h"
 #include "rlcore/core/trainer/sft_trainer.h"
 
-namespace rlcore {
+namespace rlcore::cli {
 
 int run_command_sft(const std::vector<std::string>& args, CommandIo io) {
   const ConfiguredRun run = configure_run(args, "rlcore sft --config FILE [--plugins PATH]... [key=value ...]");
-  const SftSummary summary = run_sft(run.session->registry(), run.resolved, run.common.plugin_paths, io.out);
+  const trainer::SftSummary summary =
+      trainer::run_sft(run.session->registry(), run.resolved, run.common.plugin_paths, io.out);
   io.out << "\nrlcore sft: " << summary.steps << " steps, loss " << summary.first_loss << " -> " << summary.last_loss
          << (summary.stopped_at_val_reward ? " (stopped at trainer.stop_at_val_reward)" : "") << "\n";
   for (const auto& [name, value] : summary.last_validation) {
@@ -18,4 +19,4 @@ int run_command_sft(const std::vector<std::string>& args, CommandIo io) {
   return 0;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

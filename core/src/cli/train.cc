@@ -5,7 +5,7 @@
 #include "cli/commands.h"
 #include "rlcore/core/trainer/rl_trainer.h"
 
-namespace rlcore {
+namespace rlcore::cli {
 namespace {
 
 void print_validation(std::ostream& out, const std::string& label, const std::map<std::string, double>& metrics) {
@@ -21,8 +21,8 @@ void print_validation(std::ostream& out, const std::string& label, const std::ma
 
 int run_command_train(const std::vector<std::string>& args, CommandIo io) {
   const ConfiguredRun run = configure_run(args, "rlcore --config FILE [--plugins PATH]... [key=value ...]");
-  RlTrainer trainer(run.session->registry(), run.resolved, run.common.plugin_paths, io.out);
-  const FitSummary summary = trainer.fit();
+  trainer::RlTrainer trainer(run.session->registry(), run.resolved, run.common.plugin_paths, io.out);
+  const trainer::FitSummary summary = trainer.fit();
 
   io.out << "\nrlcore: trained " << summary.steps - summary.resumed_from << " steps"
          << (summary.resumed_from > 0 ? " (resumed at step " + std::to_string(summary.resumed_from) + ")" : "") << "\n";
@@ -34,4 +34,4 @@ int run_command_train(const std::vector<std::string>& args, CommandIo io) {
   return 0;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

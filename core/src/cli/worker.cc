@@ -18,7 +18,7 @@
 
 namespace po = boost::program_options;
 
-namespace rlcore {
+namespace rlcore::cli {
 namespace {
 
 struct CheckArgs {
@@ -166,8 +166,8 @@ int run_command_worker(const std::vector<std::string>& args, CommandIo io) {
   Session session(common.plugin_paths);
   runtime::RoleRegistry roles;
   runtime::add_builtin_roles(roles);
-  add_trainer_roles(roles, session.registry());
+  workers::add_trainer_roles(roles, session.registry());
   return runtime::run_worker(worker, roles);
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

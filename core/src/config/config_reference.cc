@@ -5,7 +5,7 @@
 
 #include "rlcore/core/config/run_config.h"
 
-namespace rlcore {
+namespace rlcore::config {
 namespace {
 
 struct Section {
@@ -74,4 +74,4 @@ std::string config_reference_markdown(const Registry& registry) {
   return out.str();
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::config

@@ -10,7 +10,7 @@
 #include "rlcore/rollout_correction.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore {
+namespace rlcore::config {
 
 const OptionsSchema<RunConfig>& run_config_schema() {
   static const OptionsSchema<RunConfig> schema = [] {
@@ -22,7 +22,7 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .key("logger", &TrainerConfig::logger,
              "Metrics sinks: console (one line per step), jsonl (metrics.jsonl), tensorboard (event files in "
              "$TENSORBOARD_DIR, else <run dir>/tensorboard).",
-             one_of(metrics_sink_names()))
+             one_of(metrics::metrics_sink_names()))
         .key("log_level", &TrainerConfig::log_level, "Log level.",
              one_of({"trace", "debug", "info", "warn", "error", "off"}))
         .key("total_epochs", &TrainerConfig::total_epochs, "Passes over the training set.", at_least(1))
@@ -100,14 +100,14 @@ const OptionsSchema<RunConfig>& run_config_schema() {
         .section("reward_model", &RewardConfig::reward_model, reward_model);
     OptionsSchema<RunConfig> root;
     root.section("trainer", &RunConfig::trainer, trainer)
-        .section("data", &RunConfig::data, data_config_schema())
-        .section("actor_rollout_ref", &RunConfig::actor_rollout_ref, actor_rollout_ref_schema())
-        .section("critic", &RunConfig::critic, critic_schema())
-        .section("algorithm", &RunConfig::algorithm, algorithm_schema())
+        .section("data", &RunConfig::data, data::data_config_schema())
+        .section("actor_rollout_ref", &RunConfig::actor_rollout_ref, trainer::actor_rollout_ref_schema())
+        .section("critic", &RunConfig::critic, trainer::critic_schema())
+        .section("algorithm", &RunConfig::algorithm, trainer::algorithm_schema())
         .section("reward", &RunConfig::reward, reward)
         .section("runtime", &RunConfig::runtime, runtime::runtime_config_schema())
-        .section("async_training", &RunConfig::async_training, async_training_schema())
-        .section("rollout", &RunConfig::rollout, rollout_pool_schema());
+        .section("async_training", &RunConfig::async_training, trainer::async_training_schema())
+        .section("rollout", &RunConfig::rollout, trainer::rollout_pool_schema());
     return root;
   }();
   return schema;
@@ -212,14 +212,15 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
                         "' capability; see `rlcore plugins`); use actor_rollout_ref.actor.strategy=fsdp");
     }
     component(registry, "train_engine", arr.actor.strategy, "actor_rollout_ref.actor.strategy")
-        .validate(actor_engine_options(arr));
+        .validate(trainer::actor_engine_options(arr));
     component(registry, "train_engine", arr.ref.strategy, "actor_rollout_ref.ref.strategy")
         .validate(arr.ref.engine_options);
     component(registry, "inference_engine", arr.rollout.name, "actor_rollout_ref.rollout.name")
         .validate(arr.rollout.engine_options);
     component(registry, "sharding_manager", arr.rollout.sharding_manager, "actor_rollout_ref.rollout.sharding_manager")
         .validate(arr.hybrid_engine.options);
-    component(registry, "weight_adaptor", weight_adaptor_for(arr), "actor_rollout_ref.hybrid_engine.weight_adaptor")
+    component(registry, "weight_adaptor", trainer::weight_adaptor_for(arr),
+              "actor_rollout_ref.hybrid_engine.weight_adaptor")
         .validate(ConfigNode());
     component(registry, "offloader", arr.hybrid_engine.offloader, "actor_rollout_ref.hybrid_engine.offloader")
         .validate(ConfigNode());
@@ -324,7 +325,7 @@ void validate_overlong_buffer(const ConfigNode& tree, const RunConfig& config) {
 
 // Rollout correction settings verl would refuse mid-run are refused here.
 void validate_rollout_correction(const RunConfig& config) {
-  const RolloutCorrectionSection& section = config.algorithm.rollout_correction;
+  const trainer::RolloutCorrectionSection& section = config.algorithm.rollout_correction;
   if (section.bypass_mode) {
     throw ConfigError(
         "algorithm.rollout_correction.bypass_mode: rlcore has no bypass mode (the trainer always recomputes "
@@ -357,4 +358,4 @@ ResolvedConfig resolve_config(const Registry& registry, const std::string& confi
   return resolved;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::config

@@ -5,7 +5,7 @@
 
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::config {
 namespace {
 
 constexpr const char* kEngineKnob =
@@ -154,4 +154,4 @@ std::vector<std::string> apply_verl_key_rules(ConfigNode& tree) {
   return notes;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::config

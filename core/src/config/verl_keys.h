@@ -9,7 +9,7 @@
 
 #include "rlcore/config_node.h"
 
-namespace rlcore {
+namespace rlcore::config {
 
 enum class VerlKeyHandling {
   kMoved,      // the same setting under rlcore's key (`target`)
@@ -36,4 +36,4 @@ const std::vector<VerlKeyRule>& verl_key_rules();
 // key disagrees with rlcore's key set beside it, or a kOnlyValue key holds another value.
 std::vector<std::string> apply_verl_key_rules(ConfigNode& tree);
 
-}  // namespace rlcore
+}  // namespace rlcore::config

@@ -12,7 +12,7 @@
 #include "data/random.h"
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::data {
 namespace {
 
 constexpr int64_t kArithmeticTrainStream = 0;  // random streams of the seed, one per split
@@ -63,9 +63,9 @@ void check_options(const ArithmeticTaskOptions& options) {
 ArithmeticProblem draw(std::mt19937_64& engine, const ArithmeticTaskOptions& options) {
   const OperandRange range = operand_range(options.digits);
   ArithmeticProblem problem;
-  problem.op = options.ops[data_random::uniform_below(engine, options.ops.size())][0];
-  problem.a = range.low + static_cast<int64_t>(data_random::uniform_below(engine, static_cast<uint64_t>(range.count)));
-  problem.b = range.low + static_cast<int64_t>(data_random::uniform_below(engine, static_cast<uint64_t>(range.count)));
+  problem.op = options.ops[data::random::uniform_below(engine, options.ops.size())][0];
+  problem.a = range.low + static_cast<int64_t>(data::random::uniform_below(engine, static_cast<uint64_t>(range.count)));
+  problem.b = range.low + static_cast<int64_t>(data::random::uniform_below(engine, static_cast<uint64_t>(range.count)));
   return problem;
 }
 
@@ -123,14 +123,14 @@ ArithmeticTaskData make_arithmetic_task(const ArithmeticTaskOptions& options) {
   check_options(options);
   ArithmeticTaskData data;
   std::set<ProblemKey> val_keys;
-  std::mt19937_64 val_engine = data_random::make_engine(options.seed, kArithmeticValStream);
+  std::mt19937_64 val_engine = data::random::make_engine(options.seed, kArithmeticValStream);
   while (static_cast<int64_t>(data.val.size()) < options.val) {
     const ArithmeticProblem problem = draw(val_engine, options);
     if (!val_keys.insert(key_of(problem)).second) continue;
     data.val.push_back(rl_record(problem, "val", static_cast<int64_t>(data.val.size()), options.tools));
   }
-  std::mt19937_64 train_engine = data_random::make_engine(options.seed, kArithmeticTrainStream);
-  std::mt19937_64 demo_engine = data_random::make_engine(options.seed, kArithmeticDemoStream);
+  std::mt19937_64 train_engine = data::random::make_engine(options.seed, kArithmeticTrainStream);
+  std::mt19937_64 demo_engine = data::random::make_engine(options.seed, kArithmeticDemoStream);
   constexpr uint64_t kShareSteps = 1000000;
   while (static_cast<int64_t>(data.train.size()) < options.train) {
     const ArithmeticProblem problem = draw(train_engine, options);
@@ -139,7 +139,7 @@ ArithmeticTaskData make_arithmetic_task(const ArithmeticTaskOptions& options) {
     data.train.push_back(rl_record(problem, "train", index, options.tools));
     nlohmann::json sft = data.train.back();
     const bool demonstrates_tool =
-        options.tools && static_cast<double>(data_random::uniform_below(demo_engine, kShareSteps)) <
+        options.tools && static_cast<double>(data::random::uniform_below(demo_engine, kShareSteps)) <
                              options.sft_tool_share * static_cast<double>(kShareSteps);
     if (demonstrates_tool) {
       sft["response"] = problem.tool_demonstration();
@@ -163,4 +163,4 @@ ArithmeticTaskFiles write_arithmetic_task(const ArithmeticTaskData& data, const 
   return files;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::data

@@ -4,7 +4,7 @@
 #include "rlcore/core/chat/chat_template.h"
 #include "rlcore/core/data/dataset.h"
 
-namespace rlcore {
+namespace rlcore::data {
 namespace {
 
 // YAML scalars as the JSON a template compares with: booleans, numbers, else strings.
@@ -36,8 +36,8 @@ nlohmann::ordered_json yaml_to_json(const ConfigNode& node) {
 
 }  // namespace
 
-ChatTemplateOptions data_chat_template_options(const DataConfig& config) {
-  ChatTemplateOptions options;
+chat::ChatTemplateOptions data_chat_template_options(const DataConfig& config) {
+  chat::ChatTemplateOptions options;
   options.add_generation_prompt = true;
   if (config.apply_chat_template_kwargs.defined() && !config.apply_chat_template_kwargs.is_null()) {
     options.extra = yaml_to_json(config.apply_chat_template_kwargs);
@@ -51,14 +51,14 @@ ChatTemplateOptions data_chat_template_options(const DataConfig& config) {
 
 ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const DataConfig& config,
                                       const nlohmann::ordered_json& tools) {
-  std::optional<ChatTemplate> chat_template = ChatTemplate::from_checkpoint(model_dir);
+  std::optional<chat::ChatTemplate> chat_template = chat::ChatTemplate::from_checkpoint(model_dir);
   if (!chat_template) return {};
-  ChatTemplateOptions options = data_chat_template_options(config);
+  chat::ChatTemplateOptions options = data_chat_template_options(config);
   options.tools = tools;
-  auto shared = std::make_shared<const ChatTemplate>(std::move(*chat_template));
+  auto shared = std::make_shared<const chat::ChatTemplate>(std::move(*chat_template));
   return [shared, options](const nlohmann::json& messages) {
     return shared->render(nlohmann::ordered_json::parse(messages.dump()), options);
   };
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::data

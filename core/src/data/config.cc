@@ -3,7 +3,7 @@
 
 #include "rlcore/tokenizer/prompt_template.h"
 
-namespace rlcore {
+namespace rlcore::data {
 
 const OptionsSchema<DataConfig>& data_config_schema() {
   static const OptionsSchema<DataConfig> schema = [] {
@@ -43,4 +43,4 @@ const OptionsSchema<DataConfig>& data_config_schema() {
   return schema;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::data

@@ -7,7 +7,7 @@
 #include "rlcore/error.h"
 #include "rlcore/tokenizer/prompt_template.h"
 
-namespace rlcore {
+namespace rlcore::data {
 namespace {
 
 // What a record's prompt field says: the user text and, for chat message lists,
@@ -231,7 +231,7 @@ Dataset Dataset::load(const std::vector<std::string>& files, const DataConfig& c
   Dataset dataset;
   int64_t index = 0;
   for (const std::string& file : files) {
-    data_records::for_each_record(file, [&](const nlohmann::json& record, const std::string& where) {
+    data::records::for_each_record(file, [&](const nlohmann::json& record, const std::string& where) {
       Example example;
       example.index = index++;
       if (builder.build(record, where, example)) {
@@ -260,4 +260,4 @@ const Example& Dataset::at(int64_t i) const {
   return (*examples_)[static_cast<size_t>(i)];
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::data

@@ -9,7 +9,7 @@
 #include "rlcore/core/data/gsm8k_style_task.h"
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::data {
 namespace {
 
 constexpr int64_t kGsm8kTrainStream = 0;  // random streams of the seed, one per split
@@ -33,10 +33,10 @@ class Draw {
   explicit Draw(std::mt19937_64& engine) : engine_(engine) {}
 
   int64_t between(int64_t low, int64_t high) {
-    return low + static_cast<int64_t>(data_random::uniform_below(engine_, static_cast<uint64_t>(high - low + 1)));
+    return low + static_cast<int64_t>(data::random::uniform_below(engine_, static_cast<uint64_t>(high - low + 1)));
   }
-  const Person& person() { return kPeople[data_random::uniform_below(engine_, std::size(kPeople))]; }
-  std::string thing() { return kThings[data_random::uniform_below(engine_, std::size(kThings))]; }
+  const Person& person() { return kPeople[data::random::uniform_below(engine_, std::size(kPeople))]; }
+  std::string thing() { return kThings[data::random::uniform_below(engine_, std::size(kThings))]; }
 
  private:
   std::mt19937_64& engine_;
@@ -159,7 +159,7 @@ Gsm8kStyleProblem (*const kTemplates[])(Draw&) = {more_in_may,  buys_packs,     
 
 Gsm8kStyleProblem draw_problem(std::mt19937_64& engine) {
   Draw draw(engine);
-  return kTemplates[data_random::uniform_below(engine, std::size(kTemplates))](draw);
+  return kTemplates[data::random::uniform_below(engine, std::size(kTemplates))](draw);
 }
 
 nlohmann::json record(const Gsm8kStyleProblem& problem, const char* split, int64_t index) {
@@ -175,7 +175,7 @@ nlohmann::json record(const Gsm8kStyleProblem& problem, const char* split, int64
 // templates run out of new ones.
 std::vector<nlohmann::json> draw_split(int64_t seed, int64_t stream, int64_t count, const char* split,
                                        std::set<std::string>& seen) {
-  std::mt19937_64 engine = data_random::make_engine(seed, stream);
+  std::mt19937_64 engine = data::random::make_engine(seed, stream);
   std::vector<nlohmann::json> records;
   int64_t misses = 0;
   while (static_cast<int64_t>(records.size()) < count) {
@@ -214,9 +214,9 @@ Gsm8kStyleTaskFiles write_gsm8k_style_task(const Gsm8kStyleTaskData& data, const
   if (error) throw IoError("cannot create directory '" + out_dir + "': " + error.message());
   const std::filesystem::path dir(out_dir);
   Gsm8kStyleTaskFiles files{(dir / "train.parquet").string(), (dir / "test.parquet").string()};
-  data_parquet::write_records(files.train, data.train, {gsm8k_columns()});
-  data_parquet::write_records(files.test, data.test, {gsm8k_columns()});
+  data::parquet::write_records(files.train, data.train, {gsm8k_columns()});
+  data::parquet::write_records(files.test, data.test, {gsm8k_columns()});
   return files;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::data

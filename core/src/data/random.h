@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <random>
 
-namespace rlcore::data_random {
+namespace rlcore::data::random {
 
 // An engine seeded from (seed, stream) through std::seed_seq, whose algorithm the
 // standard fixes; distinct pairs give unrelated sequences.
@@ -25,4 +25,4 @@ inline uint64_t uniform_below(std::mt19937_64& engine, uint64_t bound) {
   return draw % bound;
 }
 
-}  // namespace rlcore::data_random
+}  // namespace rlcore::data::random

@@ -7,7 +7,7 @@
 #include "data/parquet/records.h"
 #include "rlcore/error.h"
 
-namespace rlcore::data_records {
+namespace rlcore::data::records {
 namespace {
 
 bool ends_with(const std::string& text, const std::string& suffix) {
@@ -59,7 +59,7 @@ void read_jsonl(std::istream& in, const std::string& path,
 
 void for_each_record(const std::string& path,
                      const std::function<void(const nlohmann::json& record, const std::string& where)>& visit) {
-  if (ends_with(path, ".parquet")) return data_parquet::for_each_record(path, visit);
+  if (ends_with(path, ".parquet")) return data::parquet::for_each_record(path, visit);
   const bool jsonl = ends_with(path, ".jsonl");
   if (!jsonl && !ends_with(path, ".json")) {
     throw FormatError(path +
@@ -75,4 +75,4 @@ void for_each_record(const std::string& path,
   }
 }
 
-}  // namespace rlcore::data_records
+}  // namespace rlcore::data::records

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace rlcore::data_records {
+namespace rlcore::data::records {
 
 // Calls `visit(record, where)` for each record of `path`, in order: .parquet
 // files one row per record (`where` is "path[ROW]"; data_parquet/records.h),
@@ -24,4 +24,4 @@ void for_each_record(const std::string& path,
 void read_jsonl(std::istream& in, const std::string& path,
                 const std::function<void(const nlohmann::json& record, const std::string& where)>& visit);
 
-}  // namespace rlcore::data_records
+}  // namespace rlcore::data::records

@@ -11,7 +11,7 @@
 #include "data/random.h"
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::data {
 namespace {
 
 constexpr int64_t kRepeatedAdditionTrainStream = 0;
@@ -35,8 +35,8 @@ std::vector<uint64_t> multiplier_cumulative_weights(int max_terms) {
 
 RepeatedAdditionProblem draw(std::mt19937_64& engine, const std::vector<uint64_t>& cumulative) {
   RepeatedAdditionProblem problem;
-  problem.a = kOperandLow + static_cast<int64_t>(data_random::uniform_below(engine, kOperandCount));
-  const uint64_t u = data_random::uniform_below(engine, cumulative.back());
+  problem.a = kOperandLow + static_cast<int64_t>(data::random::uniform_below(engine, kOperandCount));
+  const uint64_t u = data::random::uniform_below(engine, cumulative.back());
   int64_t k = 1;
   while (u >= cumulative[static_cast<size_t>(k - 1)]) ++k;
   problem.k = k;
@@ -83,7 +83,7 @@ ArithmeticTaskData make_repeated_addition_task(const RepeatedAdditionTaskOptions
   const std::vector<uint64_t> cumulative = multiplier_cumulative_weights(options.max_terms);
   ArithmeticTaskData data;
   std::set<std::pair<int64_t, int64_t>> val_keys;
-  std::mt19937_64 val_engine = data_random::make_engine(options.seed, kRepeatedAdditionValStream);
+  std::mt19937_64 val_engine = data::random::make_engine(options.seed, kRepeatedAdditionValStream);
   // Distinct validation problems from the same long-tailed draw; the rare large
   // multipliers make the last few slow to find, so a cap guards the loop.
   for (int64_t attempts = 0; static_cast<int64_t>(data.val.size()) < options.val; ++attempts) {
@@ -95,7 +95,7 @@ ArithmeticTaskData make_repeated_addition_task(const RepeatedAdditionTaskOptions
     if (!val_keys.insert({problem.a, problem.k}).second) continue;
     data.val.push_back(rl_record(problem, "val", static_cast<int64_t>(data.val.size())));
   }
-  std::mt19937_64 train_engine = data_random::make_engine(options.seed, kRepeatedAdditionTrainStream);
+  std::mt19937_64 train_engine = data::random::make_engine(options.seed, kRepeatedAdditionTrainStream);
   while (static_cast<int64_t>(data.train.size()) < options.train) {
     const RepeatedAdditionProblem problem = draw(train_engine, cumulative);
     if (val_keys.count({problem.a, problem.k})) continue;
@@ -107,4 +107,4 @@ ArithmeticTaskData make_repeated_addition_task(const RepeatedAdditionTaskOptions
   return data;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::data

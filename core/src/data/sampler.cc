@@ -7,7 +7,7 @@
 #include "data/random.h"
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::data {
 
 EpochSampler::EpochSampler(int64_t dataset_size, int64_t batch_size, bool shuffle, int64_t seed)
     : dataset_size_(dataset_size), batch_size_(batch_size), shuffle_(shuffle), seed_(seed) {
@@ -23,9 +23,9 @@ std::vector<int64_t> EpochSampler::permutation(int64_t size, bool shuffle, int64
   std::vector<int64_t> order(static_cast<size_t>(size));
   std::iota(order.begin(), order.end(), int64_t{0});
   if (!shuffle) return order;
-  std::mt19937_64 engine = data_random::make_engine(seed, epoch);
+  std::mt19937_64 engine = data::random::make_engine(seed, epoch);
   for (int64_t i = size - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(data_random::uniform_below(engine, static_cast<uint64_t>(i) + 1));
+    const auto j = static_cast<int64_t>(data::random::uniform_below(engine, static_cast<uint64_t>(i) + 1));
     std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
   }
   return order;
@@ -56,4 +56,4 @@ void EpochSampler::restore(const SamplerState& state) {
   state_ = state;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::data

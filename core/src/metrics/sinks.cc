@@ -13,7 +13,7 @@
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore {
+namespace rlcore::metrics {
 
 MetricsSink::~MetricsSink() = default;
 
@@ -123,4 +123,4 @@ MetricsLogger make_metrics_logger(const std::vector<std::string>& loggers, const
   return logger;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::metrics

@@ -4,7 +4,7 @@
 
 #include <boost/crc.hpp>
 
-namespace rlcore::tensorboard {
+namespace rlcore::metrics::tensorboard {
 namespace {
 
 // Protocol buffer wire format: a varint key (field << 3 | wire type), then the value.
@@ -81,4 +81,4 @@ std::string tfrecord(const std::string& data) {
   return record;
 }
 
-}  // namespace rlcore::tensorboard
+}  // namespace rlcore::metrics::tensorboard

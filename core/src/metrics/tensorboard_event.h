@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace rlcore::tensorboard {
+namespace rlcore::metrics::tensorboard {
 
 // The first record of every event file: {wall_time, file_version "brain.Event:2"}.
 std::string file_version_event(double wall_time);
@@ -22,4 +22,4 @@ std::string scalars_event(double wall_time, int64_t step, const std::vector<std:
 // of the data (all little-endian).
 std::string tfrecord(const std::string& data);
 
-}  // namespace rlcore::tensorboard
+}  // namespace rlcore::metrics::tensorboard

@@ -12,7 +12,7 @@
 #include "rlcore/error.h"
 #include "metrics/tensorboard_event.h"
 
-namespace rlcore {
+namespace rlcore::metrics {
 namespace {
 
 double seconds_since_epoch() {
@@ -43,7 +43,7 @@ TensorBoardMetricsSink::TensorBoardMetricsSink(const std::string& dir) : file_(s
   path_ = (std::filesystem::path(dir) / event_file_name()).string();
   file_->stream.open(path_, std::ios::binary | std::ios::trunc);
   if (!file_->stream) throw IoError("cannot open TensorBoard event file '" + path_ + "' for writing");
-  write(tensorboard::file_version_event(seconds_since_epoch()));
+  write(metrics::tensorboard::file_version_event(seconds_since_epoch()));
 }
 
 TensorBoardMetricsSink::~TensorBoardMetricsSink() = default;
@@ -52,13 +52,13 @@ void TensorBoardMetricsSink::log(int64_t step, const Metrics& metrics) {
   std::vector<std::pair<std::string, float>> scalars;
   scalars.reserve(metrics.size());
   for (const auto& [name, value] : metrics) scalars.emplace_back(name, static_cast<float>(value));
-  write(tensorboard::scalars_event(seconds_since_epoch(), step, scalars));
+  write(metrics::tensorboard::scalars_event(seconds_since_epoch(), step, scalars));
 }
 
 void TensorBoardMetricsSink::flush() { file_->stream.flush(); }
 
 void TensorBoardMetricsSink::write(const std::string& event) {
-  file_->stream << tensorboard::tfrecord(event);
+  file_->stream << metrics::tensorboard::tfrecord(event);
   file_->stream.flush();  // a running TensorBoard sees each step as it lands
   if (!file_->stream) throw IoError("failed writing TensorBoard events to '" + path_ + "'");
 }
@@ -69,4 +69,4 @@ std::string tensorboard_dir(const std::string& run_dir) {
   return (std::filesystem::path(run_dir) / "tensorboard").string();
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::metrics

@@ -9,7 +9,7 @@
 #include "rlcore/metric_names.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore {
+namespace rlcore::report {
 namespace {
 
 constexpr const char* kStyle =
@@ -34,8 +34,8 @@ void last_step_table(std::ostringstream& html, const nlohmann::json& record) {
   html << "</h2><table><tr><th>metric</th><th>value</th></tr>";
   for (const auto& [name, value] : record.items()) {
     if (name == "step") continue;
-    html << "<tr><td>" << report_svg::escape(name) << "</td><td class='v'>"
-         << (value.is_number() ? report_svg::format_number(value.get<double>()) : "null") << "</td></tr>";
+    html << "<tr><td>" << report::svg::escape(name) << "</td><td class='v'>"
+         << (value.is_number() ? report::svg::format_number(value.get<double>()) : "null") << "</td></tr>";
   }
   html << "</table>";
 }
@@ -75,21 +75,21 @@ std::vector<std::string> plot_metrics(const ReportPlot& plot, const MetricsHisto
 
 std::string render_report_html(const MetricsHistory& history, const std::string& title) {
   std::ostringstream html;
-  html << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" << report_svg::escape(title) << "</title><style>"
-       << kStyle << "</style></head><body><h1>" << report_svg::escape(title) << "</h1><p>" << history.records
-       << " records from " << report_svg::escape(history.source) << "</p><div class='plots'>";
+  html << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" << report::svg::escape(title) << "</title><style>"
+       << kStyle << "</style></head><body><h1>" << report::svg::escape(title) << "</h1><p>" << history.records
+       << " records from " << report::svg::escape(history.source) << "</p><div class='plots'>";
   std::ostringstream notes;
   for (const ReportPlot& plot : default_report_plots()) {
     const std::vector<std::string> names = plot_metrics(plot, history);
     if (names.empty()) {
       if (plot.optional) continue;
-      notes << "<p class='note'>No data for " << report_svg::escape(plot.title) << " ("
-            << report_svg::escape(describe_metrics(plot)) << ").</p>";
+      notes << "<p class='note'>No data for " << report::svg::escape(plot.title) << " ("
+            << report::svg::escape(describe_metrics(plot)) << ").</p>";
       continue;
     }
-    std::vector<report_svg::ChartSeries> series;
+    std::vector<report::svg::ChartSeries> series;
     for (const auto& name : names) series.push_back({name, history.series.at(name)});
-    html << "<div>" << report_svg::line_chart(plot.title, series) << "</div>";
+    html << "<div>" << report::svg::line_chart(plot.title, series) << "</div>";
   }
   html << "</div>" << notes.str();
   last_step_table(html, history.last_record);
@@ -110,4 +110,4 @@ std::string write_report(const std::string& run_dir, const std::string& out_path
   return path;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::report

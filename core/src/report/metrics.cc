@@ -5,14 +5,14 @@
 #include "rlcore/core/report/report.h"
 #include "rlcore/error.h"
 
-namespace rlcore {
+namespace rlcore::report {
 
 MetricsHistory read_metrics_history(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw IoError("cannot read metrics file '" + path + "'");
   MetricsHistory history;
   history.source = path;
-  data_records::read_jsonl(in, path, [&history](const nlohmann::json& record, const std::string& where) {
+  data::records::read_jsonl(in, path, [&history](const nlohmann::json& record, const std::string& where) {
     const auto step = record.find("step");
     if (step == record.end() || !step->is_number_integer()) {
       throw FormatError(where + ": missing or non-integer \"step\"");
@@ -28,4 +28,4 @@ MetricsHistory read_metrics_history(const std::string& path) {
   return history;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::report

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
-namespace rlcore::report_svg {
+namespace rlcore::report::svg {
 namespace {
 
 constexpr double kWidth = 640;
@@ -169,4 +169,4 @@ std::string line_chart(const std::string& title, const std::vector<ChartSeries>&
   return svg.str();
 }
 
-}  // namespace rlcore::report_svg
+}  // namespace rlcore::report::svg

@@ -7,7 +7,7 @@
 
 #include "rlcore/core/report/report.h"
 
-namespace rlcore::report_svg {
+namespace rlcore::report::svg {
 
 struct ChartSeries {
   std::string name;
@@ -24,4 +24,4 @@ std::string escape(std::string_view text);
 // A short decimal form for labels and tables ("0.25", "1.2e+04").
 std::string format_number(double value);
 
-}  // namespace rlcore::report_svg
+}  // namespace rlcore::report::svg

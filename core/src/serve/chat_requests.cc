@@ -103,14 +103,14 @@ std::vector<int32_t> chat_prompt_ids(const ChatPrompt& prompt, const ServedModel
         "chat_template); use /v1/completions.",
         "messages");
   }
-  ChatTemplateOptions options;
+  chat::ChatTemplateOptions options;
   options.add_generation_prompt = prompt.add_generation_prompt;
   options.tools = prompt.tools;
   options.extra = prompt.chat_template_kwargs;
   std::string text;
   try {
     text = model.chat_template->render(prompt.messages, options);
-  } catch (const ChatTemplateError& e) {
+  } catch (const chat::ChatTemplateError& e) {
     throw bad_request(e.what(), "messages");
   }
   return tokenize(text, prompt.add_special_tokens, model);

@@ -38,8 +38,8 @@ ServedModel load_served_model(const std::string& dir, const std::string& name, i
                     {},
                     Tokenizer::from_pretrained_dir(dir),
                     static_cast<int64_t>(std::time(nullptr))};
-  if (auto chat_template = ChatTemplate::from_checkpoint(dir)) {
-    model.chat_template = std::make_shared<const ChatTemplate>(std::move(*chat_template));
+  if (auto chat_template = chat::ChatTemplate::from_checkpoint(dir)) {
+    model.chat_template = std::make_shared<const chat::ChatTemplate>(std::move(*chat_template));
   }
   if (auto eos = model.tokenizer.eos_token_id()) add_unique(model.eos_token_ids, *eos);
   for (const int64_t eos : config.eos_token_ids) add_unique(model.eos_token_ids, static_cast<int32_t>(eos));

@@ -17,7 +17,7 @@ bool uses_tools(const std::string& agent_name) { return agent_name == agent::kTo
 
 }  // namespace
 
-std::shared_ptr<const agent::AgentLoop> make_agent_loop(const RunConfig& config, const Registry& registry,
+std::shared_ptr<const agent::AgentLoop> make_agent_loop(const config::RunConfig& config, const Registry& registry,
                                                         const Tokenizer& tokenizer) {
   const RolloutConfig& rollout = config.actor_rollout_ref.rollout;
   const agent::MultiTurnConfig& multi_turn = rollout.multi_turn;
@@ -34,7 +34,7 @@ std::shared_ptr<const agent::AgentLoop> make_agent_loop(const RunConfig& config,
                       "data.prompt_template: chat and data.apply_chat_template: true");
   }
   const std::string& model_path = config.actor_rollout_ref.model.path;
-  std::optional<ChatTemplate> chat_template = ChatTemplate::from_checkpoint(model_path);
+  std::optional<chat::ChatTemplate> chat_template = chat::ChatTemplate::from_checkpoint(model_path);
   if (!chat_template) {
     throw ConfigError(prefix + "multi_turn.enable needs a chat template, and the checkpoint " + model_path +
                       " has none (tokenizer_config.json's chat_template or chat_template.jinja)");
@@ -52,24 +52,25 @@ std::shared_ptr<const agent::AgentLoop> make_agent_loop(const RunConfig& config,
   settings.default_agent_loop = rollout.agent.default_agent_loop;
   settings.response_length = config.data.max_response_length;
   settings.stop_token_id = *tokenizer.eos_token_id();
-  settings.template_options = data_chat_template_options(config.data);
+  settings.template_options = data::data_chat_template_options(config.data);
   return std::make_shared<const agent::AgentLoop>(settings, tokenizer, std::move(*chat_template), std::move(tools));
 }
 
-ResponseAssembler demonstration_assembler(const RunConfig& config, const Tokenizer& tokenizer,
-                                          std::shared_ptr<const agent::AgentLoop> loop) {
+data::ResponseAssembler demonstration_assembler(const config::RunConfig& config, const Tokenizer& tokenizer,
+                                                std::shared_ptr<const agent::AgentLoop> loop) {
   if (!loop) {
-    std::optional<ChatTemplate> chat_template = ChatTemplate::from_checkpoint(config.actor_rollout_ref.model.path);
+    std::optional<chat::ChatTemplate> chat_template =
+        chat::ChatTemplate::from_checkpoint(config.actor_rollout_ref.model.path);
     if (!chat_template || !tokenizer.eos_token_id()) return {};
     agent::AgentLoopSettings settings;
     settings.response_length = config.data.max_response_length;
     settings.stop_token_id = *tokenizer.eos_token_id();
-    settings.template_options = data_chat_template_options(config.data);
+    settings.template_options = data::data_chat_template_options(config.data);
     loop = std::make_shared<const agent::AgentLoop>(settings, tokenizer, std::move(*chat_template), agent::ToolSet());
   }
   return [loop](const nlohmann::json& prompt_messages, const nlohmann::json& response_messages) {
     const agent::Trajectory demonstration = loop->assemble(prompt_messages, response_messages);
-    return AssembledResponse{demonstration.response_ids, demonstration.response_mask};
+    return data::AssembledResponse{demonstration.response_ids, demonstration.response_mask};
   };
 }
 
@@ -78,7 +79,7 @@ nlohmann::ordered_json agent_tool_schemas(const agent::AgentLoop* loop) {
   return loop->tools().schemas();
 }
 
-void check_agent_names(const Dataset& dataset, const std::string& key) {
+void check_agent_names(const data::Dataset& dataset, const std::string& key) {
   for (int64_t i = 0; i < dataset.size(); ++i) {
     const std::string& name = dataset.at(i).agent_name;
     if (!name.empty() && name != agent::kSingleTurnAgent && name != agent::kToolAgent) {
@@ -127,7 +128,7 @@ void run_agent_rollout(const RolloutWorkers& workers, const agent::AgentLoop& lo
   std::vector<agent::AgentTask> tasks(rollout.examples.size());
   const std::string& default_loop = loop.settings().default_agent_loop;
   for (size_t i = 0; i < tasks.size(); ++i) {
-    const Example& example = *rollout.examples[i];
+    const data::Example& example = *rollout.examples[i];
     tasks[i].prompt_ids = prompt_ids[i];
     tasks[i].prompt_messages = example.prompt_messages;
     tasks[i].use_tools = uses_tools(example.agent_name.empty() ? default_loop : example.agent_name);

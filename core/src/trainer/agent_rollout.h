@@ -22,20 +22,20 @@ namespace rlcore::trainer {
 // for what the loop cannot run with: no chat template (checkpoint or
 // data.prompt_template), verl's Python agent loops or function tools, a tool
 // config that names no registered tool.
-std::shared_ptr<const agent::AgentLoop> make_agent_loop(const RunConfig& config, const Registry& registry,
+std::shared_ptr<const agent::AgentLoop> make_agent_loop(const config::RunConfig& config, const Registry& registry,
                                                         const Tokenizer& tokenizer);
 
 // SFT data's multi-turn demonstrations (responses given as messages) in the
 // agent loop's layout: through `loop`, else a loop without tools on the
 // checkpoint's chat template; empty when the checkpoint has none or no EOS.
-ResponseAssembler demonstration_assembler(const RunConfig& config, const Tokenizer& tokenizer,
-                                          std::shared_ptr<const agent::AgentLoop> loop);
+data::ResponseAssembler demonstration_assembler(const config::RunConfig& config, const Tokenizer& tokenizer,
+                                                std::shared_ptr<const agent::AgentLoop> loop);
 
 // The chat template's tools for the prompts (null without an agent loop).
 nlohmann::ordered_json agent_tool_schemas(const agent::AgentLoop* loop);
 
 // Throws FormatError naming the record for an agent_name the loop does not have.
-void check_agent_names(const Dataset& dataset, const std::string& key);
+void check_agent_names(const data::Dataset& dataset, const std::string& key);
 
 // Runs the loop for rollout.examples (one row each, prompts as `prompt_ids`)
 // and sets rollout.batch, engine_stats, extra_info and agent_metrics.

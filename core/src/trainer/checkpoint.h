@@ -17,7 +17,7 @@ namespace rlcore::trainer {
 
 struct TrainerState {
   int64_t step = 0;
-  SamplerState sampler;
+  data::SamplerState sampler;
   double kl_coef = 0.0;
 };
 

@@ -6,7 +6,7 @@
 #include "rlcore/error.h"
 #include "rlcore/rl_functional.h"
 
-namespace rlcore {
+namespace rlcore::trainer {
 namespace {
 
 OptionsSchema<ModelPathConfig> model_path_schema(const std::string& doc) {
@@ -308,4 +308,4 @@ OptionsSchema<AlgorithmConfig> algorithm_schema() {
   return schema;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::trainer

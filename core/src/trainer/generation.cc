@@ -57,7 +57,7 @@ Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector
   return std::move(generated.batch);
 }
 
-Rollout generate_rollout(const RolloutWorkers& workers, const std::vector<const Example*>& prompts, int64_t n,
+Rollout generate_rollout(const RolloutWorkers& workers, const std::vector<const data::Example*>& prompts, int64_t n,
                          const workers::Sampling& sampling, const GenerationLimits& limits, int64_t expected_version) {
   Rollout rollout;
   std::vector<std::vector<int32_t>> ids;

@@ -22,9 +22,9 @@
 namespace rlcore::trainer {
 
 struct Rollout {
-  Batch batch;                                // the engine layout + the rollout's columns + columns::kUid
-  std::vector<const Example*> examples;       // row -> its prompt
-  std::vector<GenerationStats> engine_stats;  // per rollout rank, where the engine reports them (summed over turns)
+  Batch batch;                                 // the engine layout + the rollout's columns + columns::kUid
+  std::vector<const data::Example*> examples;  // row -> its prompt
+  std::vector<GenerationStats> engine_stats;   // per rollout rank, where the engine reports them (summed over turns)
   // Multi-turn rollouts: each row's extra_info for the reward function (the
   // prompt's, plus __num_turns__, tool_rewards and turn_scores as verl's) and
   // the agent loop's metrics (num_turns/*, agent/*). Empty for single-turn.
@@ -69,7 +69,7 @@ Batch call_generate(const RolloutWorkers& rollout, const std::vector<std::vector
 // through limits.agent_loop, one generate call per turn. Throws
 // ValueError naming the rank when a reply's weight version is not
 // `expected_version` (the version of the last sync_weights).
-Rollout generate_rollout(const RolloutWorkers& rollout, const std::vector<const Example*>& prompts, int64_t n,
+Rollout generate_rollout(const RolloutWorkers& rollout, const std::vector<const data::Example*>& prompts, int64_t n,
                          const workers::Sampling& sampling, const GenerationLimits& limits, int64_t expected_version);
 
 }  // namespace rlcore::trainer

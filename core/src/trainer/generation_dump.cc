@@ -23,7 +23,7 @@ GenerationDump::GenerationDump(const std::string& dir, int64_t step, std::string
 
 void GenerationDump::add(const Rollout& rollout, const Rewards& rewards, const Tokenizer& tokenizer) {
   for (size_t i = 0; i < rollout.examples.size(); ++i) {
-    const Example& example = *rollout.examples[i];
+    const data::Example& example = *rollout.examples[i];
     nlohmann::json line = {{"input", decode_known(tokenizer, example.prompt_ids)},
                            {"output", rewards.responses[i]},
                            {"gts", example.ground_truth},

@@ -11,14 +11,14 @@ namespace {
 
 std::string str(int64_t value) { return std::to_string(value); }
 
-AdvantageNeeds estimator_needs(const RunConfig& config, const Registry& components) {
+AdvantageNeeds estimator_needs(const config::RunConfig& config, const Registry& components) {
   const std::string& name = config.algorithm.adv_estimator;
   if (!components.find(AdvantageEstimator::kKind, name)) {
     throw ConfigError("algorithm.adv_estimator: '" + name + "' is not a registered advantage estimator; known: " +
                       join(components.names(AdvantageEstimator::kKind)));
   }
   return components
-      .create<AdvantageEstimator>(name, estimator_options(components, name, config.algorithm.estimator_options))
+      .create<AdvantageEstimator>(name, config::estimator_options(components, name, config.algorithm.estimator_options))
       ->needs();
 }
 
@@ -45,13 +45,13 @@ void check_mini_batches(const std::string& role, int64_t prompts_per_step, int64
 
 }  // namespace
 
-bool uses_critic(const RunConfig& config, const Registry& components) {
+bool uses_critic(const config::RunConfig& config, const Registry& components) {
   if (config.critic.enable == "true") return true;
   if (config.critic.enable == "false") return false;
   return estimator_needs(config, components).values;
 }
 
-TrainPlan make_train_plan(const RunConfig& config, const Registry& components, int64_t train_size,
+TrainPlan make_train_plan(const config::RunConfig& config, const Registry& components, int64_t train_size,
                           int64_t actor_workers, int64_t critic_workers) {
   const auto& actor = config.actor_rollout_ref.actor;
   const auto& rollout = config.actor_rollout_ref.rollout;

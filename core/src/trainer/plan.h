@@ -30,10 +30,10 @@ struct TrainPlan {
 // `train_size`: examples in the training set; `actor_workers` / `critic_workers`:
 // the sizes of the pools hosting those roles (critic_workers 0: no critic pool).
 // Throws ConfigError naming every key involved when the sizes do not fit.
-TrainPlan make_train_plan(const RunConfig& config, const Registry& components, int64_t train_size,
+TrainPlan make_train_plan(const config::RunConfig& config, const Registry& components, int64_t train_size,
                           int64_t actor_workers, int64_t critic_workers);
 
 // Whether this config runs a critic (critic.enable, or auto: the estimator needs values).
-bool uses_critic(const RunConfig& config, const Registry& components);
+bool uses_critic(const config::RunConfig& config, const Registry& components);
 
 }  // namespace rlcore::trainer

@@ -51,18 +51,18 @@ void check_checkpoint(const std::string& dir) {
 
 }  // namespace
 
-RewardModel::RewardModel(const RewardModelConfig& config, const Tokenizer& policy_tokenizer)
+RewardModel::RewardModel(const config::RewardModelConfig& config, const Tokenizer& policy_tokenizer)
     : config_(config),
       policy_tokenizer_(policy_tokenizer),
       tokenizer_((check_checkpoint(config.model_path), Tokenizer::from_pretrained_dir(config.model_path))),
-      chat_template_(ChatTemplate::from_checkpoint(config.model_path)) {}
+      chat_template_(chat::ChatTemplate::from_checkpoint(config.model_path)) {}
 
-std::vector<int32_t> RewardModel::input_ids(const Example& example, const std::string& response) const {
+std::vector<int32_t> RewardModel::input_ids(const data::Example& example, const std::string& response) const {
   std::string text;
   if (chat_template_) {
     nlohmann::ordered_json messages = nlohmann::ordered_json::parse(example.prompt_messages.dump());
     messages.push_back({{"role", "assistant"}, {"content", response}});
-    ChatTemplateOptions options;
+    chat::ChatTemplateOptions options;
     options.add_generation_prompt = false;
     text = chat_template_->render(messages, options);
     // verl strips it because the server's tokenizer adds it again.
@@ -77,7 +77,7 @@ std::vector<int32_t> RewardModel::input_ids(const Example& example, const std::s
 }
 
 ModelScores RewardModel::score(runtime::WorkerGroup& group, const Batch& sequences,
-                               const std::vector<const Example*>& examples) const {
+                               const std::vector<const data::Example*>& examples) const {
   const std::vector<std::vector<int32_t>> responses = workers::response_tokens(sequences);
   std::vector<std::vector<int32_t>> inputs;
   for (size_t i = 0; i < responses.size(); ++i) {

@@ -23,25 +23,25 @@ class RewardModel {
   // Reads the checkpoint's tokenizer and chat template. Throws ValueError naming
   // the checkpoint when it is not a sequence classifier with one label and a
   // `score` head.
-  RewardModel(const RewardModelConfig& config, const Tokenizer& policy_tokenizer);
+  RewardModel(const config::RewardModelConfig& config, const Tokenizer& policy_tokenizer);
 
   // The ids the model reads for a prompt and its decoded response, as verl's
   // reward loop builds them: the checkpoint's chat template over the prompt's
   // messages plus the response as the assistant's turn (no generation prompt),
   // a leading bos text removed, tokenized as HF's encode. A checkpoint without a
   // chat template reads the policy's prompt text followed by the response.
-  std::vector<int32_t> input_ids(const Example& example, const std::string& response) const;
+  std::vector<int32_t> input_ids(const data::Example& example, const std::string& response) const;
 
   // The workers' score of each row of `sequences` (the engine layout;
   // `examples[i]` is row i's prompt).
   ModelScores score(runtime::WorkerGroup& group, const Batch& sequences,
-                    const std::vector<const Example*>& examples) const;
+                    const std::vector<const data::Example*>& examples) const;
 
  private:
-  RewardModelConfig config_;
+  config::RewardModelConfig config_;
   const Tokenizer& policy_tokenizer_;
   Tokenizer tokenizer_;
-  std::optional<ChatTemplate> chat_template_;
+  std::optional<chat::ChatTemplate> chat_template_;
 };
 
 }  // namespace rlcore::trainer

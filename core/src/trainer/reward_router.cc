@@ -11,9 +11,10 @@
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore {
+namespace rlcore::trainer {
 
-RewardRouter::RewardRouter(const Registry& registry, const RewardConfig& config) : fixed_grader_(config.grader) {
+RewardRouter::RewardRouter(const Registry& registry, const config::RewardConfig& config)
+    : fixed_grader_(config.grader) {
   for (const ComponentEntry* entry : registry.entries(Grader::kKind)) {
     const ConfigNode options = config.graders[entry->name];
     graders_[entry->name] = std::static_pointer_cast<Grader>(entry->factory(options, ComponentContext()));
@@ -26,8 +27,8 @@ RewardRouter::RewardRouter(const Registry& registry, const RewardConfig& config)
     }
   }
   if (fixed_grader_ != "auto" && !graders_.count(fixed_grader_)) registry.get(Grader::kKind, fixed_grader_);
-  if (custom_reward_function_enabled(config)) {
-    const ComponentEntry& entry = registry.get(Grader::kKind, kCustomFunctionGrader);
+  if (config::custom_reward_function_enabled(config)) {
+    const ComponentEntry& entry = registry.get(Grader::kKind, config::kCustomFunctionGrader);
     custom_ = std::static_pointer_cast<Grader>(entry.factory(config.custom_reward_function, ComponentContext()));
   }
 }
@@ -90,4 +91,4 @@ std::vector<GradeResult> RewardRouter::score(const std::vector<RewardSample>& sa
   return results;
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::trainer

@@ -28,13 +28,13 @@ double OverlongShaping::reward(int64_t length) const {
   return std::min(-exceed / static_cast<double>(buffer.len) * buffer.penalty_factor, 0.0);
 }
 
-OverlongShaping overlong_shaping(const RunConfig& config) {
+OverlongShaping overlong_shaping(const config::RunConfig& config) {
   return OverlongShaping{config.reward.overlong_buffer, config.data.max_response_length};
 }
 
-Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*>& examples, const Tokenizer& tokenizer,
-                        const RewardRouter& router, const OverlongShaping& overlong, const ModelScores* model,
-                        const std::vector<nlohmann::json>* extra_info) {
+Rewards compute_rewards(const Batch& sequences, const std::vector<const data::Example*>& examples,
+                        const Tokenizer& tokenizer, const RewardRouter& router, const OverlongShaping& overlong,
+                        const ModelScores* model, const std::vector<nlohmann::json>* extra_info) {
   const std::vector<std::vector<int32_t>> responses = workers::response_tokens(sequences);
   const int64_t rows = sequences.size();
   Rewards rewards;

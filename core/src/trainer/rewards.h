@@ -27,7 +27,7 @@ struct Rewards {
 // DAPO's overlong shaping (reward.overlong_buffer) of responses limited to
 // max_response_length tokens; disabled by default.
 struct OverlongShaping {
-  OverlongBufferConfig buffer;
+  config::OverlongBufferConfig buffer;
   int64_t max_response_length = 0;
 
   // The penalty (<= 0) of a response of `length` tokens: -penalty_factor times
@@ -36,7 +36,7 @@ struct OverlongShaping {
 };
 
 // The shaping a run's config asks for (reward.overlong_buffer, data.max_response_length).
-OverlongShaping overlong_shaping(const RunConfig& config);
+OverlongShaping overlong_shaping(const config::RunConfig& config);
 
 // A reward model's score of each row (trainer/reward_model.h) and how it meets
 // the rule grades (reward.reward_model.combine).
@@ -51,8 +51,8 @@ struct ModelScores {
 // extras gain rm_score. `extra_info[i]` (multi-turn rollouts: the prompt's
 // plus the agent loop's __num_turns__, tool_rewards) replaces row i's prompt's
 // extra_info for the graders where given.
-Rewards compute_rewards(const Batch& sequences, const std::vector<const Example*>& examples, const Tokenizer& tokenizer,
-                        const RewardRouter& router, const OverlongShaping& overlong = {},
+Rewards compute_rewards(const Batch& sequences, const std::vector<const data::Example*>& examples,
+                        const Tokenizer& tokenizer, const RewardRouter& router, const OverlongShaping& overlong = {},
                         const ModelScores* model = nullptr, const std::vector<nlohmann::json>* extra_info = nullptr);
 
 // Decodes ids, dropping any the tokenizer does not know (a model's padded vocabulary).

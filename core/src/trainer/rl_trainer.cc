@@ -43,7 +43,7 @@
 #include "trainer/validation.h"
 #include "trainer/trainer_workers.h"
 
-namespace rlcore {
+namespace rlcore::trainer {
 
 using trainer::Rollout;
 using trainer::StepMetrics;
@@ -56,7 +56,7 @@ using Clock = std::chrono::steady_clock;
 // drives (DAPO's extra batches, ReMax's greedy baselines) would meet the
 // pool's background generation; fully_async streams single-turn requests on
 // rollout ranks of their own.
-void check_async_mode(const RunConfig& config, const trainer::TrainPlan& plan) {
+void check_async_mode(const config::RunConfig& config, const trainer::TrainPlan& plan) {
   const std::string& mode = config.async_training.mode;
   if (config.async_training.max_staleness >= 0 && mode != "fully_async") {
     throw ConfigError("async_training.max_staleness applies to async_training.mode: fully_async (" +
@@ -129,32 +129,32 @@ struct RlTrainer::Impl {
   };
 
   const Registry& components;
-  ResolvedConfig resolved;
-  const RunConfig& config;
+  config::ResolvedConfig resolved;
+  const config::RunConfig& config;
   std::ostream& out;
   Tokenizer tokenizer;
   std::shared_ptr<const agent::AgentLoop> agent_loop;  // null unless multi_turn.enable
-  Dataset train_set;
-  Dataset val_set;
+  data::Dataset train_set;
+  data::Dataset val_set;
   trainer::TrainPlan plan;
-  std::unique_ptr<EpochSampler> sampler;
+  std::unique_ptr<data::EpochSampler> sampler;
   std::shared_ptr<AdvantageEstimator> estimator;
   std::unique_ptr<KlController> kl_controller;
   RewardRouter rewards;
   trainer::CheckpointStore checkpoints;
   std::unique_ptr<trainer::RewardModel> reward_model;  // null without reward.reward_model.enable
   std::unique_ptr<trainer::TrainerWorkers> workers;
-  MetricsLogger logger;
+  metrics::MetricsLogger logger;
   trainer::GenerationLimits limits;
   std::unique_ptr<trainer::Validator> validator;
-  std::unique_ptr<trainer::RolloutPool> rollout_pool;  // async_training.mode one_step_off
-  std::optional<SamplerState> sampler_before_pending;  // the sampler before the background batch was drawn
-  trainer::StreamingRollout* streaming = nullptr;      // while fully_async runs
+  std::unique_ptr<trainer::RolloutPool> rollout_pool;        // async_training.mode one_step_off
+  std::optional<data::SamplerState> sampler_before_pending;  // the sampler before the background batch was drawn
+  trainer::StreamingRollout* streaming = nullptr;            // while fully_async runs
   int64_t step = 0;
   int64_t resumed_from = 0;
 
-  Impl(const Registry& registry, const ResolvedConfig& resolved_config, const std::vector<std::string>& plugin_paths,
-       std::ostream& console)
+  Impl(const Registry& registry, const config::ResolvedConfig& resolved_config,
+       const std::vector<std::string>& plugin_paths, std::ostream& console)
       : components(registry),
         resolved(resolved_config),
         config(resolved.config),
@@ -167,18 +167,18 @@ struct RlTrainer::Impl {
     trainer::check_run_dir_writable(config.run_dir());
     fault_point("trainer.start");  // a malformed RLCORE_FAULT stops the run here
     train_set = load_dataset(config.data.train_files, "data.train_files");
-    val_set = config.data.val_files.empty() ? Dataset() : load_dataset(config.data.val_files, "data.val_files");
+    val_set = config.data.val_files.empty() ? data::Dataset() : load_dataset(config.data.val_files, "data.val_files");
     trainer::check_agent_names(train_set, "data.train_files");
     trainer::check_agent_names(val_set, "data.val_files");
     const bool critic = trainer::uses_critic(config, components);
     const auto [actor_workers, critic_workers] = trainer::TrainerWorkers::data_parallel_sizes(config, critic);
     plan = trainer::make_train_plan(config, components, train_set.size(), actor_workers, critic_workers);
     check_async_mode(config, plan);
-    sampler =
-        std::make_unique<EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle, config.data.seed);
+    sampler = std::make_unique<data::EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle,
+                                                   config.data.seed);
     estimator = components.create<AdvantageEstimator>(
         config.algorithm.adv_estimator,
-        estimator_options(components, config.algorithm.adv_estimator, config.algorithm.estimator_options));
+        config::estimator_options(components, config.algorithm.adv_estimator, config.algorithm.estimator_options));
     kl_controller = make_kl_controller(config.algorithm.kl_ctrl);
     limits = trainer::generation_limits(tokenizer, plan.response_length);
     limits.agent_loop = agent_loop;
@@ -187,9 +187,9 @@ struct RlTrainer::Impl {
     }
     validator = std::make_unique<trainer::Validator>(
         config, val_set, tokenizer, [this](const Rollout& rollout) { return score(rollout); }, limits);
-    logger.add(std::make_unique<ConsoleMetricsSink>(out, console_keys(validator->core_metric_names())));
-    if (!checkpoint_to_resume()) set_aside_earlier_metrics(config.trainer.logger, config.run_dir(), out);
-    add_file_sinks(logger, config.trainer.logger, config.run_dir());
+    logger.add(std::make_unique<metrics::ConsoleMetricsSink>(out, console_keys(validator->core_metric_names())));
+    if (!checkpoint_to_resume()) metrics::set_aside_earlier_metrics(config.trainer.logger, config.run_dir(), out);
+    metrics::add_file_sinks(logger, config.trainer.logger, config.run_dir());
 
     out << "rlcore: " << config.algorithm.adv_estimator << " on " << train_set.size() << " prompts, "
         << plan.prompts_per_step << " x " << config.actor_rollout_ref.rollout.n << " responses per step, "
@@ -212,17 +212,17 @@ struct RlTrainer::Impl {
         << std::defaultfloat;
   }
 
-  static Tokenizer load_tokenizer(const RunConfig& config) {
+  static Tokenizer load_tokenizer(const config::RunConfig& config) {
     const std::string& path = config.actor_rollout_ref.model.path;
     if (path.empty()) throw ConfigError("actor_rollout_ref.model.path is required: the HF checkpoint to train");
     return Tokenizer::from_pretrained_dir(path);
   }
 
-  Dataset load_dataset(const std::vector<std::string>& files, const std::string& key) const {
+  data::Dataset load_dataset(const std::vector<std::string>& files, const std::string& key) const {
     if (files.empty()) throw ConfigError(key + " is required: the JSONL/JSON prompts to train on");
-    return Dataset::load(files, config.data, tokenizer, /*with_responses=*/false,
-                         checkpoint_chat_renderer(config.actor_rollout_ref.model.path, config.data,
-                                                  trainer::agent_tool_schemas(agent_loop.get())));
+    return data::Dataset::load(files, config.data, tokenizer, /*with_responses=*/false,
+                               data::checkpoint_chat_renderer(config.actor_rollout_ref.model.path, config.data,
+                                                              trainer::agent_tool_schemas(agent_loop.get())));
   }
 
   trainer::RolloutWorkers rollout_workers() const {
@@ -231,7 +231,7 @@ struct RlTrainer::Impl {
   // The weight version the rollout generates with: the colocated rollout's is the step.
   int64_t rollout_version() const { return rollout_pool ? rollout_pool->version() : step; }
 
-  Rollout generate(const std::vector<const Example*>& prompts, int64_t n, const workers::Sampling& sampling) {
+  Rollout generate(const std::vector<const data::Example*>& prompts, int64_t n, const workers::Sampling& sampling) {
     return trainer::generate_rollout(rollout_workers(), prompts, n, sampling, limits, rollout_version());
   }
 
@@ -271,7 +271,7 @@ struct RlTrainer::Impl {
   // `for_step`: the step the batch is for (its sampling seed).
   trainer::ScoredRollout generate_and_score(const std::vector<int64_t>& indices, int64_t gen_batch, int64_t for_step,
                                             StepMetrics& metrics) {
-    std::vector<const Example*> prompts;
+    std::vector<const data::Example*> prompts;
     for (int64_t index : indices) prompts.push_back(&train_set.at(index));
     trainer::ScoredRollout scored;
     auto start = Clock::now();
@@ -477,11 +477,11 @@ struct RlTrainer::Impl {
 
   // ReMax: the reward of each prompt's greedy response is its rows' baseline.
   // `examples` are the rows' prompts, each repeated rollout.n times.
-  void add_greedy_baselines(Batch& batch, const std::vector<const Example*>& examples) {
+  void add_greedy_baselines(Batch& batch, const std::vector<const data::Example*>& examples) {
     workers::Sampling greedy = train_sampling(step);
     greedy.greedy = true;
     const int64_t n = config.actor_rollout_ref.rollout.n;
-    std::vector<const Example*> prompts;
+    std::vector<const data::Example*> prompts;
     for (size_t row = 0; row < examples.size(); row += static_cast<size_t>(n)) prompts.push_back(examples[row]);
     const Rollout baseline = generate(prompts, 1, greedy);
     const trainer::Rewards scored = score(baseline);
@@ -540,7 +540,7 @@ struct RlTrainer::Impl {
     const std::string staging = checkpoints.staging_dir(step);
     on_actor_and_critic(workers::actor_methods::kSaveCheckpoint, workers::critic_methods::kSaveCheckpoint, staging);
     // A batch drawn for the background generation is drawn again after a resume.
-    const SamplerState data_order =
+    const data::SamplerState data_order =
         streaming ? streaming->checkpoint_state() : sampler_before_pending.value_or(sampler->state());
     trainer::TrainerState state{step, data_order, kl_controller->value()};
     return checkpoints.commit(step, state, config.trainer.max_ckpt_to_keep);
@@ -752,7 +752,7 @@ struct RlTrainer::Impl {
   }
 };
 
-RlTrainer::RlTrainer(const Registry& components, const ResolvedConfig& resolved,
+RlTrainer::RlTrainer(const Registry& components, const config::ResolvedConfig& resolved,
                      const std::vector<std::string>& plugin_paths, std::ostream& out)
     : impl_(std::make_unique<Impl>(components, resolved, plugin_paths, out)) {}
 
@@ -760,4 +760,4 @@ RlTrainer::~RlTrainer() = default;
 
 FitSummary RlTrainer::fit() { return impl_->fit(); }
 
-}  // namespace rlcore
+}  // namespace rlcore::trainer

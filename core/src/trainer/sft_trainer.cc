@@ -19,12 +19,12 @@
 #include "trainer/validation.h"
 #include "trainer/trainer_workers.h"
 
-namespace rlcore {
+namespace rlcore::trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void check_batch_sizes(const RunConfig& config, int64_t workers, int64_t train_examples) {
+void check_batch_sizes(const config::RunConfig& config, int64_t workers, int64_t train_examples) {
   const int64_t batch_size = config.data.train_batch_size;
   if (batch_size % workers != 0) {
     throw ConfigError("data.train_batch_size (" + std::to_string(batch_size) + ") must split evenly over the " +
@@ -44,29 +44,30 @@ void check_batch_sizes(const RunConfig& config, int64_t workers, int64_t train_e
 
 class SftRun {
  public:
-  SftRun(const Registry& components, const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
-         std::ostream& out)
+  SftRun(const Registry& components, const config::ResolvedConfig& resolved,
+         const std::vector<std::string>& plugin_paths, std::ostream& out)
       : config_(resolved.config),
         out_(out),
         tokenizer_(load_tokenizer(resolved.config)),
         agent_loop_(trainer::make_agent_loop(config_, components, tokenizer_)),
-        chat_renderer_(checkpoint_chat_renderer(config_.actor_rollout_ref.model.path, config_.data,
-                                                trainer::agent_tool_schemas(agent_loop_.get()))),
-        train_set_(Dataset::load(config_.data.train_files, config_.data, tokenizer_, /*with_responses=*/true,
-                                 chat_renderer_, trainer::demonstration_assembler(config_, tokenizer_, agent_loop_))),
+        chat_renderer_(data::checkpoint_chat_renderer(config_.actor_rollout_ref.model.path, config_.data,
+                                                      trainer::agent_tool_schemas(agent_loop_.get()))),
+        train_set_(data::Dataset::load(config_.data.train_files, config_.data, tokenizer_, /*with_responses=*/true,
+                                       chat_renderer_,
+                                       trainer::demonstration_assembler(config_, tokenizer_, agent_loop_))),
         rewards_(components, config_.reward) {
     const int64_t workers = trainer::TrainerWorkers::data_parallel_sizes(config_, false).first;
     check_batch_sizes(config_, workers, train_set_.size());
     trainer::check_stop_rule(config_);
     trainer::check_run_dir_writable(config_.run_dir());
-    sampler_ = std::make_unique<EpochSampler>(train_set_.size(), config_.data.train_batch_size, config_.data.shuffle,
-                                              config_.data.seed);
+    sampler_ = std::make_unique<data::EpochSampler>(train_set_.size(), config_.data.train_batch_size,
+                                                    config_.data.shuffle, config_.data.seed);
     total_steps_ = config_.trainer.total_training_steps > 0
                        ? config_.trainer.total_training_steps
                        : config_.trainer.total_epochs * sampler_->steps_per_epoch();
     if (!config_.data.val_files.empty()) {
-      val_set_ =
-          Dataset::load(config_.data.val_files, config_.data, tokenizer_, /*with_responses=*/false, chat_renderer_);
+      val_set_ = data::Dataset::load(config_.data.val_files, config_.data, tokenizer_, /*with_responses=*/false,
+                                     chat_renderer_);
     }
     // The rule graders only: SFT has no reward model workers.
     auto score = [this](const trainer::Rollout& rollout) {
@@ -86,9 +87,9 @@ class SftRun {
     for (const auto& name : validator_->core_metric_names()) console.push_back(name);
     console.push_back("val-aux/agent/tool_call_rate");  // validation through the agent loop only
     console.push_back(metric_names::kTimingStep);
-    logger_.add(std::make_unique<ConsoleMetricsSink>(out_, console));
-    set_aside_earlier_metrics(config_.trainer.logger, config_.run_dir(), out_);  // sft always starts at step 0
-    add_file_sinks(logger_, config_.trainer.logger, config_.run_dir());
+    logger_.add(std::make_unique<metrics::ConsoleMetricsSink>(out_, console));
+    metrics::set_aside_earlier_metrics(config_.trainer.logger, config_.run_dir(), out_);  // sft always starts at step 0
+    metrics::add_file_sinks(logger_, config_.trainer.logger, config_.run_dir());
     trainer::WorkerRoles roles;
     roles.rollout = validator_->enabled();  // generation only serves validation
     roles.total_training_steps = total_steps_;
@@ -123,7 +124,7 @@ class SftRun {
   }
 
  private:
-  static Tokenizer load_tokenizer(const RunConfig& config) {
+  static Tokenizer load_tokenizer(const config::RunConfig& config) {
     const std::string& model_path = config.actor_rollout_ref.model.path;
     if (model_path.empty())
       throw ConfigError("actor_rollout_ref.model.path is required: the HF checkpoint to fine-tune");
@@ -138,7 +139,7 @@ class SftRun {
     std::vector<std::vector<uint8_t>> loss_masks;  // multi-turn demonstrations: the assistant's tokens
     bool masked = false;
     for (int64_t index : sampler_->next()) {
-      const Example& example = train_set_.at(index);
+      const data::Example& example = train_set_.at(index);
       prompts.push_back(example.prompt_ids);
       responses.push_back(example.response_ids);
       masked = masked || !example.response_loss_mask.empty();
@@ -164,26 +165,26 @@ class SftRun {
     return metrics;
   }
 
-  const RunConfig& config_;
+  const config::RunConfig& config_;
   std::ostream& out_;
   Tokenizer tokenizer_;
   std::shared_ptr<const agent::AgentLoop> agent_loop_;  // null unless multi_turn.enable
-  ChatRenderer chat_renderer_;                          // the checkpoint's template; empty without one
-  Dataset train_set_;
-  Dataset val_set_;
+  data::ChatRenderer chat_renderer_;                    // the checkpoint's template; empty without one
+  data::Dataset train_set_;
+  data::Dataset val_set_;
   RewardRouter rewards_;
-  std::unique_ptr<EpochSampler> sampler_;
+  std::unique_ptr<data::EpochSampler> sampler_;
   int64_t total_steps_ = 0;
   std::unique_ptr<trainer::Validator> validator_;
-  MetricsLogger logger_;
+  metrics::MetricsLogger logger_;
   std::unique_ptr<trainer::TrainerWorkers> workers_;
 };
 
 }  // namespace
 
-SftSummary run_sft(const Registry& components, const ResolvedConfig& resolved,
+SftSummary run_sft(const Registry& components, const config::ResolvedConfig& resolved,
                    const std::vector<std::string>& plugin_paths, std::ostream& out) {
   return SftRun(components, resolved, plugin_paths, out).run();
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::trainer

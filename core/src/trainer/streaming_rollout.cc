@@ -23,7 +23,7 @@ constexpr int64_t kSeedStride = 7919;  // a prime: request seeds far apart from 
 
 }  // namespace
 
-StreamingRollout::StreamingRollout(RolloutPool& pool, const Dataset& data, EpochSampler& sampler,
+StreamingRollout::StreamingRollout(RolloutPool& pool, const data::Dataset& data, data::EpochSampler& sampler,
                                    StreamingSettings settings)
     : pool_(pool), data_(data), sampler_(sampler), settings_(std::move(settings)) {
   const double window = static_cast<double>(settings_.sync_every * settings_.prompts_per_step);
@@ -218,7 +218,7 @@ void StreamingRollout::resume() {
   changed_.notify_all();
 }
 
-SamplerState StreamingRollout::checkpoint_state() {
+data::SamplerState StreamingRollout::checkpoint_state() {
   std::lock_guard<std::mutex> lock(mutex_);
   return draws_.empty() ? sampler_.state() : draws_.begin()->second.before;
 }

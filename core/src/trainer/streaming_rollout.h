@@ -54,14 +54,15 @@ struct StreamedSample {
 
 // A prompt and its n samples.
 struct StreamedGroup {
-  const Example* example = nullptr;
+  const data::Example* example = nullptr;
   std::vector<StreamedSample> samples;
 };
 
 class StreamingRollout {
  public:
   // Starts producing with the weights the pool has.
-  StreamingRollout(RolloutPool& pool, const Dataset& data, EpochSampler& sampler, StreamingSettings settings);
+  StreamingRollout(RolloutPool& pool, const data::Dataset& data, data::EpochSampler& sampler,
+                   StreamingSettings settings);
   // Stops the producer (requests in flight are left to the pool's shutdown).
   ~StreamingRollout();
   StreamingRollout(const StreamingRollout&) = delete;
@@ -85,11 +86,11 @@ class StreamingRollout {
   void resume();
 
   // The sampler as it was before the oldest prompt not yet taken was drawn.
-  SamplerState checkpoint_state();
+  data::SamplerState checkpoint_state();
 
  private:
   struct Draw {  // a batch of prompts drawn from the sampler
-    SamplerState before;
+    data::SamplerState before;
     int64_t untaken = 0;
   };
   struct Pending {  // a prompt whose samples are in flight
@@ -105,8 +106,8 @@ class StreamingRollout {
   void park_until(const std::function<bool()>& released, std::unique_lock<std::mutex>& lock);
 
   RolloutPool& pool_;
-  const Dataset& data_;
-  EpochSampler& sampler_;
+  const data::Dataset& data_;
+  data::EpochSampler& sampler_;
   StreamingSettings settings_;
   int64_t window_budget_;
 

@@ -16,7 +16,7 @@
 namespace rlcore::trainer {
 namespace {
 
-std::vector<runtime::RoleSpec> role_specs(const RunConfig& config, bool critic, bool standalone_rollout) {
+std::vector<runtime::RoleSpec> role_specs(const config::RunConfig& config, bool critic, bool standalone_rollout) {
   std::vector<runtime::RoleSpec> roles = {
       runtime::RoleSpec{workers::kActorRole, workers::role_types::kActor, nlohmann::json::object()}};
   if (critic)
@@ -41,7 +41,7 @@ const runtime::PoolSpec& pool_of(const std::vector<runtime::PoolSpec>& pools, co
 
 // The mesh the actor's layout needs (trainer/parallel.h); a mesh written in the
 // config is kept when it has the dimensions that layout needs.
-void set_actor_mesh(runtime::PoolSpec& pool, const RunConfig& config, bool rollout) {
+void set_actor_mesh(runtime::PoolSpec& pool, const config::RunConfig& config, bool rollout) {
   workers::ActorParallelism parallel = workers::actor_parallelism(config.actor_rollout_ref);
   if (!rollout) parallel.rollout_tp = 1;
   const runtime::MeshShape wanted = workers::actor_pool_mesh(parallel, pool.size());
@@ -62,7 +62,7 @@ void set_actor_mesh(runtime::PoolSpec& pool, const RunConfig& config, bool rollo
 }
 
 // A standalone rollout pool's mesh: {rollout_dp, rollout_tp} for a TP rollout.
-void set_rollout_mesh(runtime::PoolSpec& pool, const RunConfig& config) {
+void set_rollout_mesh(runtime::PoolSpec& pool, const config::RunConfig& config) {
   workers::ActorParallelism parallel;
   parallel.rollout_tp = workers::actor_parallelism(config.actor_rollout_ref).rollout_tp;
   if (pool.mesh.empty()) pool.mesh = workers::actor_pool_mesh(parallel, pool.size());
@@ -71,7 +71,7 @@ void set_rollout_mesh(runtime::PoolSpec& pool, const RunConfig& config) {
 // Before the local launcher starts anything: one GPU per worker it would
 // start on this host (external launchers place workers on other hosts, which
 // each worker checks for itself).
-void check_local_devices(const RunConfig& config, const std::vector<runtime::PoolSpec>& pools) {
+void check_local_devices(const config::RunConfig& config, const std::vector<runtime::PoolSpec>& pools) {
   if (config.runtime.launcher != "local") return;
   int64_t workers = 0;
   for (const runtime::PoolSpec& pool : pools) workers += pool.size();
@@ -82,7 +82,8 @@ void check_local_devices(const RunConfig& config, const std::vector<runtime::Poo
 
 }  // namespace
 
-std::vector<runtime::PoolSpec> TrainerWorkers::pools(const RunConfig& config, bool critic, bool standalone_rollout) {
+std::vector<runtime::PoolSpec> TrainerWorkers::pools(const config::RunConfig& config, bool critic,
+                                                     bool standalone_rollout) {
   std::vector<runtime::PoolSpec> pools =
       runtime::resolve_pools(config.runtime, role_specs(config, critic, standalone_rollout));
   if (!standalone_rollout || pools.front().name != "global") return pools;
@@ -100,20 +101,20 @@ std::vector<runtime::PoolSpec> TrainerWorkers::pools(const RunConfig& config, bo
   return pools;
 }
 
-std::pair<int64_t, int64_t> TrainerWorkers::data_parallel_sizes(const RunConfig& config, bool critic) {
+std::pair<int64_t, int64_t> TrainerWorkers::data_parallel_sizes(const config::RunConfig& config, bool critic) {
   const std::vector<runtime::PoolSpec> pools = TrainerWorkers::pools(config, critic, false);
   const int64_t actor_dp = workers::actor_data_parallel_size(workers::actor_parallelism(config.actor_rollout_ref),
                                                              pool_of(pools, workers::kActorRole).size());
   return {actor_dp, critic ? pool_of(pools, workers::kCriticRole).size() : 0};
 }
 
-TrainerWorkers::TrainerWorkers(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
+TrainerWorkers::TrainerWorkers(const config::ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
                                const WorkerRoles& roles) {
-  nlohmann::json options = {{role_options::kConfig, resolved.tree.to_yaml()},
-                            {role_options::kWithRef, roles.ref},
-                            {role_options::kWithRollout, roles.rollout},
-                            {role_options::kTotalSteps, roles.total_training_steps}};
-  if (!roles.model_path.empty()) options[role_options::kModelPath] = roles.model_path;
+  nlohmann::json options = {{workers::role_options::kConfig, resolved.tree.to_yaml()},
+                            {workers::role_options::kWithRef, roles.ref},
+                            {workers::role_options::kWithRollout, roles.rollout},
+                            {workers::role_options::kTotalSteps, roles.total_training_steps}};
+  if (!roles.model_path.empty()) options[workers::role_options::kModelPath] = roles.model_path;
   std::vector<runtime::PoolSpec> pools = TrainerWorkers::pools(resolved.config, roles.critic, roles.standalone_rollout);
   for (auto& pool : pools) {
     for (auto& role : pool.roles) role.options = options;

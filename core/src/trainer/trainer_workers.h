@@ -27,15 +27,15 @@ class TrainerWorkers {
   // How many ways the config splits each role's rows, without starting
   // anything: {actor data-parallel size (its workers / (tp x pp)), critic
   // workers (0 without a critic)}.
-  static std::pair<int64_t, int64_t> data_parallel_sizes(const RunConfig& config, bool critic);
+  static std::pair<int64_t, int64_t> data_parallel_sizes(const config::RunConfig& config, bool critic);
 
   // The pools of a run: runtime.pools and "global" (runtime::resolve_pools), plus, with
   // a standalone rollout that no runtime pool hosts, the pool "rollout" of
   // rollout.n_gpus_per_node x rollout.nnodes workers.
-  static std::vector<runtime::PoolSpec> pools(const RunConfig& config, bool critic, bool standalone_rollout);
+  static std::vector<runtime::PoolSpec> pools(const config::RunConfig& config, bool critic, bool standalone_rollout);
 
   // Starts the workers (local launcher) or waits for them (external).
-  TrainerWorkers(const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
+  TrainerWorkers(const config::ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
                  const WorkerRoles& roles);
   ~TrainerWorkers();
 

@@ -22,7 +22,7 @@ std::string at_n_suffix(int64_t n) { return "/mean@" + std::to_string(n); }
 
 }  // namespace
 
-Validator::Validator(const RunConfig& config, const Dataset& val_set, const Tokenizer& tokenizer,
+Validator::Validator(const config::RunConfig& config, const data::Dataset& val_set, const Tokenizer& tokenizer,
                      std::function<Rewards(const Rollout&)> score, GenerationLimits limits)
     : config_(config), val_set_(val_set), tokenizer_(tokenizer), score_(std::move(score)), limits_(std::move(limits)) {
   const std::string suffix = at_n_suffix(config.actor_rollout_ref.rollout.val_kwargs.n);
@@ -49,7 +49,7 @@ StepMetrics Validator::run(const RolloutWorkers& workers, int64_t version) const
   if (!config_.trainer.validation_data_dir.empty())
     dump.emplace(config_.trainer.validation_data_dir, version, "trainer.validation_data_dir");
   for (int64_t start = 0; start < val_set_.size(); start += chunk) {
-    std::vector<const Example*> prompts;
+    std::vector<const data::Example*> prompts;
     for (int64_t i = start; i < std::min(val_set_.size(), start + chunk); ++i) prompts.push_back(&val_set_.at(i));
     const Rollout rollout = generate_rollout(workers, prompts, val.n, sampling, limits_, version);
     const Rewards scored = score_(rollout);
@@ -91,7 +91,7 @@ double mean_val_core_reward(const StepMetrics& metrics) {
   return count > 0 ? sum / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN();
 }
 
-void check_stop_rule(const RunConfig& config) {
+void check_stop_rule(const config::RunConfig& config) {
   if (config.trainer.val_only && config.data.val_files.empty()) {
     throw ConfigError("trainer.val_only needs data.val_files: it only validates");
   }
@@ -104,7 +104,7 @@ void check_stop_rule(const RunConfig& config) {
   }
 }
 
-bool reached_stop_reward(const TrainerConfig& trainer, const StepMetrics& validation) {
+bool reached_stop_reward(const config::TrainerConfig& trainer, const StepMetrics& validation) {
   if (trainer.stop_at_val_reward <= 0) return false;
   const double reward = mean_val_core_reward(validation);
   return !std::isnan(reward) && reward >= trainer.stop_at_val_reward;

@@ -23,7 +23,7 @@ namespace rlcore::trainer {
 class Validator {
  public:
   // Keeps references to `config`, `val_set` and `tokenizer`; `score` gives a rollout's rewards.
-  Validator(const RunConfig& config, const Dataset& val_set, const Tokenizer& tokenizer,
+  Validator(const config::RunConfig& config, const data::Dataset& val_set, const Tokenizer& tokenizer,
             std::function<Rewards(const Rollout&)> score, GenerationLimits limits);
 
   bool enabled() const { return val_set_.size() > 0; }
@@ -34,8 +34,8 @@ class Validator {
   StepMetrics run(const RolloutWorkers& workers, int64_t version) const;
 
  private:
-  const RunConfig& config_;
-  const Dataset& val_set_;
+  const config::RunConfig& config_;
+  const data::Dataset& val_set_;
   const Tokenizer& tokenizer_;
   std::function<Rewards(const Rollout&)> score_;
   GenerationLimits limits_;
@@ -48,9 +48,9 @@ double mean_val_core_reward(const StepMetrics& metrics);
 // ConfigError when trainer.stop_at_val_reward is set but nothing validates
 // (no data.val_files, or trainer.test_freq <= 0): the rule could never fire;
 // and when trainer.val_only is set without data.val_files.
-void check_stop_rule(const RunConfig& config);
+void check_stop_rule(const config::RunConfig& config);
 
 // trainer.stop_at_val_reward: true when it is set and `validation` reaches it.
-bool reached_stop_reward(const TrainerConfig& trainer, const StepMetrics& validation);
+bool reached_stop_reward(const config::TrainerConfig& trainer, const StepMetrics& validation);
 
 }  // namespace rlcore::trainer

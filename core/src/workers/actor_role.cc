@@ -37,11 +37,11 @@ class ActorRolloutRef {
       : context_(context), device_(worker_device(context)) {
     const ConfigNode tree = role_config(context);
     const ConfigNode section = tree["actor_rollout_ref"];
-    config_ = actor_rollout_ref_schema().parse(section);
+    config_ = trainer::actor_rollout_ref_schema().parse(section);
     const std::string model_path = context.options.value(role_options::kModelPath, config_.model.path);
     const int64_t total_steps = context.options.value(role_options::kTotalSteps, int64_t{0});
 
-    EngineRequest actor{config_.actor.strategy, actor_engine_options(config_), model_path};
+    EngineRequest actor{config_.actor.strategy, trainer::actor_engine_options(config_), model_path};
     actor.total_training_steps = total_steps;
     actor_ = make_train_engine(components, context, actor);
     if (context.options.value(role_options::kWithRef, false)) {
@@ -121,7 +121,7 @@ class ActorRolloutRef {
 
  private:
   ActorLossSettings make_actor_loss(const Registry& components, const ConfigNode& actor_section) const {
-    const ActorConfig& actor = config_.actor;
+    const trainer::ActorConfig& actor = config_.actor;
     ActorLossSettings settings;
     settings.policy_loss_name = actor.policy_loss.loss_mode;
     settings.policy_loss = components.create<PolicyLoss>(actor.policy_loss.loss_mode, actor.policy_loss.options);
@@ -180,7 +180,7 @@ class ActorRolloutRef {
     ForwardOptions options;
     options.temperature = a.temperature;
     options.entropy = a.entropy;
-    const RolloutConfig& rollout = config_.rollout;
+    const trainer::RolloutConfig& rollout = config_.rollout;
     options.micro_batching = micro_batching(rollout.log_prob_micro_batch_size_per_gpu, rollout.log_prob_use_dynamic_bsz,
                                             rollout.log_prob_max_token_len_per_gpu);
     Batch out(batch.size());
@@ -206,7 +206,7 @@ class ActorRolloutRef {
     require(ref_ != nullptr, actor_methods::kComputeRefLogProb.qualified());
     ForwardOptions options;
     options.temperature = a.temperature;
-    const RefConfig& ref = config_.ref;
+    const trainer::RefConfig& ref = config_.ref;
     options.micro_batching = micro_batching(ref.log_prob_micro_batch_size_per_gpu, ref.log_prob_use_dynamic_bsz,
                                             ref.log_prob_max_token_len_per_gpu);
     Batch out(batch.size());
@@ -235,12 +235,12 @@ class ActorRolloutRef {
   // The train <-> rollout switch around every generate() call, with the
   // weight version set by the last sync_weights.
   void attach_sharding_manager(const Registry& components, const ComponentContext& context) {
-    const HybridEngineConfig& hybrid = config_.hybrid_engine;
+    const trainer::HybridEngineConfig& hybrid = config_.hybrid_engine;
     sharding_manager_ = components.create<ShardingManager>(config_.rollout.sharding_manager, hybrid.options, context);
     HybridEngines engines;
     engines.train = actor_;
     engines.rollout = rollout_;
-    engines.adaptor = components.create<WeightAdaptor>(weight_adaptor_for(config_), ConfigNode(), context);
+    engines.adaptor = components.create<WeightAdaptor>(trainer::weight_adaptor_for(config_), ConfigNode(), context);
     engines.offloader = components.create<Offloader>(hybrid.offloader, ConfigNode(), context);
     engines.layout = layout_;
     sharding_manager_->attach(std::move(engines));
@@ -279,7 +279,7 @@ class ActorRolloutRef {
 
   runtime::RoleContext context_;
   std::string device_;  // trainer.device as this worker resolved it ("cpu", "cuda:1")
-  ActorRolloutRefConfig config_;
+  trainer::ActorRolloutRefConfig config_;
   RolloutLayout layout_;
   std::unique_ptr<CommContext> rollout_comm_;  // the pool's groups, plus the rollout's TP group
   std::shared_ptr<TrainEngine> actor_;
@@ -296,11 +296,7 @@ class ActorRolloutRef {
 }  // namespace
 
 void add_actor_rollout_ref_role(runtime::RoleRegistry& roles, const Registry& components) {
-  roles.add(role_types::kActor, [&components](const runtime::RoleContext& context, runtime::RoleMethods& methods) {
-    auto role = std::make_shared<ActorRolloutRef>(components, context);
-    role->register_methods(methods);
-    return std::static_pointer_cast<void>(role);
-  });
+  add_role<ActorRolloutRef>(roles, role_types::kActor, components);
 }
 
 }  // namespace rlcore::workers

@@ -12,7 +12,7 @@ class Critic {
  public:
   Critic(const Registry& components, const runtime::RoleContext& context) {
     const ConfigNode tree = role_config(context);
-    config_ = critic_schema().parse(tree["critic"]);
+    config_ = trainer::critic_schema().parse(tree["critic"]);
     const std::string actor_model = tree["actor_rollout_ref"]["model"]["path"].defined()
                                         ? tree["actor_rollout_ref"]["model"]["path"].as<std::string>()
                                         : std::string();
@@ -56,18 +56,14 @@ class Critic {
   }
 
  private:
-  CriticConfig config_;
+  trainer::CriticConfig config_;
   std::shared_ptr<TrainEngine> engine_;
 };
 
 }  // namespace
 
 void add_critic_role(runtime::RoleRegistry& roles, const Registry& components) {
-  roles.add(role_types::kCritic, [&components](const runtime::RoleContext& context, runtime::RoleMethods& methods) {
-    auto role = std::make_shared<Critic>(components, context);
-    role->register_methods(methods);
-    return std::static_pointer_cast<void>(role);
-  });
+  add_role<Critic>(roles, role_types::kCritic, components);
 }
 
 }  // namespace rlcore::workers

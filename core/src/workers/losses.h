@@ -21,7 +21,7 @@ struct ActorLossSettings {
 };
 
 // verl's actor loss: policy loss - entropy_coeff * entropy + kl_loss_coef * KL(actor || ref).
-// Metrics (verl's names): actor/pg_loss, actor/pg_clipfrac, actor/ppo_kl,
+// metrics::Metrics (verl's names): actor/pg_loss, actor/pg_clipfrac, actor/ppo_kl,
 // actor/pg_clipfrac_lower, actor/entropy (when computed), actor/kl_loss, actor/kl_coef.
 LossFunction actor_loss(ActorLossSettings settings);
 

@@ -21,7 +21,7 @@ struct ActorParallelism {
   bool model_parallel() const { return train_tp * train_pp > 1; }
 };
 
-ActorParallelism actor_parallelism(const ActorRolloutRefConfig& config);
+ActorParallelism actor_parallelism(const trainer::ActorRolloutRefConfig& config);
 
 // Workers per model replica of the trainer: pool size / (tp * pp); ConfigError
 // naming the keys when that does not divide.

@@ -11,7 +11,7 @@ namespace {
 class RewardModelWorker {
  public:
   RewardModelWorker(const Registry& components, const runtime::RoleContext& context) {
-    config_ = run_config_schema().parse(role_config(context)).reward.reward_model;
+    config_ = config::run_config_schema().parse(role_config(context)).reward.reward_model;
     // The engine's own keys keep their defaults: a frozen forward needs none of them.
     EngineRequest request{config_.strategy, ConfigNode::parse("{}", "reward.reward_model"), config_.model_path};
     request.model_head = "value";
@@ -32,19 +32,14 @@ class RewardModelWorker {
   }
 
  private:
-  RewardModelConfig config_;
+  config::RewardModelConfig config_;
   std::shared_ptr<TrainEngine> engine_;
 };
 
 }  // namespace
 
 void add_reward_model_role(runtime::RoleRegistry& roles, const Registry& components) {
-  roles.add(role_types::kRewardModel,
-            [&components](const runtime::RoleContext& context, runtime::RoleMethods& methods) {
-              auto role = std::make_shared<RewardModelWorker>(components, context);
-              role->register_methods(methods);
-              return std::static_pointer_cast<void>(role);
-            });
+  add_role<RewardModelWorker>(roles, role_types::kRewardModel, components);
 }
 
 }  // namespace rlcore::workers

@@ -73,7 +73,7 @@ UpdateReply update_reply(std::map<std::string, double> metrics) {
 
 }  // namespace rlcore::workers
 
-namespace rlcore {
+namespace rlcore::workers {
 
 void add_trainer_roles(runtime::RoleRegistry& roles, const Registry& components) {
   workers::add_actor_rollout_ref_role(roles, components);
@@ -82,4 +82,4 @@ void add_trainer_roles(runtime::RoleRegistry& roles, const Registry& components)
   workers::add_rollout_role(roles, components);
 }
 
-}  // namespace rlcore
+}  // namespace rlcore::workers

@@ -47,6 +47,17 @@ UpdateReply run_updates(TrainEngine& engine, const Batch& rows, int64_t mini_bat
 // (TrainStepResult) apart from the loss's.
 UpdateReply update_reply(std::map<std::string, double> metrics);
 
+// Adds role type `type`: each of its workers builds a Role(components, context)
+// and registers the role's methods; the role lives as long as the worker.
+template <typename Role>
+void add_role(runtime::RoleRegistry& roles, const char* type, const Registry& components) {
+  roles.add(type, [&components](const runtime::RoleContext& context, runtime::RoleMethods& methods) {
+    auto role = std::make_shared<Role>(components, context);
+    role->register_methods(methods);
+    return std::static_pointer_cast<void>(role);
+  });
+}
+
 // The role types (trainer/actor_role.cc, trainer/critic_role.cc, trainer/reward_model_role.cc,
 // trainer/rollout_role.cc).
 void add_actor_rollout_ref_role(runtime::RoleRegistry& roles, const Registry& components);

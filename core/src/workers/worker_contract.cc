@@ -1,4 +1,4 @@
-// The contract's serializations that are not one nlohmann macro (worker_contract.h).
+// stream's reply as rows (StreamReply in worker_contract.h).
 #include <algorithm>
 
 #include <ATen/ATen.h>
@@ -16,26 +16,6 @@ constexpr const char* kLengths = "stream_lengths";
 constexpr const char* kStopped = "stream_stopped";
 
 }  // namespace
-
-void to_json(nlohmann::json& j, const GenerateReply& reply) {
-  j = {{"weight_version", reply.weight_version}};
-  if (reply.stats) {
-    const GenerationStats& s = *reply.stats;
-    j["generation_stats"] = {{"decode_steps", s.decode_steps}, {"running_rows", s.running_rows},
-                             {"max_running", s.max_running},   {"max_waiting", s.max_waiting},
-                             {"prefill_rows", s.prefill_rows}, {"joins", s.joins}};
-  }
-}
-
-void from_json(const nlohmann::json& j, GenerateReply& reply) {
-  reply.weight_version = j.at("weight_version").get<int64_t>();
-  reply.stats.reset();
-  if (!j.contains("generation_stats")) return;
-  const nlohmann::json& s = j.at("generation_stats");
-  reply.stats = GenerationStats{s.at("decode_steps").get<int64_t>(), s.at("running_rows").get<int64_t>(),
-                                s.at("max_running").get<int64_t>(),  s.at("max_waiting").get<int64_t>(),
-                                s.at("prefill_rows").get<int64_t>(), s.at("joins").get<int64_t>()};
-}
 
 Batch StreamReply::to_batch() const {
   const auto rows = static_cast<int64_t>(finished.size());

@@ -163,8 +163,24 @@ struct GenerateReply {
   int64_t weight_version = 0;
   std::optional<GenerationStats> stats;  // where the engine reports them (ReportsGenerationStats)
 };
-void to_json(nlohmann::json& j, const GenerateReply& reply);
-void from_json(const nlohmann::json& j, GenerateReply& reply);
+inline void to_json(nlohmann::json& j, const GenerateReply& reply) {
+  j = {{"weight_version", reply.weight_version}};
+  if (reply.stats) {
+    const GenerationStats& s = *reply.stats;
+    j["generation_stats"] = {{"decode_steps", s.decode_steps}, {"running_rows", s.running_rows},
+                             {"max_running", s.max_running},   {"max_waiting", s.max_waiting},
+                             {"prefill_rows", s.prefill_rows}, {"joins", s.joins}};
+  }
+}
+inline void from_json(const nlohmann::json& j, GenerateReply& reply) {
+  reply.weight_version = j.at("weight_version").get<int64_t>();
+  reply.stats.reset();
+  if (!j.contains("generation_stats")) return;
+  const nlohmann::json& s = j.at("generation_stats");
+  reply.stats = GenerationStats{s.at("decode_steps").get<int64_t>(), s.at("running_rows").get<int64_t>(),
+                                s.at("max_running").get<int64_t>(),  s.at("max_waiting").get<int64_t>(),
+                                s.at("prefill_rows").get<int64_t>(), s.at("joins").get<int64_t>()};
+}
 
 // load_checkpoint's reply value (actor): the engine's step after loading.
 struct LoadCheckpointReply {

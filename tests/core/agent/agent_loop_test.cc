@@ -71,7 +71,7 @@ AgentLoop make_loop(ToolSet tools, int64_t response_length = 256, MultiTurnConfi
   settings.response_length = response_length;
   settings.stop_token_id = im_end();
   settings.num_workers = 2;
-  return AgentLoop(settings, tokenizer(), ChatTemplate::from_string(kChatMl), std::move(tools));
+  return AgentLoop(settings, tokenizer(), chat::ChatTemplate::from_string(kChatMl), std::move(tools));
 }
 
 ToolSet tools_with(ScriptedTool::Mode mode, const std::string& name = "echo") {
@@ -84,7 +84,7 @@ AgentTask task(const std::string& question) {
   AgentTask task;
   task.prompt_messages = nlohmann::json::array({{{"role", "user"}, {"content", question}}});
   task.prompt_ids = tokenizer().encode(
-      ChatTemplate::from_string(kChatMl).render(nlohmann::ordered_json::parse(task.prompt_messages.dump())));
+      chat::ChatTemplate::from_string(kChatMl).render(nlohmann::ordered_json::parse(task.prompt_messages.dump())));
   task.id = "t0";
   return task;
 }

@@ -14,8 +14,8 @@
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-using rlcore::ChatTemplate;
 using rlcore::agent::chat_delta_text;
+using rlcore::chat::ChatTemplate;
 
 namespace {
 
@@ -48,7 +48,7 @@ TEST_CASE("Qwen3: tool results are one user turn of <tool_response> blocks, then
         "<|im_start|>user\n<tool_response>\n56088\n</tool_response>\n<tool_response>\nerror: division by "
         "zero\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
   // The template's own kwargs reach the delta: no thinking, an empty think block opens the turn.
-  rlcore::ChatTemplateOptions no_thinking;
+  rlcore::chat::ChatTemplateOptions no_thinking;
   no_thinking.extra = {{"enable_thinking", false}};
   CHECK(chat_delta_text(qwen3, history(), Json::array({tool("56088")}), no_thinking) ==
         "<|im_start|>user\n<tool_response>\n56088\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
@@ -66,7 +66,7 @@ TEST_CASE("a template that renders earlier turns differently once more follow is
   const ChatTemplate marks_last =
       ChatTemplate::from_string("{% for m in messages %}{{ m.content }}{% if loop.last %}!{% endif %}{% endfor %}");
   const Json one = Json::array({{{"role", "user"}, {"content", "a"}}});
-  CHECK_THROWS_AS(chat_delta_text(marks_last, one, Json::array({tool("b")})), rlcore::ChatTemplateError);
+  CHECK_THROWS_AS(chat_delta_text(marks_last, one, Json::array({tool("b")})), rlcore::chat::ChatTemplateError);
   CHECK_THROWS_WITH(chat_delta_text(marks_last, one, Json::array({tool("b")})),
                     Catch::Contains("at character 1: '!' becomes 'b!'"));
 }

@@ -18,7 +18,7 @@ namespace {
 std::shared_ptr<rlcore::AdvantageEstimator> make_estimator(const std::string& name, const std::string& yaml = "") {
   static const rlcore::Registry registry = [] {
     rlcore::Registry r;
-    rlcore::register_builtin_algorithms(r);
+    rlcore::algorithms::register_builtin_algorithms(r);
     return r;
   }();
   const rlcore::ConfigNode options = yaml.empty() ? rlcore::ConfigNode() : rlcore::ConfigNode::parse(yaml, "test");

@@ -63,7 +63,7 @@ TEST_CASE("AReaL's decoupled PPO objective is the vanilla loss with token IcePop
   CHECK(scalar(corrected.rollout_is_weights[0][2]) == 0.0);  // exp(1.5) > the cap
 
   rlcore::Registry registry;
-  rlcore::register_builtin_algorithms(registry);
+  rlcore::algorithms::register_builtin_algorithms(registry);
   const auto vanilla = registry.create<rlcore::PolicyLoss>("vanilla", rlcore::ConfigNode());
   rlcore::PolicyLossInput input;
   input.old_log_prob = tensor(recorded.prox);

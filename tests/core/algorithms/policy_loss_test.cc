@@ -19,7 +19,7 @@ namespace {
 std::shared_ptr<rlcore::PolicyLoss> make_loss(const std::string& name, const std::string& yaml = "") {
   static const rlcore::Registry registry = [] {
     rlcore::Registry r;
-    rlcore::register_builtin_algorithms(r);
+    rlcore::algorithms::register_builtin_algorithms(r);
     return r;
   }();
   const rlcore::ConfigNode options = yaml.empty() ? rlcore::ConfigNode() : rlcore::ConfigNode::parse(yaml, "test");

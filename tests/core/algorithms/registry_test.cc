@@ -24,7 +24,7 @@ namespace {
 
 rlcore::Registry builtin_registry() {
   rlcore::Registry registry;
-  rlcore::register_builtin_algorithms(registry);
+  rlcore::algorithms::register_builtin_algorithms(registry);
   return registry;
 }
 
@@ -51,7 +51,7 @@ TEST_CASE("register_builtin_algorithms adds verl's names with origin core", "[al
   CHECK(gae.keys[1].name == "lam");
 
   rlcore::Registry twice = builtin_registry();
-  CHECK_THAT(error_of<rlcore::PluginError>([&] { rlcore::register_builtin_algorithms(twice); }),
+  CHECK_THAT(error_of<rlcore::PluginError>([&] { rlcore::algorithms::register_builtin_algorithms(twice); }),
              Catch::Contains("duplicate"));
 }
 
@@ -101,8 +101,8 @@ TEST_CASE("an unknown name lists the registered ones", "[algorithms]") {
 }
 
 TEST_CASE("algorithm options live under verl's config paths", "[algorithms]") {
-  CHECK(rlcore::component_options_path("advantage_estimator", "grpo") == "algorithm");
-  CHECK(rlcore::component_options_path("policy_loss", "clip_cov") == "actor_rollout_ref.actor.policy_loss");
+  CHECK(rlcore::config::component_options_path("advantage_estimator", "grpo") == "algorithm");
+  CHECK(rlcore::config::component_options_path("policy_loss", "clip_cov") == "actor_rollout_ref.actor.policy_loss");
 }
 
 TEST_CASE("a Session has the built-ins, and `rlcore plugins` lists them as built in", "[algorithms]") {
@@ -113,7 +113,7 @@ TEST_CASE("a Session has the built-ins, and `rlcore plugins` lists them as built
 
   std::istringstream in;
   std::ostringstream out, err;
-  REQUIRE(rlcore::run_cli({"plugins"}, in, out, err) == 0);
+  REQUIRE(rlcore::cli::run_cli({"plugins"}, in, out, err) == 0);
   std::istringstream lines(out.str());
   bool listed = false;
   for (std::string line; std::getline(lines, line);) {

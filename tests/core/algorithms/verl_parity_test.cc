@@ -51,7 +51,7 @@ TEST_CASE("every advantage estimator verl and rlcore share gives verl's values",
   const json reference = json::parse(
       rlcore_test::run_reference(rlcore_test::reference_script("core/algorithms/reference/verl_estimators.py")));
   rlcore::Registry registry;
-  rlcore::register_builtin_algorithms(registry);
+  rlcore::algorithms::register_builtin_algorithms(registry);
   std::set<std::string> covered;
   for (const json& c : reference["cases"]) {
     const std::string name = c["name"];
@@ -86,7 +86,7 @@ TEST_CASE("every policy loss verl and rlcore share gives verl's loss, gradient a
   const json reference = json::parse(
       rlcore_test::run_reference(rlcore_test::reference_script("core/algorithms/reference/verl_losses.py")));
   rlcore::Registry registry;
-  rlcore::register_builtin_algorithms(registry);
+  rlcore::algorithms::register_builtin_algorithms(registry);
   std::set<std::string> covered;
   for (const json& c : reference["cases"]) {
     const std::string name = c["name"];

@@ -16,9 +16,9 @@
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-using rlcore::ChatTemplate;
-using rlcore::ChatTemplateError;
-using rlcore::ChatTemplateOptions;
+using rlcore::chat::ChatTemplate;
+using rlcore::chat::ChatTemplateError;
+using rlcore::chat::ChatTemplateOptions;
 
 namespace {
 

@@ -20,7 +20,7 @@ struct CliResult {
 inline CliResult run(const std::vector<std::string>& args, const std::string& input = "") {
   std::istringstream in(input);
   std::ostringstream out, err;
-  const int status = rlcore::run_cli(args, in, out, err);
+  const int status = rlcore::cli::run_cli(args, in, out, err);
   return {status, out.str(), err.str()};
 }
 

@@ -14,8 +14,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-rlcore::ResolvedConfig resolve(const std::vector<std::string>& overrides, const std::string& file = "") {
-  return rlcore::resolve_config(rlcore::Registry(), file, overrides);
+rlcore::config::ResolvedConfig resolve(const std::vector<std::string>& overrides, const std::string& file = "") {
+  return rlcore::config::resolve_config(rlcore::Registry(), file, overrides);
 }
 
 std::string config_error_of(const std::vector<std::string>& overrides, const std::string& file = "") {

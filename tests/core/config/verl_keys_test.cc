@@ -143,7 +143,7 @@ TEST_CASE("enforce_eager is the native engine's option and a note for other engi
 
   rlcore::ConfigNode bridge =
       rlcore::ConfigNode::parse("actor_rollout_ref: {rollout: {name: vllm_bridge, enforce_eager: false}}", "test");
-  const std::vector<std::string> notes = rlcore::apply_verl_key_rules(bridge);
+  const std::vector<std::string> notes = rlcore::config::apply_verl_key_rules(bridge);
   REQUIRE(notes.size() == 1);
   CHECK_THAT(notes[0], Catch::Contains("'actor_rollout_ref.rollout.enforce_eager'") &&
                            Catch::Contains("rollout engine 'vllm_bridge'") && Catch::Contains("--enforce-eager"));
@@ -155,7 +155,7 @@ TEST_CASE("the user guide lists every verl key rule", "[config][verl]") {
   const auto begin = guide.find("### verl keys");
   REQUIRE(begin != std::string::npos);
   const std::string section = guide.substr(begin, guide.find("\n## ", begin) - begin);
-  for (const rlcore::VerlKeyRule& rule : rlcore::verl_key_rules()) {
+  for (const rlcore::config::VerlKeyRule& rule : rlcore::config::verl_key_rules()) {
     const std::string key = rule.key;
     INFO(key);
     CHECK_THAT(section, Catch::Contains(key.substr(key.rfind('.') + 1)));

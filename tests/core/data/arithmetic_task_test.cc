@@ -14,8 +14,8 @@
 #include "rlcore/error.h"
 #include "rlcore/tokenizer/tokenizer.h"
 
-using rlcore::ArithmeticTaskOptions;
-using rlcore::make_arithmetic_task;
+using rlcore::data::ArithmeticTaskOptions;
+using rlcore::data::make_arithmetic_task;
 
 namespace {
 
@@ -79,7 +79,7 @@ TEST_CASE("every ground truth is right and the SFT response earns full reward", 
     const nlohmann::json& record = data.train[i];
     const std::string prompt = prompt_of(record);
     const std::string truth = record["reward_model"]["ground_truth"];
-    CHECK(record["data_source"] == rlcore::kArithmeticDataSource);
+    CHECK(record["data_source"] == rlcore::data::kArithmeticDataSource);
     CHECK(truth == std::to_string(solve(prompt)));
     CHECK(prompt.size() == 6);  // two 2-digit operands, an operator and "="
     ops_seen.insert(prompt[2]);
@@ -89,7 +89,7 @@ TEST_CASE("every ground truth is right and the SFT response earns full reward", 
     const std::string response = sft["response"];
     sft.erase("response");
     CHECK(sft == record);
-    CHECK(grader.grade(response, truth, rlcore::kArithmeticDataSource, record["extra_info"]).score == 1.0);
+    CHECK(grader.grade(response, truth, rlcore::data::kArithmeticDataSource, record["extra_info"]).score == 1.0);
     CHECK(grader.grade("#### " + std::to_string(solve(prompt) + 1), truth, "", nlohmann::json()).score == 0.0);
   }
   for (const auto& record : data.val)
@@ -130,29 +130,29 @@ TEST_CASE("bad task options are errors", "[arithmetic]") {
 TEST_CASE("written files load as RL and SFT datasets with short prompts", "[arithmetic]") {
   rlcore::testing::ScratchDir dir("arithmetic");
   const auto data = make_arithmetic_task(small_arithmetic(6));
-  const auto files = rlcore::write_arithmetic_task(data, (dir.path() / "task").string());
+  const auto files = rlcore::data::write_arithmetic_task(data, (dir.path() / "task").string());
   CHECK(count_lines(files.train) == 3000);
   CHECK(count_lines(files.val) == 200);
   CHECK(count_lines(files.sft) == 3000);
 
   const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
-  rlcore::DataConfig config;
+  rlcore::data::DataConfig config;
   config.prompt_template = "plain";
   config.max_prompt_length = 6;  // digits are single tokens, as are "+" and "="
-  const auto plain = rlcore::Dataset::load({files.val}, config, tokenizer, false);
+  const auto plain = rlcore::data::Dataset::load({files.val}, config, tokenizer, false);
   REQUIRE(plain.size() == 200);
   CHECK(plain.at(0).ground_truth == data.val[0]["reward_model"]["ground_truth"]);
   CHECK(plain.at(0).data_source == "arithmetic");
 
   config.max_prompt_length = 5;
-  CHECK_THROWS_AS(rlcore::Dataset::load({files.val}, config, tokenizer, false), rlcore::ValueError);
+  CHECK_THROWS_AS(rlcore::data::Dataset::load({files.val}, config, tokenizer, false), rlcore::ValueError);
 
   // Chat adds 8: <|im_start|> "user" "\n" ... <|im_end|> "\n" <|im_start|> "assistant" "\n".
   config.prompt_template = "chat";
   config.max_prompt_length = 13;
-  CHECK_THROWS_AS(rlcore::Dataset::load({files.sft}, config, tokenizer, true), rlcore::ValueError);
+  CHECK_THROWS_AS(rlcore::data::Dataset::load({files.sft}, config, tokenizer, true), rlcore::ValueError);
   config.max_prompt_length = 14;
-  const auto sft = rlcore::Dataset::load({files.sft}, config, tokenizer, true);
+  const auto sft = rlcore::data::Dataset::load({files.sft}, config, tokenizer, true);
   REQUIRE(sft.size() == 3000);
   const std::string truth = data.train[0]["reward_model"]["ground_truth"];
   CHECK(sft.at(0).response_ids.size() == truth.size() + 3);  // "####", " ", a token per digit, eos
@@ -192,7 +192,7 @@ TEST_CASE("the tool variant: verl's agent layout, a share of calculator demonstr
   // Loaded for SFT through the agent loop's assembler: the tool's turn is out of the loss.
   rlcore::testing::ScratchDir dir("arithmetic_tool");
   options.sft_tool_share = 0.3;
-  const auto files = rlcore::write_arithmetic_task(data, (dir.path() / "task").string());
+  const auto files = rlcore::data::write_arithmetic_task(data, (dir.path() / "task").string());
   const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
   const std::string chat_ml =
       "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
@@ -201,15 +201,15 @@ TEST_CASE("the tool variant: verl's agent layout, a share of calculator demonstr
   settings.stop_token_id = *tokenizer.eos_token_id();
   settings.response_length = 200;
   auto loop = std::make_shared<rlcore::agent::AgentLoop>(
-      settings, tokenizer, rlcore::ChatTemplate::from_string(chat_ml), rlcore::agent::ToolSet());
-  rlcore::DataConfig config;
+      settings, tokenizer, rlcore::chat::ChatTemplate::from_string(chat_ml), rlcore::agent::ToolSet());
+  rlcore::data::DataConfig config;
   config.max_prompt_length = 32;
   config.max_response_length = 200;
   const auto assembler = [loop](const nlohmann::json& prompt, const nlohmann::json& response) {
     const auto trajectory = loop->assemble(prompt, response);
-    return rlcore::AssembledResponse{trajectory.response_ids, trajectory.response_mask};
+    return rlcore::data::AssembledResponse{trajectory.response_ids, trajectory.response_mask};
   };
-  const auto sft = rlcore::Dataset::load({files.sft}, config, tokenizer, true, {}, assembler);
+  const auto sft = rlcore::data::Dataset::load({files.sft}, config, tokenizer, true, {}, assembler);
   int64_t masked = 0;
   for (int64_t i = 0; i < sft.size(); ++i) {
     const auto& example = sft.at(i);
@@ -227,6 +227,6 @@ TEST_CASE("the tool variant: verl's agent layout, a share of calculator demonstr
   }
   CHECK(masked == demonstrations);
   // Without an assembler a message list is an error naming the key.
-  CHECK_THROWS_WITH(rlcore::Dataset::load({files.sft}, config, tokenizer, true),
+  CHECK_THROWS_WITH(rlcore::data::Dataset::load({files.sft}, config, tokenizer, true),
                     Catch::Contains("'response' must be a string") && Catch::Contains("chat template"));
 }

@@ -10,8 +10,8 @@
 
 using rlcore_test::error_of;
 
-using rlcore::DataConfig;
-using rlcore::Dataset;
+using rlcore::data::DataConfig;
+using rlcore::data::Dataset;
 
 namespace {
 
@@ -97,7 +97,7 @@ TEST_CASE("a checkpoint's chat template renders the prompts when it has one", "[
                      "\n");
   // Stands in for a checkpoint's template: role:content lines, then the generation prompt.
   std::vector<nlohmann::json> seen;
-  const rlcore::ChatRenderer renderer = [&](const nlohmann::json& messages) {
+  const rlcore::data::ChatRenderer renderer = [&](const nlohmann::json& messages) {
     seen.push_back(messages);
     std::string text;
     for (const auto& message : messages) {
@@ -126,7 +126,7 @@ TEST_CASE("a checkpoint's chat template renders the prompts when it has one", "[
     CHECK(seen.empty());
   }
   SECTION("a template that fails names the record") {
-    const rlcore::ChatRenderer raising = [](const nlohmann::json&) -> std::string {
+    const rlcore::data::ChatRenderer raising = [](const nlohmann::json&) -> std::string {
       throw rlcore::ValueError("Conversation roles must alternate user/assistant");
     };
     const std::string message =
@@ -231,7 +231,7 @@ TEST_CASE("SFT responses are tokenized with eos and cut on the right", "[data]")
 
 TEST_CASE("the data schema takes a path or a list of paths and checks values", "[data]") {
   const auto parse = [](const std::string& yaml) {
-    return rlcore::data_config_schema().parse(rlcore::ConfigNode::parse(yaml, "test")["data"]);
+    return rlcore::data::data_config_schema().parse(rlcore::ConfigNode::parse(yaml, "test")["data"]);
   };
   const DataConfig one = parse("data: {train_files: a.jsonl, val_files: [b.jsonl, c.json], truncation: left}");
   CHECK(one.train_files == std::vector<std::string>{"a.jsonl"});

@@ -17,8 +17,8 @@
 #include "rlcore/tokenizer/tokenizer.h"
 
 using nlohmann::json;
-using rlcore::Gsm8kStyleTaskOptions;
-using rlcore::make_gsm8k_style_task;
+using rlcore::data::Gsm8kStyleTaskOptions;
+using rlcore::data::make_gsm8k_style_task;
 
 namespace {
 
@@ -102,7 +102,7 @@ TEST_CASE("gsm8k-style: every step is right and the ground truth is what verl an
     CHECK(record["prompt"].size() == 1);
     CHECK(record["prompt"][0]["role"] == "user");
     CHECK(record["prompt"][0]["content"] ==
-          record["extra_info"]["question"].get<std::string>() + " " + rlcore::kGsm8kInstruction);
+          record["extra_info"]["question"].get<std::string>() + " " + rlcore::data::kGsm8kInstruction);
     int64_t last = 0;
     int steps = 0;
     for (auto it = std::sregex_iterator(answer.begin(), answer.end(), step); it != std::sregex_iterator(); ++it) {
@@ -123,7 +123,7 @@ TEST_CASE("gsm8k-style: every step is right and the ground truth is what verl an
 TEST_CASE("gsm8k-style: the files have verl's GSM8K parquet schema and load as a dataset", "[data][gsm8k_style]") {
   rlcore::testing::ScratchDir dir("gsm8k_style");
   const auto data = make_gsm8k_style_task(small_gsm8k(2));
-  const auto files = rlcore::write_gsm8k_style_task(data, (dir.path() / "gsm8k").string());
+  const auto files = rlcore::data::write_gsm8k_style_task(data, (dir.path() / "gsm8k").string());
   CHECK(files.train == (dir.path() / "gsm8k" / "train.parquet").string());
   CHECK(files.test == (dir.path() / "gsm8k" / "test.parquet").string());
 
@@ -138,9 +138,9 @@ TEST_CASE("gsm8k-style: the files have verl's GSM8K parquet schema and load as a
   CHECK(read["rows"] == json(data.train));
 
   const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
-  rlcore::DataConfig config;
+  rlcore::data::DataConfig config;
   config.max_prompt_length = 1024;
-  const auto test = rlcore::Dataset::load({files.test}, config, tokenizer, false);
+  const auto test = rlcore::data::Dataset::load({files.test}, config, tokenizer, false);
   REQUIRE(test.size() == 100);
   CHECK(test.at(7).data_source == "openai/gsm8k");
   CHECK(test.at(7).ground_truth == data.test[7]["reward_model"]["ground_truth"]);

@@ -21,7 +21,7 @@ std::string parquet_reference() { return rlcore_test::reference_script("core/dat
 
 std::vector<json> read_rows(const std::string& path, std::vector<std::string>* wheres = nullptr) {
   std::vector<json> rows;
-  rlcore::data_parquet::for_each_record(path, [&](const json& record, const std::string& where) {
+  rlcore::data::parquet::for_each_record(path, [&](const json& record, const std::string& where) {
     rows.push_back(record);
     if (wheres != nullptr) wheres->push_back(where);
   });
@@ -105,10 +105,10 @@ TEST_CASE("parquet files rlcore writes read back in pyarrow with the types and v
   }
   records[5]["meta"]["extra"] = 1.25;  // a key only one record has: a nullable struct field
   const std::string path = (dir.path() / "out.parquet").string();
-  rlcore::data_parquet::WriteOptions options;
+  rlcore::data::parquet::WriteOptions options;
   options.columns = {"name", "count", "score", "flag", "tags", "turns", "meta"};
   options.rows_per_group = 4;
-  rlcore::data_parquet::write_records(path, records, options);
+  rlcore::data::parquet::write_records(path, records, options);
 
   const json read = json::parse(rlcore_test::run_reference(parquet_reference(), {"read", path}));
   CHECK(read["num_row_groups"] == 3);
@@ -129,18 +129,18 @@ TEST_CASE("parquet files rlcore writes read back in pyarrow with the types and v
 TEST_CASE("parquet writing refuses mixed types and keys outside the columns", "[data][parquet]") {
   rlcore::testing::ScratchDir dir("parquet_refuse");
   const std::string path = (dir.path() / "bad.parquet").string();
-  rlcore::data_parquet::WriteOptions options;
+  rlcore::data::parquet::WriteOptions options;
   options.columns = {"a"};
   CHECK_THAT(error_of<rlcore::ValueError>([&] {
-               rlcore::data_parquet::write_records(path, {{{"a", "text"}}, {{"a", 3}}}, options);
+               rlcore::data::parquet::write_records(path, {{{"a", "text"}}, {{"a", 3}}}, options);
              }),
              Catch::Contains("record 1") && Catch::Contains("column 'a' mixes string and integer"));
   CHECK_THAT(error_of<rlcore::ValueError>([&] {
-               rlcore::data_parquet::write_records(path, {{{"a", {{"b", {1, "x"}}}}}}, options);
+               rlcore::data::parquet::write_records(path, {{{"a", {{"b", {1, "x"}}}}}}, options);
              }),
              Catch::Contains("column 'a.b[]' mixes integer and string"));
   CHECK_THAT(error_of<rlcore::ValueError>([&] {
-               rlcore::data_parquet::write_records(path, {{{"a", 1}, {"z", 2}}}, options);
+               rlcore::data::parquet::write_records(path, {{{"a", 1}, {"z", 2}}}, options);
              }),
              Catch::Contains("key 'z'"));
   CHECK_FALSE(std::filesystem::exists(path));
@@ -156,11 +156,11 @@ TEST_CASE("a parquet dataset in verl's layout loads like its JSONL twin", "[data
   const std::string twin = dir.write("verl_rows.jsonl", jsonl);
 
   const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
-  rlcore::DataConfig config;
+  rlcore::data::DataConfig config;
   config.max_prompt_length = 256;
   const auto from_parquet =
-      rlcore::Dataset::load({(dir.path() / "verl_rows.parquet").string()}, config, tokenizer, false);
-  const auto from_jsonl = rlcore::Dataset::load({twin}, config, tokenizer, false);
+      rlcore::data::Dataset::load({(dir.path() / "verl_rows.parquet").string()}, config, tokenizer, false);
+  const auto from_jsonl = rlcore::data::Dataset::load({twin}, config, tokenizer, false);
   REQUIRE(from_parquet.size() == 7);
   REQUIRE(from_jsonl.size() == 7);
   for (int64_t i = 0; i < from_parquet.size(); ++i) {
@@ -193,14 +193,14 @@ TEST_CASE(
     jsonl += records.back().dump() + "\n";
   }
   const std::string path = (dir.path() / "agent.parquet").string();
-  rlcore::data_parquet::WriteOptions options;
+  rlcore::data::parquet::WriteOptions options;
   options.columns = {"data_source", "agent_name", "prompt", "reward_model", "extra_info"};
-  rlcore::data_parquet::write_records(path, records, options);
+  rlcore::data::parquet::write_records(path, records, options);
   const std::string twin = dir.write("agent.jsonl", jsonl);
   const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
-  rlcore::DataConfig config;
-  const auto from_parquet = rlcore::Dataset::load({path}, config, tokenizer, false);
-  const auto from_jsonl = rlcore::Dataset::load({twin}, config, tokenizer, false);
+  rlcore::data::DataConfig config;
+  const auto from_parquet = rlcore::data::Dataset::load({path}, config, tokenizer, false);
+  const auto from_jsonl = rlcore::data::Dataset::load({twin}, config, tokenizer, false);
   REQUIRE(from_parquet.size() == 4);
   for (int64_t i = 0; i < 4; ++i) {
     INFO("row " << i);

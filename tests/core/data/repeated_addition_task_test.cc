@@ -12,8 +12,8 @@
 #include "rlcore/core/data/repeated_addition_task.h"
 #include "rlcore/error.h"
 
-using rlcore::make_repeated_addition_task;
-using rlcore::RepeatedAdditionTaskOptions;
+using rlcore::data::make_repeated_addition_task;
+using rlcore::data::RepeatedAdditionTaskOptions;
 
 namespace repeated_addition_test {
 
@@ -52,7 +52,7 @@ TEST_CASE("repeated addition: each response is the running sums, graded right", 
     int64_t n = 0;
     for (std::string term; std::getline(terms, term, ',');) CHECK(std::stoll(term) == a * ++n);
     CHECK(n == k);
-    CHECK(grader.grade(response, truth, rlcore::kArithmeticDataSource, nlohmann::json()).score == 1.0);
+    CHECK(grader.grade(response, truth, rlcore::data::kArithmeticDataSource, nlohmann::json()).score == 1.0);
   }
 }
 

@@ -7,8 +7,8 @@
 #include "rlcore/core/data/sampler.h"
 #include "rlcore/error.h"
 
-using rlcore::EpochSampler;
-using rlcore::SamplerState;
+using rlcore::data::EpochSampler;
+using rlcore::data::SamplerState;
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Metrics sinks: the console line and metrics.jsonl records.
+// metrics::Metrics sinks: the console line and metrics.jsonl records.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -15,7 +15,7 @@
 
 TEST_CASE("console sink prints one line per step in the requested order", "[metrics]") {
   std::ostringstream out;
-  rlcore::ConsoleMetricsSink sink(out, {"b", "a"});
+  rlcore::metrics::ConsoleMetricsSink sink(out, {"b", "a"});
   sink.log(3, {{"a", 1.5}, {"b", 0.25}, {"c", 9}});
   CHECK(out.str() == "step 3 | b 0.25 | a 1.5\n");
 }
@@ -25,7 +25,7 @@ TEST_CASE("jsonl sink appends one object per step; non-finite values become null
   std::filesystem::remove_all(dir);
   {
     std::ostringstream console;
-    auto logger = rlcore::make_metrics_logger({"console", "jsonl"}, dir.string(), console);
+    auto logger = rlcore::metrics::make_metrics_logger({"console", "jsonl"}, dir.string(), console);
     logger.log(1, {{"critic/score/mean", 0.5}});
     logger.log(2, {{"critic/score/mean", 0.75}, {"actor/pg_loss", std::nan("")}});
     CHECK_THAT(console.str(), Catch::Contains("step 2 | actor/pg_loss nan | critic/score/mean 0.75"));
@@ -43,7 +43,7 @@ TEST_CASE("jsonl sink appends one object per step; non-finite values become null
 
 TEST_CASE("an unknown logger name is a config error naming the sinks", "[metrics]") {
   std::ostringstream console;
-  CHECK_THROWS_WITH(rlcore::make_metrics_logger({"wandb"}, "/tmp", console),
+  CHECK_THROWS_WITH(rlcore::metrics::make_metrics_logger({"wandb"}, "/tmp", console),
                     Catch::Contains("unknown sink 'wandb'") && Catch::Contains("console, jsonl"));
 }
 
@@ -52,13 +52,13 @@ TEST_CASE("a fresh run sets an earlier run's metrics.jsonl aside instead of appe
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ostringstream out;
-  rlcore::set_aside_earlier_metrics({"console", "jsonl"}, dir.string(), out);  // nothing there yet
+  rlcore::metrics::set_aside_earlier_metrics({"console", "jsonl"}, dir.string(), out);  // nothing there yet
   CHECK(out.str().empty());
   std::ofstream(dir / "metrics.jsonl") << "{\"step\": 1}\n";
-  std::ofstream(dir / "metrics.1.jsonl") << "{\"step\": 7}\n";        // an older one still: kept as it is
-  rlcore::set_aside_earlier_metrics({"console"}, dir.string(), out);  // no jsonl sink: not its file to move
+  std::ofstream(dir / "metrics.1.jsonl") << "{\"step\": 7}\n";                 // an older one still: kept as it is
+  rlcore::metrics::set_aside_earlier_metrics({"console"}, dir.string(), out);  // no jsonl sink: not its file to move
   CHECK(std::filesystem::exists(dir / "metrics.jsonl"));
-  rlcore::set_aside_earlier_metrics({"console", "jsonl"}, dir.string(), out);
+  rlcore::metrics::set_aside_earlier_metrics({"console", "jsonl"}, dir.string(), out);
   CHECK_FALSE(std::filesystem::exists(dir / "metrics.jsonl"));
   std::ifstream kept(dir / "metrics.2.jsonl");
   std::string line;

@@ -41,9 +41,9 @@ double seconds_now() {
 
 TEST_CASE("tensorboard reads back every scalar the sink wrote", "[metrics][tensorboard]") {
   const fs::path dir = scratch("scalars");
-  std::vector<rlcore::Metrics> steps;
+  std::vector<rlcore::metrics::Metrics> steps;
   for (int64_t step = 1; step <= 5; ++step) {
-    rlcore::Metrics metrics;
+    rlcore::metrics::Metrics metrics;
     for (int tag = 0; tag < 40; ++tag) metrics["actor/metric_" + std::to_string(tag)] = 0.37 * step - tag * 1.25;
     metrics["critic/score/mean"] = step / 3.0;
     metrics["timing_s/step"] = 1e-9 * step;
@@ -55,7 +55,7 @@ TEST_CASE("tensorboard reads back every scalar the sink wrote", "[metrics][tenso
   steps[4]["actor/pg_loss"] = -std::numeric_limits<double>::infinity();
   const double before = seconds_now();
   {
-    rlcore::TensorBoardMetricsSink sink(dir.string());
+    rlcore::metrics::TensorBoardMetricsSink sink(dir.string());
     CHECK(fs::path(sink.path()).filename().string().rfind("events.out.tfevents.", 0) == 0);
     for (size_t i = 0; i < steps.size(); ++i) sink.log(static_cast<int64_t>(i + 1), steps[i]);
   }
@@ -95,7 +95,7 @@ TEST_CASE("tensorboard reads back every scalar the sink wrote", "[metrics][tenso
 
 TEST_CASE("a running TensorBoard sees each step as soon as it is logged", "[metrics][tensorboard]") {
   const fs::path dir = scratch("live");
-  rlcore::TensorBoardMetricsSink sink(dir.string());
+  rlcore::metrics::TensorBoardMetricsSink sink(dir.string());
   for (int64_t step = 1; step <= 2; ++step) {
     sink.log(step, {{"actor/pg_loss", 0.25 * static_cast<double>(step)}});
     const json points = read_back(dir)["scalars"]["actor/pg_loss"];  // the sink still open
@@ -110,11 +110,11 @@ TEST_CASE("trainer.logger builds the tensorboard sink in $TENSORBOARD_DIR or the
           "[metrics][tensorboard]") {
   const fs::path run_dir = scratch("run");
   ::unsetenv("TENSORBOARD_DIR");
-  CHECK(rlcore::tensorboard_dir(run_dir.string()) == (run_dir / "tensorboard").string());
+  CHECK(rlcore::metrics::tensorboard_dir(run_dir.string()) == (run_dir / "tensorboard").string());
   std::ostringstream console;
   {
-    rlcore::MetricsLogger logger =
-        rlcore::make_metrics_logger({"console", "jsonl", "tensorboard"}, run_dir.string(), console);
+    rlcore::metrics::MetricsLogger logger =
+        rlcore::metrics::make_metrics_logger({"console", "jsonl", "tensorboard"}, run_dir.string(), console);
     logger.log(1, {{"critic/score/mean", 0.5}});
   }
   CHECK(fs::exists(run_dir / "metrics.jsonl"));
@@ -123,10 +123,10 @@ TEST_CASE("trainer.logger builds the tensorboard sink in $TENSORBOARD_DIR or the
 
   const fs::path elsewhere = scratch("elsewhere");
   ::setenv("TENSORBOARD_DIR", elsewhere.string().c_str(), 1);
-  CHECK(rlcore::tensorboard_dir(run_dir.string()) == elsewhere.string());
+  CHECK(rlcore::metrics::tensorboard_dir(run_dir.string()) == elsewhere.string());
   ::unsetenv("TENSORBOARD_DIR");
 
-  CHECK_THROWS_WITH(rlcore::make_metrics_logger({"wandb"}, run_dir.string(), console),
+  CHECK_THROWS_WITH(rlcore::metrics::make_metrics_logger({"wandb"}, run_dir.string(), console),
                     Catch::Contains("'wandb'") && Catch::Contains("console, jsonl, tensorboard"));
   fs::remove_all(run_dir);
   fs::remove_all(elsewhere);

@@ -1,4 +1,4 @@
-// `rlcore report`: metrics.jsonl (as JsonlMetricsSink writes it) -> one
+// `rlcore report`: metrics.jsonl (as metrics::JsonlMetricsSink writes it) -> one
 // self-contained HTML page with a plot per metric group that has data.
 #include <catch2/catch.hpp>
 
@@ -54,15 +54,15 @@ std::string read(const std::string& path) {
 
 // Five steps of a GRPO-like run without a KL term (ppo_kl is NaN -> null).
 void log_run(const RunDir& run) {
-  rlcore::JsonlMetricsSink sink(run.path().string());
+  rlcore::metrics::JsonlMetricsSink sink(run.path().string());
   for (int64_t step = 1; step <= 5; ++step) {
-    rlcore::Metrics metrics = {{"critic/score/mean", 0.1 * static_cast<double>(step)},
-                               {"actor/entropy", 2.0 - 0.1 * static_cast<double>(step)},
-                               {"actor/ppo_kl", std::nan("")},
-                               {"response_length/mean", 5.0},
-                               {"timing_s/gen", 1.5},
-                               {"timing_s/step", 2.5},
-                               {"actor/pg_loss", -0.01}};
+    rlcore::metrics::Metrics metrics = {{"critic/score/mean", 0.1 * static_cast<double>(step)},
+                                        {"actor/entropy", 2.0 - 0.1 * static_cast<double>(step)},
+                                        {"actor/ppo_kl", std::nan("")},
+                                        {"response_length/mean", 5.0},
+                                        {"timing_s/gen", 1.5},
+                                        {"timing_s/step", 2.5},
+                                        {"actor/pg_loss", -0.01}};
     if (step == 1 || step == 5) metrics["val-core/arithmetic/reward/mean@1"] = 0.2 * static_cast<double>(step);
     if (step == 5) metrics["val/<odd&name>"] = 0.5;
     sink.log(step, metrics);
@@ -74,7 +74,7 @@ void log_run(const RunDir& run) {
 TEST_CASE("the report has one svg per plot with data and notes the others", "[report]") {
   RunDir run;
   log_run(run);
-  const std::string path = rlcore::write_report(run.path().string());
+  const std::string path = rlcore::report::write_report(run.path().string());
   CHECK(path == (run.path() / "report.html").string());
   const std::string html = read(path);
   // Reward, validation, entropy, response length, step time; KL has only nulls.
@@ -97,15 +97,16 @@ TEST_CASE("the report has one svg per plot with data and notes the others", "[re
 TEST_CASE("metric groups are picked by name and prefix; nulls are not data", "[report]") {
   RunDir run;
   log_run(run);
-  const rlcore::MetricsHistory history = rlcore::read_metrics_history(run.metrics());
+  const rlcore::report::MetricsHistory history = rlcore::report::read_metrics_history(run.metrics());
   CHECK(history.records == 5);
   CHECK(history.series.at("critic/score/mean").size() == 5);
-  CHECK(history.series.at("val-core/arithmetic/reward/mean@1") == std::vector<rlcore::MetricPoint>{{1, 0.2}, {5, 1.0}});
+  CHECK(history.series.at("val-core/arithmetic/reward/mean@1") ==
+        std::vector<rlcore::report::MetricPoint>{{1, 0.2}, {5, 1.0}});
   CHECK(history.series.count("actor/ppo_kl") == 0);
-  const auto& plots = rlcore::default_report_plots();
+  const auto& plots = rlcore::report::default_report_plots();
   auto metrics_of = [&](const std::string& title) {
     for (const auto& plot : plots) {
-      if (plot.title == title) return rlcore::plot_metrics(plot, history);
+      if (plot.title == title) return rlcore::report::plot_metrics(plot, history);
     }
     FAIL("no plot titled " << title);
     return std::vector<std::string>{};
@@ -120,7 +121,7 @@ TEST_CASE("an asynchronous run's staleness and idle shares get plots; a synchron
           "[report]") {
   RunDir run;
   log_run(run);
-  CHECK(read(rlcore::write_report(run.path().string())).find("Staleness") == std::string::npos);
+  CHECK(read(rlcore::report::write_report(run.path().string())).find("Staleness") == std::string::npos);
   {
     std::ofstream more(run.metrics(), std::ios::app);
     for (int step = 6; step <= 7; ++step) {
@@ -129,7 +130,7 @@ TEST_CASE("an asynchronous run's staleness and idle shares get plots; a synchron
            << "\n";
     }
   }
-  const std::string html = read(rlcore::write_report(run.path().string()));
+  const std::string html = read(rlcore::report::write_report(run.path().string()));
   CHECK(count(html, "<svg") == 7);
   CHECK(html.find("Staleness (updates)") != std::string::npos);
   CHECK(html.find("Idle share") != std::string::npos);
@@ -138,16 +139,16 @@ TEST_CASE("an asynchronous run's staleness and idle shares get plots; a synchron
 TEST_CASE("bad metrics files are errors naming the file and line", "[report]") {
   RunDir run;
   run.write_metrics("{\"step\": 1, \"a\": 1}\n\n{\"step\": 2, \"a\": \n");
-  CHECK_THROWS_WITH(rlcore::read_metrics_history(run.metrics()),
+  CHECK_THROWS_WITH(rlcore::report::read_metrics_history(run.metrics()),
                     Catch::Contains(run.metrics() + ":3") && Catch::Contains("bad JSON"));
   run.write_metrics("{\"a\": 1}\n");
-  CHECK_THROWS_WITH(rlcore::read_metrics_history(run.metrics()),
+  CHECK_THROWS_WITH(rlcore::report::read_metrics_history(run.metrics()),
                     Catch::Contains(run.metrics() + ":1") && Catch::Contains("\"step\""));
   run.write_metrics("{\"step\": 1, \"a\": \"high\"}\n");
-  CHECK_THROWS_WITH(rlcore::read_metrics_history(run.metrics()), Catch::Contains("\"a\" is not a number"));
+  CHECK_THROWS_WITH(rlcore::report::read_metrics_history(run.metrics()), Catch::Contains("\"a\" is not a number"));
   run.write_metrics("");
-  CHECK_THROWS_AS(rlcore::write_report(run.path().string()), rlcore::ValueError);
-  CHECK_THROWS_AS(rlcore::read_metrics_history((run.path() / "absent.jsonl").string()), rlcore::IoError);
+  CHECK_THROWS_AS(rlcore::report::write_report(run.path().string()), rlcore::ValueError);
+  CHECK_THROWS_AS(rlcore::report::read_metrics_history((run.path() / "absent.jsonl").string()), rlcore::IoError);
 }
 
 TEST_CASE("rlcore report writes the page where --out says and prints the path", "[report]") {
@@ -156,7 +157,7 @@ TEST_CASE("rlcore report writes the page where --out says and prints the path", 
   const std::string out_path = (run.path() / "custom.html").string();
   std::istringstream in;
   std::ostringstream out, err;
-  const int status = rlcore::run_cli({"report", run.path().string(), "--out", out_path}, in, out, err);
+  const int status = rlcore::cli::run_cli({"report", run.path().string(), "--out", out_path}, in, out, err);
   CHECK(status == 0);
   CHECK(err.str().empty());
   CHECK(out.str() == "wrote " + out_path + "\n");
@@ -164,6 +165,6 @@ TEST_CASE("rlcore report writes the page where --out says and prints the path", 
   CHECK_FALSE(fs::exists(run.path() / "report.html"));
 
   std::ostringstream missing_out, missing_err;
-  CHECK(rlcore::run_cli({"report", (run.path() / "nope").string()}, in, missing_out, missing_err) == 1);
+  CHECK(rlcore::cli::run_cli({"report", (run.path() / "nope").string()}, in, missing_out, missing_err) == 1);
   CHECK_THAT(missing_err.str(), Catch::Contains("metrics.jsonl"));
 }

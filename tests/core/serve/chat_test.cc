@@ -18,7 +18,8 @@ constexpr const char* kChatMl =
 
 ServedModel chat_model(const std::string& source = kChatMl) {
   ServedModel model = rlcore_test::test_model(256);
-  model.chat_template = std::make_shared<const rlcore::ChatTemplate>(rlcore::ChatTemplate::from_string(source));
+  model.chat_template =
+      std::make_shared<const rlcore::chat::ChatTemplate>(rlcore::chat::ChatTemplate::from_string(source));
   return model;
 }
 

@@ -313,12 +313,12 @@ TEST_CASE("rlcore serve reports bad arguments before binding anything", "[serve]
   };
   std::istringstream in;
   std::ostringstream help_out, help_err;
-  CHECK(rlcore::run_cli({"serve", "--help"}, in, help_out, help_err) == 0);
+  CHECK(rlcore::cli::run_cli({"serve", "--help"}, in, help_out, help_err) == 0);
   CHECK_THAT(help_out.str(), Catch::Contains("--served-model-name"));
   for (const auto& c : cases) {
     INFO(c.message);
     std::ostringstream out, err;
-    CHECK(rlcore::run_cli(c.args, in, out, err) == 1);
+    CHECK(rlcore::cli::run_cli(c.args, in, out, err) == 1);
     CHECK_THAT(err.str(), Catch::Contains(c.message));
     CHECK_THAT(out.str(), !Catch::Contains("listening"));
   }

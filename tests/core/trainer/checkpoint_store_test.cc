@@ -30,7 +30,7 @@ TEST_CASE("a committed checkpoint is the latest and restores its state") {
   CHECK_FALSE(store.latest().has_value());
   const std::string staging = store.staging_dir(3);
   std::ofstream(fs::path(staging) / "engine.bin") << "weights";
-  const std::string final_dir = store.commit(3, TrainerState{3, SamplerState{1, 2}, 0.05}, 0);
+  const std::string final_dir = store.commit(3, TrainerState{3, data::SamplerState{1, 2}, 0.05}, 0);
   CHECK(fs::exists(fs::path(final_dir) / "engine.bin"));
   CHECK_FALSE(fs::exists(staging));
   REQUIRE(store.latest() == final_dir);

@@ -14,7 +14,7 @@ using rlcore_test::error_of;
 
 namespace {
 
-const Example kExamples[4] = {};
+const data::Example kExamples[4] = {};
 
 // A scored rollout of `groups` prompts x `n` responses with the given scores,
 // prompts of `prompt_width` tokens (first token = the row's global id) and

@@ -12,9 +12,9 @@ using rlcore_test::run_config;
 
 namespace {
 
-Registry algorithms() {
+Registry builtin_registry() {
   Registry registry;
-  register_builtin_algorithms(registry);
+  algorithms::register_builtin_algorithms(registry);
   return registry;
 }
 
@@ -29,7 +29,7 @@ actor_rollout_ref:
 }  // namespace
 
 TEST_CASE("a consistent GRPO config gives the per-worker mini-batch") {
-  const Registry registry = algorithms();
+  const Registry registry = builtin_registry();
   const TrainPlan plan = make_train_plan(run_config(kGrpo), registry, 100, 2, 0);
   CHECK(plan.responses_per_step == 32);
   CHECK(plan.actor_mini_batch_rows == 8);  // 4 prompts x 4 responses / 2 workers
@@ -42,8 +42,8 @@ TEST_CASE("a consistent GRPO config gives the per-worker mini-batch") {
 }
 
 TEST_CASE("batch sizes that do not divide name the keys and their relation") {
-  const Registry registry = algorithms();
-  RunConfig config = run_config(kGrpo);
+  const Registry registry = builtin_registry();
+  config::RunConfig config = run_config(kGrpo);
   config.actor_rollout_ref.actor.ppo_mini_batch_size = 3;
   CHECK_THAT(error_of<ConfigError>([&] { make_train_plan(config, registry, 100, 1, 0); }),
              Catch::Contains(
@@ -60,8 +60,8 @@ TEST_CASE("batch sizes that do not divide name the keys and their relation") {
 }
 
 TEST_CASE("estimators and their needs are checked against the config") {
-  const Registry registry = algorithms();
-  RunConfig config = run_config(kGrpo);
+  const Registry registry = builtin_registry();
+  config::RunConfig config = run_config(kGrpo);
   config.algorithm.adv_estimator = "grpoo";
   CHECK_THAT(error_of<ConfigError>([&] { make_train_plan(config, registry, 100, 1, 0); }),
              Catch::Contains("'grpoo' is not a registered advantage estimator") && Catch::Contains("rloo"));
@@ -81,7 +81,7 @@ TEST_CASE("estimators and their needs are checked against the config") {
 }
 
 TEST_CASE("n = 0 and a batch larger than the dataset are refused") {
-  const Registry registry = algorithms();
+  const Registry registry = builtin_registry();
   CHECK_THAT(error_of<ConfigError>([&] { run_config("actor_rollout_ref: {rollout: {n: 0}}"); }),
              Catch::Contains("actor_rollout_ref.rollout.n"));
   CHECK_THAT(error_of<ConfigError>([&] { make_train_plan(run_config(kGrpo), registry, 5, 1, 0); }),
@@ -89,8 +89,8 @@ TEST_CASE("n = 0 and a batch larger than the dataset are refused") {
 }
 
 TEST_CASE("a KL loss or an in-reward KL needs the reference policy") {
-  const Registry registry = algorithms();
-  RunConfig config = run_config(kGrpo);
+  const Registry registry = builtin_registry();
+  config::RunConfig config = run_config(kGrpo);
   config.actor_rollout_ref.actor.use_kl_loss = true;
   CHECK(make_train_plan(config, registry, 100, 1, 0).use_ref);
   config = run_config(kGrpo);

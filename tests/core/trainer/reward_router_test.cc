@@ -1,4 +1,4 @@
-// RewardRouter: samples grouped by grader, one grade_batch call per grader with
+// trainer::RewardRouter: samples grouped by grader, one grade_batch call per grader with
 // the BatchGrader capability, and reward.custom_reward_function overriding the
 // grader choice for every sample.
 #include <catch2/catch.hpp>
@@ -68,12 +68,12 @@ struct Graders {
     };
     add("single", single, {"s", "ai*", "aime2024"});
     add("batch", batch, {"b", "aim*"});
-    add(rlcore::kCustomFunctionGrader, custom, {});
+    add(rlcore::config::kCustomFunctionGrader, custom, {});
     return registry;
   }
 };
 
-std::vector<rlcore::RewardSample> samples() {
+std::vector<rlcore::trainer::RewardSample> samples() {
   return {{"x", "", "s", nullptr}, {"xx", "", "b", nullptr}, {"xxx", "", "s", nullptr}, {"xxxx", "", "b", nullptr}};
 }
 
@@ -82,7 +82,7 @@ std::vector<rlcore::RewardSample> samples() {
 TEST_CASE("RewardRouter calls grade_batch once per batch-capable grader, in sample order") {
   const Graders graders;
   const rlcore::Registry registry = graders.registry();
-  const rlcore::RewardRouter router(registry, rlcore::RewardConfig{});
+  const rlcore::trainer::RewardRouter router(registry, rlcore::config::RewardConfig{});
   const std::vector<GradeResult> results = router.score(samples());
   REQUIRE(results.size() == 4);
   CHECK(results[0].score == 101.0);
@@ -99,11 +99,11 @@ TEST_CASE("RewardRouter calls grade_batch once per batch-capable grader, in samp
 TEST_CASE("RewardRouter sends every sample to the custom function when its path is set") {
   const Graders graders;
   const rlcore::Registry registry = graders.registry();
-  rlcore::RewardConfig config;
+  rlcore::config::RewardConfig config;
   config.grader = "single";
   config.custom_reward_function = rlcore::ConfigNode::parse("path: reward.py\n", "test");
-  REQUIRE(rlcore::custom_reward_function_enabled(config));
-  const rlcore::RewardRouter router(registry, config);
+  REQUIRE(rlcore::config::custom_reward_function_enabled(config));
+  const rlcore::trainer::RewardRouter router(registry, config);
   const std::vector<GradeResult> results = router.score(samples());
   CHECK(results[0].score == 301.0);
   CHECK(results[3].score == 304.0);
@@ -111,13 +111,13 @@ TEST_CASE("RewardRouter sends every sample to the custom function when its path 
   CHECK(graders.single->single_calls == 0);
 
   config.custom_reward_function = rlcore::ConfigNode::parse("path: ''\n", "test");
-  CHECK_FALSE(rlcore::custom_reward_function_enabled(config));
+  CHECK_FALSE(rlcore::config::custom_reward_function_enabled(config));
 }
 
 TEST_CASE("RewardRouter routes a data_source by exact value, else by the longest '<prefix>*'") {
   const Graders graders;
   const rlcore::Registry registry = graders.registry();
-  const rlcore::RewardRouter router(registry, rlcore::RewardConfig{});
+  const rlcore::trainer::RewardRouter router(registry, rlcore::config::RewardConfig{});
   const auto score_of = [&](const std::string& source) { return router.score({"x", "", source, nullptr}).score; };
   CHECK(score_of("aime2025") == 201.0);  // "aim*" is longer than "ai*"
   CHECK(score_of("aime2024") == 101.0);  // an exact value wins over any prefix

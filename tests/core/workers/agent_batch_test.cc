@@ -47,7 +47,7 @@ using namespace agent_batch_test;
 TEST_CASE("the agent loop's rows equal the hand-assembled trajectory, and so does every loss aggregation", "[agent]") {
   const Tokenizer tokenizer = make_builtin_tokenizer();
   const int32_t stop = tokenizer.encode("<|im_end|>").at(0);
-  const ChatTemplate chat = ChatTemplate::from_string(kChatMlTemplate);
+  const chat::ChatTemplate chat = chat::ChatTemplate::from_string(kChatMlTemplate);
   agent::AgentLoopSettings settings;
   settings.multi_turn.enable = true;
   settings.response_length = 160;

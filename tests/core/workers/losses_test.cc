@@ -66,7 +66,7 @@ at::Tensor part_loss(const LossFunction& loss, const Rows& rows, int64_t start, 
 
 TEST_CASE("actor loss of micro-batches sums to the whole batch's loss") {
   Registry registry;
-  register_builtin_algorithms(registry);
+  algorithms::register_builtin_algorithms(registry);
   for (const std::string agg : {"token-mean", "seq-mean-token-sum", "seq-mean-token-mean"}) {
     const Rows rows = random_rows(8, 5, 3);
     const LossFunction loss = workers::actor_loss(settings(registry, agg));
@@ -79,7 +79,7 @@ TEST_CASE("actor loss of micro-batches sums to the whole batch's loss") {
 
 TEST_CASE("actor loss = policy loss - entropy bonus + kl loss, with its metrics") {
   Registry registry;
-  register_builtin_algorithms(registry);
+  algorithms::register_builtin_algorithms(registry);
   const Rows rows = random_rows(4, 6, 7);
   const workers::ActorLossSettings s = settings(registry, "token-mean");
   const GlobalBatchInfo global = whole(rows.batch);
@@ -110,7 +110,7 @@ TEST_CASE("actor loss = policy loss - entropy bonus + kl loss, with its metrics"
 
 TEST_CASE("the rollout-correction weights of a batch reach the policy loss") {
   Registry registry;
-  register_builtin_algorithms(registry);
+  algorithms::register_builtin_algorithms(registry);
   Rows rows = random_rows(4, 6, 11);
   workers::ActorLossSettings s = settings(registry, "token-mean");
   s.entropy_coeff = 0;
@@ -132,7 +132,7 @@ TEST_CASE("the rollout-correction weights of a batch reach the policy loss") {
 
 TEST_CASE("the metric of a micro-batch is its own mean, not its share of the batch") {
   Registry registry;
-  register_builtin_algorithms(registry);
+  algorithms::register_builtin_algorithms(registry);
   const Rows rows = random_rows(6, 4, 11);
   GlobalBatchInfo global = whole(rows.batch);
   global.num_tokens *= 10;  // as if other ranks held most of the batch

@@ -10,7 +10,7 @@
 #include "records.h"
 #include "rlcore/error.h"
 
-namespace rlcore::data_parquet {
+namespace rlcore::data::parquet {
 namespace {
 
 using nlohmann::json;
@@ -167,7 +167,7 @@ T value_or_throw(arrow::Result<T> result, const std::string& path, const char* d
 // (a prompt per row) packs more rows than this per byte.
 constexpr int64_t kMaxRowsPerFileByte = 64;
 
-void check_row_counts(const parquet::FileMetaData& metadata, int64_t file_bytes, const std::string& path) {
+void check_row_counts(const ::parquet::FileMetaData& metadata, int64_t file_bytes, const std::string& path) {
   const int64_t declared = metadata.num_rows();
   if (declared < 0 || declared > kMaxRowsPerFileByte * std::max<int64_t>(file_bytes, 1)) {
     throw FormatError(path + ": the parquet footer declares " + std::to_string(declared) + " rows in a file of " +
@@ -193,7 +193,7 @@ void read_file(const std::string& path,
   auto opened = arrow::io::ReadableFile::Open(path);
   if (!opened.ok()) throw IoError("cannot read dataset file '" + path + "': " + opened.status().ToString());
   const int64_t file_bytes = value_or_throw((*opened)->GetSize(), path, "cannot size the file");
-  auto reader = value_or_throw(parquet::arrow::OpenFile(*opened, arrow::default_memory_pool()), path,
+  auto reader = value_or_throw(::parquet::arrow::OpenFile(*opened, arrow::default_memory_pool()), path,
                                "not a readable parquet file");
   check_row_counts(*reader->parquet_reader()->metadata(), file_bytes, path);
   std::shared_ptr<arrow::Schema> schema;
@@ -225,9 +225,9 @@ void for_each_record(const std::string& path,
                      const std::function<void(const nlohmann::json& record, const std::string& where)>& visit) {
   try {
     read_file(path, visit);
-  } catch (const parquet::ParquetException& e) {
+  } catch (const ::parquet::ParquetException& e) {
     throw FormatError(path + ": not a readable parquet file: " + e.what());
   }
 }
 
-}  // namespace rlcore::data_parquet
+}  // namespace rlcore::data::parquet

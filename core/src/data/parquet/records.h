@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace rlcore::data_parquet {
+namespace rlcore::data::parquet {
 
 // Calls `visit(record, where)` for each row of the parquet file `path`, in
 // order; `where` is "path[ROW]" (0-based over the whole file). A row is an
@@ -38,4 +38,4 @@ struct WriteOptions {
 // cannot be written.
 void write_records(const std::string& path, const std::vector<nlohmann::json>& records, const WriteOptions& options);
 
-}  // namespace rlcore::data_parquet
+}  // namespace rlcore::data::parquet

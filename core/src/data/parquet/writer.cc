@@ -13,7 +13,7 @@
 #include "records.h"
 #include "rlcore/error.h"
 
-namespace rlcore::data_parquet {
+namespace rlcore::data::parquet {
 namespace {
 
 using nlohmann::json;
@@ -180,8 +180,8 @@ std::shared_ptr<arrow::Table> make_table(const std::vector<json>& records, const
 void write_table(const arrow::Table& table, const std::string& path, int64_t rows_per_group) {
   auto sink = arrow::io::FileOutputStream::Open(path);
   if (!sink.ok()) throw IoError("cannot write '" + path + "': " + sink.status().ToString());
-  const auto properties = parquet::WriterProperties::Builder().compression(parquet::Compression::SNAPPY)->build();
-  check(parquet::arrow::WriteTable(table, arrow::default_memory_pool(), *sink, rows_per_group, properties),
+  const auto properties = ::parquet::WriterProperties::Builder().compression(::parquet::Compression::SNAPPY)->build();
+  check(::parquet::arrow::WriteTable(table, arrow::default_memory_pool(), *sink, rows_per_group, properties),
         "cannot write '" + path + "'");
   check((*sink)->Close(), "cannot write '" + path + "'");
 }
@@ -195,7 +195,7 @@ void write_records(const std::string& path, const std::vector<nlohmann::json>& r
   try {
     try {
       write_table(*table, partial, options.rows_per_group);
-    } catch (const parquet::ParquetException& e) {
+    } catch (const ::parquet::ParquetException& e) {
       throw IoError("cannot write '" + path + "': " + e.what());
     }
   } catch (...) {
@@ -208,4 +208,4 @@ void write_records(const std::string& path, const std::vector<nlohmann::json>& r
   if (error) throw IoError("cannot write '" + path + "': " + error.message());
 }
 
-}  // namespace rlcore::data_parquet
+}  // namespace rlcore::data::parquet

@@ -68,14 +68,14 @@ struct AgentLoopSettings {
   MultiTurnConfig multi_turn;
   int64_t num_workers = 8;                            // threads for tool calls
   std::string default_agent_loop = kSingleTurnAgent;  // for samples without agent_name
-  int64_t response_length = 512;         // tokens after the prompt, tool results included (data.max_response_length)
-  int32_t stop_token_id = -1;            // ends a model turn (the tokenizer's EOS)
-  ChatTemplateOptions template_options;  // extra variables; tools are set from the ToolSet
+  int64_t response_length = 512;  // tokens after the prompt, tool results included (data.max_response_length)
+  int32_t stop_token_id = -1;     // ends a model turn (the tokenizer's EOS)
+  chat::ChatTemplateOptions template_options;  // extra variables; tools are set from the ToolSet
 };
 
 class RLCORE_API AgentLoop {
  public:
-  AgentLoop(AgentLoopSettings settings, const Tokenizer& tokenizer, ChatTemplate chat_template, ToolSet tools);
+  AgentLoop(AgentLoopSettings settings, const Tokenizer& tokenizer, chat::ChatTemplate chat_template, ToolSet tools);
 
   // Runs the tasks turn by turn: all live trajectories go to `generate`
   // together, so they share its decode batches. Never throws for what the
@@ -107,7 +107,7 @@ class RLCORE_API AgentLoop {
 
   AgentLoopSettings settings_;
   const Tokenizer& tokenizer_;
-  ChatTemplate chat_template_;
+  chat::ChatTemplate chat_template_;
   ToolSet tools_;
   ToolCallFormat format_;
 };

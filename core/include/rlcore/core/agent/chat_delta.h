@@ -16,9 +16,10 @@ namespace rlcore::agent {
 
 // render(history + added, options) without render(history, options with no
 // generation prompt), which must be its prefix: a template that renders the
-// earlier turns differently once more messages follow is a ChatTemplateError
+// earlier turns differently once more messages follow is a chat::ChatTemplateError
 // naming where the two renderings part.
-RLCORE_API std::string chat_delta_text(const ChatTemplate& chat_template, const nlohmann::ordered_json& history,
-                                       const nlohmann::ordered_json& added, const ChatTemplateOptions& options = {});
+RLCORE_API std::string chat_delta_text(const chat::ChatTemplate& chat_template, const nlohmann::ordered_json& history,
+                                       const nlohmann::ordered_json& added,
+                                       const chat::ChatTemplateOptions& options = {});
 
 }  // namespace rlcore::agent

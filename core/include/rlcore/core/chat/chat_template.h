@@ -14,7 +14,7 @@
 #include "rlcore/error.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::chat {
 
 // A template that cannot be parsed or rendered: its raise_exception message,
 // an unsupported filter / test / statement, a type error; names the line.
@@ -58,4 +58,4 @@ class RLCORE_API ChatTemplate {
   std::shared_ptr<const Impl> impl_;
 };
 
-}  // namespace rlcore
+}  // namespace rlcore::chat

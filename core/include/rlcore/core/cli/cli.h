@@ -7,9 +7,9 @@
 
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::cli {
 
 // Runs one command; returns the process exit status. Errors are printed to `err`.
 RLCORE_API int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream& out, std::ostream& err);
 
-}  // namespace rlcore
+}  // namespace rlcore::cli

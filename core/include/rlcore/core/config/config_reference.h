@@ -7,9 +7,9 @@
 #include "rlcore/export.h"
 #include "rlcore/registry.h"
 
-namespace rlcore {
+namespace rlcore::config {
 
 RLCORE_API std::string config_reference_text(const Registry& registry);
 RLCORE_API std::string config_reference_markdown(const Registry& registry);
 
-}  // namespace rlcore
+}  // namespace rlcore::config

@@ -14,7 +14,7 @@
 #include "rlcore/options.h"
 #include "rlcore/registry.h"
 
-namespace rlcore {
+namespace rlcore::config {
 
 struct TrainerConfig {
   std::string project_name = "rlcore";
@@ -82,14 +82,14 @@ RLCORE_API bool custom_reward_function_enabled(const RewardConfig& config);
 
 struct RunConfig {
   TrainerConfig trainer;
-  DataConfig data;
-  ActorRolloutRefConfig actor_rollout_ref;
-  CriticConfig critic;
-  AlgorithmConfig algorithm;
+  data::DataConfig data;
+  trainer::ActorRolloutRefConfig actor_rollout_ref;
+  trainer::CriticConfig critic;
+  trainer::AlgorithmConfig algorithm;
   RewardConfig reward;
   runtime::RuntimeConfig runtime;  // workers: launcher, control plane, resource pools
-  AsyncTrainingConfig async_training;
-  RolloutPoolConfig rollout;  // the standalone rollout pool (async_training.mode: one_step_off)
+  trainer::AsyncTrainingConfig async_training;
+  trainer::RolloutPoolConfig rollout;  // the standalone rollout pool (async_training.mode: one_step_off)
 
   std::string run_dir() const;
 };
@@ -124,4 +124,4 @@ struct ResolvedConfig {
 RLCORE_API ResolvedConfig resolve_config(const Registry& registry, const std::string& config_file,
                                          const std::vector<std::string>& overrides);
 
-}  // namespace rlcore
+}  // namespace rlcore::config

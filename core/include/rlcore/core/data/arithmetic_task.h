@@ -11,7 +11,7 @@
 
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::data {
 
 // data_source of every record (the reward plugin's `arithmetic` grader handles it).
 inline constexpr const char* kArithmeticDataSource = "arithmetic";
@@ -70,4 +70,4 @@ struct ArithmeticTaskFiles {
 // Throws IoError naming the file or directory that cannot be written.
 RLCORE_API ArithmeticTaskFiles write_arithmetic_task(const ArithmeticTaskData& data, const std::string& out_dir);
 
-}  // namespace rlcore
+}  // namespace rlcore::data

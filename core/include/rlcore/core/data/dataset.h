@@ -17,7 +17,7 @@
 #include "rlcore/options.h"
 #include "rlcore/tokenizer/tokenizer.h"
 
-namespace rlcore {
+namespace rlcore::data {
 
 // The `data` config section, with verl's key names and defaults.
 struct DataConfig {
@@ -57,12 +57,12 @@ using ResponseAssembler =
 
 // data.apply_chat_template_kwargs as template options (generation prompt on).
 // Throws ConfigError when they are not a map.
-RLCORE_API ChatTemplateOptions data_chat_template_options(const DataConfig& config);
+RLCORE_API chat::ChatTemplateOptions data_chat_template_options(const DataConfig& config);
 
 // The chat template of the checkpoint in `model_dir` (rlcore/core/chat/chat_template.h)
 // with data.apply_chat_template_kwargs, generation prompt on, and `tools` (the
 // agent loop's tool schemas, or null); empty when the checkpoint has none.
-// Throws ChatTemplateError / FormatError naming the file.
+// Throws chat::ChatTemplateError / FormatError naming the file.
 RLCORE_API ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const DataConfig& config,
                                                  const nlohmann::ordered_json& tools = nullptr);
 
@@ -109,4 +109,4 @@ class RLCORE_API Dataset {
   int64_t filtered_ = 0;
 };
 
-}  // namespace rlcore
+}  // namespace rlcore::data

@@ -12,7 +12,7 @@
 
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::data {
 
 // data_source of every record: verl's GSM8K name, routed to the gsm8k grader.
 inline constexpr const char* kGsm8kDataSource = "openai/gsm8k";
@@ -57,4 +57,4 @@ struct Gsm8kStyleTaskFiles {
 // missing). Throws IoError naming the file or directory that cannot be written.
 RLCORE_API Gsm8kStyleTaskFiles write_gsm8k_style_task(const Gsm8kStyleTaskData& data, const std::string& out_dir);
 
-}  // namespace rlcore
+}  // namespace rlcore::data

@@ -11,7 +11,7 @@
 #include "rlcore/core/data/arithmetic_task.h"
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::data {
 
 struct RepeatedAdditionTaskOptions {
   int64_t train = 20000;  // training records (drawn with replacement: may repeat)
@@ -35,4 +35,4 @@ struct RepeatedAdditionProblem {
 // a val set over half of the possible problems).
 RLCORE_API ArithmeticTaskData make_repeated_addition_task(const RepeatedAdditionTaskOptions& options);
 
-}  // namespace rlcore
+}  // namespace rlcore::data

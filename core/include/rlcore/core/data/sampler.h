@@ -8,7 +8,7 @@
 
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::data {
 
 struct SamplerState {
   int64_t epoch = 0;
@@ -47,4 +47,4 @@ class RLCORE_API EpochSampler {
   std::vector<int64_t> cached_order_;
 };
 
-}  // namespace rlcore
+}  // namespace rlcore::data

@@ -12,7 +12,7 @@
 
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::metrics {
 
 using Metrics = std::map<std::string, double>;
 
@@ -103,4 +103,4 @@ RLCORE_API void set_aside_earlier_metrics(const std::vector<std::string>& logger
 RLCORE_API MetricsLogger make_metrics_logger(const std::vector<std::string>& loggers, const std::string& run_dir,
                                              std::ostream& console);
 
-}  // namespace rlcore
+}  // namespace rlcore::metrics

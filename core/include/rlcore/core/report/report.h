@@ -12,7 +12,7 @@
 
 #include "rlcore/export.h"
 
-namespace rlcore {
+namespace rlcore::report {
 
 using MetricPoint = std::pair<int64_t, double>;  // (step, value)
 
@@ -25,7 +25,7 @@ struct MetricsHistory {
   int64_t records = 0;
 };
 
-// Reads JsonlMetricsSink's format: {"step": N, "<metric>": number|null, ...} per line.
+// Reads metrics::JsonlMetricsSink's format: {"step": N, "<metric>": number|null, ...} per line.
 // Throws IoError when the file cannot be read and FormatError naming the file and
 // line for bad JSON, a missing or non-integer step, or a value that is not a number or null.
 RLCORE_API MetricsHistory read_metrics_history(const std::string& path);
@@ -53,4 +53,4 @@ RLCORE_API std::string render_report_html(const MetricsHistory& history, const s
 // <run_dir>/report.html); returns the path written.
 RLCORE_API std::string write_report(const std::string& run_dir, const std::string& out_path = "");
 
-}  // namespace rlcore
+}  // namespace rlcore::report

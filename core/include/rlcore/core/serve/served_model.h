@@ -13,7 +13,7 @@
 #include "rlcore/inference_engine.h"
 #include "rlcore/tokenizer/tokenizer.h"
 
-namespace rlcore {
+namespace rlcore::chat {
 class ChatTemplate;
 }
 
@@ -28,7 +28,7 @@ struct ServedModel {
   Tokenizer tokenizer;
   int64_t created = 0;  // unix time the server started
   // The checkpoint's chat template (the chat routes); null when it has none.
-  std::shared_ptr<const ChatTemplate> chat_template;
+  std::shared_ptr<const chat::ChatTemplate> chat_template;
 };
 
 // Reads <dir>/config.json and the tokenizer files. `name` "" serves the

@@ -18,9 +18,11 @@
 #include "rlcore/grader.h"
 #include "rlcore/registry.h"
 
-namespace rlcore {
-
+namespace rlcore::config {
 struct RewardConfig;
+}  // namespace rlcore::config
+
+namespace rlcore::trainer {
 
 struct RewardSample {
   std::string response;
@@ -33,7 +35,7 @@ class RLCORE_API RewardRouter {
  public:
   // `grader` is a registered grader name or "auto"; `grader_options` maps grader
   // names to their option subtrees.
-  RewardRouter(const Registry& registry, const RewardConfig& config);
+  RewardRouter(const Registry& registry, const config::RewardConfig& config);
 
   GradeResult score(const RewardSample& sample) const;
   // Graders with the BatchGrader capability get one grade_batch call for all
@@ -50,4 +52,4 @@ class RLCORE_API RewardRouter {
   std::map<std::string, std::string> grader_by_data_source_prefix_;  // from "<prefix>*" entries
 };
 
-}  // namespace rlcore
+}  // namespace rlcore::trainer

@@ -16,7 +16,7 @@
 #include "rlcore/export.h"
 #include "rlcore/registry.h"
 
-namespace rlcore {
+namespace rlcore::trainer {
 
 struct FitSummary {
   int64_t steps = 0;  // optimizer steps taken in total (including resumed ones)
@@ -32,8 +32,8 @@ class RLCORE_API RlTrainer {
  public:
   // Validates how the batch sizes relate, loads the datasets and starts the
   // worker groups. Throws ConfigError naming the keys at fault.
-  RlTrainer(const Registry& components, const ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
-            std::ostream& out);
+  RlTrainer(const Registry& components, const config::ResolvedConfig& resolved,
+            const std::vector<std::string>& plugin_paths, std::ostream& out);
   ~RlTrainer();
   RlTrainer(const RlTrainer&) = delete;
   RlTrainer& operator=(const RlTrainer&) = delete;
@@ -47,4 +47,4 @@ class RLCORE_API RlTrainer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace rlcore
+}  // namespace rlcore::trainer

@@ -13,7 +13,7 @@
 #include "rlcore/export.h"
 #include "rlcore/registry.h"
 
-namespace rlcore {
+namespace rlcore::trainer {
 
 struct SftSummary {
   int64_t steps = 0;
@@ -30,7 +30,7 @@ struct SftSummary {
 // data.val_files, validates by generation like the RL trainer (test_freq,
 // val_before_train, graded by the reward plugins in `components`) and stops
 // early once trainer.stop_at_val_reward is reached.
-RLCORE_API SftSummary run_sft(const Registry& components, const ResolvedConfig& resolved,
+RLCORE_API SftSummary run_sft(const Registry& components, const config::ResolvedConfig& resolved,
                               const std::vector<std::string>& plugin_paths, std::ostream& out);
 
-}  // namespace rlcore
+}  // namespace rlcore::trainer

@@ -18,7 +18,7 @@
 #include "rlcore/rollout_correction.h"
 #include "rlcore/train_engine.h"
 
-namespace rlcore {
+namespace rlcore::trainer {
 
 struct ModelPathConfig {
   std::string path;  // HF checkpoint directory (config.json, weights, tokenizer)
@@ -213,4 +213,4 @@ struct RolloutPoolConfig {
 RLCORE_API OptionsSchema<AsyncTrainingConfig> async_training_schema();
 RLCORE_API OptionsSchema<RolloutPoolConfig> rollout_pool_schema();
 
-}  // namespace rlcore
+}  // namespace rlcore::trainer

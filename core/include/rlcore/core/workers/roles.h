@@ -12,7 +12,7 @@
 #include "rlcore/export.h"
 #include "rlcore/registry.h"
 
-namespace rlcore {
+namespace rlcore::workers {
 
 // Role options (runtime::RoleSpec::options) the trainer roles read.
 namespace role_options {
@@ -27,4 +27,4 @@ inline constexpr const char* kModelPath = "model_path";  // overrides the config
 // from `components` (which must outlive the worker).
 RLCORE_API void add_trainer_roles(runtime::RoleRegistry& roles, const Registry& components);
 
-}  // namespace rlcore
+}  // namespace rlcore::workers
