@@ -61,6 +61,10 @@ LoraAdapters::LoraAdapters(const LoraOptions& options, model::Transformer& skele
   if (options.lora_rank < 0)
     throw ConfigError("fsdp: lora.lora_rank must be >= 0 (0 = off), got " + std::to_string(options.lora_rank));
   if (options.lora_rank == 0) return;
+  if (skeleton.config().is_moe()) {
+    throw ConfigError("fsdp: lora.lora_rank > 0 on a mixture of experts (" + skeleton.config().model_type +
+                      ") is not supported: LoRA adapts the dense projections; train the MoE with lora_rank 0");
+  }
   num_layers_ = static_cast<int64_t>(skeleton.layers.size());
   std::vector<std::string> candidates;
   for (size_t l = 0; l < skeleton.layers.size(); ++l)

@@ -153,7 +153,8 @@ void check_architectures(const json& j, const std::string& source) {
   const json* architectures = find(j, "architectures");
   if (architectures == nullptr) return;
   if (!architectures->is_array()) fail(source, "architectures", "must be a list of class names");
-  static const std::vector<std::string> kBodies = {"Gemma2", "Llama", "Mistral", "Qwen2", "Qwen3"};
+  static const std::vector<std::string> kBodies = {"Gemma2", "Llama", "Mistral", "Mixtral",
+                                                   "Qwen2",  "Qwen3", "Qwen3Moe"};
   static const std::vector<std::string> kHeads = {"ForCausalLM", "ForTokenClassification", "ForSequenceClassification"};
   for (const json& name : *architectures) {
     if (!name.is_string()) fail(source, "architectures", "must be a list of class names, got " + name.dump());
@@ -163,8 +164,10 @@ void check_architectures(const json& j, const std::string& source) {
     });
     if (!known) {
       fail(source, "architectures",
-           "'" + text + "' is not supported: rlcore builds dense decoders (Gemma2, Llama, Mistral, Qwen2, Qwen3 " +
-               "*ForCausalLM, *ForTokenClassification, *ForSequenceClassification); MoE and vision models are not");
+           "'" + text +
+               "' is not supported: rlcore builds Gemma2, Llama, Mistral, Mixtral, Qwen2, Qwen3 and Qwen3Moe " +
+               "*ForCausalLM, *ForTokenClassification, *ForSequenceClassification; other mixtures of experts and " +
+               "vision models are not");
     }
   }
 }
@@ -224,13 +227,16 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
                   initializer_range, tie_word_embeddings, qkv_bias, o_proj_bias, mlp_bias, qk_norm, sliding_window,
                   sliding_layers, hidden_act, norm_weight_offset, sandwich_norms, scale_embeddings,
                   query_pre_attn_scalar, attn_logit_softcapping, final_logit_softcapping, torch_dtype, bos_token_id,
-                  eos_token_ids, pad_token_id) ==
+                  eos_token_ids, pad_token_id, num_experts, num_experts_per_tok, moe_intermediate_size, norm_topk_prob,
+                  decoder_sparse_step, mlp_only_layers, router_aux_loss_coef) ==
          std::tie(o.model_type, o.vocab_size, o.hidden_size, o.intermediate_size, o.num_hidden_layers,
                   o.num_attention_heads, o.num_key_value_heads, o.head_dim, o.max_position_embeddings, o.rms_norm_eps,
                   o.rope_theta, o.rope_scaling, o.initializer_range, o.tie_word_embeddings, o.qkv_bias, o.o_proj_bias,
                   o.mlp_bias, o.qk_norm, o.sliding_window, o.sliding_layers, o.hidden_act, o.norm_weight_offset,
                   o.sandwich_norms, o.scale_embeddings, o.query_pre_attn_scalar, o.attn_logit_softcapping,
-                  o.final_logit_softcapping, o.torch_dtype, o.bos_token_id, o.eos_token_ids, o.pad_token_id);
+                  o.final_logit_softcapping, o.torch_dtype, o.bos_token_id, o.eos_token_ids, o.pad_token_id,
+                  o.num_experts, o.num_experts_per_tok, o.moe_intermediate_size, o.norm_topk_prob,
+                  o.decoder_sparse_step, o.mlp_only_layers, o.router_aux_loss_coef);
 }
 
 ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
@@ -242,10 +248,12 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
     fail(source, "model_type", "'" + c.model_type + "' is not supported (supported: " + kSupportedModelTypes + ")");
   }
   const bool is_llama = c.model_type == "llama";
-  const bool is_mistral = c.model_type == "mistral";
+  const bool is_mixtral = c.model_type == "mixtral";
+  const bool is_mistral = c.model_type == "mistral" || is_mixtral;  // the same attention
   const bool is_gemma2 = c.model_type == "gemma2";
   const bool is_qwen2 = c.model_type == "qwen2";
-  const bool is_qwen3 = c.model_type == "qwen3";
+  const bool is_qwen3_moe = c.model_type == "qwen3_moe";
+  const bool is_qwen3 = c.model_type == "qwen3" || is_qwen3_moe;  // the same attention
 
   c.vocab_size = get_int(j, "vocab_size", source);
   c.hidden_size = get_int(j, "hidden_size", source);
@@ -277,10 +285,10 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   if (is_gemma2) {
     parse_gemma2(j, source, c);
   } else if (is_mistral) {
-    // MistralConfig: absent means its default 4096, null means none.
+    // MistralConfig: absent means its default 4096 (MixtralConfig: none), null means none.
     const auto window = j.find("sliding_window");
     if (window == j.end()) {
-      c.sliding_window = 4096;
+      if (!is_mixtral) c.sliding_window = 4096;
     } else if (!window->is_null()) {
       c.sliding_window = get_int(j, "sliding_window", source);
     }
@@ -295,6 +303,26 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   }
   c.mlp_bias = is_llama && get_bool(j, "mlp_bias", source, false);
   c.qk_norm = is_qwen3;
+  if (is_qwen3_moe) {  // Qwen3MoeConfig's defaults
+    // The Hub's configs say num_experts; transformers >= 5 writes num_local_experts.
+    c.num_experts = find(j, "num_local_experts") != nullptr ? get_int(j, "num_local_experts", source)
+                                                            : get_int(j, "num_experts", source, 128);
+    c.num_experts_per_tok = get_int(j, "num_experts_per_tok", source, 8);
+    c.moe_intermediate_size = get_int(j, "moe_intermediate_size", source, 768);
+    c.norm_topk_prob = get_bool(j, "norm_topk_prob", source, false);
+    c.decoder_sparse_step = get_int(j, "decoder_sparse_step", source, 1);
+    if (find(j, "mlp_only_layers") != nullptr) c.mlp_only_layers = get_int_list(j, "mlp_only_layers", source);
+    c.router_aux_loss_coef = get_double(j, "router_aux_loss_coef", source, 0.001);
+  } else if (is_mixtral) {  // MixtralConfig's defaults: every layer sparse, experts of intermediate_size
+    c.num_experts = get_int(j, "num_local_experts", source, 8);
+    c.num_experts_per_tok = get_int(j, "num_experts_per_tok", source, 2);
+    c.moe_intermediate_size = c.intermediate_size;
+    c.norm_topk_prob = true;
+    c.router_aux_loss_coef = get_double(j, "router_aux_loss_coef", source, 0.001);
+    if (get_double(j, "router_jitter_noise", source, 0.0) != 0.0) {
+      fail(source, "router_jitter_noise", "is not supported (it perturbs the router's input in training); use 0");
+    }
+  }
   if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh") {
     fail(source, is_gemma2 ? "hidden_activation" : "hidden_act",
          "'" + c.hidden_act + "' is not supported (supported: silu, gelu_pytorch_tanh)");
@@ -376,10 +404,35 @@ void ModelConfig::validate(const std::string& source) const {
     fail(source, "attention_bias", "does not match what " + model_type + " builds");
   }
   if (mlp_bias && model_type != "llama") fail(source, "mlp_bias", "is only supported by llama");
-  if (qk_norm != (model_type == "qwen3")) fail(source, "qk_norm", "is set exactly for qwen3");
+  const bool is_qwen3_moe = model_type == "qwen3_moe";
+  const bool is_mixtral = model_type == "mixtral";
+  if (qk_norm != (model_type == "qwen3" || is_qwen3_moe))
+    fail(source, "qk_norm", "is set exactly for qwen3 and qwen3_moe");
+  if (is_moe() != (is_qwen3_moe || is_mixtral)) {
+    fail(source, "num_experts", "is set exactly for qwen3_moe and mixtral (a positive count)");
+  }
+  if (is_mixtral && (moe_intermediate_size != intermediate_size || !norm_topk_prob || decoder_sparse_step != 1 ||
+                     !mlp_only_layers.empty())) {
+    fail(source, "num_local_experts", "mixtral's experts are every layer's, of intermediate_size, renormalised");
+  }
+  if (is_moe()) {
+    check_positive(source, "moe_intermediate_size", static_cast<double>(moe_intermediate_size));
+    if (num_experts_per_tok < 1 || num_experts_per_tok > num_experts) {
+      fail(source, "num_experts_per_tok",
+           "(" + std::to_string(num_experts_per_tok) + ") must be between 1 and num_experts (" +
+               std::to_string(num_experts) + ")");
+    }
+    check_positive(source, "decoder_sparse_step", static_cast<double>(decoder_sparse_step));
+    for (int64_t layer : mlp_only_layers) {
+      if (layer < 0 || layer >= num_hidden_layers) {
+        fail(source, "mlp_only_layers", "names layer " + std::to_string(layer) + ", which the model does not have");
+      }
+    }
+    if (router_aux_loss_coef < 0) fail(source, "router_aux_loss_coef", "must not be negative");
+  }
   const bool is_gemma2 = model_type == "gemma2";
-  if (sliding_window && model_type != "mistral" && !is_gemma2) {
-    fail(source, "sliding_window", "is only supported by mistral and gemma2");
+  if (sliding_window && model_type != "mistral" && !is_mixtral && !is_gemma2) {
+    fail(source, "sliding_window", "is only supported by mistral, mixtral and gemma2");
   }
   if (!sliding_layers.empty() && (!is_gemma2 || static_cast<int64_t>(sliding_layers.size()) != num_hidden_layers)) {
     fail(source, "layer_types", "is gemma2's, one entry per layer");
@@ -395,7 +448,9 @@ void ModelConfig::validate(const std::string& source) const {
   if (attn_logit_softcapping) check_positive(source, "attn_logit_softcapping", *attn_logit_softcapping);
   if (final_logit_softcapping) check_positive(source, "final_logit_softcapping", *final_logit_softcapping);
   if (sliding_window) check_positive(source, "sliding_window", static_cast<double>(*sliding_window));
-  if (model_type == "mistral" && qkv_bias) fail(source, "attention_bias", "does not match what mistral builds");
+  if ((model_type == "mistral" || is_mixtral) && qkv_bias) {
+    fail(source, "attention_bias", "does not match what " + model_type + " builds");
+  }
   if (rope_scaling.rope_type == "llama3" && rope_scaling.high_freq_factor <= rope_scaling.low_freq_factor) {
     fail(source, "rope_scaling.high_freq_factor", "must exceed low_freq_factor");
   }
@@ -412,11 +467,10 @@ c10::ScalarType ModelConfig::dtype() const {
 }
 
 json ModelConfig::to_json() const {
-  static const std::map<std::string, std::string> kArchitectures = {{"gemma2", "Gemma2ForCausalLM"},
-                                                                    {"llama", "LlamaForCausalLM"},
-                                                                    {"mistral", "MistralForCausalLM"},
-                                                                    {"qwen2", "Qwen2ForCausalLM"},
-                                                                    {"qwen3", "Qwen3ForCausalLM"}};
+  static const std::map<std::string, std::string> kArchitectures = {
+      {"gemma2", "Gemma2ForCausalLM"},     {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"},
+      {"mixtral", "MixtralForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
+      {"qwen3_moe", "Qwen3MoeForCausalLM"}};
   validate("ModelConfig::to_json");
   json j;
   j["architectures"] = json::array({kArchitectures.at(model_type)});
@@ -460,8 +514,15 @@ json ModelConfig::to_json() const {
     j["attention_bias"] = qkv_bias;
     j["mlp_bias"] = mlp_bias;
     j["pretraining_tp"] = 1;
-  } else if (model_type == "mistral") {
+  } else if (model_type == "mistral" || model_type == "mixtral") {
     j["sliding_window"] = sliding_window ? json(*sliding_window) : json(nullptr);
+    if (model_type == "mixtral") {
+      j["num_local_experts"] = num_experts;
+      j["num_experts_per_tok"] = num_experts_per_tok;
+      j["router_aux_loss_coef"] = router_aux_loss_coef;
+      j["router_jitter_noise"] = 0.0;
+      j["output_router_logits"] = false;
+    }
   } else if (model_type == "gemma2") {
     j["attention_bias"] = qkv_bias;
     j["sliding_window"] = sliding_window ? json(*sliding_window) : json(nullptr);
@@ -474,7 +535,17 @@ json ModelConfig::to_json() const {
     j["attn_logit_softcapping"] = attn_logit_softcapping ? json(*attn_logit_softcapping) : json(nullptr);
     j["final_logit_softcapping"] = final_logit_softcapping ? json(*final_logit_softcapping) : json(nullptr);
   } else {
-    if (model_type == "qwen3") j["attention_bias"] = qkv_bias;
+    if (model_type == "qwen3" || is_moe()) j["attention_bias"] = qkv_bias;
+    if (is_moe()) {
+      j["num_experts"] = num_experts;
+      j["num_experts_per_tok"] = num_experts_per_tok;
+      j["moe_intermediate_size"] = moe_intermediate_size;
+      j["norm_topk_prob"] = norm_topk_prob;
+      j["decoder_sparse_step"] = decoder_sparse_step;
+      j["mlp_only_layers"] = mlp_only_layers;
+      j["router_aux_loss_coef"] = router_aux_loss_coef;
+      j["output_router_logits"] = false;
+    }
     j["use_sliding_window"] = false;
     j["sliding_window"] = nullptr;
     j["max_window_layers"] = num_hidden_layers;
@@ -494,13 +565,18 @@ json ModelConfig::to_json() const {
 std::string ModelConfig::to_json_text() const { return to_json().dump(2) + "\n"; }
 
 bool is_supported_model_type(const std::string& model_type) {
-  return model_type == "gemma2" || model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ||
-         model_type == "qwen3";
+  return model_type == "gemma2" || model_type == "llama" || model_type == "mistral" || model_type == "mixtral" ||
+         model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe";
+}
+
+bool ModelConfig::layer_is_sparse(int64_t layer) const {
+  return is_moe() && (layer + 1) % decoder_sparse_step == 0 &&
+         std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) == mlp_only_layers.end();
 }
 
 ModelConfig preset(const std::string& arch, const std::string& size, int64_t vocab_size) {
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
-    throw ConfigError("unknown model arch '" + arch + "' (supported: llama, qwen2, qwen3)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "qwen3_moe") {
+    throw ConfigError("unknown model arch '" + arch + "' (supported: llama, qwen2, qwen3, qwen3_moe)");
   }
   ModelConfig c;
   c.model_type = arch;
@@ -523,7 +599,13 @@ ModelConfig preset(const std::string& arch, const std::string& size, int64_t voc
   c.rope_theta = arch == "llama" ? 500000.0 : 1000000.0;
   c.rms_norm_eps = arch == "llama" ? 1e-5 : 1e-6;
   c.qkv_bias = arch == "qwen2";
-  c.qk_norm = arch == "qwen3";
+  c.qk_norm = arch == "qwen3" || arch == "qwen3_moe";
+  if (arch == "qwen3_moe") {  // Qwen3-30B-A3B's shape, scaled: 8 experts of a quarter width, 2 per token
+    c.num_experts = 8;
+    c.num_experts_per_tok = 2;
+    c.moe_intermediate_size = c.intermediate_size / 4;
+    c.norm_topk_prob = true;
+  }
   c.validate("preset " + arch + "/" + size);
   return c;
 }

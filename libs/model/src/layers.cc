@@ -253,13 +253,55 @@ void Mlp::collect(const std::string& prefix, ParameterSlots& out) {
   down_proj.collect(prefix + ".down_proj", out);
 }
 
+at::Tensor SparseMoe::operator()(const at::Tensor& x) const {
+  const int64_t hidden = x.size(-1);
+  const int64_t num_experts = static_cast<int64_t>(experts.size());
+  const at::Tensor tokens = x.reshape({-1, hidden});
+  const at::Tensor probs = at::softmax(gate(tokens), -1, at::kFloat);
+  auto [weights, chosen] = at::topk(probs, top_k, -1);  // [N, top_k]
+  if (norm_topk_prob) weights = weights / weights.sum(-1, /*keepdim=*/true);
+  if (style == Style::kQwen3Moe) weights = weights.to(x.scalar_type());
+  // The (token, choice) pairs sorted by expert: expert e's tokens are one slice.
+  const at::Tensor flat_chosen = chosen.reshape(-1);
+  const at::Tensor order = std::get<1>(flat_chosen.sort(/*stable=*/c10::optional<bool>(true), /*dim=*/0));
+  const at::Tensor token_of = order.div(top_k, "floor");
+  const at::Tensor weight_of = weights.reshape(-1).index_select(0, order);
+  const at::Tensor counts = at::bincount(flat_chosen, {}, num_experts).cpu();
+  at::Tensor out = at::zeros_like(tokens);
+  int64_t start = 0;
+  for (int64_t e = 0; e < num_experts; ++e) {
+    const int64_t n = counts.data_ptr<int64_t>()[e];
+    if (n == 0) continue;
+    const at::Tensor rows = token_of.slice(0, start, start + n);
+    const at::Tensor y = experts[static_cast<size_t>(e)](tokens.index_select(0, rows));
+    out.index_add_(0, rows, (y * weight_of.slice(0, start, start + n).unsqueeze(-1)).to(out.scalar_type()));
+    start += n;
+  }
+  return out.reshape(x.sizes());
+}
+
+void SparseMoe::collect(const std::string& prefix, ParameterSlots& out) {
+  gate.collect(prefix + ".gate", out);
+  for (size_t e = 0; e < experts.size(); ++e) {
+    const std::string expert = prefix + ".experts." + std::to_string(e);
+    if (style == Style::kMixtral) {
+      experts[e].gate_proj.collect(expert + ".w1", out);
+      experts[e].up_proj.collect(expert + ".w3", out);
+      experts[e].down_proj.collect(expert + ".w2", out);
+    } else {
+      experts[e].collect(expert, out);
+    }
+  }
+}
+
 at::Tensor DecoderLayer::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
+  const auto feed_forward = [this](const at::Tensor& h) { return moe.experts.empty() ? mlp(h) : moe(h); };
   if (post_feedforward_layernorm.weight.defined()) {
     const at::Tensor h = x + post_attention_layernorm(self_attn(input_layernorm(x), ctx, layer));
-    return h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)));
+    return h + post_feedforward_layernorm(feed_forward(pre_feedforward_layernorm(h)));
   }
   const at::Tensor h = x + self_attn(input_layernorm(x), ctx, layer);
-  return h + mlp(post_attention_layernorm(h));
+  return h + feed_forward(post_attention_layernorm(h));
 }
 
 void DecoderLayer::collect(const std::string& prefix, ParameterSlots& out) {
@@ -268,7 +310,11 @@ void DecoderLayer::collect(const std::string& prefix, ParameterSlots& out) {
   post_attention_layernorm.collect(prefix + "post_attention_layernorm", out);
   pre_feedforward_layernorm.collect(prefix + "pre_feedforward_layernorm", out);
   post_feedforward_layernorm.collect(prefix + "post_feedforward_layernorm", out);
-  mlp.collect(prefix + "mlp", out);
+  if (moe.experts.empty()) {
+    mlp.collect(prefix + "mlp", out);
+  } else {
+    moe.collect(prefix + moe.name(), out);
+  }
 }
 
 namespace {
@@ -304,6 +350,17 @@ RmsNorm make_norm(const ModelConfig& c, int64_t dim, const at::TensorOptions& op
   return RmsNorm{at::empty({dim}, options), c.rms_norm_eps, c.norm_weight_offset};
 }
 
+// A gated MLP of `intermediate` (gate and up adjacent, so they run as one GEMM).
+Mlp make_mlp(const ModelConfig& c, int64_t intermediate, const at::TensorOptions& options) {
+  Mlp mlp;
+  std::vector<at::Tensor> gate_up = adjacent_matrices({intermediate, intermediate}, c.hidden_size, options);
+  mlp.gate_proj = make_linear(std::move(gate_up[0]), c.mlp_bias, options);
+  mlp.up_proj = make_linear(std::move(gate_up[1]), c.mlp_bias, options);
+  mlp.down_proj = make_linear(intermediate, c.hidden_size, c.mlp_bias, options);
+  mlp.gelu_tanh = c.hidden_act == "gelu_pytorch_tanh";
+  return mlp;
+}
+
 }  // namespace
 
 DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& options, int64_t index) {
@@ -332,12 +389,16 @@ DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& o
   attn.scaling = c.attention_scaling();
   attn.softcap = c.attn_logit_softcapping.value_or(0.0);
   attn.sliding = c.layer_slides(index);
-  std::vector<at::Tensor> gate_up =
-      adjacent_matrices({c.intermediate_size, c.intermediate_size}, c.hidden_size, options);
-  layer.mlp.gate_proj = make_linear(std::move(gate_up[0]), c.mlp_bias, options);
-  layer.mlp.up_proj = make_linear(std::move(gate_up[1]), c.mlp_bias, options);
-  layer.mlp.down_proj = make_linear(c.intermediate_size, c.hidden_size, c.mlp_bias, options);
-  layer.mlp.gelu_tanh = c.hidden_act == "gelu_pytorch_tanh";
+  if (c.layer_is_sparse(index)) {
+    layer.moe.gate = make_linear(c.hidden_size, c.num_experts, false, options);
+    for (int64_t e = 0; e < c.num_experts; ++e)
+      layer.moe.experts.push_back(make_mlp(c, c.moe_intermediate_size, options));
+    layer.moe.top_k = c.num_experts_per_tok;
+    layer.moe.norm_topk_prob = c.norm_topk_prob;
+    layer.moe.style = c.model_type == "mixtral" ? SparseMoe::Style::kMixtral : SparseMoe::Style::kQwen3Moe;
+  } else {
+    layer.mlp = make_mlp(c, c.intermediate_size, options);
+  }
   return layer;
 }
 

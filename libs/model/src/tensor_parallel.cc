@@ -54,6 +54,10 @@ TpSplit tp_split(const std::string& name) {
 
 void validate_tp(const ModelConfig& config, int64_t tp_size) {
   check_tp_size(tp_size, "model config");
+  if (config.is_moe() && tp_size > 1) {
+    throw ValueError("a mixture of experts (" + config.model_type + ") is not split tensor-parallel (tp " +
+                     std::to_string(tp_size) + "): its experts are not sharded; use tp 1");
+  }
   check_divides("num_attention_heads", config.num_attention_heads, tp_size);
   check_divides("num_key_value_heads", config.num_key_value_heads, tp_size);
   check_divides("intermediate_size", config.intermediate_size, tp_size);

@@ -25,7 +25,7 @@
                                     apply_chat_template, then encode without
                                     special tokens (the agent loop's re-render)
 
-CASE: {"family": "llama|qwen2|qwen3|mistral|gemma2", "config": {overrides},
+CASE: {"family": "llama|qwen2|qwen3|qwen3_moe|mistral|mixtral|gemma2", "config": {overrides},
 "seed": int, "max_shard_size": optional, "input_ids": [[...]],
 "attention_mask": [[...]], "new_tokens": int}. Arrays are raw little-endian
 float32 / int64, shapes in reference/outputs.json.
@@ -43,7 +43,9 @@ FAMILIES = {
     "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
     "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
     "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
+    "qwen3_moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM),
     "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
+    "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM),
     "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM),
 }
 
@@ -77,6 +79,8 @@ def make(case_path, out_dir):
         for name, param in model.named_parameters():
             if "norm" in name or name.endswith(".bias"):
                 param.add_(torch.randn_like(param) * 0.1)
+            elif name.endswith("mlp.gate.weight"):  # a router: decisive, so no two experts nearly tie
+                param.normal_(0.0, 1.0)
     model.save_pretrained(out_dir, safe_serialization=True,
                           max_shard_size=case.get("max_shard_size", "5GB"))
     ids = torch.tensor(case["input_ids"], dtype=torch.long)

@@ -129,7 +129,7 @@ TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[mo
 TEST_CASE("config errors name the field and the file", "[model]") {
   std::string error = parse_error(with(kQwen25Config, "model_type", R"("gpt2")"));
   CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("model_type") && Catch::Contains("gpt2") &&
-                        Catch::Contains("gemma2, llama, mistral, qwen2, qwen3"));
+                        Catch::Contains("gemma2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe"));
 
   error = parse_error(with(kQwen25Config, "num_key_value_heads", "3"));
   CHECK_THAT(error, Catch::Contains("num_key_value_heads") && Catch::Contains("14"));
@@ -162,8 +162,8 @@ TEST_CASE("config errors name the field and the file", "[model]") {
   CHECK_THROWS_AS(ModelConfig::from_file("/nonexistent/config.json"), rlcore::IoError);
 }
 
-TEST_CASE("MoE and vision checkpoints are refused by their architectures field", "[model]") {
-  for (const char* architecture : {"Qwen3MoeForCausalLM", "Qwen2VLForConditionalGeneration", "MixtralForCausalLM"}) {
+TEST_CASE("other MoE and vision checkpoints are refused by their architectures field", "[model]") {
+  for (const char* architecture : {"DeepseekV3ForCausalLM", "Qwen2VLForConditionalGeneration", "GptOssForCausalLM"}) {
     const std::string error =
         parse_error(with(kQwen25Config, "architectures", std::string("[\"") + architecture + "\"]"));
     CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("'architectures'") &&
@@ -298,4 +298,76 @@ TEST_CASE("presets have the documented shapes", "[model]") {
   CHECK_THROWS_WITH(preset("gpt2", "tiny", 1000), Catch::Contains("gpt2") && Catch::Contains("qwen3"));
   CHECK_THROWS_WITH(preset("llama", "7b", 1000), Catch::Contains("7b") && Catch::Contains("tiny"));
   CHECK_THROWS_AS(preset("llama", "tiny", 0), ConfigError);
+}
+
+// Qwen3-30B-A3B's config.json, shrunk to test sizes (its fields and values as the Hub ships them).
+const char* const kQwen3MoeConfig = R"({
+  "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "vocab_size": 151936,
+  "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 4, "num_attention_heads": 32,
+  "num_key_value_heads": 4, "head_dim": 128, "max_position_embeddings": 40960, "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0, "attention_bias": false, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768, "norm_topk_prob": true,
+  "decoder_sparse_step": 1, "mlp_only_layers": [], "router_aux_loss_coef": 0.001, "output_router_logits": false,
+  "bos_token_id": 151643, "eos_token_id": 151645
+})";
+
+TEST_CASE("a Qwen3-MoE config reads its experts and writes them back", "[model]") {
+  const ModelConfig c = ModelConfig::from_json_text(kQwen3MoeConfig);
+  CHECK(c.model_type == "qwen3_moe");
+  CHECK(c.is_moe());
+  CHECK(c.qk_norm);
+  CHECK(c.num_experts == 128);
+  CHECK(c.num_experts_per_tok == 8);
+  CHECK(c.moe_intermediate_size == 768);
+  CHECK(c.norm_topk_prob);
+  CHECK(c.router_aux_loss_coef == 0.001);
+  for (int64_t layer = 0; layer < 4; ++layer) CHECK(c.layer_is_sparse(layer));
+  // transformers >= 5 writes the count as num_local_experts.
+  CHECK(ModelConfig::from_json_text(with(kQwen3MoeConfig, "num_local_experts", "16")).num_experts == 16);
+  CHECK(ModelConfig::from_json_text(c.to_json_text()) == c);
+  CHECK_THAT(c.to_json_text(), Catch::Contains("\"Qwen3MoeForCausalLM\""));
+
+  // Every second layer sparse, layer 1 dense by mlp_only_layers: only layer 3 is.
+  const ModelConfig sparse =
+      ModelConfig::from_json_text(with(with(kQwen3MoeConfig, "decoder_sparse_step", "2"), "mlp_only_layers", "[1]"));
+  CHECK_FALSE(sparse.layer_is_sparse(0));
+  CHECK_FALSE(sparse.layer_is_sparse(1));
+  CHECK_FALSE(sparse.layer_is_sparse(2));
+  CHECK(sparse.layer_is_sparse(3));
+  CHECK(ModelConfig::from_json_text(sparse.to_json_text()) == sparse);
+}
+
+TEST_CASE("a Qwen3-MoE config with impossible experts is refused naming the field", "[model]") {
+  CHECK_THAT(parse_error(with(kQwen3MoeConfig, "num_experts_per_tok", "129")),
+             Catch::Contains("num_experts_per_tok") && Catch::Contains("between 1 and num_experts"));
+  CHECK_THAT(parse_error(with(kQwen3MoeConfig, "mlp_only_layers", "[4]")),
+             Catch::Contains("mlp_only_layers") && Catch::Contains("layer 4"));
+  CHECK_THAT(parse_error(with(kQwen3MoeConfig, "moe_intermediate_size", "0")),
+             Catch::Contains("moe_intermediate_size"));
+  CHECK_THAT(parse_error(with(kQwen3MoeConfig, "decoder_sparse_step", "0")), Catch::Contains("decoder_sparse_step"));
+}
+
+// Mixtral-8x7B-Instruct-v0.1's config.json, shrunk to test sizes.
+const char* const kMixtralConfig = R"({
+  "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "vocab_size": 32000, "hidden_size": 4096,
+  "intermediate_size": 14336, "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 8,
+  "max_position_embeddings": 32768, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "num_local_experts": 8, "num_experts_per_tok": 2,
+  "router_aux_loss_coef": 0.02, "output_router_logits": false, "bos_token_id": 1, "eos_token_id": 2
+})";
+
+TEST_CASE("a Mixtral config reads its experts: every layer, intermediate_size each, renormalised", "[model]") {
+  const ModelConfig c = ModelConfig::from_json_text(kMixtralConfig);
+  CHECK(c.model_type == "mixtral");
+  CHECK(c.num_experts == 8);
+  CHECK(c.num_experts_per_tok == 2);
+  CHECK(c.moe_intermediate_size == 14336);
+  CHECK(c.norm_topk_prob);
+  CHECK_FALSE(c.sliding_window);
+  CHECK_FALSE(c.qkv_bias);
+  CHECK(c.head_dim == 128);
+  CHECK(c.router_aux_loss_coef == 0.02);
+  CHECK((c.layer_is_sparse(0) && c.layer_is_sparse(1)));
+  CHECK(ModelConfig::from_json_text(c.to_json_text()) == c);
+  CHECK_THAT(parse_error(with(kMixtralConfig, "router_jitter_noise", "0.01")), Catch::Contains("router_jitter_noise"));
 }

@@ -1,4 +1,5 @@
-// ModelConfig: the Hugging Face config.json of a Llama / Mistral / Qwen2 / Qwen3 / Gemma 2 decoder,
+// ModelConfig: the Hugging Face config.json of a Llama / Mistral / Mixtral / Qwen2 / Qwen3 / Qwen3-MoE / Gemma 2
+// decoder,
 // parsed and validated once, written back HF-compatibly, plus named size presets.
 #pragma once
 
@@ -12,7 +13,7 @@
 
 namespace rlcore::model {
 
-inline constexpr const char* kSupportedModelTypes = "gemma2, llama, mistral, qwen2, qwen3";
+inline constexpr const char* kSupportedModelTypes = "gemma2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe";
 
 // HF `rope_scaling` / `rope_parameters`: default, linear, llama3 and yarn;
 // others (dynamic, longrope) are a ConfigError naming the field.
@@ -36,7 +37,7 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string model_type;  // "gemma2" | "llama" | "mistral" | "qwen2" | "qwen3"
+  std::string model_type;  // "gemma2" | "llama" | "mistral" | "mixtral" | "qwen2" | "qwen3" | "qwen3_moe"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -57,6 +58,18 @@ struct ModelConfig {
   bool mlp_bias = false;  // llama `mlp_bias`
   // Qwen3 normalises q and k per head (RMSNorm over head_dim) before RoPE.
   bool qk_norm = false;
+  // A mixture of experts (qwen3_moe, mixtral: every layer, experts of
+  // intermediate_size, weights renormalised): layer i's MLP is a sparse block when
+  // layer_is_sparse(i) (a router over num_experts experts of
+  // moe_intermediate_size, each token sent to its num_experts_per_tok best),
+  // else a dense Mlp of intermediate_size.
+  int64_t num_experts = 0;  // 0: a dense model
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;  // the chosen experts' weights renormalised to sum to 1
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+  double router_aux_loss_coef = 0.001;
   // A sliding layer's query sees only the keys of the last `sliding_window`
   // positions (itself included): every layer for mistral, the layers that
   // `sliding_layers` marks for gemma2. Unset: full causal attention.
@@ -98,6 +111,8 @@ struct ModelConfig {
   void validate(const std::string& source = "config") const;
 
   int64_t num_kv_groups() const { return num_attention_heads / num_key_value_heads; }
+  bool is_moe() const { return num_experts > 0; }
+  bool layer_is_sparse(int64_t layer) const;
   bool layer_slides(int64_t layer) const {
     return sliding_window.has_value() && (sliding_layers.empty() || sliding_layers.at(layer));
   }
@@ -114,7 +129,7 @@ struct ModelConfig {
 bool is_supported_model_type(const std::string& model_type);
 
 // Named presets for `rlcore model init --arch ARCH --size SIZE`: arch is
-// llama|qwen2|qwen3, size is tiny (~1M params with a 1k vocab), 100m (~100M
+// llama|qwen2|qwen3|qwen3_moe, size is tiny (~1M params with a 1k vocab), 100m (~100M
 // with a 32k vocab) or 1b (~1B with a 32k vocab, Llama-3.2-1B shaped).
 // Embeddings are tied, as in the small Llama 3.2 / Qwen models.
 // Throws ConfigError for an unknown arch or size.

@@ -125,6 +125,29 @@ struct Mlp {
   void collect(const std::string& prefix, ParameterSlots& out);
 };
 
+// A mixture of experts (HF's sparse MoE blocks, their op order): the router's
+// softmax (fp32) over the experts, each token's top_k, their weights
+// renormalised when norm_topk_prob, then per expert with tokens one gated MLP
+// over its tokens only (tokens sorted by expert), weighted and summed back.
+struct SparseMoe {
+  // Where the families differ: Qwen3-MoE casts the weights to the hidden dtype
+  // before weighting and names the block "mlp" (experts' gate_proj, up_proj,
+  // down_proj); Mixtral weights in fp32 and names it "block_sparse_moe" (w1, w3, w2).
+  enum class Style { kQwen3Moe, kMixtral };
+
+  Linear gate;  // the router: [num_experts, hidden], no bias
+  std::vector<Mlp> experts;
+  int64_t top_k = 0;
+  bool norm_topk_prob = false;
+  Style style = Style::kQwen3Moe;
+
+  at::Tensor operator()(const at::Tensor& x) const;
+  // The block's name in a layer ("mlp", "block_sparse_moe").
+  const char* name() const { return style == Style::kMixtral ? "block_sparse_moe" : "mlp"; }
+  // "gate.weight", "experts.<e>.gate_proj.weight" (Mixtral: "experts.<e>.w1.weight") ... after `prefix`.
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
 // Pre-norm block: x + attn(norm(x)), then h + mlp(norm(h)). With sandwich
 // norms (Gemma 2, pre/post_feedforward_layernorm defined): x + post_attention_layernorm(
 // attn(input_layernorm(x))), then h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h))).
@@ -134,6 +157,7 @@ struct DecoderLayer {
   RmsNorm post_attention_layernorm;
   RmsNorm pre_feedforward_layernorm, post_feedforward_layernorm;  // Gemma 2 only
   Mlp mlp;
+  SparseMoe moe;  // a sparse layer's MLP (ModelConfig::layer_is_sparse): used instead of mlp
 
   at::Tensor operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const;
   // Names relative to the layer ("self_attn.q_proj.weight", ...) after `prefix`.

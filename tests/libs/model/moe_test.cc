@@ -1,0 +1,103 @@
+// The mixture-of-experts block: its grouped computation (tokens sorted by
+// expert, one MLP call per expert with tokens) equals the per-token definition,
+// and an expert no token chose is never read.
+#include <ATen/ATen.h>
+
+#include <limits>
+
+#include "rlcore/model/config.h"
+#include "rlcore/model/layers.h"
+#include "rlcore/model/transformer.h"
+
+#include <catch2/catch.hpp>
+
+using namespace rlcore::model;
+
+namespace moe_test {
+
+Linear random_linear(int64_t in, int64_t out) { return Linear{at::randn({out, in}) * 0.3, {}, {}}; }
+
+SparseMoe random_moe(int64_t hidden, int64_t experts, int64_t intermediate, int64_t top_k, bool norm_topk_prob) {
+  SparseMoe moe;
+  moe.gate = random_linear(hidden, experts);
+  for (int64_t e = 0; e < experts; ++e) {
+    Mlp mlp;
+    mlp.gate_proj = random_linear(hidden, intermediate);
+    mlp.up_proj = random_linear(hidden, intermediate);
+    mlp.down_proj = random_linear(intermediate, hidden);
+    moe.experts.push_back(std::move(mlp));
+  }
+  moe.top_k = top_k;
+  moe.norm_topk_prob = norm_topk_prob;
+  return moe;
+}
+
+// The definition, token by token: softmax over the router's logits, the top_k
+// experts, their weights (renormalised when asked), the weighted sum of their MLPs.
+at::Tensor per_token(const SparseMoe& moe, const at::Tensor& x) {
+  const at::Tensor tokens = x.reshape({-1, x.size(-1)});
+  at::Tensor out = at::zeros_like(tokens);
+  for (int64_t t = 0; t < tokens.size(0); ++t) {
+    const at::Tensor token = tokens.slice(0, t, t + 1);
+    const at::Tensor probs = at::softmax(moe.gate(token).squeeze(0), -1);
+    auto [weights, chosen] = at::topk(probs, moe.top_k);
+    if (moe.norm_topk_prob) weights = weights / weights.sum();
+    for (int64_t k = 0; k < moe.top_k; ++k) {
+      const int64_t e = chosen[k].item<int64_t>();
+      out[t] += weights[k] * moe.experts[static_cast<size_t>(e)](token).squeeze(0);
+    }
+  }
+  return out.reshape(x.sizes());
+}
+
+}  // namespace moe_test
+
+TEST_CASE("the grouped experts equal the per-token definition", "[model][moe]") {
+  at::manual_seed(3);
+  for (const bool norm : {true, false}) {
+    const SparseMoe moe = moe_test::random_moe(16, 5, 12, 2, norm);
+    const at::Tensor x = at::randn({3, 7, 16});
+    const at::Tensor grouped = moe(x);
+    CHECK(grouped.sizes() == x.sizes());
+    CHECK(at::allclose(grouped, moe_test::per_token(moe, x), 1e-5, 1e-6));
+  }
+}
+
+TEST_CASE("an expert no token chose is never read", "[model][moe]") {
+  at::manual_seed(4);
+  SparseMoe moe = moe_test::random_moe(8, 4, 6, 1, true);
+  // The router sends every token of a positive first feature to expert 0 or 1,
+  // never to expert 3, whose weights are NaN: any read of them would show.
+  moe.gate.weight.zero_();
+  moe.gate.weight[0][0] = 10.0;
+  moe.gate.weight[1][1] = 10.0;
+  moe.gate.weight[3][0] = -10.0;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  moe.experts[3].gate_proj.weight.fill_(nan);
+  moe.experts[3].down_proj.weight.fill_(nan);
+  const at::Tensor x = at::rand({2, 5, 8}) + 0.5;  // every feature positive
+  const at::Tensor out = moe(x);
+  CHECK(at::isfinite(out).all().item<bool>());
+  CHECK(at::allclose(out, moe_test::per_token(moe, x), 1e-5, 1e-6));
+}
+
+TEST_CASE("a qwen3_moe model has sparse layers where its config says, with HF's parameter names", "[model][moe]") {
+  ModelConfig config = preset("qwen3_moe", "tiny", 64);
+  config.decoder_sparse_step = 2;  // layers 1 and 3 sparse
+  const std::vector<ParameterSpec> specs = parameter_specs(config);
+  const auto has = [&](const std::string& name) {
+    return std::any_of(specs.begin(), specs.end(), [&](const ParameterSpec& s) { return s.name == name; });
+  };
+  CHECK(has("model.layers.0.mlp.gate_proj.weight"));
+  CHECK_FALSE(has("model.layers.0.mlp.gate.weight"));
+  CHECK(has("model.layers.1.mlp.gate.weight"));
+  CHECK(has("model.layers.1.mlp.experts.7.down_proj.weight"));
+  CHECK_FALSE(has("model.layers.1.mlp.gate_proj.weight"));
+  CHECK_FALSE(has("model.layers.1.mlp.experts.8.down_proj.weight"));
+  for (const ParameterSpec& s : specs) {
+    if (s.name == "model.layers.3.mlp.experts.0.up_proj.weight") {
+      CHECK(s.shape == std::vector<int64_t>{config.moe_intermediate_size, config.hidden_size});
+    }
+    if (s.name == "model.layers.3.mlp.gate.weight") CHECK(s.shape == std::vector<int64_t>{8, config.hidden_size});
+  }
+}
