@@ -68,6 +68,7 @@ Reference make_reference_model(const std::string& family, const json& config, co
   reference.logprobs = read_floats(dir / "reference" / "logprobs.bin", outputs["logprobs"].get<std::vector<int64_t>>());
   reference.greedy = outputs["greedy"].get<TokenRows>();
   reference.max_abs_logit = outputs["max_abs_logit"].get<double>();
+  if (outputs.contains("experts")) reference.experts = outputs["experts"].get<std::vector<TokenRows>>();
   fs::remove_all(dir / "reference");  // the directory is a plain checkpoint again
   fs::remove(spec_path);
   return reference;

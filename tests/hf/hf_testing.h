@@ -33,6 +33,8 @@ struct Reference {
   at::Tensor logprobs;
   TokenRows greedy;
   double max_abs_logit = 0;
+  // A mixture of experts: per sparse layer, per position (the batch's, flattened), the experts chosen, ascending.
+  std::vector<TokenRows> experts;
 };
 
 // <build>/hf_tests/<name>, emptied.

@@ -107,6 +107,35 @@ hf_testing::Inputs test_inputs() {
           {{0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}};
 }
 
+// Every sparse layer sends each real token to the experts transformers' router picks.
+void check_experts_equal(const Transformer& model, const hf_testing::Inputs& inputs,
+                         const hf_testing::Reference& reference) {
+  const at::Tensor ids = inputs.ids_tensor();
+  const at::Tensor mask = inputs.mask_tensor();
+  ForwardContext ctx = model.prepare(ids, mask, {}, nullptr);
+  MoeRouting routing;
+  ctx.routing = &routing;
+  (void)model.hidden_states(ids, ctx);
+  std::vector<at::Tensor> sparse;
+  for (const at::Tensor& chosen : routing.chosen) {
+    if (chosen.defined()) sparse.push_back(std::get<0>(chosen.sort(-1)));
+  }
+  REQUIRE(sparse.size() == reference.experts.size());
+  const at::Tensor real = mask.reshape(-1).to(at::kBool);
+  int64_t compared = 0;
+  for (size_t layer = 0; layer < sparse.size(); ++layer) {
+    for (int64_t token = 0; token < real.size(0); ++token) {
+      if (!real[token].item<bool>()) continue;
+      const at::Tensor row = sparse[layer][token].contiguous();
+      const std::vector<int64_t> ours(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
+      INFO("sparse layer " << layer << ", position " << token);
+      CHECK(ours == reference.experts[layer][static_cast<size_t>(token)]);
+      ++compared;
+    }
+  }
+  CHECK(compared > 0);
+}
+
 }  // namespace
 
 TEST_CASE("every supported family equals transformers: logits, log-probs, greedy tokens", "[hf][models]") {
@@ -135,6 +164,7 @@ TEST_CASE("every supported family equals transformers: logits, log-probs, greedy
             1e-5);
 
       CHECK(hf_testing::greedy(model, ids, mask, new_tokens) == reference.greedy);
+      if (model.config().is_moe()) check_experts_equal(model, inputs, reference);
       fs::remove_all(dir);
     }
   }

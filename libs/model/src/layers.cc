@@ -253,12 +253,15 @@ void Mlp::collect(const std::string& prefix, ParameterSlots& out) {
   down_proj.collect(prefix + ".down_proj", out);
 }
 
-at::Tensor SparseMoe::operator()(const at::Tensor& x) const {
+at::Tensor SparseMoe::operator()(const at::Tensor& x, at::Tensor* chosen_out, at::Tensor* router_logits_out) const {
   const int64_t hidden = x.size(-1);
   const int64_t num_experts = static_cast<int64_t>(experts.size());
   const at::Tensor tokens = x.reshape({-1, hidden});
-  const at::Tensor probs = at::softmax(gate(tokens), -1, at::kFloat);
+  const at::Tensor logits = gate(tokens);
+  const at::Tensor probs = at::softmax(logits, -1, at::kFloat);
   auto [weights, chosen] = at::topk(probs, top_k, -1);  // [N, top_k]
+  if (chosen_out != nullptr) *chosen_out = chosen;
+  if (router_logits_out != nullptr) *router_logits_out = logits;
   if (norm_topk_prob) weights = weights / weights.sum(-1, /*keepdim=*/true);
   if (style == Style::kQwen3Moe) weights = weights.to(x.scalar_type());
   // The (token, choice) pairs sorted by expert: expert e's tokens are one slice.
@@ -295,7 +298,16 @@ void SparseMoe::collect(const std::string& prefix, ParameterSlots& out) {
 }
 
 at::Tensor DecoderLayer::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
-  const auto feed_forward = [this](const at::Tensor& h) { return moe.experts.empty() ? mlp(h) : moe(h); };
+  const auto feed_forward = [&](const at::Tensor& h) {
+    if (moe.experts.empty()) return mlp(h);
+    if (ctx.routing == nullptr) return moe(h);
+    MoeRouting& routing = *ctx.routing;
+    if (static_cast<int64_t>(routing.chosen.size()) <= layer) {
+      routing.chosen.resize(static_cast<size_t>(layer) + 1);
+      routing.router_logits.resize(static_cast<size_t>(layer) + 1);
+    }
+    return moe(h, &routing.chosen[static_cast<size_t>(layer)], &routing.router_logits[static_cast<size_t>(layer)]);
+  };
   if (post_feedforward_layernorm.weight.defined()) {
     const at::Tensor h = x + post_attention_layernorm(self_attn(input_layernorm(x), ctx, layer));
     return h + post_feedforward_layernorm(feed_forward(pre_feedforward_layernorm(h)));

@@ -94,9 +94,14 @@ def make(case_path, out_dir):
                                max_new_tokens=case["new_tokens"], min_new_tokens=case["new_tokens"],
                                pad_token_id=settings["pad_token_id"], eos_token_id=None)
     new = generated[:, ids.shape[1]:]
-    json.dump({"logits": list(logits.shape), "logprobs": list(logprobs.shape),
-               "greedy": new.tolist(), "max_abs_logit": float(logits.abs().max())},
-              open(os.path.join(reference, "outputs.json"), "w"))
+    outputs = {"logits": list(logits.shape), "logprobs": list(logprobs.shape),
+               "greedy": new.tolist(), "max_abs_logit": float(logits.abs().max())}
+    if getattr(config, "num_experts_per_tok", None):  # a mixture of experts: each sparse layer's choices
+        with torch.no_grad():
+            routed = model(input_ids=ids, attention_mask=mask, output_router_logits=True).router_logits
+        outputs["experts"] = [torch.topk(torch.softmax(layer.float(), dim=-1), config.num_experts_per_tok,
+                                         dim=-1).indices.sort(dim=-1).values.tolist() for layer in routed]
+    json.dump(outputs, open(os.path.join(reference, "outputs.json"), "w"))
 
 
 def logits(model_dir, inputs_path, out_path):

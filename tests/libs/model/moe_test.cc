@@ -101,3 +101,26 @@ TEST_CASE("a qwen3_moe model has sparse layers where its config says, with HF's 
     if (s.name == "model.layers.3.mlp.gate.weight") CHECK(s.shape == std::vector<int64_t>{8, config.hidden_size});
   }
 }
+
+TEST_CASE("a forward records each sparse layer's routing, and nothing for dense layers", "[model][moe]") {
+  ModelConfig config = preset("qwen3_moe", "tiny", 64);
+  config.num_hidden_layers = 3;
+  config.mlp_only_layers = {1};
+  Transformer model(config, ModelHead::kCausalLm, at::TensorOptions().dtype(at::kFloat));
+  model.init_random(5);
+  const at::Tensor ids = at::randint(0, 64, {2, 6}, at::kLong);
+  ForwardContext ctx = model.prepare(ids, {}, {}, nullptr);
+  MoeRouting routing;
+  ctx.routing = &routing;
+  const at::Tensor recorded = model.apply_head(model.hidden_states(ids, ctx));
+  CHECK(at::allclose(recorded, model.forward(ids)));  // recording changes nothing
+  REQUIRE(routing.chosen.size() == 3);
+  CHECK_FALSE(routing.chosen[1].defined());
+  for (const size_t layer : {size_t{0}, size_t{2}}) {
+    CHECK(routing.chosen[layer].sizes() == at::IntArrayRef({12, config.num_experts_per_tok}));
+    CHECK(routing.router_logits[layer].sizes() == at::IntArrayRef({12, config.num_experts}));
+    // The chosen experts are the router's top-k.
+    const at::Tensor top = std::get<1>(at::topk(routing.router_logits[layer], config.num_experts_per_tok, -1));
+    CHECK(at::equal(std::get<0>(top.sort(-1)), std::get<0>(routing.chosen[layer].sort(-1))));
+  }
+}

@@ -70,6 +70,18 @@ at::Tensor rotate_half(const at::Tensor& x);
 // x [B, heads, T, D] with cos/sin [B, T, D]: x*cos + rotate_half(x)*sin.
 at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
+// What a forward's sparse layers routed, per layer (undefined for a dense
+// layer): each token's chosen experts [tokens, top_k] (int64, in the router's
+// order) and the router's logits [tokens, num_experts]; tokens are the batch's
+// positions flattened, padding included. Routing replay and the router's
+// auxiliary losses read it.
+struct MoeRouting {
+  std::vector<at::Tensor> chosen;
+  std::vector<at::Tensor> router_logits;
+
+  explicit MoeRouting(size_t layers = 0) : chosen(layers), router_logits(layers) {}
+};
+
 // What every layer of one forward shares; built once by Transformer::prepare.
 struct ForwardContext {
   at::Tensor cos, sin;  // [B, T, head_dim], compute dtype
@@ -86,6 +98,8 @@ struct ForwardContext {
   // spans every slot of the cache (blocked is [B, 1, 1, max_len]), so no shape
   // depends on how full the cache is.
   at::Tensor cache_slot;
+  // Set by the caller: each sparse layer records its routing here.
+  MoeRouting* routing = nullptr;
 };
 
 // Softmax attention with grouped kv heads, HF's op order (fp32 softmax).
@@ -141,7 +155,8 @@ struct SparseMoe {
   bool norm_topk_prob = false;
   Style style = Style::kQwen3Moe;
 
-  at::Tensor operator()(const at::Tensor& x) const;
+  // Records the routing into `chosen` and `router_logits` when they are given.
+  at::Tensor operator()(const at::Tensor& x, at::Tensor* chosen = nullptr, at::Tensor* router_logits = nullptr) const;
   // The block's name in a layer ("mlp", "block_sparse_moe").
   const char* name() const { return style == Style::kMixtral ? "block_sparse_moe" : "mlp"; }
   // "gate.weight", "experts.<e>.gate_proj.weight" (Mixtral: "experts.<e>.w1.weight") ... after `prefix`.
