@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generation benchmark end to end: builds bench_generation, the rlcore CLI and
-# the infer-native plugin, writes random llama checkpoints with `rlcore model
-# init`, and prints the rlcore-vs-PyTorch table (docs/bench-generation.md).
+# the infer-native plugin, writes random checkpoints (llama, or --arch) with
+# `rlcore model init`, and prints the rlcore-vs-PyTorch table (docs/bench-generation.md).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,6 +16,8 @@ jobs=2
 python=/usr/bin/python3
 build=1
 device=cpu
+arch=llama
+baseline_kind=
 extra_args=()
 
 usage() {
@@ -35,6 +37,9 @@ usage: bench/run_generation_bench.sh [options]
   --device DEV       cpu (default) or cuda: on a GPU the baseline is transformers' eager generate
                      (bench/python/hf_generate_baseline.py; --python must have transformers)
   --cuda-graphs      also time rlcore with rollout.enforce_eager: false (needs --device cuda)
+  --arch ARCH        the checkpoints' architecture (rlcore model init --arch; default: $arch)
+  --baseline KIND    torch (the plain PyTorch loop, the CPU default) or transformers (its generate:
+                     the GPU default, and on the CPU the only baseline for --arch qwen3_moe)
 EOF
 }
 
@@ -53,6 +58,8 @@ while [[ $# -gt 0 ]]; do
     --no-build) build=0; shift ;;
     --device) device=$2; shift 2 ;;
     --cuda-graphs) extra_args+=(--cuda-graphs); shift ;;
+    --arch) arch=$2; shift 2 ;;
+    --baseline) baseline_kind=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run_generation_bench.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -74,10 +81,10 @@ model_args=()
 IFS=, read -ra model_list <<< "$models"
 for size in "${model_list[@]}"; do
   case $size in tiny|100m) ;; *) echo "run_generation_bench.sh: unknown model '$size' (tiny, 100m)" >&2; exit 2 ;; esac
-  dir=$work_dir/llama-$size
+  dir=$work_dir/$arch-$size
   # Seeded, so a checkpoint left by an earlier run is the same one.
   if [[ ! -f $dir/config.json ]]; then
-    "$build_dir/bin/rlcore" model init --arch llama --size "$size" --seed 0 --out "$dir" --force
+    "$build_dir/bin/rlcore" model init --arch "$arch" --size "$size" --seed 0 --out "$dir" --force
   fi
   model_args+=(--model "$size=$dir")
 done
@@ -85,8 +92,14 @@ done
 python_args=()
 if [[ $python != none ]]; then
   "$python" -c 'import torch' || { echo "run_generation_bench.sh: $python has no torch (use Debian's /usr/bin/python3 or --python none)" >&2; exit 1; }
-  baseline=$repo/bench/python/generate_baseline.py
-  [[ $device == cpu ]] || baseline=$repo/bench/python/hf_generate_baseline.py
+  baseline_kind=${baseline_kind:-$([[ $device == cpu && $arch != *moe* ]] && echo torch || echo transformers)}
+  case $baseline_kind in
+    torch)
+      [[ $arch != *moe* ]] || { echo "run_generation_bench.sh: the torch baseline computes dense models only; use --baseline transformers" >&2; exit 2; }
+      baseline=$repo/bench/python/generate_baseline.py ;;
+    transformers) baseline=$repo/bench/python/hf_generate_baseline.py ;;
+    *) echo "run_generation_bench.sh: unknown baseline '$baseline_kind' (torch, transformers)" >&2; exit 2 ;;
+  esac
   python_args=(--python "$python" --baseline-script "$baseline")
 fi
 

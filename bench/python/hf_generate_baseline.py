@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Hugging Face `transformers` baseline for bench_generation on a GPU: eager
+# Hugging Face `transformers` baseline for bench_generation (a GPU, or the CPU for MoE): eager
 # attention, greedy `generate` with a KV cache, the same prompts and timing
 # definitions as bench/generation_bench.cc; prints the same JSON as
 # generate_baseline.py. Needs torch with CUDA and transformers (the GPU image's
@@ -25,6 +25,7 @@ def timed(fn, device):
 
 def run(args):
     device = torch.device(args.device)
+    torch.set_num_threads(args.threads)
     start = time.perf_counter()
     model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=COMPUTE_DTYPES[args.dtype],
                                                  attn_implementation="eager").to(device).eval()
@@ -65,7 +66,7 @@ def run(args):
 
 
 def main():
-    args = parse_arguments(__doc__, "bfloat16", lambda p: p.add_argument("--device", default="cuda"))
+    args = parse_arguments(__doc__, "bfloat16", lambda p: p.add_argument("--device", default="cpu"))
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("hf_generate_baseline.py: no GPU is visible to torch", file=sys.stderr)
         return 1
