@@ -69,6 +69,7 @@ Reference make_reference_model(const std::string& family, const json& config, co
   reference.greedy = outputs["greedy"].get<TokenRows>();
   reference.max_abs_logit = outputs["max_abs_logit"].get<double>();
   if (outputs.contains("experts")) reference.experts = outputs["experts"].get<std::vector<TokenRows>>();
+  if (outputs.contains("aux_loss")) reference.aux_loss = outputs["aux_loss"].get<double>();
   fs::remove_all(dir / "reference");  // the directory is a plain checkpoint again
   fs::remove(spec_path);
   return reference;

@@ -35,6 +35,7 @@ struct Reference {
   double max_abs_logit = 0;
   // A mixture of experts: per sparse layer, per position (the batch's, flattened), the experts chosen, ascending.
   std::vector<TokenRows> experts;
+  double aux_loss = 0;  // transformers' load-balancing loss on the inputs (a mixture of experts)
 };
 
 // <build>/hf_tests/<name>, emptied.

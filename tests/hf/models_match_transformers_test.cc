@@ -134,6 +134,10 @@ void check_experts_equal(const Transformer& model, const hf_testing::Inputs& inp
     }
   }
   CHECK(compared > 0);
+  // The router's load-balancing loss over the same forward (transformers' aux_loss).
+  const double aux = load_balancing_loss(routing, model.config().num_experts, mask).item<double>();
+  CHECK(reference.aux_loss > 0.5);
+  CHECK(aux == Approx(reference.aux_loss).epsilon(1e-5));
 }
 
 }  // namespace

@@ -98,7 +98,9 @@ def make(case_path, out_dir):
                "greedy": new.tolist(), "max_abs_logit": float(logits.abs().max())}
     if getattr(config, "num_experts_per_tok", None):  # a mixture of experts: each sparse layer's choices
         with torch.no_grad():
-            routed = model(input_ids=ids, attention_mask=mask, output_router_logits=True).router_logits
+            routed_out = model(input_ids=ids, attention_mask=mask, output_router_logits=True)
+            routed = routed_out.router_logits
+        outputs["aux_loss"] = float(routed_out.aux_loss)
         outputs["experts"] = [torch.topk(torch.softmax(layer.float(), dim=-1), config.num_experts_per_tok,
                                          dim=-1).indices.sort(dim=-1).values.tolist() for layer in routed]
     json.dump(outputs, open(os.path.join(reference, "outputs.json"), "w"))

@@ -124,3 +124,24 @@ TEST_CASE("a forward records each sparse layer's routing, and nothing for dense 
     CHECK(at::equal(std::get<0>(top.sort(-1)), std::get<0>(routing.chosen[layer].sort(-1))));
   }
 }
+
+TEST_CASE("the load-balancing loss is top_k for balanced routing, counts real tokens only, and has a gradient",
+          "[model][moe]") {
+  const at::AutoGradMode grad(true);
+  // 8 tokens over 4 experts, 2 each, every expert chosen 4 times, uniform router probabilities.
+  MoeRouting routing(1);
+  routing.router_logits[0] = at::zeros({8, 4}).requires_grad_();
+  routing.chosen[0] = at::tensor({0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}, at::kLong).reshape({8, 2});
+  const at::Tensor balanced = load_balancing_loss(routing, 4);
+  CHECK(balanced.item<double>() == Approx(2.0));
+  // A ninth, padding token routed all to expert 0 with certainty changes nothing.
+  MoeRouting padded(1);
+  padded.router_logits[0] = at::cat({at::zeros({8, 4}), at::tensor({50.0f, 0.0f, 0.0f, 0.0f}).reshape({1, 4})});
+  padded.chosen[0] = at::cat({routing.chosen[0], at::tensor({0, 1}, at::kLong).reshape({1, 2})});
+  const at::Tensor mask = at::cat({at::ones({1, 8}), at::zeros({1, 1})}, 1);
+  CHECK(load_balancing_loss(padded, 4, mask).item<double>() == Approx(2.0));
+  CHECK(load_balancing_loss(padded, 4).item<double>() > 2.0);
+  balanced.backward();
+  REQUIRE(routing.router_logits[0].grad().defined());
+  CHECK(load_balancing_loss(MoeRouting(2), 4).item<double>() == 0.0);  // no sparse layer
+}

@@ -82,6 +82,14 @@ struct MoeRouting {
   explicit MoeRouting(size_t layers = 0) : chosen(layers), router_logits(layers) {}
 };
 
+// Switch Transformer's load-balancing loss over the sparse layers of one
+// recorded forward, as transformers' load_balancing_loss_func computes it:
+// num_experts * sum_e f_e * P_e, where f_e counts the top-k choices of expert
+// e per token and P_e is e's mean router probability, over the real tokens
+// (attention_mask [B, T] 1; all when undefined) of every sparse layer together.
+// Differentiable through P_e; 0 when the forward had no sparse layer.
+at::Tensor load_balancing_loss(const MoeRouting& routing, int64_t num_experts, const at::Tensor& attention_mask = {});
+
 // What every layer of one forward shares; built once by Transformer::prepare.
 struct ForwardContext {
   at::Tensor cos, sin;  // [B, T, head_dim], compute dtype
