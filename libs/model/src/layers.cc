@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -253,22 +255,29 @@ void Mlp::collect(const std::string& prefix, ParameterSlots& out) {
   down_proj.collect(prefix + ".down_proj", out);
 }
 
-at::Tensor SparseMoe::operator()(const at::Tensor& x, at::Tensor* chosen_out, at::Tensor* router_logits_out) const {
-  const int64_t hidden = x.size(-1);
+Routed SparseMoe::route(const at::Tensor& tokens, const at::Tensor& replay) const {
+  Routed routed;
+  routed.router_logits = gate(tokens);
+  const at::Tensor probs = at::softmax(routed.router_logits, -1, at::kFloat);
+  if (replay.defined()) {
+    routed.chosen = replay.to(tokens.device(), at::kLong);
+    routed.weights = probs.gather(-1, routed.chosen);
+  } else {
+    std::tie(routed.weights, routed.chosen) = at::topk(probs, top_k, -1);  // [N, top_k]
+  }
+  if (norm_topk_prob) routed.weights = routed.weights / routed.weights.sum(-1, /*keepdim=*/true);
+  if (style == Style::kQwen3Moe) routed.weights = routed.weights.to(tokens.scalar_type());
+  return routed;
+}
+
+at::Tensor SparseMoe::apply_experts(const at::Tensor& tokens, const Routed& routed) const {
   const int64_t num_experts = static_cast<int64_t>(experts.size());
-  const at::Tensor tokens = x.reshape({-1, hidden});
-  const at::Tensor logits = gate(tokens);
-  const at::Tensor probs = at::softmax(logits, -1, at::kFloat);
-  auto [weights, chosen] = at::topk(probs, top_k, -1);  // [N, top_k]
-  if (chosen_out != nullptr) *chosen_out = chosen;
-  if (router_logits_out != nullptr) *router_logits_out = logits;
-  if (norm_topk_prob) weights = weights / weights.sum(-1, /*keepdim=*/true);
-  if (style == Style::kQwen3Moe) weights = weights.to(x.scalar_type());
+  const int64_t k = routed.chosen.size(1);
   // The (token, choice) pairs sorted by expert: expert e's tokens are one slice.
-  const at::Tensor flat_chosen = chosen.reshape(-1);
+  const at::Tensor flat_chosen = routed.chosen.reshape(-1);
   const at::Tensor order = std::get<1>(flat_chosen.sort(/*stable=*/c10::optional<bool>(true), /*dim=*/0));
-  const at::Tensor token_of = order.div(top_k, "floor");
-  const at::Tensor weight_of = weights.reshape(-1).index_select(0, order);
+  const at::Tensor token_of = order.div(k, "floor");
+  const at::Tensor weight_of = routed.weights.reshape(-1).index_select(0, order);
   const at::Tensor counts = at::bincount(flat_chosen, {}, num_experts).cpu();
   at::Tensor out = at::zeros_like(tokens);
   int64_t start = 0;
@@ -280,6 +289,14 @@ at::Tensor SparseMoe::operator()(const at::Tensor& x, at::Tensor* chosen_out, at
     out.index_add_(0, rows, (y * weight_of.slice(0, start, start + n).unsqueeze(-1)).to(out.scalar_type()));
     start += n;
   }
+  return out;
+}
+
+at::Tensor SparseMoe::operator()(const at::Tensor& x, Routed* record, const at::Tensor& replay) const {
+  const at::Tensor tokens = x.reshape({-1, x.size(-1)});
+  Routed routed = route(tokens, replay);
+  const at::Tensor out = experts_override ? experts_override(*this, tokens, routed) : apply_experts(tokens, routed);
+  if (record != nullptr) *record = std::move(routed);
   return out.reshape(x.sizes());
 }
 
@@ -319,13 +336,20 @@ void SparseMoe::collect(const std::string& prefix, ParameterSlots& out) {
 at::Tensor DecoderLayer::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
   const auto feed_forward = [&](const at::Tensor& h) {
     if (moe.experts.empty()) return mlp(h);
-    if (ctx.routing == nullptr) return moe(h);
+    const auto index = static_cast<size_t>(layer);
+    const at::Tensor replay =
+        ctx.replay != nullptr && index < ctx.replay->chosen.size() ? ctx.replay->chosen[index] : at::Tensor();
+    if (ctx.routing == nullptr) return moe(h, nullptr, replay);
     MoeRouting& routing = *ctx.routing;
-    if (static_cast<int64_t>(routing.chosen.size()) <= layer) {
-      routing.chosen.resize(static_cast<size_t>(layer) + 1);
-      routing.router_logits.resize(static_cast<size_t>(layer) + 1);
+    if (routing.chosen.size() <= index) {
+      routing.chosen.resize(index + 1);
+      routing.router_logits.resize(index + 1);
     }
-    return moe(h, &routing.chosen[static_cast<size_t>(layer)], &routing.router_logits[static_cast<size_t>(layer)]);
+    Routed routed;
+    const at::Tensor out = moe(h, &routed, replay);
+    routing.chosen[index] = std::move(routed.chosen);
+    routing.router_logits[index] = std::move(routed.router_logits);
+    return out;
   };
   if (post_feedforward_layernorm.weight.defined()) {
     const at::Tensor h = x + post_attention_layernorm(self_attn(input_layernorm(x), ctx, layer));

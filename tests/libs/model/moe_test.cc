@@ -125,6 +125,36 @@ TEST_CASE("a forward records each sparse layer's routing, and nothing for dense 
   }
 }
 
+TEST_CASE("replaying a forward's routing reproduces it; another routing sends the tokens to those experts",
+          "[model][moe]") {
+  ModelConfig config = preset("qwen3_moe", "tiny", 64);
+  config.num_hidden_layers = 2;
+  Transformer model(config, ModelHead::kCausalLm, at::TensorOptions().dtype(at::kFloat));
+  model.init_random(6);
+  const at::Tensor ids = at::randint(0, 64, {2, 5}, at::kLong);
+  const auto run = [&](MoeRouting* record, const MoeRouting* replay) {
+    ForwardContext ctx = model.prepare(ids, {}, {}, nullptr);
+    ctx.routing = record;
+    ctx.replay = replay;
+    return model.apply_head(model.hidden_states(ids, ctx));
+  };
+  MoeRouting own;
+  const at::Tensor logits = run(&own, nullptr);
+  MoeRouting replayed;
+  CHECK(at::equal(run(&replayed, &own), logits));
+  CHECK(at::equal(replayed.chosen[1], own.chosen[1]));
+
+  // Every token of layer 1 forced to experts {6, 7}: the recorded routing is the forced one and
+  // the output moves; layer 0 (no replay given) routes itself.
+  MoeRouting forced(2);
+  forced.chosen[1] = at::tensor({6, 7}, at::kLong).repeat({10, 1});
+  MoeRouting seen;
+  const at::Tensor moved = run(&seen, &forced);
+  CHECK(at::equal(seen.chosen[1], forced.chosen[1]));
+  CHECK(at::equal(seen.chosen[0], own.chosen[0]));
+  CHECK_FALSE(at::allclose(moved, logits));
+}
+
 TEST_CASE("the load-balancing loss is top_k for balanced routing, counts real tokens only, and has a gradient",
           "[model][moe]") {
   const at::AutoGradMode grad(true);

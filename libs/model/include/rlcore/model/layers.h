@@ -82,6 +82,13 @@ struct MoeRouting {
   explicit MoeRouting(size_t layers = 0) : chosen(layers), router_logits(layers) {}
 };
 
+// One sparse block's routing of its tokens.
+struct Routed {
+  at::Tensor chosen;         // [N, top_k] int64
+  at::Tensor weights;        // [N, top_k]: how each chosen expert's output is weighted
+  at::Tensor router_logits;  // [N, num_experts]
+};
+
 // Switch Transformer's load-balancing loss over the sparse layers of one
 // recorded forward, as transformers' load_balancing_loss_func computes it:
 // num_experts * sum_e f_e * P_e, where f_e counts the top-k choices of expert
@@ -108,6 +115,9 @@ struct ForwardContext {
   at::Tensor cache_slot;
   // Set by the caller: each sparse layer records its routing here.
   MoeRouting* routing = nullptr;
+  // Set by the caller: each sparse layer with a defined replay.chosen[layer]
+  // sends its tokens to those experts (routing replay).
+  const MoeRouting* replay = nullptr;
 };
 
 // Softmax attention with grouped kv heads, HF's op order (fp32 softmax).
@@ -162,9 +172,18 @@ struct SparseMoe {
   int64_t top_k = 0;
   bool norm_topk_prob = false;
   Style style = Style::kQwen3Moe;
+  // Used instead of apply_experts when set (expert parallelism: the tokens
+  // dispatched to the ranks holding their experts and back).
+  std::function<at::Tensor(const SparseMoe&, const at::Tensor&, const Routed&)> experts_override;
 
-  // Records the routing into `chosen` and `router_logits` when they are given.
-  at::Tensor operator()(const at::Tensor& x, at::Tensor* chosen = nullptr, at::Tensor* router_logits = nullptr) const;
+  // tokens [N, hidden] -> each token's experts and weights. With `replay`
+  // ([N, top_k] int64) the tokens go to those experts instead of the router's
+  // top-k (routing replay), weighted by the router's probabilities of them.
+  Routed route(const at::Tensor& tokens, const at::Tensor& replay = {}) const;
+  // The experts' weighted sum over routed tokens [N, hidden], grouped per expert.
+  at::Tensor apply_experts(const at::Tensor& tokens, const Routed& routed) const;
+  // x [..., hidden] -> [..., hidden]; the routing goes to `record` when given.
+  at::Tensor operator()(const at::Tensor& x, Routed* record = nullptr, const at::Tensor& replay = {}) const;
   // The block's name in a layer ("mlp", "block_sparse_moe").
   const char* name() const { return style == Style::kMixtral ? "block_sparse_moe" : "mlp"; }
   // "gate.weight", "experts.<e>.gate_proj.weight" (Mixtral: "experts.<e>.w1.weight") ... after `prefix`.
