@@ -27,15 +27,18 @@ DecodeStepper::DecodeStepper(const model::Transformer& model, model::KvCache& ca
                              DecodeStats& stats)
     : model_(model), cache_(cache), mode_(mode), stats_(stats) {}
 
-at::Tensor DecodeStepper::step(const at::Tensor& tokens) {
+at::Tensor DecodeStepper::step(const at::Tensor& tokens, model::MoeRouting* routing) {
   ++stats_.steps;
   if (mode_ == DecodeMode::kEager) {
-    return model_.forward(tokens.view({-1, 1}), cache_, {}, {}, /*keep_last=*/1).select(1, 0);
+    return model_.forward(tokens.view({-1, 1}), cache_, {}, {}, /*keep_last=*/1, routing).select(1, 0);
   }
-  return step_shape_static(tokens);
+  if (routing != nullptr && mode_ == DecodeMode::kDeviceGraph) {
+    throw ValueError("infer-native: recording the routing needs decode steps without CUDA graphs");
+  }
+  return step_shape_static(tokens, routing);
 }
 
-at::Tensor DecodeStepper::step_shape_static(const at::Tensor& tokens) {
+at::Tensor DecodeStepper::step_shape_static(const at::Tensor& tokens, model::MoeRouting* routing) {
   const at::Device device = cache_.valid.device();
   if (!slot_.defined()) slot_ = at::empty({1}, at::TensorOptions().device(device).dtype(at::kLong));
   slot_.fill_(cache_.used);
@@ -48,7 +51,7 @@ at::Tensor DecodeStepper::step_shape_static(const at::Tensor& tokens) {
   } else {
     tokens_ = tokens.view({-1, 1}).clone();
     // This step's result, and in kDeviceGraph the warm-up run recording needs.
-    logits = model_.forward_decode(tokens_, cache_, slot_).select(1, 0);
+    logits = model_.forward_decode(tokens_, cache_, slot_, routing).select(1, 0);
     if (mode_ == DecodeMode::kDeviceGraph) {
       try {
         graph_.record(device, [this] { logits_ = model_.forward_decode(tokens_, cache_, slot_).select(1, 0); });

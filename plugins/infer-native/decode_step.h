@@ -42,13 +42,15 @@ class DecodeStepper {
   // tokens [B] int64 on the model's device -> next-token logits [B, vocab]. In
   // kDeviceGraph the logits live in the graph's memory until the next step.
   // Throws Error when recording the graph fails (naming enforce_eager).
-  at::Tensor step(const at::Tensor& tokens);
+  // `routing` records what the step routed (not in kDeviceGraph, whose replays
+  // run no host code).
+  at::Tensor step(const at::Tensor& tokens, model::MoeRouting* routing = nullptr);
   // Keeps the cache rows `rows` (KvCache::keep_rows); a recorded graph is dropped.
   void keep_rows(const at::Tensor& rows);
   DecodeMode mode() const { return mode_; }
 
  private:
-  at::Tensor step_shape_static(const at::Tensor& tokens);
+  at::Tensor step_shape_static(const at::Tensor& tokens, model::MoeRouting* routing);
 
   const model::Transformer& model_;
   model::KvCache& cache_;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -146,7 +147,10 @@ GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>&
   check_prompts(prompts, model_->config().vocab_size, max_model_len_);
 
   const uint64_t seed = request_seed(sampling.seed);
-  Scheduler scheduler(*model_, scheduler_options());
+  SchedulerOptions options = scheduler_options();
+  options.record_routing = record_routing_;
+  if (record_routing_ && options.mode == DecodeMode::kDeviceGraph) options.mode = DecodeMode::kShapeStatic;
+  Scheduler scheduler(*model_, options);
   std::vector<Sequence*> order;  // prompt-major: prompt i's sample j at i * n + j
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto prompt = std::make_shared<const std::vector<int32_t>>(prompts[i]);
@@ -168,7 +172,9 @@ GenerationOutput NativeEngine::generate(const std::vector<std::vector<int32_t>>&
 
   GenerationOutput output;
   output.weight_version = version_;
+  routing_.clear();
   for (Sequence* seq : order) {
+    if (record_routing_) routing_.push_back(at::cat(seq->routed));
     output.token_ids.push_back(std::move(seq->generated.token_ids));
     output.logprobs.push_back(std::move(seq->generated.logprobs));
     output.finish_reasons.push_back(seq->finish_reason);
@@ -357,6 +363,21 @@ int64_t NativeEngine::held_bytes_locked() const {
       total += static_cast<int64_t>(tensor.storage().nbytes());
   }
   return total;
+}
+
+void NativeEngine::set_record_routing(bool enabled) {
+  std::lock_guard<FifoMutex> lock(mutex_);
+  if (enabled && !model_->config().is_moe()) {
+    throw ConfigError("actor_rollout_ref.rollout.enable_rollout_routing_replay: " + model_->config().model_type +
+                      " is not a mixture of experts (no router to record)");
+  }
+  record_routing_ = enabled;
+  routing_.clear();
+}
+
+std::vector<at::Tensor> NativeEngine::take_routing() {
+  std::lock_guard<FifoMutex> lock(mutex_);
+  return std::exchange(routing_, {});
 }
 
 }  // namespace rlcore::infer_native

@@ -42,6 +42,7 @@ struct NativeEngineOptions {
 class NativeEngine final : public InferenceEngine,
                            public GeneratesRequests,
                            public ReportsGenerationStats,
+                           public RecordsRouting,
                            public AdoptsWeights,
                            public TensorParallel,
                            public Sleeps {
@@ -109,6 +110,11 @@ class NativeEngine final : public InferenceEngine,
   // How decode steps run: kDeviceGraph when enforce_eager is false on a GPU
   // without tensor parallelism, otherwise kEager.
   DecodeMode decode_mode() const { return decode_mode_; }
+  // Routing replay (RecordsRouting): generate() records each output's routing
+  // (decoding without CUDA graphs while it does); ConfigError for a dense model.
+  void set_record_routing(bool enabled) override;
+  std::vector<at::Tensor> take_routing() override;
+
   // What the last generate() call's scheduler did.
   DecodeStats last_decode_stats() const;
   GenerationStats last_generation_stats() const override;  // the same, in the SDK's terms
@@ -138,10 +144,12 @@ class NativeEngine final : public InferenceEngine,
   int64_t version_ = 0;
   bool asleep_ = false;
   int64_t bytes_released_ = 0;
-  std::set<std::string> adopted_;        // parameters that are views of a caller's tensor
-  std::set<std::string> not_loaded_;     // parameters not reloaded since wake_up()
-  at::Generator request_seeds_;          // draws the seed of each unseeded request
-  std::unique_ptr<Scheduler> requests_;  // the GeneratesRequests queue and batch
+  std::set<std::string> adopted_;     // parameters that are views of a caller's tensor
+  std::set<std::string> not_loaded_;  // parameters not reloaded since wake_up()
+  at::Generator request_seeds_;       // draws the seed of each unseeded request
+  std::unique_ptr<Scheduler> requests_;
+  bool record_routing_ = false;
+  std::vector<at::Tensor> routing_;  // the last generate()'s, per output  // the GeneratesRequests queue and batch
 };
 
 }  // namespace rlcore::infer_native

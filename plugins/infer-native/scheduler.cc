@@ -10,6 +10,7 @@
 
 #include "kv_join.h"
 #include "rlcore/error.h"
+#include "rlcore/model/routing.h"
 
 namespace rlcore::infer_native {
 namespace {
@@ -88,6 +89,14 @@ Scheduler::Scheduler(const model::Transformer& model, SchedulerOptions options) 
   if (options_.max_num_seqs < 1) {
     throw ValueError("infer-native: max_num_seqs must be >= 1, got " + std::to_string(options_.max_num_seqs));
   }
+  if (options_.record_routing && !model_.config().is_moe()) {
+    throw ValueError("infer-native: recording the routing needs a mixture of experts; " + model_.config().model_type +
+                     " has no sparse layers");
+  }
+}
+
+model::MoeRouting* Scheduler::recording(model::MoeRouting* routing) const {
+  return options_.record_routing ? routing : nullptr;
 }
 
 void Scheduler::add(std::unique_ptr<Sequence> sequence) { waiting_.push_back(std::move(sequence)); }
@@ -166,7 +175,17 @@ void Scheduler::admit() {
   // sampled token is never fed back, so this is one more than needed).
   const int64_t max_len = std::max(alone ? 0 : cache_.used, prompt_len) + longest_remaining;
   model::KvCache prefilled = model_.make_cache(static_cast<int64_t>(prompts.size()), alone ? max_len : prompt_len);
-  at::Tensor logits = model_.forward(ids.to(device), prefilled, mask.to(device), {}, /*keep_last=*/1).select(1, 0);
+  model::MoeRouting routing;
+  at::Tensor logits =
+      model_.forward(ids.to(device), prefilled, mask.to(device), {}, /*keep_last=*/1, recording(&routing)).select(1, 0);
+  if (options_.record_routing) {
+    // Each sequence's prefill is the last tokens of its left-padded row.
+    const at::Tensor routed = model::stack_routing(routing, model_.config(), ids.sizes()).cpu();
+    for (size_t j = 0; j < joining.size(); ++j) {
+      const auto tokens = static_cast<int64_t>(joining[j]->prefill->size());
+      joining[j]->routed.push_back(routed[prompt_row[j]].slice(0, prompt_len - tokens));
+    }
+  }
   ++stats_.prefills;
   stats_.prefill_rows += static_cast<int64_t>(prompts.size());
   if (prompts.size() != joining.size()) {
@@ -237,7 +256,15 @@ Scheduler::Step Scheduler::step(int64_t weight_version) {
   }
   stats_.running_rows += live_;
   stats_.max_running = std::max(stats_.max_running, live_);
-  logits_ = stepper_->step(next);
+  model::MoeRouting routing;
+  logits_ = stepper_->step(next, recording(&routing));
+  if (options_.record_routing) {
+    const auto batch_now = static_cast<int64_t>(rows_.size());
+    const at::Tensor routed = model::stack_routing(routing, model_.config(), {batch_now}).cpu();
+    for (int64_t r = 0; r < batch_now; ++r) {
+      if (rows_[static_cast<size_t>(r)]) rows_[static_cast<size_t>(r)]->routed.push_back(routed.slice(0, r, r + 1));
+    }
+  }
   return out;
 }
 

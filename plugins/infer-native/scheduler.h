@@ -28,6 +28,9 @@ struct SchedulerOptions {
   // one starts (static batching, the pre-5.1 behaviour; a benchmark baseline).
   bool static_batches = false;
   DecodeMode mode = DecodeMode::kEager;
+  // Each sequence keeps the experts its tokens were routed to (Sequence::routed):
+  // a mixture of experts only, not with kDeviceGraph.
+  bool record_routing = false;
 };
 
 class Scheduler {
@@ -68,6 +71,8 @@ class Scheduler {
   // and returns their indices, or undefined when no row left.
   at::Tensor compact();
   void reset_batch();
+  // `routing` when the scheduler records routing, else null.
+  model::MoeRouting* recording(model::MoeRouting* routing) const;
 
   const model::Transformer& model_;
   SchedulerOptions options_;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <ATen/core/Tensor.h>
+
 #include "rlcore/generation_request.h"
 #include "rlcore/inference_engine.h"
 #include "sampling.h"
@@ -34,6 +36,9 @@ struct Sequence {
   GeneratedTokens generated;
   int64_t prompt_tokens = 0;  // of `prefill`, the prompt's (the rest are resumed tokens)
   FinishReason finish_reason = FinishReason::kLength;
+  // When the scheduler records routing: [tokens, sparse layers, top_k] pieces,
+  // the prefill's first, then one per token fed back.
+  std::vector<at::Tensor> routed;
 
   int64_t remaining() const { return limit - static_cast<int64_t>(generated.size()); }
 };

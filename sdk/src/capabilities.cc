@@ -17,13 +17,16 @@ TrainsLowRankAdapters::~TrainsLowRankAdapters() = default;
 GathersIntoBuffers::~GathersIntoBuffers() = default;
 GeneratesRequests::~GeneratesRequests() = default;
 ReportsGenerationStats::~ReportsGenerationStats() = default;
+RecordsRouting::~RecordsRouting() = default;
+ReplaysRouting::~ReplaysRouting() = default;
 
 const std::vector<std::string>& capability_names() {
   static const std::vector<std::string> names = {
-      AdoptsWeights::kName,         DataParallel::kName,       TensorParallel::kName,
-      PipelineParallel::kName,      OffloadsState::kName,      Sleeps::kName,
-      RemoteGeneration::kName,      BoundedSwapMemory::kName,  ComputesSumPiSquared::kName,
-      TrainsLowRankAdapters::kName, GathersIntoBuffers::kName, GeneratesRequests::kName};
+      AdoptsWeights::kName,          DataParallel::kName,       TensorParallel::kName,
+      PipelineParallel::kName,       OffloadsState::kName,      Sleeps::kName,
+      RemoteGeneration::kName,       BoundedSwapMemory::kName,  ComputesSumPiSquared::kName,
+      TrainsLowRankAdapters::kName,  GathersIntoBuffers::kName, GeneratesRequests::kName,
+      ReportsGenerationStats::kName, RecordsRouting::kName,     ReplaysRouting::kName};
   return names;
 }
 

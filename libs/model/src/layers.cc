@@ -259,11 +259,11 @@ Routed SparseMoe::route(const at::Tensor& tokens, const at::Tensor& replay) cons
   Routed routed;
   routed.router_logits = gate(tokens);
   const at::Tensor probs = at::softmax(routed.router_logits, -1, at::kFloat);
+  std::tie(routed.weights, routed.chosen) = at::topk(probs, top_k, -1);  // [N, top_k]
   if (replay.defined()) {
-    routed.chosen = replay.to(tokens.device(), at::kLong);
+    const at::Tensor forced = replay.to(tokens.device(), at::kLong);
+    routed.chosen = at::where(forced.ge(0), forced, routed.chosen);
     routed.weights = probs.gather(-1, routed.chosen);
-  } else {
-    std::tie(routed.weights, routed.chosen) = at::topk(probs, top_k, -1);  // [N, top_k]
   }
   if (norm_topk_prob) routed.weights = routed.weights / routed.weights.sum(-1, /*keepdim=*/true);
   if (style == Style::kQwen3Moe) routed.weights = routed.weights.to(tokens.scalar_type());

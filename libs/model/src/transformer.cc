@@ -267,14 +267,16 @@ at::Tensor Transformer::forward(const at::Tensor& input_ids, const at::Tensor& a
 }
 
 at::Tensor Transformer::forward(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& attention_mask,
-                                const at::Tensor& position_ids, int64_t keep_last) const {
-  const ForwardContext ctx = prepare(input_ids, attention_mask, position_ids, &cache);
+                                const at::Tensor& position_ids, int64_t keep_last, MoeRouting* routing) const {
+  ForwardContext ctx = prepare(input_ids, attention_mask, position_ids, &cache);
+  ctx.routing = routing;
   at::Tensor h = hidden_states(input_ids, ctx);
   if (keep_last > 0 && keep_last < h.size(1)) h = h.slice(1, h.size(1) - keep_last);
   return apply_head(h);
 }
 
-at::Tensor Transformer::forward_decode(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& slot) const {
+at::Tensor Transformer::forward_decode(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& slot,
+                                       MoeRouting* routing) const {
   if (!input_ids.defined() || input_ids.dim() != 2 || input_ids.size(1) != 1 ||
       input_ids.size(0) != cache.batch_size()) {
     throw ValueError("forward_decode: input_ids must be [" + std::to_string(cache.batch_size()) +
@@ -304,6 +306,7 @@ at::Tensor Transformer::forward_decode(const at::Tensor& input_ids, KvCache& cac
   }
   ctx.cache = &cache;
   ctx.cache_slot = slot;
+  ctx.routing = routing;
   return apply_head(hidden_states(input_ids, ctx));
 }
 

@@ -195,6 +195,40 @@ class RLCORE_API ReportsGenerationStats {
   virtual GenerationStats last_generation_stats() const = 0;
 };
 
+// Inference engine of a mixture of experts (SDK 6.1): records which experts
+// each token was routed to in every sparse layer, for routing replay (verl's
+// rollout.enable_rollout_routing_replay, router_replay.mode R3).
+class RLCORE_API RecordsRouting {
+ public:
+  static constexpr const char* kName = "records_routing";
+  virtual ~RecordsRouting();
+  // Records from the next generate() on (or stops recording).
+  virtual void set_record_routing(bool enabled) = 0;
+  // What the last generate() routed, one tensor per output in its order:
+  // [prompt tokens + response tokens - 1, sparse layers, top_k] int64 on the
+  // CPU (the last sampled token is never fed to the model). Empty when it did
+  // not record; taking it clears it.
+  virtual std::vector<at::Tensor> take_routing() = 0;
+};
+
+// Train engine of a mixture of experts (SDK 6.1): replays a recorded routing
+// in its forward passes and records its own (routing replay, verl's
+// actor.router_replay.mode: R2 records in the old-log-prob pass and replays in
+// the update; R3 replays the rollout's in both).
+class RLCORE_API ReplaysRouting {
+ public:
+  static constexpr const char* kName = "routing_replay";
+  virtual ~ReplaysRouting();
+  // For the next forward() / train_step() calls: with `replay`, each sparse
+  // layer sends the tokens to the experts the Batch column
+  // columns::kRoutedExperts names ([B, L, sparse layers, top_k] int64; -1: the
+  // router's own choice); with `record`, forward() keeps what it routed.
+  virtual void set_routing_replay(bool replay, bool record) = 0;
+  // What the last recording forward() routed for this rank's rows, in the
+  // column's layout; undefined when it did not record. Taking it clears it.
+  virtual at::Tensor take_routing() = 0;
+};
+
 // The capability interface `Capability` of `component`, or null when it has none.
 template <class Capability, class Component>
 Capability* capability(Component& component) {
@@ -232,6 +266,8 @@ std::vector<std::string> capabilities_of() {
   add(std::is_base_of_v<GathersIntoBuffers, T>, GathersIntoBuffers::kName);
   add(std::is_base_of_v<GeneratesRequests, T>, GeneratesRequests::kName);
   add(std::is_base_of_v<ReportsGenerationStats, T>, ReportsGenerationStats::kName);
+  add(std::is_base_of_v<RecordsRouting, T>, RecordsRouting::kName);
+  add(std::is_base_of_v<ReplaysRouting, T>, ReplaysRouting::kName);
   return names;
 }
 

@@ -7,6 +7,7 @@
 
 #include "rlcore/model/config.h"
 #include "rlcore/model/layers.h"
+#include "rlcore/model/routing.h"
 #include "rlcore/model/transformer.h"
 
 #include <catch2/catch.hpp>
@@ -153,6 +154,44 @@ TEST_CASE("replaying a forward's routing reproduces it; another routing sends th
   CHECK(at::equal(seen.chosen[1], forced.chosen[1]));
   CHECK(at::equal(seen.chosen[0], own.chosen[0]));
   CHECK_FALSE(at::allclose(moved, logits));
+}
+
+TEST_CASE("a routing stacked into the replay layout and back replays the same forward; -1 keeps the router's choice",
+          "[model][moe]") {
+  ModelConfig config = preset("qwen3_moe", "tiny", 64);
+  config.num_hidden_layers = 3;
+  config.mlp_only_layers = {1};
+  Transformer model(config, ModelHead::kCausalLm, at::TensorOptions().dtype(at::kFloat));
+  model.init_random(8);
+  const at::Tensor ids = at::randint(0, 64, {2, 5}, at::kLong);
+  const auto run = [&](MoeRouting* record, const MoeRouting* replay) {
+    ForwardContext ctx = model.prepare(ids, {}, {}, nullptr);
+    ctx.routing = record;
+    ctx.replay = replay;
+    return model.apply_head(model.hidden_states(ids, ctx));
+  };
+  CHECK(sparse_layers(config) == std::vector<int64_t>{0, 2});
+  MoeRouting own;
+  const at::Tensor logits = run(&own, nullptr);
+  const at::Tensor stacked = stack_routing(own, config, {2, 5});
+  REQUIRE(stacked.sizes() == at::IntArrayRef({2, 5, 2, config.num_experts_per_tok}));
+  CHECK(at::equal(stacked.select(2, 1).reshape({10, -1}), own.chosen[2]));
+
+  const MoeRouting replay = unstack_routing(stacked, config, at::kCPU);
+  CHECK_FALSE(replay.chosen[1].defined());
+  CHECK(at::equal(run(nullptr, &replay), logits));
+  // Nothing recorded (-1) for the first row: it routes itself, the second row is forced.
+  at::Tensor partial = stacked.clone();
+  partial[0].fill_(-1);
+  partial[1].select(1, 0).select(1, 0).fill_(7);
+  MoeRouting seen;
+  const MoeRouting forced = unstack_routing(partial, config, at::kCPU);
+  run(&seen, &forced);
+  const at::Tensor seen_stacked = stack_routing(seen, config, {2, 5});
+  CHECK(at::equal(seen_stacked[0], stacked[0]));
+  CHECK(at::equal(seen_stacked[1], partial[1]));
+  CHECK_THROWS_WITH(unstack_routing(stacked.slice(2, 0, 1), config, at::kCPU),
+                    Catch::Contains("2 sparse layers") && Catch::Contains("got [2, 5, 1, 2]"));
 }
 
 TEST_CASE("the load-balancing loss is top_k for balanced routing, counts real tokens only, and has a gradient",

@@ -116,7 +116,7 @@ struct ForwardContext {
   // Set by the caller: each sparse layer records its routing here.
   MoeRouting* routing = nullptr;
   // Set by the caller: each sparse layer with a defined replay.chosen[layer]
-  // sends its tokens to those experts (routing replay).
+  // sends its tokens to those experts (routing replay; SparseMoe::route).
   const MoeRouting* replay = nullptr;
 };
 
@@ -178,7 +178,8 @@ struct SparseMoe {
 
   // tokens [N, hidden] -> each token's experts and weights. With `replay`
   // ([N, top_k] int64) the tokens go to those experts instead of the router's
-  // top-k (routing replay), weighted by the router's probabilities of them.
+  // top-k (routing replay), weighted by the router's probabilities of them; a
+  // token whose replay row is -1 keeps the router's choice.
   Routed route(const at::Tensor& tokens, const at::Tensor& replay = {}) const;
   // The experts' weighted sum over routed tokens [N, hidden], grouped per expert.
   at::Tensor apply_experts(const at::Tensor& tokens, const Routed& routed) const;

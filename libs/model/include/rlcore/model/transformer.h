@@ -79,8 +79,9 @@ class Transformer {
   // row's real-token count so far, so they continue across calls. Right-padded
   // prompts work too (padding slots stay masked), but the caller must then read
   // each row's prefill logits at its own last token.
+  // `routing`, when given, records what the sparse layers routed (the new positions).
   at::Tensor forward(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& attention_mask = {},
-                     const at::Tensor& position_ids = {}, int64_t keep_last = 0) const;
+                     const at::Tensor& position_ids = {}, int64_t keep_last = 0, MoeRouting* routing = nullptr) const;
 
   // One decode step whose shapes do not depend on how full `cache` is, so that
   // it can be recorded once and replayed (rlcore/device_graph.h). input_ids
@@ -91,7 +92,8 @@ class Transformer {
   // tensor value on the host, so the caller advances cache.used (and `slot`)
   // after each step. Needs every slot before cache.used to hold some row's
   // token, which a left-padded prefill and keep_rows() keep.
-  at::Tensor forward_decode(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& slot) const;
+  at::Tensor forward_decode(const at::Tensor& input_ids, KvCache& cache, const at::Tensor& slot,
+                            MoeRouting* routing = nullptr) const;
 
   // Sized by the layers' (possibly tensor-parallel local) kv head count.
   KvCache make_cache(int64_t batch_size, int64_t max_len) const;
