@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -125,7 +126,9 @@ ModelOutput FsdpEngine::forward_outputs(const Batch& batch, const ForwardOptions
   train_common::ResidentScope resident(placement_, OffloadSet::kParams);
   at::NoGradGuard no_grad;
   std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
+  train_common::MicroBatchRouting routing(micro, config_, routing_replay_.replay, routing_replay_.record, "fsdp");
   std::vector<at::Tensor> hidden = forward_trunk(micro, nullptr);
+  if (routing_replay_.record) recorded_routing_ = routing.stacked(micro, config_);
   std::vector<at::Tensor> log_prob, entropy, values, pi_squared;
   {
     GatheredUnit head(*this, head_unit(), false);
@@ -161,6 +164,8 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
   zero_grads();  // a step that threw half-way left partial sums
   GradWorkspace workspace(max_padded_numel(), device_);
   std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
+  // A mixture of experts records its routing: the router losses and their metrics read it.
+  train_common::MicroBatchRouting routing(micro, config_, routing_replay_.replay, config_.is_moe(), "fsdp");
 
   at::Tensor counts = train_common::response_counts(batch, "fsdp");
   dp_.all_reduce_sum(counts);
@@ -170,6 +175,17 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
   std::vector<at::Tensor> hidden = forward_trunk(micro, &stash);
   std::vector<at::Tensor> grad_hidden(micro.size());
   MetricMeans metrics;
+  std::vector<train_common::MicroBatchRouterLoss> router_loss;
+  if (config_.is_moe()) {
+    const train_common::RouterLossCoeffs coeffs{options_.fsdp_config.moe_aux_loss_coeff,
+                                                options_.fsdp_config.moe_z_loss_coeff};
+    for (size_t m = 0; m < micro.size(); ++m) {
+      // The mean over micro-batches (then over dp ranks, as gradients are averaged), as Megatron scales it.
+      const double weight = 1.0 / static_cast<double>(micro.size());
+      router_loss.emplace_back(routing.recorded(m), config_, micro[m].attention_mask, weight, coeffs);
+      metrics.add(router_loss.back().metrics(routing.recorded(m)));
+    }
+  }
   {
     GatheredUnit head(*this, head_unit(), base_trains());
     std::optional<GatheredUnit> embed;
@@ -199,7 +215,10 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
     if (base_trains()) finish_unit_grad(head_unit(), head_grad);
     if (embed && base_trains()) finish_unit_grad(embed_unit(), embed_grad);
   }
-  backward_trunk(micro, stash, std::move(grad_hidden), workspace);
+  const bool router_losses = !router_loss.empty() && (options_.fsdp_config.moe_aux_loss_coeff != 0 ||
+                                                      options_.fsdp_config.moe_z_loss_coeff != 0);
+  backward_trunk(micro, stash, std::move(grad_hidden), workspace, router_losses ? &routing : nullptr,
+                 router_losses ? &router_loss : nullptr);
 
   const double lr = schedule_.lr(step_);
   const double grad_norm = base_trains() ? clip_and_step() : lora_clip_and_step();
@@ -211,7 +230,9 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
 }
 
 void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>& stash,
-                                std::vector<at::Tensor> grad_hidden, GradWorkspace& workspace) {
+                                std::vector<at::Tensor> grad_hidden, GradWorkspace& workspace,
+                                train_common::MicroBatchRouting* routing,
+                                const std::vector<train_common::MicroBatchRouterLoss>* router_loss) {
   for (int64_t layer = config_.num_hidden_layers - 1; layer >= 0; --layer) {
     LayerStash& saved = stash[layer];
     const bool recorded = saved.unit != nullptr;  // else checkpointing: gather again and recompute
@@ -224,7 +245,14 @@ void FsdpEngine::backward_trunk(std::vector<MicroBatch>& micro, std::vector<Laye
       const at::Tensor y = recorded ? saved.outputs[m] : skeleton_.layers[layer](x, micro[m].ctx, layer);
       std::vector<at::Tensor> inputs = trained;
       inputs.push_back(x);
-      const auto grads = torch::autograd::grad({y}, inputs, {grad_hidden[m]}, false, false, true);
+      std::vector<at::Tensor> outputs = {y};
+      std::vector<at::Tensor> output_grads = {grad_hidden[m]};
+      if (router_loss != nullptr && config_.layer_is_sparse(layer)) {
+        // The router logits of this layer's graph: the forward's, or the recompute's just above.
+        outputs.push_back((*router_loss)[m].layer_part(routing->recorded(m).router_logits[layer]));
+        output_grads.push_back(at::ones_like(outputs.back()));
+      }
+      const auto grads = torch::autograd::grad(outputs, inputs, output_grads, false, false, true);
       base_trains() ? unit->add_grads(unit_grad, grads, 0) : lora_.add_grads(layer, grads, 0);
       grad_hidden[m] = grads.back().defined() ? grads.back() : at::zeros_like(x);
     }
@@ -285,5 +313,14 @@ double FsdpEngine::lora_clip_and_step() {
   lora_.zero_grads();
   return grad_norm;
 }
+
+void FsdpEngine::set_routing_replay(bool replay, bool record) {
+  const train_common::RoutingReplay settings{replay, record};
+  train_common::check_routing_replay(settings, config_, "fsdp");
+  routing_replay_ = settings;
+  recorded_routing_ = at::Tensor();
+}
+
+at::Tensor FsdpEngine::take_routing() { return std::exchange(recorded_routing_, at::Tensor()); }
 
 }  // namespace rlcore::train_fsdp

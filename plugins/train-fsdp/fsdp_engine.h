@@ -19,7 +19,9 @@
 #include "fsdp_options.h"
 #include "lora_adapters.h"
 #include "train-common/lr_schedule.h"
+#include "train-common/micro_batch_routing.h"
 #include "train-common/micro_batches.h"
+#include "train-common/router_losses.h"
 #include "mixed_precision.h"
 #include "rlcore/capabilities.h"
 #include "rlcore/model/transformer.h"
@@ -39,7 +41,8 @@ class FsdpEngine final : public TrainEngine,
                          public OffloadsState,
                          public ComputesSumPiSquared,
                          public TrainsLowRankAdapters,
-                         public GathersIntoBuffers {
+                         public GathersIntoBuffers,
+                         public ReplaysRouting {
  public:
   // Reads context.model_path (config.json + safetensors); each rank copies
   // only its slices. A value head missing from the checkpoint is initialised
@@ -74,6 +77,10 @@ class FsdpEngine final : public TrainEngine,
   void offload(OffloadSet what) override;
   void reload(OffloadSet what) override;
   TrainMemory memory() const override;
+
+  // Routing replay of a mixture of experts (fsdp_compute.cc); ConfigError for a dense model.
+  void set_routing_replay(bool replay, bool record) override;
+  at::Tensor take_routing() override;
 
   int64_t step() const override { return step_; }
 
@@ -130,8 +137,12 @@ class FsdpEngine final : public TrainEngine,
   ModelOutput head_outputs(const MicroBatch& micro, const at::Tensor& hidden, const ForwardOptions& options,
                            at::Tensor* sum_pi_squared = nullptr) const;
   ModelOutput forward_outputs(const Batch& batch, const ForwardOptions& options, at::Tensor* sum_pi_squared);
+  // With `router_loss` (one per micro-batch), each sparse layer's backward adds
+  // its part of the router losses, from the router logits in `routing`.
   void backward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>& stash,
-                      std::vector<at::Tensor> grad_hidden, GradWorkspace& workspace);
+                      std::vector<at::Tensor> grad_hidden, GradWorkspace& workspace,
+                      train_common::MicroBatchRouting* routing = nullptr,
+                      const std::vector<train_common::MicroBatchRouterLoss>* router_loss = nullptr);
   int64_t max_padded_numel() const;
   // Where `unit`'s gradient of this step goes (see UnitGrad), and its reduction once complete.
   UnitGrad start_unit_grad(int64_t unit, GradWorkspace& workspace, int slot);
@@ -161,8 +172,10 @@ class FsdpEngine final : public TrainEngine,
   std::vector<std::vector<at::Tensor>> placeholders_;
   std::vector<train_common::ShardState> shards_;
   train_common::LrSchedule schedule_;
-  int64_t step_ = 0;        // train_step calls (drives the lr schedule)
-  int64_t adam_steps_ = 0;  // updates applied (a step with a non-finite norm is skipped)
+  train_common::RoutingReplay routing_replay_;
+  at::Tensor recorded_routing_;  // the last recording forward()'s (take_routing)
+  int64_t step_ = 0;             // train_step calls (drives the lr schedule)
+  int64_t adam_steps_ = 0;       // updates applied (a step with a non-finite norm is skipped)
   // Per unit: the gradient shard is logically zero but not written (zero_grads()
   // only sets these); the next reduce_gradient copies instead of adding, so no
   // step spends a pass over 4 bytes per parameter on zeroing.

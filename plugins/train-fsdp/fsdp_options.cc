@@ -40,7 +40,15 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
       .section("mixed_precision", &FsdpConfigOptions::mixed_precision, mixed_precision)
       .key("param_offload", &FsdpConfigOptions::param_offload, "Keep parameter shards in host memory between calls.")
       .key("optimizer_offload", &FsdpConfigOptions::optimizer_offload,
-           "Keep AdamW state in host memory between optimizer steps.");
+           "Keep AdamW state in host memory between optimizer steps.")
+      .key("moe_aux_loss_coeff", &FsdpConfigOptions::moe_aux_loss_coeff,
+           "A mixture of experts: adds this times the router's load-balancing loss (transformers' definition, "
+           "over every sparse layer; reported as actor/moe_aux_loss) to the loss.",
+           at_least(0))
+      .key("moe_z_loss_coeff", &FsdpConfigOptions::moe_z_loss_coeff,
+           "A mixture of experts: adds this times the router z-loss (Megatron's per layer: the mean over tokens of "
+           "logsumexp(router logits)^2; averaged over the sparse layers, reported as actor/moe_z_loss) to the loss.",
+           at_least(0));
   OptionsSchema<FsdpOptions> schema;
   schema.section("optim", &FsdpOptions::optim, train_common::optim_options_schema())
       .key("grad_clip", &FsdpOptions::grad_clip, "Global gradient-norm clip; <= 0 disables clipping.")

@@ -27,6 +27,9 @@ struct FsdpConfigOptions {
   MixedPrecisionOptions mixed_precision;
   bool param_offload = false;
   bool optimizer_offload = false;
+  // A mixture of experts' router losses (Megatron's key names; docs/moe.md).
+  double moe_aux_loss_coeff = 0;
+  double moe_z_loss_coeff = 0;
 };
 
 struct FsdpOptions {

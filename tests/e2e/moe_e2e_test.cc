@@ -61,3 +61,50 @@ algorithm: {adv_estimator: grpo}
   CHECK_THAT(with_lora.output, Catch::Contains("lora") && Catch::Contains("mixture of experts"));
   fs::remove_all(ws);
 }
+
+TEST_CASE("routing replay: R3 trains on the rollout's routing exactly; without it the bf16 trainer routes apart") {
+  const std::string ws = moe_e2e::moe_workspace("moe_replay");
+  const std::string config = e2e::write_config(ws, "replay", e2e::kQuickGrpo);
+  std::map<std::string, std::map<int64_t, std::map<std::string, double>>> runs;
+  for (const std::string mode : {"disabled", "R3", "R2"}) {
+    const std::string dir = ws + "/replay_" + mode;
+    const e2e::RunResult run = e2e::run_rlcore(
+        {"--config", config, "trainer.total_training_steps=2", "trainer.default_local_dir=" + dir,
+         "actor_rollout_ref.rollout.enable_rollout_routing_replay=true",
+         "actor_rollout_ref.actor.router_replay.mode=" + mode, "actor_rollout_ref.rollout.dtype=bfloat16",
+         "actor_rollout_ref.actor.fsdp_config.dtype=bfloat16",
+         "actor_rollout_ref.actor.fsdp_config.moe_aux_loss_coeff=0.01"});
+    INFO(mode << ": " << run.output);
+    REQUIRE(run.status == 0);
+    runs[mode] = e2e::read_metrics(dir);
+    REQUIRE(runs[mode].size() == 2);
+    for (const auto& [step, m] : runs[mode]) {
+      CHECK(m.at("actor/moe_aux_loss") > 0);
+      CHECK(m.count("actor/moe_z_loss") == 1);
+    }
+  }
+  // The first step's rollout is the same in every mode (same weights, same seeds); only the old-log-prob pass differs.
+  const auto& off = runs["disabled"].at(1);
+  const auto& r3 = runs["R3"].at(1);
+  CHECK(r3.at("training/rollout_routing_mismatch") == 0.0);  // R3's pass routes as the rollout did, exactly
+  CHECK(off.at("training/rollout_routing_mismatch") > 0.0);  // bf16 decode vs full forward: some near-ties flip
+  CHECK(r3.at("training/rollout_probs_diff_max") <= off.at("training/rollout_probs_diff_max"));
+  CHECK(runs["R2"].at(1).at("training/rollout_routing_mismatch") ==
+        off.at("training/rollout_routing_mismatch"));  // R2 records its own routing, as disabled does
+  fs::remove_all(ws);
+}
+
+TEST_CASE("routing replay refuses, by key, what cannot work") {
+  const std::string ws = moe_e2e::moe_workspace("moe_replay_refused");
+  const std::string config = e2e::write_config(ws, "refused", e2e::kQuickGrpo);
+  const e2e::RunResult r3_alone = e2e::run_rlcore(
+      {"--config", config, "actor_rollout_ref.actor.router_replay.mode=R3", "trainer.total_training_steps=1"});
+  CHECK(r3_alone.status != 0);
+  CHECK_THAT(r3_alone.output, Catch::Contains("enable_rollout_routing_replay=true"));
+  const e2e::RunResult async =
+      e2e::run_rlcore({"--config", config, "actor_rollout_ref.rollout.enable_rollout_routing_replay=true",
+                       "async_training.mode=one_step_off", "trainer.total_training_steps=1"});
+  CHECK(async.status != 0);
+  CHECK_THAT(async.output, Catch::Contains("synchronous single-turn"));
+  fs::remove_all(ws);
+}

@@ -5,6 +5,7 @@
 
 #include "config/verl_keys.h"
 #include "rlcore/core/metrics/metrics.h"
+#include "rlcore/capabilities.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/rollout_correction.h"
@@ -197,6 +198,38 @@ const ComponentEntry& component(const Registry& registry, const std::string& kin
                                        : ""));
 }
 
+// Routing replay (docs/moe.md): the engines must have the capabilities, R3
+// needs the rollout's routing, and only the synchronous single-turn rollout records it.
+template <class Lacks>
+void validate_routing_replay(const Registry& registry, const RunConfig& config, const Lacks& actor_lacks) {
+  const auto& arr = config.actor_rollout_ref;
+  const std::string& mode = arr.actor.router_replay.mode;
+  if (arr.actor.router_replay.replays() && actor_lacks(ReplaysRouting::kName)) {
+    throw ConfigError("key actor_rollout_ref.actor.router_replay.mode = " + mode + ": the train engine '" +
+                      arr.actor.strategy + "' cannot replay a routing (it lacks the '" + ReplaysRouting::kName +
+                      "' capability; see `rlcore plugins`); use actor_rollout_ref.actor.strategy=fsdp");
+  }
+  if (mode == "R3" && !arr.rollout.enable_rollout_routing_replay) {
+    throw ConfigError(
+        "key actor_rollout_ref.actor.router_replay.mode = R3 replays the rollout's routing: set "
+        "actor_rollout_ref.rollout.enable_rollout_routing_replay=true");
+  }
+  if (!arr.rollout.enable_rollout_routing_replay) return;
+  const auto rollout = registry.capabilities("inference_engine", arr.rollout.name);
+  if (std::find(rollout.begin(), rollout.end(), RecordsRouting::kName) == rollout.end()) {
+    throw ConfigError("key actor_rollout_ref.rollout.enable_rollout_routing_replay: the inference engine '" +
+                      arr.rollout.name + "' cannot record a routing (it lacks the '" + RecordsRouting::kName +
+                      "' capability); use actor_rollout_ref.rollout.name=native");
+  }
+  if (config.async_training.mode != "sync" || arr.rollout.multi_turn.enable) {
+    throw ConfigError(
+        "key actor_rollout_ref.rollout.enable_rollout_routing_replay: the routing is recorded by synchronous "
+        "single-turn rollouts only (async_training.mode = " +
+        config.async_training.mode +
+        ", rollout.multi_turn.enable = " + (arr.rollout.multi_turn.enable ? "true" : "false") + ")");
+  }
+}
+
 // The engines, estimator and loss a config selects, each given its keys.
 void validate_trainer_components(const Registry& registry, const ConfigNode& tree, const RunConfig& config) {
   if (tree.has("actor_rollout_ref")) {
@@ -231,6 +264,7 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
                         arr.actor.strategy + "' cannot compute sum_pi_squared (it lacks the '" +
                         ComputesSumPiSquared::kName + "' capability; see `rlcore plugins`)");
     }
+    validate_routing_replay(registry, config, lacks);
   }
   if (tree.has("critic")) {
     component(registry, "train_engine", config.critic.strategy, "critic.strategy")

@@ -61,6 +61,16 @@ OptionsSchema<PolicyLossSection> policy_loss_schema() {
   return schema;
 }
 
+OptionsSchema<RouterReplayConfig> router_replay_schema() {
+  OptionsSchema<RouterReplayConfig> schema;
+  schema.key("mode", &RouterReplayConfig::mode,
+             "Routing replay of a mixture of experts (docs/moe.md): disabled; R2: the update replays the routing "
+             "of the old-log-prob pass; R3: both passes replay the rollout's (needs "
+             "rollout.enable_rollout_routing_replay). The train engine must have the routing_replay capability.",
+             one_of({"disabled", "R2", "R3"}));
+  return schema;
+}
+
 }  // namespace
 
 OptionsSchema<ActorConfig> actor_schema() {
@@ -98,6 +108,7 @@ OptionsSchema<ActorConfig> actor_schema() {
            "squared probability), which optimal_token_baseline and tir_optimal_token_baseline need and which "
            "adds the variance_proxy/ metrics; the train engine must have the sum_pi_squared capability.")
       .section("policy_loss", &ActorConfig::policy_loss, policy_loss_schema())
+      .section("router_replay", &ActorConfig::router_replay, router_replay_schema())
       .other_keys_to(&ActorConfig::engine_options);
   return schema;
 }
@@ -144,6 +155,10 @@ OptionsSchema<RolloutConfig> rollout_schema() {
       .section("multi_turn", &RolloutConfig::multi_turn, agent::multi_turn_schema())
       .section("agent", &RolloutConfig::agent, agent::agent_section_schema())
       .section("checkpoint_engine", &RolloutConfig::checkpoint_engine, checkpoint_engine_schema())
+      .key("enable_rollout_routing_replay", &RolloutConfig::enable_rollout_routing_replay,
+           "The rollout records the experts each token was routed to (the routed_experts column), for "
+           "actor.router_replay.mode R3 and the training/rollout_routing_mismatch metric; the inference engine must "
+           "have the records_routing capability (infer-native). Single-turn synchronous rollouts only.")
       .other_keys_to(&RolloutConfig::engine_options);
   return schema;
 }

@@ -363,10 +363,24 @@ struct RlTrainer::Impl {
 
     const Batch engine_input = batch.select(kEngineColumns);
     const double temperature = config.actor_rollout_ref.rollout.temperature;
+    const std::string& replay_mode = config.actor_rollout_ref.actor.router_replay.mode;
+    // The rollout's routing (rollout.enable_rollout_routing_replay), apart from the trainer's.
+    const std::optional<at::Tensor> rollout_routing =
+        batch.contains(columns::kRoutedExperts)
+            ? std::optional<at::Tensor>(batch.pop({columns::kRoutedExperts}).tensor(columns::kRoutedExperts))
+            : std::nullopt;
     timed("old_log_prob", [&] {
       std::vector<std::future<runtime::CallOutput>> calls;
-      calls.push_back(workers::call(workers->actor(), workers::actor_methods::kComputeLogProb, engine_input,
-                                    workers::LogProbArgs{temperature, true}));
+      workers::LogProbArgs old_log_prob{temperature, true};
+      Batch actor_input = engine_input;
+      if (replay_mode == "R3") {
+        actor_input.set(columns::kRoutedExperts, *rollout_routing);
+        old_log_prob.replay_routing = true;
+      }
+      // R2 replays what this pass routes; with the rollout's too, the two are compared.
+      old_log_prob.record_routing = replay_mode == "R2" || rollout_routing.has_value();
+      calls.push_back(
+          workers::call(workers->actor(), workers::actor_methods::kComputeLogProb, actor_input, old_log_prob));
       if (plan.use_ref) {
         calls.push_back(workers::call(workers->actor(), workers::actor_methods::kComputeRefLogProb, engine_input,
                                       workers::LogProbArgs{temperature, false}));
@@ -376,6 +390,12 @@ struct RlTrainer::Impl {
       }
       for (auto& output : runtime::wait_all(calls)) batch.union_with(output.batch);
     });
+    if (batch.contains(columns::kRoutedExperts)) {
+      const at::Tensor trainer_routing = batch.pop({columns::kRoutedExperts}).tensor(columns::kRoutedExperts);
+      if (rollout_routing) add_routing_mismatch(*rollout_routing, trainer_routing, metrics);
+      if (replay_mode == "R2") batch.set(columns::kRoutedExperts, trainer_routing);
+    }
+    if (replay_mode == "R3") batch.set(columns::kRoutedExperts, *rollout_routing);
     metrics[metric_names::kActorEntropy] =
         masked_mean(batch.tensor(columns::kEntropys), batch.tensor(columns::kResponseMask)).item<double>();
     add_rollout_probs_diff(batch, metrics);
@@ -392,18 +412,20 @@ struct RlTrainer::Impl {
       std::vector<std::string> actor_columns = {columns::kOldLogProbs, columns::kAdvantages};
       if (config.actor_rollout_ref.actor.use_kl_loss) actor_columns.push_back(columns::kRefLogProb);
       if (batch.contains(columns::kRolloutIsWeights)) actor_columns.push_back(columns::kRolloutIsWeights);
+      const bool replay = config.actor_rollout_ref.actor.router_replay.replays();
+      if (replay) actor_columns.push_back(columns::kRoutedExperts);
       const auto start = Clock::now();
       std::vector<std::future<runtime::CallOutput>> updates;
       updates.push_back(workers::call(workers->actor(), workers::actor_methods::kUpdateActor,
                                       batch.select(with_engine_columns(actor_columns)),
-                                      workers::UpdateActorArgs{plan.actor_mini_batch_rows, temperature}));
+                                      workers::UpdateActorArgs{plan.actor_mini_batch_rows, temperature, replay}));
       if (critic_update) updates.push_back(std::move(*critic_update));
       const std::vector<runtime::CallOutput> outputs = runtime::wait_all(updates);
       workers::reply_of(workers::actor_methods::kUpdateActor, outputs[0].replies.front())
-          .add_to(metrics, metric_names::kActorLr, metric_names::kActorGradNorm);
+          .add_to(metrics, workers::kActorRole);
       if (outputs.size() > 1) {
         workers::reply_of(workers::critic_methods::kUpdateCritic, outputs[1].replies.front())
-            .add_to(metrics, metric_names::kCriticLr, metric_names::kCriticGradNorm);
+            .add_to(metrics, workers::kCriticRole);
       }
       metrics["timing_s/update_actor"] = seconds_since(start);
     });
@@ -473,6 +495,20 @@ struct RlTrainer::Impl {
     if (diff.numel() == 0) return;
     metrics["training/rollout_probs_diff_max"] = diff.max().item<double>();
     metrics["training/rollout_probs_diff_mean"] = diff.mean().item<double>();
+  }
+
+  // How often the trainer's old-log-prob pass routed a token to other experts
+  // than the rollout did (rlcore's metric, docs/moe.md): the share of the
+  // (token, sparse layer) pairs the rollout recorded whose expert sets differ.
+  // 0 under R3, whose pass replays the rollout's routing.
+  static void add_routing_mismatch(const at::Tensor& rollout, const at::Tensor& trainer, StepMetrics& metrics) {
+    const at::Tensor recorded = rollout.select(-1, 0).ge(0);  // [B, L, layers]
+    const at::Tensor differs =
+        std::get<0>(rollout.sort(-1)).ne(std::get<0>(trainer.to(rollout.scalar_type()).sort(-1))).any(-1);
+    const int64_t pairs = recorded.sum().item<int64_t>();
+    if (pairs == 0) return;
+    metrics["training/rollout_routing_mismatch"] =
+        static_cast<double>(differs.logical_and(recorded).sum().item<int64_t>()) / static_cast<double>(pairs);
   }
 
   // ReMax: the reward of each prompt's greedy response is its rows' baseline.

@@ -151,7 +151,7 @@ class SftRun {
     const runtime::CallOutput result = workers::call(workers_->actor(), workers::actor_methods::kSftStep, batch).get();
     std::map<std::string, double> metrics;
     workers::reply_of(workers::actor_methods::kSftStep, result.replies.front())
-        .add_to(metrics, metric_names::kActorLr, metric_names::kActorGradNorm);
+        .add_to(metrics, workers::kActorRole);
     metrics[metric_names::kTimingStep] = seconds_since(start);
     return metrics;
   }

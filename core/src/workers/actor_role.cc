@@ -62,6 +62,7 @@ class ActorRolloutRef {
           components.create<InferenceEngine>(config_.rollout.name, config_.rollout.engine_options, rollout_context);
       layout_ = rollout_layout(rollout_context.comm);
       attach_sharding_manager(components, rollout_context);
+      if (config_.rollout.enable_rollout_routing_replay) routing_recorder().set_record_routing(true);
     }
     loss_ = make_actor_loss(components, section["actor"]);
   }
@@ -152,8 +153,43 @@ class ActorRolloutRef {
       fault_point("actor.swap_to_train");
       swaps_.add_to_train(scope.finish());
     }
-    return generation_result(prompts, generated, sampling, a.limits.pad_token_id, *rollout_);
+    Replied<GenerateReply> out = generation_result(prompts, generated, sampling, a.limits.pad_token_id, *rollout_);
+    if (config_.rollout.enable_rollout_routing_replay) {
+      out.batch.set(columns::kRoutedExperts, pack_routing(routing_recorder().take_routing(), out.batch));
+    }
+    return out;
   }
+
+  RecordsRouting& routing_recorder() {
+    auto* recorder = capability<RecordsRouting>(*rollout_);
+    if (recorder == nullptr) {
+      throw ConfigError("key actor_rollout_ref.rollout.enable_rollout_routing_replay: the inference engine '" +
+                        config_.rollout.name + "' cannot record a routing");
+    }
+    return *recorder;
+  }
+
+  // Routing replay on the actor's engine for one call, reset however the call ends.
+  class RoutingReplayScope {
+   public:
+    RoutingReplayScope(TrainEngine& engine, const std::string& strategy, bool replay, bool record)
+        : engine_(replay || record ? capability<ReplaysRouting>(engine) : nullptr) {
+      if ((replay || record) && engine_ == nullptr) {
+        throw ConfigError("key actor_rollout_ref.actor.router_replay.mode: the train engine '" + strategy +
+                          "' cannot replay a routing");
+      }
+      if (engine_ != nullptr) engine_->set_routing_replay(replay, record);
+    }
+    ~RoutingReplayScope() {
+      if (engine_ != nullptr) engine_->set_routing_replay(false, false);
+    }
+    RoutingReplayScope(const RoutingReplayScope&) = delete;
+    RoutingReplayScope& operator=(const RoutingReplayScope&) = delete;
+    ReplaysRouting* engine() const { return engine_; }
+
+   private:
+    ReplaysRouting* engine_;
+  };
 
   // A standalone rollout pool (docs/async.md): rank 0 joins the bridge as its
   // rank 0; the other ranks have no part in it.
@@ -185,6 +221,7 @@ class ActorRolloutRef {
                                             rollout.log_prob_max_token_len_per_gpu);
     Batch out(batch.size());
     ModelOutput output;
+    const RoutingReplayScope routing(*actor_, config_.actor.strategy, a.replay_routing, a.record_routing);
     if (config_.actor.calculate_sum_pi_squared) {
       auto* engine = capability<ComputesSumPiSquared>(*actor_);
       if (engine == nullptr) {
@@ -199,6 +236,7 @@ class ActorRolloutRef {
     }
     out.set(columns::kOldLogProbs, output.log_prob);
     if (output.entropy.defined()) out.set(columns::kEntropys, output.entropy);
+    if (a.record_routing) out.set(columns::kRoutedExperts, routing.engine()->take_routing());
     return {out, {}};
   }
 
@@ -224,6 +262,7 @@ class ActorRolloutRef {
   }
 
   Replied<UpdateReply> update_actor(const Batch& batch, const UpdateActorArgs& a) {
+    const RoutingReplayScope routing(*actor_, config_.actor.strategy, a.replay_routing, false);
     return {Batch(), run_updates(*actor_, batch, a.mini_batch_rows, config_.actor.ppo_epochs,
                                  update_options(a.temperature), actor_loss(loss_))};
   }

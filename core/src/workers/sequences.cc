@@ -137,6 +137,26 @@ Batch make_sequence_batch(const Batch& prompts, const GenerationOutput& generate
   return out;
 }
 
+at::Tensor pack_routing(const std::vector<at::Tensor>& routed, const Batch& batch) {
+  const at::Tensor& mask = batch.tensor(columns::kAttentionMask);
+  const int64_t rows = mask.size(0);
+  const int64_t prompt_width = mask.size(1) - batch.tensor(columns::kResponses).size(1);
+  if (static_cast<int64_t>(routed.size()) != rows || rows == 0) {
+    throw ValueError("rollout recorded the routing of " + std::to_string(routed.size()) + " responses for " +
+                     std::to_string(rows) + " rows");
+  }
+  at::Tensor out = at::full({rows, mask.size(1), routed[0].size(1), routed[0].size(2)}, -1, at::kShort);
+  const at::Tensor prompt_tokens = mask.slice(1, 0, prompt_width).sum(1).cpu();
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t prompt = prompt_tokens[i].item<int64_t>();
+    const at::Tensor& row = routed[static_cast<size_t>(i)];
+    // Left-padded prompt, then the response: the routed tokens end one short of the response.
+    const int64_t fed = std::min(row.size(0), mask.size(1) - (prompt_width - prompt));
+    out[i].slice(0, prompt_width - prompt, prompt_width - prompt + fed).copy_(row.slice(0, 0, fed));
+  }
+  return out;
+}
+
 Batch make_masked_sequence_batch(const std::vector<std::vector<int32_t>>& prompts, const MaskedResponses& responses,
                                  int64_t response_length, int64_t pad_id) {
   const auto batch = static_cast<int64_t>(prompts.size());

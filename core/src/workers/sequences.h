@@ -25,6 +25,12 @@ std::vector<std::vector<int32_t>> unpad_prompts(const Batch& prompts);
 Batch make_sequence_batch(const Batch& prompts, const GenerationOutput& generated, int64_t response_length,
                           int64_t pad_id);
 
+// The rollout's routing (RecordsRouting::take_routing: per row [prompt tokens +
+// response tokens - 1, sparse layers, top_k]) in the engine layout of `batch`
+// (make_sequence_batch's): columns::kRoutedExperts [B, P + R, sparse layers,
+// top_k] int16, -1 where nothing was routed (padding, the last token).
+at::Tensor pack_routing(const std::vector<at::Tensor>& routed, const Batch& batch);
+
 // Multi-turn responses (the agent loop's): the tokens, which of them the loss
 // covers (the model's), their rollout log-probs, and whether each ended with a stop.
 struct MaskedResponses {

@@ -67,6 +67,11 @@ UpdateReply update_reply(std::map<std::string, double> metrics) {
     reply.has_grad_norm = true;
     metrics.erase(grad_norm);
   }
+  for (auto it = metrics.begin(); it != metrics.end();) {
+    const bool engine_own = it->first.find('/') == std::string::npos;
+    if (engine_own) reply.engine_metrics.insert(*it);
+    it = engine_own ? metrics.erase(it) : std::next(it);
+  }
   reply.metrics = std::move(metrics);
   return reply;
 }

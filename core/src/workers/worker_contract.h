@@ -103,13 +103,18 @@ struct StreamStatus {
 struct LogProbArgs {  // compute_log_prob, compute_ref_log_prob
   double temperature = 1.0;
   bool entropy = false;  // compute_log_prob: also return entropys
-  NLOHMANN_DEFINE_TYPE_INTRUSIVE(LogProbArgs, temperature, entropy)
+  // compute_log_prob (routing replay, docs/moe.md): replay the batch's
+  // routed_experts; return the routing the pass used as routed_experts.
+  bool replay_routing = false;
+  bool record_routing = false;
+  NLOHMANN_DEFINE_TYPE_INTRUSIVE(LogProbArgs, temperature, entropy, replay_routing, record_routing)
 };
 
 struct UpdateActorArgs {
   int64_t mini_batch_rows = 0;
   double temperature = 1.0;
-  NLOHMANN_DEFINE_TYPE_INTRUSIVE(UpdateActorArgs, mini_batch_rows, temperature)
+  bool replay_routing = false;  // replay the batch's routed_experts (routing replay)
+  NLOHMANN_DEFINE_TYPE_INTRUSIVE(UpdateActorArgs, mini_batch_rows, temperature, replay_routing)
 };
 
 struct UpdateCriticArgs {
@@ -127,14 +132,18 @@ struct UpdateReply {
   double grad_norm = 0;
   bool has_grad_norm = false;             // false: the engine reports none
   std::map<std::string, double> metrics;  // the loss's ("actor/pg_loss" ...)
+  // The engine's own beyond lr and grad_norm, unprefixed ("moe_aux_loss").
+  std::map<std::string, double> engine_metrics;
 
-  // Adds the loss's metrics, the learning rate as `lr_name` and the gradient norm as `grad_norm_name`.
-  void add_to(std::map<std::string, double>& into, const char* lr_name, const char* grad_norm_name) const {
+  // Adds the loss's metrics and the engine's under `role` ("actor": actor/lr,
+  // actor/grad_norm, actor/moe_aux_loss ...).
+  void add_to(std::map<std::string, double>& into, const std::string& role) const {
     into.insert(metrics.begin(), metrics.end());
-    into[lr_name] = lr;
-    if (has_grad_norm) into[grad_norm_name] = grad_norm;
+    into[role + "/lr"] = lr;
+    if (has_grad_norm) into[role + "/grad_norm"] = grad_norm;
+    for (const auto& [name, value] : engine_metrics) into[role + "/" + name] = value;
   }
-  NLOHMANN_DEFINE_TYPE_INTRUSIVE(UpdateReply, lr, grad_norm, has_grad_norm, metrics)
+  NLOHMANN_DEFINE_TYPE_INTRUSIVE(UpdateReply, lr, grad_norm, has_grad_norm, metrics, engine_metrics)
 };
 
 struct DirArgs {  // the checkpoint and export methods

@@ -300,25 +300,6 @@ at::Tensor SparseMoe::operator()(const at::Tensor& x, Routed* record, const at::
   return out.reshape(x.sizes());
 }
 
-at::Tensor load_balancing_loss(const MoeRouting& routing, int64_t num_experts, const at::Tensor& attention_mask) {
-  at::Tensor counts, probs, rows;  // summed over the sparse layers
-  for (size_t layer = 0; layer < routing.chosen.size(); ++layer) {
-    const at::Tensor& chosen = routing.chosen[layer];
-    if (!chosen.defined()) continue;
-    const at::Tensor p = at::softmax(routing.router_logits[layer].to(at::kFloat), -1);
-    const at::Tensor real =
-        attention_mask.defined() ? attention_mask.reshape({-1}).to(p.options()) : at::ones({p.size(0)}, p.options());
-    const at::Tensor layer_counts = at::zeros({num_experts}, p.options())
-                                        .scatter_add_(0, chosen.reshape(-1), real.repeat_interleave(chosen.size(1)));
-    const at::Tensor layer_probs = (p * real.unsqueeze(-1)).sum(0);
-    counts = counts.defined() ? counts + layer_counts : layer_counts;
-    probs = probs.defined() ? probs + layer_probs : layer_probs;
-    rows = rows.defined() ? rows + real.sum() : real.sum();
-  }
-  if (!counts.defined()) return at::zeros({});
-  return (counts / rows * (probs / rows)).sum() * static_cast<double>(num_experts);
-}
-
 void SparseMoe::collect(const std::string& prefix, ParameterSlots& out) {
   gate.collect(prefix + ".gate", out);
   for (size_t e = 0; e < experts.size(); ++e) {

@@ -64,4 +64,52 @@ MoeRouting unstack_routing(const at::Tensor& routed, const ModelConfig& config, 
   return out;
 }
 
+namespace {
+
+// [tokens] float: 1 for a real token (every one when `attention_mask` is undefined).
+at::Tensor real_tokens(const at::Tensor& attention_mask, const at::Tensor& router_logits) {
+  const at::TensorOptions options = router_logits.options().dtype(at::kFloat);
+  return attention_mask.defined() ? attention_mask.reshape({-1}).to(options)
+                                  : at::ones({router_logits.size(0)}, options);
+}
+
+}  // namespace
+
+LoadBalancingParts::LoadBalancingParts(const MoeRouting& routing, int64_t num_experts, const at::Tensor& attention_mask)
+    : num_experts_(num_experts) {
+  at::Tensor counts;
+  double rows = 0;
+  for (size_t layer = 0; layer < routing.chosen.size(); ++layer) {
+    const at::Tensor& chosen = routing.chosen[layer];
+    if (!chosen.defined()) continue;
+    real_ = real_tokens(attention_mask, routing.router_logits[layer]);
+    const at::Tensor layer_counts = at::zeros({num_experts}, real_.options())
+                                        .scatter_add_(0, chosen.reshape(-1), real_.repeat_interleave(chosen.size(1)));
+    counts = counts.defined() ? counts + layer_counts : layer_counts;
+    rows += real_.sum().item<double>();
+    ++layers_;
+  }
+  if (layers_ > 0) share_ = counts / rows;
+}
+
+at::Tensor LoadBalancingParts::part(const at::Tensor& router_logits) const {
+  const at::Tensor p = at::softmax(router_logits.to(at::kFloat), -1);
+  const at::Tensor mean_prob = (p * real_.unsqueeze(-1)).sum(0) / real_.sum();
+  return (share_ * mean_prob).sum() * static_cast<double>(num_experts_) / static_cast<double>(layers_);
+}
+
+at::Tensor load_balancing_loss(const MoeRouting& routing, int64_t num_experts, const at::Tensor& attention_mask) {
+  const LoadBalancingParts parts(routing, num_experts, attention_mask);
+  at::Tensor loss = at::zeros({});
+  for (size_t layer = 0; layer < routing.chosen.size(); ++layer) {
+    if (routing.chosen[layer].defined()) loss = loss + parts.part(routing.router_logits[layer]);
+  }
+  return loss;
+}
+
+at::Tensor router_z_loss(const at::Tensor& router_logits, const at::Tensor& attention_mask) {
+  const at::Tensor real = real_tokens(attention_mask, router_logits);
+  return (at::logsumexp(router_logits.to(at::kFloat), -1).square() * real).sum() / real.sum();
+}
+
 }  // namespace rlcore::model

@@ -2,6 +2,7 @@
 // arguments and replies typed on both sides and read back exactly as written.
 #include <type_traits>
 
+#include "workers/worker_common.h"
 #include "workers/worker_contract.h"
 #include "../../common/run_config_testing.h"
 
@@ -90,22 +91,22 @@ TEST_CASE("arguments missing a key are refused naming it", "[contract]") {
   CHECK_THROWS_WITH(nlohmann::json::object().get<GenerateReply>(), Catch::Contains("weight_version"));
 }
 
-TEST_CASE("an update's reply names the learning rate and gradient norm for its role", "[contract]") {
-  UpdateReply reply;
-  reply.lr = 1e-6;
-  reply.grad_norm = 0.5;
-  reply.has_grad_norm = true;
-  reply.metrics = {{"critic/vf_loss", 0.25}};
+TEST_CASE("an update's reply names the learning rate, gradient norm and engine metrics for its role", "[contract]") {
+  UpdateReply reply = rlcore::workers::update_reply(
+      {{"lr", 1e-6}, {"grad_norm", 0.5}, {"critic/vf_loss", 0.25}, {"moe_aux_loss", 2.5}});
+  CHECK(reply.engine_metrics == std::map<std::string, double>{{"moe_aux_loss", 2.5}});
   std::map<std::string, double> metrics;
-  through_the_wire(reply).add_to(metrics, "critic/lr", "critic/grad_norm");
+  through_the_wire(reply).add_to(metrics, "critic");
   CHECK(metrics ==
-        std::map<std::string, double>{{"critic/vf_loss", 0.25}, {"critic/lr", 1e-6}, {"critic/grad_norm", 0.5}});
+        std::map<std::string, double>{
+            {"critic/vf_loss", 0.25}, {"critic/lr", 1e-6}, {"critic/grad_norm", 0.5}, {"critic/moe_aux_loss", 2.5}});
 
   reply.has_grad_norm = false;
   metrics.clear();
-  through_the_wire(reply).add_to(metrics, "actor/lr", "actor/grad_norm");
+  through_the_wire(reply).add_to(metrics, "actor");
   CHECK(metrics.count("actor/grad_norm") == 0);
   CHECK(metrics.at("actor/lr") == 1e-6);
+  CHECK(metrics.at("actor/moe_aux_loss") == 2.5);
 }
 
 TEST_CASE("sync_weights' reply reads back as written, through the wire's JSON text", "[contract]") {

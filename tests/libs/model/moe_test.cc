@@ -2,6 +2,7 @@
 // expert, one MLP call per expert with tokens) equals the per-token definition,
 // and an expert no token chose is never read.
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include <limits>
 
@@ -213,4 +214,35 @@ TEST_CASE("the load-balancing loss is top_k for balanced routing, counts real to
   balanced.backward();
   REQUIRE(routing.router_logits[0].grad().defined());
   CHECK(load_balancing_loss(MoeRouting(2), 4).item<double>() == 0.0);  // no sparse layer
+}
+
+TEST_CASE("the load-balancing parts sum to the loss and give each layer's gradient; the z-loss is Megatron's",
+          "[model][moe]") {
+  const at::AutoGradMode grad(true);
+  at::manual_seed(9);
+  MoeRouting routing(3);
+  for (const size_t layer : {size_t{0}, size_t{2}}) {
+    routing.router_logits[layer] = at::randn({6, 4}).requires_grad_();
+    routing.chosen[layer] = std::get<1>(at::topk(routing.router_logits[layer].detach(), 2, -1));
+  }
+  const at::Tensor mask = at::tensor({1, 1, 1, 1, 0, 1}, at::kLong);
+  const at::Tensor whole = load_balancing_loss(routing, 4, mask);
+  const auto whole_grads = torch::autograd::grad({whole}, {routing.router_logits[0], routing.router_logits[2]});
+
+  const LoadBalancingParts parts(routing, 4, mask);
+  const at::Tensor first = parts.part(routing.router_logits[0]);
+  const at::Tensor second = parts.part(routing.router_logits[2]);
+  CHECK((first + second).item<double>() == Approx(whole.item<double>()).epsilon(1e-6));
+  CHECK(at::allclose(torch::autograd::grad({first}, {routing.router_logits[0]})[0], whole_grads[0], 1e-6, 1e-7));
+  CHECK(at::allclose(torch::autograd::grad({second}, {routing.router_logits[2]})[0], whole_grads[1], 1e-6, 1e-7));
+
+  // z-loss: the mean over real tokens of logsumexp(logits)^2.
+  const at::Tensor logits = routing.router_logits[0].detach();
+  double expected = 0;
+  for (int64_t t = 0; t < 6; ++t) {
+    if (t == 4) continue;
+    const double lse = at::logsumexp(logits[t], 0).item<double>();
+    expected += lse * lse / 5.0;
+  }
+  CHECK(router_z_loss(logits, mask).item<double>() == Approx(expected).epsilon(1e-6));
 }

@@ -37,6 +37,14 @@ struct ActorModelConfig {
   bool lora() const { return lora_rank > 0 || !lora_adapter_path.empty(); }
 };
 
+// actor.router_replay (verl's): routing replay for a mixture of experts
+// (docs/moe.md): disabled; R2 replays in the update the routing the
+// old-log-prob pass chose; R3 replays the rollout's in both passes.
+struct RouterReplayConfig {
+  std::string mode = "disabled";  // disabled | R2 | R3
+  bool replays() const { return mode != "disabled"; }
+};
+
 // actor.policy_loss: the loss's name and its own keys.
 struct PolicyLossSection {
   std::string loss_mode = "vanilla";  // a registered policy_loss
@@ -63,6 +71,7 @@ struct ActorConfig {
   std::string kl_loss_type = "low_var_kl";
   bool calculate_sum_pi_squared = false;  // old_log_prob also gives Σπ² per token (optimal token baseline)
   PolicyLossSection policy_loss;
+  RouterReplayConfig router_replay;
   ConfigNode engine_options;  // the train engine's keys (optim, fsdp_config, grad_clip, ...)
 };
 
@@ -102,7 +111,8 @@ struct RolloutConfig {
   agent::MultiTurnConfig multi_turn;          // verl's multi_turn: the agent loop (docs/agent-loop.md)
   agent::AgentSection agent;
   CheckpointEngineConfig checkpoint_engine;
-  ConfigNode engine_options;  // the inference engine's keys (dtype, max_num_seqs, ...)
+  bool enable_rollout_routing_replay = false;  // the rollout records each token's experts (routed_experts)
+  ConfigNode engine_options;                   // the inference engine's keys (dtype, max_num_seqs, ...)
 };
 
 // The hybrid engine's parts (see docs/hybrid-engine.md); `options` are the
