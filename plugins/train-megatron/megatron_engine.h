@@ -68,11 +68,17 @@ class MegatronEngine final : public TrainEngine,
     train_common::ShardState state;
     bool counted_in_norm = true;  // false for replicated copies on tp ranks > 0 and the tied output copy
     bool tied_output = false;     // the last stage's copy of the tied word embeddings
+    bool expert = false;          // split over ep: averaged over edp, its norm summed over ep
   };
   using MicroBatch = train_common::MicroBatch;
   struct PipelineResult;
+  struct MetricSums;
 
   int64_t owner_stage(const model::megatron::MegatronParam& param) const;
+  // The ep rank holding an expert's weights (this rank's for any other parameter).
+  int64_t owner_ep_rank(const model::megatron::MegatronParam& param) const;
+  // Whether this rank holds (a TP shard of) `param`: its stage's, and its experts.
+  bool holds(const model::megatron::MegatronParam& param) const;
   void load_initial_weights(const std::string& model_path);
   // The compute-dtype tensors of every local parameter (leaves with gradients when asked).
   std::vector<at::Tensor> compute_weights(bool requires_grad) const;
@@ -83,9 +89,15 @@ class MegatronEngine final : public TrainEngine,
   PipelineResult run_pipeline(std::vector<MicroBatch>& micro, const ForwardOptions& options, const LossFunction* loss,
                               const GlobalBatchInfo& global, const std::vector<at::Tensor>& weights,
                               bool sum_pi_squared = false);
+  // The router's losses of each micro-batch on this stage (coefficient-weighted,
+  // for the backward; undefined with both coefficients 0), and their metrics.
+  std::vector<at::Tensor> add_router_losses(const std::vector<MicroBatch>& micro,
+                                            const std::vector<model::MoeRouting>& routing, MetricSums& metrics);
   ModelOutput forward_outputs(const Batch& batch, const ForwardOptions& options, at::Tensor* sum_pi_squared);
   void accumulate_gradients(const std::vector<at::Tensor>& leaves);
   void reduce_gradients();
+  // Sums the gradients of the parameters `which` selects over `group` and divides by dp.
+  void average_over(const CommGroup& group, const std::function<bool(const LocalParam&)>& which);
   double clip_and_step();
   void zero_grads();
 

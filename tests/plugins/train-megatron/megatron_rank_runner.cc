@@ -5,6 +5,7 @@
 //
 //   megatron_rank_runner --rank R --world N --port P --model DIR --out DIR --tp T --pp P
 //                        [--steps K] [--micro N] [--dtype float32|bfloat16] [--save DIR] [--load DIR]
+//                        [--ep E] [--aux C] [--z C]   (expert parallelism: dp = edp x ep; router loss coefficients)
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -34,10 +35,13 @@ int run(const testing::RunnerArgs& args) {
   const int64_t world = std::stoll(arg(args, "world"));
   const int64_t tp = std::stoll(arg(args, "tp", "1"));
   const int64_t pp = std::stoll(arg(args, "pp", "1"));
+  const int64_t ep = std::stoll(arg(args, "ep", "1"));
   const fs::path out = arg(args, "out");
 
-  const std::unique_ptr<CommContext> comm = testing::loopback_comm("megatron_rank_runner", args, "megatron_test",
-                                                                   {{"dp", world / (tp * pp)}, {"pp", pp}, {"tp", tp}});
+  runtime::MeshDim dp_dim{"dp", world / (tp * pp), {}};
+  if (ep > 1) dp_dim.factors = {{"edp", dp_dim.size / ep, {}}, {"ep", ep, {}}};
+  const std::unique_ptr<CommContext> comm =
+      testing::loopback_comm("megatron_rank_runner", args, "megatron_test", {dp_dim, {"pp", pp, {}}, {"tp", tp, {}}});
 
   ComponentContext context;
   context.model_path = arg(args, "model");
@@ -51,6 +55,9 @@ int run(const testing::RunnerArgs& args) {
   options.megatron.tensor_model_parallel_size = tp;
   options.megatron.pipeline_model_parallel_size = pp;
   options.megatron.dtype = arg(args, "dtype", "float32");
+  options.megatron.expert_model_parallel_size = ep;
+  options.megatron.moe_aux_loss_coeff = std::stod(arg(args, "aux", "0"));
+  options.megatron.moe_z_loss_coeff = std::stod(arg(args, "z", "0"));
   train_megatron::MegatronEngine engine(options, context);
   if (args.count("load")) engine.load_checkpoint(arg(args, "load"));
 
