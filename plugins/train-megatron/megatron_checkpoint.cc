@@ -26,6 +26,7 @@ namespace mg = model::megatron;
 constexpr const char* kManifest = "megatron_checkpoint.json";
 constexpr const char* kFormat = "rlcore-megatron/1";
 
+// dp rank 0 also has ep rank 0, and gather_full brings every expert there.
 bool writes_files(const ParallelGroups& groups) {
   return groups.dp.rank() == 0 && groups.tp.rank() == 0 && groups.pp.rank() == 0;
 }
@@ -72,7 +73,8 @@ void MegatronEngine::save_checkpoint(const std::string& dir_text) {
         {"step", step_},
         {"adam_steps", adam_steps_},
         {"optimizer", trainable_},
-        {"saved_with", {{"tp", groups_.tp.size()}, {"pp", groups_.pp.size()}, {"dp", groups_.dp.size()}}}};
+        {"saved_with",
+         {{"tp", groups_.tp.size()}, {"pp", groups_.pp.size()}, {"dp", groups_.dp.size()}, {"ep", groups_.ep.size()}}}};
     write_file_atomically(dir / kManifest, manifest.dump(2));
   }
   groups_.pp.barrier();

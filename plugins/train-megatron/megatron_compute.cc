@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -15,8 +16,11 @@
 #include "megatron_engine.h"
 #include "rlcore/batch.h"
 #include "rlcore/model/layers.h"
+#include "rlcore/model/routing.h"
 #include "train-common/micro_batches.h"
 #include "rlcore/error.h"
+#include "router_losses.h"
+#include "train-common/router_losses.h"
 
 namespace rlcore::train_megatron {
 namespace {
@@ -108,9 +112,12 @@ class MetricSums {
 
 }  // namespace
 
+struct MegatronEngine::MetricSums : train_megatron::MetricSums {};
+
 struct MegatronEngine::PipelineResult {
   std::vector<TokenLogProbs> outputs;  // last stage, forward only: one per micro-batch
   MetricSums metrics;
+  std::vector<model::MoeRouting> routing;  // per micro-batch, this stage's sparse layers (when recorded)
 };
 
 MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBatch>& micro,
@@ -126,6 +133,11 @@ MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBat
   for (int64_t layer = first_layer_; layer < end_layer_; ++layer) layers.push_back(layer_weights(weights, layer));
   PipelineResult result;
   std::vector<at::Tensor> inputs(micro.size()), outputs(micro.size()), losses(micro.size());
+  // Training a mixture of experts records every sparse layer's routing for the router's losses.
+  const bool record = (training && config_.is_moe()) || routing_replay_.record;
+  std::vector<model::MoeRouting>& routing = result.routing;
+  routing.assign(record ? micro.size() : 0, model::MoeRouting(static_cast<size_t>(config_.num_hidden_layers)));
+  const train_common::MicroBatchRouting replayed(micro, config_, routing_replay_.replay, false, "megatron");
   for (size_t m = 0; m < micro.size(); ++m) {
     const MicroBatch& mb = micro[m];
     at::Tensor x;
@@ -137,7 +149,19 @@ MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBat
       if (training) inputs[m].requires_grad_(true);
       x = inputs[m].to(compute_dtype_);
     }
-    for (size_t l = 0; l < layers.size(); ++l) x = stage_.layer(x, layers[l], mb.ctx);
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const int64_t layer = first_layer_ + static_cast<int64_t>(l);
+      const at::Tensor replay =
+          mb.ctx.replay != nullptr ? mb.ctx.replay->chosen[static_cast<size_t>(layer)] : at::Tensor();
+      if (routing.empty() || !config_.layer_is_sparse(layer)) {
+        x = stage_.layer(x, layers[l], mb.ctx, nullptr, replay);
+        continue;
+      }
+      model::Routed routed;
+      x = stage_.layer(x, layers[l], mb.ctx, &routed, replay);
+      routing[m].chosen[static_cast<size_t>(layer)] = std::move(routed.chosen);
+      routing[m].router_logits[static_cast<size_t>(layer)] = std::move(routed.router_logits);
+    }
     if (!groups_.last_stage()) {
       link.send(x, stage + 1, static_cast<int>(m));
       outputs[m] = x;
@@ -162,18 +186,49 @@ MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBat
   }
   link.wait_sends();
   if (!training) return result;
+  const std::vector<at::Tensor> router_losses = add_router_losses(micro, routing, result.metrics);
   for (size_t m = 0; m < micro.size(); ++m) {
+    const at::Tensor& extra = router_losses[m];
+    const bool with_extra = extra.defined() && extra.requires_grad();
     if (groups_.last_stage()) {
-      torch::autograd::backward({losses[m]});
+      torch::autograd::backward({with_extra ? losses[m] + extra : losses[m]});
     } else {
       const at::Tensor grad = link.recv(outputs[m].sizes(), device_, stage + 1, tag_base + static_cast<int>(m));
-      torch::autograd::backward({outputs[m]}, {grad.to(outputs[m].scalar_type())});
+      if (with_extra) {
+        torch::autograd::backward({outputs[m], extra}, {grad.to(outputs[m].scalar_type()), at::ones_like(extra)});
+      } else {
+        torch::autograd::backward({outputs[m]}, {grad.to(outputs[m].scalar_type())});
+      }
     }
     outputs[m] = losses[m] = at::Tensor();
     if (!groups_.first_stage()) link.send(inputs[m].grad(), stage - 1, tag_base + static_cast<int>(m));
   }
   link.wait_sends();
   return result;
+}
+
+std::vector<at::Tensor> MegatronEngine::add_router_losses(const std::vector<MicroBatch>& micro,
+                                                          const std::vector<model::MoeRouting>& routing,
+                                                          MetricSums& metrics) {
+  std::vector<at::Tensor> extra(micro.size());
+  if (routing.empty()) return extra;
+  std::vector<at::Tensor> masks;
+  for (const MicroBatch& mb : micro) masks.push_back(mb.attention_mask);
+  const std::vector<RouterLosses> parts = stage_router_losses(config_, routing, masks, groups_.pp);
+  const double aux_coeff = options_.megatron.moe_aux_loss_coeff;
+  const double z_coeff = options_.megatron.moe_z_loss_coeff;
+  const double per_micro = 1.0 / static_cast<double>(micro.size());
+  at::Tensor sums = at::zeros({2}, at::kDouble);
+  for (size_t m = 0; m < micro.size(); ++m) {
+    sums[0] += parts[m].aux.item<double>() * per_micro;
+    sums[1] += parts[m].z_loss.item<double>() * per_micro;
+    // The mean over micro-batches (the policy loss is summed over them, already scaled).
+    if (aux_coeff > 0 || z_coeff > 0) extra[m] = (aux_coeff * parts[m].aux + z_coeff * parts[m].z_loss) * per_micro;
+  }
+  groups_.pp.all_reduce(sums);  // each stage holds its layers' parts
+  if (groups_.last_stage())
+    metrics.add({{train_common::kMoeAuxLoss, sums[0].clone()}, {train_common::kMoeZLoss, sums[1].clone()}});
+  return extra;
 }
 
 ModelOutput MegatronEngine::forward(const Batch& batch, const ForwardOptions& options) {
@@ -192,6 +247,7 @@ ModelOutput MegatronEngine::forward_outputs(const Batch& batch, const ForwardOpt
   std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "megatron");
   const PipelineResult result =
       run_pipeline(micro, options, nullptr, {}, compute_weights(false), sum_pi_squared != nullptr);
+  if (routing_replay_.record) recorded_routing_ = stacked_routing(micro, result.routing);
   const int64_t rows = train_common::require_column(batch, columns::kResponses, "megatron").size(0);
   const int64_t response_len = train_common::require_column(batch, columns::kResponses, "megatron").size(1);
   // On the last stage, one field of every micro-batch's outputs, concatenated.
@@ -260,14 +316,25 @@ void MegatronEngine::reduce_gradients() {
     for (LocalParam& p : params_)
       if (p.meta.name == name) p.state.grad.device().copy_(shared);
   }
+  // Dense gradients are averaged over dp. An expert's gradient already sums the
+  // tokens of every ep rank; summed over edp it covers all dp ranks, so it is
+  // divided by dp too (Megatron-core's expert gradient scaling).
+  average_over(groups_.dp, [](const LocalParam& p) { return !p.expert; });
+  average_over(groups_.edp, [](const LocalParam& p) { return p.expert; });
+}
+
+void MegatronEngine::average_over(const CommGroup& group, const std::function<bool(const LocalParam&)>& which) {
   if (groups_.dp.size() == 1) return;
   std::vector<at::Tensor> grads;
-  for (LocalParam& p : params_) grads.push_back(p.state.grad.device().reshape(-1));
+  for (LocalParam& p : params_)
+    if (which(p)) grads.push_back(p.state.grad.device().reshape(-1));
+  if (grads.empty()) return;
   at::Tensor flat = at::cat(grads);
-  groups_.dp.all_reduce(flat);
+  group.all_reduce(flat);
   flat.div_(static_cast<double>(groups_.dp.size()));
   int64_t offset = 0;
   for (LocalParam& p : params_) {
+    if (!which(p)) continue;
     const int64_t n = p.state.grad.device().numel();
     p.state.grad.device().copy_(flat.narrow(0, offset, n).view_as(p.state.grad.device()));
     offset += n;
@@ -276,9 +343,12 @@ void MegatronEngine::reduce_gradients() {
 
 double MegatronEngine::clip_and_step() {
   at::Tensor squares = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
+  at::Tensor expert_squares = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
   for (const LocalParam& p : params_)
-    if (p.counted_in_norm) squares += p.state.grad.device().to(at::kDouble).pow(2).sum();
-  squares = squares.cpu();
+    if (p.counted_in_norm) (p.expert ? expert_squares : squares) += p.state.grad.device().to(at::kDouble).pow(2).sum();
+  expert_squares = expert_squares.cpu();
+  groups_.ep.all_reduce(expert_squares);  // each ep rank holds other experts
+  squares = squares.cpu() + expert_squares;
   groups_.tp.all_reduce(squares);
   groups_.pp.all_reduce(squares);
   const double grad_norm = std::sqrt(squares.item<double>());
@@ -309,5 +379,35 @@ void MegatronEngine::zero_grads() {
   for (LocalParam& p : params_)
     if (p.state.grad.device().defined()) p.state.grad.device().zero_();
 }
+
+at::Tensor MegatronEngine::stacked_routing(const std::vector<MicroBatch>& micro,
+                                           const std::vector<model::MoeRouting>& routing) const {
+  const std::vector<int64_t> sparse = model::sparse_layers(config_);
+  std::vector<at::Tensor> parts;
+  for (size_t m = 0; m < micro.size(); ++m) {
+    const at::IntArrayRef tokens = micro[m].input_ids.sizes();
+    // Expert + 1 in this stage's layers, 0 in the others': summed over pp, every layer's.
+    at::Tensor part =
+        at::zeros({tokens[0], tokens[1], static_cast<int64_t>(sparse.size()), config_.num_experts_per_tok},
+                  at::TensorOptions().dtype(at::kLong).device(device_));
+    for (size_t s = 0; s < sparse.size(); ++s) {
+      const at::Tensor& chosen = routing[m].chosen[static_cast<size_t>(sparse[s])];
+      if (chosen.defined()) part.select(2, static_cast<int64_t>(s)).copy_(chosen.view({tokens[0], tokens[1], -1}) + 1);
+    }
+    parts.push_back(part);
+  }
+  at::Tensor all = at::cat(parts);
+  groups_.pp.all_reduce(all);
+  return (all - 1).to(at::kCPU, at::kShort);
+}
+
+void MegatronEngine::set_routing_replay(bool replay, bool record) {
+  const train_common::RoutingReplay settings{replay, record};
+  train_common::check_routing_replay(settings, config_, "megatron");
+  routing_replay_ = settings;
+  recorded_routing_ = at::Tensor();
+}
+
+at::Tensor MegatronEngine::take_routing() { return std::exchange(recorded_routing_, at::Tensor()); }
 
 }  // namespace rlcore::train_megatron

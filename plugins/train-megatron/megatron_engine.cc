@@ -28,16 +28,23 @@ void check_supported(const ComponentContext& context, const model::ModelConfig& 
         "megatron: model_type 'gemma2' is not supported by the megatron engine (llama, mistral, qwen2, "
         "qwen3); use strategy fsdp");
   }
-  if (config.is_moe()) {
-    throw ConfigError("megatron: model_type '" + config.model_type +
-                      "' (a mixture of experts) is not supported by the megatron engine yet (expert parallelism is "
-                      "not built); use strategy fsdp");
-  }
   try {
     mg::validate_parallel(config, options.tensor_model_parallel_size, options.pipeline_model_parallel_size);
   } catch (const ValueError& e) {
     throw ConfigError(std::string("megatron: ") + e.what());
   }
+}
+
+// The engine's groups, after checking what expert parallelism needs of the model.
+ParallelGroups engine_groups(const ComponentContext& context, const model::ModelConfig& config,
+                             const MegatronConfigOptions& options) {
+  const int64_t ep = options.expert_model_parallel_size;
+  if (ep > 1 && (!config.is_moe() || config.num_experts % ep != 0)) {
+    throw ConfigError("megatron.expert_model_parallel_size = " + std::to_string(ep) + " must divide num_experts (" +
+                      std::to_string(config.num_experts) + ")" +
+                      (config.is_moe() ? "" : ": model_type '" + config.model_type + "' has no experts"));
+  }
+  return parallel_groups(context.comm, options.tensor_model_parallel_size, options.pipeline_model_parallel_size, ep);
 }
 
 }  // namespace
@@ -50,9 +57,8 @@ MegatronEngine::MegatronEngine(const MegatronOptions& options, const ComponentCo
       placement_(device_, [this] { return shard_states(); }),
       compute_dtype_(options.megatron.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat),
       config_(model::ModelConfig::from_checkpoint_dir(context.model_path, "megatron")),
-      groups_(parallel_groups(context.comm, options.megatron.tensor_model_parallel_size,
-                              options.megatron.pipeline_model_parallel_size)),
-      stage_(config_, groups_.tp),
+      groups_(engine_groups(context, config_, options.megatron)),
+      stage_(config_, groups_.tp, groups_.ep),
       skeleton_(config_, model::ModelHead::kCausalLm, at::TensorOptions().device(at::kMeta).dtype(compute_dtype_)),
       schedule_(train_common::make_lr_schedule(options.optim, context.total_training_steps)) {
   check_supported(context, config_, options.megatron);
@@ -78,6 +84,14 @@ int64_t MegatronEngine::owner_stage(const mg::MegatronParam& param) const {
   return param.name == "embedding.word_embeddings.weight" ? 0 : groups_.pp.size() - 1;
 }
 
+int64_t MegatronEngine::owner_ep_rank(const mg::MegatronParam& param) const {
+  return param.expert < 0 ? groups_.ep.rank() : param.expert / (config_.num_experts / groups_.ep.size());
+}
+
+bool MegatronEngine::holds(const mg::MegatronParam& param) const {
+  return owner_stage(param) == groups_.pp.rank() && owner_ep_rank(param) == groups_.ep.rank();
+}
+
 void MegatronEngine::load_initial_weights(const std::string& model_path) {
   const SafetensorsCheckpoint checkpoint(model_path);
   const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
@@ -100,12 +114,13 @@ void MegatronEngine::load_initial_weights(const std::string& model_path) {
       local.state.exp_avg_sq.device() = at::zeros_like(local.state.param.device());
     }
     local.tied_output = tied_output;
+    local.expert = meta.expert >= 0;
     local.counted_in_norm = !tied_output && (meta.split != model::TpSplit::kReplicated || groups_.tp.rank() == 0);
     if (!tied_output) index_[meta.name] = params_.size();
     params_.push_back(std::move(local));
   };
   for (const mg::MegatronParam& meta : mg::megatron_parameters(config_)) {
-    if (owner_stage(meta) == groups_.pp.rank()) add(meta, false);
+    if (holds(meta)) add(meta, false);
   }
   // Tied embeddings across stages: the last stage keeps its own output copy
   // whose gradient is summed with stage 0's every step (Megatron's embedding group).
@@ -145,6 +160,14 @@ LayerWeights MegatronEngine::layer_weights(const std::vector<at::Tensor>& weight
   w.fc1_bias = weight(weights, p + "mlp.linear_fc1.bias");
   w.fc2_weight = weight(weights, p + "mlp.linear_fc2.weight");
   w.fc2_bias = weight(weights, p + "mlp.linear_fc2.bias");
+  if (!config_.layer_is_sparse(layer)) return w;
+  w.router = weight(weights, p + "mlp.router.weight");
+  const int64_t local = config_.num_experts / groups_.ep.size();
+  for (int64_t e = groups_.ep.rank() * local; e < (groups_.ep.rank() + 1) * local; ++e) {
+    const std::string expert = p + "mlp.experts.local_experts." + std::to_string(e) + ".";
+    w.expert_fc1.push_back(weight(weights, expert + "linear_fc1.weight"));
+    w.expert_fc2.push_back(weight(weights, expert + "linear_fc2.weight"));
+  }
   return w;
 }
 
@@ -158,16 +181,21 @@ at::Tensor MegatronEngine::output_weight(const std::vector<at::Tensor>& weights)
 at::Tensor MegatronEngine::gather_full(const mg::MegatronParam& param,
                                        const std::function<const at::Tensor&(const LocalParam&)>& part) const {
   const int64_t owner = owner_stage(param);
+  const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
   at::Tensor full;
-  if (owner == groups_.pp.rank()) {
+  if (owner == groups_.pp.rank() && holds(param)) {
     const at::Tensor& local = part(params_[index_.at(param.name)]);
     if (!local.defined()) throw ValueError("megatron: '" + param.name + "' is offloaded; reload it first");
     std::vector<at::Tensor> shards = {local.contiguous()};
-    if (groups_.tp.size() > 1) shards = groups_.tp.all_gather(shards.front());
+    if (groups_.tp.size() > 1 && param.split != model::TpSplit::kReplicated)
+      shards = groups_.tp.all_gather(shards.front());
     full = mg::merge_tp_shards(config_, param, shards).contiguous();
   } else {
-    full = at::empty(param.shape, at::TensorOptions().dtype(at::kFloat).device(device_));
+    full = at::empty(param.shape, fp32);
   }
+  // An expert lives on one rank of the ep group (inside the owning stage).
+  if (param.expert >= 0 && owner == groups_.pp.rank() && groups_.ep.size() > 1)
+    groups_.ep.broadcast(full, owner_ep_rank(param));
   if (groups_.pp.size() > 1) groups_.pp.broadcast(full, owner);
   return full;
 }

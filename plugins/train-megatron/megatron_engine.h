@@ -16,6 +16,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "train-common/lr_schedule.h"
+#include "train-common/micro_batch_routing.h"
 #include "train-common/micro_batches.h"
 #include "megatron_options.h"
 #include "parallel_groups.h"
@@ -34,7 +35,8 @@ class MegatronEngine final : public TrainEngine,
                              public TensorParallel,
                              public PipelineParallel,
                              public OffloadsState,
-                             public ComputesSumPiSquared {
+                             public ComputesSumPiSquared,
+                             public ReplaysRouting {
  public:
   // Reads context.model_path (HF config.json + safetensors); each rank reads
   // only the tensors of its stage and keeps its TP shards. Collective.
@@ -57,6 +59,10 @@ class MegatronEngine final : public TrainEngine,
   void reload(OffloadSet what) override;
   TrainMemory memory() const override;
 
+  // Routing replay of a mixture of experts (megatron_compute.cc); ConfigError for a dense model.
+  void set_routing_replay(bool replay, bool record) override;
+  at::Tensor take_routing() override;
+
   int64_t step() const override { return step_; }
 
   const model::ModelConfig& model_config() const { return config_; }
@@ -68,11 +74,17 @@ class MegatronEngine final : public TrainEngine,
     train_common::ShardState state;
     bool counted_in_norm = true;  // false for replicated copies on tp ranks > 0 and the tied output copy
     bool tied_output = false;     // the last stage's copy of the tied word embeddings
+    bool expert = false;          // split over ep: averaged over edp, its norm summed over ep
   };
   using MicroBatch = train_common::MicroBatch;
   struct PipelineResult;
+  struct MetricSums;
 
   int64_t owner_stage(const model::megatron::MegatronParam& param) const;
+  // The ep rank holding an expert's weights (this rank's for any other parameter).
+  int64_t owner_ep_rank(const model::megatron::MegatronParam& param) const;
+  // Whether this rank holds (a TP shard of) `param`: its stage's, and its experts.
+  bool holds(const model::megatron::MegatronParam& param) const;
   void load_initial_weights(const std::string& model_path);
   // The compute-dtype tensors of every local parameter (leaves with gradients when asked).
   std::vector<at::Tensor> compute_weights(bool requires_grad) const;
@@ -83,9 +95,18 @@ class MegatronEngine final : public TrainEngine,
   PipelineResult run_pipeline(std::vector<MicroBatch>& micro, const ForwardOptions& options, const LossFunction* loss,
                               const GlobalBatchInfo& global, const std::vector<at::Tensor>& weights,
                               bool sum_pi_squared = false);
+  // The router's losses of each micro-batch on this stage (coefficient-weighted,
+  // for the backward; undefined with both coefficients 0), and their metrics.
+  std::vector<at::Tensor> add_router_losses(const std::vector<MicroBatch>& micro,
+                                            const std::vector<model::MoeRouting>& routing, MetricSums& metrics);
   ModelOutput forward_outputs(const Batch& batch, const ForwardOptions& options, at::Tensor* sum_pi_squared);
+  // Every micro-batch's routing in the column's layout, [rows, L, sparse layers,
+  // top_k] int16 on the CPU: each stage's layers, assembled over pp. Collective over pp.
+  at::Tensor stacked_routing(const std::vector<MicroBatch>& micro, const std::vector<model::MoeRouting>& routing) const;
   void accumulate_gradients(const std::vector<at::Tensor>& leaves);
   void reduce_gradients();
+  // Sums the gradients of the parameters `which` selects over `group` and divides by dp.
+  void average_over(const CommGroup& group, const std::function<bool(const LocalParam&)>& which);
   double clip_and_step();
   void zero_grads();
 
@@ -110,6 +131,8 @@ class MegatronEngine final : public TrainEngine,
   std::vector<LocalParam> params_;
   std::map<std::string, size_t> index_;  // name -> params_ index (the tied output copy is not indexed)
   train_common::LrSchedule schedule_;
+  train_common::RoutingReplay routing_replay_;
+  at::Tensor recorded_routing_;  // the last recording forward()'s (take_routing)
   int64_t step_ = 0;
   int64_t adam_steps_ = 0;
 };

@@ -10,6 +10,15 @@ OptionsSchema<MegatronOptions> megatron_options_schema() {
            "Ranks one layer's weights are split over (Megatron TP); the pool's 'tp' mesh dimension.", at_least(1))
       .key("pipeline_model_parallel_size", &MegatronConfigOptions::pipeline_model_parallel_size,
            "Pipeline stages the layers are split into (Megatron PP); the pool's 'pp' mesh dimension.", at_least(1))
+      .key("expert_model_parallel_size", &MegatronConfigOptions::expert_model_parallel_size,
+           "Data-parallel ranks the experts of a mixture of experts are split over (Megatron EP); divides dp and "
+           "num_experts.",
+           at_least(1))
+      .key("moe_aux_loss_coeff", &MegatronConfigOptions::moe_aux_loss_coeff,
+           "Weight of the router's load-balancing loss added to the actor's loss (mixture of experts).", at_least(0.0))
+      .key("moe_z_loss_coeff", &MegatronConfigOptions::moe_z_loss_coeff,
+           "Weight of the router's z-loss (mean squared logsumexp of its logits) added to the actor's loss.",
+           at_least(0.0))
       .key("dtype", &MegatronConfigOptions::dtype, "Compute dtype; masters and AdamW state stay float32.",
            one_of({"float32", "bfloat16"}))
       .key("param_offload", &MegatronConfigOptions::param_offload, "Keep parameters in host memory between calls.")

@@ -13,7 +13,10 @@ namespace rlcore::train_megatron {
 struct MegatronConfigOptions {
   int64_t tensor_model_parallel_size = 1;
   int64_t pipeline_model_parallel_size = 1;
-  std::string dtype = "float32";  // compute dtype; master weights and AdamW state stay fp32
+  int64_t expert_model_parallel_size = 1;  // dp ranks a mixture of experts' experts are split over
+  double moe_aux_loss_coeff = 0.0;         // the router's load-balancing loss, added to the policy loss
+  double moe_z_loss_coeff = 0.0;           // the router's z-loss (ST-MoE), added to the policy loss
+  std::string dtype = "float32";           // compute dtype; master weights and AdamW state stay fp32
   bool param_offload = false;
   bool grad_offload = false;
   bool optimizer_offload = false;

@@ -29,12 +29,10 @@ CommGroup sized_group(const CommContext* comm, const char* name, int64_t size, c
   return comm->group(name);
 }
 
-}  // namespace
-
-ParallelGroups parallel_groups(const CommContext* comm, int64_t tp_size, int64_t pp_size) {
+ParallelGroups tp_pp_dp_groups(const CommContext* comm, int64_t tp_size, int64_t pp_size) {
   CommGroup tp = sized_group(comm, "tp", tp_size, "tensor_model_parallel_size");
   CommGroup pp = sized_group(comm, "pp", pp_size, "pipeline_model_parallel_size");
-  if (comm == nullptr) return {tp, pp, single("dp", 0)};
+  if (comm == nullptr) return {tp, pp, single("dp", 0), single("ep", 0), single("edp", 0)};
   if (comm->has_group("dp")) {
     const CommGroup& dp = comm->group("dp");
     if (dp.size() * tp_size * pp_size != comm->world_size()) {
@@ -42,13 +40,32 @@ ParallelGroups parallel_groups(const CommContext* comm, int64_t tp_size, int64_t
                         std::to_string(tp_size) + ") x pipeline_model_parallel_size (" + std::to_string(pp_size) +
                         ") must equal the " + std::to_string(comm->world_size()) + " workers");
     }
-    return {tp, pp, dp};
+    return {tp, pp, dp, single("ep", 0), single("edp", 0)};
   }
-  if (tp_size * pp_size == 1) return {tp, pp, comm->world()};
-  if (tp_size * pp_size == comm->world_size()) return {tp, pp, single("dp", comm->rank())};
+  if (tp_size * pp_size == 1) return {tp, pp, comm->world(), single("ep", 0), single("edp", 0)};
+  if (tp_size * pp_size == comm->world_size())
+    return {tp, pp, single("dp", comm->rank()), single("ep", 0), single("edp", 0)};
   throw ConfigError("megatron: tp x pp = " + std::to_string(tp_size * pp_size) + " ranks per replica over " +
                     std::to_string(comm->world_size()) +
                     " workers needs a 'dp' process group; the worker has: " + groups_text(*comm));
+}
+
+}  // namespace
+
+ParallelGroups parallel_groups(const CommContext* comm, int64_t tp_size, int64_t pp_size, int64_t ep_size) {
+  ParallelGroups groups = tp_pp_dp_groups(comm, tp_size, pp_size);
+  if (ep_size == 1) {
+    groups.ep = single("ep", comm != nullptr ? comm->rank() : 0);
+    groups.edp = groups.dp;
+    return groups;
+  }
+  if (groups.dp.size() % ep_size != 0) {
+    throw ConfigError("megatron.expert_model_parallel_size = " + std::to_string(ep_size) +
+                      " must divide the data-parallel size (" + std::to_string(groups.dp.size()) + ")");
+  }
+  groups.ep = sized_group(comm, "ep", ep_size, "expert_model_parallel_size");
+  groups.edp = sized_group(comm, "edp", groups.dp.size() / ep_size, "expert_model_parallel_size");
+  return groups;
 }
 
 }  // namespace rlcore::train_megatron

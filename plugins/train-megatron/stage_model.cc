@@ -5,11 +5,14 @@
 
 #include <ATen/ATen.h>
 
+#include "expert_dispatch.h"
+
 namespace rlcore::train_megatron {
 
-StageModel::StageModel(const model::ModelConfig& config, const CommGroup& tp)
+StageModel::StageModel(const model::ModelConfig& config, const CommGroup& tp, const CommGroup& ep)
     : config_(config),
       tp_(tp),
+      ep_(ep),
       local_groups_(config.num_key_value_heads / tp.size()),
       heads_per_group_(config.num_attention_heads / config.num_key_value_heads),
       scaling_(std::pow(static_cast<double>(config.head_dim), -0.5)) {}
@@ -18,7 +21,31 @@ at::Tensor StageModel::embed(const at::Tensor& input_ids, const at::Tensor& embe
   return vocab_parallel_embedding(input_ids, embedding_shard, vocab_start(), tp_);
 }
 
-at::Tensor StageModel::layer(const at::Tensor& x, const LayerWeights& w, const model::ForwardContext& ctx) const {
+model::SparseMoe StageModel::sparse_block(const LayerWeights& w) const {
+  model::SparseMoe moe;
+  moe.gate.weight = w.router;
+  moe.top_k = config_.num_experts_per_tok;
+  moe.norm_topk_prob = config_.norm_topk_prob;
+  moe.style = config_.model_type == "mixtral" ? model::SparseMoe::Style::kMixtral : model::SparseMoe::Style::kQwen3Moe;
+  const int64_t rows = config_.moe_intermediate_size;
+  for (size_t e = 0; e < w.expert_fc1.size(); ++e) {
+    model::Mlp expert;
+    expert.gate_proj.weight = w.expert_fc1[e].narrow(0, 0, rows);
+    expert.up_proj.weight = w.expert_fc1[e].narrow(0, rows, rows);
+    expert.down_proj.weight = w.expert_fc2[e];
+    moe.experts.push_back(std::move(expert));
+  }
+  if (ep_.size() > 1) {
+    const CommGroup* ep = &ep_;
+    moe.experts_override = [ep](const model::SparseMoe& block, const at::Tensor& tokens, const model::Routed& routed) {
+      return dispatch_to_experts(block, tokens, routed, *ep);
+    };
+  }
+  return moe;
+}
+
+at::Tensor StageModel::layer(const at::Tensor& x, const LayerWeights& w, const model::ForwardContext& ctx,
+                             model::Routed* routed, const at::Tensor& replay) const {
   const int64_t batch = x.size(0);
   const int64_t len = x.size(1);
   const int64_t dim = config_.head_dim;
@@ -31,8 +58,9 @@ at::Tensor StageModel::layer(const at::Tensor& x, const LayerWeights& w, const m
   at::Tensor k = qkv.select(3, heads_per_group_);
   at::Tensor v = qkv.select(3, heads_per_group_ + 1).transpose(1, 2);
   if (w.q_norm.defined()) {
-    q = model::RmsNorm{w.q_norm, eps}(q);
-    k = model::RmsNorm{w.k_norm, eps}(k);
+    // Each tp rank normalises only its heads: the replicated norm weights' gradients are summed over tp.
+    q = model::RmsNorm{copy_to_tp(w.q_norm, tp_), eps}(q);
+    k = model::RmsNorm{copy_to_tp(w.k_norm, tp_), eps}(k);
   }
   q = model::apply_rotary(q.transpose(1, 2), ctx.cos, ctx.sin);
   k = model::apply_rotary(k.transpose(1, 2), ctx.cos, ctx.sin);
@@ -42,6 +70,11 @@ at::Tensor StageModel::layer(const at::Tensor& x, const LayerWeights& w, const m
       reduce_from_tp(at::linear(model::grouped_attention(q, k, v, blocked, scaling_), w.proj_weight), tp_);
   if (w.proj_bias.defined()) attention = attention + w.proj_bias;
   const at::Tensor mid = x + attention;
+  if (w.router.defined()) {
+    // Router and experts are whole on every tp rank: the block runs replicated
+    // on the full input, so neither its input nor its output crosses tp.
+    return mid + sparse_block(w)(model::RmsNorm{w.pre_mlp_norm, eps}(mid), routed, replay);
+  }
 
   const at::Tensor m = copy_to_tp(model::RmsNorm{w.pre_mlp_norm, eps}(mid), tp_);
   const at::Tensor gate_up = at::linear(m, w.fc1_weight, w.fc1_bias);

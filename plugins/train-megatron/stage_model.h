@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -17,19 +18,26 @@
 namespace rlcore::train_megatron {
 
 // One decoder layer's shards; optional tensors are undefined when the model has none.
+// A sparse layer has a router and its rank's experts (whole, [gate; up] and down)
+// instead of fc1 / fc2.
 struct LayerWeights {
   at::Tensor input_norm, qkv_weight, qkv_bias, q_norm, k_norm, proj_weight, proj_bias;
   at::Tensor pre_mlp_norm, fc1_weight, fc1_bias, fc2_weight, fc2_bias;
+  at::Tensor router;
+  std::vector<at::Tensor> expert_fc1, expert_fc2;  // this rank's experts, in global order
 };
 
 class StageModel {
  public:
-  // `tp` must outlive the model (backward passes refer to it).
-  StageModel(const model::ModelConfig& config, const CommGroup& tp);
+  // `tp` and `ep` must outlive the model (backward passes refer to them).
+  StageModel(const model::ModelConfig& config, const CommGroup& tp, const CommGroup& ep);
 
   at::Tensor embed(const at::Tensor& input_ids, const at::Tensor& embedding_shard) const;
-  // x [B, T, hidden] -> [B, T, hidden].
-  at::Tensor layer(const at::Tensor& x, const LayerWeights& w, const model::ForwardContext& ctx) const;
+  // x [B, T, hidden] -> [B, T, hidden]. A sparse layer's routing goes to `routed` when given.
+  // A sparse layer records its routing into `routed` when given, and sends the
+  // tokens to the experts `replay` names when defined (SparseMoe::route).
+  at::Tensor layer(const at::Tensor& x, const LayerWeights& w, const model::ForwardContext& ctx,
+                   model::Routed* routed = nullptr, const at::Tensor& replay = {}) const;
   // hidden [B, R, hidden] at the positions that predict `targets` [B, R]; logits are divided by `temperature`.
   TokenLogProbs head(const at::Tensor& hidden, const at::Tensor& final_norm, const at::Tensor& output_shard,
                      const at::Tensor& targets, double temperature, bool entropy, bool sum_pi_squared = false) const;
@@ -39,7 +47,10 @@ class StageModel {
 
  private:
   model::ModelConfig config_;
+  model::SparseMoe sparse_block(const LayerWeights& w) const;
+
   const CommGroup& tp_;
+  const CommGroup& ep_;
   int64_t local_groups_;     // query groups (= kv heads) on this rank
   int64_t heads_per_group_;  // query heads per group
   double scaling_;

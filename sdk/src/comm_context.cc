@@ -1,6 +1,8 @@
 // CommContext and CommGroup: named c10d process groups with blocking collectives.
 #include "rlcore/comm_context.h"
 
+#include <numeric>
+
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
@@ -146,6 +148,32 @@ void CommGroup::reduce_scatter(const at::Tensor& input, at::Tensor& output) cons
   at::Tensor sum = input.clone();
   all_reduce(sum);
   output.copy_(sum.narrow(0, rank() * chunk, chunk));
+}
+
+at::Tensor CommGroup::all_to_all(const at::Tensor& input, const std::vector<int64_t>& send_rows,
+                                 const std::vector<int64_t>& recv_rows) const {
+  const auto sum = [](const std::vector<int64_t>& rows) {
+    return std::accumulate(rows.begin(), rows.end(), int64_t{0});
+  };
+  if (input.dim() < 1 || static_cast<int64_t>(send_rows.size()) != size() ||
+      static_cast<int64_t>(recv_rows.size()) != size() || sum(send_rows) != input.size(0)) {
+    throw ValueError("group '" + impl_->name + "': all_to_all needs one send and one receive row count per rank (" +
+                     std::to_string(size()) + "), the send counts summing to the input's " +
+                     std::to_string(input.dim() < 1 ? 0 : input.size(0)) + " rows (got " +
+                     std::to_string(send_rows.size()) + " summing to " + std::to_string(sum(send_rows)) + ", and " +
+                     std::to_string(recv_rows.size()) + ")");
+  }
+  std::vector<int64_t> shape = input.sizes().vec();
+  shape[0] = sum(recv_rows);
+  if (size() == 1 && !impl_->backend) return input.clone();
+  // Gloo's all-to-all has no bfloat16 (it copies bytes only): the bits travel as float16.
+  const bool as_half = input.scalar_type() == at::kBFloat16;
+  at::Tensor in = input.contiguous();
+  if (as_half) in = in.view(at::kHalf);
+  at::Tensor out = at::empty(shape, in.options());
+  std::vector<int64_t> send = send_rows, recv = recv_rows;
+  wait_for(backend().alltoall_base(out, in, recv, send), *this, "all_to_all");
+  return as_half ? out.view(input.scalar_type()) : out;
 }
 
 void CommGroup::barrier() const {

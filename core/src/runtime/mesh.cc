@@ -20,6 +20,16 @@ std::size_t dim_index(const MeshShape& mesh, const std::string& dim) {
                    "'; its dimensions are: " + join(mesh, ", ", [](const auto& d) { return d.name; }));
 }
 
+// The dimension `dim` is, or the dimension it is a factor of (and which factor).
+std::pair<std::size_t, int64_t> find_dim(const MeshShape& mesh, const std::string& dim) {
+  for (std::size_t i = 0; i < mesh.size(); ++i) {
+    if (mesh[i].name == dim) return {i, -1};
+    for (std::size_t f = 0; f < mesh[i].factors.size(); ++f)
+      if (mesh[i].factors[f].name == dim) return {i, static_cast<int64_t>(f)};
+  }
+  return {dim_index(mesh, dim), -1};  // throws
+}
+
 int64_t rank_of(const MeshShape& mesh, const std::vector<int64_t>& coordinates) {
   int64_t rank = 0;
   for (std::size_t i = 0; i < mesh.size(); ++i) rank = rank * mesh[i].size + coordinates[i];
@@ -37,6 +47,17 @@ void validate_mesh(const MeshShape& mesh, int64_t world_size) {
     if (!names.insert(dim.name).second) throw ValueError("mesh dimension '" + dim.name + "' appears twice");
     if (dim.size < 1) throw ValueError("mesh dimension '" + dim.name + "' has size " + std::to_string(dim.size));
     product *= dim.size;
+    int64_t factored = 1;
+    for (const auto& factor : dim.factors) {
+      if (factor.name.empty() || !names.insert(factor.name).second || factor.size < 1)
+        throw ValueError("mesh dimension '" + dim.name + "': factor '" + factor.name +
+                         "' is unnamed, appears twice or has size " + std::to_string(factor.size));
+      factored *= factor.size;
+    }
+    if (!dim.factors.empty() && factored != dim.size) {
+      throw ValueError("mesh dimension '" + dim.name + "' (" + std::to_string(dim.size) +
+                       ") is not the product of its factors (" + std::to_string(factored) + ")");
+    }
     text += (text.empty() ? "" : " x ") + dim.name + "=" + std::to_string(dim.size);
   }
   if (!mesh.empty() && product != world_size) {
@@ -59,12 +80,32 @@ std::vector<int64_t> mesh_coordinates(const MeshShape& mesh, int64_t rank) {
   return coordinates;
 }
 
+std::vector<std::string> mesh_group_names(const MeshShape& mesh) {
+  std::vector<std::string> names;
+  for (const auto& dim : mesh) {
+    names.push_back(dim.name);
+    for (const auto& factor : dim.factors) names.push_back(factor.name);
+  }
+  return names;
+}
+
 std::vector<int64_t> mesh_group_ranks(const MeshShape& mesh, const std::string& dim, int64_t rank) {
-  const std::size_t index = dim_index(mesh, dim);
+  const auto [index, factor] = find_dim(mesh, dim);
   std::vector<int64_t> coordinates = mesh_coordinates(mesh, rank);
   std::vector<int64_t> ranks;
-  for (int64_t i = 0; i < mesh[index].size; ++i) {
-    coordinates[index] = i;
+  if (factor < 0) {
+    for (int64_t i = 0; i < mesh[index].size; ++i) {
+      coordinates[index] = i;
+      ranks.push_back(rank_of(mesh, coordinates));
+    }
+    return ranks;
+  }
+  // The dimension's coordinate as the factors' coordinates (row-major); vary one.
+  const MeshShape& factors = mesh[index].factors;
+  std::vector<int64_t> within = mesh_coordinates(factors, coordinates[index]);
+  for (int64_t i = 0; i < factors[static_cast<std::size_t>(factor)].size; ++i) {
+    within[static_cast<std::size_t>(factor)] = i;
+    coordinates[index] = rank_of(factors, within);
     ranks.push_back(rank_of(mesh, coordinates));
   }
   return ranks;
@@ -88,13 +129,20 @@ MeshRank default_mesh_rank(const MeshShape& mesh, int64_t rank) {
 
 nlohmann::json mesh_to_json(const MeshShape& mesh) {
   nlohmann::json dims = nlohmann::json::array();
-  for (const auto& dim : mesh) dims.push_back({dim.name, dim.size});
+  for (const auto& dim : mesh) {
+    nlohmann::json entry = {dim.name, dim.size};
+    if (!dim.factors.empty()) entry.push_back(mesh_to_json(dim.factors));
+    dims.push_back(entry);
+  }
   return dims;
 }
 
 MeshShape mesh_from_json(const nlohmann::json& json) {
   MeshShape mesh;
-  for (const auto& dim : json) mesh.push_back(MeshDim{dim.at(0).get<std::string>(), dim.at(1).get<int64_t>()});
+  for (const auto& dim : json) {
+    mesh.push_back(MeshDim{dim.at(0).get<std::string>(), dim.at(1).get<int64_t>(), {}});
+    if (dim.size() > 2) mesh.back().factors = mesh_from_json(dim.at(2));
+  }
   return mesh;
 }
 

@@ -207,13 +207,13 @@ std::unique_ptr<CommContext> make_comm_context(const ProcessGroupOptions& option
         "world", make_group(store, options.prefix + "/world", options.rank, options.world_size, address, options), all,
         options.rank, options.device_backend);
     std::vector<std::pair<std::string, int64_t>> dims;
-    for (const auto& dim : mesh) {
-      dims.emplace_back(dim.name, dim.size);
-      const std::vector<int64_t> members = mesh_group_ranks(mesh, dim.name, options.rank);
+    for (const auto& dim : mesh) dims.emplace_back(dim.name, dim.size);
+    for (const std::string& name : mesh_group_names(mesh)) {
+      const std::vector<int64_t> members = mesh_group_ranks(mesh, name, options.rank);
       const int64_t group_rank = std::find(members.begin(), members.end(), options.rank) - members.begin();
       // Each sub-group rendezvouses under its own prefix, named by its first member.
-      const std::string prefix = options.prefix + "/" + dim.name + "/" + std::to_string(members.front());
-      groups.emplace_back(dim.name,
+      const std::string prefix = options.prefix + "/" + name + "/" + std::to_string(members.front());
+      groups.emplace_back(name,
                           make_group(store, prefix, group_rank, static_cast<int64_t>(members.size()), address, options),
                           members, group_rank, options.device_backend);
     }

@@ -13,6 +13,7 @@ int64_t option_or(const ConfigNode& node, int64_t fallback) { return node.define
 
 const char* kTrainTpKey = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size";
 const char* kTrainPpKey = "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size";
+const char* kTrainEpKey = "actor_rollout_ref.actor.megatron.expert_model_parallel_size";
 const char* kRolloutTpKey = "actor_rollout_ref.rollout.tensor_model_parallel_size";
 
 std::string layout_text(const ActorParallelism& p) {
@@ -28,11 +29,12 @@ ActorParallelism actor_parallelism(const trainer::ActorRolloutRefConfig& config)
   if (megatron.defined()) {
     p.train_tp = option_or(megatron["tensor_model_parallel_size"], 1);
     p.train_pp = option_or(megatron["pipeline_model_parallel_size"], 1);
+    p.train_ep = option_or(megatron["expert_model_parallel_size"], 1);
   }
   p.rollout_tp = option_or(config.rollout.engine_options["tensor_model_parallel_size"], 1);
-  if (p.train_tp < 1 || p.train_pp < 1 || p.rollout_tp < 1) {
-    throw ConfigError(layout_text(p) + ", " + kRolloutTpKey + " = " + std::to_string(p.rollout_tp) +
-                      ": parallel sizes must be >= 1");
+  if (p.train_tp < 1 || p.train_pp < 1 || p.train_ep < 1 || p.rollout_tp < 1) {
+    throw ConfigError(layout_text(p) + ", " + kTrainEpKey + " = " + std::to_string(p.train_ep) + ", " + kRolloutTpKey +
+                      " = " + std::to_string(p.rollout_tp) + ": parallel sizes must be >= 1");
   }
   return p;
 }
@@ -53,8 +55,16 @@ runtime::MeshShape actor_pool_mesh(const ActorParallelism& p, int64_t workers) {
                         kTrainTpKey + " (" + std::to_string(p.train_tp) +
                         ") with a model-parallel actor: the rollout shares the trainer's TP groups");
     }
-    return {runtime::MeshDim{"dp", actor_data_parallel_size(p, workers)}, runtime::MeshDim{"pp", p.train_pp},
-            runtime::MeshDim{"tp", p.train_tp}};
+    runtime::MeshDim dp{"dp", actor_data_parallel_size(p, workers), {}};
+    if (p.train_ep > 1) {
+      if (dp.size % p.train_ep != 0) {
+        throw ConfigError(std::string(kTrainEpKey) + " = " + std::to_string(p.train_ep) +
+                          " must divide the data-parallel size (" + std::to_string(dp.size) + " = " +
+                          std::to_string(workers) + " workers / (tp x pp)): expert parallelism splits the dp ranks");
+      }
+      dp.factors = {runtime::MeshDim{"edp", dp.size / p.train_ep, {}}, runtime::MeshDim{"ep", p.train_ep, {}}};
+    }
+    return {dp, runtime::MeshDim{"pp", p.train_pp, {}}, runtime::MeshDim{"tp", p.train_tp, {}}};
   }
   if (p.rollout_tp <= 1) return {};
   if (workers % p.rollout_tp != 0) {

@@ -16,9 +16,10 @@ namespace rlcore::workers {
 struct ActorParallelism {
   int64_t train_tp = 1;    // actor.megatron.tensor_model_parallel_size
   int64_t train_pp = 1;    // actor.megatron.pipeline_model_parallel_size
+  int64_t train_ep = 1;    // actor.megatron.expert_model_parallel_size
   int64_t rollout_tp = 1;  // rollout.tensor_model_parallel_size
 
-  bool model_parallel() const { return train_tp * train_pp > 1; }
+  bool model_parallel() const { return train_tp * train_pp * train_ep > 1; }
 };
 
 ActorParallelism actor_parallelism(const trainer::ActorRolloutRefConfig& config);
@@ -30,6 +31,8 @@ int64_t actor_data_parallel_size(const ActorParallelism& parallel, int64_t worke
 // The actor pool's mesh (empty: the default one-dimensional mesh):
 //   model-parallel trainer: {dp, pp, tp} (tp fastest: TP groups are consecutive
 //     ranks); the rollout's TP must be 1 or the trainer's TP, and shares its group;
+//     with expert parallelism dp is factored into {edp, ep} (Megatron-core's
+//     expert-data-parallel and expert-parallel groups; ep = consecutive dp ranks);
 //   otherwise, a TP rollout: {rollout_dp, rollout_tp} (no "dp": train-fsdp keeps
 //     sharding over the whole pool).
 // ConfigError naming the keys for a layout the pool cannot hold.

@@ -15,13 +15,18 @@ enum class Fusion {
   kFc1,   // [gate; up]
 };
 
+// Which layers hold an entry: every layer, dense ones (a plain MLP), sparse
+// ones (a router), or each expert of a sparse layer (names carry the expert).
+enum class Scope { kAnyLayer, kDense, kSparse, kExpert };
+
 // One Megatron parameter of a decoder layer (or of the model) and its HF sources.
 struct Entry {
-  const char* megatron;         // suffix after "decoder.layers.N." (or the whole name)
-  std::vector<const char*> hf;  // suffixes after "model.layers.N." (or whole names)
+  const char* megatron;         // suffix after "decoder.layers.N." (experts: after "...local_experts.E.")
+  std::vector<const char*> hf;  // suffixes after "model.layers.N." (experts: after "<block>.experts.E.")
   Fusion fusion;
   TpSplit split;
   bool (*present)(const ModelConfig&);
+  Scope scope = Scope::kAnyLayer;
 };
 
 bool always(const ModelConfig&) { return true; }
@@ -30,6 +35,8 @@ bool has_qk_norm(const ModelConfig& c) { return c.qk_norm; }
 bool has_o_proj_bias(const ModelConfig& c) { return c.o_proj_bias; }
 bool has_mlp_bias(const ModelConfig& c) { return c.mlp_bias; }
 bool untied(const ModelConfig& c) { return !c.tie_word_embeddings; }
+bool is_mixtral(const ModelConfig& c) { return c.model_type == "mixtral"; }
+bool is_qwen_moe(const ModelConfig& c) { return c.model_type != "mixtral"; }
 
 const std::vector<Entry>& layer_entries() {
   static const std::vector<Entry> entries = {
@@ -61,10 +68,38 @@ const std::vector<Entry>& layer_entries() {
        TpSplit::kReplicated,
        has_o_proj_bias},
       {"pre_mlp_layernorm.weight", {"post_attention_layernorm.weight"}, Fusion::kNone, TpSplit::kReplicated, always},
-      {"mlp.linear_fc1.weight", {"mlp.gate_proj.weight", "mlp.up_proj.weight"}, Fusion::kFc1, TpSplit::kColumn, always},
-      {"mlp.linear_fc1.bias", {"mlp.gate_proj.bias", "mlp.up_proj.bias"}, Fusion::kFc1, TpSplit::kColumn, has_mlp_bias},
-      {"mlp.linear_fc2.weight", {"mlp.down_proj.weight"}, Fusion::kNone, TpSplit::kRow, always},
-      {"mlp.linear_fc2.bias", {"mlp.down_proj.bias"}, Fusion::kNone, TpSplit::kReplicated, has_mlp_bias},
+      {"mlp.linear_fc1.weight",
+       {"mlp.gate_proj.weight", "mlp.up_proj.weight"},
+       Fusion::kFc1,
+       TpSplit::kColumn,
+       always,
+       Scope::kDense},
+      {"mlp.linear_fc1.bias",
+       {"mlp.gate_proj.bias", "mlp.up_proj.bias"},
+       Fusion::kFc1,
+       TpSplit::kColumn,
+       has_mlp_bias,
+       Scope::kDense},
+      {"mlp.linear_fc2.weight", {"mlp.down_proj.weight"}, Fusion::kNone, TpSplit::kRow, always, Scope::kDense},
+      {"mlp.linear_fc2.bias", {"mlp.down_proj.bias"}, Fusion::kNone, TpSplit::kReplicated, has_mlp_bias, Scope::kDense},
+      // A sparse layer's router and experts stay whole on every TP rank
+      // (expert tensor parallel size 1): replicated.
+      {"mlp.router.weight", {"mlp.gate.weight"}, Fusion::kNone, TpSplit::kReplicated, is_qwen_moe, Scope::kSparse},
+      {"mlp.router.weight",
+       {"block_sparse_moe.gate.weight"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
+       is_mixtral,
+       Scope::kSparse},
+      {"linear_fc1.weight",
+       {"gate_proj.weight", "up_proj.weight"},
+       Fusion::kFc1,
+       TpSplit::kReplicated,
+       is_qwen_moe,
+       Scope::kExpert},
+      {"linear_fc2.weight", {"down_proj.weight"}, Fusion::kNone, TpSplit::kReplicated, is_qwen_moe, Scope::kExpert},
+      {"linear_fc1.weight", {"w1.weight", "w3.weight"}, Fusion::kFc1, TpSplit::kReplicated, is_mixtral, Scope::kExpert},
+      {"linear_fc2.weight", {"w2.weight"}, Fusion::kNone, TpSplit::kReplicated, is_mixtral, Scope::kExpert},
   };
   return entries;
 }
@@ -90,25 +125,57 @@ bool split_layer_name(const std::string& name, const std::string& prefix, int64_
   return true;
 }
 
-// A parameter resolved to its entry and layer.
+// Whether `entry` is a parameter of `layer` (its presence and the layer's kind).
+bool in_layer(const ModelConfig& config, const Entry& entry, int64_t layer) {
+  if (!entry.present(config)) return false;
+  switch (entry.scope) {
+    case Scope::kAnyLayer:
+      return true;
+    case Scope::kDense:
+      return !config.layer_is_sparse(layer);
+    case Scope::kSparse:
+    case Scope::kExpert:
+      return config.layer_is_sparse(layer);
+  }
+  return false;
+}
+
+const std::string kMegatronExpertPrefix = "mlp.experts.local_experts.";
+
+std::string hf_expert_prefix(const ModelConfig& config) {
+  return std::string(is_mixtral(config) ? "block_sparse_moe" : "mlp") + ".experts.";
+}
+
+// "mlp.experts.local_experts.5.linear_fc1.weight" with that prefix -> {5, "linear_fc1.weight"}.
+bool split_expert_name(const std::string& suffix, const std::string& prefix, int64_t num_experts, int64_t& expert,
+                       std::string& rest) {
+  return split_layer_name(suffix, prefix, expert, rest) && expert < num_experts;
+}
+
+// A parameter resolved to its entry, layer and (for an expert's) expert.
 struct Resolved {
   const Entry* entry = nullptr;
   int64_t layer = -1;
+  int64_t expert = -1;
 };
 
 Resolved resolve_megatron(const ModelConfig& config, const std::string& name) {
   for (const Entry* global : {&kEmbedding, &kFinalNorm, &kOutputLayer}) {
     if (name == global->megatron && global->present(config)) return {global, -1};
   }
-  int64_t layer = -1;
-  std::string suffix;
+  int64_t layer = -1, expert = -1;
+  std::string suffix, rest;
   if (split_layer_name(name, kMegatronLayerPrefix, layer, suffix) && layer < config.num_hidden_layers) {
+    const bool is_expert = split_expert_name(suffix, kMegatronExpertPrefix, config.num_experts, expert, rest);
     for (const Entry& entry : layer_entries()) {
-      if (suffix == entry.megatron && entry.present(config)) return {&entry, layer};
+      if (!in_layer(config, entry, layer)) continue;
+      if (entry.scope == Scope::kExpert ? is_expert && rest == entry.megatron : suffix == entry.megatron)
+        return {&entry, layer, entry.scope == Scope::kExpert ? expert : -1};
     }
   }
   throw ValueError("Megatron parameter '" + name + "' is not part of this " + config.model_type + " model (" +
-                   std::to_string(config.num_hidden_layers) + " layers)");
+                   std::to_string(config.num_hidden_layers) + " layers" +
+                   (config.is_moe() ? ", " + std::to_string(config.num_experts) + " experts" : std::string()) + ")");
 }
 
 // The entry an HF tensor belongs to and its position among the entry's sources.
@@ -121,13 +188,15 @@ ResolvedHf resolve_hf(const ModelConfig& config, const std::string& hf_name) {
   for (const Entry* global : {&kEmbedding, &kFinalNorm, &kOutputLayer}) {
     if (hf_name == global->hf[0] && global->present(config)) return {{global, -1}, 0};
   }
-  int64_t layer = -1;
-  std::string suffix;
+  int64_t layer = -1, expert = -1;
+  std::string suffix, rest;
   if (split_layer_name(hf_name, kHfLayerPrefix, layer, suffix) && layer < config.num_hidden_layers) {
+    const bool is_expert = split_expert_name(suffix, hf_expert_prefix(config), config.num_experts, expert, rest);
     for (const Entry& entry : layer_entries()) {
-      if (!entry.present(config)) continue;
+      if (!in_layer(config, entry, layer)) continue;
       for (size_t i = 0; i < entry.hf.size(); ++i) {
-        if (suffix == entry.hf[i]) return {{&entry, layer}, i};
+        if (entry.scope == Scope::kExpert ? is_expert && rest == entry.hf[i] : suffix == entry.hf[i])
+          return {{&entry, layer, entry.scope == Scope::kExpert ? expert : -1}, i};
       }
     }
   }
@@ -137,12 +206,16 @@ ResolvedHf resolve_hf(const ModelConfig& config, const std::string& hf_name) {
 
 std::string megatron_name(const Resolved& r) {
   if (r.layer < 0) return r.entry->megatron;
-  return kMegatronLayerPrefix + std::to_string(r.layer) + "." + r.entry->megatron;
+  const std::string layer = kMegatronLayerPrefix + std::to_string(r.layer) + ".";
+  if (r.expert >= 0) return layer + kMegatronExpertPrefix + std::to_string(r.expert) + "." + r.entry->megatron;
+  return layer + r.entry->megatron;
 }
 
-std::string hf_name(const Resolved& r, size_t source) {
+std::string hf_name(const ModelConfig& config, const Resolved& r, size_t source) {
   if (r.layer < 0) return r.entry->hf[source];
-  return kHfLayerPrefix + std::to_string(r.layer) + "." + r.entry->hf[source];
+  const std::string layer = kHfLayerPrefix + std::to_string(r.layer) + ".";
+  if (r.expert >= 0) return layer + hf_expert_prefix(config) + std::to_string(r.expert) + "." + r.entry->hf[source];
+  return layer + r.entry->hf[source];
 }
 
 struct Dims {
@@ -163,6 +236,9 @@ std::vector<int64_t> canonical_shape(const ModelConfig& config, const Resolved& 
   if (suffix == "self_attention.q_layernorm.weight" || suffix == "self_attention.k_layernorm.weight")
     return {d.head_dim};
   if (suffix == "self_attention.linear_proj.weight") return {d.hidden, d.heads * d.head_dim};
+  if (r.expert >= 0 && suffix == "linear_fc1.weight") return {2 * config.moe_intermediate_size, d.hidden};
+  if (r.expert >= 0 && suffix == "linear_fc2.weight") return {d.hidden, config.moe_intermediate_size};
+  if (suffix == "mlp.router.weight") return {config.num_experts, d.hidden};
   if (suffix == "mlp.linear_fc1.weight") return {2 * d.intermediate, d.hidden};
   if (suffix == "mlp.linear_fc1.bias") return {2 * d.intermediate};
   if (suffix == "mlp.linear_fc2.weight") return {d.hidden, d.intermediate};
@@ -171,7 +247,7 @@ std::vector<int64_t> canonical_shape(const ModelConfig& config, const Resolved& 
 }
 
 MegatronParam make_param(const ModelConfig& config, const Resolved& r) {
-  return {megatron_name(r), canonical_shape(config, r), r.entry->split, r.layer};
+  return {megatron_name(r), canonical_shape(config, r), r.entry->split, r.layer, r.expert};
 }
 
 int64_t megatron_split_dim(TpSplit split) { return split == TpSplit::kRow ? 1 : 0; }
@@ -202,7 +278,15 @@ std::vector<MegatronParam> megatron_parameters(const ModelConfig& config) {
   std::vector<MegatronParam> params{make_param(config, {&kEmbedding, -1})};
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
     for (const Entry& entry : layer_entries()) {
-      if (entry.present(config)) params.push_back(make_param(config, {&entry, layer}));
+      if (in_layer(config, entry, layer) && entry.scope != Scope::kExpert)
+        params.push_back(make_param(config, {&entry, layer}));
+    }
+    if (!config.layer_is_sparse(layer)) continue;
+    for (int64_t expert = 0; expert < config.num_experts; ++expert) {
+      for (const Entry& entry : layer_entries()) {
+        if (in_layer(config, entry, layer) && entry.scope == Scope::kExpert)
+          params.push_back(make_param(config, {&entry, layer, expert}));
+      }
     }
   }
   params.push_back(make_param(config, {&kFinalNorm, -1}));
@@ -217,7 +301,7 @@ MegatronParam megatron_parameter(const ModelConfig& config, const std::string& n
 std::vector<std::string> hf_sources(const ModelConfig& config, const std::string& megatron_name) {
   const Resolved r = resolve_megatron(config, megatron_name);
   std::vector<std::string> names;
-  for (size_t i = 0; i < r.entry->hf.size(); ++i) names.push_back(hf_name(r, i));
+  for (size_t i = 0; i < r.entry->hf.size(); ++i) names.push_back(hf_name(config, r, i));
   return names;
 }
 
@@ -265,8 +349,10 @@ at::Tensor to_hf(const ModelConfig& config, const std::string& hf_name, const at
   switch (r.parameter.entry->fusion) {
     case Fusion::kNone:
       return megatron_full;
-    case Fusion::kFc1:
-      return megatron_full.narrow(0, static_cast<int64_t>(r.source) * d.intermediate, d.intermediate);
+    case Fusion::kFc1: {
+      const int64_t rows = r.parameter.expert >= 0 ? config.moe_intermediate_size : d.intermediate;
+      return megatron_full.narrow(0, static_cast<int64_t>(r.source) * rows, rows);
+    }
     case Fusion::kQkv: {
       std::vector<int64_t> grouped{d.groups, d.per_group + 2, d.head_dim};
       for (int64_t i = 1; i < megatron_full.dim(); ++i) grouped.push_back(megatron_full.size(i));

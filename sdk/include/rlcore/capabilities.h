@@ -221,7 +221,7 @@ class RLCORE_API ReplaysRouting {
   virtual ~ReplaysRouting();
   // For the next forward() / train_step() calls: with `replay`, each sparse
   // layer sends the tokens to the experts the Batch column
-  // columns::kRoutedExperts names ([B, L, sparse layers, top_k] int64; -1: the
+  // columns::kRoutedExperts names ([B, L, sparse layers, top_k] int16; -1: the
   // router's own choice); with `record`, forward() keeps what it routed.
   virtual void set_routing_replay(bool replay, bool record) = 0;
   // What the last recording forward() routed for this rank's rows, in the

@@ -18,7 +18,7 @@ inline constexpr const char* kPromptIds = "prompt_ids";               // [B, P] 
 inline constexpr const char* kPromptMask = "prompt_mask";             // [B, P] int64
 inline constexpr const char* kRolloutLogProbs = "rollout_log_probs";  // [B, R] float
 inline constexpr const char* kFinishedByStop = "finished_by_stop";    // [B] int64: ended with a stop token
-// [B, L, sparse layers, top_k] int64: the experts each token was routed to (-1: none recorded);
+// [B, L, sparse layers, top_k] int16: the experts each token was routed to (-1: none recorded);
 // routing replay (RecordsRouting, ReplaysRouting in rlcore/capabilities.h).
 inline constexpr const char* kRoutedExperts = "routed_experts";
 inline constexpr const char* kUid = "uid";  // [B] int64: the prompt a row answers (rows of one prompt form a group)

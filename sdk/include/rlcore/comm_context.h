@@ -62,6 +62,14 @@ class RLCORE_API CommGroup {
   // `output`: NCCL's reduce-scatter for CUDA tensors, else an all-reduce of a
   // copy and a slice (Gloo in libtorch 1.13 has no reduce-scatter).
   void reduce_scatter(const at::Tensor& input, at::Tensor& output) const;
+  // Rows (dim 0) of `input`, split by `send_rows` (one count per group rank,
+  // summing to input.size(0)), each run sent to its rank; returns the rows
+  // received, concatenated in rank order, `recv_rows[r]` from rank r (the
+  // caller knows them, e.g. from an all_to_all of the counts). c10d's
+  // alltoall_base (Gloo and NCCL); ValueError when a count list has the wrong
+  // length or sum. Since SDK 6.1.
+  at::Tensor all_to_all(const at::Tensor& input, const std::vector<int64_t>& send_rows,
+                        const std::vector<int64_t>& recv_rows) const;
   void barrier() const;
 
  private:

@@ -50,6 +50,18 @@ TEST_CASE("ranks rendezvous through the store and run collectives on named group
     at::Tensor half = at::empty({2}, at::kDouble);
     comm->world().reduce_scatter(at::arange(4, at::kDouble) * static_cast<double>(rank + 1), half);
     seen["scattered"] = {half[0].item<double>(), half[1].item<double>()};
+    // Uneven all-to-all: rank r sends r + 1 rows to rank 0 and 2 - r to rank 1
+    // (values 100 r + row), bf16 too (Gloo carries its bits as float16).
+    const at::Tensor rows = (at::arange(3, at::kFloat) + 100.0 * static_cast<double>(rank)).unsqueeze(1).repeat({1, 2});
+    const std::vector<int64_t> send = {rank + 1, 2 - rank};
+    const std::vector<int64_t> recv = rank == 0 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2, 1};
+    const at::Tensor exchanged = comm->world().all_to_all(rows, send, recv);
+    const at::Tensor column = exchanged.select(1, 1).contiguous();
+    seen["all_to_all"] = std::vector<float>(column.data_ptr<float>(), column.data_ptr<float>() + column.numel());
+    const at::Tensor bf16 = comm->world().all_to_all(rows.to(at::kBFloat16), send, recv);
+    seen["all_to_all_bf16"] = at::equal(bf16.to(at::kFloat), exchanged);
+    const at::Tensor nothing = comm->world().all_to_all(at::empty({0, 2}), {0, 0}, {0, 0});
+    seen["all_to_all_empty"] = nothing.size(0);
     const CommGroup alias = comm->group("tp").renamed("rollout_tp");
     at::Tensor through_alias = at::ones({1});
     alias.all_reduce(through_alias);
@@ -75,6 +87,11 @@ TEST_CASE("ranks rendezvous through the store and run collectives on named group
   CHECK(b["dp_sum"] == 3.0);
   CHECK(a["scattered"] == nlohmann::json::array({0.0, 3.0}));  // arange(4) x (1 + 2), first half
   CHECK(b["scattered"] == nlohmann::json::array({6.0, 9.0}));
+  CHECK(a["all_to_all"] == nlohmann::json::array({0.0, 100.0, 101.0}));  // rank 0's row 0, rank 1's rows 0-1
+  CHECK(b["all_to_all"] == nlohmann::json::array({1.0, 2.0, 102.0}));
+  CHECK(a["all_to_all_bf16"] == true);
+  CHECK(b["all_to_all_bf16"] == true);
+  CHECK(a["all_to_all_empty"] == 0);
   CHECK(b["alias"] == nlohmann::json::array({"rollout_tp", 1, 2.0, ""}));  // host tensors only: no device backend
 }
 
@@ -106,6 +123,12 @@ TEST_CASE("CommContext names the missing group and checks group ranks", "[runtim
              Catch::Contains("no backend"));
   CHECK_THAT(error_of<ValueError>([] { CommGroup("tp", std::vector<int64_t>{0}, 1); }),
              Catch::Contains("rank 1 is outside"));
+  CHECK_THAT(error_of<ValueError>([&] {
+               solo.all_to_all(at::ones({3, 2}), {2}, {3});
+             }),
+             Catch::Contains("all_to_all needs one send and one receive row count per rank (1)") &&
+                 Catch::Contains("got 1 summing to 2"));
+  CHECK(at::equal(solo.all_to_all(at::ones({3, 2}), {3}, {3}), at::ones({3, 2})));
   const CommContext comm(0, 1, 0, {{"dp", 1}}, {CommGroup("world", std::vector<int64_t>{0}, 0), solo});
   CHECK(comm.has_group("dp"));
   runtime::ProcessGroupOptions bad;

@@ -37,6 +37,31 @@ actor_rollout_ref:
              Catch::Contains("tensor_model_parallel_size = 2") && Catch::Contains("6 workers"));
 }
 
+TEST_CASE("megatron expert parallelism factors dp into {edp, ep}; ep must divide dp") {
+  const workers::ActorParallelism p = parallelism(R"(
+actor_rollout_ref:
+  actor: {strategy: megatron, megatron: {tensor_model_parallel_size: 2, expert_model_parallel_size: 2}}
+)");
+  CHECK(p.train_ep == 2);
+  CHECK(p.model_parallel());
+  const runtime::MeshShape mesh = workers::actor_pool_mesh(p, 8);  // dp 4 = edp 2 x ep 2
+  CHECK(mesh_text(mesh) == "dp=4 pp=1 tp=2 ");
+  REQUIRE(mesh[0].factors.size() == 2);
+  CHECK(mesh_text(mesh[0].factors) == "edp=2 ep=2 ");
+  CHECK(runtime::mesh_group_names(mesh) == std::vector<std::string>{"dp", "edp", "ep", "pp", "tp"});
+  // Pool rank 5 = dp 2 (edp 1, ep 0), tp 1: its ep peers are dp 2 and 3, its edp peers dp 0 and 2 (same tp rank).
+  CHECK(runtime::mesh_group_ranks(mesh, "ep", 5) == std::vector<int64_t>{5, 7});
+  CHECK(runtime::mesh_group_ranks(mesh, "edp", 5) == std::vector<int64_t>{1, 5});
+  CHECK(runtime::mesh_group_ranks(mesh, "dp", 5) == std::vector<int64_t>{1, 3, 5, 7});
+  CHECK(runtime::mesh_from_json(runtime::mesh_to_json(mesh))[0].factors.size() == 2);
+  CHECK_THAT(error_of<ConfigError>([&] { workers::actor_pool_mesh(p, 6); }),
+             Catch::Contains("expert_model_parallel_size = 2 must divide the data-parallel size (3"));
+  runtime::MeshShape bad = mesh;
+  bad[0].factors[1].size = 3;
+  CHECK_THAT(error_of<ValueError>([&] { runtime::validate_mesh(bad, 8); }),
+             Catch::Contains("'dp' (4) is not the product of its factors (6)"));
+}
+
 TEST_CASE("a TP rollout alone keeps the trainer over the whole pool; with megatron it must match its TP") {
   const workers::ActorParallelism rollout_only =
       parallelism("actor_rollout_ref: {rollout: {tensor_model_parallel_size: 2}}");

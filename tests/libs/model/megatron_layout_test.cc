@@ -45,7 +45,71 @@ std::map<std::string, at::Tensor> to_megatron(const ModelConfig& config, const s
   return out;
 }
 
+// A mixture of experts with a dense layer among its sparse ones: qwen3_moe, or
+// Mixtral's names (block_sparse_moe, w1/w3/w2).
+ModelConfig moe_config(const std::string& arch) {
+  ModelConfig c = rlcore_test::full_featured("qwen3_moe", {8, 4, 4, 3});
+  c.num_experts = 4;
+  c.moe_intermediate_size = 12;
+  c.mlp_only_layers = {1};
+  if (arch == "mixtral") {
+    c.model_type = "mixtral";
+    c.qk_norm = c.qkv_bias = c.o_proj_bias = c.mlp_bias = false;
+    c.mlp_only_layers.clear();
+    c.moe_intermediate_size = c.intermediate_size;
+  }
+  c.validate("megatron moe test");
+  return c;
+}
+
 }  // namespace
+
+TEST_CASE("megatron layout: a mixture of experts' router and experts have Megatron-core's names",
+          "[model][megatron][moe]") {
+  for (const std::string arch : {"qwen3_moe", "mixtral"}) {
+    INFO(arch);
+    const ModelConfig config = moe_config(arch);
+    std::multiset<std::string> covered, expected;
+    int64_t experts = 0;
+    for (const megatron::MegatronParam& param : megatron::megatron_parameters(config)) {
+      for (const std::string& name : megatron::hf_sources(config, param.name)) {
+        covered.insert(name);
+        CHECK(megatron::megatron_source(config, name) == param.name);
+      }
+      CHECK(param.split ==
+            (param.expert >= 0 || param.name.find("router") != std::string::npos ? TpSplit::kReplicated : param.split));
+      if (param.expert >= 0) ++experts;
+    }
+    for (const ParameterSpec& spec : parameter_specs(config, ModelHead::kCausalLm)) expected.insert(spec.name);
+    CHECK(covered == expected);
+    const int64_t sparse_layers = arch == "mixtral" ? 3 : 2;
+    CHECK(experts == sparse_layers * config.num_experts * 2);
+    const std::string block = arch == "mixtral" ? "block_sparse_moe" : "mlp";
+    const std::string up = arch == "mixtral" ? "w3" : "up_proj";
+    CHECK(megatron::hf_sources(config, "decoder.layers.2.mlp.router.weight") ==
+          std::vector<std::string>{"model.layers.2." + block + ".gate.weight"});
+    const megatron::MegatronParam fc1 =
+        megatron::megatron_parameter(config, "decoder.layers.2.mlp.experts.local_experts.3.linear_fc1.weight");
+    CHECK(fc1.expert == 3);
+    CHECK(fc1.shape == std::vector<int64_t>{2 * config.moe_intermediate_size, config.hidden_size});
+    CHECK(megatron::hf_sources(config, fc1.name)[1] == "model.layers.2." + block + ".experts.3." + up + ".weight");
+    // HF -> Megatron -> HF is bit-exact, the experts' [gate; up] included.
+    const auto hf = random_hf(config);
+    const auto fused = to_megatron(config, hf);
+    for (const auto& [name, tensor] : hf) {
+      INFO(name);
+      CHECK(at::equal(megatron::to_hf(config, name, fused.at(megatron::megatron_source(config, name))), tensor));
+    }
+    CHECK_THAT(error_of<rlcore::ValueError>([&] {
+                 megatron::megatron_parameter(config, "decoder.layers.2.mlp.experts.local_experts.4.linear_fc1.weight");
+               }),
+               Catch::Contains("local_experts.4") && Catch::Contains("4 experts"));
+  }
+  // The dense layer of qwen3_moe keeps linear_fc1; a sparse one has none.
+  const ModelConfig config = moe_config("qwen3_moe");
+  CHECK(megatron::megatron_parameter(config, "decoder.layers.1.mlp.linear_fc1.weight").layer == 1);
+  CHECK_THROWS_AS(megatron::megatron_parameter(config, "decoder.layers.0.mlp.linear_fc1.weight"), rlcore::ValueError);
+}
 
 TEST_CASE("megatron layout: every HF tensor lives in exactly one Megatron parameter", "[model][megatron]") {
   for (const std::string arch : {"llama", "qwen2", "qwen3"}) {

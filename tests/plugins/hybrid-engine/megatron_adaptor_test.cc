@@ -75,3 +75,45 @@ TEST_CASE("the megatron adaptor rebuilds every HF rollout tensor from its fused 
              }),
              Catch::Contains("k_proj") && Catch::Contains("linear_qkv"));
 }
+
+TEST_CASE("the megatron adaptor rebuilds a mixture of experts' router and every expert from Megatron names",
+          "[hybrid][adaptor][megatron][moe]") {
+  model::ModelConfig config = model::preset("qwen3_moe", "tiny", 64);
+  config.hidden_size = 32;
+  config.num_attention_heads = 4;
+  config.num_key_value_heads = 2;
+  config.head_dim = 8;
+  config.intermediate_size = 32;
+  config.moe_intermediate_size = 8;
+  config.num_experts = 4;
+  config.num_hidden_layers = 2;
+  config.validate("adaptor moe test");
+  std::map<std::string, at::Tensor> hf;
+  at::manual_seed(5);
+  for (const auto& spec : model::parameter_specs(config, model::ModelHead::kCausalLm))
+    hf[spec.name] = at::randn(spec.shape);
+  // What an expert-parallel engine visits: every expert under its global name, whichever ep rank held it.
+  std::map<std::string, at::Tensor> fused;
+  for (const auto& param : model::megatron::megatron_parameters(config)) {
+    std::vector<at::Tensor> sources;
+    for (const auto& name : model::megatron::hf_sources(config, param.name)) sources.push_back(hf.at(name));
+    fused[param.name] = model::megatron::from_hf(config, param.name, sources);
+  }
+  CHECK(fused.count("decoder.layers.1.mlp.experts.local_experts.3.linear_fc2.weight") == 1);
+  const hybrid_engine::MegatronAdaptor adaptor(config);
+  RolloutLayout layout;
+  int64_t experts = 0;
+  for (const auto& [name, full] : hf) {
+    INFO(name);
+    const WeightMeta target{name, full.sizes().vec(), at::kFloat};
+    const auto sources = adaptor.sources(target, layout);
+    REQUIRE(sources.size() == 1);
+    at::Tensor out = at::empty(target.shape);
+    adaptor.convert(target, layout, {fused.at(sources[0])}, out);
+    CHECK(at::equal(out, full));
+    experts += name.find(".experts.") != std::string::npos;
+  }
+  CHECK(experts == 2 * 4 * 3);  // layers x experts x (gate, up, down)
+  CHECK(adaptor.sources({"model.layers.0.mlp.gate.weight", {4, 32}, at::kFloat}, layout) ==
+        std::vector<std::string>{"decoder.layers.0.mlp.router.weight"});
+}

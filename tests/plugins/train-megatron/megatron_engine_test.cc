@@ -31,8 +31,26 @@ rlcore::model::ModelConfig test_config() {
 
 std::string megatron_runner() { return rlcore_test::built_executable("megatron_rank_runner"); }
 
+// A tiny Qwen3-MoE: 4 experts of width 16, 2 per token, 3 layers of which
+// layer 1 is dense (mlp_only_layers), so pp = 2 has a sparse layer per stage.
+rlcore::model::ModelConfig moe_config() {
+  rlcore::model::ModelConfig c = rlcore::model::preset("qwen3_moe", "tiny", 64);
+  c.hidden_size = 32;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 8;
+  c.intermediate_size = 64;
+  c.num_hidden_layers = 3;
+  c.num_experts = 4;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 16;
+  c.mlp_only_layers = {1};
+  c.validate("megatron moe test config");
+  return c;
+}
+
 struct Layout {
-  int64_t tp, pp, world;
+  int64_t tp, pp, world, ep = 1;
 };
 
 struct Run {
@@ -42,13 +60,17 @@ struct Run {
 };
 
 struct Suite {
-  Suite() { write_tiny_checkpoint(model.path(), test_config()); }
+  explicit Suite(const rlcore::model::ModelConfig& config = test_config()) {
+    write_tiny_checkpoint(model.path(), config);
+  }
   Run run(const Layout& layout, std::vector<std::string> extra = {}) {
     Run result;
     result.layout = layout;
     result.out = work.path() / ("run_" + std::to_string(counter++));
-    std::vector<std::string> args = {
-        "--model", model.str(), "--tp", std::to_string(layout.tp), "--pp", std::to_string(layout.pp)};
+    std::vector<std::string> args = {"--model", model.str(),
+                                     "--tp",    std::to_string(layout.tp),
+                                     "--pp",    std::to_string(layout.pp),
+                                     "--ep",    std::to_string(layout.ep)};
     args.insert(args.end(), extra.begin(), extra.end());
     result.ranks = run_ranks(layout.world, result.out, args, std::chrono::seconds(180), megatron_runner());
     return result;
@@ -60,6 +82,11 @@ struct Suite {
 
 Suite& suite() {
   static Suite instance;
+  return instance;
+}
+
+Suite& moe_suite() {
+  static Suite instance(moe_config());
   return instance;
 }
 
@@ -107,12 +134,14 @@ void require_same_training(const Run& run, const Run& reference) {
     INFO("rank " << rank["rank"]);
     REQUIRE(rank["metrics"].size() == reference.ranks[0]["metrics"].size());
     for (size_t step = 0; step < rank["metrics"].size(); ++step) {
-      for (const char* key : {"loss", "grad_norm", "entropy"}) {
+      std::vector<std::string> keys = {"loss", "grad_norm", "entropy"};
+      if (reference.ranks[0]["metrics"][step].contains("moe_aux_loss"))
+        keys.insert(keys.end(), {"moe_aux_loss", "moe_z_loss"});
+      for (const std::string& key : keys) {
         INFO("step " << step << " " << key);
         // The test loss is scaled by dp_size (gradients are averaged over dp), and so is its metric.
         const double dp = static_cast<double>(run.layout.world / (run.layout.tp * run.layout.pp));
-        const double expected =
-            reference.ranks[0]["metrics"][step][key].get<double>() * (std::string(key) == "loss" ? dp : 1.0);
+        const double expected = reference.ranks[0]["metrics"][step][key].get<double>() * (key == "loss" ? dp : 1.0);
         const double tolerance = step == 0 ? kBeforeTolerance : kAfterTolerance;
         CHECK(std::abs(rank["metrics"][step][key].get<double>() - expected) <=
               tolerance * std::max(1.0, std::abs(expected)));
@@ -227,4 +256,82 @@ TEST_CASE("megatron in bf16 compute trains close to fp32 and keeps fp32 masters"
   const auto params = by_name(load_tensors(bf16.out / "params.safetensors"));
   for (const auto& [name, tensor] : params) CHECK(tensor.scalar_type() == at::kFloat);
   CHECK(bf16.ranks[0]["metrics"][1]["grad_norm"].get<double>() > 0);
+}
+
+TEST_CASE("megatron trains a mixture of experts like one process: tp=2, pp=2, ep=2 (with tp=2 or pp=2)",
+          "[megatron][moe]") {
+  static const Run reference = moe_suite().run({1, 1, 1}, {"--micro", "2"});
+  REQUIRE(reference.ranks[0]["metrics"][0].contains("moe_aux_loss"));
+  CHECK(reference.ranks[0]["metrics"][0]["moe_aux_loss"].get<double>() > 1.0);  // top_k (2) when balanced
+  CHECK(reference.ranks[0]["metrics"][0]["moe_z_loss"].get<double>() > 0);
+  const Layout layout =
+      GENERATE(Layout{2, 1, 2}, Layout{1, 2, 2}, Layout{1, 1, 2, 2}, Layout{2, 1, 4, 2}, Layout{1, 2, 4, 2});
+  INFO("tp " << layout.tp << " pp " << layout.pp << " world " << layout.world << " ep " << layout.ep);
+  const Run run = moe_suite().run(layout, {"--micro", "2"});
+  require_same_training(run, reference);
+  // Every expert of the full parameters, gathered from the ep rank holding it.
+  const auto params = by_name(load_tensors(run.out / "params.safetensors"));
+  CHECK(params.count("decoder.layers.2.mlp.experts.local_experts.3.linear_fc1.weight") == 1);
+  CHECK(params.count("decoder.layers.1.mlp.linear_fc1.weight") == 1);
+}
+
+TEST_CASE("megatron's router losses (load balancing, z-loss) train the same at ep=2 x pp=2 as one process",
+          "[megatron][moe]") {
+  const std::vector<std::string> coeffs = {"--micro", "2", "--aux", "0.5", "--z", "0.1"};
+  const Run reference = moe_suite().run({1, 1, 1}, coeffs);
+  require_same_training(moe_suite().run({1, 2, 4, 2}, coeffs), reference);
+  // The coefficients change the router's update; the experts see it only through routing.
+  const Run without = moe_suite().run({1, 1, 1}, {"--micro", "2"});
+  const auto with_losses = by_name(load_tensors(reference.out / "params.safetensors"));
+  const auto plain = by_name(load_tensors(without.out / "params.safetensors"));
+  CHECK(max_diff(with_losses.at("decoder.layers.0.mlp.router.weight"), plain.at("decoder.layers.0.mlp.router.weight")) >
+        1e-4);
+  CHECK(reference.ranks[0]["metrics"][0]["moe_aux_loss"].get<double>() ==
+        Approx(without.ranks[0]["metrics"][0]["moe_aux_loss"].get<double>()).epsilon(1e-6));
+}
+
+TEST_CASE("megatron replays a routing at ep=2 with pp=2 or tp=2 as one process does, and records it whole",
+          "[megatron][moe]") {
+  const Run plain = moe_suite().run({1, 1, 1}, {"--micro", "2"});
+  const Run reference = moe_suite().run({1, 1, 1}, {"--micro", "2", "--replay", "1"});
+  // Layer 0 forced to experts 0 and 1 moves the outputs.
+  CHECK(max_diff(whole_batch(reference, "log_prob_before"), whole_batch(plain, "log_prob_before")) > 1e-3);
+  for (const Layout layout : {Layout{1, 2, 4, 2}, Layout{2, 1, 4, 2}}) {
+    INFO("tp " << layout.tp << " pp " << layout.pp << " world " << layout.world << " ep " << layout.ep);
+    const Run run = moe_suite().run(layout, {"--micro", "2", "--replay", "1"});
+    require_same_training(run, reference);
+    CHECK(at::equal(whole_batch(run, "routing_recorded"), whole_batch(reference, "routing_recorded")));
+  }
+}
+
+TEST_CASE("a megatron checkpoint of a mixture of experts saved at ep=2 resumes at ep=1, and back", "[megatron][moe]") {
+  const Run uninterrupted = moe_suite().run({1, 1, 1}, {"--steps", "2"});
+  const fs::path ep2 = moe_suite().work.path() / "ep2_ckpt";
+  moe_suite().run({1, 1, 2, 2}, {"--steps", "1", "--save", ep2.string()});
+  const fs::path ep1 = moe_suite().work.path() / "ep1_ckpt";
+  moe_suite().run({1, 1, 1}, {"--steps", "1", "--save", ep1.string()});
+  for (const auto& [layout, ckpt] : {std::pair{Layout{1, 1, 1}, ep2}, std::pair{Layout{1, 1, 2, 2}, ep1}}) {
+    INFO("resume at ep " << layout.ep << " from " << ckpt);
+    const Run resumed = moe_suite().run(layout, {"--steps", "1", "--load", ckpt.string()});
+    CHECK(resumed.ranks[0]["step_at_start"].get<int64_t>() == 1);
+    CHECK(max_diff(whole_batch(resumed, "log_prob_after"), whole_batch(uninterrupted, "log_prob_after")) <
+          kAfterTolerance);
+    CHECK(std::abs(resumed.ranks[0]["metrics"][0]["grad_norm"].get<double>() -
+                   uninterrupted.ranks[0]["metrics"][1]["grad_norm"].get<double>()) < kAfterTolerance);
+  }
+}
+
+TEST_CASE("megatron expert parallel sizes that do not fit are errors naming the key", "[megatron][moe][config]") {
+  rlcore::ComponentContext context;
+  context.model_path = moe_suite().model.str();
+  rlcore::train_megatron::MegatronOptions options;
+  options.megatron.expert_model_parallel_size = 3;
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train_megatron::MegatronEngine(options, context); }),
+             Catch::Contains("megatron.expert_model_parallel_size = 3 must divide num_experts (4)"));
+  options.megatron.expert_model_parallel_size = 2;  // one process: dp = 1
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train_megatron::MegatronEngine(options, context); }),
+             Catch::Contains("megatron.expert_model_parallel_size = 2 must divide the data-parallel size (1)"));
+  context.model_path = suite().model.str();  // a dense model has no experts to split
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train_megatron::MegatronEngine(options, context); }),
+             Catch::Contains("has no experts"));
 }

@@ -5,6 +5,9 @@
 //
 //   megatron_rank_runner --rank R --world N --port P --model DIR --out DIR --tp T --pp P
 //                        [--steps K] [--micro N] [--dtype float32|bfloat16] [--save DIR] [--load DIR]
+//                        [--ep E] [--aux C] [--z C]   (expert parallelism: dp = edp x ep; router loss coefficients)
+//                        [--replay 1]   (records the routing, then every pass replays it with layer 0's forced to
+//                                        experts 0 and 1)
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -15,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "megatron_engine.h"
+#include "rlcore/columns.h"
 #include "../../common/rank_runner.h"
 #include "../../common/train_batch.h"
 #include "rlcore/safetensors/safetensors.h"
@@ -34,10 +38,13 @@ int run(const testing::RunnerArgs& args) {
   const int64_t world = std::stoll(arg(args, "world"));
   const int64_t tp = std::stoll(arg(args, "tp", "1"));
   const int64_t pp = std::stoll(arg(args, "pp", "1"));
+  const int64_t ep = std::stoll(arg(args, "ep", "1"));
   const fs::path out = arg(args, "out");
 
-  const std::unique_ptr<CommContext> comm = testing::loopback_comm("megatron_rank_runner", args, "megatron_test",
-                                                                   {{"dp", world / (tp * pp)}, {"pp", pp}, {"tp", tp}});
+  runtime::MeshDim dp_dim{"dp", world / (tp * pp), {}};
+  if (ep > 1) dp_dim.factors = {{"edp", dp_dim.size / ep, {}}, {"ep", ep, {}}};
+  const std::unique_ptr<CommContext> comm =
+      testing::loopback_comm("megatron_rank_runner", args, "megatron_test", {dp_dim, {"pp", pp, {}}, {"tp", tp, {}}});
 
   ComponentContext context;
   context.model_path = arg(args, "model");
@@ -51,6 +58,9 @@ int run(const testing::RunnerArgs& args) {
   options.megatron.tensor_model_parallel_size = tp;
   options.megatron.pipeline_model_parallel_size = pp;
   options.megatron.dtype = arg(args, "dtype", "float32");
+  options.megatron.expert_model_parallel_size = ep;
+  options.megatron.moe_aux_loss_coeff = std::stod(arg(args, "aux", "0"));
+  options.megatron.moe_z_loss_coeff = std::stod(arg(args, "z", "0"));
   train_megatron::MegatronEngine engine(options, context);
   if (args.count("load")) engine.load_checkpoint(arg(args, "load"));
 
@@ -59,8 +69,19 @@ int run(const testing::RunnerArgs& args) {
   forward.micro_batching.micro_batch_size = std::stoll(arg(args, "micro", "0"));
   const int64_t dp = world / (tp * pp);
   const int64_t dp_rank = rank / (tp * pp);
-  const Batch mine = testing::train_batch(engine.model_config().vocab_size)
-                         .slice(dp_rank * testing::kTrainRows / dp, (dp_rank + 1) * testing::kTrainRows / dp);
+  Batch mine = testing::train_batch(engine.model_config().vocab_size)
+                   .slice(dp_rank * testing::kTrainRows / dp, (dp_rank + 1) * testing::kTrainRows / dp);
+  NamedTensors outputs;
+  if (args.count("replay")) {
+    engine.set_routing_replay(false, true);
+    engine.forward(mine, forward);
+    at::Tensor routed = engine.take_routing();
+    outputs.emplace_back("routing_recorded", routed.clone());
+    routed.select(2, 0).select(-1, 0).fill_(0);
+    routed.select(2, 0).select(-1, 1).fill_(1);
+    mine.set(columns::kRoutedExperts, routed);
+    engine.set_routing_replay(true, false);
+  }
 
   nlohmann::json result = {{"rank", rank}, {"dp_rank", dp_rank}, {"step_at_start", engine.step()}};
   const ModelOutput before = engine.forward(mine, forward);
@@ -68,10 +89,10 @@ int run(const testing::RunnerArgs& args) {
     result["metrics"].push_back(engine.train_step(mine, forward, testing::train_loss).metrics);
   if (args.count("save")) engine.save_checkpoint(arg(args, "save"));
   const ModelOutput after = engine.forward(mine, forward);
-  save_safetensors(out / ("outputs_" + std::to_string(rank) + ".safetensors"),
-                   {{"log_prob_before", before.log_prob.contiguous()},
-                    {"entropy_before", before.entropy.contiguous()},
-                    {"log_prob_after", after.log_prob.contiguous()}});
+  outputs.emplace_back("log_prob_before", before.log_prob.contiguous());
+  outputs.emplace_back("entropy_before", before.entropy.contiguous());
+  outputs.emplace_back("log_prob_after", after.log_prob.contiguous());
+  save_safetensors(out / ("outputs_" + std::to_string(rank) + ".safetensors"), outputs);
   NamedTensors params;
   engine.for_each_full_parameter(
       [&](const std::string& name, const at::Tensor& full) { params.emplace_back(name, full.clone()); });

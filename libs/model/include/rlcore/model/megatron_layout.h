@@ -12,6 +12,13 @@
 //   decoder.layers.N.pre_mlp_layernorm.weight             [H]     replicated
 //   decoder.layers.N.mlp.linear_fc1.weight                [2I, H] column: gate and up fused
 //   decoder.layers.N.mlp.linear_fc2.weight                [H, I]  row; bias replicated
+// A sparse (mixture-of-experts) layer has instead of linear_fc1 / linear_fc2:
+//   decoder.layers.N.mlp.router.weight                    [E, H]  replicated (HF mlp.gate / block_sparse_moe.gate)
+//   decoder.layers.N.mlp.experts.local_experts.K.linear_fc1.weight  [2Im, H] [gate; up] (Mixtral [w1; w3]), whole
+//   decoder.layers.N.mlp.experts.local_experts.K.linear_fc2.weight  [H, Im]  down_proj (Mixtral w2), whole
+// Experts are never split over TP (expert tensor parallel size 1). K is the
+// global expert index here (Megatron's local index at expert parallel size 1):
+// an expert-parallel engine holds a subset of these names.
 //   decoder.final_layernorm.weight                        [H]     replicated
 //   output_layer.weight                                   [V, H]  vocab-parallel; untied models only
 // (Q query heads, G = key/value heads = query groups, D head_dim, I intermediate.)
@@ -41,6 +48,7 @@ struct MegatronParam {
   std::vector<int64_t> shape;            // canonical (tp = 1) shape
   TpSplit split = TpSplit::kReplicated;  // kColumn: dim 0 (incl. vocab-parallel), kRow: dim 1
   int64_t layer = -1;                    // decoder layer; -1 for embedding, final norm and output layer
+  int64_t expert = -1;                   // global expert index of an expert's weight; -1 otherwise
 };
 
 // Every parameter of the model in Megatron order: embedding, each layer,
