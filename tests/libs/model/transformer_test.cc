@@ -97,7 +97,26 @@ std::string load_error(Transformer& model, const NamedTensors& tensors, LoadMode
 
 const char* const kArchs[] = {"llama", "qwen2", "qwen3"};
 
-std::vector<ModelConfig> all_variants() { return {tiny("llama"), tiny_llama_full(), tiny("qwen2"), tiny("qwen3")}; }
+// DeepSeek-V3: latent attention whose key (8 + 16) and value (12) heads differ
+// in width, a low-rank query, group-limited routing, layer 0 dense.
+ModelConfig tiny_deepseek_v3() {
+  ModelConfig c = preset("deepseek_v3", "tiny", kVocab);
+  c.hidden_size = 64;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = c.num_key_value_heads = 4;
+  c.head_dim = 8;
+  c.qk_nope_head_dim = 16;
+  c.v_head_dim = 12;
+  c.kv_lora_rank = 32;
+  c.q_lora_rank = 48;
+  c.intermediate_size = 96;
+  c.moe_intermediate_size = 24;
+  return c;
+}
+
+std::vector<ModelConfig> all_variants() {
+  return {tiny("llama"), tiny_llama_full(), tiny("qwen2"), tiny("qwen3"), tiny_deepseek_v3()};
+}
 
 }  // namespace
 
