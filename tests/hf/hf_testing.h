@@ -40,6 +40,12 @@ struct Reference {
   std::optional<double> aux_loss;
 };
 
+// Overrides of the reference script's tiny config making a DeepSeek-V3 with every
+// routing and attention part active (8 experts in 4 groups, 2 searched, 3 per
+// token, a shared expert, layer 0 dense; a low-rank query; key heads 16 + 8
+// wide, value heads 12), `overrides` on top.
+nlohmann::json deepseek_v3_config(const nlohmann::json& overrides = nlohmann::json::object());
+
 // <build>/hf_tests/<name>, emptied.
 std::filesystem::path scratch_dir(const std::string& name);
 

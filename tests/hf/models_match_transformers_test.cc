@@ -30,26 +30,6 @@ struct FamilyCase {
   json config;  // overrides of the reference script's tiny config
 };
 
-// A tiny DeepSeek-V3 with every routing and attention part active; `overrides` on top.
-json deepseek_v3_config(const json& overrides) {
-  json config = {{"num_key_value_heads", 4},  // latent attention: one kv head per query head
-                 {"n_routed_experts", 8},
-                 {"n_group", 4},
-                 {"topk_group", 2},
-                 {"num_experts_per_tok", 3},
-                 {"moe_intermediate_size", 32},
-                 {"n_shared_experts", 1},
-                 {"first_k_dense_replace", 1},
-                 {"kv_lora_rank", 24},
-                 {"qk_rope_head_dim", 8},
-                 {"head_dim", 8},  // transformers lets a given head_dim override qk_rope_head_dim
-                 {"qk_nope_head_dim", 16},
-                 {"v_head_dim", 12},
-                 {"routed_scaling_factor", 2.5}};
-  config.update(overrides);
-  return config;
-}
-
 std::vector<FamilyCase> family_cases() {
   return {
       {"llama", "llama", json::object()},
@@ -105,22 +85,22 @@ std::vector<FamilyCase> family_cases() {
       // 8 experts in 4 groups (2 searched), 3 per token, a shared expert, layer 0 dense; latent
       // attention with a low-rank query, interleaved rope; then a plain q_proj, rope in halves, yarn
       // with mscale_all_dim (the softmax scale), raw weights, 2 shared experts and 3 groups searched of 4.
-      {"deepseek_v3, q_lora_rank, interleaved rope", "deepseek_v3", deepseek_v3_config({{"q_lora_rank", 32}})},
+      {"deepseek_v3, q_lora_rank, interleaved rope", "deepseek_v3", hf_testing::deepseek_v3_config()},
       {"deepseek_v3, q_proj, yarn with mscale_all_dim", "deepseek_v3",
-       deepseek_v3_config({{"q_lora_rank", nullptr},
-                           {"rope_interleave", false},
-                           {"norm_topk_prob", false},
-                           {"n_shared_experts", 2},
-                           {"topk_group", 3},
-                           {"num_experts_per_tok", 4},
-                           {"routed_scaling_factor", 1.5},
-                           {"rope_parameters",
-                            {{"rope_type", "yarn"},
-                             {"rope_theta", 10000.0},
-                             {"factor", 4.0},
-                             {"mscale", 0.9},
-                             {"mscale_all_dim", 0.8},
-                             {"original_max_position_embeddings", 64}}}})},
+       hf_testing::deepseek_v3_config({{"q_lora_rank", nullptr},
+                                       {"rope_interleave", false},
+                                       {"norm_topk_prob", false},
+                                       {"n_shared_experts", 2},
+                                       {"topk_group", 3},
+                                       {"num_experts_per_tok", 4},
+                                       {"routed_scaling_factor", 1.5},
+                                       {"rope_parameters",
+                                        {{"rope_type", "yarn"},
+                                         {"rope_theta", 10000.0},
+                                         {"factor", 4.0},
+                                         {"mscale", 0.9},
+                                         {"mscale_all_dim", 0.8},
+                                         {"original_max_position_embeddings", 64}}}})},
       {"mistral, sliding window 4", "mistral", {{"sliding_window", 4}}},
       {"mistral, no sliding window", "mistral", {{"sliding_window", nullptr}}},
       // Small caps so soft-capping bends the values; alternate layers slide.
