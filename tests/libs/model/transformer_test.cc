@@ -480,6 +480,27 @@ TEST_CASE("gradients reach every parameter", "[model]") {
   }
 }
 
+TEST_CASE("deepseek_v3: gradients reach every parameter but the choice-only router bias", "[model]") {
+  Transformer model = make_model(tiny_deepseek_v3(), 21);
+  model.set_requires_grad(true);
+  model.forward(random_ids(4, 8, 22)).pow(2).mean().backward();
+  int64_t experts_unchosen = 0;
+  for (const auto& [name, param] : model.named_parameters()) {
+    INFO(name);
+    if (name.find("e_score_correction_bias") != std::string::npos) {
+      CHECK_FALSE(param.grad().defined());  // it steers which experts, never how much
+      continue;
+    }
+    if (name.find(".mlp.experts.") != std::string::npos && !param.grad().defined()) {
+      ++experts_unchosen;  // an expert no token chose is not read
+      continue;
+    }
+    REQUIRE(param.grad().defined());
+    CHECK(param.grad().abs().sum().item<double>() > 0);
+  }
+  CHECK(experts_unchosen < 8 * 3);  // most experts of the sparse layer are chosen by some token
+}
+
 TEST_CASE("forward validates its inputs", "[model]") {
   const Transformer model = make_model(tiny("llama"), 23);
   const at::Tensor ids = random_ids(2, 4, 24);
