@@ -499,45 +499,19 @@ LatentAttention make_latent_attention(const ModelConfig& c, const at::TensorOpti
   return attn;
 }
 
-// A sparse layer's block: the router and experts, DeepSeek-V3's shared experts and routing fields.
-SparseMoe make_sparse_moe(const ModelConfig& c, const at::TensorOptions& options) {
-  SparseMoe moe;
-  moe.gate = make_linear(c.hidden_size, c.num_experts, false, options);
-  for (int64_t e = 0; e < c.num_experts; ++e) moe.experts.push_back(make_mlp(c, c.moe_intermediate_size, options));
-  moe.top_k = c.num_experts_per_tok;
-  moe.norm_topk_prob = c.norm_topk_prob;
-  moe.style = c.model_type == "mixtral" ? SparseMoe::Style::kMixtral : SparseMoe::Style::kQwen3Moe;
-  if (c.model_type == "deepseek_v3") {
-    moe.style = SparseMoe::Style::kDeepseekV3;
-    moe.e_score_correction_bias = at::empty({c.num_experts}, options);
-    moe.n_group = c.n_group;
-    moe.topk_group = c.topk_group;
-    moe.routed_scaling_factor = c.routed_scaling_factor;
-    moe.shared_experts = make_mlp(c, c.moe_intermediate_size * c.n_shared_experts, options);
-  }
-  return moe;
+// DeepSeek-V3's part of a sparse block: its router's bias and groups, the shared experts.
+void add_deepseek_v3_routing(const ModelConfig& c, const at::TensorOptions& options, SparseMoe& moe) {
+  moe.style = SparseMoe::Style::kDeepseekV3;
+  moe.e_score_correction_bias = at::empty({c.num_experts}, options);
+  moe.n_group = c.n_group;
+  moe.topk_group = c.topk_group;
+  moe.routed_scaling_factor = c.routed_scaling_factor;
+  moe.shared_experts = make_mlp(c, c.moe_intermediate_size * c.n_shared_experts, options);
 }
 
-}  // namespace
-
-DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& options, int64_t index) {
-  DecoderLayer layer;
-  layer.input_layernorm = make_norm(c, c.hidden_size, options);
-  layer.post_attention_layernorm = make_norm(c, c.hidden_size, options);
-  if (c.sandwich_norms) {
-    layer.pre_feedforward_layernorm = make_norm(c, c.hidden_size, options);
-    layer.post_feedforward_layernorm = make_norm(c, c.hidden_size, options);
-  }
-  if (c.layer_is_sparse(index)) {
-    layer.moe = make_sparse_moe(c, options);
-  } else {
-    layer.mlp = make_mlp(c, c.intermediate_size, options);
-  }
-  if (c.latent_attention()) {
-    layer.latent_attn = make_latent_attention(c, options);
-    return layer;
-  }
-  Attention& attn = layer.self_attn;
+// Grouped-query attention with fused-GEMM q/k/v (all but DeepSeek-V3).
+Attention make_attention(const ModelConfig& c, const at::TensorOptions& options, int64_t index) {
+  Attention attn;
   const int64_t q_dim = c.num_attention_heads * c.head_dim;
   const int64_t kv_dim = c.num_key_value_heads * c.head_dim;
   std::vector<at::Tensor> qkv = adjacent_matrices({q_dim, kv_dim, kv_dim}, c.hidden_size, options);
@@ -555,6 +529,35 @@ DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& o
   attn.scaling = c.attention_scaling();
   attn.softcap = c.attn_logit_softcapping.value_or(0.0);
   attn.sliding = c.layer_slides(index);
+  return attn;
+}
+
+}  // namespace
+
+DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& options, int64_t index) {
+  DecoderLayer layer;
+  layer.input_layernorm = make_norm(c, c.hidden_size, options);
+  layer.post_attention_layernorm = make_norm(c, c.hidden_size, options);
+  if (c.sandwich_norms) {
+    layer.pre_feedforward_layernorm = make_norm(c, c.hidden_size, options);
+    layer.post_feedforward_layernorm = make_norm(c, c.hidden_size, options);
+  }
+  if (c.latent_attention()) {
+    layer.latent_attn = make_latent_attention(c, options);
+  } else {
+    layer.self_attn = make_attention(c, options, index);
+  }
+  if (c.layer_is_sparse(index)) {
+    layer.moe.gate = make_linear(c.hidden_size, c.num_experts, false, options);
+    for (int64_t e = 0; e < c.num_experts; ++e)
+      layer.moe.experts.push_back(make_mlp(c, c.moe_intermediate_size, options));
+    layer.moe.top_k = c.num_experts_per_tok;
+    layer.moe.norm_topk_prob = c.norm_topk_prob;
+    layer.moe.style = c.model_type == "mixtral" ? SparseMoe::Style::kMixtral : SparseMoe::Style::kQwen3Moe;
+    if (c.model_type == "deepseek_v3") add_deepseek_v3_routing(c, options, layer.moe);
+  } else {
+    layer.mlp = make_mlp(c, c.intermediate_size, options);
+  }
   return layer;
 }
 
