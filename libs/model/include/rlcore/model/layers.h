@@ -197,6 +197,8 @@ struct Mlp {
 // softmax (fp32) over the experts, each token's top_k, their weights
 // renormalised when norm_topk_prob, then per expert with tokens one gated MLP
 // over its tokens only (tokens sorted by expert), weighted and summed back.
+// DeepSeek-V3 routes otherwise (sigmoid scores within the best groups, see
+// route()) and adds shared experts.
 struct SparseMoe {
   // Where the families differ: Qwen3-MoE casts the weights to the hidden dtype
   // before weighting and names the block "mlp" (experts' gate_proj, up_proj,
