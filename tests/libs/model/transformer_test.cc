@@ -249,6 +249,21 @@ TEST_CASE("load rejects missing, unexpected and misshaped tensors", "[model]") {
   CHECK_FALSE(tied.embed_tokens.eq(0).all().item<bool>());
 }
 
+TEST_CASE("deepseek_v3 loading skips the multi-token-prediction layers after the last, as HF", "[model]") {
+  const ModelConfig c = tiny_deepseek_v3();  // layers 0 and 1
+  Transformer model(c);
+  NamedTensors tensors = random_weights(model, 4);
+  tensors.emplace_back("model.layers.2.eh_proj.weight", at::zeros({4, 4}));  // DeepSeek's MTP module
+  tensors.emplace_back("model.layers.2.self_attn.kv_b_proj.weight", at::zeros({4, 4}));
+  CHECK(load_error(model, tensors).empty());
+  tensors.emplace_back("model.layers.1.eh_proj.weight", at::zeros({4, 4}));  // inside the model: unknown
+  CHECK_THAT(load_error(model, tensors), Catch::Contains("model.layers.1.eh_proj.weight"));
+  Transformer llama(tiny("llama"));  // only DeepSeek-V3 has them
+  NamedTensors llama_tensors = random_weights(llama, 4);
+  llama_tensors.emplace_back("model.layers.2.eh_proj.weight", at::zeros({4, 4}));
+  CHECK_THAT(load_error(llama, llama_tensors), Catch::Contains("model.layers.2.eh_proj.weight"));
+}
+
 TEST_CASE("exported parameters load into a new model with identical outputs", "[model]") {
   for (const ModelConfig& c : all_variants()) {
     const Transformer a = make_model(c, 11);
