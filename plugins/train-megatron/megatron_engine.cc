@@ -28,6 +28,11 @@ void check_supported(const ComponentContext& context, const model::ModelConfig& 
         "megatron: model_type 'gemma2' is not supported by the megatron engine (llama, mistral, qwen2, "
         "qwen3); use strategy fsdp");
   }
+  if (config.latent_attention()) {
+    throw ConfigError("megatron: model_type '" + config.model_type +
+                      "' uses multi-head latent attention (MLA), which the megatron engine does not build; use "
+                      "strategy fsdp");
+  }
   try {
     mg::validate_parallel(config, options.tensor_model_parallel_size, options.pipeline_model_parallel_size);
   } catch (const ValueError& e) {

@@ -39,7 +39,7 @@ nlohmann::json load_json(const fs::path& path) {
 
 TEST_CASE("model init writes an HF checkpoint that loads back identically", "[model-init]") {
   ScratchDir scratch;
-  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "qwen3_moe", "deepseek_v3"}) {
     INFO("arch " << arch);
     const fs::path out = scratch.path / arch;
     const rlcore::ModelInitResult result = rlcore::init_random_checkpoint({arch, "tiny", out, 5, "", false});

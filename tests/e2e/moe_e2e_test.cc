@@ -1,7 +1,7 @@
-// GRPO on a mixture of experts (a tiny random Qwen3-MoE from `rlcore model
-// init`): the fsdp actor and the native rollout run it, swap its experts'
-// weights, agree on log-probs, and learn the lowercase reward; routing replay
-// (R2, R3) and the router losses; what cannot run one says so by name.
+// GRPO on a mixture of experts (a tiny random Qwen3-MoE, and a DeepSeek-V3, from
+// `rlcore model init`): the fsdp actor and the native rollout run it, swap its
+// experts' weights, agree on log-probs, and learn the lowercase reward; routing
+// replay (R2, R3) and the router losses; what cannot run one says so by name.
 #include "e2e_testing.h"
 
 #include <filesystem>
@@ -12,11 +12,11 @@ namespace fs = std::filesystem;
 
 namespace moe_e2e {
 
-// The e2e workspace with its model replaced by a tiny Qwen3-MoE (8 experts, 2 per token).
-std::string moe_workspace(const std::string& name) {
+// The e2e workspace with its model replaced by a tiny `arch` mixture of experts (8 experts, 2 per token).
+std::string moe_workspace(const std::string& name, const std::string& arch = "qwen3_moe") {
   const std::string ws = e2e::make_workspace(name);
   const e2e::RunResult init = e2e::run_rlcore(
-      {"model", "init", "--arch", "qwen3_moe", "--size", "tiny", "--seed", "3", "--out", ws + "/model", "--force"});
+      {"model", "init", "--arch", arch, "--size", "tiny", "--seed", "3", "--out", ws + "/model", "--force"});
   INFO(init.output);
   REQUIRE(init.status == 0);
   return ws;
@@ -39,6 +39,41 @@ TEST_CASE("GRPO trains a mixture of experts: fsdp actor, native rollout, same lo
   }
   CHECK(e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12) >
         e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3) + 0.1);
+  fs::remove_all(ws);
+}
+
+TEST_CASE(
+    "GRPO trains a DeepSeek-V3 (latent attention, grouped routing): fsdp actor, native rollout, the reward rises") {
+  const std::string ws = moe_e2e::moe_workspace("deepseek_v3", "deepseek_v3");
+  const std::string config = e2e::write_config(ws, "deepseek_v3", e2e::kLearningGrpo);
+  const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12"});
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto metrics = e2e::read_metrics(ws + "/deepseek_v3");
+  REQUIRE(metrics.size() == 12);
+  for (const auto& [step, m] : metrics) {
+    INFO("step " << step);
+    CHECK(m.at("training/rollout_probs_diff_max") < 1e-4);
+    CHECK(m.at("perf/swap_bytes") > 0);
+  }
+  CHECK(e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12) >
+        e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3) + 0.1);
+  fs::remove_all(ws);
+}
+
+TEST_CASE("the megatron engine refuses DeepSeek-V3's latent attention by name") {
+  const std::string ws = moe_e2e::moe_workspace("deepseek_v3_refused", "deepseek_v3");
+  const std::string megatron = e2e::write_config(ws, "megatron", R"(
+actor_rollout_ref:
+  actor: {strategy: megatron, ppo_mini_batch_size: 8}
+  rollout: {n: 2}
+algorithm: {adv_estimator: grpo}
+)");
+  const e2e::RunResult run = e2e::run_rlcore({"--config", megatron, "trainer.total_training_steps=1"});
+  CHECK(run.status != 0);
+  CHECK_THAT(run.output, Catch::Contains("megatron") && Catch::Contains("deepseek_v3") &&
+                             Catch::Contains("multi-head latent attention (MLA)") &&
+                             Catch::Contains("use strategy fsdp"));
   fs::remove_all(ws);
 }
 

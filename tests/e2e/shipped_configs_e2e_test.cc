@@ -59,6 +59,12 @@ const std::map<std::string, std::string> kPathMetric = {
     {"grpo_tool_arithmetic_sft.yaml", "sft/loss"},       // multi-turn demonstrations
     {"grpo_one_step_off.yaml", "async/staleness/mean"},  // a standalone rollout pool, one step off
     {"grpo_fully_async.yaml", "fully_async/partial/partial_ratio"},  // streaming, partial rollouts
+    {"grpo_moe_ep2.yaml", "training/rollout_routing_mismatch"},      // a mixture of experts, ep=2, R3 replay
+};
+
+// Configs written for another architecture than the workspace's tiny model: a tiny one of it.
+const std::map<std::string, std::string> kModelArch = {
+    {"grpo_moe_ep2.yaml", "qwen3_moe"},
 };
 
 // What a config's path writes that no other does, in its step-2 checkpoint (saved for these).
@@ -89,6 +95,12 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
                                                     "16", "--train", "512", "--out", tool_data_dir});
   INFO(tool_data.output);
   REQUIRE(tool_data.status == 0);
+  for (const auto& [config, arch] : kModelArch) {
+    const e2e::RunResult init = e2e::run_rlcore({"model", "init", "--arch", arch, "--size", "tiny", "--seed", "1",
+                                                 "--out", (workspace / ("model_" + arch)).string()});
+    INFO(init.output);
+    REQUIRE(init.status == 0);
+  }
 
   std::vector<fs::path> configs;
   for (const auto& entry : fs::directory_iterator(fs::path(rlcore_test::source_dir()) / "configs")) {
@@ -105,18 +117,20 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
       const bool tool = name.find("tool") != std::string::npos;
       const std::string& task_dir = tool ? tool_data_dir : data_dir;
       const std::string run_dir = (workspace / ("run_" + config.stem().string())).string();
-      std::vector<std::string> args = {"--config",
-                                       config.string(),
-                                       "trainer.default_local_dir=" + run_dir,
-                                       "trainer.total_training_steps=2",
-                                       "trainer.test_freq=-1",
-                                       "trainer.save_freq=-1",
-                                       "trainer.val_before_train=false",
-                                       "trainer.stop_at_val_reward=0",
-                                       "trainer.logger=[console,jsonl,tensorboard]",
-                                       "data.train_files=" + task_dir + (sft ? "/sft.jsonl" : "/train.jsonl"),
-                                       "data.val_files=" + task_dir + "/val.jsonl",
-                                       "actor_rollout_ref.model.path=" + (workspace / "model").string()};
+      std::vector<std::string> args = {
+          "--config",
+          config.string(),
+          "trainer.default_local_dir=" + run_dir,
+          "trainer.total_training_steps=2",
+          "trainer.test_freq=-1",
+          "trainer.save_freq=-1",
+          "trainer.val_before_train=false",
+          "trainer.stop_at_val_reward=0",
+          "trainer.logger=[console,jsonl,tensorboard]",
+          "data.train_files=" + task_dir + (sft ? "/sft.jsonl" : "/train.jsonl"),
+          "data.val_files=" + task_dir + "/val.jsonl",
+          "actor_rollout_ref.model.path=" +
+              (workspace / (kModelArch.count(name) ? "model_" + kModelArch.at(name) : std::string("model"))).string()};
       if (sft) args.insert(args.begin(), "sft");
       if (kShortRun.count(name)) args.insert(args.end(), kShortRun.at(name).begin(), kShortRun.at(name).end());
       if (kPathCheckpointFile.count(name)) args.push_back("trainer.save_freq=2");

@@ -42,7 +42,16 @@ TEST_CASE("rlcore's HF export loads in transformers with identical logits", "[hf
                         {"qwen2", {{"tie_word_embeddings", false}}, true},
                         {"qwen3", {{"head_dim", 32}, {"tie_word_embeddings", true}}, true},
                         {"mistral", {{"sliding_window", 3}}, false},
-                        {"gemma2", {{"sliding_window", 3}, {"final_logit_softcapping", 2.0}}, true}};
+                        {"gemma2", {{"sliding_window", 3}, {"final_logit_softcapping", 2.0}}, true},
+                        {"deepseek_v3",
+                         hf_testing::deepseek_v3_config({{"rope_parameters",
+                                                          {{"rope_type", "yarn"},
+                                                           {"rope_theta", 10000.0},
+                                                           {"factor", 4.0},
+                                                           {"mscale", 0.9},
+                                                           {"mscale_all_dim", 0.8},
+                                                           {"original_max_position_embeddings", 64}}}}),
+                         true}};
   for (const Case& c : cases) {
     SECTION(c.family + (c.sharded ? ", sharded" : "")) {
       const fs::path source = hf_testing::scratch_dir("export_source_" + c.family);

@@ -121,4 +121,24 @@ TokenRows greedy(const rlcore::model::Transformer& model, const at::Tensor& ids,
   return rows;
 }
 
+nlohmann::json deepseek_v3_config(const nlohmann::json& overrides) {
+  nlohmann::json config = {{"num_key_value_heads", 4},  // latent attention: one kv head per query head
+                           {"n_routed_experts", 8},
+                           {"n_group", 4},
+                           {"topk_group", 2},
+                           {"num_experts_per_tok", 3},
+                           {"moe_intermediate_size", 32},
+                           {"n_shared_experts", 1},
+                           {"first_k_dense_replace", 1},
+                           {"kv_lora_rank", 24},
+                           {"q_lora_rank", 32},
+                           {"qk_rope_head_dim", 8},
+                           {"head_dim", 8},  // transformers lets a given head_dim override qk_rope_head_dim
+                           {"qk_nope_head_dim", 16},
+                           {"v_head_dim", 12},
+                           {"routed_scaling_factor", 2.5}};
+  config.update(overrides);
+  return config;
+}
+
 }  // namespace hf_testing

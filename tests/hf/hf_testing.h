@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,15 @@ struct Reference {
   double max_abs_logit = 0;
   // A mixture of experts: per sparse layer, per position (the batch's, flattened), the experts chosen, ascending.
   std::vector<TokenRows> experts;
-  double aux_loss = 0;  // transformers' load-balancing loss on the inputs (a mixture of experts)
+  // transformers' load-balancing loss on the inputs (a mixture of experts that has one: not DeepSeek-V3's)
+  std::optional<double> aux_loss;
 };
+
+// Overrides of the reference script's tiny config making a DeepSeek-V3 with every
+// routing and attention part active (8 experts in 4 groups, 2 searched, 3 per
+// token, a shared expert, layer 0 dense; a low-rank query; key heads 16 + 8
+// wide, value heads 12), `overrides` on top.
+nlohmann::json deepseek_v3_config(const nlohmann::json& overrides = nlohmann::json::object());
 
 // <build>/hf_tests/<name>, emptied.
 std::filesystem::path scratch_dir(const std::string& name);

@@ -1,5 +1,5 @@
 // `rlcore model init`: writes a randomly initialised HF checkpoint directory
-// (Llama / Qwen2 / Qwen3 preset + the built-in tokenizer) for runs and tests.
+// (Llama / Qwen2 / Qwen3 / Qwen3-MoE / DeepSeek-V3 preset + the built-in tokenizer) for runs and tests.
 #include <cstdio>
 #include <ostream>
 
@@ -13,7 +13,7 @@ namespace rlcore::cli {
 namespace {
 
 constexpr const char* kModelUsage =
-    "rlcore model init --arch llama|qwen2|qwen3|qwen3_moe --size tiny|100m|1b --out DIR [--seed N] "
+    "rlcore model init --arch llama|qwen2|qwen3|qwen3_moe|deepseek_v3 --size tiny|100m|1b --out DIR [--seed N] "
     "[--dtype float32|bfloat16] [--force]\n"
     "Writes a randomly initialised Hugging Face checkpoint directory (config.json, model.safetensors,\n"
     "tokenizer.json, tokenizer_config.json, generation_config.json) with the built-in tokenizer";
@@ -34,7 +34,7 @@ int run_model_init(const std::vector<std::string>& args, CommandIo io) {
   std::string out_dir;
   po::options_description options(kModelUsage);
   add_common_options(options, common);
-  options.add_options()("arch", po::value(&init.arch)->required(), "llama | qwen2 | qwen3 | qwen3_moe")(
+  options.add_options()("arch", po::value(&init.arch)->required(), "llama | qwen2 | qwen3 | qwen3_moe | deepseek_v3")(
       "size", po::value(&init.size)->required(), "tiny (~1M params) | 100m | 1b")(
       "out", po::value(&out_dir)->required(), "checkpoint directory to create")(
       "seed", po::value(&init.seed), "random-init seed (default 0)")("dtype", po::value(&init.dtype),

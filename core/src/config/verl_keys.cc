@@ -73,6 +73,12 @@ const std::vector<VerlKeyRule>& verl_key_rules() {
        "actor_rollout_ref.actor.enable_gradient_checkpointing", ""},
       {"critic.model.enable_gradient_checkpointing", H::kMoved, "critic.enable_gradient_checkpointing", ""},
       {"critic.model.fsdp_config", H::kMoved, "critic.fsdp_config", ""},
+      // verl's per-engine spellings of routing replay and the router's losses (docs/moe.md).
+      {"actor_rollout_ref.actor.megatron.router_replay", H::kMoved, "actor_rollout_ref.actor.router_replay", ""},
+      {"actor_rollout_ref.actor.megatron.override_transformer_config.moe_aux_loss_coeff", H::kMoved,
+       "actor_rollout_ref.actor.megatron.moe_aux_loss_coeff", ""},
+      {"actor_rollout_ref.actor.megatron.override_transformer_config.moe_z_loss_coeff", H::kMoved,
+       "actor_rollout_ref.actor.megatron.moe_z_loss_coeff", ""},
       {"actor_rollout_ref.model.use_remove_padding", H::kNoEffect, nullptr,
        "verl's unpadded (varlen flash-attention) path; rlcore's engines mask the padding instead (the same math)"},
       {"critic.model.use_remove_padding", H::kNoEffect, nullptr,
@@ -148,8 +154,13 @@ std::vector<std::string> apply_verl_key_rules(ConfigNode& tree) {
         }
         break;
     }
-    ConfigNode parent = tree.at_path(parent_of(rule.key));
+    const std::string parent_path = parent_of(rule.key);
+    ConfigNode parent = tree.at_path(parent_path);
     parent.erase(leaf_of(rule.key));
+    // A section verl nests the key in (megatron.override_transformer_config) goes when emptied.
+    if (parent.is_map() && parent.keys().empty() && parent_path.find('.') != std::string::npos) {
+      tree.at_path(parent_of(parent_path)).erase(leaf_of(parent_path));
+    }
   }
   return notes;
 }

@@ -1,5 +1,5 @@
 // ModelConfig <-> HF config.json. Defaults follow the HF config classes
-// (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config) so a file HF accepts
+// (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, DeepseekV3Config, ...) so a file HF accepts
 // parses the same.
 #include "rlcore/model/config.h"
 
@@ -145,6 +145,7 @@ void parse_rope(const json& j, const std::string& source, ModelConfig& c) {
                                     yarn_attention_factor(r.factor, get_double(*scaling, "mscale", where, 0.0),
                                                           get_double(*scaling, "mscale_all_dim", where, 0.0)));
   }
+  if (c.model_type == "deepseek_v3") r.mscale_all_dim = get_double(*scaling, "mscale_all_dim", where, 0.0);
 }
 
 // `architectures` names the HF class; a decoder rlcore does not build (MoE,
@@ -153,8 +154,8 @@ void check_architectures(const json& j, const std::string& source) {
   const json* architectures = find(j, "architectures");
   if (architectures == nullptr) return;
   if (!architectures->is_array()) fail(source, "architectures", "must be a list of class names");
-  static const std::vector<std::string> kBodies = {"Gemma2", "Llama", "Mistral", "Mixtral",
-                                                   "Qwen2",  "Qwen3", "Qwen3Moe"};
+  static const std::vector<std::string> kBodies = {"DeepseekV3", "Gemma2", "Llama", "Mistral",
+                                                   "Mixtral",    "Qwen2",  "Qwen3", "Qwen3Moe"};
   static const std::vector<std::string> kHeads = {"ForCausalLM", "ForTokenClassification", "ForSequenceClassification"};
   for (const json& name : *architectures) {
     if (!name.is_string()) fail(source, "architectures", "must be a list of class names, got " + name.dump());
@@ -165,7 +166,8 @@ void check_architectures(const json& j, const std::string& source) {
     if (!known) {
       fail(source, "architectures",
            "'" + text +
-               "' is not supported: rlcore builds Gemma2, Llama, Mistral, Mixtral, Qwen2, Qwen3 and Qwen3Moe " +
+               "' is not supported: rlcore builds DeepseekV3, Gemma2, Llama, Mistral, Mixtral, Qwen2, Qwen3 and "
+               "Qwen3Moe " +
                "*ForCausalLM, *ForTokenClassification, *ForSequenceClassification; other mixtures of experts and " +
                "vision models are not");
     }
@@ -204,6 +206,52 @@ void parse_gemma2(const json& j, const std::string& source, ModelConfig& c) {
   }
 }
 
+// DeepSeek-V3 (DeepseekV3Config's defaults): latent attention, group-limited
+// sigmoid routing with shared experts, dense first layers. What the original
+// DeepSeek configs say that HF does not implement either is refused by name.
+void parse_deepseek_v3(const json& j, const std::string& source, ModelConfig& c) {
+  c.head_dim = get_int(j, "qk_rope_head_dim", source, 64);  // HF: head_dim = qk_rope_head_dim
+  // A head_dim given beside it would size HF's rotary embedding instead (and fail there).
+  if (find(j, "head_dim") != nullptr && get_int(j, "head_dim", source) != c.head_dim) {
+    fail(source, "head_dim", "must equal qk_rope_head_dim (" + std::to_string(c.head_dim) + ") for deepseek_v3");
+  }
+  c.qk_nope_head_dim = get_int(j, "qk_nope_head_dim", source, 128);
+  c.v_head_dim = get_int(j, "v_head_dim", source, 128);
+  c.kv_lora_rank = get_int(j, "kv_lora_rank", source, 512);
+  const auto q_lora_rank = j.find("q_lora_rank");  // null: a plain q_proj
+  if (q_lora_rank == j.end()) {
+    c.q_lora_rank = 1536;
+  } else if (!q_lora_rank->is_null()) {
+    c.q_lora_rank = get_int(j, "q_lora_rank", source);
+  }
+  c.rope_interleave = get_bool(j, "rope_interleave", source, true);
+  c.num_experts = find(j, "n_routed_experts") != nullptr ? get_int(j, "n_routed_experts", source)
+                                                         : get_int(j, "num_local_experts", source, 256);
+  c.n_shared_experts = get_int(j, "n_shared_experts", source, 1);
+  c.num_experts_per_tok = get_int(j, "num_experts_per_tok", source, 8);
+  c.moe_intermediate_size = get_int(j, "moe_intermediate_size", source, 2048);
+  c.n_group = get_int(j, "n_group", source, 8);
+  c.topk_group = get_int(j, "topk_group", source, 4);
+  c.routed_scaling_factor = get_double(j, "routed_scaling_factor", source, 2.5);
+  c.norm_topk_prob = get_bool(j, "norm_topk_prob", source, true);
+  c.first_k_dense_replace = get_int(j, "first_k_dense_replace", source, 3);
+  c.router_aux_loss_coef = 0.0;  // balanced by e_score_correction_bias, not by a loss
+  if (get_string(j, "scoring_func", source, "sigmoid") != "sigmoid") {
+    fail(source, "scoring_func", "'" + get_string(j, "scoring_func", source) + "' is not supported (sigmoid)");
+  }
+  if (get_string(j, "topk_method", source, "noaux_tc") != "noaux_tc") {
+    fail(source, "topk_method", "'" + get_string(j, "topk_method", source) + "' is not supported (noaux_tc)");
+  }
+  if (get_int(j, "moe_layer_freq", source, 1) != 1) {
+    fail(source, "moe_layer_freq",
+         "other than 1 is not supported (every layer from first_k_dense_replace on is sparse)");
+  }
+  if (find(j, "quantization_config") != nullptr) {
+    fail(source, "quantization_config",
+         "is not supported: rlcore reads unquantized weights (convert an fp8 checkpoint to bfloat16 first)");
+  }
+}
+
 void check_positive(const std::string& source, const std::string& field, double value) {
   if (!(value > 0)) {
     std::ostringstream text;
@@ -212,13 +260,54 @@ void check_positive(const std::string& source, const std::string& field, double 
   }
 }
 
+// What DeepSeek-V3's modules need of their sizes (HF's would fail or build another model).
+void validate_deepseek_v3(const ModelConfig& c, const std::string& source) {
+  const auto text = [](int64_t value) { return std::to_string(value); };
+  check_positive(source, "kv_lora_rank", static_cast<double>(c.kv_lora_rank));
+  if (c.q_lora_rank) check_positive(source, "q_lora_rank", static_cast<double>(*c.q_lora_rank));
+  check_positive(source, "qk_nope_head_dim", static_cast<double>(c.qk_nope_head_dim));
+  check_positive(source, "v_head_dim", static_cast<double>(c.v_head_dim));
+  // kv_b_proj makes one key and value head per query head: there is nothing to group.
+  if (c.num_key_value_heads != c.num_attention_heads) {
+    fail(source, "num_key_value_heads",
+         "(" + text(c.num_key_value_heads) + ") must equal num_attention_heads (" + text(c.num_attention_heads) +
+             ") for deepseek_v3's latent attention");
+  }
+  check_positive(source, "n_shared_experts", static_cast<double>(c.n_shared_experts));
+  check_positive(source, "n_group", static_cast<double>(c.n_group));
+  if (c.num_experts % c.n_group != 0 || c.num_experts / c.n_group < 2) {
+    fail(source, "n_group",
+         "(" + text(c.n_group) + ") must divide n_routed_experts (" + text(c.num_experts) +
+             ") into groups of at least 2 (a group scores by its best two)");
+  }
+  if (c.topk_group < 1 || c.topk_group > c.n_group) {
+    fail(source, "topk_group", "(" + text(c.topk_group) + ") must be between 1 and n_group (" + text(c.n_group) + ")");
+  }
+  if (c.num_experts_per_tok > c.topk_group * (c.num_experts / c.n_group)) {
+    fail(source, "num_experts_per_tok",
+         "(" + text(c.num_experts_per_tok) + ") exceeds the experts of topk_group groups (" +
+             text(c.topk_group * (c.num_experts / c.n_group)) + ")");
+  }
+  check_positive(source, "routed_scaling_factor", c.routed_scaling_factor);
+  if (c.first_k_dense_replace < 0 || c.first_k_dense_replace > c.num_hidden_layers) {
+    fail(source, "first_k_dense_replace",
+         "(" + text(c.first_k_dense_replace) + ") must be between 0 and num_hidden_layers (" +
+             text(c.num_hidden_layers) + ")");
+  }
+  if (c.decoder_sparse_step != 1 || !c.mlp_only_layers.empty()) {
+    fail(source, "first_k_dense_replace", "alone says which deepseek_v3 layers are dense");
+  }
+  if (c.hidden_act != "silu") fail(source, "hidden_act", "must be silu for deepseek_v3");
+  if (c.router_aux_loss_coef != 0.0) fail(source, "router_aux_loss_coef", "must be 0 for deepseek_v3");
+}
+
 }  // namespace
 
 bool RopeScaling::operator==(const RopeScaling& o) const {
   return std::tie(rope_type, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings, beta_fast,
-                  beta_slow, truncate, attention_factor) ==
+                  beta_slow, truncate, attention_factor, mscale_all_dim) ==
          std::tie(o.rope_type, o.factor, o.low_freq_factor, o.high_freq_factor, o.original_max_position_embeddings,
-                  o.beta_fast, o.beta_slow, o.truncate, o.attention_factor);
+                  o.beta_fast, o.beta_slow, o.truncate, o.attention_factor, o.mscale_all_dim);
 }
 
 bool ModelConfig::operator==(const ModelConfig& o) const {
@@ -228,7 +317,9 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
                   sliding_layers, hidden_act, norm_weight_offset, sandwich_norms, scale_embeddings,
                   query_pre_attn_scalar, attn_logit_softcapping, final_logit_softcapping, torch_dtype, bos_token_id,
                   eos_token_ids, pad_token_id, num_experts, num_experts_per_tok, moe_intermediate_size, norm_topk_prob,
-                  decoder_sparse_step, mlp_only_layers, router_aux_loss_coef) ==
+                  decoder_sparse_step, mlp_only_layers, router_aux_loss_coef, n_shared_experts, n_group, topk_group,
+                  routed_scaling_factor, first_k_dense_replace, kv_lora_rank, q_lora_rank, qk_nope_head_dim, v_head_dim,
+                  rope_interleave) ==
          std::tie(o.model_type, o.vocab_size, o.hidden_size, o.intermediate_size, o.num_hidden_layers,
                   o.num_attention_heads, o.num_key_value_heads, o.head_dim, o.max_position_embeddings, o.rms_norm_eps,
                   o.rope_theta, o.rope_scaling, o.initializer_range, o.tie_word_embeddings, o.qkv_bias, o.o_proj_bias,
@@ -236,7 +327,9 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
                   o.sandwich_norms, o.scale_embeddings, o.query_pre_attn_scalar, o.attn_logit_softcapping,
                   o.final_logit_softcapping, o.torch_dtype, o.bos_token_id, o.eos_token_ids, o.pad_token_id,
                   o.num_experts, o.num_experts_per_tok, o.moe_intermediate_size, o.norm_topk_prob,
-                  o.decoder_sparse_step, o.mlp_only_layers, o.router_aux_loss_coef);
+                  o.decoder_sparse_step, o.mlp_only_layers, o.router_aux_loss_coef, o.n_shared_experts, o.n_group,
+                  o.topk_group, o.routed_scaling_factor, o.first_k_dense_replace, o.kv_lora_rank, o.q_lora_rank,
+                  o.qk_nope_head_dim, o.v_head_dim, o.rope_interleave);
 }
 
 ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
@@ -254,6 +347,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   const bool is_qwen2 = c.model_type == "qwen2";
   const bool is_qwen3_moe = c.model_type == "qwen3_moe";
   const bool is_qwen3 = c.model_type == "qwen3" || is_qwen3_moe;  // the same attention
+  const bool is_deepseek_v3 = c.model_type == "deepseek_v3";
 
   c.vocab_size = get_int(j, "vocab_size", source);
   c.hidden_size = get_int(j, "hidden_size", source);
@@ -261,7 +355,9 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   c.num_hidden_layers = get_int(j, "num_hidden_layers", source);
   c.num_attention_heads = get_int(j, "num_attention_heads", source);
   c.num_key_value_heads = get_int(j, "num_key_value_heads", source, c.num_attention_heads);
-  if (find(j, "head_dim") != nullptr) {
+  if (is_deepseek_v3) {
+    c.head_dim = 0;  // parse_deepseek_v3: qk_rope_head_dim, whatever head_dim the file has
+  } else if (find(j, "head_dim") != nullptr) {
     c.head_dim = get_int(j, "head_dim", source);
   } else if (is_qwen3 || is_gemma2) {
     c.head_dim = is_qwen3 ? 128 : 256;  // the config classes' defaults, not hidden/heads
@@ -274,7 +370,11 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
     }
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
-  const int64_t default_max_positions = is_llama ? 2048 : is_mistral ? 4096 * 32 : is_gemma2 ? 8192 : 32768;
+  const int64_t default_max_positions = is_llama         ? 2048
+                                        : is_deepseek_v3 ? 4096
+                                        : is_mistral     ? 4096 * 32
+                                        : is_gemma2      ? 8192
+                                                         : 32768;
   c.max_position_embeddings = get_int(j, "max_position_embeddings", source, default_max_positions);
   c.rms_norm_eps = get_double(j, "rms_norm_eps", source, 1e-6);
   c.initializer_range = get_double(j, "initializer_range", source, 0.02);
@@ -313,6 +413,8 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
     c.decoder_sparse_step = get_int(j, "decoder_sparse_step", source, 1);
     if (find(j, "mlp_only_layers") != nullptr) c.mlp_only_layers = get_int_list(j, "mlp_only_layers", source);
     c.router_aux_loss_coef = get_double(j, "router_aux_loss_coef", source, 0.001);
+  } else if (is_deepseek_v3) {
+    parse_deepseek_v3(j, source, c);
   } else if (is_mixtral) {  // MixtralConfig's defaults: every layer sparse, experts of intermediate_size
     c.num_experts = get_int(j, "num_local_experts", source, 8);
     c.num_experts_per_tok = get_int(j, "num_experts_per_tok", source, 2);
@@ -384,7 +486,7 @@ void ModelConfig::validate(const std::string& source) const {
       {"num_hidden_layers", num_hidden_layers},
       {"num_attention_heads", num_attention_heads},
       {"num_key_value_heads", num_key_value_heads},
-      {"head_dim", head_dim},
+      {latent_attention() ? "qk_rope_head_dim" : "head_dim", head_dim},
       {"max_position_embeddings", max_position_embeddings},
   };
   for (const auto& [field, value] : sizes) check_positive(source, field, static_cast<double>(value));
@@ -396,7 +498,9 @@ void ModelConfig::validate(const std::string& source) const {
          "(" + std::to_string(num_key_value_heads) + ") must divide num_attention_heads (" +
              std::to_string(num_attention_heads) + ")");
   }
-  if (head_dim % 2 != 0) fail(source, "head_dim", "must be even for rotary embeddings");
+  if (head_dim % 2 != 0) {
+    fail(source, latent_attention() ? "qk_rope_head_dim" : "head_dim", "must be even for rotary embeddings");
+  }
   // The per-arch module structure is fixed by HF; a mutated config must not
   // describe a model that HF would build differently from its config.json.
   const bool is_qwen2 = model_type == "qwen2";
@@ -408,8 +512,16 @@ void ModelConfig::validate(const std::string& source) const {
   const bool is_mixtral = model_type == "mixtral";
   if (qk_norm != (model_type == "qwen3" || is_qwen3_moe))
     fail(source, "qk_norm", "is set exactly for qwen3 and qwen3_moe");
-  if (is_moe() != (is_qwen3_moe || is_mixtral)) {
-    fail(source, "num_experts", "is set exactly for qwen3_moe and mixtral (a positive count)");
+  const bool is_deepseek_v3 = model_type == "deepseek_v3";
+  if (is_moe() != (is_qwen3_moe || is_mixtral || is_deepseek_v3)) {
+    fail(source, "num_experts", "is set exactly for qwen3_moe, mixtral and deepseek_v3 (a positive count)");
+  }
+  if (is_deepseek_v3) {
+    validate_deepseek_v3(*this, source);
+  } else if (latent_attention() || q_lora_rank || qk_nope_head_dim != 0 || v_head_dim != 0 || rope_interleave ||
+             n_shared_experts != 0 || n_group != 1 || topk_group != 1 || routed_scaling_factor != 1.0 ||
+             first_k_dense_replace != 0 || rope_scaling.mscale_all_dim != 0.0) {
+    fail(source, "kv_lora_rank", "and the other DeepSeek-V3 fields are set exactly for deepseek_v3");
   }
   if (is_mixtral && (moe_intermediate_size != intermediate_size || !norm_topk_prob || decoder_sparse_step != 1 ||
                      !mlp_only_layers.empty())) {
@@ -457,6 +569,16 @@ void ModelConfig::validate(const std::string& source) const {
 }
 
 double ModelConfig::attention_scaling() const {
+  if (latent_attention()) {
+    // HF's yarn_apply_mscale, in its op order.
+    double scaling = std::pow(static_cast<double>(qk_head_dim()), -0.5);
+    if (rope_scaling.rope_type != "default" && rope_scaling.mscale_all_dim != 0.0) {
+      const double mscale =
+          rope_scaling.factor <= 1 ? 1.0 : 0.1 * rope_scaling.mscale_all_dim * std::log(rope_scaling.factor) + 1.0;
+      scaling = scaling * mscale * mscale;
+    }
+    return scaling;
+  }
   return std::pow(query_pre_attn_scalar.value_or(static_cast<double>(head_dim)), -0.5);  // HF: x**-0.5
 }
 
@@ -466,11 +588,35 @@ c10::ScalarType ModelConfig::dtype() const {
   return c10::ScalarType::Float;
 }
 
+namespace {
+
+void write_deepseek_v3(const ModelConfig& c, json& j) {
+  j["attention_bias"] = c.qkv_bias;
+  j["qk_rope_head_dim"] = c.head_dim;
+  j["qk_nope_head_dim"] = c.qk_nope_head_dim;
+  j["v_head_dim"] = c.v_head_dim;
+  j["kv_lora_rank"] = c.kv_lora_rank;
+  j["q_lora_rank"] = c.q_lora_rank ? json(*c.q_lora_rank) : json(nullptr);
+  j["rope_interleave"] = c.rope_interleave;
+  j["n_routed_experts"] = c.num_experts;
+  j["n_shared_experts"] = c.n_shared_experts;
+  j["num_experts_per_tok"] = c.num_experts_per_tok;
+  j["moe_intermediate_size"] = c.moe_intermediate_size;
+  j["n_group"] = c.n_group;
+  j["topk_group"] = c.topk_group;
+  j["routed_scaling_factor"] = c.routed_scaling_factor;
+  j["norm_topk_prob"] = c.norm_topk_prob;
+  j["first_k_dense_replace"] = c.first_k_dense_replace;
+  j["output_router_logits"] = false;
+}
+
+}  // namespace
+
 json ModelConfig::to_json() const {
   static const std::map<std::string, std::string> kArchitectures = {
-      {"gemma2", "Gemma2ForCausalLM"},     {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"},
-      {"mixtral", "MixtralForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
-      {"qwen3_moe", "Qwen3MoeForCausalLM"}};
+      {"gemma2", "Gemma2ForCausalLM"},      {"llama", "LlamaForCausalLM"},           {"mistral", "MistralForCausalLM"},
+      {"mixtral", "MixtralForCausalLM"},    {"qwen2", "Qwen2ForCausalLM"},           {"qwen3", "Qwen3ForCausalLM"},
+      {"qwen3_moe", "Qwen3MoeForCausalLM"}, {"deepseek_v3", "DeepseekV3ForCausalLM"}};
   validate("ModelConfig::to_json");
   json j;
   j["architectures"] = json::array({kArchitectures.at(model_type)});
@@ -500,6 +646,7 @@ json ModelConfig::to_json() const {
       r["truncate"] = rope_scaling.truncate;
       r["attention_factor"] = rope_scaling.attention_factor;
     }
+    if (rope_scaling.mscale_all_dim != 0.0) r["mscale_all_dim"] = rope_scaling.mscale_all_dim;
     if (rope_scaling.rope_type != "linear") {
       r["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
     }
@@ -523,6 +670,8 @@ json ModelConfig::to_json() const {
       j["router_jitter_noise"] = 0.0;
       j["output_router_logits"] = false;
     }
+  } else if (model_type == "deepseek_v3") {
+    write_deepseek_v3(*this, j);
   } else if (model_type == "gemma2") {
     j["attention_bias"] = qkv_bias;
     j["sliding_window"] = sliding_window ? json(*sliding_window) : json(nullptr);
@@ -565,18 +714,47 @@ json ModelConfig::to_json() const {
 std::string ModelConfig::to_json_text() const { return to_json().dump(2) + "\n"; }
 
 bool is_supported_model_type(const std::string& model_type) {
-  return model_type == "gemma2" || model_type == "llama" || model_type == "mistral" || model_type == "mixtral" ||
-         model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe";
+  return model_type == "deepseek_v3" || model_type == "gemma2" || model_type == "llama" || model_type == "mistral" ||
+         model_type == "mixtral" || model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe";
 }
 
 bool ModelConfig::layer_is_sparse(int64_t layer) const {
-  return is_moe() && (layer + 1) % decoder_sparse_step == 0 &&
+  return is_moe() && layer >= first_k_dense_replace && (layer + 1) % decoder_sparse_step == 0 &&
          std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) == mlp_only_layers.end();
 }
 
+namespace {
+
+// DeepSeek-V3's proportions, scaled to the preset's width: latent attention
+// (one head's halves: the rotary part and the value), 8 experts of a quarter
+// width in 4 groups (2 searched), 2 per token, one shared expert, the first layer dense.
+void set_deepseek_v3_shape(ModelConfig& c) {
+  const int64_t head = c.hidden_size / c.num_attention_heads;
+  c.num_key_value_heads = c.num_attention_heads;
+  c.head_dim = head / 2;
+  c.qk_nope_head_dim = head;
+  c.v_head_dim = head;
+  c.kv_lora_rank = c.hidden_size / 2;
+  c.q_lora_rank = c.hidden_size * 3 / 4;
+  c.rope_interleave = true;
+  c.rope_theta = 10000.0;
+  c.num_experts = 8;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = c.intermediate_size / 4;
+  c.n_shared_experts = 1;
+  c.n_group = 4;
+  c.topk_group = 2;
+  c.routed_scaling_factor = 2.5;
+  c.norm_topk_prob = true;
+  c.first_k_dense_replace = 1;
+  c.router_aux_loss_coef = 0.0;
+}
+
+}  // namespace
+
 ModelConfig preset(const std::string& arch, const std::string& size, int64_t vocab_size) {
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "qwen3_moe") {
-    throw ConfigError("unknown model arch '" + arch + "' (supported: llama, qwen2, qwen3, qwen3_moe)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "qwen3_moe" && arch != "deepseek_v3") {
+    throw ConfigError("unknown model arch '" + arch + "' (supported: llama, qwen2, qwen3, qwen3_moe, deepseek_v3)");
   }
   ModelConfig c;
   c.model_type = arch;
@@ -606,6 +784,7 @@ ModelConfig preset(const std::string& arch, const std::string& size, int64_t voc
     c.moe_intermediate_size = c.intermediate_size / 4;
     c.norm_topk_prob = true;
   }
+  if (arch == "deepseek_v3") set_deepseek_v3_shape(c);
   c.validate("preset " + arch + "/" + size);
   return c;
 }

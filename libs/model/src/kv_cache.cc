@@ -13,9 +13,10 @@ KvCache::KvCache(const ModelConfig& config, int64_t batch_size, int64_t max_len,
                      std::to_string(max_len));
   }
   // Zeros, not empty: a masked slot gets probability 0, and 0 * NaN garbage would be NaN.
+  // Latent attention's keys and values differ in width (its decompressed heads are cached).
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
-    keys.push_back(at::zeros({batch_size, config.num_key_value_heads, max_len, config.head_dim}, options));
-    values.push_back(at::zeros({batch_size, config.num_key_value_heads, max_len, config.head_dim}, options));
+    keys.push_back(at::zeros({batch_size, config.num_key_value_heads, max_len, config.qk_head_dim()}, options));
+    values.push_back(at::zeros({batch_size, config.num_key_value_heads, max_len, config.value_head_dim()}, options));
   }
   const at::TensorOptions on_device = at::TensorOptions().device(options.device());
   valid = at::zeros({batch_size, max_len}, on_device.dtype(at::kBool));

@@ -179,6 +179,32 @@ at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Te
   return x * c + rotate_half(x) * s;
 }
 
+at::Tensor apply_rotary_interleaved(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  // cos and sin are cat(freqs, freqs): the first half holds each pair's angle.
+  const int64_t half = cos.size(-1) / 2;
+  const at::Tensor c = cos.slice(-1, 0, half).unsqueeze(1);
+  const at::Tensor s = sin.slice(-1, 0, half).unsqueeze(1);
+  const at::Tensor even = x.slice(-1, 0, x.size(-1), 2);
+  const at::Tensor odd = x.slice(-1, 1, x.size(-1), 2);
+  return at::cat({even * c - odd * s, odd * c + even * s}, -1);
+}
+
+std::pair<at::Tensor, at::Tensor> append_to_cache(const ForwardContext& ctx, int64_t layer, const at::Tensor& k,
+                                                  const at::Tensor& v) {
+  if (ctx.cache == nullptr) return {k, v};
+  at::Tensor& keys = ctx.cache->keys[layer];
+  at::Tensor& values = ctx.cache->values[layer];
+  if (ctx.cache_slot.defined()) {
+    keys.index_copy_(2, ctx.cache_slot, k);
+    values.index_copy_(2, ctx.cache_slot, v);
+    return {keys, values};
+  }
+  const int64_t end = ctx.cache_offset + k.size(2);
+  keys.slice(2, ctx.cache_offset, end).copy_(k);
+  values.slice(2, ctx.cache_offset, end).copy_(v);
+  return {keys.slice(2, 0, end), values.slice(2, 0, end)};
+}
+
 at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocked,
                              double scaling, double softcap) {
   if (softcap == 0.0) {  // the fused kernels have no soft-capping
@@ -203,7 +229,7 @@ at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at:
   if (blocked.defined()) scores = scores.masked_fill(blocked, std::numeric_limits<float>::lowest());
   const at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
   const at::Tensor out = at::matmul(probs.view({batch, num_kv_heads, groups * len, keys_len}), v);
-  return out.view({batch, num_heads, len, head_dim}).transpose(1, 2).reshape({batch, len, -1});
+  return out.view({batch, num_heads, len, v.size(3)}).transpose(1, 2).reshape({batch, len, -1});
 }
 
 at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
@@ -219,18 +245,7 @@ at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx,
   }
   q = apply_rotary(q.transpose(1, 2), ctx.cos, ctx.sin);
   k = apply_rotary(k.transpose(1, 2), ctx.cos, ctx.sin);
-  if (ctx.cache != nullptr && ctx.cache_slot.defined()) {
-    ctx.cache->keys[layer].index_copy_(2, ctx.cache_slot, k);
-    ctx.cache->values[layer].index_copy_(2, ctx.cache_slot, v);
-    k = ctx.cache->keys[layer];
-    v = ctx.cache->values[layer];
-  } else if (ctx.cache != nullptr) {
-    const int64_t end = ctx.cache_offset + len;
-    ctx.cache->keys[layer].slice(2, ctx.cache_offset, end).copy_(k);
-    ctx.cache->values[layer].slice(2, ctx.cache_offset, end).copy_(v);
-    k = ctx.cache->keys[layer].slice(2, 0, end);
-    v = ctx.cache->values[layer].slice(2, 0, end);
-  }
+  std::tie(k, v) = append_to_cache(ctx, layer, k, v);
   return o_proj(grouped_attention(q, k, v, sliding ? ctx.blocked_sliding : ctx.blocked, scaling, softcap));
 }
 
@@ -255,7 +270,42 @@ void Mlp::collect(const std::string& prefix, ParameterSlots& out) {
   down_proj.collect(prefix + ".down_proj", out);
 }
 
+namespace {
+
+// DeepSeek-V3's router (HF DeepseekV3TopkRouter, its op order), in fp32.
+Routed route_within_groups(const SparseMoe& moe, const at::Tensor& tokens, const at::Tensor& replay) {
+  Routed routed;
+  routed.router_logits = at::linear(tokens.to(at::kFloat), moe.gate.weight.to(at::kFloat));
+  const at::Tensor scores = routed.router_logits.sigmoid();
+  if (replay.defined()) {
+    routed.chosen = replay.to(tokens.device(), at::kLong);
+  } else {
+    const int64_t num_tokens = scores.size(0);
+    const int64_t num_experts = scores.size(1);
+    const int64_t group_size = num_experts / moe.n_group;
+    const at::Tensor for_choice = scores + moe.e_score_correction_bias.to(at::kFloat);
+    const at::Tensor group_scores =
+        std::get<0>(for_choice.view({num_tokens, moe.n_group, group_size}).topk(2, -1)).sum(-1);
+    const at::Tensor best_groups = std::get<1>(at::topk(group_scores, moe.topk_group, -1, true, /*sorted=*/false));
+    const at::Tensor in_best_group = at::zeros_like(group_scores)
+                                         .scatter_(1, best_groups, 1)
+                                         .unsqueeze(-1)
+                                         .expand({num_tokens, moe.n_group, group_size})
+                                         .reshape({num_tokens, num_experts})
+                                         .to(at::kBool);
+    const at::Tensor candidates = for_choice.masked_fill(in_best_group.logical_not(), -INFINITY);
+    routed.chosen = std::get<1>(at::topk(candidates, moe.top_k, -1, true, /*sorted=*/false));
+  }
+  routed.weights = scores.gather(1, routed.chosen);
+  if (moe.norm_topk_prob) routed.weights = routed.weights / (routed.weights.sum(-1, /*keepdim=*/true) + 1e-20);
+  routed.weights = routed.weights * moe.routed_scaling_factor;
+  return routed;
+}
+
+}  // namespace
+
 Routed SparseMoe::route(const at::Tensor& tokens, const at::Tensor& replay) const {
+  if (style == Style::kDeepseekV3) return route_within_groups(*this, tokens, replay);
   Routed routed;
   routed.router_logits = gate(tokens);
   const at::Tensor probs = at::softmax(routed.router_logits, -1, at::kFloat);
@@ -295,13 +345,16 @@ at::Tensor SparseMoe::apply_experts(const at::Tensor& tokens, const Routed& rout
 at::Tensor SparseMoe::operator()(const at::Tensor& x, Routed* record, const at::Tensor& replay) const {
   const at::Tensor tokens = x.reshape({-1, x.size(-1)});
   Routed routed = route(tokens, replay);
-  const at::Tensor out = experts_override ? experts_override(*this, tokens, routed) : apply_experts(tokens, routed);
+  at::Tensor out = experts_override ? experts_override(*this, tokens, routed) : apply_experts(tokens, routed);
+  if (shared_experts.down_proj.weight.defined()) out = out + shared_experts(tokens);
   if (record != nullptr) *record = std::move(routed);
   return out.reshape(x.sizes());
 }
 
 void SparseMoe::collect(const std::string& prefix, ParameterSlots& out) {
   gate.collect(prefix + ".gate", out);
+  if (e_score_correction_bias.defined())
+    out.emplace_back(prefix + ".gate.e_score_correction_bias", &e_score_correction_bias);
   for (size_t e = 0; e < experts.size(); ++e) {
     const std::string expert = prefix + ".experts." + std::to_string(e);
     if (style == Style::kMixtral) {
@@ -312,6 +365,7 @@ void SparseMoe::collect(const std::string& prefix, ParameterSlots& out) {
       experts[e].collect(expert, out);
     }
   }
+  shared_experts.collect(prefix + ".shared_experts", out);
 }
 
 at::Tensor DecoderLayer::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
@@ -336,13 +390,15 @@ at::Tensor DecoderLayer::operator()(const at::Tensor& x, const ForwardContext& c
     const at::Tensor h = x + post_attention_layernorm(self_attn(input_layernorm(x), ctx, layer));
     return h + post_feedforward_layernorm(feed_forward(pre_feedforward_layernorm(h)));
   }
-  const at::Tensor h = x + self_attn(input_layernorm(x), ctx, layer);
+  const at::Tensor normed = input_layernorm(x);
+  const at::Tensor h = x + (latent_attn.defined() ? latent_attn(normed, ctx, layer) : self_attn(normed, ctx, layer));
   return h + feed_forward(post_attention_layernorm(h));
 }
 
 void DecoderLayer::collect(const std::string& prefix, ParameterSlots& out) {
   input_layernorm.collect(prefix + "input_layernorm", out);
   self_attn.collect(prefix + "self_attn", out);
+  latent_attn.collect(prefix + "self_attn", out);
   post_attention_layernorm.collect(prefix + "post_attention_layernorm", out);
   pre_feedforward_layernorm.collect(prefix + "pre_feedforward_layernorm", out);
   post_feedforward_layernorm.collect(prefix + "post_feedforward_layernorm", out);
@@ -397,17 +453,46 @@ Mlp make_mlp(const ModelConfig& c, int64_t intermediate, const at::TensorOptions
   return mlp;
 }
 
-}  // namespace
-
-DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& options, int64_t index) {
-  DecoderLayer layer;
-  layer.input_layernorm = make_norm(c, c.hidden_size, options);
-  layer.post_attention_layernorm = make_norm(c, c.hidden_size, options);
-  if (c.sandwich_norms) {
-    layer.pre_feedforward_layernorm = make_norm(c, c.hidden_size, options);
-    layer.post_feedforward_layernorm = make_norm(c, c.hidden_size, options);
+LatentAttention make_latent_attention(const ModelConfig& c, const at::TensorOptions& options) {
+  LatentAttention attn;
+  const int64_t q_dim = c.num_attention_heads * c.qk_head_dim();
+  // HF builds these norms with DeepseekV3RMSNorm's default eps, not rms_norm_eps.
+  const auto latent_norm = [&](int64_t dim) { return RmsNorm{at::empty({dim}, options), 1e-6, false}; };
+  if (c.q_lora_rank) {
+    attn.q_a_proj = make_linear(c.hidden_size, *c.q_lora_rank, c.qkv_bias, options);
+    attn.q_a_layernorm = latent_norm(*c.q_lora_rank);
+    attn.q_b_proj = make_linear(*c.q_lora_rank, q_dim, false, options);
+  } else {
+    attn.q_proj = make_linear(c.hidden_size, q_dim, false, options);
   }
-  Attention& attn = layer.self_attn;
+  attn.kv_a_proj_with_mqa = make_linear(c.hidden_size, c.kv_lora_rank + c.head_dim, c.qkv_bias, options);
+  attn.kv_a_layernorm = latent_norm(c.kv_lora_rank);
+  attn.kv_b_proj =
+      make_linear(c.kv_lora_rank, c.num_attention_heads * (c.qk_nope_head_dim + c.v_head_dim), false, options);
+  attn.o_proj = make_linear(c.num_attention_heads * c.v_head_dim, c.hidden_size, c.o_proj_bias, options);
+  attn.num_heads = c.num_attention_heads;
+  attn.qk_nope_head_dim = c.qk_nope_head_dim;
+  attn.rope_head_dim = c.head_dim;
+  attn.v_head_dim = c.v_head_dim;
+  attn.kv_lora_rank = c.kv_lora_rank;
+  attn.rope_interleave = c.rope_interleave;
+  attn.scaling = c.attention_scaling();
+  return attn;
+}
+
+// DeepSeek-V3's part of a sparse block: its router's bias and groups, the shared experts.
+void add_deepseek_v3_routing(const ModelConfig& c, const at::TensorOptions& options, SparseMoe& moe) {
+  moe.style = SparseMoe::Style::kDeepseekV3;
+  moe.e_score_correction_bias = at::empty({c.num_experts}, options);
+  moe.n_group = c.n_group;
+  moe.topk_group = c.topk_group;
+  moe.routed_scaling_factor = c.routed_scaling_factor;
+  moe.shared_experts = make_mlp(c, c.moe_intermediate_size * c.n_shared_experts, options);
+}
+
+// Grouped-query attention with fused-GEMM q/k/v (all but DeepSeek-V3).
+Attention make_attention(const ModelConfig& c, const at::TensorOptions& options, int64_t index) {
+  Attention attn;
   const int64_t q_dim = c.num_attention_heads * c.head_dim;
   const int64_t kv_dim = c.num_key_value_heads * c.head_dim;
   std::vector<at::Tensor> qkv = adjacent_matrices({q_dim, kv_dim, kv_dim}, c.hidden_size, options);
@@ -425,6 +510,24 @@ DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& o
   attn.scaling = c.attention_scaling();
   attn.softcap = c.attn_logit_softcapping.value_or(0.0);
   attn.sliding = c.layer_slides(index);
+  return attn;
+}
+
+}  // namespace
+
+DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& options, int64_t index) {
+  DecoderLayer layer;
+  layer.input_layernorm = make_norm(c, c.hidden_size, options);
+  layer.post_attention_layernorm = make_norm(c, c.hidden_size, options);
+  if (c.sandwich_norms) {
+    layer.pre_feedforward_layernorm = make_norm(c, c.hidden_size, options);
+    layer.post_feedforward_layernorm = make_norm(c, c.hidden_size, options);
+  }
+  if (c.latent_attention()) {
+    layer.latent_attn = make_latent_attention(c, options);
+  } else {
+    layer.self_attn = make_attention(c, options, index);
+  }
   if (c.layer_is_sparse(index)) {
     layer.moe.gate = make_linear(c.hidden_size, c.num_experts, false, options);
     for (int64_t e = 0; e < c.num_experts; ++e)
@@ -432,6 +535,7 @@ DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& o
     layer.moe.top_k = c.num_experts_per_tok;
     layer.moe.norm_topk_prob = c.norm_topk_prob;
     layer.moe.style = c.model_type == "mixtral" ? SparseMoe::Style::kMixtral : SparseMoe::Style::kQwen3Moe;
+    if (c.model_type == "deepseek_v3") add_deepseek_v3_routing(c, options, layer.moe);
   } else {
     layer.mlp = make_mlp(c, c.intermediate_size, options);
   }

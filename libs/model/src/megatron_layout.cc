@@ -401,6 +401,11 @@ at::Tensor merge_tp_shards(const ModelConfig& config, const MegatronParam& param
 }
 
 void validate_parallel(const ModelConfig& config, int64_t tp_size, int64_t pp_size) {
+  if (config.latent_attention()) {
+    throw ValueError("model_type '" + config.model_type + "' uses multi-head latent attention (MLA: kv_lora_rank " +
+                     std::to_string(config.kv_lora_rank) +
+                     "), which the Megatron layout has no place for (its attention is fused qkv)");
+  }
   const char* tp = "tensor_model_parallel_size";
   check_divides("num_key_value_heads", config.num_key_value_heads, tp_size, tp);
   check_divides("num_attention_heads", config.num_attention_heads, tp_size, tp);

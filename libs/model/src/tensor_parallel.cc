@@ -54,6 +54,10 @@ TpSplit tp_split(const std::string& name) {
 
 void validate_tp(const ModelConfig& config, int64_t tp_size) {
   check_tp_size(tp_size, "model config");
+  if (config.latent_attention() && tp_size > 1) {
+    throw ValueError("multi-head latent attention (" + config.model_type + ") is not split tensor-parallel (tp " +
+                     std::to_string(tp_size) + "); use tp 1");
+  }
   if (config.is_moe() && tp_size > 1) {
     throw ValueError("a mixture of experts (" + config.model_type + ") is not split tensor-parallel (tp " +
                      std::to_string(tp_size) + "): its experts are not sharded; use tp 1");

@@ -31,6 +31,18 @@ void check_tokens(const char* what, const at::Tensor& tensor, const at::Tensor& 
   }
 }
 
+// DeepSeek-V3 checkpoints hold multi-token-prediction modules as layers after
+// the last one (model.layers.61.* in DeepSeek-V3); HF ignores them, so do we.
+bool is_multi_token_prediction_layer(const ModelConfig& config, const std::string& name) {
+  const std::string prefix = "model.layers.";
+  if (config.model_type != "deepseek_v3" || name.rfind(prefix, 0) != 0) return false;
+  const size_t end = name.find('.', prefix.size());
+  if (end == std::string::npos) return false;
+  const std::string index = name.substr(prefix.size(), end - prefix.size());
+  if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) return false;
+  return std::stoll(index) >= config.num_hidden_layers;
+}
+
 }  // namespace
 
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config, ModelHead head) {
@@ -93,8 +105,8 @@ void Transformer::init_random(uint64_t seed) {
   at::NoGradGuard no_grad;
   for (const auto& [name, slot] : parameter_slots()) {
     if (ends_with(name, "norm.weight")) {
-      slot->fill_(config_.norm_weight_offset ? 0.0 : 1.0);  // both scale by 1
-    } else if (ends_with(name, ".bias")) {
+      slot->fill_(config_.norm_weight_offset ? 0.0 : 1.0);                                 // both scale by 1
+    } else if (ends_with(name, ".bias") || ends_with(name, ".e_score_correction_bias")) {  // HF zeroes both
       slot->zero_();
     } else {
       at::Tensor values = at::empty(slot->sizes(), at::kFloat);
@@ -116,6 +128,7 @@ void Transformer::load(const NamedTensors& tensors, LoadMode mode) {
   // Validate everything before copying anything: a failed load leaves the model as it was.
   for (const auto& [name, tensor] : tensors) {
     if (ends_with(name, "rotary_emb.inv_freq")) continue;                   // a buffer in old HF checkpoints
+    if (is_multi_token_prediction_layer(config_, name)) continue;           // DeepSeek-V3's MTP modules, as HF
     if (name == "lm_head.weight" && config_.tie_word_embeddings) continue;  // HF ties it
     auto it = slots.find(name);
     if (it == slots.end()) throw ValueError("unexpected tensor '" + name + "': not a parameter of this " + model_name);
@@ -144,7 +157,7 @@ void Transformer::load(const NamedTensors& tensors, LoadMode mode) {
 KvCache Transformer::make_cache(int64_t batch_size, int64_t max_len) const {
   // Sized by the layers' kv heads: a tensor-parallel engine sets local counts.
   ModelConfig local = config_;
-  if (!layers.empty()) local.num_key_value_heads = layers.front().self_attn.num_kv_heads;
+  if (!layers.empty() && !config_.latent_attention()) local.num_key_value_heads = layers.front().self_attn.num_kv_heads;
   return KvCache(local, batch_size, max_len, options_);
 }
 

@@ -46,11 +46,13 @@ TEST_CASE("rlcore plugins lists each in-tree engine's capabilities", "[cli]") {
   CHECK(result.status == 0);
   CHECK_THAT(result.out, Catch::Contains("CAPABILITIES"));
   const std::pair<const char*, const char*> expected[] = {
-      {"inference_engine +native +infer-native", "adopts_weights,tensor_parallel,sleep,requests,generation_stats"},
+      {"inference_engine +native +infer-native",
+       "adopts_weights,tensor_parallel,sleep,requests,generation_stats,records_routing"},
       {"inference_engine +vllm_bridge +infer-vllm-bridge", "sleep,remote"},
-      {"train_engine +fsdp +train-fsdp", "data_parallel,offload,sum_pi_squared,low_rank_adapters,gather_into_buffer"},
+      {"train_engine +fsdp +train-fsdp",
+       "data_parallel,offload,sum_pi_squared,low_rank_adapters,gather_into_buffer,routing_replay"},
       {"train_engine +megatron +train-megatron",
-       "data_parallel,tensor_parallel,pipeline_parallel,offload,sum_pi_squared"},
+       "data_parallel,tensor_parallel,pipeline_parallel,offload,sum_pi_squared,routing_replay"},
       {"sharding_manager +bucketed +hybrid-engine", "bounded_swap_memory"},
       {"sharding_manager +naive +hybrid-engine", "-"},
       {"reward +gsm8k +reward", "-"},

@@ -150,6 +150,26 @@ TEST_CASE("enforce_eager is the native engine's option and a note for other engi
   CHECK_FALSE(bridge.at_path("actor_rollout_ref.rollout.enforce_eager").defined());
 }
 
+TEST_CASE("verl's Megatron spellings of routing replay and the router losses move to rlcore's keys", "[config][verl]") {
+  rlcore::ConfigNode tree = rlcore::ConfigNode::parse(R"(
+actor_rollout_ref:
+  actor:
+    strategy: megatron
+    megatron:
+      expert_model_parallel_size: 2
+      router_replay: {mode: R3}
+      override_transformer_config: {moe_aux_loss_coeff: 0.01, moe_z_loss_coeff: 0.001}
+)",
+                                                      "verl_megatron.yaml");
+  rlcore::config::apply_verl_key_rules(tree);
+  CHECK(tree.at_path("actor_rollout_ref.actor.router_replay.mode").as<std::string>() == "R3");
+  CHECK(tree.at_path("actor_rollout_ref.actor.megatron.moe_aux_loss_coeff").as<double>() == 0.01);
+  CHECK(tree.at_path("actor_rollout_ref.actor.megatron.moe_z_loss_coeff").as<double>() == 0.001);
+  CHECK_FALSE(tree.at_path("actor_rollout_ref.actor.megatron.router_replay").defined());
+  CHECK_FALSE(tree.at_path("actor_rollout_ref.actor.megatron.override_transformer_config").defined());
+  CHECK(tree.at_path("actor_rollout_ref.actor.megatron.expert_model_parallel_size").as<int64_t>() == 2);
+}
+
 TEST_CASE("the user guide lists every verl key rule", "[config][verl]") {
   const std::string guide = read_file(rlcore_test::source_dir() + "/docs/user-guide.md");
   const auto begin = guide.find("### verl keys");

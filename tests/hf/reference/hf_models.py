@@ -25,7 +25,7 @@
                                     apply_chat_template, then encode without
                                     special tokens (the agent loop's re-render)
 
-CASE: {"family": "llama|qwen2|qwen3|qwen3_moe|mistral|mixtral|gemma2", "config": {overrides},
+CASE: {"family": "llama|qwen2|qwen3|qwen3_moe|mistral|mixtral|gemma2|deepseek_v3", "config": {overrides},
 "seed": int, "max_shard_size": optional, "input_ids": [[...]],
 "attention_mask": [[...]], "new_tokens": int}. Arrays are raw little-endian
 float32 / int64, shapes in reference/outputs.json.
@@ -47,6 +47,7 @@ FAMILIES = {
     "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
     "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM),
     "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM),
+    "deepseek_v3": (transformers.DeepseekV3Config, transformers.DeepseekV3ForCausalLM),
 }
 
 TINY = dict(vocab_size=96, hidden_size=64, intermediate_size=112, num_hidden_layers=3,
@@ -80,7 +81,11 @@ def make(case_path, out_dir):
             if "norm" in name or name.endswith(".bias"):
                 param.add_(torch.randn_like(param) * 0.1)
             elif name.endswith("mlp.gate.weight"):  # a router: decisive, so no two experts nearly tie
-                param.normal_(0.0, 1.0)
+                # (DeepSeek's sigmoid would saturate to exact ties at 1.0 with larger logits)
+                param.normal_(0.0, 0.3 if case["family"] == "deepseek_v3" else 1.0)
+        for name, buffer in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):  # DeepSeek's choice bias: make it matter
+                buffer.normal_(0.0, 0.3)
     model.save_pretrained(out_dir, safe_serialization=True,
                           max_shard_size=case.get("max_shard_size", "5GB"))
     ids = torch.tensor(case["input_ids"], dtype=torch.long)
@@ -96,7 +101,17 @@ def make(case_path, out_dir):
     new = generated[:, ids.shape[1]:]
     outputs = {"logits": list(logits.shape), "logprobs": list(logprobs.shape),
                "greedy": new.tolist(), "max_abs_logit": float(logits.abs().max())}
-    if getattr(config, "num_experts_per_tok", None):  # a mixture of experts: each sparse layer's choices
+    if case["family"] == "deepseek_v3":  # group-limited routing: the routers' own choices
+        chosen = []
+        hooks = [module.register_forward_hook(lambda _m, _i, out: chosen.append(out[2].sort(dim=-1).values.tolist()))
+                 for module in model.modules() if isinstance(module, transformers.models.deepseek_v3.
+                                                             modeling_deepseek_v3.DeepseekV3TopkRouter)]
+        with torch.no_grad():
+            model(input_ids=ids, attention_mask=mask)
+        for hook in hooks:
+            hook.remove()
+        outputs["experts"] = chosen
+    elif getattr(config, "num_experts_per_tok", None):  # a mixture of experts: each sparse layer's choices
         with torch.no_grad():
             routed_out = model(input_ids=ids, attention_mask=mask, output_router_logits=True)
             routed = routed_out.router_logits

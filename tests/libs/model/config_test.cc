@@ -129,7 +129,7 @@ TEST_CASE("llama 3.2 config.json: llama3 rope scaling, eos list, defaults", "[mo
 TEST_CASE("config errors name the field and the file", "[model]") {
   std::string error = parse_error(with(kQwen25Config, "model_type", R"("gpt2")"));
   CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("model_type") && Catch::Contains("gpt2") &&
-                        Catch::Contains("gemma2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe"));
+                        Catch::Contains("deepseek_v3, gemma2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe"));
 
   error = parse_error(with(kQwen25Config, "num_key_value_heads", "3"));
   CHECK_THAT(error, Catch::Contains("num_key_value_heads") && Catch::Contains("14"));
@@ -163,7 +163,7 @@ TEST_CASE("config errors name the field and the file", "[model]") {
 }
 
 TEST_CASE("other MoE and vision checkpoints are refused by their architectures field", "[model]") {
-  for (const char* architecture : {"DeepseekV3ForCausalLM", "Qwen2VLForConditionalGeneration", "GptOssForCausalLM"}) {
+  for (const char* architecture : {"DeepseekV2ForCausalLM", "Qwen2VLForConditionalGeneration", "GptOssForCausalLM"}) {
     const std::string error =
         parse_error(with(kQwen25Config, "architectures", std::string("[\"") + architecture + "\"]"));
     CHECK_THAT(error, Catch::Contains("/ckpt/config.json") && Catch::Contains("'architectures'") &&
@@ -370,4 +370,110 @@ TEST_CASE("a Mixtral config reads its experts: every layer, intermediate_size ea
   CHECK((c.layer_is_sparse(0) && c.layer_is_sparse(1)));
   CHECK(ModelConfig::from_json_text(c.to_json_text()) == c);
   CHECK_THAT(parse_error(with(kMixtralConfig, "router_jitter_noise", "0.01")), Catch::Contains("router_jitter_noise"));
+}
+
+// DeepSeek-V3's config.json as the Hub ships it (bf16 variant: no quantization_config), 4 layers.
+const char* const kDeepseekV3Config = R"({
+  "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "aux_loss_alpha": 0.001, "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1, "first_k_dense_replace": 3,
+  "hidden_act": "silu", "hidden_size": 7168, "initializer_range": 0.02, "intermediate_size": 18432,
+  "kv_lora_rank": 512, "max_position_embeddings": 163840, "model_type": "deepseek_v3",
+  "moe_intermediate_size": 2048, "moe_layer_freq": 1, "n_group": 8, "n_routed_experts": 256,
+  "n_shared_experts": 1, "norm_topk_prob": true, "num_attention_heads": 128, "num_experts_per_tok": 8,
+  "num_hidden_layers": 4, "num_key_value_heads": 128, "num_nextn_predict_layers": 1, "q_lora_rank": 1536,
+  "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
+  "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                   "original_max_position_embeddings": 4096, "type": "yarn"},
+  "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "seq_aux": true,
+  "tie_word_embeddings": false, "topk_group": 4, "topk_method": "noaux_tc", "torch_dtype": "bfloat16",
+  "use_cache": true, "v_head_dim": 128, "vocab_size": 129280
+})";
+
+TEST_CASE("a DeepSeek-V3 config reads its latent attention and routing and writes them back", "[model]") {
+  const ModelConfig c = ModelConfig::from_json_text(kDeepseekV3Config);
+  CHECK(c.model_type == "deepseek_v3");
+  CHECK(c.latent_attention());
+  CHECK(c.kv_lora_rank == 512);
+  CHECK(c.q_lora_rank == 1536);
+  CHECK(c.head_dim == 64);  // qk_rope_head_dim, as HF sets head_dim
+  CHECK(c.qk_nope_head_dim == 128);
+  CHECK(c.qk_head_dim() == 192);
+  CHECK(c.v_head_dim == 128);
+  CHECK(c.value_head_dim() == 128);
+  CHECK(c.rope_interleave);  // DeepseekV3Config's default
+  CHECK(c.num_experts == 256);
+  CHECK(c.n_shared_experts == 1);
+  CHECK(c.num_experts_per_tok == 8);
+  CHECK(c.n_group == 8);
+  CHECK(c.topk_group == 4);
+  CHECK(c.routed_scaling_factor == 2.5);
+  CHECK(c.norm_topk_prob);
+  CHECK(c.router_aux_loss_coef == 0.0);
+  CHECK(c.first_k_dense_replace == 3);
+  for (int64_t layer = 0; layer < 4; ++layer) CHECK(c.layer_is_sparse(layer) == (layer >= 3));
+  CHECK(c.rope_scaling.rope_type == "yarn");
+  CHECK(c.rope_scaling.factor == 40.0);
+  CHECK(c.rope_scaling.mscale_all_dim == 1.0);
+  CHECK(c.rope_scaling.attention_factor == Approx(1.0));  // mscale / mscale_all_dim, both 1
+  // HF's yarn_apply_mscale: qk_head_dim^-0.5 times mscale(mscale_all_dim)^2.
+  const double mscale = 0.1 * std::log(40.0) + 1.0;
+  CHECK(c.attention_scaling() == Approx(std::pow(192.0, -0.5) * mscale * mscale).epsilon(1e-12));
+  CHECK(ModelConfig::from_json_text(c.to_json_text()) == c);
+  CHECK_THAT(c.to_json_text(), Catch::Contains("\"DeepseekV3ForCausalLM\"") &&
+                                   Catch::Contains("\"n_routed_experts\"") && Catch::Contains("\"mscale_all_dim\""));
+
+  // q_lora_rank null: a plain q_proj; it round-trips as null.
+  const ModelConfig plain_q = ModelConfig::from_json_text(with(kDeepseekV3Config, "q_lora_rank", "null"));
+  CHECK_FALSE(plain_q.q_lora_rank.has_value());
+  CHECK(ModelConfig::from_json_text(plain_q.to_json_text()) == plain_q);
+  // Without rope scaling the scale is qk_head_dim^-0.5 alone.
+  const ModelConfig unscaled = ModelConfig::from_json_text(with(kDeepseekV3Config, "rope_scaling", "null"));
+  CHECK(unscaled.attention_scaling() == std::pow(192.0, -0.5));
+  CHECK(ModelConfig::from_json_text(unscaled.to_json_text()) == unscaled);
+}
+
+TEST_CASE("a DeepSeek-V3 config HF could not build, or rlcore does not implement, is refused naming the key",
+          "[model]") {
+  const auto refused = [](const std::string& key, const std::string& value) {
+    return parse_error(with(kDeepseekV3Config, key, value));
+  };
+  CHECK_THAT(refused("num_key_value_heads", "8"), Catch::Contains("/ckpt/config.json") &&
+                                                      Catch::Contains("'num_key_value_heads'") &&
+                                                      Catch::Contains("num_attention_heads"));
+  CHECK_THAT(refused("n_group", "7"), Catch::Contains("'n_group'") && Catch::Contains("n_routed_experts"));
+  CHECK_THAT(refused("n_group", "256"), Catch::Contains("'n_group'") && Catch::Contains("at least 2"));
+  CHECK_THAT(refused("topk_group", "9"), Catch::Contains("'topk_group'") && Catch::Contains("n_group (8)"));
+  CHECK_THAT(refused("topk_group", "0"), Catch::Contains("'topk_group'"));
+  CHECK_THAT(parse_error(with(with(kDeepseekV3Config, "topk_group", "1"), "num_experts_per_tok", "33")),
+             Catch::Contains("'num_experts_per_tok'") && Catch::Contains("(32)"));
+  CHECK_THAT(refused("first_k_dense_replace", "5"), Catch::Contains("'first_k_dense_replace'"));
+  CHECK_THAT(refused("kv_lora_rank", "0"), Catch::Contains("'kv_lora_rank'"));
+  CHECK_THAT(refused("q_lora_rank", "0"), Catch::Contains("'q_lora_rank'"));
+  CHECK_THAT(refused("qk_rope_head_dim", "63"), Catch::Contains("'qk_rope_head_dim'") && Catch::Contains("even"));
+  CHECK_THAT(refused("head_dim", "128"), Catch::Contains("'head_dim'") && Catch::Contains("qk_rope_head_dim"));
+  CHECK_THAT(refused("v_head_dim", "0"), Catch::Contains("'v_head_dim'"));
+  CHECK_THAT(refused("n_shared_experts", "0"), Catch::Contains("'n_shared_experts'"));
+  CHECK_THAT(refused("routed_scaling_factor", "0"), Catch::Contains("'routed_scaling_factor'"));
+  CHECK_THAT(refused("hidden_act", R"("gelu_pytorch_tanh")"), Catch::Contains("'hidden_act'"));
+  CHECK_THAT(refused("scoring_func", R"("softmax")"), Catch::Contains("'scoring_func'") && Catch::Contains("softmax"));
+  CHECK_THAT(refused("topk_method", R"("greedy")"), Catch::Contains("'topk_method'") && Catch::Contains("greedy"));
+  CHECK_THAT(refused("moe_layer_freq", "2"), Catch::Contains("'moe_layer_freq'"));
+  CHECK_THAT(refused("quantization_config", R"({"quant_method": "fp8", "fmt": "e4m3"})"),
+             Catch::Contains("'quantization_config'") && Catch::Contains("fp8"));
+  // The DeepSeek fields belong to deepseek_v3 alone.
+  ModelConfig qwen = ModelConfig::from_json_text(kQwen3Config);
+  qwen.n_group = 2;
+  CHECK_THROWS_WITH(qwen.validate(), Catch::Contains("deepseek_v3"));
+}
+
+TEST_CASE("the deepseek_v3 presets are valid latent-attention mixtures of experts", "[model]") {
+  for (const char* size : {"tiny", "100m", "1b"}) {
+    const ModelConfig c = preset("deepseek_v3", size, 1000);
+    INFO(size);
+    CHECK(c.latent_attention());
+    CHECK(c.num_key_value_heads == c.num_attention_heads);
+    CHECK_FALSE(c.layer_is_sparse(0));
+    CHECK(c.layer_is_sparse(1));
+    CHECK(ModelConfig::from_json_text(c.to_json_text()) == c);
+  }
 }

@@ -226,4 +226,7 @@ TEST_CASE("megatron layout: bad names and sizes are errors naming them", "[model
   CHECK_THAT(error_of<rlcore::ValueError>([&] { megatron::tp_shard(config, fc2, at::zeros(fc2.shape), 0, 5); }),
              Catch::Contains("linear_fc2.weight") && Catch::Contains("5 ways"));
   CHECK_THROWS_AS(megatron::from_hf(config, "decoder.final_layernorm.weight", {}), rlcore::ValueError);
+  const ModelConfig deepseek = preset("deepseek_v3", "tiny", 64);
+  CHECK_THAT(error_of<rlcore::ValueError>([&] { megatron::validate_parallel(deepseek, 1, 1); }),
+             Catch::Contains("deepseek_v3") && Catch::Contains("multi-head latent attention (MLA"));
 }

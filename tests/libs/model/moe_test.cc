@@ -4,7 +4,11 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "rlcore/model/config.h"
 #include "rlcore/model/layers.h"
@@ -245,4 +249,175 @@ TEST_CASE("the load-balancing parts sum to the loss and give each layer's gradie
     expected += lse * lse / 5.0;
   }
   CHECK(router_z_loss(logits, mask).item<double>() == Approx(expected).epsilon(1e-6));
+}
+
+namespace moe_test {
+
+// A DeepSeek-V3 block: 8 experts in 4 groups, 2 groups searched, 3 per token, a shared expert.
+SparseMoe random_deepseek_moe(int64_t hidden, bool norm_topk_prob) {
+  SparseMoe moe = random_moe(hidden, 8, 6, 3, norm_topk_prob);
+  moe.style = SparseMoe::Style::kDeepseekV3;
+  moe.e_score_correction_bias = at::randn({8}) * 0.3;
+  moe.n_group = 4;
+  moe.topk_group = 2;
+  moe.routed_scaling_factor = 2.5;
+  moe.shared_experts = random_moe(hidden, 1, 10, 1, false).experts[0];
+  return moe;
+}
+
+struct TokenChoice {
+  std::vector<int64_t> experts;  // ascending
+  std::vector<double> weights;   // of experts, in that order
+};
+
+// DeepSeek-V3's routing of one token by its definition, in plain loops: each
+// group scored by its two best biased scores, the topk_group best groups kept,
+// the top_k biased scores among their experts chosen, weighted by the unbiased
+// sigmoid scores (renormalised when asked) times the scaling factor.
+TokenChoice deepseek_choice(const SparseMoe& moe, const at::Tensor& token) {
+  const at::Tensor logits = at::linear(token, moe.gate.weight).contiguous();
+  const int64_t experts = logits.size(0);
+  const int64_t group_size = experts / moe.n_group;
+  std::vector<double> score(experts), biased(experts);
+  for (int64_t e = 0; e < experts; ++e) {
+    score[e] = 1.0 / (1.0 + std::exp(-logits[e].item<double>()));
+    biased[e] = score[e] + moe.e_score_correction_bias[e].item<double>();
+  }
+  std::vector<std::pair<double, int64_t>> groups;
+  for (int64_t g = 0; g < moe.n_group; ++g) {
+    std::vector<double> members(biased.begin() + g * group_size, biased.begin() + (g + 1) * group_size);
+    std::sort(members.rbegin(), members.rend());
+    groups.emplace_back(members[0] + members[1], g);
+  }
+  std::sort(groups.rbegin(), groups.rend());
+  std::vector<std::pair<double, int64_t>> candidates;
+  for (int64_t i = 0; i < moe.topk_group; ++i) {
+    const int64_t g = groups[i].second;
+    for (int64_t e = g * group_size; e < (g + 1) * group_size; ++e) candidates.emplace_back(biased[e], e);
+  }
+  std::sort(candidates.rbegin(), candidates.rend());
+  TokenChoice choice;
+  for (int64_t k = 0; k < moe.top_k; ++k) choice.experts.push_back(candidates[k].second);
+  std::sort(choice.experts.begin(), choice.experts.end());
+  double total = 0;
+  for (int64_t e : choice.experts) total += score[e];
+  for (int64_t e : choice.experts) {
+    choice.weights.push_back((moe.norm_topk_prob ? score[e] / total : score[e]) * moe.routed_scaling_factor);
+  }
+  return choice;
+}
+
+}  // namespace moe_test
+
+TEST_CASE("DeepSeek-V3's group-limited routing equals its per-token definition", "[model][moe]") {
+  at::manual_seed(8);
+  for (const bool norm : {true, false}) {
+    const SparseMoe moe = moe_test::random_deepseek_moe(16, norm);
+    const at::Tensor tokens = at::randn({40, 16});
+    const Routed routed = moe.route(tokens);
+    REQUIRE(routed.chosen.sizes() == at::IntArrayRef({40, 3}));
+    CHECK(routed.router_logits.sizes() == at::IntArrayRef({40, 8}));
+    CHECK(routed.weights.scalar_type() == at::kFloat);
+    int64_t outside_best_experts = 0;  // tokens whose choice the groups changed
+    for (int64_t t = 0; t < tokens.size(0); ++t) {
+      const moe_test::TokenChoice expected = moe_test::deepseek_choice(moe, tokens[t]);
+      const auto [sorted, order] = routed.chosen[t].sort();
+      const std::vector<int64_t> ours(sorted.data_ptr<int64_t>(), sorted.data_ptr<int64_t>() + sorted.numel());
+      INFO("norm_topk_prob " << norm << ", token " << t);
+      CHECK(ours == expected.experts);
+      const at::Tensor weights = routed.weights[t].index_select(0, order);
+      for (size_t k = 0; k < expected.weights.size(); ++k) {
+        CHECK(weights[static_cast<int64_t>(k)].item<double>() == Approx(expected.weights[k]).epsilon(1e-6));
+      }
+      const at::Tensor best = std::get<1>(at::topk(routed.router_logits[t].sigmoid() + moe.e_score_correction_bias, 3));
+      if (!at::equal(std::get<0>(best.sort()), sorted)) ++outside_best_experts;
+    }
+    CHECK(outside_best_experts > 0);  // the group limit mattered for some tokens
+  }
+}
+
+TEST_CASE("DeepSeek-V3's bias steers the choice only; a replay weights by the unbiased scores", "[model][moe]") {
+  at::manual_seed(9);
+  SparseMoe moe = moe_test::random_deepseek_moe(16, true);
+  const at::Tensor tokens = at::randn({12, 16});
+  // A large bias on expert 5 sends every token there, at its unbiased score.
+  moe.e_score_correction_bias.zero_();
+  moe.e_score_correction_bias[5] = 10.0;
+  const Routed steered = moe.route(tokens);
+  CHECK((steered.chosen == 5).any(-1).all().item<bool>());
+  const at::Tensor scores = steered.router_logits.sigmoid();
+  const at::Tensor expected = scores.gather(1, steered.chosen);
+  CHECK(at::allclose(steered.weights, expected / expected.sum(-1, true) * 2.5));
+
+  const at::Tensor replay = at::tensor({0, 2, 7}, at::kLong).repeat({12, 1});
+  const Routed replayed = moe.route(tokens, replay);
+  CHECK(at::equal(replayed.chosen, replay));
+  const at::Tensor at_replay = scores.gather(1, replay);
+  CHECK(at::allclose(replayed.weights, at_replay / at_replay.sum(-1, true) * 2.5));
+}
+
+TEST_CASE("a DeepSeek-V3 block adds its shared experts to the routed ones", "[model][moe]") {
+  at::manual_seed(10);
+  const SparseMoe moe = moe_test::random_deepseek_moe(16, true);
+  const at::Tensor x = at::randn({2, 5, 16});
+  const at::Tensor tokens = x.reshape({-1, 16});
+  at::Tensor expected = moe.shared_experts(tokens);
+  for (int64_t t = 0; t < tokens.size(0); ++t) {
+    const moe_test::TokenChoice choice = moe_test::deepseek_choice(moe, tokens[t]);
+    for (size_t k = 0; k < choice.experts.size(); ++k) {
+      expected[t] += choice.weights[k] * moe.experts[static_cast<size_t>(choice.experts[k])](tokens[t]);
+    }
+  }
+  CHECK(at::allclose(moe(x), expected.reshape(x.sizes()), 1e-5, 1e-5));
+}
+
+TEST_CASE("a deepseek_v3 model: dense first layers, HF's names, its routing recorded and replayed", "[model][moe]") {
+  ModelConfig config = preset("deepseek_v3", "tiny", 64);
+  config.num_hidden_layers = 3;
+  const std::vector<ParameterSpec> specs = parameter_specs(config);
+  const auto shape_of = [&](const std::string& name) {
+    for (const ParameterSpec& s : specs) {
+      if (s.name == name) return s.shape;
+    }
+    return std::vector<int64_t>{};
+  };
+  CHECK(shape_of("model.layers.0.mlp.gate_proj.weight") == std::vector<int64_t>{384, 128});
+  CHECK(shape_of("model.layers.0.mlp.gate.weight").empty());
+  CHECK(shape_of("model.layers.1.mlp.gate.weight") == std::vector<int64_t>{8, 128});
+  CHECK(shape_of("model.layers.1.mlp.gate.e_score_correction_bias") == std::vector<int64_t>{8});
+  CHECK(shape_of("model.layers.1.mlp.experts.7.down_proj.weight") == std::vector<int64_t>{128, 96});
+  CHECK(shape_of("model.layers.1.mlp.shared_experts.up_proj.weight") == std::vector<int64_t>{96, 128});
+  CHECK(shape_of("model.layers.2.self_attn.q_a_proj.weight") == std::vector<int64_t>{96, 128});
+  CHECK(shape_of("model.layers.2.self_attn.q_a_layernorm.weight") == std::vector<int64_t>{96});
+  CHECK(shape_of("model.layers.2.self_attn.q_b_proj.weight") == std::vector<int64_t>{4 * 48, 96});
+  CHECK(shape_of("model.layers.2.self_attn.kv_a_proj_with_mqa.weight") == std::vector<int64_t>{64 + 16, 128});
+  CHECK(shape_of("model.layers.2.self_attn.kv_a_layernorm.weight") == std::vector<int64_t>{64});
+  CHECK(shape_of("model.layers.2.self_attn.kv_b_proj.weight") == std::vector<int64_t>{4 * (32 + 32), 64});
+  CHECK(shape_of("model.layers.2.self_attn.o_proj.weight") == std::vector<int64_t>{128, 4 * 32});
+  CHECK(shape_of("model.layers.2.self_attn.q_proj.weight").empty());
+  CHECK(shape_of("model.layers.2.self_attn.k_proj.weight").empty());
+
+  Transformer model(config, ModelHead::kCausalLm, at::TensorOptions().dtype(at::kFloat));
+  model.init_random(11);
+  for (const auto& [name, tensor] : model.named_parameters()) {
+    if (name.find("e_score_correction_bias") != std::string::npos) CHECK(tensor.eq(0).all().item<bool>());
+  }
+  const at::Tensor ids = at::randint(0, 64, {2, 6}, at::kLong);
+  const auto run = [&](MoeRouting* record, const MoeRouting* replay) {
+    ForwardContext ctx = model.prepare(ids, {}, {}, nullptr);
+    ctx.routing = record;
+    ctx.replay = replay;
+    return model.apply_head(model.hidden_states(ids, ctx));
+  };
+  MoeRouting own;
+  const at::Tensor logits = run(&own, nullptr);
+  CHECK(at::allclose(logits, model.forward(ids)));
+  REQUIRE(own.chosen.size() == 3);
+  CHECK_FALSE(own.chosen[0].defined());
+  CHECK(own.chosen[1].sizes() == at::IntArrayRef({12, 2}));
+  MoeRouting replayed;
+  CHECK(at::equal(run(&replayed, &own), logits));
+  MoeRouting forced(3);
+  forced.chosen[2] = at::tensor({0, 1}, at::kLong).repeat({12, 1});
+  CHECK_FALSE(at::allclose(run(nullptr, &forced), logits));
 }

@@ -97,6 +97,9 @@ TEST_CASE("validate_tp and the shard functions reject sizes that do not divide, 
   CHECK(error_of<rlcore::ValueError>([&] { validate_tp(config, 2); }).find("intermediate_size (51)") !=
         std::string::npos);
   CHECK(error_of<rlcore::ValueError>([&] { validate_tp(config, 0); }).find(">= 1") != std::string::npos);
+  CHECK(error_of<rlcore::ValueError>([&] {
+          validate_tp(preset("deepseek_v3", "tiny", 64), 2);
+        }).find("multi-head latent attention (deepseek_v3)") != std::string::npos);
 
   const at::Tensor weight = at::zeros({6, 4});
   const std::string name = "model.layers.0.mlp.gate_proj.weight";

@@ -97,7 +97,26 @@ std::string load_error(Transformer& model, const NamedTensors& tensors, LoadMode
 
 const char* const kArchs[] = {"llama", "qwen2", "qwen3"};
 
-std::vector<ModelConfig> all_variants() { return {tiny("llama"), tiny_llama_full(), tiny("qwen2"), tiny("qwen3")}; }
+// DeepSeek-V3: latent attention whose key (8 + 16) and value (12) heads differ
+// in width, a low-rank query, group-limited routing, layer 0 dense.
+ModelConfig tiny_deepseek_v3() {
+  ModelConfig c = preset("deepseek_v3", "tiny", kVocab);
+  c.hidden_size = 64;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = c.num_key_value_heads = 4;
+  c.head_dim = 8;
+  c.qk_nope_head_dim = 16;
+  c.v_head_dim = 12;
+  c.kv_lora_rank = 32;
+  c.q_lora_rank = 48;
+  c.intermediate_size = 96;
+  c.moe_intermediate_size = 24;
+  return c;
+}
+
+std::vector<ModelConfig> all_variants() {
+  return {tiny("llama"), tiny_llama_full(), tiny("qwen2"), tiny("qwen3"), tiny_deepseek_v3()};
+}
 
 }  // namespace
 
@@ -228,6 +247,21 @@ TEST_CASE("load rejects missing, unexpected and misshaped tensors", "[model]") {
   extra.emplace_back("model.layers.0.self_attn.rotary_emb.inv_freq", at::zeros({8}));
   CHECK(load_error(tied, extra).empty());
   CHECK_FALSE(tied.embed_tokens.eq(0).all().item<bool>());
+}
+
+TEST_CASE("deepseek_v3 loading skips the multi-token-prediction layers after the last, as HF", "[model]") {
+  const ModelConfig c = tiny_deepseek_v3();  // layers 0 and 1
+  Transformer model(c);
+  NamedTensors tensors = random_weights(model, 4);
+  tensors.emplace_back("model.layers.2.eh_proj.weight", at::zeros({4, 4}));  // DeepSeek's MTP module
+  tensors.emplace_back("model.layers.2.self_attn.kv_b_proj.weight", at::zeros({4, 4}));
+  CHECK(load_error(model, tensors).empty());
+  tensors.emplace_back("model.layers.1.eh_proj.weight", at::zeros({4, 4}));  // inside the model: unknown
+  CHECK_THAT(load_error(model, tensors), Catch::Contains("model.layers.1.eh_proj.weight"));
+  Transformer llama(tiny("llama"));  // only DeepSeek-V3 has them
+  NamedTensors llama_tensors = random_weights(llama, 4);
+  llama_tensors.emplace_back("model.layers.2.eh_proj.weight", at::zeros({4, 4}));
+  CHECK_THAT(load_error(llama, llama_tensors), Catch::Contains("model.layers.2.eh_proj.weight"));
 }
 
 TEST_CASE("exported parameters load into a new model with identical outputs", "[model]") {
@@ -459,6 +493,27 @@ TEST_CASE("gradients reach every parameter", "[model]") {
       CHECK(param.grad().abs().sum().item<double>() > 0);
     }
   }
+}
+
+TEST_CASE("deepseek_v3: gradients reach every parameter but the choice-only router bias", "[model]") {
+  Transformer model = make_model(tiny_deepseek_v3(), 21);
+  model.set_requires_grad(true);
+  model.forward(random_ids(4, 8, 22)).pow(2).mean().backward();
+  int64_t experts_unchosen = 0;
+  for (const auto& [name, param] : model.named_parameters()) {
+    INFO(name);
+    if (name.find("e_score_correction_bias") != std::string::npos) {
+      CHECK_FALSE(param.grad().defined());  // it steers which experts, never how much
+      continue;
+    }
+    if (name.find(".mlp.experts.") != std::string::npos && !param.grad().defined()) {
+      ++experts_unchosen;  // an expert no token chose is not read
+      continue;
+    }
+    REQUIRE(param.grad().defined());
+    CHECK(param.grad().abs().sum().item<double>() > 0);
+  }
+  CHECK(experts_unchosen < 8 * 3);  // most experts of the sparse layer are chosen by some token
 }
 
 TEST_CASE("forward validates its inputs", "[model]") {

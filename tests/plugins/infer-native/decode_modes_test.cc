@@ -68,7 +68,7 @@ SamplingParams sampling(double temperature) {
 }  // namespace
 
 TEST_CASE("shape-static decode steps give the eager steps' tokens and log-probs", "[infer-native]") {
-  for (const char* arch : {"llama", "qwen3"}) {
+  for (const char* arch : {"llama", "qwen3", "deepseek_v3"}) {
     const Transformer model = random_model(tiny_config(arch), 3);
     for (double temperature : {0.0, 1.0}) {
       INFO(arch << ", temperature " << temperature);

@@ -48,6 +48,15 @@ inline ModelConfig tiny_config(const std::string& arch = "llama") {
   c.max_position_embeddings = 128;
   c.initializer_range = 0.1;
   c.eos_token_ids = {319};
+  if (c.latent_attention()) {  // one kv head per query head; key heads 16 + 8 wide, value heads 16
+    c.num_key_value_heads = c.num_attention_heads;
+    c.head_dim = 8;
+    c.qk_nope_head_dim = 16;
+    c.v_head_dim = 16;
+    c.kv_lora_rank = 32;
+    c.q_lora_rank = 48;
+    c.moe_intermediate_size = 32;
+  }
   c.validate("tiny test config");
   return c;
 }

@@ -8,7 +8,7 @@ using rlcore::GenerationOutput;
 using rlcore::SamplingParams;
 
 TEST_CASE("greedy generation equals argmax decoding over full forwards without a cache", "[infer-native]") {
-  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "deepseek_v3"}) {
     INFO("arch " << arch);
     Fixture fixture(arch);
     auto engine = make_engine(fixture.dir.path());

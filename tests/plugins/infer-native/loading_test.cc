@@ -101,7 +101,8 @@ TEST_CASE("the infer-native plugin loads through the PluginLoader and generates"
   // tensor_model_parallel_size, enforce_eager
   CHECK(entry.keys.size() == 9);
   CHECK(registry.capabilities(rlcore::InferenceEngine::kKind, "native") ==
-        std::vector<std::string>{"adopts_weights", "tensor_parallel", "sleep", "requests", "generation_stats"});
+        std::vector<std::string>{"adopts_weights", "tensor_parallel", "sleep", "requests", "generation_stats",
+                                 "records_routing"});
 
   Fixture fixture;
   rlcore::ComponentContext context;

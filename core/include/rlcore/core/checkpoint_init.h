@@ -37,7 +37,7 @@ RLCORE_API std::vector<std::filesystem::path> write_hf_checkpoint(
     const TokenizerFiles& tokenizer, std::uint64_t max_shard_bytes = kCheckpointMaxShardBytes);
 
 struct ModelInitOptions {
-  std::string arch;  // llama | qwen2 | qwen3
+  std::string arch;  // llama | qwen2 | qwen3 | qwen3_moe | deepseek_v3
   std::string size;  // tiny | 100m | 1b
   std::filesystem::path out;
   std::uint64_t seed = 0;

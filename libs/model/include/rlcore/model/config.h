@@ -1,6 +1,5 @@
-// ModelConfig: the Hugging Face config.json of a Llama / Mistral / Mixtral / Qwen2 / Qwen3 / Qwen3-MoE / Gemma 2
-// decoder,
-// parsed and validated once, written back HF-compatibly, plus named size presets.
+// ModelConfig: the Hugging Face config.json of a Llama / Mistral / Mixtral / Qwen2 / Qwen3 / Qwen3-MoE / Gemma 2 /
+// DeepSeek-V3 decoder, parsed and validated once, written back HF-compatibly, plus named size presets.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +12,8 @@
 
 namespace rlcore::model {
 
-inline constexpr const char* kSupportedModelTypes = "gemma2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe";
+inline constexpr const char* kSupportedModelTypes =
+    "deepseek_v3, gemma2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe";
 
 // HF `rope_scaling` / `rope_parameters`: default, linear, llama3 and yarn;
 // others (dynamic, longrope) are a ConfigError naming the field.
@@ -32,19 +32,22 @@ struct RopeScaling {
   double beta_slow = 1.0;
   bool truncate = true;
   double attention_factor = 1.0;
+  // DeepSeek-V3 only (any rope_type but default): its attention scale is
+  // multiplied by (0.1 * mscale_all_dim * ln(factor) + 1)^2; 0 = not given.
+  double mscale_all_dim = 0.0;
 
   bool operator==(const RopeScaling& other) const;
 };
 
 struct ModelConfig {
-  std::string model_type;  // "gemma2" | "llama" | "mistral" | "mixtral" | "qwen2" | "qwen3" | "qwen3_moe"
+  std::string model_type;  // one of kSupportedModelTypes
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
   int64_t num_key_value_heads = 0;
-  int64_t head_dim = 0;
+  int64_t head_dim = 0;  // deepseek_v3: qk_rope_head_dim, the rotary part of a query/key head (as HF sets it)
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
@@ -70,6 +73,27 @@ struct ModelConfig {
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;
   double router_aux_loss_coef = 0.001;
+  // DeepSeek-V3's routing (deepseek_v3; the defaults elsewhere): sigmoid
+  // scores; the experts split into n_group groups of which each token searches
+  // the topk_group best; weights times routed_scaling_factor; shared experts
+  // (one MLP n_shared_experts * moe_intermediate_size wide) beside the routed
+  // ones; the first first_k_dense_replace layers dense.
+  int64_t n_shared_experts = 0;
+  int64_t n_group = 1;
+  int64_t topk_group = 1;
+  double routed_scaling_factor = 1.0;
+  int64_t first_k_dense_replace = 0;
+  // DeepSeek-V3's multi-head latent attention (kv_lora_rank > 0): queries from
+  // q_proj, or low-rank through q_a_proj -> q_a_layernorm -> q_b_proj when
+  // q_lora_rank is set; keys and values decompressed from one latent of
+  // kv_lora_rank (kv_a_proj_with_mqa -> kv_a_layernorm -> kv_b_proj), each
+  // key head qk_nope_head_dim + head_dim wide (its rotary part shared by all
+  // heads), each value head v_head_dim wide.
+  int64_t kv_lora_rank = 0;
+  std::optional<int64_t> q_lora_rank;
+  int64_t qk_nope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  bool rope_interleave = false;  // rotary pairs (x0, x1), (x2, x3), ... rather than the two halves
   // A sliding layer's query sees only the keys of the last `sliding_window`
   // positions (itself included): every layer for mistral, the layers that
   // `sliding_layers` marks for gemma2. Unset: full causal attention.
@@ -112,11 +136,17 @@ struct ModelConfig {
 
   int64_t num_kv_groups() const { return num_attention_heads / num_key_value_heads; }
   bool is_moe() const { return num_experts > 0; }
+  bool latent_attention() const { return kv_lora_rank > 0; }
+  // A query/key head's width: head_dim, plus qk_nope_head_dim with latent attention.
+  int64_t qk_head_dim() const { return qk_nope_head_dim + head_dim; }
+  // A value head's width: head_dim, or v_head_dim with latent attention.
+  int64_t value_head_dim() const { return latent_attention() ? v_head_dim : head_dim; }
   bool layer_is_sparse(int64_t layer) const;
   bool layer_slides(int64_t layer) const {
     return sliding_window.has_value() && (sliding_layers.empty() || sliding_layers.at(layer));
   }
-  // head_dim^-0.5, or query_pre_attn_scalar^-0.5 when set.
+  // head_dim^-0.5, or query_pre_attn_scalar^-0.5 when set; deepseek_v3:
+  // qk_head_dim^-0.5, times yarn's mscale(mscale_all_dim)^2 when rope_scaling gives it.
   double attention_scaling() const;
   // torch_dtype as a ScalarType (float32 / bfloat16 / float16).
   c10::ScalarType dtype() const;
@@ -129,7 +159,7 @@ struct ModelConfig {
 bool is_supported_model_type(const std::string& model_type);
 
 // Named presets for `rlcore model init --arch ARCH --size SIZE`: arch is
-// llama|qwen2|qwen3|qwen3_moe, size is tiny (~1M params with a 1k vocab), 100m (~100M
+// llama|qwen2|qwen3|qwen3_moe|deepseek_v3, size is tiny (~1M params with a 1k vocab), 100m (~100M
 // with a 32k vocab) or 1b (~1B with a 32k vocab, Llama-3.2-1B shaped).
 // Embeddings are tied, as in the small Llama 3.2 / Qwen models.
 // Throws ConfigError for an unknown arch or size.

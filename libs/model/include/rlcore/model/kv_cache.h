@@ -22,6 +22,8 @@ class KvCache {
   KvCache() = default;
   KvCache(const ModelConfig& config, int64_t batch_size, int64_t max_len, const at::TensorOptions& options);
 
+  // Latent attention (deepseek_v3): its decompressed keys and values per head,
+  // qk_head_dim() and v_head_dim wide.
   std::vector<at::Tensor> keys;    // per layer [B, kv_heads, max_len, head_dim]
   std::vector<at::Tensor> values;  // per layer [B, kv_heads, max_len, head_dim]
   at::Tensor valid;                // [B, max_len] bool

@@ -1,4 +1,4 @@
-// Building blocks of the Llama / Mistral / Qwen2 / Qwen3 / Gemma 2 decoder as plain structs of
+// Building blocks of the Llama / Mistral / Qwen2 / Qwen3 / Gemma 2 / DeepSeek-V3 decoders as plain structs of
 // at::Tensor, so training engines can wrap or swap them (FSDP per layer, TP linears).
 #pragma once
 
@@ -69,6 +69,10 @@ class RotaryEmbedding {
 at::Tensor rotate_half(const at::Tensor& x);
 // x [B, heads, T, D] with cos/sin [B, T, D]: x*cos + rotate_half(x)*sin.
 at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+// DeepSeek's interleaved layout (HF apply_rotary_pos_emb_interleave): the pairs
+// (x0, x1), (x2, x3), ... each rotated by one frequency, the result laid out
+// as [rotated evens, rotated odds]. Shapes as apply_rotary.
+at::Tensor apply_rotary_interleaved(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
 // What a forward's sparse layers routed, per layer (undefined for a dense
 // layer): each token's chosen experts [tokens, top_k] (int64, in the router's
@@ -120,12 +124,18 @@ struct ForwardContext {
   const MoeRouting* replay = nullptr;
 };
 
+// This forward's new keys and values k, v [B, KV, T, D] -> what its queries attend
+// over: the layer's cache slots up to the new ones, with k and v written into
+// them, or k and v themselves when the forward has no cache.
+std::pair<at::Tensor, at::Tensor> append_to_cache(const ForwardContext& ctx, int64_t layer, const at::Tensor& k,
+                                                  const at::Tensor& v);
+
 // Softmax attention with grouped kv heads, HF's op order (fp32 softmax).
-// q [B, H, T, D], k and v [B, KV, S, D]: query heads h of group g = h / (H / KV)
+// q [B, H, T, D], k [B, KV, S, D] and v [B, KV, S, Dv]: query heads h of group g = h / (H / KV)
 // share kv head g (HF repeat_kv order), without copying kv per query head.
 // `blocked` as ForwardContext::blocked (undefined: nothing blocked).
 // softcap > 0: scores -> tanh(scores / softcap) * softcap before masking (Gemma 2).
-// Returns [B, T, H * D].
+// Returns [B, T, H * Dv].
 at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocked,
                              double scaling, double softcap = 0.0);
 
@@ -148,6 +158,32 @@ struct Attention {
   void collect(const std::string& prefix, ParameterSlots& out);
 };
 
+// DeepSeek-V3's multi-head latent attention (HF DeepseekV3Attention, its op
+// order): queries through q_proj or the low-rank q_a_proj -> q_a_layernorm ->
+// q_b_proj; keys and values decompressed by kv_b_proj from the normed latent
+// of kv_a_proj_with_mqa, whose last head_dim features are one rotary key part
+// shared by every head. The KV cache holds the decompressed keys
+// [B, heads, S, qk_nope_head_dim + rope_head_dim] and values [B, heads, S, v_head_dim]
+// (HF caches the latent instead: less memory, the same attention).
+struct LatentAttention {
+  Linear q_proj;                          // when the config has no q_lora_rank
+  Linear q_a_proj, q_b_proj;              // when it has one
+  RmsNorm q_a_layernorm, kv_a_layernorm;  // eps 1e-6, as HF builds them
+  Linear kv_a_proj_with_mqa, kv_b_proj, o_proj;
+  int64_t num_heads = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  int64_t kv_lora_rank = 0;
+  bool rope_interleave = false;
+  double scaling = 1.0;
+
+  bool defined() const { return kv_a_proj_with_mqa.weight.defined(); }
+  // x [B, T, hidden] -> [B, T, hidden]; `layer` picks this layer's cache.
+  at::Tensor operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const;
+  void collect(const std::string& prefix, ParameterSlots& out);
+};
+
 // Gated MLP: down(act(gate(x)) * up(x)), act SiLU (SwiGLU) or GELU-tanh (Gemma 2).
 struct Mlp {
   Linear gate_proj, up_proj, down_proj;
@@ -161,25 +197,39 @@ struct Mlp {
 // softmax (fp32) over the experts, each token's top_k, their weights
 // renormalised when norm_topk_prob, then per expert with tokens one gated MLP
 // over its tokens only (tokens sorted by expert), weighted and summed back.
+// DeepSeek-V3 routes otherwise (sigmoid scores within the best groups, see
+// route()) and adds shared experts.
 struct SparseMoe {
   // Where the families differ: Qwen3-MoE casts the weights to the hidden dtype
   // before weighting and names the block "mlp" (experts' gate_proj, up_proj,
   // down_proj); Mixtral weights in fp32 and names it "block_sparse_moe" (w1, w3, w2).
-  enum class Style { kQwen3Moe, kMixtral };
+  // DeepSeek-V3 ("mlp") routes by sigmoid scores within its best groups (route())
+  // and adds shared experts.
+  enum class Style { kQwen3Moe, kMixtral, kDeepseekV3 };
 
   Linear gate;  // the router: [num_experts, hidden], no bias
   std::vector<Mlp> experts;
   int64_t top_k = 0;
   bool norm_topk_prob = false;
   Style style = Style::kQwen3Moe;
+  // DeepSeek-V3 only. Its router, in fp32: scores = sigmoid(logits); each
+  // token's choice among the experts of its topk_group best groups (a group
+  // scores the sum of its best two scores + e_score_correction_bias) by
+  // scores + e_score_correction_bias; the chosen experts weighted by their
+  // scores (renormalised when norm_topk_prob) times routed_scaling_factor.
+  at::Tensor e_score_correction_bias;  // [num_experts]; a parameter here, HF's buffer
+  int64_t n_group = 1;
+  int64_t topk_group = 1;
+  double routed_scaling_factor = 1.0;
+  Mlp shared_experts;  // added to every token's routed output (undefined weights: none)
   // Used instead of apply_experts when set (expert parallelism: the tokens
   // dispatched to the ranks holding their experts and back).
   std::function<at::Tensor(const SparseMoe&, const at::Tensor&, const Routed&)> experts_override;
 
   // tokens [N, hidden] -> each token's experts and weights. With `replay`
   // ([N, top_k] int64) the tokens go to those experts instead of the router's
-  // top-k (routing replay), weighted by the router's probabilities of them; a
-  // token whose replay row is -1 keeps the router's choice.
+  // top-k (routing replay), weighted by the router's probabilities (DeepSeek-V3:
+  // unbiased scores) of them; a token whose replay row is -1 keeps the router's choice.
   Routed route(const at::Tensor& tokens, const at::Tensor& replay = {}) const;
   // The experts' weighted sum over routed tokens [N, hidden], grouped per expert.
   at::Tensor apply_experts(const at::Tensor& tokens, const Routed& routed) const;
@@ -187,7 +237,8 @@ struct SparseMoe {
   at::Tensor operator()(const at::Tensor& x, Routed* record = nullptr, const at::Tensor& replay = {}) const;
   // The block's name in a layer ("mlp", "block_sparse_moe").
   const char* name() const { return style == Style::kMixtral ? "block_sparse_moe" : "mlp"; }
-  // "gate.weight", "experts.<e>.gate_proj.weight" (Mixtral: "experts.<e>.w1.weight") ... after `prefix`.
+  // "gate.weight", "experts.<e>.gate_proj.weight" (Mixtral: "experts.<e>.w1.weight") ... after `prefix`;
+  // DeepSeek-V3 also "gate.e_score_correction_bias" and "shared_experts.gate_proj.weight" ...
   void collect(const std::string& prefix, ParameterSlots& out);
 };
 
@@ -197,6 +248,7 @@ struct SparseMoe {
 struct DecoderLayer {
   RmsNorm input_layernorm;
   Attention self_attn;
+  LatentAttention latent_attn;  // DeepSeek-V3's, used instead of self_attn when defined (HF name "self_attn")
   RmsNorm post_attention_layernorm;
   RmsNorm pre_feedforward_layernorm, post_feedforward_layernorm;  // Gemma 2 only
   Mlp mlp;

@@ -81,7 +81,8 @@ at::Tensor merge_tp_shards(const ModelConfig& config, const MegatronParam& param
                            const std::vector<at::Tensor>& shards);
 
 // ValueError naming the model field unless tp_size divides the query groups,
-// intermediate_size and vocab_size, and pp_size <= num_hidden_layers.
+// intermediate_size and vocab_size, and pp_size <= num_hidden_layers; and for
+// multi-head latent attention (deepseek_v3), which the layout does not map.
 void validate_parallel(const ModelConfig& config, int64_t tp_size, int64_t pp_size);
 
 // The decoder layers [begin, end) pipeline stage pp_rank holds: an even
