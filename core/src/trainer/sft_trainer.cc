@@ -150,8 +150,7 @@ class SftRun {
     const Batch batch = workers::make_supervised_batch(prompts, responses, pad_id, masked ? &loss_masks : nullptr);
     const runtime::CallOutput result = workers::call(workers_->actor(), workers::actor_methods::kSftStep, batch).get();
     std::map<std::string, double> metrics;
-    workers::reply_of(workers::actor_methods::kSftStep, result.replies.front())
-        .add_to(metrics, workers::kActorRole);
+    workers::reply_of(workers::actor_methods::kSftStep, result.replies.front()).add_to(metrics, workers::kActorRole);
     metrics[metric_names::kTimingStep] = seconds_since(start);
     return metrics;
   }
