@@ -26,12 +26,7 @@ void check_supported(const ComponentContext& context, const model::ModelConfig& 
   if (config.model_type == "gemma2") {
     throw ConfigError(
         "megatron: model_type 'gemma2' is not supported by the megatron engine (llama, mistral, qwen2, "
-        "qwen3); use strategy fsdp");
-  }
-  if (config.latent_attention()) {
-    throw ConfigError("megatron: model_type '" + config.model_type +
-                      "' uses multi-head latent attention (MLA), which the megatron engine does not build; use "
-                      "strategy fsdp");
+        "qwen3, qwen3_moe, mixtral, deepseek_v3); use strategy fsdp");
   }
   try {
     mg::validate_parallel(config, options.tensor_model_parallel_size, options.pipeline_model_parallel_size);
@@ -160,6 +155,18 @@ LayerWeights MegatronEngine::layer_weights(const std::vector<at::Tensor>& weight
   w.k_norm = weight(weights, p + "self_attention.k_layernorm.weight");
   w.proj_weight = weight(weights, p + "self_attention.linear_proj.weight");
   w.proj_bias = weight(weights, p + "self_attention.linear_proj.bias");
+  if (config_.latent_attention()) {
+    w.q_proj = weight(weights, p + "self_attention.linear_q_proj.weight");
+    w.q_down = weight(weights, p + "self_attention.linear_q_down_proj.weight");
+    w.q_down_bias = weight(weights, p + "self_attention.linear_q_down_proj.bias");
+    w.q_latent_norm = weight(weights, p + "self_attention.q_layernorm.weight");
+    w.q_up = weight(weights, p + "self_attention.linear_q_up_proj.weight");
+    w.kv_down = weight(weights, p + "self_attention.linear_kv_down_proj.weight");
+    w.kv_down_bias = weight(weights, p + "self_attention.linear_kv_down_proj.bias");
+    w.kv_latent_norm = weight(weights, p + "self_attention.kv_layernorm.weight");
+    w.kv_up = weight(weights, p + "self_attention.linear_kv_up_proj.weight");
+    w.q_norm = at::Tensor();  // the latent q norm above, not qwen3's per-head one
+  }
   w.pre_mlp_norm = weight(weights, p + "pre_mlp_layernorm.weight");
   w.fc1_weight = weight(weights, p + "mlp.linear_fc1.weight");
   w.fc1_bias = weight(weights, p + "mlp.linear_fc1.bias");
@@ -167,6 +174,9 @@ LayerWeights MegatronEngine::layer_weights(const std::vector<at::Tensor>& weight
   w.fc2_bias = weight(weights, p + "mlp.linear_fc2.bias");
   if (!config_.layer_is_sparse(layer)) return w;
   w.router = weight(weights, p + "mlp.router.weight");
+  w.router_bias = weight(weights, p + "mlp.router.expert_bias");
+  w.shared_fc1 = weight(weights, p + "mlp.shared_experts.linear_fc1.weight");
+  w.shared_fc2 = weight(weights, p + "mlp.shared_experts.linear_fc2.weight");
   const int64_t local = config_.num_experts / groups_.ep.size();
   for (int64_t e = groups_.ep.rank() * local; e < (groups_.ep.rank() + 1) * local; ++e) {
     const std::string expert = p + "mlp.experts.local_experts." + std::to_string(e) + ".";

@@ -15,7 +15,9 @@ StageModel::StageModel(const model::ModelConfig& config, const CommGroup& tp, co
       ep_(ep),
       local_groups_(config.num_key_value_heads / tp.size()),
       heads_per_group_(config.num_attention_heads / config.num_key_value_heads),
-      scaling_(std::pow(static_cast<double>(config.head_dim), -0.5)) {}
+      local_heads_(config.num_attention_heads / tp.size()),
+      scaling_(config.latent_attention() ? config.attention_scaling()
+                                         : std::pow(static_cast<double>(config.head_dim), -0.5)) {}
 
 at::Tensor StageModel::embed(const at::Tensor& input_ids, const at::Tensor& embedding_shard) const {
   return vocab_parallel_embedding(input_ids, embedding_shard, vocab_start(), tp_);
@@ -27,13 +29,23 @@ model::SparseMoe StageModel::sparse_block(const LayerWeights& w) const {
   moe.top_k = config_.num_experts_per_tok;
   moe.norm_topk_prob = config_.norm_topk_prob;
   moe.style = config_.model_type == "mixtral" ? model::SparseMoe::Style::kMixtral : model::SparseMoe::Style::kQwen3Moe;
-  const int64_t rows = config_.moe_intermediate_size;
-  for (size_t e = 0; e < w.expert_fc1.size(); ++e) {
-    model::Mlp expert;
-    expert.gate_proj.weight = w.expert_fc1[e].narrow(0, 0, rows);
-    expert.up_proj.weight = w.expert_fc1[e].narrow(0, rows, rows);
-    expert.down_proj.weight = w.expert_fc2[e];
-    moe.experts.push_back(std::move(expert));
+  // [gate; up] and down as a gated MLP (views, so gradients reach the fused weights).
+  const auto gated_mlp = [](const at::Tensor& fc1, const at::Tensor& fc2) {
+    const int64_t rows = fc1.size(0) / 2;
+    model::Mlp mlp;
+    mlp.gate_proj.weight = fc1.narrow(0, 0, rows);
+    mlp.up_proj.weight = fc1.narrow(0, rows, rows);
+    mlp.down_proj.weight = fc2;
+    return mlp;
+  };
+  for (size_t e = 0; e < w.expert_fc1.size(); ++e) moe.experts.push_back(gated_mlp(w.expert_fc1[e], w.expert_fc2[e]));
+  if (config_.model_type == "deepseek_v3") {
+    moe.style = model::SparseMoe::Style::kDeepseekV3;
+    moe.e_score_correction_bias = w.router_bias;
+    moe.n_group = config_.n_group;
+    moe.topk_group = config_.topk_group;
+    moe.routed_scaling_factor = config_.routed_scaling_factor;
+    if (w.shared_fc1.defined()) moe.shared_experts = gated_mlp(w.shared_fc1, w.shared_fc2);
   }
   if (ep_.size() > 1) {
     const CommGroup* ep = &ep_;
@@ -44,8 +56,44 @@ model::SparseMoe StageModel::sparse_block(const LayerWeights& w) const {
   return moe;
 }
 
+at::Tensor StageModel::latent_attention(const at::Tensor& h, const LayerWeights& w,
+                                        const model::ForwardContext& ctx) const {
+  // libs/model's LatentAttention over this rank's heads. Each rank computes the
+  // replicated down projections and norms for its heads only, so their
+  // gradients are summed over tp (copy_to_tp on the weights).
+  const auto replicated = [&](const at::Tensor& weight) {
+    return weight.defined() ? copy_to_tp(weight, tp_) : at::Tensor();
+  };
+  model::LatentAttention attn;
+  attn.q_proj.weight = w.q_proj;
+  attn.q_a_proj = model::Linear{replicated(w.q_down), replicated(w.q_down_bias)};
+  attn.q_a_layernorm = model::RmsNorm{replicated(w.q_latent_norm), 1e-6};  // HF's eps for the latent norms
+  attn.q_b_proj.weight = w.q_up;
+  attn.kv_a_proj_with_mqa = model::Linear{replicated(w.kv_down), replicated(w.kv_down_bias)};
+  attn.kv_a_layernorm = model::RmsNorm{replicated(w.kv_latent_norm), 1e-6};
+  attn.kv_b_proj.weight = w.kv_up;
+  attn.o_proj.weight = w.proj_weight;
+  attn.num_heads = local_heads_;
+  attn.qk_nope_head_dim = config_.qk_nope_head_dim;
+  attn.rope_head_dim = config_.head_dim;
+  attn.v_head_dim = config_.v_head_dim;
+  attn.kv_lora_rank = config_.kv_lora_rank;
+  attn.rope_interleave = config_.rope_interleave;
+  attn.scaling = scaling_;
+  model::ForwardContext uncached = ctx;
+  uncached.cache = nullptr;
+  return attn(h, uncached, /*layer=*/0);
+}
+
 at::Tensor StageModel::layer(const at::Tensor& x, const LayerWeights& w, const model::ForwardContext& ctx,
                              model::Routed* routed, const at::Tensor& replay) const {
+  if (config_.latent_attention()) {
+    const double eps = config_.rms_norm_eps;
+    const at::Tensor h = copy_to_tp(model::RmsNorm{w.input_norm, eps}(x), tp_);
+    at::Tensor attention = reduce_from_tp(latent_attention(h, w, ctx), tp_);
+    if (w.proj_bias.defined()) attention = attention + w.proj_bias;
+    return mlp_block(x + attention, w, routed, replay);
+  }
   const int64_t batch = x.size(0);
   const int64_t len = x.size(1);
   const int64_t dim = config_.head_dim;
@@ -69,7 +117,12 @@ at::Tensor StageModel::layer(const at::Tensor& x, const LayerWeights& w, const m
   at::Tensor attention =
       reduce_from_tp(at::linear(model::grouped_attention(q, k, v, blocked, scaling_), w.proj_weight), tp_);
   if (w.proj_bias.defined()) attention = attention + w.proj_bias;
-  const at::Tensor mid = x + attention;
+  return mlp_block(x + attention, w, routed, replay);
+}
+
+at::Tensor StageModel::mlp_block(const at::Tensor& mid, const LayerWeights& w, model::Routed* routed,
+                                 const at::Tensor& replay) const {
+  const double eps = config_.rms_norm_eps;
   if (w.router.defined()) {
     // Router and experts are whole on every tp rank: the block runs replicated
     // on the full input, so neither its input nor its output crosses tp.

@@ -30,8 +30,17 @@ struct Entry {
 };
 
 bool always(const ModelConfig&) { return true; }
-bool has_qkv_bias(const ModelConfig& c) { return c.qkv_bias; }
+bool fused_qkv(const ModelConfig& c) { return !c.latent_attention(); }
+bool has_qkv_bias(const ModelConfig& c) { return c.qkv_bias && !c.latent_attention(); }
 bool has_qk_norm(const ModelConfig& c) { return c.qk_norm; }
+// DeepSeek-V3's latent attention: queries low-rank (q_lora_rank) or through one q_proj.
+bool latent(const ModelConfig& c) { return c.latent_attention(); }
+bool latent_q_proj(const ModelConfig& c) { return c.latent_attention() && !c.q_lora_rank; }
+bool latent_q_lora(const ModelConfig& c) { return c.latent_attention() && c.q_lora_rank.has_value(); }
+bool latent_q_lora_bias(const ModelConfig& c) { return latent_q_lora(c) && c.qkv_bias; }
+bool latent_kv_bias(const ModelConfig& c) { return c.latent_attention() && c.qkv_bias; }
+bool is_deepseek(const ModelConfig& c) { return c.model_type == "deepseek_v3"; }
+bool has_shared_experts(const ModelConfig& c) { return is_deepseek(c) && c.n_shared_experts > 0; }
 bool has_o_proj_bias(const ModelConfig& c) { return c.o_proj_bias; }
 bool has_mlp_bias(const ModelConfig& c) { return c.mlp_bias; }
 bool untied(const ModelConfig& c) { return !c.tie_word_embeddings; }
@@ -45,7 +54,7 @@ const std::vector<Entry>& layer_entries() {
        {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"},
        Fusion::kQkv,
        TpSplit::kColumn,
-       always},
+       fused_qkv},
       {"self_attention.linear_qkv.bias",
        {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"},
        Fusion::kQkv,
@@ -61,6 +70,54 @@ const std::vector<Entry>& layer_entries() {
        Fusion::kNone,
        TpSplit::kReplicated,
        has_qk_norm},
+      // Latent attention (Megatron-core's MLASelfAttention, local spec): the down
+      // projections and their norms replicated, the up projections column-parallel
+      // by whole heads ([heads][nope + rope] and [heads][nope + v] rows).
+      {"self_attention.linear_q_proj.weight",
+       {"self_attn.q_proj.weight"},
+       Fusion::kNone,
+       TpSplit::kColumn,
+       latent_q_proj},
+      {"self_attention.linear_q_down_proj.weight",
+       {"self_attn.q_a_proj.weight"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
+       latent_q_lora},
+      {"self_attention.linear_q_down_proj.bias",
+       {"self_attn.q_a_proj.bias"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
+       latent_q_lora_bias},
+      {"self_attention.q_layernorm.weight",
+       {"self_attn.q_a_layernorm.weight"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
+       latent_q_lora},
+      {"self_attention.linear_q_up_proj.weight",
+       {"self_attn.q_b_proj.weight"},
+       Fusion::kNone,
+       TpSplit::kColumn,
+       latent_q_lora},
+      {"self_attention.linear_kv_down_proj.weight",
+       {"self_attn.kv_a_proj_with_mqa.weight"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
+       latent},
+      {"self_attention.linear_kv_down_proj.bias",
+       {"self_attn.kv_a_proj_with_mqa.bias"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
+       latent_kv_bias},
+      {"self_attention.kv_layernorm.weight",
+       {"self_attn.kv_a_layernorm.weight"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
+       latent},
+      {"self_attention.linear_kv_up_proj.weight",
+       {"self_attn.kv_b_proj.weight"},
+       Fusion::kNone,
+       TpSplit::kColumn,
+       latent},
       {"self_attention.linear_proj.weight", {"self_attn.o_proj.weight"}, Fusion::kNone, TpSplit::kRow, always},
       {"self_attention.linear_proj.bias",
        {"self_attn.o_proj.bias"},
@@ -90,6 +147,26 @@ const std::vector<Entry>& layer_entries() {
        Fusion::kNone,
        TpSplit::kReplicated,
        is_mixtral,
+       Scope::kSparse},
+      // DeepSeek-V3: the router's score-correction bias (HF's buffer) and the
+      // shared experts, whole on every TP rank like the routed ones.
+      {"mlp.router.expert_bias",
+       {"mlp.gate.e_score_correction_bias"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
+       is_deepseek,
+       Scope::kSparse},
+      {"mlp.shared_experts.linear_fc1.weight",
+       {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"},
+       Fusion::kFc1,
+       TpSplit::kReplicated,
+       has_shared_experts,
+       Scope::kSparse},
+      {"mlp.shared_experts.linear_fc2.weight",
+       {"mlp.shared_experts.down_proj.weight"},
+       Fusion::kNone,
+       TpSplit::kReplicated,
+       has_shared_experts,
        Scope::kSparse},
       {"linear_fc1.weight",
        {"gate_proj.weight", "up_proj.weight"},
@@ -227,9 +304,42 @@ Dims dims_of(const ModelConfig& c) {
           c.hidden_size,         c.intermediate_size,   c.vocab_size};
 }
 
+// The rows of gate (= of up) in a fused [gate; up] linear_fc1.
+int64_t fc1_rows(const ModelConfig& config, const Resolved& r) {
+  if (r.expert >= 0) return config.moe_intermediate_size;
+  if (std::string(r.entry->megatron).find("shared_experts") != std::string::npos)
+    return config.n_shared_experts * config.moe_intermediate_size;
+  return config.intermediate_size;
+}
+
+// Latent attention's shapes (the same names as fused attention's where they are shared).
+std::vector<int64_t> latent_shape(const ModelConfig& c, const std::string& suffix) {
+  const int64_t q_rows = c.num_attention_heads * c.qk_head_dim();
+  const int64_t q_rank = c.q_lora_rank.value_or(0);
+  if (suffix == "self_attention.linear_q_proj.weight") return {q_rows, c.hidden_size};
+  if (suffix == "self_attention.linear_q_down_proj.weight") return {q_rank, c.hidden_size};
+  if (suffix == "self_attention.linear_q_down_proj.bias" || suffix == "self_attention.q_layernorm.weight")
+    return {q_rank};
+  if (suffix == "self_attention.linear_q_up_proj.weight") return {q_rows, q_rank};
+  if (suffix == "self_attention.linear_kv_down_proj.weight") return {c.kv_lora_rank + c.head_dim, c.hidden_size};
+  if (suffix == "self_attention.linear_kv_down_proj.bias") return {c.kv_lora_rank + c.head_dim};
+  if (suffix == "self_attention.kv_layernorm.weight") return {c.kv_lora_rank};
+  if (suffix == "self_attention.linear_kv_up_proj.weight")
+    return {c.num_attention_heads * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank};
+  if (suffix == "self_attention.linear_proj.weight") return {c.hidden_size, c.num_attention_heads * c.v_head_dim};
+  return {};
+}
+
 std::vector<int64_t> canonical_shape(const ModelConfig& config, const Resolved& r) {
   const Dims d = dims_of(config);
   const std::string suffix = r.entry->megatron;
+  if (config.latent_attention()) {
+    std::vector<int64_t> shape = latent_shape(config, suffix);
+    if (!shape.empty()) return shape;
+  }
+  if (suffix == "mlp.router.expert_bias") return {config.num_experts};
+  if (suffix == "mlp.shared_experts.linear_fc1.weight") return {2 * fc1_rows(config, r), d.hidden};
+  if (suffix == "mlp.shared_experts.linear_fc2.weight") return {d.hidden, fc1_rows(config, r)};
   const int64_t qkv_rows = d.groups * (d.per_group + 2) * d.head_dim;
   if (suffix == "self_attention.linear_qkv.weight") return {qkv_rows, d.hidden};
   if (suffix == "self_attention.linear_qkv.bias") return {qkv_rows};
@@ -350,7 +460,7 @@ at::Tensor to_hf(const ModelConfig& config, const std::string& hf_name, const at
     case Fusion::kNone:
       return megatron_full;
     case Fusion::kFc1: {
-      const int64_t rows = r.parameter.expert >= 0 ? config.moe_intermediate_size : d.intermediate;
+      const int64_t rows = fc1_rows(config, r.parameter);
       return megatron_full.narrow(0, static_cast<int64_t>(r.source) * rows, rows);
     }
     case Fusion::kQkv: {
@@ -401,11 +511,6 @@ at::Tensor merge_tp_shards(const ModelConfig& config, const MegatronParam& param
 }
 
 void validate_parallel(const ModelConfig& config, int64_t tp_size, int64_t pp_size) {
-  if (config.latent_attention()) {
-    throw ValueError("model_type '" + config.model_type + "' uses multi-head latent attention (MLA: kv_lora_rank " +
-                     std::to_string(config.kv_lora_rank) +
-                     "), which the Megatron layout has no place for (its attention is fused qkv)");
-  }
   const char* tp = "tensor_model_parallel_size";
   check_divides("num_key_value_heads", config.num_key_value_heads, tp_size, tp);
   check_divides("num_attention_heads", config.num_attention_heads, tp_size, tp);

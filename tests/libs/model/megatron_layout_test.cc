@@ -226,7 +226,72 @@ TEST_CASE("megatron layout: bad names and sizes are errors naming them", "[model
   CHECK_THAT(error_of<rlcore::ValueError>([&] { megatron::tp_shard(config, fc2, at::zeros(fc2.shape), 0, 5); }),
              Catch::Contains("linear_fc2.weight") && Catch::Contains("5 ways"));
   CHECK_THROWS_AS(megatron::from_hf(config, "decoder.final_layernorm.weight", {}), rlcore::ValueError);
-  const ModelConfig deepseek = preset("deepseek_v3", "tiny", 64);
-  CHECK_THAT(error_of<rlcore::ValueError>([&] { megatron::validate_parallel(deepseek, 1, 1); }),
-             Catch::Contains("deepseek_v3") && Catch::Contains("multi-head latent attention (MLA"));
+}
+
+TEST_CASE("megatron layout: DeepSeek-V3's latent attention, router bias and shared experts round-trip bit-exactly",
+          "[model][megatron][moe]") {
+  for (bool q_lora : {true, false}) {
+    INFO("q_lora " << q_lora);
+    ModelConfig config = preset("deepseek_v3", "tiny", 64);
+    if (!q_lora) config.q_lora_rank.reset();
+    config.validate("megatron deepseek test");
+    std::multiset<std::string> covered, expected;
+    int64_t megatron_numel = 0;
+    for (const megatron::MegatronParam& param : megatron::megatron_parameters(config)) {
+      int64_t numel = 1;
+      for (int64_t d : param.shape) numel *= d;
+      megatron_numel += numel;
+      for (const std::string& name : megatron::hf_sources(config, param.name)) {
+        covered.insert(name);
+        CHECK(megatron::megatron_source(config, name) == param.name);
+      }
+    }
+    for (const ParameterSpec& spec : parameter_specs(config, ModelHead::kCausalLm)) expected.insert(spec.name);
+    CHECK(covered == expected);
+    CHECK(megatron_numel == num_parameters(config, ModelHead::kCausalLm));
+    const std::string attn = "decoder.layers.1.self_attention.";
+    if (q_lora) {
+      CHECK(megatron::hf_sources(config, attn + "linear_q_down_proj.weight") ==
+            std::vector<std::string>{"model.layers.1.self_attn.q_a_proj.weight"});
+      CHECK(megatron::hf_sources(config, attn + "q_layernorm.weight") ==
+            std::vector<std::string>{"model.layers.1.self_attn.q_a_layernorm.weight"});
+      CHECK(megatron::megatron_parameter(config, attn + "linear_q_up_proj.weight").split == TpSplit::kColumn);
+      CHECK_THROWS_AS(megatron::megatron_parameter(config, attn + "linear_q_proj.weight"), rlcore::ValueError);
+    } else {
+      CHECK(megatron::hf_sources(config, attn + "linear_q_proj.weight") ==
+            std::vector<std::string>{"model.layers.1.self_attn.q_proj.weight"});
+    }
+    CHECK(megatron::hf_sources(config, attn + "kv_layernorm.weight") ==
+          std::vector<std::string>{"model.layers.1.self_attn.kv_a_layernorm.weight"});
+    CHECK(megatron::megatron_parameter(config, attn + "linear_kv_down_proj.weight").split == TpSplit::kReplicated);
+    CHECK(megatron::megatron_parameter(config, attn + "linear_kv_up_proj.weight").split == TpSplit::kColumn);
+    CHECK(megatron::hf_sources(config, "decoder.layers.1.mlp.router.expert_bias") ==
+          std::vector<std::string>{"model.layers.1.mlp.gate.e_score_correction_bias"});
+    CHECK(megatron::hf_sources(config, "decoder.layers.1.mlp.shared_experts.linear_fc1.weight") ==
+          std::vector<std::string>{"model.layers.1.mlp.shared_experts.gate_proj.weight",
+                                   "model.layers.1.mlp.shared_experts.up_proj.weight"});
+    // The first first_k_dense_replace layers are dense.
+    CHECK(megatron::megatron_parameter(config, "decoder.layers.0.mlp.linear_fc1.weight").layer == 0);
+    CHECK_THROWS_AS(megatron::megatron_parameter(config, "decoder.layers.0.mlp.router.expert_bias"),
+                    rlcore::ValueError);
+    const auto hf = random_hf(config);
+    const auto fused = to_megatron(config, hf);
+    for (const auto& [name, tensor] : hf) {
+      INFO(name);
+      CHECK(at::equal(megatron::to_hf(config, name, fused.at(megatron::megatron_source(config, name))), tensor));
+    }
+    // TP shards are whole heads of the up projections and merge back.
+    megatron::validate_parallel(config, 2, 2);
+    for (const megatron::MegatronParam& param : megatron::megatron_parameters(config)) {
+      INFO(param.name);
+      std::vector<at::Tensor> shards;
+      for (int64_t r = 0; r < 2; ++r) shards.push_back(megatron::tp_shard(config, param, fused.at(param.name), r, 2));
+      CHECK(at::equal(megatron::merge_tp_shards(config, param, shards), fused.at(param.name)));
+    }
+    const auto kv_up = megatron::megatron_parameter(config, attn + "linear_kv_up_proj.weight");
+    const int64_t head_rows = config.qk_nope_head_dim + config.v_head_dim;
+    const int64_t half = config.num_attention_heads / 2;
+    CHECK(at::equal(megatron::tp_shard(config, kv_up, fused.at(kv_up.name), 1, 2),
+                    hf.at("model.layers.1.self_attn.kv_b_proj.weight").narrow(0, half * head_rows, half * head_rows)));
+  }
 }

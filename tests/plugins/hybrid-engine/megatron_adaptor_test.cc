@@ -117,3 +117,33 @@ TEST_CASE("the megatron adaptor rebuilds a mixture of experts' router and every 
   CHECK(adaptor.sources({"model.layers.0.mlp.gate.weight", {4, 32}, at::kFloat}, layout) ==
         std::vector<std::string>{"decoder.layers.0.mlp.router.weight"});
 }
+
+TEST_CASE("the megatron adaptor rebuilds DeepSeek-V3's latent attention, router bias and shared experts",
+          "[hybrid][adaptor][megatron][moe]") {
+  const model::ModelConfig config = model::preset("deepseek_v3", "tiny", 64);
+  std::map<std::string, at::Tensor> hf;
+  at::manual_seed(6);
+  for (const auto& spec : model::parameter_specs(config, model::ModelHead::kCausalLm))
+    hf[spec.name] = at::randn(spec.shape);
+  std::map<std::string, at::Tensor> fused;
+  for (const auto& param : model::megatron::megatron_parameters(config)) {
+    std::vector<at::Tensor> sources;
+    for (const auto& name : model::megatron::hf_sources(config, param.name)) sources.push_back(hf.at(name));
+    fused[param.name] = model::megatron::from_hf(config, param.name, sources);
+  }
+  const hybrid_engine::MegatronAdaptor adaptor(config);
+  RolloutLayout layout;
+  for (const auto& [name, full] : hf) {
+    INFO(name);
+    const WeightMeta target{name, full.sizes().vec(), at::kFloat};
+    const auto sources = adaptor.sources(target, layout);
+    REQUIRE(sources.size() == 1);
+    at::Tensor out = at::empty(target.shape);
+    adaptor.convert(target, layout, {fused.at(sources[0])}, out);
+    CHECK(at::equal(out, full));
+  }
+  CHECK(adaptor.sources({"model.layers.1.self_attn.kv_b_proj.weight", {}, at::kFloat}, layout) ==
+        std::vector<std::string>{"decoder.layers.1.self_attention.linear_kv_up_proj.weight"});
+  CHECK(adaptor.sources({"model.layers.1.mlp.gate.e_score_correction_bias", {}, at::kFloat}, layout) ==
+        std::vector<std::string>{"decoder.layers.1.mlp.router.expert_bias"});
+}

@@ -49,6 +49,40 @@ rlcore::model::ModelConfig moe_config() {
   return c;
 }
 
+// A tiny DeepSeek-V3 (the preset's proportions at width 32): latent attention
+// with a low-rank query, 8 experts in 4 groups (2 searched), 2 per token, a
+// shared expert, layer 0 dense, yarn's attention scale.
+rlcore::model::ModelConfig deepseek_config() {
+  rlcore::model::ModelConfig c = rlcore::model::preset("deepseek_v3", "tiny", 64);
+  c.hidden_size = 32;
+  c.num_attention_heads = c.num_key_value_heads = 4;
+  c.head_dim = 4;
+  c.qk_nope_head_dim = c.v_head_dim = 8;
+  c.kv_lora_rank = 16;
+  c.q_lora_rank = 24;
+  c.intermediate_size = 64;
+  c.moe_intermediate_size = 16;
+  c.num_hidden_layers = 3;
+  c.rope_scaling.rope_type = "yarn";
+  c.rope_scaling.factor = 4.0;
+  c.rope_scaling.original_max_position_embeddings = 512;
+  c.rope_scaling.mscale_all_dim = 1.0;
+  c.validate("megatron deepseek test config");
+  return c;
+}
+
+// write_tiny_checkpoint with a non-zero score-correction bias (HF initialises it
+// to 0), so the bias changes which experts are chosen.
+void write_deepseek_checkpoint(const fs::path& dir, const rlcore::model::ModelConfig& config) {
+  rlcore::model::Transformer model(config, rlcore::model::ModelHead::kCausalLm, at::TensorOptions().dtype(at::kFloat));
+  model.init_random(7);
+  at::manual_seed(11);
+  for (const auto& [name, tensor] : model.named_parameters()) {
+    if (name.find("e_score_correction_bias") != std::string::npos) tensor.copy_(at::randn_like(tensor) * 0.05);
+  }
+  rlcore::write_hf_checkpoint(dir, config, model.named_parameters(), rlcore::builtin_tokenizer_files());
+}
+
 struct Layout {
   int64_t tp, pp, world, ep = 1;
 };
@@ -60,8 +94,12 @@ struct Run {
 };
 
 struct Suite {
-  explicit Suite(const rlcore::model::ModelConfig& config = test_config()) {
-    write_tiny_checkpoint(model.path(), config);
+  explicit Suite(const rlcore::model::ModelConfig& config = test_config()) : config(config) {
+    if (config.model_type == "deepseek_v3") {
+      write_deepseek_checkpoint(model.path(), config);
+    } else {
+      write_tiny_checkpoint(model.path(), config);
+    }
   }
   Run run(const Layout& layout, std::vector<std::string> extra = {}) {
     Run result;
@@ -75,6 +113,7 @@ struct Suite {
     result.ranks = run_ranks(layout.world, result.out, args, std::chrono::seconds(180), megatron_runner());
     return result;
   }
+  rlcore::model::ModelConfig config;
   TempDir model;
   TempDir work;
   int counter = 0;
@@ -87,6 +126,11 @@ Suite& suite() {
 
 Suite& moe_suite() {
   static Suite instance(moe_config());
+  return instance;
+}
+
+Suite& deepseek_suite() {
+  static Suite instance(deepseek_config());
   return instance;
 }
 
@@ -166,10 +210,11 @@ TEST_CASE("megatron tp=2, pp=2, tp=2 x pp=2 and dp=2 x tp=2 train exactly like o
   require_same_training(suite().run(layout, {"--micro", "2"}), reference);
 }
 
-TEST_CASE("megatron in one process equals the fsdp engine: outputs, metrics, updated weights", "[megatron]") {
-  const Run run = suite().run({1, 1, 1});
+// Megatron in one process (the suite's run `run`) against the fsdp engine on the
+// same checkpoint, batch, loss and steps: outputs, metrics, updated weights.
+void require_equal_to_fsdp(Suite& suite, const Run& run) {
   rlcore::ComponentContext context;
-  context.model_path = suite().model.str();
+  context.model_path = suite.model.str();
   context.total_training_steps = 10;
   rlcore::train_fsdp::FsdpOptions options;
   options.optim.lr = 1e-2;
@@ -178,7 +223,8 @@ TEST_CASE("megatron in one process equals the fsdp engine: outputs, metrics, upd
   options.optim.min_lr_ratio = 0.1;
   rlcore::train_fsdp::FsdpEngine fsdp(options, context);
   // The runner's batch, loss and steps (megatron_rank_runner.cc), run here through fsdp.
-  const rlcore::Batch batch = rlcore::testing::train_batch(test_config().vocab_size);
+  const rlcore::model::ModelConfig& config = suite.config;
+  const rlcore::Batch batch = rlcore::testing::train_batch(config.vocab_size);
   rlcore::ForwardOptions forward;
   forward.entropy = true;
   CHECK(max_diff(fsdp.forward(batch, forward).log_prob, whole_batch(run, "log_prob_before")) < kBeforeTolerance);
@@ -190,7 +236,6 @@ TEST_CASE("megatron in one process equals the fsdp engine: outputs, metrics, upd
     CHECK(std::abs(metrics.at("loss") - run.ranks[0]["metrics"][step]["loss"].get<double>()) < tolerance);
   }
   const auto megatron = by_name(load_tensors(run.out / "params.safetensors"));
-  const rlcore::model::ModelConfig config = test_config();
   int64_t compared = 0;
   fsdp.for_each_full_parameter([&](const std::string& name, const at::Tensor& full) {
     INFO(name);
@@ -199,6 +244,10 @@ TEST_CASE("megatron in one process equals the fsdp engine: outputs, metrics, upd
     ++compared;
   });
   CHECK(compared == static_cast<int64_t>(rlcore::model::parameter_specs(config).size()));
+}
+
+TEST_CASE("megatron in one process equals the fsdp engine: outputs, metrics, updated weights", "[megatron]") {
+  require_equal_to_fsdp(suite(), suite().run({1, 1, 1}));
 }
 
 TEST_CASE("a megatron checkpoint saved at tp=2 resumes at tp=1 and at tp=2 x pp=2 exactly", "[megatron][checkpoint]") {
@@ -334,4 +383,21 @@ TEST_CASE("megatron expert parallel sizes that do not fit are errors naming the 
   context.model_path = suite().model.str();  // a dense model has no experts to split
   CHECK_THAT(error_of<rlcore::ConfigError>([&] { rlcore::train_megatron::MegatronEngine(options, context); }),
              Catch::Contains("has no experts"));
+}
+
+TEST_CASE("megatron trains DeepSeek-V3 (latent attention, grouped routing, shared experts) as the fsdp engine does",
+          "[megatron][moe][deepseek]") {
+  require_equal_to_fsdp(deepseek_suite(), deepseek_suite().run({1, 1, 1}));
+}
+
+TEST_CASE("megatron trains DeepSeek-V3 like one process: tp=2, pp=2, ep=2 (with tp=2)", "[megatron][moe][deepseek]") {
+  static const Run reference = deepseek_suite().run({1, 1, 1}, {"--micro", "2"});
+  const Layout layout = GENERATE(Layout{2, 1, 2}, Layout{1, 2, 2}, Layout{1, 1, 2, 2}, Layout{2, 1, 4, 2});
+  INFO("tp " << layout.tp << " pp " << layout.pp << " world " << layout.world << " ep " << layout.ep);
+  const Run run = deepseek_suite().run(layout, {"--micro", "2"});
+  require_same_training(run, reference);
+  const auto params = by_name(load_tensors(run.out / "params.safetensors"));
+  CHECK(params.count("decoder.layers.2.self_attention.linear_kv_up_proj.weight") == 1);
+  CHECK(params.count("decoder.layers.2.mlp.shared_experts.linear_fc1.weight") == 1);
+  CHECK(params.count("decoder.layers.0.mlp.linear_fc1.weight") == 1);
 }

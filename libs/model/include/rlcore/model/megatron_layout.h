@@ -1,4 +1,4 @@
-// The Megatron-core parameter layout of the Llama / Qwen decoder, and its
+// The Megatron-core parameter layout of the Llama / Qwen / Mixtral / DeepSeek-V3 decoder, and its
 // conversion to and from Hugging Face tensors, in one place for the
 // train-megatron engine and its weight adaptor.
 //
@@ -9,6 +9,16 @@
 //   decoder.layers.N.self_attention.linear_qkv.bias       qwen2 / attention_bias
 //   decoder.layers.N.self_attention.q_layernorm.weight    qwen3: [D] replicated (also k_layernorm)
 //   decoder.layers.N.self_attention.linear_proj.weight    [H, Q*D] row (dim 1); bias replicated
+// DeepSeek-V3's latent attention (MLASelfAttention, local spec) instead of linear_qkv:
+//   decoder.layers.N.self_attention.linear_q_proj.weight        [Q*(Dn+Dr), H] column (no q_lora_rank), or
+//   decoder.layers.N.self_attention.linear_q_down_proj.weight   [Rq, H]  replicated (HF q_a_proj)
+//   decoder.layers.N.self_attention.q_layernorm.weight          [Rq]     replicated (HF q_a_layernorm)
+//   decoder.layers.N.self_attention.linear_q_up_proj.weight     [Q*(Dn+Dr), Rq] column, whole heads (HF q_b_proj)
+//   decoder.layers.N.self_attention.linear_kv_down_proj.weight  [Rkv+Dr, H] replicated (HF kv_a_proj_with_mqa)
+//   decoder.layers.N.self_attention.kv_layernorm.weight         [Rkv]    replicated (HF kv_a_layernorm)
+//   decoder.layers.N.self_attention.linear_kv_up_proj.weight    [Q*(Dn+Dv), Rkv] column, whole heads (HF kv_b_proj)
+//   decoder.layers.N.self_attention.linear_proj.weight          [H, Q*Dv] row
+// (Transformer Engine's spec fuses the two norms into linear_{q,kv}_up_proj.layer_norm_weight.)
 //   decoder.layers.N.pre_mlp_layernorm.weight             [H]     replicated
 //   decoder.layers.N.mlp.linear_fc1.weight                [2I, H] column: gate and up fused
 //   decoder.layers.N.mlp.linear_fc2.weight                [H, I]  row; bias replicated
@@ -16,12 +26,18 @@
 //   decoder.layers.N.mlp.router.weight                    [E, H]  replicated (HF mlp.gate / block_sparse_moe.gate)
 //   decoder.layers.N.mlp.experts.local_experts.K.linear_fc1.weight  [2Im, H] [gate; up] (Mixtral [w1; w3]), whole
 //   decoder.layers.N.mlp.experts.local_experts.K.linear_fc2.weight  [H, Im]  down_proj (Mixtral w2), whole
+// DeepSeek-V3 adds, replicated like the experts:
+//   decoder.layers.N.mlp.router.expert_bias               [E]     HF mlp.gate.e_score_correction_bias
+//   decoder.layers.N.mlp.shared_experts.linear_fc1.weight [2Is, H] [gate; up] of mlp.shared_experts, whole
+//   decoder.layers.N.mlp.shared_experts.linear_fc2.weight [H, Is]  its down_proj, whole
 // Experts are never split over TP (expert tensor parallel size 1). K is the
 // global expert index here (Megatron's local index at expert parallel size 1):
 // an expert-parallel engine holds a subset of these names.
 //   decoder.final_layernorm.weight                        [H]     replicated
 //   output_layer.weight                                   [V, H]  vocab-parallel; untied models only
-// (Q query heads, G = key/value heads = query groups, D head_dim, I intermediate.)
+// (Q query heads, G = key/value heads = query groups, D head_dim, I intermediate; latent:
+// Dn qk_nope_head_dim, Dr the rotary head_dim, Dv v_head_dim, Rq q_lora_rank, Rkv kv_lora_rank,
+// Is = n_shared_experts * moe_intermediate_size.)
 //
 // A full (tp = 1) tensor is "canonical": linear_qkv is grouped as
 // [group][q heads of the group, k, v][D], linear_fc1 is [gate; up]. A rank's
@@ -81,8 +97,7 @@ at::Tensor merge_tp_shards(const ModelConfig& config, const MegatronParam& param
                            const std::vector<at::Tensor>& shards);
 
 // ValueError naming the model field unless tp_size divides the query groups,
-// intermediate_size and vocab_size, and pp_size <= num_hidden_layers; and for
-// multi-head latent attention (deepseek_v3), which the layout does not map.
+// intermediate_size and vocab_size, and pp_size <= num_hidden_layers.
 void validate_parallel(const ModelConfig& config, int64_t tp_size, int64_t pp_size);
 
 // The decoder layers [begin, end) pipeline stage pp_rank holds: an even
