@@ -1,5 +1,5 @@
-// The Megatron-core layout of the Llama / Qwen decoder: parameter names and
-// shapes, fusion of q/k/v (per query group) and gate/up, TP shards, PP stages.
+// The Megatron-core layout of the Llama / Qwen / MoE / DeepSeek-V3 decoder: parameter
+// names and shapes, fusion of q/k/v (per query group) and gate/up, TP shards, PP stages.
 #include "rlcore/model/megatron_layout.h"
 
 #include <ATen/ATen.h>

@@ -1,7 +1,8 @@
 // The `megatron` train engine over real processes (gloo): tp=2, pp=2,
 // tp=2 x pp=2 and dp=2 x tp=2 give the same log-probs, losses, gradient norms
 // and updated weights as one process; one process equals the fsdp engine
-// (itself tested against torch AdamW); checkpoints load into another layout;
+// (itself tested against torch AdamW), for a dense model and for DeepSeek-V3
+// (whose tp=2, pp=2 and ep=2 runs equal one process too); checkpoints load into another layout;
 // bad layouts are errors that name the key.
 #include "../train-fsdp/fsdp_testing.h"
 
