@@ -93,6 +93,14 @@ bool needs_missing_hardware(const std::string& key, const std::string& choice) {
   return key == "trainer.device" && choice == "cuda" && (!rlcore::cuda_build() || rlcore::cuda_device_count() == 0);
 }
 
+// Overrides a choice needs beside it (a key whose value needs another key's).
+std::vector<std::string> companions(const std::string& key, const std::string& choice) {
+  if (key == "actor_rollout_ref.actor.router_replay.mode" && choice == "R3") {
+    return {"actor_rollout_ref.rollout.enable_rollout_routing_replay=true"};
+  }
+  return {};
+}
+
 }  // namespace
 
 TEST_CASE("every key the config reference lists is accepted where it says, with its documented choices",
@@ -116,6 +124,7 @@ TEST_CASE("every key the config reference lists is accepted where it says, with 
       std::vector<std::string> args = {"config", "--config", config};
       if (!key.selector.empty()) args.push_back(key.selector);
       args.push_back(key.key + "=" + value);
+      for (const std::string& companion : companions(key.key, value)) args.push_back(companion);
       const auto result = cli_test::run(args);
       INFO(key.section << ": rlcore config ... " << (key.selector.empty() ? "" : key.selector + " ") << key.key << "="
                        << value << "\n"
