@@ -101,6 +101,16 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
   CHECK(metrics.at(1).at("memory/controller_rss_bytes") > 10e6);
   CHECK(metrics.at(1).at("perf/cpu_memory_used_gb") * (1 << 30) >
         metrics.at(1).at("memory/controller_rss_bytes") + 2 * metrics.at(1).at("memory/worker_rss_bytes/min"));
+  // trainer.balance_batch (verl's default, on): each step's rows reordered so the two ranks get even
+  // work; balanced by workload, so the token spread between ranks may stay but never exceeds the batch's.
+  for (const auto& [step, m] : metrics) {
+    INFO("step " << step);
+    CHECK(m.at("global_seqlen/mean") > 0);
+    CHECK(m.at("global_seqlen/balanced_min") <= m.at("global_seqlen/mean"));
+    CHECK(m.at("global_seqlen/balanced_max") >= m.at("global_seqlen/mean"));
+    CHECK(m.at("global_seqlen/balanced_min") + m.at("global_seqlen/balanced_max") ==
+          Approx(2 * m.at("global_seqlen/mean")));
+  }
   const double first = e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3);
   const double last = e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12);
   CHECK(last > first + 0.1);

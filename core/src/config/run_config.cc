@@ -39,6 +39,10 @@ const OptionsSchema<RunConfig>& run_config_schema() {
              "Stop (and save, export) after the first validation whose val-core reward, averaged over data "
              "sources, is at least this; 0: never. SFT uses it to stop at a chosen warm-start accuracy.",
              at_least(0))
+        .key("balance_batch", &TrainerConfig::balance_batch,
+             "Reorder each step's batch so every data-parallel rank of the actor gets about the same work (verl's "
+             "sequence-length balancing: Karmarkar-Karp over 24576 x tokens + tokens^2 per row), reported as "
+             "global_seqlen/*; the rows' order changes which rows share a rank and a mini-batch, not the loss.")
         .key("resume_mode", &TrainerConfig::resume_mode,
              "auto: continue from the latest checkpoint in the run directory; disable: start fresh; "
              "resume_path: from trainer.resume_from_path.",

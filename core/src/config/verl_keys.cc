@@ -107,8 +107,6 @@ const std::vector<VerlKeyRule>& verl_key_rules() {
        "what verl's checkpoints hold; rlcore's always hold the model, the optimizer and the trainer state"},
       {"data.return_raw_chat", H::kNoEffect, nullptr,
        "verl hands chat messages to agent loops and reward models; rlcore keeps them itself"},
-      {"trainer.balance_batch", H::kNoEffect, nullptr,
-       "verl reorders each batch to even out tokens per data-parallel rank (throughput); rlcore keeps the order"},
       {"actor_rollout_ref.actor.ulysses_sequence_parallel_size", H::kOnlyValue, "1",
        "Ulysses sequence parallelism is not implemented"},
       {"actor_rollout_ref.ref.ulysses_sequence_parallel_size", H::kOnlyValue, "1",

@@ -36,6 +36,7 @@
 #include "trainer/plan.h"
 #include "trainer/reward_model.h"
 #include "trainer/rewards.h"
+#include "trainer/seqlen_balancing.h"
 #include "trainer/rollout_pool.h"
 #include "workers/sequences.h"
 #include "trainer/step_metrics.h"
@@ -361,6 +362,12 @@ struct RlTrainer::Impl {
       timed("gen_max", [&] { add_greedy_baselines(batch, rollout.examples); });
     }
 
+    if (config.trainer.balance_batch && plan.actor_workers > 1 && batch.size() % plan.actor_workers == 0) {
+      const trainer::BalancedOrder balanced =
+          trainer::balance_batch_order(batch.tensor(columns::kAttentionMask), plan.actor_workers);
+      batch.reorder(at::tensor(balanced.order, at::kLong));
+      metrics.insert(balanced.metrics.begin(), balanced.metrics.end());
+    }
     const Batch engine_input = batch.select(kEngineColumns);
     const double temperature = config.actor_rollout_ref.rollout.temperature;
     const std::string& replay_mode = config.actor_rollout_ref.actor.router_replay.mode;

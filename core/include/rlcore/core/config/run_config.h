@@ -30,6 +30,7 @@ struct TrainerConfig {
   bool val_before_train = true;
   bool val_only = false;             // validate once, then stop without training
   double stop_at_val_reward = 0.0;   // stop after a validation whose val-core reward reaches it; 0: never
+  bool balance_batch = true;         // reorder each batch so the actor's dp ranks get even work (verl's)
   std::string resume_mode = "auto";  // auto | disable | resume_path
   std::string resume_from_path;      // resume_path: a global_step_N checkpoint directory
   int64_t max_ckpt_to_keep = 0;      // 0: keep all
