@@ -376,6 +376,11 @@ struct RlTrainer::Impl {
         batch.contains(columns::kRoutedExperts)
             ? std::optional<at::Tensor>(batch.pop({columns::kRoutedExperts}).tensor(columns::kRoutedExperts))
             : std::nullopt;
+    if (replay_mode == "R3" && !rollout_routing) {
+      throw ValueError(
+          "actor_rollout_ref.actor.router_replay.mode = R3: the rollout returned no routed_experts column (is "
+          "actor_rollout_ref.rollout.enable_rollout_routing_replay on, and does the rollout engine record it?)");
+    }
     timed("old_log_prob", [&] {
       std::vector<std::future<runtime::CallOutput>> calls;
       workers::LogProbArgs old_log_prob{temperature, true};
