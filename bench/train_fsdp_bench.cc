@@ -15,11 +15,6 @@
 //                    [--steps 3] [--rounds 1] [--batch 8] [--prompt 32] [--response 32] [--micro 0] [--threads 2]
 //                    [--python /usr/bin/python3] [--device cpu|cuda]
 // Internally it re-runs itself with --role baseline|rank for each measured process.
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -41,6 +36,7 @@
 #include <torch/optim/adamw.h>
 
 #include "fsdp_engine.h"
+#include "bench_processes.h"
 #include "python_baseline.h"
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/device.h"
@@ -48,11 +44,8 @@
 #include "rlcore/safetensors/safetensors.h"
 #include "../tests/common/test_paths.h"
 
-extern char** environ;
-
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 namespace rlcore {
 namespace {
@@ -114,35 +107,6 @@ at::Tensor pg_loss_of(const at::Tensor& log_prob, const Batch& rows, double scal
   return -(log_prob * rows.tensor("advantages") * rows.tensor("response_mask")).sum() * scale;
 }
 
-double peak_rss_mb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
-
-// Returns once the work queued on `device`'s current stream is done.
-void wait_for(const at::Device& device) {
-  if (device.is_cpu()) return;
-  const auto& impl = *c10::impl::getDeviceGuardImpl(device.type());
-  impl.synchronizeStream(impl.getStream(device));
-}
-
-// Runs `step` once to warm up, then `steps` times; the fastest step's seconds
-// (the machine is shared, so the minimum is the least disturbed measurement).
-template <class Step>
-double time_steps(int64_t steps, const at::Device& device, Step step) {
-  step();
-  wait_for(device);
-  double best = std::numeric_limits<double>::infinity();
-  for (int64_t s = 0; s < steps; ++s) {
-    const auto start = Clock::now();
-    step();
-    wait_for(device);
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return best;
-}
-
 void write_result(const Args& a, const nlohmann::json& result) { std::ofstream(a.result) << result.dump(); }
 
 int run_baseline(const Args& a) {
@@ -161,7 +125,7 @@ int run_baseline(const Args& a) {
   const Batch batch = make_batch(a, config.vocab_size);
   const double scale = 1.0 / batch.tensor("response_mask").sum().item<double>();
   const int64_t micro = a.micro > 0 ? a.micro : a.batch;
-  const double seconds = time_steps(a.steps, at::kCPU, [&] {
+  const double seconds = bench::time_steps(a.steps, at::kCPU, [&] {
     adamw.zero_grad();
     for (int64_t begin = 0; begin < a.batch; begin += micro) {
       const Batch rows = batch.slice(begin, std::min(a.batch, begin + micro));
@@ -175,7 +139,7 @@ int run_baseline(const Args& a) {
     adamw.step();
   });
   const int64_t state = model::num_parameters(config) * 4 * 4;  // params, grads, two moments
-  write_result(a, {{"seconds", seconds}, {"rss_mb", peak_rss_mb()}, {"state_mb", state / 1e6}});
+  write_result(a, {{"seconds", seconds}, {"rss_mb", bench::peak_rss_mb()}, {"state_mb", state / 1e6}});
   return 0;
 }
 
@@ -207,35 +171,15 @@ int run_rank(const Args& a) {
     return LossOutput{pg_loss_of(out.log_prob, rows, global.dp_size / global.num_tokens), {}};
   };
   if (!device.is_cpu()) reset_peak_memory(device);  // on the CPU it would also reset ru_maxrss
-  const double seconds = time_steps(a.steps, device, [&] { engine.train_step(mine, forward, loss); });
+  const double seconds = bench::time_steps(a.steps, device, [&] { engine.train_step(mine, forward, loss); });
   const TrainMemory memory = engine.memory();
   const double state = static_cast<double>(memory.param_bytes + memory.grad_bytes + memory.optimizer_bytes);
   const double device_peak = device.is_cpu() ? 0.0 : static_cast<double>(device_memory_stats(device).peak_allocated);
   write_result(a, {{"seconds", seconds},
-                   {"rss_mb", peak_rss_mb()},
+                   {"rss_mb", bench::peak_rss_mb()},
                    {"state_mb", state / 1e6},
                    {"device_peak_mb", device_peak / 1e6}});
   return 0;
-}
-
-// This process's environment with the thread counts of OpenMP and OpenBLAS set
-// to `threads` (OpenBLAS reads them when it loads, before main).
-std::vector<std::string> environment_with_threads(int threads) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    if (entry.rfind("OMP_NUM_THREADS=", 0) != 0 && entry.rfind("OPENBLAS_NUM_THREADS=", 0) != 0) env.push_back(entry);
-  }
-  env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
-  env.push_back("OPENBLAS_NUM_THREADS=" + std::to_string(threads));
-  return env;
-}
-
-std::vector<char*> as_argv(std::vector<std::string>& strings) {
-  std::vector<char*> raw;
-  for (auto& s : strings) raw.push_back(s.data());
-  raw.push_back(nullptr);
-  return raw;
 }
 
 // Runs this executable once per rank with `extra` arguments; returns their results.
@@ -244,60 +188,32 @@ std::vector<nlohmann::json> spawn_processes(const std::string& self, const Args&
   std::unique_ptr<runtime::RendezvousStore> store;
   if (role == "rank") store = std::make_unique<runtime::RendezvousStore>("127.0.0.1", 0, std::chrono::minutes(10));
   const int threads = std::max(1, a.threads / static_cast<int>(world));
-  std::vector<std::string> env = environment_with_threads(threads);
-  std::vector<pid_t> pids;
+  std::vector<std::vector<std::string>> args;
   std::vector<std::string> results;
   for (int64_t rank = 0; rank < world; ++rank) {
     results.push_back(
         (fs::path(a.work) / (role + "_" + std::to_string(world) + "_" + std::to_string(rank) + ".json")).string());
-    std::vector<std::string> argv = {self,
-                                     "--role",
-                                     role,
-                                     "--model-dir",
-                                     model_dir,
-                                     "--rank",
-                                     std::to_string(rank),
-                                     "--world",
-                                     std::to_string(world),
-                                     "--port",
-                                     std::to_string(store ? store->port() : 0),
-                                     "--result",
-                                     results.back(),
-                                     "--steps",
-                                     std::to_string(a.steps),
-                                     "--batch",
-                                     std::to_string(a.batch),
-                                     "--prompt",
-                                     std::to_string(a.prompt),
-                                     "--response",
-                                     std::to_string(a.response),
-                                     "--micro",
-                                     std::to_string(a.micro),
-                                     "--threads",
-                                     std::to_string(threads),
-                                     "--dtype",
-                                     a.dtype,
-                                     "--checkpointing",
-                                     std::to_string(a.checkpointing),
-                                     "--offload",
-                                     std::to_string(a.offload),
-                                     "--device",
-                                     a.device};
-    std::vector<char*> raw = as_argv(argv);
-    std::vector<char*> raw_env = as_argv(env);
-    pid_t pid = 0;
-    if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, raw.data(), raw_env.data()) != 0)
-      throw IoError("bench_train_fsdp: cannot spawn " + self);
-    pids.push_back(pid);
+    args.push_back({"--role",          role,
+                    "--model-dir",     model_dir,
+                    "--rank",          std::to_string(rank),
+                    "--world",         std::to_string(world),
+                    "--port",          std::to_string(store ? store->port() : 0),
+                    "--result",        results.back(),
+                    "--steps",         std::to_string(a.steps),
+                    "--batch",         std::to_string(a.batch),
+                    "--prompt",        std::to_string(a.prompt),
+                    "--response",      std::to_string(a.response),
+                    "--micro",         std::to_string(a.micro),
+                    "--threads",       std::to_string(threads),
+                    "--dtype",         a.dtype,
+                    "--checkpointing", std::to_string(a.checkpointing),
+                    "--offload",       std::to_string(a.offload),
+                    "--device",        a.device});
   }
+  bench::run_processes(self, args, threads, "bench_train_fsdp " + role);
   std::vector<nlohmann::json> out;
-  for (size_t i = 0; i < pids.size(); ++i) {
-    int status = 0;
-    ::waitpid(pids[i], &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw Error("bench_train_fsdp: " + role + " process " + std::to_string(i) + " of " + std::to_string(world) +
-                  " failed");
-    std::ifstream in(results[i]);
+  for (const std::string& path : results) {
+    std::ifstream in(path);
     out.push_back(nlohmann::json::parse(in));
   }
   return out;
@@ -310,7 +226,7 @@ double peak_matmul_flops(at::ScalarType dtype, const at::Device& device) {
   constexpr int64_t n = 2048;
   const at::Tensor x = at::randn({n, n}).to(device, dtype);
   const at::Tensor y = at::randn({n, n}).to(device, dtype);
-  const double seconds = time_steps(5, device, [&] { at::matmul(x, y); });
+  const double seconds = bench::time_steps(5, device, [&] { at::matmul(x, y); });
   return 2.0 * n * n * n / seconds;
 }
 

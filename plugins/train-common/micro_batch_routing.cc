@@ -16,6 +16,15 @@ void check_routing_replay(const RoutingReplay& replay, const model::ModelConfig&
   }
 }
 
+at::Tensor padded_routing(const MicroBatch& micro, const at::Tensor& routed, int64_t fill) {
+  if (!micro.packing) return routed;
+  const int64_t width = micro.prompt_len + micro.response_len;
+  const at::Tensor per_token = routed.select(0, 0);
+  return at::full({micro.num_rows * width, per_token.size(1), per_token.size(2)}, fill, per_token.options())
+      .index_copy(0, micro.packing->token_index, per_token)
+      .view({micro.num_rows, width, per_token.size(1), per_token.size(2)});
+}
+
 MicroBatchRouting::MicroBatchRouting(std::vector<MicroBatch>& micro, const model::ModelConfig& config, bool replay,
                                      bool record, const std::string& engine)
     : recorded_(record ? micro.size() : 0), replayed_(replay ? micro.size() : 0) {
@@ -26,12 +35,16 @@ MicroBatchRouting::MicroBatchRouting(std::vector<MicroBatch>& micro, const model
       throw ValueError(engine + ": routing replay needs the batch's " + columns::kRoutedExperts + " column");
     }
     const at::Tensor& routed = micro[m].rows.tensor(columns::kRoutedExperts);
-    if (routed.dim() != 4 || routed.size(1) != micro[m].input_ids.size(1)) {
-      throw ValueError(engine + ": " + columns::kRoutedExperts + " must be [rows, " +
-                       std::to_string(micro[m].input_ids.size(1)) + " tokens, sparse layers, top_k], got " +
-                       std::to_string(routed.dim()) + " dimensions");
+    const int64_t width = micro[m].prompt_len + micro[m].response_len;
+    if (routed.dim() != 4 || routed.size(1) != width) {
+      throw ValueError(engine + ": " + columns::kRoutedExperts + " must be [rows, " + std::to_string(width) +
+                       " tokens, sparse layers, top_k], got " + std::to_string(routed.dim()) + " dimensions");
     }
-    replayed_[m] = model::unstack_routing(routed, config, micro[m].input_ids.device());
+    const Packing* packing = micro[m].packing ? &*micro[m].packing : nullptr;
+    const at::Tensor tokens = packing != nullptr ? routed.reshape({-1, routed.size(2), routed.size(3)})
+                                                       .index_select(0, packing->token_index.to(routed.device()))
+                                                 : routed;
+    replayed_[m] = model::unstack_routing(tokens, config, micro[m].input_ids.device());
     micro[m].ctx.replay = &replayed_[m];
   }
 }
@@ -39,7 +52,8 @@ MicroBatchRouting::MicroBatchRouting(std::vector<MicroBatch>& micro, const model
 at::Tensor MicroBatchRouting::stacked(const std::vector<MicroBatch>& micro, const model::ModelConfig& config) const {
   std::vector<at::Tensor> parts;
   for (size_t m = 0; m < micro.size(); ++m) {
-    parts.push_back(model::stack_routing(recorded_[m], config, micro[m].input_ids.sizes()).to(at::kCPU, at::kShort));
+    const at::Tensor routed = model::stack_routing(recorded_[m], config, micro[m].input_ids.sizes()).to(at::kShort);
+    parts.push_back(padded_routing(micro[m], routed, -1).cpu());  // padding routed nowhere
   }
   return at::cat(parts);
 }

@@ -26,6 +26,11 @@ struct RoutingReplay {
 // that is not a mixture of experts.
 void check_routing_replay(const RoutingReplay& replay, const model::ModelConfig& config, const std::string& engine);
 
+// A micro-batch's per-token routing [1 or rows, tokens, sparse layers, top_k]
+// in the padded layout [rows, P + R, ...]: a packed one's scattered back, its
+// padding set to `fill`; a padded one's as it is.
+at::Tensor padded_routing(const MicroBatch& micro, const at::Tensor& routed, int64_t fill);
+
 // What the micro-batches of one pass routed and replay. Attached to them by
 // attach(): they point into it, so it outlives the pass and never moves.
 class MicroBatchRouting {

@@ -8,9 +8,9 @@
 
 namespace rlcore::train_fsdp {
 
-DpComm::DpComm(const CommContext* comm) {
+DpComm::DpComm(const CommContext* comm, bool whole_pool) {
   if (comm == nullptr) return;
-  group_ = comm->has_group("dp") ? &comm->group("dp") : &comm->world();
+  group_ = comm->has_group("dp") && !whole_pool ? &comm->group("dp") : &comm->world();
   if (group_->size() == 1) {
     group_ = nullptr;
     return;

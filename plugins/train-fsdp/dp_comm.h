@@ -1,5 +1,6 @@
 // The data-parallel group the engine shards over: the context's "dp" group,
-// else "world", else a single process (every collective is then local).
+// else (and always with sequence parallelism) "world", else a single process
+// (every collective is then local).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,10 @@ namespace rlcore::train_fsdp {
 
 class DpComm {
  public:
-  explicit DpComm(const CommContext* comm);
+  // The pool's "dp" group when it has one (a model-parallel pool's replicas),
+  // else every worker; `whole_pool`: every worker regardless (sequence
+  // parallelism shards over the sp ranks of a replica too).
+  explicit DpComm(const CommContext* comm, bool whole_pool = false);
 
   int64_t size() const;
   int64_t rank() const;

@@ -68,6 +68,15 @@ at::Tensor concat_or_empty(const std::vector<at::Tensor>& parts, int64_t respons
 
 }  // namespace
 
+double FsdpEngine::stashed_bytes(const std::vector<LayerStash>& stash) {
+  double bytes = 0;
+  for (const LayerStash& layer : stash) {
+    for (const auto* tensors : {&layer.inputs, &layer.outputs})
+      for (const at::Tensor& t : *tensors) bytes += static_cast<double>(t.numel() * t.element_size());
+  }
+  return bytes;
+}
+
 std::vector<at::Tensor> FsdpEngine::forward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>* stash) {
   // Each layer's graph starts at its own detached input, so the backward can
   // run (and free) one layer at a time, as with checkpointing.
@@ -95,19 +104,35 @@ std::vector<at::Tensor> FsdpEngine::forward_trunk(std::vector<MicroBatch>& micro
 
 ModelOutput FsdpEngine::head_outputs(const MicroBatch& micro, const at::Tensor& hidden, const ForwardOptions& options,
                                      at::Tensor* sum_pi_squared) const {
-  // Position P + t - 1 predicts response token t: only those positions reach the head.
-  const at::Tensor h = hidden.slice(1, micro.prompt_len - 1, micro.prompt_len - 1 + micro.response_len);
+  // Only the positions that predict a response token reach the head.
+  const at::Tensor h = train_common::response_hidden(micro, hidden);
   const at::Tensor out = skeleton_.apply_head(skeleton_.norm(h)).to(at::kFloat);
   ModelOutput result;
   if (head_ == model::ModelHead::kValue) {
-    result.values = out;
+    result.values = to_rows(micro, out);
     return result;
   }
   const at::Tensor logits = options.temperature == 1.0 ? out : out / options.temperature;
-  result.log_prob = at::log_softmax(logits, -1).gather(-1, micro.responses.unsqueeze(-1)).squeeze(-1);
-  if (options.entropy) result.entropy = entropy_from_logits(logits);
-  if (sum_pi_squared != nullptr) *sum_pi_squared = sum_pi_squared_from_logits(logits);
+  const at::Tensor tokens = train_common::response_tokens(micro);
+  result.log_prob = to_rows(micro, at::log_softmax(logits, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1));
+  if (options.entropy) result.entropy = to_rows(micro, entropy_from_logits(logits));
+  if (sum_pi_squared != nullptr) *sum_pi_squared = to_rows(micro, sum_pi_squared_from_logits(logits));
   return result;
+}
+
+std::vector<FsdpEngine::MicroBatch> FsdpEngine::micro_batches(const Batch& batch, const ForwardOptions& options) const {
+  std::vector<MicroBatch> micro =
+      train_common::make_micro_batches(batch, options, skeleton_, device_, "fsdp", {options_.use_remove_padding});
+  if (ulysses_) {
+    ulysses_->check_same_rows(batch, "fsdp");
+    for (MicroBatch& m : micro) ulysses_->slice(m, skeleton_);
+  }
+  return micro;
+}
+
+at::Tensor FsdpEngine::to_rows(const MicroBatch& micro, const at::Tensor& values) const {
+  const bool sliced = ulysses_ && micro.packing && !micro.packing->rank_predictions.empty();
+  return train_common::response_rows(micro, sliced ? ulysses_->gather_predictions(*micro.packing, values) : values);
 }
 
 ModelOutput FsdpEngine::forward(const Batch& batch, const ForwardOptions& options) {
@@ -125,7 +150,7 @@ ModelOutput FsdpEngine::forward_with_sum_pi_squared(const Batch& batch, const Fo
 ModelOutput FsdpEngine::forward_outputs(const Batch& batch, const ForwardOptions& options, at::Tensor* sum_pi_squared) {
   train_common::ResidentScope resident(placement_, OffloadSet::kParams);
   at::NoGradGuard no_grad;
-  std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
+  std::vector<MicroBatch> micro = micro_batches(batch, options);
   train_common::MicroBatchRouting routing(micro, config_, routing_replay_.replay, routing_replay_.record, "fsdp");
   std::vector<at::Tensor> hidden = forward_trunk(micro, nullptr);
   if (routing_replay_.record) recorded_routing_ = routing.stacked(micro, config_);
@@ -163,18 +188,23 @@ TrainStepOutput FsdpEngine::train_step(const Batch& batch, const ForwardOptions&
   at::AutoGradMode grad_mode(true);
   zero_grads();  // a step that threw half-way left partial sums
   GradWorkspace workspace(max_padded_numel(), device_);
-  std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "fsdp");
+  std::vector<MicroBatch> micro = micro_batches(batch, options);
   // A mixture of experts records its routing: the router losses and their metrics read it.
   train_common::MicroBatchRouting routing(micro, config_, routing_replay_.replay, config_.is_moe(), "fsdp");
 
   at::Tensor counts = train_common::response_counts(batch, "fsdp");
   dp_.all_reduce_sum(counts);
-  GlobalBatchInfo global{dp_.size(), counts[0].item<double>(), counts[1].item<double>()};
+  // The ranks of a sequence-parallel group hold the same rows: one data-parallel replica.
+  const int64_t sp = ulysses_ ? ulysses_->size() : 1;
+  GlobalBatchInfo global{dp_.size() / sp, counts[0].item<double>() / static_cast<double>(sp),
+                         counts[1].item<double>() / static_cast<double>(sp)};
 
   std::vector<LayerStash> stash(static_cast<size_t>(config_.num_hidden_layers));
   std::vector<at::Tensor> hidden = forward_trunk(micro, &stash);
   std::vector<at::Tensor> grad_hidden(micro.size());
   MetricMeans metrics;
+  // Every rank reports the same metrics: the mean over ranks of what each kept.
+  metrics.add({{"activations_gb", at::scalar_tensor(stashed_bytes(stash) / static_cast<double>(1LL << 30))}});
   std::vector<train_common::MicroBatchRouterLoss> router_loss;
   if (config_.is_moe()) {
     const train_common::RouterLossCoeffs coeffs{options_.fsdp_config.moe_aux_loss_coeff,

@@ -40,7 +40,7 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       device_(train_common::engine_device(context, "fsdp")),
       placement_(device_, [this] { return shard_states(); }),
       precision_(resolve_mixed_precision(options.fsdp_config)),
-      dp_(context.comm),
+      dp_(context.comm, options.ulysses_sequence_parallel_size > 1),
       config_(model::ModelConfig::from_checkpoint_dir(context.model_path, "fsdp")),
       skeleton_(config_, head_, at::TensorOptions().device(at::kMeta).dtype(precision_.param)),
       schedule_(train_common::make_lr_schedule(options.optim, context.total_training_steps)) {
@@ -62,6 +62,7 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       placeholders_.back().push_back(*by_name.at(p.name));
     }
   }
+  ulysses_ = make_ulysses(options_.ulysses_sequence_parallel_size, options_.use_remove_padding, context.comm, config_);
   lora_ = make_lora_adapters(options_.lora, skeleton_, device_, static_cast<uint64_t>(options_.seed));
   init_shards();
   load_initial_weights();

@@ -21,6 +21,7 @@
 #include "train-common/lr_schedule.h"
 #include "train-common/micro_batch_routing.h"
 #include "train-common/micro_batches.h"
+#include "sequence_parallel.h"
 #include "train-common/router_losses.h"
 #include "mixed_precision.h"
 #include "rlcore/capabilities.h"
@@ -98,6 +99,8 @@ class FsdpEngine final : public TrainEngine,
     std::vector<at::Tensor> outputs;
     std::unique_ptr<GatheredUnit> unit;
   };
+  // Bytes of the tensors a stash keeps (without checkpointing the outputs stand for their graphs).
+  static double stashed_bytes(const std::vector<LayerStash>& stash);
 
   int64_t embed_unit() const { return 0; }
   int64_t layer_unit(int64_t layer) const { return 1 + layer; }
@@ -137,6 +140,10 @@ class FsdpEngine final : public TrainEngine,
   ModelOutput head_outputs(const MicroBatch& micro, const at::Tensor& hidden, const ForwardOptions& options,
                            at::Tensor* sum_pi_squared = nullptr) const;
   ModelOutput forward_outputs(const Batch& batch, const ForwardOptions& options, at::Tensor* sum_pi_squared);
+  // The micro-batches of `batch`: packed when use_remove_padding, a slice of each with sequence parallelism.
+  std::vector<MicroBatch> micro_batches(const Batch& batch, const ForwardOptions& options) const;
+  // Per-prediction outputs of head_outputs -> [rows, R] (gathered over the sp group first).
+  at::Tensor to_rows(const MicroBatch& micro, const at::Tensor& values) const;
   // With `router_loss` (one per micro-batch), each sparse layer's backward adds
   // its part of the router losses, from the router logits in `routing`.
   void backward_trunk(std::vector<MicroBatch>& micro, std::vector<LayerStash>& stash,
@@ -163,6 +170,7 @@ class FsdpEngine final : public TrainEngine,
   train_common::StatePlacement placement_;  // offload and reload, beside the compute stream
   MixedPrecision precision_;                // param: compute dtype of gathered units; reduce: of the gradient average
   DpComm dp_;
+  std::unique_ptr<UlyssesParallel> ulysses_;  // null without sequence parallelism
   model::ModelConfig config_;
   // Parameters live on the meta device except while their unit is installed.
   model::Transformer skeleton_;

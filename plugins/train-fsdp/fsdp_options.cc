@@ -2,6 +2,7 @@
 #include "fsdp_options.h"
 
 #include "mixed_precision.h"
+#include "train-common/micro_batches.h"
 #include "rlcore/error.h"
 
 namespace rlcore::train_fsdp {
@@ -56,6 +57,13 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
            "Recompute each decoder layer in the backward pass (verl's model.enable_gradient_checkpointing). "
            "false keeps every layer's activations and gathered parameters from the forward: one forward "
            "fewer, the memory of an unsharded model in the compute dtype.")
+      .key("use_remove_padding", &FsdpOptions::use_remove_padding, train_common::kUseRemovePaddingDoc)
+      .key("ulysses_sequence_parallel_size", &FsdpOptions::ulysses_sequence_parallel_size,
+           "Ranks each packed micro-batch's tokens are split over (Ulysses sequence parallelism): they hold the "
+           "same rows, every layer runs on a 1/N slice and attention exchanges heads for the whole sequence with "
+           "all-to-alls, so activation memory per rank falls as 1/N. Divides the attention and key-value heads; "
+           "needs use_remove_padding; dense models.",
+           at_least(1))
       .section("fsdp_config", &FsdpOptions::fsdp_config, fsdp_config)
       .key("seed", &FsdpOptions::seed,
            "Seed of a value head initialised fresh (critic from an LM checkpoint) and of the LoRA A matrices.",

@@ -37,6 +37,10 @@ struct FsdpOptions {
   double grad_clip = 1.0;  // <= 0 disables clipping (the norm is still reported)
   // Recompute each decoder layer in the backward pass (verl's model.enable_gradient_checkpointing).
   bool enable_gradient_checkpointing = true;
+  // Micro-batches packed without padding (verl's model.use_remove_padding; docs/trainer.md#packing).
+  bool use_remove_padding = true;
+  // Ranks each packed sequence is split over (Ulysses; docs/train-fsdp.md#sequence-parallelism).
+  int64_t ulysses_sequence_parallel_size = 1;
   FsdpConfigOptions fsdp_config;
   int64_t seed = 1;  // initialises a value head absent from the checkpoint, and the LoRA A matrices
   LoraOptions lora;

@@ -2,34 +2,16 @@
 #include "expert_dispatch.h"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/custom_function.h>
+
+#include "train-common/differentiable_comm.h"
 
 namespace rlcore::train_megatron {
 namespace {
-
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
 
 std::vector<int64_t> as_vector(const at::Tensor& counts) {
   const at::Tensor cpu = counts.to(at::kCPU, at::kLong).contiguous();
   return std::vector<int64_t>(cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel());
 }
-
-struct AllToAllRows : torch::autograd::Function<AllToAllRows> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, std::vector<int64_t> send,
-                            std::vector<int64_t> recv, int64_t group) {
-    ctx->saved_data["send"] = send;
-    ctx->saved_data["recv"] = recv;
-    ctx->saved_data["group"] = group;
-    return reinterpret_cast<const CommGroup*>(group)->all_to_all(x, send, recv);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto& group = *reinterpret_cast<const CommGroup*>(ctx->saved_data["group"].toInt());
-    const std::vector<int64_t> send = ctx->saved_data["send"].toIntVector();
-    const std::vector<int64_t> recv = ctx->saved_data["recv"].toIntVector();
-    return {group.all_to_all(grads[0], recv, send), at::Tensor(), at::Tensor(), at::Tensor()};
-  }
-};
 
 // The received rows through the local experts, each row by its expert, in the received order.
 at::Tensor run_local_experts(const model::SparseMoe& moe, const at::Tensor& rows, const at::Tensor& local_expert) {
@@ -54,11 +36,6 @@ at::Tensor run_local_experts(const model::SparseMoe& moe, const at::Tensor& rows
 
 }  // namespace
 
-at::Tensor all_to_all_rows(const at::Tensor& x, const std::vector<int64_t>& send_rows,
-                           const std::vector<int64_t>& recv_rows, const CommGroup& group) {
-  return AllToAllRows::apply(x, send_rows, recv_rows, reinterpret_cast<int64_t>(&group));
-}
-
 at::Tensor dispatch_to_experts(const model::SparseMoe& moe, const at::Tensor& tokens, const model::Routed& routed,
                                const CommGroup& ep) {
   const int64_t local = static_cast<int64_t>(moe.experts.size());
@@ -76,11 +53,11 @@ at::Tensor dispatch_to_experts(const model::SparseMoe& moe, const at::Tensor& to
   const std::vector<int64_t> send = as_vector(send_counts);
   const std::vector<int64_t> recv = as_vector(ep.all_to_all(send_counts, ones, ones));
 
-  const at::Tensor received = all_to_all_rows(tokens.index_select(0, token_of), send, recv, ep);
+  const at::Tensor received = train_common::all_to_all_rows(tokens.index_select(0, token_of), send, recv, ep);
   const at::Tensor received_expert = ep.all_to_all(expert_of, send, recv);
   const at::Tensor local_expert = received_expert - ep.rank() * local;
   const at::Tensor processed = run_local_experts(moe, received, local_expert);
-  const at::Tensor returned = all_to_all_rows(processed, recv, send, ep);
+  const at::Tensor returned = train_common::all_to_all_rows(processed, recv, send, ep);
 
   // As apply_experts: weight, cast, and sum each token's experts in expert order.
   const at::Tensor weighted = (returned * weight_of.unsqueeze(-1)).to(tokens.scalar_type());

@@ -14,11 +14,6 @@
 
 namespace rlcore::train_megatron {
 
-// Rows of `x` exchanged over `group` (send_rows[r] to rank r, recv_rows[r]
-// from rank r); its gradient travels back the same way.
-at::Tensor all_to_all_rows(const at::Tensor& x, const std::vector<int64_t>& send_rows,
-                           const std::vector<int64_t>& recv_rows, const CommGroup& group);
-
 // What moe.apply_experts computes, with the experts split over `ep`: rank r
 // holds global experts [r * L, (r + 1) * L) as moe.experts (L of them); the
 // router's choices in `routed` are global. tokens [N, hidden] -> [N, hidden].

@@ -167,10 +167,13 @@ MegatronEngine::PipelineResult MegatronEngine::run_pipeline(std::vector<MicroBat
       outputs[m] = x;
       continue;
     }
-    // Position P + t - 1 predicts response token t: only those positions reach the head.
-    const at::Tensor h = x.slice(1, mb.prompt_len - 1, mb.prompt_len - 1 + mb.response_len);
-    TokenLogProbs out = stage_.head(h, weight(weights, "decoder.final_layernorm.weight"), output_weight(weights),
-                                    mb.responses, options.temperature, options.entropy, sum_pi_squared);
+    // Only the positions that predict a response token reach the head.
+    TokenLogProbs out = stage_.head(
+        train_common::response_hidden(mb, x), weight(weights, "decoder.final_layernorm.weight"), output_weight(weights),
+        train_common::response_tokens(mb), options.temperature, options.entropy, sum_pi_squared);
+    for (at::Tensor* field : {&out.log_prob, &out.entropy, &out.sum_pi_squared}) {
+      if (field->defined()) *field = train_common::response_rows(mb, *field);
+    }
     if (!training) {
       result.outputs.push_back(std::move(out));
       continue;
@@ -244,7 +247,8 @@ ModelOutput MegatronEngine::forward_outputs(const Batch& batch, const ForwardOpt
                                             at::Tensor* sum_pi_squared) {
   train_common::ResidentScope resident(placement_, OffloadSet::kParams);
   at::NoGradGuard no_grad;
-  std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "megatron");
+  std::vector<MicroBatch> micro =
+      train_common::make_micro_batches(batch, options, skeleton_, device_, "megatron", {options_.use_remove_padding});
   const PipelineResult result =
       run_pipeline(micro, options, nullptr, {}, compute_weights(false), sum_pi_squared != nullptr);
   if (routing_replay_.record) recorded_routing_ = stacked_routing(micro, result.routing);
@@ -275,7 +279,8 @@ TrainStepOutput MegatronEngine::train_step(const Batch& batch, const ForwardOpti
   train_common::ResidentScope resident(placement_, OffloadSet::kAll);
   at::AutoGradMode grad_mode(true);
   zero_grads();  // a step that threw half-way may have left partial sums
-  std::vector<MicroBatch> micro = train_common::make_micro_batches(batch, options, skeleton_, device_, "megatron");
+  std::vector<MicroBatch> micro =
+      train_common::make_micro_batches(batch, options, skeleton_, device_, "megatron", {options_.use_remove_padding});
 
   at::Tensor counts = train_common::response_counts(batch, "megatron");
   groups_.dp.all_reduce(counts);
@@ -386,7 +391,7 @@ at::Tensor MegatronEngine::stacked_routing(const std::vector<MicroBatch>& micro,
   std::vector<at::Tensor> parts;
   for (size_t m = 0; m < micro.size(); ++m) {
     const at::IntArrayRef tokens = micro[m].input_ids.sizes();
-    // Expert + 1 in this stage's layers, 0 in the others': summed over pp, every layer's.
+    // Expert + 1 in this stage's layers, 0 in the others' (and at packed padding): summed over pp, every layer's.
     at::Tensor part =
         at::zeros({tokens[0], tokens[1], static_cast<int64_t>(sparse.size()), config_.num_experts_per_tok},
                   at::TensorOptions().dtype(at::kLong).device(device_));
@@ -394,7 +399,7 @@ at::Tensor MegatronEngine::stacked_routing(const std::vector<MicroBatch>& micro,
       const at::Tensor& chosen = routing[m].chosen[static_cast<size_t>(sparse[s])];
       if (chosen.defined()) part.select(2, static_cast<int64_t>(s)).copy_(chosen.view({tokens[0], tokens[1], -1}) + 1);
     }
-    parts.push_back(part);
+    parts.push_back(train_common::padded_routing(micro[m], part, 0));
   }
   at::Tensor all = at::cat(parts);
   groups_.pp.all_reduce(all);

@@ -1,6 +1,8 @@
 // The options schema of the `megatron` train engine (key names follow verl).
 #include "megatron_options.h"
 
+#include "train-common/micro_batches.h"
+
 namespace rlcore::train_megatron {
 
 OptionsSchema<MegatronOptions> megatron_options_schema() {
@@ -28,6 +30,7 @@ OptionsSchema<MegatronOptions> megatron_options_schema() {
   OptionsSchema<MegatronOptions> schema;
   schema.section("optim", &MegatronOptions::optim, train_common::optim_options_schema())
       .key("grad_clip", &MegatronOptions::grad_clip, "Global gradient-norm clip; <= 0 disables clipping.")
+      .key("use_remove_padding", &MegatronOptions::use_remove_padding, train_common::kUseRemovePaddingDoc)
       .section("megatron", &MegatronOptions::megatron, megatron);
   return schema;
 }

@@ -24,7 +24,8 @@ struct MegatronConfigOptions {
 
 struct MegatronOptions {
   train_common::OptimOptions optim;
-  double grad_clip = 1.0;  // <= 0 disables clipping (the norm is still reported)
+  double grad_clip = 1.0;          // <= 0 disables clipping (the norm is still reported)
+  bool use_remove_padding = true;  // micro-batches packed without padding
   MegatronConfigOptions megatron;
 };
 

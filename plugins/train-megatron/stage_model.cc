@@ -113,9 +113,8 @@ at::Tensor StageModel::layer(const at::Tensor& x, const LayerWeights& w, const m
   q = model::apply_rotary(q.transpose(1, 2), ctx.cos, ctx.sin);
   k = model::apply_rotary(k.transpose(1, 2), ctx.cos, ctx.sin);
   // Every layer slides or none does (the engine refuses per-layer patterns).
-  const at::Tensor& blocked = config_.sliding_window ? ctx.blocked_sliding : ctx.blocked;
-  at::Tensor attention =
-      reduce_from_tp(at::linear(model::grouped_attention(q, k, v, blocked, scaling_), w.proj_weight), tp_);
+  const bool sliding = config_.sliding_window.has_value();
+  at::Tensor attention = reduce_from_tp(at::linear(model::attend(ctx, q, k, v, sliding, scaling_), w.proj_weight), tp_);
   if (w.proj_bias.defined()) attention = attention + w.proj_bias;
   return mlp_block(x + attention, w, routed, replay);
 }

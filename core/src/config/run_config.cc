@@ -251,7 +251,7 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
     component(registry, "train_engine", arr.actor.strategy, "actor_rollout_ref.actor.strategy")
         .validate(trainer::actor_engine_options(arr));
     component(registry, "train_engine", arr.ref.strategy, "actor_rollout_ref.ref.strategy")
-        .validate(arr.ref.engine_options);
+        .validate(trainer::ref_engine_options(arr));
     component(registry, "inference_engine", arr.rollout.name, "actor_rollout_ref.rollout.name")
         .validate(arr.rollout.engine_options);
     component(registry, "sharding_manager", arr.rollout.sharding_manager, "actor_rollout_ref.rollout.sharding_manager")
@@ -272,7 +272,7 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
   }
   if (tree.has("critic")) {
     component(registry, "train_engine", config.critic.strategy, "critic.strategy")
-        .validate(config.critic.engine_options);
+        .validate(trainer::critic_engine_options(config.critic));
   }
   if (tree.has("algorithm")) {
     component(registry, "advantage_estimator", config.algorithm.adv_estimator, "algorithm.adv_estimator")

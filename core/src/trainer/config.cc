@@ -9,9 +9,15 @@
 namespace rlcore::trainer {
 namespace {
 
+constexpr const char* kUseRemovePaddingDoc =
+    "Train-engine micro-batches packed without padding (each row's real tokens back to back, attention kept "
+    "within each row): the padded path's numbers without its compute. Sets the engine's use_remove_padding "
+    "when false (the engines' default is true; docs/trainer.md#packing).";
+
 OptionsSchema<ModelPathConfig> model_path_schema(const std::string& doc) {
   OptionsSchema<ModelPathConfig> schema;
-  schema.key("path", &ModelPathConfig::path, doc);
+  schema.key("path", &ModelPathConfig::path, doc)
+      .key("use_remove_padding", &ModelPathConfig::use_remove_padding, kUseRemovePaddingDoc);
   return schema;
 }
 
@@ -37,7 +43,9 @@ OptionsSchema<ActorModelConfig> actor_model_schema() {
       .key("lora_adapter_path", &ActorModelConfig::lora_adapter_path,
            "A PEFT adapter directory to continue training from (e.g. `rlcore sft`'s hf/lora_adapter): turns LoRA "
            "on with the adapter's r, lora_alpha and modules (lora_rank, when set, must agree). The reference "
-           "policy stays the base model, as in verl.");
+           "policy stays the base model, as in verl.")
+      .key("use_remove_padding", &ActorModelConfig::use_remove_padding,
+           std::string(kUseRemovePaddingDoc) + " Applies to the actor and the reference policy.");
   return schema;
 }
 
@@ -202,10 +210,48 @@ OptionsSchema<RolloutPoolConfig> rollout_pool_schema() {
   return schema;
 }
 
-ConfigNode actor_engine_options(const ActorRolloutRefConfig& config) {
+namespace {
+
+// A copy of a section's engine keys ({} when it has none).
+ConfigNode engine_keys(const ConfigNode& section, const std::string& path) {
+  return section.defined() && !section.is_null() ? section.clone() : ConfigNode::parse("{}", path);
+}
+
+// model.use_remove_padding: false turns the engine's packing off.
+ConfigNode with_remove_padding(ConfigNode options, bool use_remove_padding, const std::string& model_key,
+                               const std::string& section) {
+  if (use_remove_padding) return options;
+  if (options.has("use_remove_padding") && options["use_remove_padding"].as<bool>()) {
+    throw ConfigError("use_remove_padding is set twice: " + model_key + " = false and " + section +
+                      ".use_remove_padding = true; keep one");
+  }
+  options.set("use_remove_padding", "false", model_key);
+  return options;
+}
+
+}  // namespace
+
+ConfigNode ref_engine_options(const ActorRolloutRefConfig& config) {
+  ConfigNode options = with_remove_padding(engine_keys(config.ref.engine_options, "actor_rollout_ref.ref"),
+                                           config.model.use_remove_padding,
+                                           "actor_rollout_ref.model.use_remove_padding", "actor_rollout_ref.ref");
+  // verl's ref.ulysses_sequence_parallel_size defaults to the actor's: they share the workers.
+  const char* kSp = "ulysses_sequence_parallel_size";
   const ConfigNode& actor = config.actor.engine_options;
-  ConfigNode options =
-      actor.defined() && !actor.is_null() ? actor.clone() : ConfigNode::parse("{}", "actor_rollout_ref.actor");
+  if (!options.has(kSp) && actor.defined() && actor.has(kSp) && config.ref.strategy == config.actor.strategy)
+    options.set(kSp, std::to_string(actor[kSp].as<int64_t>()), "actor_rollout_ref.actor." + std::string(kSp));
+  return options;
+}
+
+ConfigNode critic_engine_options(const CriticConfig& config) {
+  return with_remove_padding(engine_keys(config.engine_options, "critic"), config.model.use_remove_padding,
+                             "critic.model.use_remove_padding", "critic");
+}
+
+ConfigNode actor_engine_options(const ActorRolloutRefConfig& config) {
+  ConfigNode options = with_remove_padding(engine_keys(config.actor.engine_options, "actor_rollout_ref.actor"),
+                                           config.model.use_remove_padding,
+                                           "actor_rollout_ref.model.use_remove_padding", "actor_rollout_ref.actor");
   const ActorModelConfig& model = config.model;
   if (!model.lora()) return options;
   if (options.has("lora"))

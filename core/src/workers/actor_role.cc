@@ -45,7 +45,7 @@ class ActorRolloutRef {
     actor.total_training_steps = total_steps;
     actor_ = make_train_engine(components, context, actor);
     if (context.options.value(role_options::kWithRef, false)) {
-      EngineRequest ref{config_.ref.strategy, config_.ref.engine_options, model_path};
+      EngineRequest ref{config_.ref.strategy, trainer::ref_engine_options(config_), model_path};
       ref.trainable = false;
       ref_ = make_train_engine(components, context, ref);
     }

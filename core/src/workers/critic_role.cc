@@ -17,7 +17,7 @@ class Critic {
                                         ? tree["actor_rollout_ref"]["model"]["path"].as<std::string>()
                                         : std::string();
     EngineRequest request{
-        config_.strategy, config_.engine_options,
+        config_.strategy, trainer::critic_engine_options(config_),
         config_.model.path.empty() ? context.options.value(role_options::kModelPath, actor_model) : config_.model.path};
     request.model_head = "value";
     request.total_training_steps = context.options.value(role_options::kTotalSteps, int64_t{0});

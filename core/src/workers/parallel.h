@@ -18,13 +18,14 @@ struct ActorParallelism {
   int64_t train_pp = 1;    // actor.megatron.pipeline_model_parallel_size
   int64_t train_ep = 1;    // actor.megatron.expert_model_parallel_size
   int64_t rollout_tp = 1;  // rollout.tensor_model_parallel_size
+  int64_t train_sp = 1;    // actor.ulysses_sequence_parallel_size
 
   bool model_parallel() const { return train_tp * train_pp * train_ep > 1; }
 };
 
 ActorParallelism actor_parallelism(const trainer::ActorRolloutRefConfig& config);
 
-// Workers per model replica of the trainer: pool size / (tp * pp); ConfigError
+// Data-parallel replicas of the trainer: pool size / (tp * pp * sp); ConfigError
 // naming the keys when that does not divide.
 int64_t actor_data_parallel_size(const ActorParallelism& parallel, int64_t workers);
 
@@ -33,14 +34,16 @@ int64_t actor_data_parallel_size(const ActorParallelism& parallel, int64_t worke
 //     ranks); the rollout's TP must be 1 or the trainer's TP, and shares its group;
 //     with expert parallelism dp is factored into {edp, ep} (Megatron-core's
 //     expert-data-parallel and expert-parallel groups; ep = consecutive dp ranks);
+//   sequence parallelism (Ulysses): {dp, sp} (sp fastest), the rollout's TP 1;
 //   otherwise, a TP rollout: {rollout_dp, rollout_tp} (no "dp": train-fsdp keeps
 //     sharding over the whole pool).
 // ConfigError naming the keys for a layout the pool cannot hold.
 runtime::MeshShape actor_pool_mesh(const ActorParallelism& parallel, int64_t workers);
 
 // Where a worker sits in the trainer's data-parallel split: its "dp" group
-// rank with a model-parallel trainer (collect: tp rank 0 of pp stage 0; the
-// engine returns the same outputs on every rank of a replica), else its pool rank.
+// rank with a model- or sequence-parallel trainer (collect: tp and sp rank 0
+// of pp stage 0; the engine returns the same outputs on every rank of a
+// replica), else its pool rank.
 runtime::MeshRank train_mesh_rank(const CommContext* comm, int64_t rank, int64_t world_size);
 
 // The rollout's process groups: `comm` plus, when the trainer's "tp" group is

@@ -33,7 +33,7 @@ at::Tensor LatentAttention::operator()(const at::Tensor& x, const ForwardContext
   std::tie(k, v) = append_to_cache(ctx, layer, k, v);
 
   const at::Tensor query = at::cat({q_parts[0], q_rope}, -1);
-  return o_proj(grouped_attention(query, k, v, ctx.blocked, scaling));
+  return o_proj(attend(ctx, query, k, v, /*sliding=*/false, scaling));
 }
 
 void LatentAttention::collect(const std::string& prefix, ParameterSlots& out) {

@@ -232,6 +232,38 @@ at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at:
   return out.view({batch, num_heads, len, v.size(3)}).transpose(1, 2).reshape({batch, len, -1});
 }
 
+namespace {
+
+// Each packed sequence attends to itself only: its slice of q, k, v under the
+// top-left corner of the causal mask (the same mask for a shorter sequence).
+at::Tensor attend_packed(const ForwardContext& ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const at::Tensor& blocked, double scaling, double softcap) {
+  std::vector<at::Tensor> parts;
+  parts.reserve(ctx.segment_offsets.size() - 1);
+  for (size_t i = 0; i + 1 < ctx.segment_offsets.size(); ++i) {
+    const int64_t begin = ctx.segment_offsets[i];
+    const int64_t end = ctx.segment_offsets[i + 1];
+    const int64_t len = end - begin;
+    const at::Tensor mask = blocked.defined() && len > 1 ? blocked.slice(-2, 0, len).slice(-1, 0, len) : at::Tensor();
+    parts.push_back(grouped_attention(q.slice(2, begin, end), k.slice(2, begin, end), v.slice(2, begin, end), mask,
+                                      scaling, softcap));
+  }
+  return at::cat(parts, 1);
+}
+
+}  // namespace
+
+at::Tensor attend(const ForwardContext& ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                  bool sliding, double scaling, double softcap) {
+  const at::Tensor& blocked = sliding ? ctx.blocked_sliding : ctx.blocked;
+  if (!ctx.packed()) return grouped_attention(q, k, v, blocked, scaling, softcap);
+  if (ctx.sequence_parallel == nullptr) return attend_packed(ctx, q, k, v, blocked, scaling, softcap);
+  const ForwardContext::SequenceParallel& sp = *ctx.sequence_parallel;
+  const at::Tensor out = attend_packed(ctx, sp.heads_to_sequence(q), sp.heads_to_sequence(k), sp.heads_to_sequence(v),
+                                       blocked, scaling, softcap);
+  return sp.sequence_to_heads(out);
+}
+
 at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx, int64_t layer) const {
   const int64_t batch = x.size(0);
   const int64_t len = x.size(1);
@@ -246,7 +278,7 @@ at::Tensor Attention::operator()(const at::Tensor& x, const ForwardContext& ctx,
   q = apply_rotary(q.transpose(1, 2), ctx.cos, ctx.sin);
   k = apply_rotary(k.transpose(1, 2), ctx.cos, ctx.sin);
   std::tie(k, v) = append_to_cache(ctx, layer, k, v);
-  return o_proj(grouped_attention(q, k, v, sliding ? ctx.blocked_sliding : ctx.blocked, scaling, softcap));
+  return o_proj(attend(ctx, q, k, v, sliding, scaling, softcap));
 }
 
 void Attention::collect(const std::string& prefix, ParameterSlots& out) {

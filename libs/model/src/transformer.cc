@@ -2,6 +2,7 @@
 // KV-cache forwards (masks and positions built once per call, shared by layers).
 #include "rlcore/model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -235,6 +236,34 @@ ForwardContext Transformer::prepare(const at::Tensor& input_ids, const at::Tenso
   }
   ctx.blocked = blocked;
   if (config_.sliding_window) ctx.blocked_sliding = blocked_sliding;
+  return ctx;
+}
+
+ForwardContext Transformer::prepare_packed(const at::Tensor& position_ids, const std::vector<int64_t>& lengths) const {
+  if (!position_ids.defined() || position_ids.dim() != 2 || position_ids.size(0) != 1 ||
+      !at::isIntegralType(position_ids.scalar_type(), false)) {
+    throw ValueError("a packed forward needs position_ids [1, tokens] (integer), got " +
+                     (position_ids.defined() ? dims_text(position_ids.sizes()) : std::string("<undefined>")));
+  }
+  ForwardContext ctx;
+  ctx.segment_offsets.reserve(lengths.size() + 1);
+  ctx.segment_offsets.push_back(0);
+  int64_t longest = 0;
+  for (const int64_t len : lengths) {
+    if (len < 1) throw ValueError("a packed sequence must hold at least one token, got " + std::to_string(len));
+    ctx.segment_offsets.push_back(ctx.segment_offsets.back() + len);
+    longest = std::max(longest, len);
+  }
+  std::tie(ctx.cos, ctx.sin) = rotary.cos_sin(position_ids, options_.dtype().toScalarType());
+  if (longest > 1) {
+    const at::Tensor slots = at::arange(longest, at::TensorOptions().dtype(at::kLong).device(position_ids.device()));
+    const at::Tensor query = slots.unsqueeze(1);
+    const at::Tensor key = slots.unsqueeze(0);
+    ctx.blocked = (key > query).view({1, 1, longest, longest});
+    if (config_.sliding_window)
+      ctx.blocked_sliding =
+          ctx.blocked.logical_or((query - key >= *config_.sliding_window).view({1, 1, longest, longest}));
+  }
   return ctx;
 }
 

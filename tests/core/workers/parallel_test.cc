@@ -62,6 +62,28 @@ actor_rollout_ref:
              Catch::Contains("'dp' (4) is not the product of its factors (6)"));
 }
 
+TEST_CASE("Ulysses sets the mesh {dp, sp}; a group's ranks are one replica; it takes no model-parallel layout") {
+  const workers::ActorParallelism p = parallelism("actor_rollout_ref: {actor: {ulysses_sequence_parallel_size: 2}}");
+  CHECK(p.train_sp == 2);
+  CHECK_FALSE(p.model_parallel());
+  CHECK(workers::actor_data_parallel_size(p, 4) == 2);
+  const runtime::MeshShape mesh = workers::actor_pool_mesh(p, 4);
+  CHECK(mesh_text(mesh) == "dp=2 sp=2 ");
+  CHECK(runtime::mesh_group_ranks(mesh, "sp", 2) == std::vector<int64_t>{2, 3});
+  // Rank 3 is the second replica's second rank: it computes, rank 2 hands the outputs back.
+  CHECK(runtime::default_mesh_rank(mesh, 3).dp_rank == 1);
+  CHECK_FALSE(runtime::default_mesh_rank(mesh, 3).collect);
+  CHECK(runtime::default_mesh_rank(mesh, 2).collect);
+  CHECK_THAT(error_of<ConfigError>([&] { workers::actor_data_parallel_size(p, 3); }),
+             Catch::Contains("ulysses_sequence_parallel_size = 2 must divide the 3 workers"));
+  CHECK_THAT(error_of<ConfigError>([&] {
+               parallelism(
+                   "actor_rollout_ref: {actor: {ulysses_sequence_parallel_size: 2}, "
+                   "rollout: {tensor_model_parallel_size: 2}}");
+             }),
+             Catch::Contains("tensor-parallel rollout"));
+}
+
 TEST_CASE("a TP rollout alone keeps the trainer over the whole pool; with megatron it must match its TP") {
   const workers::ActorParallelism rollout_only =
       parallelism("actor_rollout_ref: {rollout: {tensor_model_parallel_size: 2}}");

@@ -336,6 +336,49 @@ TEST_CASE("a left-padded batch equals each sequence run alone", "[model]") {
   }
 }
 
+TEST_CASE("a packed forward equals the left-padded batch", "[model]") {
+  // Rows back to back in one row, positions restarting at each: what a train
+  // engine's use_remove_padding runs. A one-token row and a sliding window
+  // shorter than the rows are in.
+  const std::vector<int64_t> lengths = {3, 7, 1, 5};
+  const int64_t width = 7;
+  std::vector<ModelConfig> variants = all_variants();
+  ModelConfig mistral = tiny("llama");
+  mistral.model_type = "mistral";
+  mistral.sliding_window = 4;
+  variants.push_back(mistral);
+  for (const ModelConfig& c : variants) {
+    INFO(c.model_type);
+    const Transformer model = make_model(c, 8);
+    const auto rows = static_cast<int64_t>(lengths.size());
+    const at::Tensor tokens = random_ids(rows, width, 9);
+    at::Tensor ids = at::zeros({rows, width}, at::kLong);
+    at::Tensor mask = at::zeros({rows, width}, at::kLong);
+    std::vector<at::Tensor> packed_ids, positions;
+    for (int64_t r = 0; r < rows; ++r) {
+      const at::Tensor row = tokens[r].slice(0, 0, lengths[r]);
+      ids[r].slice(0, width - lengths[r]).copy_(row);
+      mask[r].slice(0, width - lengths[r]).fill_(1);
+      packed_ids.push_back(row);
+      positions.push_back(at::arange(lengths[r], at::kLong));
+    }
+    const at::Tensor padded = model.forward(ids, mask);
+    const ForwardContext ctx = model.prepare_packed(at::cat(positions).unsqueeze(0), lengths);
+    CHECK(ctx.packed());
+    const at::Tensor packed = model.apply_head(model.hidden_states(at::cat(packed_ids).unsqueeze(0), ctx));
+    REQUIRE(packed.size(1) == 16);
+    int64_t offset = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      CHECK(max_diff(packed[0].slice(0, offset, offset + lengths[r]), padded[r].slice(0, width - lengths[r])) < 1e-5);
+      offset += lengths[r];
+    }
+  }
+  const Transformer model = make_model(tiny("llama"), 8);
+  CHECK_THROWS_WITH(model.prepare_packed(at::zeros({1, 3}, at::kLong), {3, 0}), Catch::Contains("at least one token"));
+  CHECK_THROWS_WITH(model.prepare_packed(at::zeros({2, 3}, at::kLong), {3}),
+                    Catch::Contains("position_ids [1, tokens]"));
+}
+
 TEST_CASE("right-padded prompts also decode correctly", "[model]") {
   // Padding slots are masked and positions count real tokens, so padding in
   // the middle of a row's slots is harmless; only the prefill's last logits

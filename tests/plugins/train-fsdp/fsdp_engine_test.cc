@@ -52,7 +52,11 @@ at::Tensor reference_log_prob(const rlcore::model::Transformer& model, const rlc
 TEST_CASE("1-rank fsdp equals a plain Transformer with torch AdamW and grad clipping", "[fsdp][reference]") {
   TempDir dir;
   write_tiny_checkpoint(dir.path());
+  // Packed micro-batches (the default) and padded ones.
+  const bool packed = GENERATE(true, false);
+  INFO("use_remove_padding " << packed);
   FsdpOptions options;
+  options.use_remove_padding = packed;
   options.optim.lr = 3e-2;
   options.optim.weight_decay = 0.1;
   options.grad_clip = 0.05;  // small enough to clip every step
@@ -78,7 +82,10 @@ TEST_CASE("1-rank fsdp equals a plain Transformer with torch AdamW and grad clip
   {
     at::NoGradGuard no_grad;
     const rlcore::ModelOutput out = engine.forward(batch, forward);
-    CHECK((out.log_prob - reference_log_prob(reference, batch, 0.7)).abs().max().item<double>() < 1e-5);
+    const at::Tensor real = batch.tensor("response_mask");
+    CHECK(((out.log_prob - reference_log_prob(reference, batch, 0.7)) * real).abs().max().item<double>() < 1e-5);
+    // Packed, the response's padding has no prediction: 0 there, as verl pads its outputs back.
+    if (packed) CHECK((out.log_prob * (1 - real)).abs().max().item<double>() == 0);
     REQUIRE(out.entropy.defined());
     CHECK(out.entropy.sizes() == out.log_prob.sizes());
   }
@@ -239,9 +246,47 @@ TEST_CASE("micro-batches: fixed sizes and token-budget packing keep row order", 
   CHECK_THROWS_AS(rlcore::train_common::micro_batch_rows(mask, dynamic), rlcore::ValueError);
 }
 
+TEST_CASE("packed micro-batches: real tokens back to back, positions restarting, indices back to the rows",
+          "[fsdp][micro][packing]") {
+  // Prompt 3 (left-padded), response 3 (right-padded); row 2 holds padding only.
+  rlcore::Batch batch(3);
+  batch.set("input_ids",
+            at::tensor({0, 11, 12, 13, 14, 0, 21, 22, 23, 24, 25, 26, 0, 0, 0, 0, 0, 0}, at::kLong).view({3, 6}));
+  batch.set("attention_mask",
+            at::tensor({0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}, at::kLong).view({3, 6}));
+  batch.set("responses", batch.tensor("input_ids").slice(1, 3).clone());
+  const rlcore::model::Transformer model(tiny_config());
+  const auto micro = rlcore::train_common::make_micro_batches(batch, {}, model, at::kCPU, "test", {true});
+  REQUIRE(micro.size() == 1);
+  const auto& m = micro.front();
+  REQUIRE(m.packing.has_value());
+  CHECK(m.packing->lengths == std::vector<int64_t>{4, 6});
+  CHECK(m.input_ids.equal(at::tensor({11, 12, 13, 14, 21, 22, 23, 24, 25, 26}, at::kLong).unsqueeze(0)));
+  CHECK(m.position_ids.equal(at::tensor({0, 1, 2, 3, 0, 1, 2, 3, 4, 5}, at::kLong).unsqueeze(0)));
+  CHECK(m.ctx.segment_offsets == std::vector<int64_t>{0, 4, 10});
+  // Row 0's responses 13, 14 are predicted from 12, 13 (slots 1, 2); row 1's 24, 25, 26 from slots 6, 7, 8.
+  CHECK(m.packing->predictor_index.equal(at::tensor({1, 2, 6, 7, 8}, at::kLong)));
+  CHECK(m.packing->response_index.equal(at::tensor({0, 1, 3, 4, 5}, at::kLong)));
+  CHECK(rlcore::train_common::response_tokens(m).equal(at::tensor({13, 14, 24, 25, 26}, at::kLong)));
+  CHECK(rlcore::train_common::response_rows(m, at::tensor({1.0F, 2.0F, 3.0F, 4.0F, 5.0F}))
+            .equal(at::tensor({1.0F, 2.0F, 0.0F, 3.0F, 4.0F, 5.0F, 0.0F, 0.0F, 0.0F}).view({3, 3})));
+}
+
+TEST_CASE("ulysses_sequence_parallel_size refuses, by key, a layout it cannot split", "[fsdp][sp]") {
+  using rlcore::train_fsdp::make_ulysses;
+  const auto config = tiny_config();
+  CHECK(make_ulysses(1, false, nullptr, config) == nullptr);
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { make_ulysses(2, false, nullptr, config); }),
+             Catch::Contains("ulysses_sequence_parallel_size = 2") && Catch::Contains("needs use_remove_padding"));
+  CHECK_THAT(error_of<rlcore::ConfigError>([&] { make_ulysses(2, true, nullptr, config); }),
+             Catch::Contains("'sp' mesh dimension") && Catch::Contains("has none"));
+}
+
 TEST_CASE("the options schema has verl's keys and defaults and rejects unknown keys by path", "[fsdp][options]") {
   const auto schema = rlcore::train_fsdp::fsdp_options_schema();
   const FsdpOptions defaults = schema.parse(rlcore::ConfigNode());
+  CHECK(defaults.use_remove_padding);
+  CHECK(defaults.ulysses_sequence_parallel_size == 1);
   CHECK(defaults.optim.lr == 1e-6);
   CHECK(defaults.optim.betas == std::vector<double>{0.9, 0.999});
   CHECK(defaults.optim.weight_decay == 0.01);

@@ -8,6 +8,7 @@
 
 #include "rlcore/model/transformer.h"
 #include "../../common/test_paths.h"
+#include "../../common/train_batch.h"
 
 using namespace fsdp_test;
 
@@ -91,6 +92,72 @@ TEST_CASE("2 and 4 ranks train like 1 rank, with and without accumulation and dy
     const Run two = s.run(2, {"--scenario", "train", "--steps", "1", "--dynamic", "12"});
     CHECK(std::isfinite(two.metric(0, "loss")));
     CHECK(two.ranks[0]["metrics"][0] == two.ranks[1]["metrics"][0]);  // every rank reports the same metrics
+  }
+}
+
+TEST_CASE("packed micro-batches train like padded ones: weights, response log-probs, grad norms",
+          "[fsdp][dp][packing]") {
+  Suite& s = suite();
+  const Run padded = s.run(1, {"--scenario", "train", "--steps", "3", "--remove-padding", "0"});
+  // Outputs at the responses' padding differ by design (padded: whatever the padding computes; packed: 0).
+  const at::Tensor real = rlcore::testing::train_batch(tiny_config().vocab_size).tensor("response_mask");
+  const auto check = [&](const Run& packed) {
+    CHECK(max_abs_diff(padded.params(), packed.params()) < kTolerance);
+    CHECK(((padded.outputs() - packed.outputs()) * real).abs().max().item<double>() < kTolerance);
+    CHECK(((padded.outputs("entropy") - packed.outputs("entropy")) * real).abs().max().item<double>() < kTolerance);
+    CHECK((packed.outputs() * (1 - real)).abs().max().item<double>() == 0);
+    for (size_t step = 0; step < 3; ++step) {
+      INFO("step " << step);
+      CHECK(packed.metric(step, "grad_norm") == Approx(padded.metric(step, "grad_norm")).epsilon(1e-5));
+    }
+  };
+  SECTION("1 rank, one micro-batch") { check(s.run(1, {"--scenario", "train", "--steps", "3"})); }
+  SECTION("2 ranks, token-budget micro-batches") {
+    check(s.run(2, {"--scenario", "train", "--steps", "3", "--dynamic", "12"}));
+  }
+  SECTION("a critic") {
+    const Run padded_critic =
+        s.run(1, {"--scenario", "train", "--steps", "2", "--head", "value", "--remove-padding", "0"});
+    const Run packed_critic = s.run(2, {"--scenario", "train", "--steps", "2", "--head", "value", "--micro", "1"});
+    CHECK(max_abs_diff(padded_critic.params(), packed_critic.params()) < kTolerance);
+    const at::Tensor expected = padded_critic.outputs() * real;
+    CHECK((expected - packed_critic.outputs() * real).abs().max().item<double>() <
+          kTolerance * std::max(1.0, expected.abs().max().item<double>()));
+  }
+}
+
+TEST_CASE("Ulysses sequence parallelism trains like 1 rank and halves the activations each rank keeps", "[fsdp][sp]") {
+  Suite& s = suite();
+  const Run one = s.run(1, {"--scenario", "train", "--steps", "3"});
+  const auto check = [&](const Run& run, int64_t sp) {
+    const auto world = static_cast<int64_t>(run.ranks.size());
+    CHECK(max_abs_diff(one.params(), run.params()) < kTolerance);
+    for (const char* name : {"out", "entropy"})
+      CHECK((gathered_outputs(run.out, world, name, sp) - one.outputs(name)).abs().max().item<double>() < kTolerance);
+    for (size_t step = 0; step < 3; ++step) {
+      INFO("step " << step);
+      CHECK(run.metric(step, "grad_norm") == Approx(one.metric(step, "grad_norm")).epsilon(1e-5));
+      // The ranks of a group compute the same loss over the same rows.
+      for (int64_t r = 1; r < sp; ++r)
+        CHECK(run.ranks[r]["metrics"][step]["loss"] == run.ranks[0]["metrics"][step]["loss"]);
+    }
+  };
+  SECTION("sp=2") {
+    const Run sp2 = s.run(2, {"--scenario", "train", "--steps", "3", "--sp", "2"});
+    check(sp2, 2);
+    CHECK(sp2.metric(0, "loss") == Approx(one.metric(0, "loss")).epsilon(1e-5));
+    // Every layer's input is kept for the backward: each rank keeps its half of the tokens
+    // (the packed row padded to an even length).
+    const double ratio = sp2.metric(0, "activations_gb") / one.metric(0, "activations_gb");
+    INFO("activations per rank, sp=2 / sp=1: " << ratio);
+    CHECK(ratio > 0.45);
+    CHECK(ratio < 0.52);
+  }
+  SECTION("dp=2 x sp=2, token-budget micro-batches") {
+    check(s.run(4, {"--scenario", "train", "--steps", "3", "--sp", "2", "--dynamic", "12"}), 2);
+  }
+  SECTION("sp=2 without gradient checkpointing") {
+    check(s.run(2, {"--scenario", "train", "--steps", "3", "--sp", "2", "--checkpointing", "0"}), 2);
   }
 }
 

@@ -7,6 +7,7 @@
 //                    --port P --model DIR --out DIR [--steps K] [--save-at K --ckpt DIR]
 //                    [--micro N] [--dynamic TOKENS] [--dtype float32|bfloat16] [--head lm|value]
 //                    [--reduce-dtype float32|bfloat16] [--checkpointing 1|0] [--lora-rank R]
+//                    [--remove-padding 1|0] [--sp N]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -85,7 +86,12 @@ int run(const std::map<std::string, std::string>& args) {
   const int64_t world = std::stoll(arg(args, "world"));
   const fs::path out_dir = arg(args, "out");
 
-  const std::unique_ptr<CommContext> comm = testing::loopback_comm("fsdp_rank_runner", args, "fsdp_test");
+  // Sequence parallelism: the pool's {dp, sp} mesh, as the trainer makes it; a group's ranks share rows.
+  const int64_t sp = std::stoll(arg(args, "sp", "1"));
+  runtime::MeshShape mesh;
+  if (sp > 1) mesh = {runtime::MeshDim{"dp", world / sp, {}}, runtime::MeshDim{"sp", sp, {}}};
+  const std::unique_ptr<CommContext> comm =
+      testing::loopback_comm("fsdp_rank_runner", args, "fsdp_test", std::move(mesh));
 
   ComponentContext context;
   context.model_path = arg(args, "model");
@@ -102,6 +108,8 @@ int run(const std::map<std::string, std::string>& args) {
   options.fsdp_config.dtype = arg(args, "dtype", "float32");
   options.fsdp_config.mixed_precision.reduce_dtype = arg(args, "reduce-dtype", "float32");
   options.enable_gradient_checkpointing = arg(args, "checkpointing", "1") != "0";
+  options.use_remove_padding = arg(args, "remove-padding", "1") != "0";
+  options.ulysses_sequence_parallel_size = sp;
   options.lora.lora_rank = std::stoll(arg(args, "lora-rank", "0"));
   train_fsdp::FsdpEngine engine(options, context);
 
@@ -114,7 +122,9 @@ int run(const std::map<std::string, std::string>& args) {
     forward.micro_batching.max_token_len = dynamic;
   }
   const Batch batch = testing::train_batch(engine.model_config().vocab_size);
-  const Batch mine = batch.slice(rank * testing::kTrainRows / world, (rank + 1) * testing::kTrainRows / world);
+  const int64_t dp = world / sp;
+  const int64_t dp_rank = rank / sp;
+  const Batch mine = batch.slice(dp_rank * testing::kTrainRows / dp, (dp_rank + 1) * testing::kTrainRows / dp);
 
   nlohmann::json result = {{"rank", rank}, {"world", world}};
   result["memory_initial"] = memory_json(engine.memory());

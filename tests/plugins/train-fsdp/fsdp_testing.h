@@ -160,9 +160,12 @@ inline double max_abs_diff(const rlcore::NamedTensors& a, const rlcore::NamedTen
 }
 
 // Every rank's forward outputs after the run, concatenated in row order.
-inline at::Tensor gathered_outputs(const fs::path& out, int64_t world, const std::string& name = "out") {
+// Every data-parallel replica's outputs in row order (a sequence-parallel
+// group's from its first rank: `stride` ranks per replica).
+inline at::Tensor gathered_outputs(const fs::path& out, int64_t world, const std::string& name = "out",
+                                   int64_t stride = 1) {
   std::vector<at::Tensor> parts;
-  for (int64_t r = 0; r < world; ++r)
+  for (int64_t r = 0; r < world; r += stride)
     parts.push_back(rlcore::SafetensorsFile(out / ("outputs_" + std::to_string(r) + ".safetensors")).load(name));
   return at::cat(parts, 0);
 }

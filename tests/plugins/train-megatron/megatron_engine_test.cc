@@ -211,6 +211,37 @@ TEST_CASE("megatron tp=2, pp=2, tp=2 x pp=2 and dp=2 x tp=2 train exactly like o
   require_same_training(suite().run(layout, {"--micro", "2"}), reference);
 }
 
+TEST_CASE("megatron packed micro-batches train like padded ones, one process and tp=2 x pp=2, dense and MoE",
+          "[megatron][packing]") {
+  const bool moe = GENERATE(false, true);
+  Suite& s = moe ? moe_suite() : suite();
+  static std::map<bool, Run> padded_runs;  // once per model, not per layout
+  if (padded_runs.count(moe) == 0)
+    padded_runs.emplace(moe, s.run({1, 1, 1}, {"--micro", "2", "--remove-padding", "0"}));
+  const Run& padded = padded_runs.at(moe);
+  const Layout layout = GENERATE(Layout{1, 1, 1}, Layout{2, 2, 4});
+  INFO("moe " << moe << " tp " << layout.tp << " pp " << layout.pp);
+  const Run packed = s.run(layout, {"--micro", "2"});
+  // The responses' padding differs by design (packed: 0).
+  const at::Tensor real = rlcore::testing::train_batch(s.config.vocab_size).tensor("response_mask");
+  for (const char* name : {"log_prob_before", "entropy_before"})
+    CHECK(max_diff(whole_batch(packed, name) * real, whole_batch(padded, name) * real) < kBeforeTolerance);
+  CHECK(max_diff(whole_batch(packed, "log_prob_after") * real, whole_batch(padded, "log_prob_after") * real) <
+        kAfterTolerance);
+  CHECK(max_diff(whole_batch(packed, "log_prob_before") * (1 - real), at::zeros_like(real)) == 0);
+  for (size_t step = 0; step < 2; ++step) {
+    INFO("step " << step);
+    const double expected = padded.ranks[0]["metrics"][step]["grad_norm"].get<double>();
+    CHECK(std::abs(packed.ranks[0]["metrics"][step]["grad_norm"].get<double>() - expected) <
+          (step == 0 ? kBeforeTolerance : kAfterTolerance));
+  }
+  const auto params = by_name(load_tensors(packed.out / "params.safetensors"));
+  for (const auto& [name, tensor] : by_name(load_tensors(padded.out / "params.safetensors"))) {
+    INFO(name);
+    CHECK(max_diff(params.at(name), tensor) < after_tolerance(name));
+  }
+}
+
 // Megatron in one process (the suite's run `run`) against the fsdp engine on the
 // same checkpoint, batch, loss and steps: outputs, metrics, updated weights.
 void require_equal_to_fsdp(Suite& suite, const Run& run) {

@@ -61,6 +61,7 @@ int run(const testing::RunnerArgs& args) {
   options.megatron.expert_model_parallel_size = ep;
   options.megatron.moe_aux_loss_coeff = std::stod(arg(args, "aux", "0"));
   options.megatron.moe_z_loss_coeff = std::stod(arg(args, "z", "0"));
+  options.use_remove_padding = arg(args, "remove-padding", "1") != "0";
   train_megatron::MegatronEngine engine(options, context);
   if (args.count("load")) engine.load_checkpoint(arg(args, "load"));
 

@@ -22,6 +22,8 @@ namespace rlcore::trainer {
 
 struct ModelPathConfig {
   std::string path;  // HF checkpoint directory (config.json, weights, tokenizer)
+  // false: the train engine pads micro-batches instead of packing them (its use_remove_padding).
+  bool use_remove_padding = true;
 };
 
 // actor_rollout_ref.model: the checkpoint, and verl's LoRA keys, which the
@@ -33,6 +35,9 @@ struct ActorModelConfig {
   std::vector<std::string> target_modules = {"all-linear"};
   std::vector<std::string> exclude_modules;
   std::string lora_adapter_path;  // a PEFT adapter to start from; LoRA is on with its rank
+  // false: the actor's and the reference's train engines pad micro-batches
+  // instead of packing them (their use_remove_padding).
+  bool use_remove_padding = true;
 
   bool lora() const { return lora_rank > 0 || !lora_adapter_path.empty(); }
 };
@@ -185,7 +190,14 @@ struct AlgorithmConfig {
 // verl's model.lora_rank / lora_alpha / target_modules / exclude_modules /
 // lora_adapter_path as `lora` when LoRA is on (model.lora()).
 // Throws ConfigError when LoRA is set under both names.
+// Also use_remove_padding: false when model.use_remove_padding is false
+// (ConfigError when the engine's own key says true).
 RLCORE_API ConfigNode actor_engine_options(const ActorRolloutRefConfig& config);
+// The reference's and the critic's train-engine keys, with use_remove_padding
+// as the actor's; the reference's ulysses_sequence_parallel_size defaults to
+// the actor's (verl's default) when both use the same engine.
+RLCORE_API ConfigNode ref_engine_options(const ActorRolloutRefConfig& config);
+RLCORE_API ConfigNode critic_engine_options(const CriticConfig& config);
 
 // The weight adaptor the hybrid engine uses: hybrid_engine.weight_adaptor when
 // set, else the one matching the actor's layout (megatron for the megatron

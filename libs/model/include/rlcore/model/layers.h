@@ -122,7 +122,30 @@ struct ForwardContext {
   // Set by the caller: each sparse layer with a defined replay.chosen[layer]
   // sends its tokens to those experts (routing replay; SparseMoe::route).
   const MoeRouting* replay = nullptr;
+  // Set by Transformer::prepare_packed: the forward's one row holds several
+  // sequences back to back (packing without padding), sequence i at slots
+  // [segment_offsets[i], segment_offsets[i + 1]); attention stays within each,
+  // and blocked / blocked_sliding are the causal masks of the longest.
+  std::vector<int64_t> segment_offsets;
+  // Set by a sequence-parallel engine: this rank's row is one slice of the
+  // packed sequence. Attention exchanges q, k, v [B, heads, T / N, D] for
+  // [B, heads / N, T, D] (heads_to_sequence) before attending and the output
+  // back after (sequence_to_heads: [B, T, heads / N * Dv] -> [B, T / N, heads * Dv]).
+  struct SequenceParallel {
+    std::function<at::Tensor(const at::Tensor&)> heads_to_sequence;
+    std::function<at::Tensor(const at::Tensor&)> sequence_to_heads;
+  };
+  const SequenceParallel* sequence_parallel = nullptr;
+
+  bool packed() const { return !segment_offsets.empty(); }
 };
+
+// Attention of one layer over what the context allows: grouped_attention with
+// the layer's mask, sequence by sequence for a packed forward, across the
+// sequence-parallel group when there is one. q [B, H, T, D], k, v as
+// grouped_attention's; returns [B, T, H * Dv].
+at::Tensor attend(const ForwardContext& ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                  bool sliding, double scaling, double softcap = 0.0);
 
 // This forward's new keys and values k, v [B, KV, T, D] -> what its queries attend
 // over: the layer's cache slots up to the new ones, with k and v written into

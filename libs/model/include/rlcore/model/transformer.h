@@ -103,6 +103,11 @@ class Transformer {
   // With a cache, prepare() also reserves the new slots (valid, lengths, used).
   ForwardContext prepare(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& position_ids,
                          KvCache* cache) const;
+  // A packed forward without a cache: the sequences of `lengths` back to back
+  // in one row, position_ids [1, T] (restarting at each sequence) for this
+  // forward's tokens: all of them, or a sequence-parallel rank's slice.
+  // ValueError for a length < 1 or positions that are not [1, T] integers.
+  ForwardContext prepare_packed(const at::Tensor& position_ids, const std::vector<int64_t>& lengths) const;
   at::Tensor embed(const at::Tensor& input_ids) const;
   // Final norm already applied -> logits or values.
   at::Tensor apply_head(const at::Tensor& hidden) const;
