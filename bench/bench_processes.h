@@ -31,6 +31,28 @@ inline double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+// Restarts this process's peak resident set (Linux's VmHWM, read by
+// peak_since_reset_mb()) at its current resident set.
+inline void reset_peak_rss() {
+  if (FILE* refs = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", refs);
+    std::fclose(refs);
+  }
+}
+
+// This process's peak resident set (MB) since reset_peak_rss() (or since it started).
+inline double peak_since_reset_mb() {
+  double kb = 0;
+  if (FILE* status = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), status) != nullptr) {
+      if (std::sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
+    }
+    std::fclose(status);
+  }
+  return kb / 1024.0;
+}
+
 // This process's resident set (MB) now.
 inline double current_rss_mb() {
   long pages = 0;

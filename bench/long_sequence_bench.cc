@@ -12,7 +12,7 @@
 // Prints markdown tables (docs/trainer.md#packing, docs/train-fsdp.md#sequence-parallelism).
 //
 //   bench_long_sequences --model DIR [--rows 32] [--prompt 64] [--response 512] [--mean-response 96]
-//                        [--micro 8] [--steps 3] [--lengths 512,1024,2048,4096] [--budget-mb 256] [--threads 2]
+//                        [--micro 8] [--steps 3] [--lengths 1024,2048,4096,8192] [--budget-mb 1024] [--threads 2]
 // Internally it re-runs itself with --role rank for each process of part 2.
 #include <algorithm>
 #include <cmath>
@@ -49,8 +49,8 @@ struct Args {
   int64_t mean_response = 96;
   int64_t micro = 8;
   int64_t steps = 3;
-  std::string lengths = "512,1024,2048,4096";
-  double budget_mb = 256;
+  std::string lengths = "1024,2048,4096,8192";
+  double budget_mb = 1024;
   int threads = 2;
   std::string work;
   // Internal (one process of part 2).
@@ -64,7 +64,8 @@ struct Args {
 
 LossOutput pg_loss(const Batch& rows, const ModelOutput& out, const GlobalBatchInfo& global) {
   const at::Tensor mask = rows.tensor("response_mask");
-  const at::Tensor loss = -(out.log_prob * rows.tensor("advantages") * mask).sum() * (global.dp_size / global.num_tokens);
+  const at::Tensor loss =
+      -(out.log_prob * rows.tensor("advantages") * mask).sum() * (global.dp_size / global.num_tokens);
   return LossOutput{loss, {}};
 }
 
@@ -77,7 +78,8 @@ Batch padded_batch(const std::vector<int64_t>& prompts, const std::vector<int64_
     mask[r].slice(0, prompt - prompts[r], prompt).fill_(1);
     mask[r].slice(0, prompt, prompt + responses[r]).fill_(1);
   }
-  const at::Tensor ids = (at::arange(rows * (prompt + response), at::kLong).view_as(mask) * 7919 + 17) % (vocab - 1) + 1;
+  const at::Tensor ids =
+      (at::arange(rows * (prompt + response), at::kLong).view_as(mask) * 7919 + 17) % (vocab - 1) + 1;
   Batch batch(rows);
   batch.set("input_ids", ids * mask);
   batch.set("attention_mask", mask);
@@ -117,30 +119,37 @@ void ragged_table(const Args& a) {
   const int64_t vocab = engines[true]->model_config().vocab_size;
   std::vector<int64_t> prompts = long_tailed(a.rows, a.prompt / 2.0, a.prompt, 1);
   const std::vector<int64_t> responses = long_tailed(a.rows, static_cast<double>(a.mean_response), a.response, 2);
-  const Batch batch = padded_batch(prompts, responses, a.prompt, a.response, vocab);
-  const double real = batch.tensor("attention_mask").sum().item<double>();
   double mean = 0;
   int64_t longest = 0;
-  for (const int64_t r : responses) mean += static_cast<double>(r) / static_cast<double>(a.rows), longest = std::max(longest, r);
+  for (const int64_t r : responses) {
+    mean += static_cast<double>(r) / static_cast<double>(a.rows);
+    longest = std::max(longest, r);
+  }
   ForwardOptions forward;
   forward.micro_batching.micro_batch_size = a.micro;
   std::cout << "\n### Ragged batch: packed vs padded micro-batches (1 process, " << a.threads << " threads)\n\n"
-            << a.rows << " rows, micro-batches of " << a.micro << ", prompts up to " << a.prompt << " tokens, responses "
-            << "up to " << a.response << " (long-tailed: mean " << fixed(mean, 1) << ", longest " << longest << "); "
-            << static_cast<int64_t>(real) << " real tokens of " << batch.tensor("attention_mask").numel()
-            << " slots (" << fixed(100.0 * real / static_cast<double>(batch.tensor("attention_mask").numel()), 1)
-            << "% real).\n\n"
-            << "| pass | padded (s) | packed (s) | padded real tokens/s | packed real tokens/s | packed / padded |\n"
-            << "|---|---:|---:|---:|---:|---:|\n";
-  const auto row = [&](const std::string& pass, auto run) {
-    const double padded = bench::time_steps(a.steps, at::kCPU, [&] { run(*engines[false]); });
-    const double packed = bench::time_steps(a.steps, at::kCPU, [&] { run(*engines[true]); });
-    std::cout << "| " << pass << " | " << fixed(padded, 3) << " | " << fixed(packed, 3) << " | "
-              << fixed(real / padded, 0) << " | " << fixed(real / packed, 0) << " | " << fixed(padded / packed, 2)
-              << "x |" << std::endl;
-  };
-  row("log-prob pass (forward)", [&](train_fsdp::FsdpEngine& e) { e.forward(batch, forward); });
-  row("train step (forward + backward + AdamW)", [&](train_fsdp::FsdpEngine& e) { e.train_step(batch, forward, pg_loss); });
+            << a.rows << " rows, micro-batches of " << a.micro << ", prompts up to " << a.prompt
+            << " tokens (left-padded), responses up to " << a.response << " (long-tailed: mean " << fixed(mean, 1)
+            << ", longest " << longest << "). Padded to the response length (as the rollout returns rows) and, "
+            << "more favourable to padding, to the batch's longest response.\n\n"
+            << "| responses padded to | pass | real tokens | padded (s) | packed (s) | padded real tokens/s | "
+               "packed real tokens/s | packed / padded |\n"
+            << "|---|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const int64_t width : {a.response, longest}) {
+    const Batch batch = padded_batch(prompts, responses, a.prompt, width, vocab);
+    const double real = batch.tensor("attention_mask").sum().item<double>();
+    const auto row = [&](const std::string& pass, auto run) {
+      const double padded = bench::time_steps(a.steps, at::kCPU, [&] { run(*engines[false]); });
+      const double packed = bench::time_steps(a.steps, at::kCPU, [&] { run(*engines[true]); });
+      std::cout << "| " << width << " ("
+                << fixed(100.0 * real / static_cast<double>(batch.tensor("attention_mask").numel()), 0) << "% real) | "
+                << pass << " | " << static_cast<int64_t>(real) << " | " << fixed(padded, 3) << " | " << fixed(packed, 3)
+                << " | " << fixed(real / padded, 0) << " | " << fixed(real / packed, 0) << " | "
+                << fixed(padded / packed, 2) << "x |" << std::endl;
+    };
+    row("log-prob pass", [&](train_fsdp::FsdpEngine& e) { e.forward(batch, forward); });
+    row("train step", [&](train_fsdp::FsdpEngine& e) { e.train_step(batch, forward, pg_loss); });
+  }
 }
 
 int run_rank(const Args& a) {
@@ -161,13 +170,16 @@ int run_rank(const Args& a) {
   options.ulysses_sequence_parallel_size = a.world;
   train_fsdp::FsdpEngine engine(options, context);
   const int64_t prompt = 16;
-  const Batch batch = padded_batch({prompt}, {a.length - prompt}, prompt, a.length - prompt,
-                                   engine.model_config().vocab_size);
+  const Batch batch =
+      padded_batch({prompt}, {a.length - prompt}, prompt, a.length - prompt, engine.model_config().vocab_size);
+  // One step first: its one-off allocations (the AdamW state) stay out of the peak.
+  std::map<std::string, double> metrics = engine.train_step(batch, {}, pg_loss).metrics;
   const double before_mb = bench::current_rss_mb();
-  std::map<std::string, double> metrics;
-  const double seconds = bench::time_steps(a.steps, at::kCPU, [&] { metrics = engine.train_step(batch, {}, pg_loss).metrics; });
+  bench::reset_peak_rss();
+  const double seconds =
+      bench::time_steps(a.steps, at::kCPU, [&] { metrics = engine.train_step(batch, {}, pg_loss).metrics; });
   std::ofstream(a.result) << nlohmann::json{{"seconds", seconds},
-                                            {"peak_over_start_mb", bench::peak_rss_mb() - before_mb},
+                                            {"peak_over_start_mb", bench::peak_since_reset_mb() - before_mb},
                                             {"activations_mb", metrics.at("activations_gb") * 1024.0}}
                                  .dump();
   return 0;
@@ -182,10 +194,9 @@ std::vector<nlohmann::json> run_sequence_parallel(const Args& a, const std::stri
     results.push_back((fs::path(a.work) / ("sp" + std::to_string(sp) + "_" + std::to_string(length) + "_" +
                                            std::to_string(rank) + ".json"))
                           .string());
-    args.push_back({"--role", "rank", "--model", a.model, "--rank", std::to_string(rank), "--world",
-                    std::to_string(sp), "--port", std::to_string(store.port()), "--length", std::to_string(length),
-                    "--steps", std::to_string(a.steps), "--threads", std::to_string(threads), "--result",
-                    results.back()});
+    args.push_back({"--role", "rank", "--model", a.model, "--rank", std::to_string(rank), "--world", std::to_string(sp),
+                    "--port", std::to_string(store.port()), "--length", std::to_string(length), "--steps",
+                    std::to_string(a.steps), "--threads", std::to_string(threads), "--result", results.back()});
   }
   bench::run_processes(self, args, threads, "bench_long_sequences sp=" + std::to_string(sp));
   std::vector<nlohmann::json> out;
@@ -233,9 +244,8 @@ Args parse(int argc, char** argv) {
       "rows", po::value(&a.rows))("prompt", po::value(&a.prompt))("response", po::value(&a.response))(
       "mean-response", po::value(&a.mean_response))("micro", po::value(&a.micro))("steps", po::value(&a.steps))(
       "lengths", po::value(&a.lengths))("budget-mb", po::value(&a.budget_mb))("threads", po::value(&a.threads))(
-      "work", po::value(&a.work))("role", po::value(&a.role))("rank", po::value(&a.rank))(
-      "world", po::value(&a.world))("port", po::value(&a.port))("length", po::value(&a.length))(
-      "result", po::value(&a.result));
+      "work", po::value(&a.work))("role", po::value(&a.role))("rank", po::value(&a.rank))("world", po::value(&a.world))(
+      "port", po::value(&a.port))("length", po::value(&a.length))("result", po::value(&a.result));
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   po::notify(vm);

@@ -18,8 +18,8 @@ namespace rlcore::train_fsdp {
 class DpComm {
  public:
   // The pool's "dp" group when it has one (a model-parallel pool's replicas),
-  // else every worker; `whole_pool`: every worker regardless (sequence
-  // parallelism shards over the sp ranks of a replica too).
+  // else every worker; `whole_pool`: every worker regardless (a pool with
+  // sequence-parallel groups shards over the sp ranks of a replica too).
   explicit DpComm(const CommContext* comm, bool whole_pool = false);
 
   int64_t size() const;

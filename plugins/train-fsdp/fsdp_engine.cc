@@ -11,6 +11,7 @@
 
 #include "train-common/engine_device.h"
 #include "fsdp_engine_internal.h"
+#include "rlcore/comm_context.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/safetensors/safetensors.h"
@@ -40,7 +41,9 @@ FsdpEngine::FsdpEngine(const FsdpOptions& options, const ComponentContext& conte
       device_(train_common::engine_device(context, "fsdp")),
       placement_(device_, [this] { return shard_states(); }),
       precision_(resolve_mixed_precision(options.fsdp_config)),
-      dp_(context.comm, options.ulysses_sequence_parallel_size > 1),
+      // A pool with sequence-parallel groups is sharded over all of it, whatever this engine's own sp
+      // size: an engine without sp then holds its group's rows twice, which averaging leaves unchanged.
+      dp_(context.comm, context.comm != nullptr && context.comm->has_group("sp")),
       config_(model::ModelConfig::from_checkpoint_dir(context.model_path, "fsdp")),
       skeleton_(config_, head_, at::TensorOptions().device(at::kMeta).dtype(precision_.param)),
       schedule_(train_common::make_lr_schedule(options.optim, context.total_training_steps)) {

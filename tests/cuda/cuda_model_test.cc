@@ -1,6 +1,8 @@
 // The SDK's Transformer on the GPU against the same weights on the CPU:
 // logits and gradients in fp32 (the fused SDPA attention path included, with
 // padding), and bf16 within bf16's precision.
+#include <cmath>
+
 #include "../plugins/infer-native/engine_testing.h"
 #include "cuda_testing.h"
 
@@ -84,4 +86,38 @@ TEST_CASE("bf16 logits on the GPU stay within bf16 precision of fp32", "[cuda]")
   const at::Tensor keep = in.mask.to(at::kBool).unsqueeze(-1);
   const double scale = expected.abs().max().item<double>();
   CHECK(max_abs_diff(expected.masked_fill(~keep, 0), actual.cpu().masked_fill(~keep, 0)) < 3e-2 * scale);
+}
+
+TEST_CASE("a packed bf16 forward (flash attention's variable-length kernel) equals the padded batch", "[cuda]") {
+  const at::Device gpu = require_gpu();
+  rlcore::check_dtype_supported(gpu, at::kBFloat16, "test");
+  const Transformer cpu = random_model(tiny_config("llama"), 5);
+  Transformer cuda = on_gpu(cpu, gpu, at::kBFloat16);
+  const Inputs in = padded_inputs(cpu.config().vocab_size);
+  const at::Tensor real = in.mask.to(at::kBool);
+  std::vector<int64_t> lengths;
+  std::vector<at::Tensor> positions;
+  for (int64_t r = 0; r < in.mask.size(0); ++r) {
+    lengths.push_back(in.mask[r].sum().item<int64_t>());
+    positions.push_back(at::arange(lengths.back(), at::kLong));
+  }
+  const at::Tensor packed_ids = in.ids.masked_select(real).unsqueeze(0).to(gpu);
+  cuda.set_requires_grad(true);
+  const rlcore::model::ForwardContext ctx = cuda.prepare_packed(at::cat(positions).unsqueeze(0).to(gpu), lengths);
+  const at::Tensor packed = cuda.apply_head(cuda.hidden_states(packed_ids, ctx)).to(at::kFloat);
+  at::Tensor padded;
+  {
+    at::NoGradGuard no_grad;
+    padded = cuda.forward(in.ids.to(gpu), in.mask.to(gpu)).to(at::kFloat);
+  }
+  const at::Tensor expected = padded.cpu().index({real});
+  const double scale = expected.abs().max().item<double>();
+  CHECK(max_abs_diff(packed.cpu().squeeze(0), expected) < 3e-2 * scale);
+  // The kernel's backward reaches every parameter.
+  packed.logsumexp(-1).mean().backward();
+  for (const auto& [name, param] : cuda.named_parameters()) {
+    INFO(name);
+    REQUIRE(param.grad().defined());
+    CHECK(std::isfinite(param.grad().abs().sum().item<double>()));
+  }
 }

@@ -3,6 +3,7 @@
 #include "e2e_testing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -114,6 +115,44 @@ TEST_CASE("GRPO raises a learnable reward with two workers") {
   const double first = e2e::mean_over_steps(metrics, "critic/score/mean", 1, 3);
   const double last = e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12);
   CHECK(last > first + 0.1);
+  fs::remove_all(ws);
+}
+
+TEST_CASE("GRPO with Ulysses sequence parallelism (sp=2) matches the data-parallel run on step 1") {
+  // Two workers either way: dp=2, or one replica whose two ranks split every packed micro-batch (the
+  // pool's mesh {dp, sp}). The same samples (the rollout splits rows by worker in both), the same
+  // update: the gradient norm and the old-log-prob pass's entropy agree; the reference policy (KL loss)
+  // takes the actor's sp size; rollout and trainer probabilities agree at every step.
+  const std::string ws = e2e::make_workspace("grpo_sp");
+  const char* const kGrpoKl = R"(
+actor_rollout_ref:
+  actor: {ppo_mini_batch_size: 8, ppo_micro_batch_size_per_gpu: 4, use_kl_loss: true%s}
+  rollout: {n: 4}
+algorithm: {adv_estimator: grpo}
+)";
+  const auto run_grpo = [&](const std::string& name, const std::string& actor) {
+    std::string yaml = kGrpoKl;
+    yaml.replace(yaml.find("%s"), 2, actor);
+    const e2e::RunResult run =
+        e2e::run_rlcore({"--config", e2e::write_config(ws, name, yaml), "trainer.total_training_steps=2"});
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+    return e2e::read_metrics(ws + "/" + name);
+  };
+  const auto dp = run_grpo("dp", "");
+  const auto sp = run_grpo("sp", ", ulysses_sequence_parallel_size: 2");
+  REQUIRE(sp.size() == 2);
+  for (const char* key : {"critic/score/mean", "actor/grad_norm", "actor/entropy"}) {
+    INFO(key);
+    const double a = dp.at(1).at(key), b = sp.at(1).at(key);
+    CHECK(std::abs(a - b) <= 1e-4 * std::max(1.0, std::abs(a)));
+  }
+  CHECK(sp.at(1).count("actor/kl_loss") == 1);
+  CHECK(sp.at(1).count("global_seqlen/mean") == 0);  // one data-parallel replica: nothing to balance
+  for (const auto& [step, values] : sp) {
+    INFO("step " << step);
+    CHECK(values.at("training/rollout_probs_diff_max") < 1e-4);
+  }
   fs::remove_all(ws);
 }
 

@@ -8,6 +8,9 @@
 namespace rlcore::config {
 namespace {
 
+constexpr const char* kNoContextParallel =
+    "Megatron's context parallelism is not implemented (docs/train-megatron.md#context-parallelism); "
+    "the fsdp engine splits long sequences with ulysses_sequence_parallel_size";
 constexpr const char* kEngineKnob =
     "an in-process vLLM / SGLang setting; rlcore's native engine sizes its KV cache from max_num_seqs and "
     "max_model_len, and a vllm_bridge server takes its own settings on its command line";
@@ -103,6 +106,9 @@ const std::vector<VerlKeyRule>& verl_key_rules() {
        "what verl's checkpoints hold; rlcore's always hold the model, the optimizer and the trainer state"},
       {"data.return_raw_chat", H::kNoEffect, nullptr,
        "verl hands chat messages to agent loops and reward models; rlcore keeps them itself"},
+      {"actor_rollout_ref.actor.megatron.context_parallel_size", H::kOnlyValue, "1", kNoContextParallel},
+      {"actor_rollout_ref.ref.megatron.context_parallel_size", H::kOnlyValue, "1", kNoContextParallel},
+      {"critic.megatron.context_parallel_size", H::kOnlyValue, "1", kNoContextParallel},
       {"actor_rollout_ref.actor.fsdp_config.fsdp_size", H::kOnlyValue, "-1",
        "hybrid sharding is not implemented: fsdp shards over the whole data-parallel group"},
       {"actor_rollout_ref.ref.fsdp_config.fsdp_size", H::kOnlyValue, "-1",

@@ -48,4 +48,24 @@ at::Tensor fused_grouped_attention(const at::Tensor& q, const at::Tensor& k, con
 #endif
 }
 
+at::Tensor flash_varlen_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                  const std::vector<int64_t>& offsets, int64_t longest, double scaling) {
+#if RLCORE_HAVE_FUSED_GQA_ATTENTION
+  const bool half = q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf;
+  if (!q.is_cuda() || !half || v.size(3) != q.size(3) || q.size(0) != 1) return {};
+  // The kernel's layout: [tokens, heads, D], sequences delimited by int32 offsets.
+  const auto tokens_first = [](const at::Tensor& x) { return x.select(0, 0).transpose(0, 1).contiguous(); };
+  const at::Tensor cumulative =
+      at::tensor(std::vector<int32_t>(offsets.begin(), offsets.end()), at::TensorOptions().dtype(at::kInt))
+          .to(q.device(), /*non_blocking=*/true);
+  const at::Tensor out = std::get<0>(at::_flash_attention_forward(
+      tokens_first(q), tokens_first(k), tokens_first(v), cumulative, cumulative, longest, longest,
+      /*dropout_p=*/0.0, /*is_causal=*/true, /*return_debug_mask=*/false, scaling));
+  return out.reshape({1, q.size(2), -1});
+#else
+  (void)q, (void)k, (void)v, (void)offsets, (void)longest, (void)scaling;
+  return {};
+#endif
+}
+
 }  // namespace rlcore::model

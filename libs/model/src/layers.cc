@@ -234,10 +234,17 @@ at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at:
 
 namespace {
 
-// Each packed sequence attends to itself only: its slice of q, k, v under the
-// top-left corner of the causal mask (the same mask for a shorter sequence).
+// Each packed sequence attends to itself only: all at once through flash
+// attention's variable-length kernel where it applies, else one sequence at a
+// time, its slice of q, k, v under the top-left corner of the causal mask (the
+// same mask for a shorter sequence).
 at::Tensor attend_packed(const ForwardContext& ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                         const at::Tensor& blocked, double scaling, double softcap) {
+                         const at::Tensor& blocked, bool sliding, double scaling, double softcap) {
+  if (!sliding && softcap == 0.0) {
+    const int64_t longest = blocked.defined() ? blocked.size(-1) : 1;
+    if (at::Tensor fused = flash_varlen_attention(q, k, v, ctx.segment_offsets, longest, scaling); fused.defined())
+      return fused;
+  }
   std::vector<at::Tensor> parts;
   parts.reserve(ctx.segment_offsets.size() - 1);
   for (size_t i = 0; i + 1 < ctx.segment_offsets.size(); ++i) {
@@ -257,10 +264,10 @@ at::Tensor attend(const ForwardContext& ctx, const at::Tensor& q, const at::Tens
                   bool sliding, double scaling, double softcap) {
   const at::Tensor& blocked = sliding ? ctx.blocked_sliding : ctx.blocked;
   if (!ctx.packed()) return grouped_attention(q, k, v, blocked, scaling, softcap);
-  if (ctx.sequence_parallel == nullptr) return attend_packed(ctx, q, k, v, blocked, scaling, softcap);
+  if (ctx.sequence_parallel == nullptr) return attend_packed(ctx, q, k, v, blocked, sliding, scaling, softcap);
   const ForwardContext::SequenceParallel& sp = *ctx.sequence_parallel;
   const at::Tensor out = attend_packed(ctx, sp.heads_to_sequence(q), sp.heads_to_sequence(k), sp.heads_to_sequence(v),
-                                       blocked, scaling, softcap);
+                                       blocked, sliding, scaling, softcap);
   return sp.sequence_to_heads(out);
 }
 

@@ -113,6 +113,8 @@ TEST_CASE("verl features rlcore lacks are refused by key unless off; conflicts n
   CHECK_THAT(error({"actor_rollout_ref.actor.ulysses_sequence_parallel_size=0"}),
              Catch::Contains("ulysses_sequence_parallel_size"));
   CHECK_THAT(error({"trainer.critic_warmup=3"}), Catch::Contains("critic-only warm-up"));
+  CHECK_THAT(error({"actor_rollout_ref.actor.megatron.context_parallel_size=2"}),
+             Catch::Contains("context parallelism is not implemented") && Catch::Contains("only 1 is accepted"));
   // verl's agent loop keys are rlcore's too (docs/agent-loop.md): a bad value names its key.
   CHECK_THAT(error({"actor_rollout_ref.rollout.multi_turn.format=gpt-oss"}),
              Catch::Contains("actor_rollout_ref.rollout.multi_turn.format") && Catch::Contains("hermes"));
