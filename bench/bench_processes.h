@@ -1,6 +1,7 @@
 // What the multi-process benchmarks share: timing a step (best of N, to the
-// device's completion), the peak and current RSS of this process, and running
-// this executable once per rank with OpenMP / OpenBLAS threads set.
+// device's completion), the peak and current RSS of this process, a rank's
+// loopback process groups, and running this executable once per rank with
+// OpenMP / OpenBLAS threads set.
 #pragma once
 
 #include <spawn.h>
@@ -12,12 +13,16 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <c10/core/Device.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include "rlcore/comm_context.h"
+#include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/error.h"
 
 extern char** environ;
@@ -99,6 +104,20 @@ inline std::vector<std::string> environment_with_threads(int threads) {
   env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
   env.push_back("OPENBLAS_NUM_THREADS=" + std::to_string(threads));
   return env;
+}
+
+// One rank's process groups over loopback, rendezvousing at 127.0.0.1:`port`.
+inline std::unique_ptr<CommContext> loopback_comm(int port, const std::string& prefix, int64_t rank, int64_t world,
+                                                  runtime::MeshShape mesh = {}) {
+  runtime::ProcessGroupOptions pg;
+  pg.store_host = "127.0.0.1";
+  pg.store_port = port;
+  pg.prefix = prefix;
+  pg.rank = rank;
+  pg.world_size = world;
+  pg.local_address = "127.0.0.1";
+  pg.mesh = std::move(mesh);
+  return runtime::make_comm_context(pg);
 }
 
 // Runs `self` once per argument list (argv[1..]), all at once with `threads`

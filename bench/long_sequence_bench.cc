@@ -154,15 +154,10 @@ void ragged_table(const Args& a) {
 
 int run_rank(const Args& a) {
   at::set_num_threads(a.threads);
-  runtime::ProcessGroupOptions pg;
-  pg.store_host = "127.0.0.1";
-  pg.store_port = a.port;
-  pg.prefix = "bench_long_sequences";
-  pg.rank = a.rank;
-  pg.world_size = a.world;
-  pg.local_address = "127.0.0.1";
-  if (a.world > 1) pg.mesh = {runtime::MeshDim{"dp", 1, {}}, runtime::MeshDim{"sp", a.world, {}}};
-  const std::unique_ptr<CommContext> comm = runtime::make_comm_context(pg);
+  runtime::MeshShape mesh;
+  if (a.world > 1) mesh = {runtime::MeshDim{"dp", 1, {}}, runtime::MeshDim{"sp", a.world, {}}};
+  const std::unique_ptr<CommContext> comm =
+      bench::loopback_comm(a.port, "bench_long_sequences", a.rank, a.world, std::move(mesh));
   ComponentContext context;
   context.model_path = a.model;
   context.comm = comm.get();

@@ -26,6 +26,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "bench_processes.h"
 #include "memory_reference.h"
 #include "rlcore/config_node.h"
 #include "rlcore/core/plugin_loader.h"
@@ -88,15 +89,7 @@ double reduce(const CommGroup& world, double value, bool max) {
 
 int run_rank(const Args& a) {
   at::set_num_threads(a.threads);
-  runtime::ProcessGroupOptions pg;
-  pg.store_host = "127.0.0.1";
-  pg.store_port = a.port;
-  pg.prefix = "bench_reshard";
-  pg.rank = a.rank;
-  pg.world_size = a.world;
-  pg.local_address = "127.0.0.1";
-  pg.mesh = mesh_of(a);
-  const std::unique_ptr<CommContext> comm = runtime::make_comm_context(pg);
+  const std::unique_ptr<CommContext> comm = bench::loopback_comm(a.port, "bench_reshard", a.rank, a.world, mesh_of(a));
 
   Registry registry;
   PluginLoader(registry).load_path(a.plugins);

@@ -144,14 +144,7 @@ int run_baseline(const Args& a) {
 }
 
 int run_rank(const Args& a) {
-  runtime::ProcessGroupOptions pg;
-  pg.store_host = "127.0.0.1";
-  pg.store_port = a.port;
-  pg.prefix = "bench_fsdp";
-  pg.rank = a.rank;
-  pg.world_size = a.world;
-  pg.local_address = "127.0.0.1";
-  const std::unique_ptr<CommContext> comm = runtime::make_comm_context(pg);
+  const std::unique_ptr<CommContext> comm = bench::loopback_comm(a.port, "bench_fsdp", a.rank, a.world);
   ComponentContext context;
   context.model_path = a.model_dir;
   context.comm = comm.get();

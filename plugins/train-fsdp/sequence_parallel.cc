@@ -68,7 +68,9 @@ at::Tensor UlyssesParallel::heads_to_sequence(const at::Tensor& x) const {
   const int64_t local_len = x.size(2);
   const std::vector<int64_t> one_each(static_cast<size_t>(n), 1);
   const at::Tensor received = train_common::all_to_all_rows(x.reshape({n, -1}), one_each, one_each, group_);
-  return received.view({n, heads / n, local_len, x.size(3)}).transpose(0, 1).reshape({1, heads / n, n * local_len, x.size(3)});
+  return received.view({n, heads / n, local_len, x.size(3)})
+      .transpose(0, 1)
+      .reshape({1, heads / n, n * local_len, x.size(3)});
 }
 
 at::Tensor UlyssesParallel::sequence_to_heads(const at::Tensor& y) const {
@@ -92,17 +94,18 @@ at::Tensor UlyssesParallel::gather_predictions(const train_common::Packing& pack
 void UlyssesParallel::check_same_rows(const Batch& batch, const std::string& engine) const {
   const at::Tensor& mask = batch.tensor(columns::kAttentionMask);
   // Rows, tokens and a checksum of where they sit, on the device the group's backend reduces on.
-  const at::Tensor mine = at::stack({at::scalar_tensor(static_cast<double>(batch.size()), at::kDouble),
-                                     mask.sum().to(at::kCPU, at::kDouble),
-                                     mask.to(at::kDouble).cumsum(1).sum().to(at::kCPU)})
-                              .to(mask.device());
+  const at::Tensor mine =
+      at::stack({at::scalar_tensor(static_cast<double>(batch.size()), at::kDouble),
+                 mask.sum().to(at::kCPU, at::kDouble), mask.to(at::kDouble).cumsum(1).sum().to(at::kCPU)})
+          .to(mask.device());
   const std::vector<at::Tensor> all = group_.all_gather(mine);
   for (size_t r = 0; r < all.size(); ++r) {
     if (!at::equal(all[r].cpu(), all.front().cpu())) {
       throw ValueError(engine + ": the ranks of a sequence-parallel group must hold the same rows, but rank " +
                        std::to_string(r) + " of group '" + group_.name() + "' holds " +
-                       std::to_string(all[r][0].item<int64_t>()) + " rows of " + std::to_string(all[r][1].item<int64_t>()) +
-                       " tokens and rank 0 " + std::to_string(all.front()[0].item<int64_t>()) + " rows of " +
+                       std::to_string(all[r][0].item<int64_t>()) + " rows of " +
+                       std::to_string(all[r][1].item<int64_t>()) + " tokens and rank 0 " +
+                       std::to_string(all.front()[0].item<int64_t>()) + " rows of " +
                        std::to_string(all.front()[1].item<int64_t>()) + " tokens");
     }
   }
@@ -116,10 +119,12 @@ std::unique_ptr<UlyssesParallel> make_ulysses(int64_t size, bool use_remove_padd
     throw ConfigError(key + " needs use_remove_padding: true (it splits packed sequences, as verl's does)");
   }
   if (comm == nullptr || !comm->has_group("sp") || comm->group("sp").size() != size) {
-    throw ConfigError(key + " needs the worker pool's 'sp' mesh dimension of that size (the trainer makes it from "
+    throw ConfigError(key +
+                      " needs the worker pool's 'sp' mesh dimension of that size (the trainer makes it from "
                       "actor_rollout_ref.actor.ulysses_sequence_parallel_size), but the pool has " +
-                      (comm != nullptr && comm->has_group("sp") ? "one of size " + std::to_string(comm->group("sp").size())
-                                                                 : std::string("none")));
+                      (comm != nullptr && comm->has_group("sp")
+                           ? "one of size " + std::to_string(comm->group("sp").size())
+                           : std::string("none")));
   }
   return std::make_unique<UlyssesParallel>(comm->group("sp"), config);
 }

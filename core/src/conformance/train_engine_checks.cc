@@ -36,6 +36,14 @@ constexpr double kStepTolerance = 1e-4;
 constexpr const char* kLearningRate = "1e-3";  // optim.lr of both engines
 constexpr int64_t kTotalSteps = 4;
 
+// The largest difference at the batch's response tokens: what an engine
+// returns at padding positions is unspecified (0 from a packed forward,
+// whatever the padding computes from a padded one).
+double response_diff(const at::Tensor& a, const at::Tensor& b, const Batch& batch) {
+  const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
+  return max_abs_diff(a.masked_select(mask), b.masked_select(mask));
+}
+
 bool declares(const ComponentEntry& entry, const std::string& key) {
   return std::any_of(entry.keys.begin(), entry.keys.end(), [&](const KeySpec& spec) { return spec.name == key; });
 }
@@ -91,11 +99,9 @@ Outcome compare_forward(CheckEnv& env, bool entropy) {
     if (g.sizes() != w.sizes()) {
       return Outcome::fail("shape " + c10::str(g.sizes()) + ", the reference's is " + c10::str(w.sizes()));
     }
-    // Only response tokens are compared: padding positions are unspecified.
-    const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
     std::ostringstream what;
     what << (entropy ? "entropy" : "log_prob") << " at temperature " << temperature;
-    worst.add(what.str(), max_abs_diff(g.masked_select(mask), w.masked_select(mask)));
+    worst.add(what.str(), response_diff(g, w, batch));
   }
   return Outcome::measured(worst.error, kForwardTolerance, worst.what + " vs the reference");
 }
@@ -113,7 +119,6 @@ Outcome check_forward_sum_pi_squared(CheckEnv& env) {
     return Outcome::skipped("reference train_engine '" + env.reference_name + "' cannot compute sum_pi_squared");
   }
   const Batch batch = train_batch(3);
-  const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
   Worst worst;
   for (double temperature : {1.0, 0.7}) {
     at::Tensor got, want;
@@ -126,9 +131,8 @@ Outcome check_forward_sum_pi_squared(CheckEnv& env) {
     const ModelOutput plain = candidate->forward(batch, forward_options(temperature, false));
     std::ostringstream what;
     what << "at temperature " << temperature;
-    worst.add("sum_pi_squared " + what.str(), max_abs_diff(got.masked_select(mask), want.masked_select(mask)));
-    worst.add("its log_prob vs forward()'s " + what.str(),
-              max_abs_diff(output.log_prob.masked_select(mask), plain.log_prob.masked_select(mask)));
+    worst.add("sum_pi_squared " + what.str(), response_diff(got, want, batch));
+    worst.add("its log_prob vs forward()'s " + what.str(), response_diff(output.log_prob, plain.log_prob, batch));
   }
   return Outcome::measured(worst.error, kForwardTolerance, worst.what + " vs the reference");
 }
@@ -167,8 +171,9 @@ Outcome check_optimizer_step(CheckEnv& env) {
       compare_named(SafetensorsCheckpoint(got_dir).load_all(), SafetensorsCheckpoint(want_dir).load_all(), worst);
   if (!problem.empty()) return Outcome::fail("exported weights after the step: " + problem);
   const Batch probe = train_batch(5);
-  worst.add("log_prob after the step", max_abs_diff(candidate->forward(probe, forward_options(1.0, false)).log_prob,
-                                                    reference->forward(probe, forward_options(1.0, false)).log_prob));
+  worst.add("log_prob after the step",
+            response_diff(candidate->forward(probe, forward_options(1.0, false)).log_prob,
+                          reference->forward(probe, forward_options(1.0, false)).log_prob, probe));
   return Outcome::measured(worst.error, kStepTolerance, worst.what + " vs the reference");
 }
 
@@ -387,7 +392,7 @@ Outcome check_data_parallel(CheckEnv& env) {
     if (!problem.empty()) return Outcome::fail("rank " + std::to_string(rank) + ": " + problem);
   }
   worst.add("log_prob after the step",
-            max_abs_diff(at::cat(log_probs, 0), single->forward(probe, forward_options(1.0, false)).log_prob));
+            response_diff(at::cat(log_probs, 0), single->forward(probe, forward_options(1.0, false)).log_prob, probe));
   return Outcome::measured(worst.error, kStepTolerance, worst.what + " with 2 dp ranks vs 1");
 }
 
