@@ -159,6 +159,15 @@ TEST_CASE("Ulysses sequence parallelism trains like 1 rank and halves the activa
   SECTION("sp=2 without gradient checkpointing") {
     check(s.run(2, {"--scenario", "train", "--steps", "3", "--sp", "2", "--checkpointing", "0"}), 2);
   }
+  SECTION("a critic (value head), sp=2") {
+    const Run critic = s.run(1, {"--scenario", "train", "--steps", "2", "--head", "value"});
+    const Run split = s.run(2, {"--scenario", "train", "--steps", "2", "--head", "value", "--sp", "2"});
+    CHECK(max_abs_diff(critic.params(), split.params()) < kTolerance);
+    const at::Tensor expected = critic.outputs();
+    CHECK((gathered_outputs(split.out, 2, "out", 2) - expected).abs().max().item<double>() <
+          kTolerance * std::max(1.0, expected.abs().max().item<double>()));
+    CHECK(split.metric(1, "grad_norm") == Approx(critic.metric(1, "grad_norm")).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("LoRA trains the same on 1 and 2 ranks (replicated adapters, dp-averaged gradients)", "[fsdp][dp][lora]") {
