@@ -244,9 +244,10 @@ TEST_CASE("LoRA trains the same without gradient checkpointing, and in bf16 clos
     CHECK((a.b - b.b).abs().max().item<double>() < 1e-6);
     CHECK(bf16.lora().pairs()[i]->a.scalar_type() == at::kFloat);  // fp32 masters in bf16 compute
   }
-  // Two updates apart in bf16: the trajectories part by bf16's rounding (8-bit mantissa), a few hundredths
-  // on average, one token's log-prob up to ~0.1.
+  // Two updates apart in bf16: the trajectories part by bf16's rounding (8-bit mantissa): about 0.03 on
+  // average, one token's log-prob up to ~0.11 (libtorch 1.13 and 2.x round differently); a broken bf16
+  // path is off by whole units.
   const at::Tensor error = (bf16.forward(batch, {}).log_prob - checkpointed.forward(batch, {}).log_prob).abs();
-  CHECK(error.mean().item<double>() < 0.03);
-  CHECK(error.max().item<double>() < 0.15);
+  CHECK(error.mean().item<double>() < 0.05);
+  CHECK(error.max().item<double>() < 0.2);
 }
