@@ -2,6 +2,7 @@
 // angles, fp32 softmax) so logits match transformers' eager implementation.
 #include "rlcore/model/layers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -234,22 +235,68 @@ at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at:
 
 namespace {
 
-// Each packed sequence attends to itself only: all at once through flash
-// attention's variable-length kernel where it applies, else one sequence at a
-// time, its slice of q, k, v under the top-left corner of the causal mask (the
-// same mask for a shorter sequence).
+// The packed row's sequences as a padded batch [S, heads, longest, D]: slot
+// `longest` of a shorter sequence holds zeros. `gather` indexes [S * longest]
+// into the row with one zero slot appended.
+at::Tensor as_padded_batch(const at::Tensor& x, const at::Tensor& gather, int64_t sequences, int64_t longest) {
+  const at::Tensor row = x.select(0, 0);  // [heads, T, D]
+  const at::Tensor with_zero = at::cat({row, at::zeros({row.size(0), 1, row.size(2)}, row.options())}, 1);
+  return with_zero.index_select(1, gather).view({row.size(0), sequences, longest, row.size(2)}).transpose(0, 1);
+}
+
+// All sequences in one grouped_attention call, padded to the longest: the
+// padded path's attention, for many sequences of similar length, where a call
+// per sequence would cost more than the padding.
+at::Tensor attend_as_batch(const std::vector<int64_t>& offsets, const at::Tensor& q, const at::Tensor& k,
+                           const at::Tensor& v, const at::Tensor& blocked, int64_t longest, double scaling,
+                           double softcap) {
+  const auto sequences = static_cast<int64_t>(offsets.size()) - 1;
+  const int64_t tokens = offsets.back();
+  std::vector<int64_t> gather, real;
+  gather.reserve(static_cast<size_t>(sequences * longest));
+  for (int64_t s = 0; s < sequences; ++s) {
+    for (int64_t t = 0; t < longest; ++t) {
+      const bool inside = offsets[s] + t < offsets[s + 1];
+      gather.push_back(inside ? offsets[s] + t : tokens);
+      if (inside) real.push_back(s * longest + t);
+    }
+  }
+  const at::TensorOptions index = at::TensorOptions().dtype(at::kLong);
+  const at::Tensor gather_index = at::tensor(gather, index).to(q.device());
+  const at::Tensor padding = gather_index.eq(tokens).view({sequences, 1, 1, longest});
+  const at::Tensor mask = blocked.defined() ? blocked.logical_or(padding) : padding;
+  const at::Tensor out = grouped_attention(
+      as_padded_batch(q, gather_index, sequences, longest), as_padded_batch(k, gather_index, sequences, longest),
+      as_padded_batch(v, gather_index, sequences, longest), mask, scaling, softcap);
+  return out.reshape({sequences * longest, -1}).index_select(0, at::tensor(real, index).to(q.device())).unsqueeze(0);
+}
+
+// Each packed sequence attends to itself only: on a GPU in 16 bits all at once
+// through flash attention's variable-length kernel; otherwise as one padded
+// batch or one sequence at a time (its slice of q, k, v under the top-left
+// corner of the causal mask), whichever computes fewer scores, a call counted
+// as 32 x 32 of them.
 at::Tensor attend_packed(const ForwardContext& ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const at::Tensor& blocked, bool sliding, double scaling, double softcap) {
-  if (!sliding && softcap == 0.0) {
-    const int64_t longest = blocked.defined() ? blocked.size(-1) : 1;
-    if (at::Tensor fused = flash_varlen_attention(q, k, v, ctx.segment_offsets, longest, scaling); fused.defined())
-      return fused;
+  const std::vector<int64_t>& offsets = ctx.segment_offsets;
+  int64_t longest = 0;
+  int64_t loop_cost = 0;
+  for (size_t i = 0; i + 1 < offsets.size(); ++i) {
+    const int64_t len = offsets[i + 1] - offsets[i];
+    longest = std::max(longest, len);
+    loop_cost += len * len + 32 * 32;
   }
+  if (!sliding && softcap == 0.0) {
+    if (at::Tensor fused = flash_varlen_attention(q, k, v, offsets, longest, scaling); fused.defined()) return fused;
+  }
+  const auto sequences = static_cast<int64_t>(offsets.size()) - 1;
+  if (sequences > 1 && sequences * longest * longest <= loop_cost)
+    return attend_as_batch(offsets, q, k, v, blocked, longest, scaling, softcap);
   std::vector<at::Tensor> parts;
-  parts.reserve(ctx.segment_offsets.size() - 1);
-  for (size_t i = 0; i + 1 < ctx.segment_offsets.size(); ++i) {
-    const int64_t begin = ctx.segment_offsets[i];
-    const int64_t end = ctx.segment_offsets[i + 1];
+  parts.reserve(static_cast<size_t>(sequences));
+  for (int64_t i = 0; i < sequences; ++i) {
+    const int64_t begin = offsets[i];
+    const int64_t end = offsets[i + 1];
     const int64_t len = end - begin;
     const at::Tensor mask = blocked.defined() && len > 1 ? blocked.slice(-2, 0, len).slice(-1, 0, len) : at::Tensor();
     parts.push_back(grouped_attention(q.slice(2, begin, end), k.slice(2, begin, end), v.slice(2, begin, end), mask,

@@ -1,8 +1,10 @@
 // Transformer: HF parameter layout, loading, and forward equivalences (KV cache
 // vs full sequence, left padding vs unbatched, GQA vs MHA, row removal, bf16).
 // Equality with Hugging Face transformers itself is tests/hf/'s.
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <numeric>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
@@ -339,16 +341,17 @@ TEST_CASE("a left-padded batch equals each sequence run alone", "[model]") {
 TEST_CASE("a packed forward equals the left-padded batch", "[model]") {
   // Rows back to back in one row, positions restarting at each: what a train
   // engine's use_remove_padding runs. A one-token row and a sliding window
-  // shorter than the rows are in.
-  const std::vector<int64_t> lengths = {3, 7, 1, 5};
-  const int64_t width = 7;
+  // shorter than the rows are in. Rows of similar length attend as one padded
+  // batch, rows of very different length one at a time: both are checked.
+  const std::vector<int64_t> lengths = GENERATE(std::vector<int64_t>{3, 7, 1, 5}, std::vector<int64_t>{90, 2, 3});
+  const int64_t width = *std::max_element(lengths.begin(), lengths.end());
   std::vector<ModelConfig> variants = all_variants();
   ModelConfig mistral = tiny("llama");
   mistral.model_type = "mistral";
   mistral.sliding_window = 4;
   variants.push_back(mistral);
   for (const ModelConfig& c : variants) {
-    INFO(c.model_type);
+    INFO(c.model_type << ", longest row " << width);
     const Transformer model = make_model(c, 8);
     const auto rows = static_cast<int64_t>(lengths.size());
     const at::Tensor tokens = random_ids(rows, width, 9);
@@ -366,7 +369,7 @@ TEST_CASE("a packed forward equals the left-padded batch", "[model]") {
     const ForwardContext ctx = model.prepare_packed(at::cat(positions).unsqueeze(0), lengths);
     CHECK(ctx.packed());
     const at::Tensor packed = model.apply_head(model.hidden_states(at::cat(packed_ids).unsqueeze(0), ctx));
-    REQUIRE(packed.size(1) == 16);
+    REQUIRE(packed.size(1) == std::accumulate(lengths.begin(), lengths.end(), int64_t{0}));
     int64_t offset = 0;
     for (int64_t r = 0; r < rows; ++r) {
       CHECK(max_diff(packed[0].slice(0, offset, offset + lengths[r]), padded[r].slice(0, width - lengths[r])) < 1e-5);
