@@ -60,6 +60,8 @@ find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(spdlog REQUIRED)
 # The control plane between controller and workers (libzmq3-dev + cppzmq-dev).
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+# The python tool's system-call filter (libseccomp-dev; docs/decisions/0014).
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 
 # rlcore_use_system_fmt(<target>): Debian's spdlog is built against Debian's
 # fmt, while a libtorch 2.x puts its own, newer fmt headers on the -isystem path

@@ -9,6 +9,7 @@ PACKAGES=(
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libyaml-cpp-dev libspdlog-dev libfmt-dev catch2
   libzmq3-dev cppzmq-dev nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev
+  bubblewrap libseccomp-dev  # the python tool's sandbox (docs/decisions/0014)
   python3 python3-pip python3-torch curl  # pip fetches Arrow C++ (scripts/setup_arrow.sh)
   clang-14 libclang-rt-14-dev  # the sanitized build and the fuzzers (scripts/test.sh --sanitize)
   clang-format-14  # the format check (scripts/check_format.sh)

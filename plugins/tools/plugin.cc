@@ -24,27 +24,39 @@ void register_tools(PluginRegistrar& registrar) {
 
   registrar.add<Tool>(
       "python",
-      "Runs the model's Python code in a sandbox: no network, only a fresh scratch directory writable, CPU, "
-      "memory, file-size and process limits; the result is what it printed",
+      "Runs the model's Python code in a sandbox (bubblewrap: an unprivileged uid without capabilities, its own PID, "
+      "network and mount namespaces, a seccomp filter, a cgroup per call): only a fresh scratch directory writable, "
+      "CPU, memory, process, file-size and open-file limits; the result is what it printed",
       OptionsSchema<PythonToolOptions>()
-          .key("python", &PythonToolOptions::python, "The interpreter (looked up in PATH).")
-          .key("timeout_s", &PythonToolOptions::timeout_s, "Wall-clock seconds a program may run; then it is killed.",
+          .key("python", &PythonToolOptions::python,
+               "The interpreter (looked up in PATH); its prefix is shown read-only in the sandbox, so it must be "
+               "readable by the uid the code runs as (nobody when rlcore is root).")
+          .key("timeout_s", &PythonToolOptions::timeout_s,
+               "Wall-clock seconds a program may run; then it is killed with everything it started.", greater_than(0))
+          .key("cpu_seconds", &PythonToolOptions::cpu_seconds, "CPU seconds each process may use (RLIMIT_CPU).",
                greater_than(0))
-          .key("cpu_seconds", &PythonToolOptions::cpu_seconds, "CPU seconds a program may use (RLIMIT_CPU).",
-               greater_than(0))
-          .key("memory_mb", &PythonToolOptions::memory_mb, "Address space of the program, MiB (RLIMIT_AS).",
+          .key("memory_mb", &PythonToolOptions::memory_mb,
+               "Memory of the call, MiB: each process's address space (RLIMIT_AS) and, isolated, the call's cgroup.",
                at_least(16))
           .key("file_size_mb", &PythonToolOptions::file_size_mb, "Largest file it may write, MiB (RLIMIT_FSIZE).",
                at_least(0))
           .key("max_processes", &PythonToolOptions::max_processes,
-               "Processes and threads it may have (RLIMIT_NPROC; not enforced for root).", at_least(1))
+               "Processes and threads of the call (its cgroup's pids.max; RLIMIT_NPROC when unisolated).", at_least(4))
+          .key("max_open_files", &PythonToolOptions::max_open_files, "Open files of each process (RLIMIT_NOFILE).",
+               at_least(16))
+          .key("cpu_cores", &PythonToolOptions::cpu_cores,
+               "CPU bandwidth of the call in cores (its cgroup's CPU quota); 0: unbounded.", at_least(0.0))
           .key("max_output_bytes", &PythonToolOptions::max_output_bytes,
                "Bytes of stdout (and of stderr) kept; the rest is read and dropped.", at_least(1))
           .key("scratch_root", &PythonToolOptions::scratch_root,
                "Directory for the per-call scratch directories; empty: $TMPDIR or /tmp.")
+          .key("cgroup_parent", &PythonToolOptions::cgroup_parent,
+               "Where the per-call cgroups go, relative to each cgroup mount (v1: pids, memory, cpu; v2: the unified "
+               "one); empty: rlcore-sandbox. Not root: a cgroup delegated to rlcore's user.")
           .key("allow_unisolated", &PythonToolOptions::allow_unisolated,
-               "Where network and mount namespaces cannot be created: true runs code with the limits only "
-               "(network and files open to it); false (default) refuses to start."),
+               "Where the isolation cannot be set up (no bubblewrap, user namespaces, seccomp or writable cgroup): "
+               "true runs code with the limits only (network and files open to it); false (default) refuses to "
+               "start."),
       [](const PythonToolOptions& options) { return std::make_unique<PythonTool>(options); });
 
   registrar.add<Tool>(

@@ -1,28 +1,32 @@
 // The `python` tool: runs the model's code with a Python interpreter in the
-// sandbox (sandbox.h): no network, nothing writable but a fresh scratch
-// directory per call, CPU-time, memory, file-size and process limits, killed
-// at its wall-clock timeout. What it printed is the result.
+// sandbox (sandbox/sandbox.h): an unprivileged uid without capabilities, its own
+// PID, network and mount namespaces, a seccomp filter, a cgroup per call, nothing
+// writable but a fresh scratch directory, killed with all it started at its
+// wall-clock timeout. What it printed is the result.
 #pragma once
 
 #include <string>
 
 #include "rlcore/tool.h"
-#include "sandbox.h"
+#include "sandbox/sandbox.h"
 
 namespace rlcore::tools {
 
 struct PythonToolOptions {
-  std::string python = "python3";  // looked up in PATH when not absolute
+  std::string python = "/usr/bin/python3";  // looked up in PATH when not absolute
   double timeout_s = 10.0;         // wall clock
   double cpu_seconds = 5.0;
   int64_t memory_mb = 512;
   int64_t file_size_mb = 16;
   int64_t max_processes = 16;
+  int64_t max_open_files = 256;
+  double cpu_cores = 1.0;
   int64_t max_output_bytes = 16384;
-  std::string scratch_root;  // where the per-call directories go; empty: $TMPDIR or /tmp
-  // Where this process cannot create network and mount namespaces the tool
-  // refuses to start; true runs the code with the resource limits only
-  // (network and the filesystem open to it). Spelled out so it is a choice.
+  std::string scratch_root;   // where the per-call directories go; empty: $TMPDIR or /tmp
+  std::string cgroup_parent;  // under each cgroup mount; empty: rlcore-sandbox
+  // Where the isolation cannot be set up the tool refuses to start; true runs
+  // the code with the resource limits only (network and the filesystem open to
+  // it). Spelled out so it is a choice.
   bool allow_unisolated = false;
 };
 
@@ -32,7 +36,7 @@ void require_isolation(bool available, const std::string& why, bool allow_unisol
 
 class PythonTool : public Tool {
  public:
-  // Throws ConfigError (isolation refused, python not found).
+  // Throws ConfigError (isolation refused, python not found or not runnable in the sandbox).
   explicit PythonTool(PythonToolOptions options);
   ToolSchema schema() const override;
   std::chrono::milliseconds timeout() const override;
@@ -40,9 +44,11 @@ class PythonTool : public Tool {
   ToolResult call(const nlohmann::json& arguments, const ToolCallContext& context) const override;
 
  private:
+  void check_interpreter_starts() const;
+
   PythonToolOptions options_;
   std::string python_path_;
-  bool isolate_ = true;
+  Sandbox sandbox_;
 };
 
 }  // namespace rlcore::tools

@@ -1,0 +1,261 @@
+// Per-call cgroups (see cgroup.h).
+#include "cgroup.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "rlcore/error.h"
+
+namespace rlcore::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file(const std::string& path, const std::string& value) {
+  std::ofstream out(path);
+  out << value;
+  out.flush();
+  if (!out) {
+    const int error = errno;
+    throw IoError("python tool: cannot write '" + value + "' to " + path + ": " + std::strerror(error));
+  }
+}
+
+bool contains_word(const std::string& text, const std::string& word) {
+  std::istringstream words(text);
+  for (std::string w; words >> w;) {
+    if (w == word) return true;
+  }
+  return false;
+}
+
+// The value after `key` in a flat-keyed file such as memory.events ("oom_kill 3").
+int64_t keyed_value(const std::string& path, const std::string& key) {
+  std::istringstream lines(read_file(path));
+  for (std::string name; lines >> name;) {
+    int64_t value = 0;
+    lines >> value;
+    if (name == key) return value;
+  }
+  return 0;
+}
+
+struct Hierarchies {
+  std::map<std::string, std::string> v1;  // controller -> mount point
+  std::string v2;                         // the unified mount point, if any
+};
+
+Hierarchies read_hierarchies(const std::string& mountinfo) {
+  Hierarchies found;
+  std::ifstream in(mountinfo);
+  for (std::string line; std::getline(in, line);) {
+    const size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream head(line.substr(0, dash)), tail(line.substr(dash + 3));
+    std::string id, parent, device, root, point, type, source, options;
+    head >> id >> parent >> device >> root >> point;
+    tail >> type >> source >> options;
+    if (type == "cgroup2") {
+      found.v2 = point;
+    } else if (type == "cgroup") {
+      std::istringstream list(options);
+      for (std::string option; std::getline(list, option, ',');) {
+        if (option == "pids" || option == "memory" || option == "cpu") found.v1[option] = point;
+      }
+    }
+  }
+  return found;
+}
+
+void make_directories(const fs::path& directory) {
+  std::error_code error;
+  fs::create_directories(directory, error);
+  if (error) {
+    throw IoError("python tool: cannot make the cgroup " + directory.string() + ": " + error.message() +
+                  " (give tools[python].config.cgroup_parent a cgroup delegated to this user)");
+  }
+  if (::access(directory.c_str(), W_OK) != 0) {
+    throw IoError("python tool: cannot write to the cgroup " + directory.string() +
+                  " (give tools[python].config.cgroup_parent a cgroup delegated to this user)");
+  }
+}
+
+// v2: the controllers reach `directory`'s children only when each ancestor from the mount down enables them.
+void enable_controllers(const fs::path& mount, const fs::path& relative, const std::string& controllers) {
+  fs::path level = mount;
+  auto enable_at = [&](const fs::path& at) {
+    std::istringstream wanted(controllers);
+    for (std::string controller; wanted >> controller;) {
+      if (contains_word(read_file((at / "cgroup.subtree_control").string()), controller)) continue;
+      std::ofstream out(at / "cgroup.subtree_control");
+      out << "+" << controller;
+      out.flush();
+      if (!out) {
+        const int error = errno;
+        throw IoError("python tool: cannot enable the " + controller + " controller in " + at.string() + ": " +
+                      std::strerror(error) +
+                      (error == EBUSY ? " (the cgroup holds processes; on cgroup v2 give "
+                                        "tools[python].config.cgroup_parent a cgroup without processes of its own)"
+                                      : ""));
+      }
+    }
+  };
+  enable_at(level);
+  for (const fs::path& part : relative) {
+    level /= part;
+    enable_at(level);
+  }
+}
+
+std::atomic<uint64_t> call_counter{0};
+
+}  // namespace
+
+CgroupParent CgroupParent::find(const std::string& relative_path, const std::string& mountinfo) {
+  const fs::path relative = relative_path.empty() ? fs::path("rlcore-sandbox") : fs::path(relative_path);
+  if (relative.is_absolute() || relative_path.find("..") != std::string::npos) {
+    throw ConfigError("tools[python].config.cgroup_parent: '" + relative_path +
+                      "' must be a relative path under the cgroup mount, without '..'");
+  }
+  const Hierarchies hierarchies = read_hierarchies(mountinfo);
+  CgroupParent parent;
+  if (hierarchies.v1.count("pids") && hierarchies.v1.count("memory")) {
+    for (const char* controller : {"pids", "memory", "cpu"}) {
+      const auto mount = hierarchies.v1.find(controller);
+      if (mount == hierarchies.v1.end()) continue;
+      const fs::path directory = fs::path(mount->second) / relative;
+      make_directories(directory);
+      parent.directories_.push_back(directory.string());
+      if (std::string(controller) == "cpu") parent.has_cpu_ = true;
+    }
+    return parent;
+  }
+  if (hierarchies.v2.empty()) {
+    throw IoError("python tool: no cgroup hierarchy with the pids and memory controllers is mounted (cgroup v1 "
+                  "hierarchies: " + std::to_string(hierarchies.v1.size()) + ", no cgroup2 mount)");
+  }
+  const std::string available = read_file(hierarchies.v2 + "/cgroup.controllers");
+  for (const char* needed : {"pids", "memory"}) {
+    if (!contains_word(available, needed)) {
+      throw IoError("python tool: the cgroup v2 hierarchy at " + hierarchies.v2 + " lacks the " + needed +
+                    " controller (cgroup.controllers: '" + available + "')");
+    }
+  }
+  parent.unified_ = true;
+  parent.has_cpu_ = contains_word(available, "cpu");
+  const fs::path directory = fs::path(hierarchies.v2) / relative;
+  make_directories(directory);
+  enable_controllers(hierarchies.v2, relative, parent.has_cpu_ ? "pids memory cpu" : "pids memory");
+  parent.directories_.push_back(directory.string());
+  return parent;
+}
+
+CallCgroup::CallCgroup(const CgroupParent& parent, const CgroupLimits& limits) : unified_(parent.unified()) {
+  const std::string name =
+      "call-" + std::to_string(::getpid()) + "-" + std::to_string(call_counter.fetch_add(1));
+  for (const std::string& parent_directory : parent.directories()) {
+    const std::string directory = parent_directory + "/" + name;
+    if (::mkdir(directory.c_str(), 0755) != 0) {
+      const int error = errno;
+      kill_all();
+      for (const auto& made : directories_) ::rmdir(made.c_str());
+      throw IoError("python tool: cannot make the cgroup " + directory + ": " + std::strerror(error));
+    }
+    directories_.push_back(directory);
+    procs_files_.push_back(directory + "/cgroup.procs");
+  }
+  const auto period_us = int64_t{100000};
+  const auto quota_us = static_cast<int64_t>(std::llround(limits.cpu_cores * static_cast<double>(period_us)));
+  try {
+    for (const std::string& directory : directories_) {
+      if (fs::exists(directory + "/pids.max")) write_file(directory + "/pids.max", std::to_string(limits.max_pids));
+      if (unified_) {
+        write_file(directory + "/memory.max", std::to_string(limits.memory_bytes));
+        if (fs::exists(directory + "/memory.swap.max")) write_file(directory + "/memory.swap.max", "0");
+        if (parent.has_cpu() && limits.cpu_cores > 0 && fs::exists(directory + "/cpu.max"))
+          write_file(directory + "/cpu.max", std::to_string(quota_us) + " " + std::to_string(period_us));
+        continue;
+      }
+      if (fs::exists(directory + "/memory.limit_in_bytes")) {
+        write_file(directory + "/memory.limit_in_bytes", std::to_string(limits.memory_bytes));
+        if (fs::exists(directory + "/memory.memsw.limit_in_bytes"))
+          write_file(directory + "/memory.memsw.limit_in_bytes", std::to_string(limits.memory_bytes));
+      }
+      if (limits.cpu_cores > 0 && fs::exists(directory + "/cpu.cfs_quota_us")) {
+        write_file(directory + "/cpu.cfs_period_us", std::to_string(period_us));
+        write_file(directory + "/cpu.cfs_quota_us", std::to_string(quota_us));
+      }
+    }
+  } catch (...) {
+    for (const auto& made : directories_) ::rmdir(made.c_str());
+    throw;
+  }
+}
+
+void CallCgroup::kill_all() const {
+  if (unified_ && !directories_.empty() && fs::exists(directories_[0] + "/cgroup.kill")) {
+    std::ofstream(directories_[0] + "/cgroup.kill") << "1";
+  }
+  // A process may fork between the read and the kill: read again until nothing is left.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (auto pause = std::chrono::microseconds(100); std::chrono::steady_clock::now() < give_up;
+       pause = std::min(pause * 2, std::chrono::microseconds(20000))) {
+    bool any = false;
+    for (const std::string& procs : procs_files_) {
+      std::istringstream pids(read_file(procs));
+      for (pid_t pid = 0; pids >> pid;) {
+        any = true;
+        ::kill(pid, SIGKILL);
+      }
+    }
+    if (!any) return;
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+bool CallCgroup::memory_exhausted() const {
+  for (const std::string& directory : directories_) {
+    const std::string events = directory + (unified_ ? "/memory.events" : "/memory.oom_control");
+    if (fs::exists(events) && keyed_value(events, "oom_kill") > 0) return true;
+  }
+  return false;
+}
+
+bool CallCgroup::pids_exhausted() const {
+  for (const std::string& directory : directories_) {
+    if (fs::exists(directory + "/pids.events") && keyed_value(directory + "/pids.events", "max") > 0) return true;
+  }
+  return false;
+}
+
+CallCgroup::~CallCgroup() {
+  kill_all();
+  // A killed process leaves its cgroup when it has exited: removal waits for that, briefly.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (const std::string& directory : directories_) {
+    while (::rmdir(directory.c_str()) != 0 && errno == EBUSY && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+}
+
+}  // namespace rlcore::tools
