@@ -39,9 +39,9 @@ Interpreter resolve_python(const std::string& python) {
   if (found.empty()) {
     throw ConfigError("tools[python].config.python: '" + python + "' is not an executable in PATH");
   }
-  const std::string probe =
-      "'" + found + "' -I -c 'import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); " +
-      "print(sys.exec_prefix)' 2>/dev/null";
+  const std::string probe = "'" + found +
+                            "' -I -c 'import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); " +
+                            "print(sys.exec_prefix)' 2>/dev/null";
   FILE* pipe = ::popen(probe.c_str(), "r");
   std::vector<std::string> lines;
   if (pipe != nullptr) {
@@ -124,7 +124,8 @@ void require_isolation(bool available, const std::string& why, bool allow_unisol
   if (available || allow_unisolated) return;
   throw ConfigError("tools[python]: cannot isolate the code it runs here (" + why +
                     "); it refuses to start. Run rlcore where it can isolate "
-                    "(bubblewrap, user namespaces, seccomp and a writable cgroup; docs/agent-loop.md), or set tools[python].config.allow_unisolated: true "
+                    "(bubblewrap, user namespaces, seccomp and a writable cgroup; docs/agent-loop.md), or set "
+                    "tools[python].config.allow_unisolated: true "
                     "to run untrusted code with resource limits only, network and files open to it");
 }
 

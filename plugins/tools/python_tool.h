@@ -14,7 +14,7 @@ namespace rlcore::tools {
 
 struct PythonToolOptions {
   std::string python = "/usr/bin/python3";  // looked up in PATH when not absolute
-  double timeout_s = 10.0;         // wall clock
+  double timeout_s = 10.0;                  // wall clock
   double cpu_seconds = 5.0;
   int64_t memory_mb = 512;
   int64_t file_size_mb = 16;

@@ -35,20 +35,10 @@ void add_system_directories(std::vector<std::string>& argv) {
 }  // namespace
 
 std::vector<std::string> bubblewrap_argv(const BubblewrapPlan& plan) {
-  std::vector<std::string> argv = {plan.bubblewrap,
-                                   "--unshare-user",
-                                   "--unshare-pid",
-                                   "--unshare-net",
-                                   "--unshare-ipc",
-                                   "--unshare-uts",
-                                   "--unshare-cgroup-try",
-                                   "--disable-userns",
-                                   "--cap-drop",
-                                   "ALL",
-                                   "--die-with-parent",
-                                   "--new-session",
-                                   "--hostname",
-                                   "sandbox"};
+  std::vector<std::string> argv = {
+      plan.bubblewrap,     "--unshare-user",       "--unshare-pid",    "--unshare-net", "--unshare-ipc",
+      "--unshare-uts",     "--unshare-cgroup-try", "--disable-userns", "--cap-drop",    "ALL",
+      "--die-with-parent", "--new-session",        "--hostname",       "sandbox"};
   add_system_directories(argv);
   for (const std::string& path : plan.read_only) argv.insert(argv.end(), {"--ro-bind", path, path});
   argv.insert(argv.end(), {"--proc", "/proc", "--dev", "/dev"});

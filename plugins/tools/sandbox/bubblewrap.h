@@ -12,12 +12,13 @@
 namespace rlcore::tools {
 
 struct BubblewrapPlan {
-  std::string bubblewrap;              // the bwrap executable
-  std::vector<std::string> read_only;  // host paths shown read-only at the same place, besides /usr and /etc's few files
-  std::string scratch;                 // bound read-write at the same path; the working directory
-  int seccomp_fd = -1;                 // the BPF program (seccomp_filter.h), open in the process that execs bwrap
-  int64_t shm_bytes = 64 << 20;        // the size of its private /dev/shm
-  std::vector<std::string> command;    // argv, argv[0] an absolute path
+  std::string bubblewrap;  // the bwrap executable
+  std::vector<std::string>
+      read_only;                     // host paths shown read-only at the same place, besides /usr and /etc's few files
+  std::string scratch;               // bound read-write at the same path; the working directory
+  int seccomp_fd = -1;               // the BPF program (seccomp_filter.h), open in the process that execs bwrap
+  int64_t shm_bytes = 64 << 20;      // the size of its private /dev/shm
+  std::vector<std::string> command;  // argv, argv[0] an absolute path
 };
 
 std::vector<std::string> bubblewrap_argv(const BubblewrapPlan& plan);

@@ -99,26 +99,30 @@ void make_directories(const fs::path& directory) {
   }
 }
 
-// v2: the controllers reach `directory`'s children only when each ancestor from the mount down enables them.
-void enable_controllers(const fs::path& mount, const fs::path& relative, const std::string& controllers) {
-  fs::path level = mount;
+// v2: the controllers reach `relative`'s children only when each cgroup from the mount down enables them
+// for its children; one write per level of those not enabled yet.
+void enable_controllers(const fs::path& mount, const fs::path& relative, const std::vector<std::string>& controllers) {
   auto enable_at = [&](const fs::path& at) {
-    std::istringstream wanted(controllers);
-    for (std::string controller; wanted >> controller;) {
-      if (contains_word(read_file((at / "cgroup.subtree_control").string()), controller)) continue;
-      std::ofstream out(at / "cgroup.subtree_control");
-      out << "+" << controller;
-      out.flush();
-      if (!out) {
-        const int error = errno;
-        throw IoError("python tool: cannot enable the " + controller + " controller in " + at.string() + ": " +
-                      std::strerror(error) +
-                      (error == EBUSY ? " (the cgroup holds processes; on cgroup v2 give "
-                                        "tools[python].config.cgroup_parent a cgroup without processes of its own)"
-                                      : ""));
-      }
+    const fs::path control = at / "cgroup.subtree_control";
+    const std::string enabled = read_file(control.string());
+    std::string missing;
+    for (const std::string& controller : controllers) {
+      if (!contains_word(enabled, controller)) missing += (missing.empty() ? "+" : " +") + controller;
+    }
+    if (missing.empty()) return;
+    std::ofstream out(control);
+    out << missing;
+    out.flush();
+    if (!out) {
+      const int error = errno;
+      throw IoError("python tool: cannot enable '" + missing + "' in " + control.string() + ": " +
+                    std::strerror(error) +
+                    (error == EBUSY ? " (the cgroup holds processes; on cgroup v2 give "
+                                      "tools[python].config.cgroup_parent a cgroup without processes of its own)"
+                                    : ""));
     }
   };
+  fs::path level = mount;
   enable_at(level);
   for (const fs::path& part : relative) {
     level /= part;
@@ -144,65 +148,77 @@ CgroupParent CgroupParent::find(const std::string& relative_path, const std::str
       if (mount == hierarchies.v1.end()) continue;
       const fs::path directory = fs::path(mount->second) / relative;
       make_directories(directory);
-      parent.directories_.push_back(directory.string());
-      if (std::string(controller) == "cpu") parent.has_cpu_ = true;
+      parent.directories_.push_back({directory.string(), {controller}});
     }
     return parent;
   }
   if (hierarchies.v2.empty()) {
-    throw IoError("python tool: no cgroup hierarchy with the pids and memory controllers is mounted (cgroup v1 "
-                  "hierarchies: " + std::to_string(hierarchies.v1.size()) + ", no cgroup2 mount)");
+    throw IoError(
+        "python tool: no cgroup hierarchy with the pids and memory controllers is mounted (cgroup v1 "
+        "hierarchies: " +
+        std::to_string(hierarchies.v1.size()) + ", no cgroup2 mount)");
   }
   const std::string available = read_file(hierarchies.v2 + "/cgroup.controllers");
-  for (const char* needed : {"pids", "memory"}) {
-    if (!contains_word(available, needed)) {
-      throw IoError("python tool: the cgroup v2 hierarchy at " + hierarchies.v2 + " lacks the " + needed +
+  std::vector<std::string> controllers;
+  for (const char* controller : {"pids", "memory", "cpu"}) {
+    if (contains_word(available, controller)) {
+      controllers.push_back(controller);
+    } else if (std::string(controller) != "cpu") {
+      throw IoError("python tool: the cgroup v2 hierarchy at " + hierarchies.v2 + " lacks the " + controller +
                     " controller (cgroup.controllers: '" + available + "')");
     }
   }
   parent.unified_ = true;
-  parent.has_cpu_ = contains_word(available, "cpu");
   const fs::path directory = fs::path(hierarchies.v2) / relative;
   make_directories(directory);
-  enable_controllers(hierarchies.v2, relative, parent.has_cpu_ ? "pids memory cpu" : "pids memory");
-  parent.directories_.push_back(directory.string());
+  enable_controllers(hierarchies.v2, relative, controllers);
+  parent.directories_.push_back({directory.string(), controllers});
   return parent;
 }
 
-CallCgroup::CallCgroup(const CgroupParent& parent, const CgroupLimits& limits) : unified_(parent.unified()) {
-  const std::string name =
-      "call-" + std::to_string(::getpid()) + "-" + std::to_string(call_counter.fetch_add(1));
-  for (const std::string& parent_directory : parent.directories()) {
-    const std::string directory = parent_directory + "/" + name;
-    if (::mkdir(directory.c_str(), 0755) != 0) {
-      const int error = errno;
-      kill_all();
-      for (const auto& made : directories_) ::rmdir(made.c_str());
-      throw IoError("python tool: cannot make the cgroup " + directory + ": " + std::strerror(error));
+namespace {
+
+// The limits of `controller` in a call's directory `at`.
+void write_limits(const std::string& at, const std::string& controller, bool unified, const CgroupLimits& limits) {
+  if (controller == "pids") {
+    write_file(at + "/pids.max", std::to_string(limits.max_pids));
+  } else if (controller == "memory" && unified) {
+    write_file(at + "/memory.max", std::to_string(limits.memory_bytes));
+    if (fs::exists(at + "/memory.swap.max")) write_file(at + "/memory.swap.max", "0");
+  } else if (controller == "memory") {
+    write_file(at + "/memory.limit_in_bytes", std::to_string(limits.memory_bytes));
+    // Memory and swap together, where the kernel accounts swap.
+    if (fs::exists(at + "/memory.memsw.limit_in_bytes"))
+      write_file(at + "/memory.memsw.limit_in_bytes", std::to_string(limits.memory_bytes));
+  } else if (controller == "cpu" && limits.cpu_cores > 0) {
+    const int64_t period_us = 100000;
+    const auto quota_us = std::max<int64_t>(std::llround(limits.cpu_cores * static_cast<double>(period_us)), 1000);
+    if (unified) {
+      write_file(at + "/cpu.max", std::to_string(quota_us) + " " + std::to_string(period_us));
+    } else {
+      write_file(at + "/cpu.cfs_period_us", std::to_string(period_us));
+      write_file(at + "/cpu.cfs_quota_us", std::to_string(quota_us));
     }
-    directories_.push_back(directory);
-    procs_files_.push_back(directory + "/cgroup.procs");
   }
-  const auto period_us = int64_t{100000};
-  const auto quota_us = static_cast<int64_t>(std::llround(limits.cpu_cores * static_cast<double>(period_us)));
+}
+
+}  // namespace
+
+CallCgroup::CallCgroup(const CgroupParent& parent, const CgroupLimits& limits) : unified_(parent.unified()) {
+  const std::string name = "call-" + std::to_string(::getpid()) + "-" + std::to_string(call_counter.fetch_add(1));
   try {
-    for (const std::string& directory : directories_) {
-      if (fs::exists(directory + "/pids.max")) write_file(directory + "/pids.max", std::to_string(limits.max_pids));
-      if (unified_) {
-        write_file(directory + "/memory.max", std::to_string(limits.memory_bytes));
-        if (fs::exists(directory + "/memory.swap.max")) write_file(directory + "/memory.swap.max", "0");
-        if (parent.has_cpu() && limits.cpu_cores > 0 && fs::exists(directory + "/cpu.max"))
-          write_file(directory + "/cpu.max", std::to_string(quota_us) + " " + std::to_string(period_us));
-        continue;
+    for (const CgroupParent::Directory& parent_directory : parent.directories()) {
+      const std::string directory = parent_directory.path + "/" + name;
+      if (::mkdir(directory.c_str(), 0755) != 0) {
+        throw IoError("python tool: cannot make the cgroup " + directory + ": " + std::strerror(errno));
       }
-      if (fs::exists(directory + "/memory.limit_in_bytes")) {
-        write_file(directory + "/memory.limit_in_bytes", std::to_string(limits.memory_bytes));
-        if (fs::exists(directory + "/memory.memsw.limit_in_bytes"))
-          write_file(directory + "/memory.memsw.limit_in_bytes", std::to_string(limits.memory_bytes));
-      }
-      if (limits.cpu_cores > 0 && fs::exists(directory + "/cpu.cfs_quota_us")) {
-        write_file(directory + "/cpu.cfs_period_us", std::to_string(period_us));
-        write_file(directory + "/cpu.cfs_quota_us", std::to_string(quota_us));
+      directories_.push_back(directory);
+      procs_files_.push_back(directory + "/cgroup.procs");
+      for (const std::string& controller : parent_directory.controllers) {
+        write_limits(directory, controller, unified_, limits);
+        if (controller == "pids") event_files_.push_back(directory + "/pids.events");
+        if (controller == "memory")
+          event_files_.push_back(directory + (unified_ ? "/memory.events" : "/memory.oom_control"));
       }
     }
   } catch (...) {
@@ -233,16 +249,15 @@ void CallCgroup::kill_all() const {
 }
 
 bool CallCgroup::memory_exhausted() const {
-  for (const std::string& directory : directories_) {
-    const std::string events = directory + (unified_ ? "/memory.events" : "/memory.oom_control");
-    if (fs::exists(events) && keyed_value(events, "oom_kill") > 0) return true;
+  for (const std::string& events : event_files_) {
+    if (events.find("/memory.") != std::string::npos && keyed_value(events, "oom_kill") > 0) return true;
   }
   return false;
 }
 
 bool CallCgroup::pids_exhausted() const {
-  for (const std::string& directory : directories_) {
-    if (fs::exists(directory + "/pids.events") && keyed_value(directory + "/pids.events", "max") > 0) return true;
+  for (const std::string& events : event_files_) {
+    if (events.find("/pids.") != std::string::npos && keyed_value(events, "max") > 0) return true;
   }
   return false;
 }

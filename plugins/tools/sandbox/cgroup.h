@@ -12,9 +12,9 @@
 namespace rlcore::tools {
 
 struct CgroupLimits {
-  int64_t max_pids = 16;         // processes and threads
+  int64_t max_pids = 16;             // processes and threads
   int64_t memory_bytes = 512 << 20;  // resident memory, page cache and tmpfs of the call
-  double cpu_cores = 1.0;        // CPU bandwidth; 0: unbounded (or no cpu controller)
+  double cpu_cores = 1.0;            // CPU bandwidth; 0: unbounded (or no cpu controller)
 };
 
 // Where per-call cgroups are made: found once, when the tool starts.
@@ -26,14 +26,17 @@ class CgroupParent {
   static CgroupParent find(const std::string& relative, const std::string& mountinfo = "/proc/self/mountinfo");
 
   bool unified() const { return unified_; }
-  // The directories of the parent: one per controller on v1, one on v2.
-  const std::vector<std::string>& directories() const { return directories_; }
-  bool has_cpu() const { return has_cpu_; }
+  // A directory of the parent and the controllers whose limits are written there: one per
+  // controller hierarchy on v1 (pids, memory and, where mounted, cpu), one with all of them on v2.
+  struct Directory {
+    std::string path;
+    std::vector<std::string> controllers;
+  };
+  const std::vector<Directory>& directories() const { return directories_; }
 
  private:
   bool unified_ = false;
-  bool has_cpu_ = false;
-  std::vector<std::string> directories_;
+  std::vector<Directory> directories_;
 };
 
 // A call's cgroup: made with its limits, emptied (every process killed) and
@@ -60,6 +63,7 @@ class CallCgroup {
   bool unified_ = false;
   std::vector<std::string> directories_;
   std::vector<std::string> procs_files_;
+  std::vector<std::string> event_files_;  // memory.events or memory.oom_control, pids.events
 };
 
 }  // namespace rlcore::tools

@@ -4,7 +4,6 @@
 #include "sandbox.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -124,10 +123,12 @@ struct ChildPlan {
   set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(plan.limits.max_open_files));
 
   if (plan.drop) {
+    // The system calls themselves: the C library's wrappers would signal the parent's other threads,
+    // which the child of a fork does not have.
     const auto [uid, gid] = *plan.drop;
-    if (::setgroups(0, nullptr) != 0) child_fail(report_fd, kDropGroups);
-    if (::setresgid(gid, gid, gid) != 0) child_fail(report_fd, kDropGid);
-    if (::setresuid(uid, uid, uid) != 0) child_fail(report_fd, kDropUid);
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0) child_fail(report_fd, kDropGroups);
+    if (::syscall(SYS_setresgid, gid, gid, gid) != 0) child_fail(report_fd, kDropGid);
+    if (::syscall(SYS_setresuid, uid, uid, uid) != 0) child_fail(report_fd, kDropUid);
   }
   if (plan.isolated) {
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(report_fd, kNoNewPrivileges);
@@ -248,8 +249,8 @@ SandboxResult Sandbox::run(const std::vector<std::string>& argv, const std::stri
   std::unique_ptr<CallCgroup> cgroup;
   std::unique_ptr<SeccompFile> seccomp;
   if (isolation_) {
-    cgroup = std::make_unique<CallCgroup>(
-        isolation_->cgroups, CgroupLimits{limits.max_processes, limits.memory_mb << 20, limits.cpu_cores});
+    cgroup = std::make_unique<CallCgroup>(isolation_->cgroups,
+                                          CgroupLimits{limits.max_processes, limits.memory_mb << 20, limits.cpu_cores});
     seccomp = std::make_unique<SeccompFile>(isolation_->seccomp_program);
     BubblewrapPlan bubblewrap;
     bubblewrap.bubblewrap = isolation_->bubblewrap;

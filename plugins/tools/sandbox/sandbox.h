@@ -20,21 +20,21 @@
 namespace rlcore::tools {
 
 struct SandboxLimits {
-  double cpu_seconds = 5.0;       // per process (RLIMIT_CPU)
+  double cpu_seconds = 5.0;  // per process (RLIMIT_CPU)
   double wall_seconds = 10.0;
-  int64_t memory_mb = 512;        // per process (RLIMIT_AS) and, isolated, of the whole call (its cgroup)
-  int64_t file_size_mb = 16;      // largest file it may write
-  int64_t max_processes = 16;     // threads count too; isolated: the call's cgroup, else RLIMIT_NPROC
-  int64_t max_open_files = 256;   // per process
-  double cpu_cores = 1.0;         // isolated: CPU bandwidth of the call; 0: unbounded
-  int64_t output_bytes = 65536;   // of stdout and of stderr, each
+  int64_t memory_mb = 512;       // per process (RLIMIT_AS) and, isolated, of the whole call (its cgroup)
+  int64_t file_size_mb = 16;     // largest file it may write
+  int64_t max_processes = 16;    // threads count too; isolated: the call's cgroup, else RLIMIT_NPROC
+  int64_t max_open_files = 256;  // per process
+  double cpu_cores = 1.0;        // isolated: CPU bandwidth of the call; 0: unbounded
+  int64_t output_bytes = 65536;  // of stdout and of stderr, each
 };
 
 struct SandboxResult {
   int exit_code = -1;  // -1 when killed by a signal
   int signal = 0;
-  bool timed_out = false;  // the wall-clock deadline killed it
-  bool memory_exhausted = false;  // the call's cgroup ran out of memory (isolated only)
+  bool timed_out = false;            // the wall-clock deadline killed it
+  bool memory_exhausted = false;     // the call's cgroup ran out of memory (isolated only)
   bool processes_exhausted = false;  // a fork was refused at max_processes (isolated only)
   bool output_truncated = false;
   std::string out;
@@ -42,8 +42,8 @@ struct SandboxResult {
 };
 
 struct IsolationSettings {
-  std::string cgroup_parent;            // under each cgroup mount; empty: rlcore-sandbox
-  std::vector<std::string> read_only;   // host paths the program needs besides /usr (an interpreter's prefix)
+  std::string cgroup_parent;           // under each cgroup mount; empty: rlcore-sandbox
+  std::vector<std::string> read_only;  // host paths the program needs besides /usr (an interpreter's prefix)
 };
 
 class Sandbox {

@@ -63,8 +63,7 @@ std::string seccomp_filter_program() {
     check(seccomp_rule_add(filter.get(), refuse, number, 0), name);
   }
   for (const unsigned long flag : kNamespaceFlags) {
-    check(seccomp_rule_add(filter.get(), refuse, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
-          "clone");
+    check(seccomp_rule_add(filter.get(), refuse, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)), "clone");
   }
   check(seccomp_rule_add(filter.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), "clone3");
   for (const unsigned long request : {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {

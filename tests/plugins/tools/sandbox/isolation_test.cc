@@ -144,11 +144,15 @@ TEST_CASE("the code neither sees nor signals a process outside its own tree", "[
           "import os, signal\n"
           "print('processes', len([p for p in os.listdir('/proc') if p.isdigit()]))\n"
           "try:\n"
-          "    print('environ', 'decoy-secret-4711' in open('/proc/" + pid + "/environ', 'rb').read().decode())\n"
+          "    print('environ', 'decoy-secret-4711' in open('/proc/" +
+          pid +
+          "/environ', 'rb').read().decode())\n"
           "except OSError as e:\n"
           "    print('environ refused', e.errno)\n"
           "try:\n"
-          "    os.kill(" + pid + ", signal.SIGTERM)\n"
+          "    os.kill(" +
+          pid +
+          ", signal.SIGTERM)\n"
           "    print('signalled')\n"
           "except OSError as e:\n"
           "    print('kill refused', e.errno)\n";
@@ -161,8 +165,8 @@ TEST_CASE("the code neither sees nor signals a process outside its own tree", "[
   });
   const std::string inside = text_of(reply["sandboxed"]), control = text_of(reply["control"]);
   INFO("sandboxed:\n" << inside << "control:\n" << control);
-  CHECK_THAT(inside, Catch::Contains("environ refused") && Catch::Contains("kill refused") &&
-                         !Catch::Contains("signalled"));
+  CHECK_THAT(inside,
+             Catch::Contains("environ refused") && Catch::Contains("kill refused") && !Catch::Contains("signalled"));
   CHECK(reply["sandboxed"]["decoy_alive"] == true);
   // Its own /proc: bubblewrap's init and the interpreter.
   CHECK_THAT(inside, Catch::StartsWith("processes 2\n"));
@@ -182,18 +186,24 @@ TEST_CASE("the code reads no file outside a read-only view of the system and wri
   fs::permissions(open_dir, fs::perms::all);
   const std::string code =
       "import os\n"
-      "for path in ['" + secret.string() + "', '/etc/shadow', '/etc/passwd', '/root/.bashrc']:\n"
+      "for path in ['" +
+      secret.string() +
+      "', '/etc/shadow', '/etc/passwd', '/root/.bashrc']:\n"
       "    try:\n"
       "        print('read', path, len(open(path).read()))\n"
       "    except OSError as e:\n"
       "        print('unreadable', e.errno)\n"
-      "print('tmp shows the secret', '" + secret.filename().string() + "' in os.listdir('/tmp'))\n"
+      "print('tmp shows the secret', '" +
+      secret.filename().string() +
+      "' in os.listdir('/tmp'))\n"
       "for path in ['/root', '/home']:\n"
       "    try:\n"
       "        print('listed', path, os.listdir(path))\n"
       "    except OSError as e:\n"
       "        print('unlistable', e.errno)\n"
-      "for path in ['" + (open_dir / "escaped").string() + "', '/usr/escaped', '/dev/escaped', '/escaped']:\n"
+      "for path in ['" +
+      (open_dir / "escaped").string() +
+      "', '/usr/escaped', '/dev/escaped', '/escaped']:\n"
       "    try:\n"
       "        open(path, 'w').write('x')\n"
       "        print('wrote', path)\n"
@@ -218,8 +228,8 @@ TEST_CASE("the code reads no file outside a read-only view of the system and wri
   CHECK(reply["escaped_inside"] == false);
   CHECK(reply["sandboxed"]["error"] == false);
   CHECK_THAT(inside, Catch::Contains("tmp shows the secret False"));
-  CHECK_THAT(control, Catch::Contains("read " + secret.string() + " 11") &&
-                          Catch::Contains("tmp shows the secret True"));
+  CHECK_THAT(control,
+             Catch::Contains("read " + secret.string() + " 11") && Catch::Contains("tmp shows the secret True"));
   CHECK(escaped_in_control);
 }
 
@@ -262,8 +272,8 @@ TEST_CASE("dangerous system calls are refused by the seccomp filter", "[sandbox]
       "    args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]\n"
       "    return 0 if libc.syscall(ctypes.c_long(number), *args) != -1 else ctypes.get_errno()\n";
   for (const Probe& probe : probes) {
-    code += "print('" + std::string(probe.name) + "', call(" + std::to_string(probe.number) + ", " +
-            probe.arguments + "))\n";
+    code += "print('" + std::string(probe.name) + "', call(" + std::to_string(probe.number) + ", " + probe.arguments +
+            "))\n";
   }
   code += "print('clone3', call(" + std::to_string(SYS_clone3) + ", None, 0))\n";
   const json reply = as_user(user, [&](const PythonToolOptions& options) {
@@ -292,13 +302,17 @@ TEST_CASE("the code reaches no network, not the host's loopback nor its abstract
   const std::string code =
       "import socket\n"
       "try:\n"
-      "    socket.create_connection(('127.0.0.1', " + std::to_string(listeners.port()) + "), timeout=2)\n"
+      "    socket.create_connection(('127.0.0.1', " +
+      std::to_string(listeners.port()) +
+      "), timeout=2)\n"
       "    print('tcp connected')\n"
       "except OSError as e:\n"
       "    print('tcp refused', e.errno)\n"
       "try:\n"
       "    s = socket.socket(socket.AF_UNIX)\n"
-      "    s.connect('\\0" + listeners.abstract_name() + "')\n"
+      "    s.connect('\\0" +
+      listeners.abstract_name() +
+      "')\n"
       "    print('unix connected')\n"
       "except OSError as e:\n"
       "    print('unix refused', e.errno)\n"
@@ -340,12 +354,16 @@ TEST_CASE("nothing the code started outlives the call: setsid'd, double-forked a
       "    os.setsid()\n"
       "    if os.fork() == 0:\n"
       "        quiet()\n"
-      "        os.execv(sys.executable, [sys.executable, '-c', sleeper, '" + token + "-daemon'])\n"
+      "        os.execv(sys.executable, [sys.executable, '-c', sleeper, '" +
+      token +
+      "-daemon'])\n"
       "    os._exit(0)\n"
       "if os.fork() == 0:\n"
       "    quiet()\n"
       "    os.execv(sys.executable, [sys.executable, '-c', 'import os, signal, time; "
-      "os.kill(os.getpid(), signal.SIGSTOP); time.sleep(60)', '" + token + "-stopped'])\n"
+      "os.kill(os.getpid(), signal.SIGSTOP); time.sleep(60)', '" +
+      token +
+      "-stopped'])\n"
       "time.sleep(0.5)\n"
       "print('started', flush=True)\n" +
       std::string(times_out ? "time.sleep(60)\n" : "");

@@ -47,12 +47,13 @@ TEST_CASE("a call's memory is bounded as a whole, not only per process", "[sandb
   INFO("as " << name_of(user));
   // Three children of 150 MiB each: each under the per-process 256 MiB, together over the call's.
   const std::string code =
-      "import os\n"
+      "import os, time\n"
       "children = []\n"
       "for _ in range(3):\n"
       "    pid = os.fork()\n"
       "    if pid == 0:\n"
       "        block = b'x' * (150 << 20)\n"
+      "        time.sleep(1)  # all three resident at once\n"
       "        os._exit(0)\n"
       "    children.append(pid)\n"
       "print('completed', sum(os.waitpid(pid, 0)[1] == 0 for pid in children))\n";
@@ -125,7 +126,8 @@ TEST_CASE("calls beside a fork bomb and a memory hog still complete", "[sandbox]
     auto call = [&tool](const std::string& code) {
       return as_json(tool.call({{"code", code}}, rlcore::ToolCallContext{}));
     };
-    auto bomb = std::async(std::launch::async, call, "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass\n");
+    auto bomb =
+        std::async(std::launch::async, call, "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass\n");
     auto hog = std::async(std::launch::async, call,
                           "import os\nfor _ in range(6): os.fork()\nblocks = []\n"
                           "while True: blocks.append(b'x' * (16 << 20))\n");

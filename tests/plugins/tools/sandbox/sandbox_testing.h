@@ -51,7 +51,7 @@ class DelegatedCgroup {
  public:
   DelegatedCgroup() : relative_("rlcore-test-nobody-" + std::to_string(::getpid())) {
     const auto parent = rlcore::tools::CgroupParent::find(relative_);
-    directories_ = parent.directories();
+    for (const auto& directory : parent.directories()) directories_.push_back(directory.path);
     const auto [uid, gid] = nobody_ids();
     for (const auto& directory : directories_) {
       REQUIRE(::chown(directory.c_str(), uid, gid) == 0);
