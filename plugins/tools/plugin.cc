@@ -41,7 +41,9 @@ void register_tools(PluginRegistrar& registrar) {
           .key("file_size_mb", &PythonToolOptions::file_size_mb, "Largest file it may write, MiB (RLIMIT_FSIZE).",
                at_least(0))
           .key("max_processes", &PythonToolOptions::max_processes,
-               "Processes and threads of the call (its cgroup's pids.max; RLIMIT_NPROC when unisolated).", at_least(4))
+               "Processes and threads of the call, bubblewrap's two included (its cgroup's pids.max; RLIMIT_NPROC when "
+               "unisolated).",
+               at_least(4))
           .key("max_open_files", &PythonToolOptions::max_open_files, "Open files of each process (RLIMIT_NOFILE).",
                at_least(16))
           .key("cpu_cores", &PythonToolOptions::cpu_cores,

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -63,10 +64,17 @@ bool parse_first_call(const std::string& output, DumpedCall& call) {
   if (text_end == std::string::npos) return false;
   const auto json = nlohmann::json::parse(output.substr(call_at + open.size(), close_at - call_at - open.size()),
                                           nullptr, /*allow_exceptions=*/false);
-  if (json.is_object() && json.contains("arguments") && json["arguments"].value("code", nlohmann::json()).is_string())
-    call.code = json["arguments"]["code"].get<std::string>();
+  const nlohmann::json::json_pointer code("/arguments/code");
+  if (json.contains(code) && json.at(code).is_string()) call.code = json.at(code).get<std::string>();
   call.tool_text = output.substr(text_at, text_end - text_at);
   return true;
+}
+
+// Runs rlcore and requires it to succeed; its output is shown only if it fails.
+void run_rlcore_ok(const std::vector<std::string>& args) {
+  const e2e::RunResult run = e2e::run_rlcore(args);
+  INFO(run.output);
+  REQUIRE(run.status == 0);
 }
 
 }  // namespace
@@ -77,35 +85,30 @@ TEST_CASE("GRPO trajectories call the python tool, which runs their code as nobo
   if (::geteuid() != 0) FAIL("python_tool_e2e_test must run as root (it checks the drop to uid 65534)");
   const fs::path ws = fs::path(e2e::make_workspace("python_tool", 0));
   const std::string source = rlcore_test::source_dir();
-  constexpr int kPrompts = 16;
-  write_data(ws, kPrompts);
+  write_data(ws, 16);
   const std::string tools =
       "actor_rollout_ref.rollout.multi_turn.tool_config_path=" + source + "/configs/tools/python.yaml";
   // The whole conversation (a ~100-token call, the tool turn, the answer) fits the response.
   const std::string response_length = "data.max_response_length=160";
 
   // One-example steps with a decaying rate: many cheap updates are what makes the tiny model
-  // copy the ~100-character call exactly (seeds 1-3: 16 of 16 sampled calls right).
-  e2e::RunResult run = e2e::run_rlcore(
-      {"sft", "--config", source + "/configs/grpo_tool_arithmetic_sft.yaml", tools, response_length,
-       "trainer.default_local_dir=" + (ws / "sft").string(), "trainer.total_training_steps=150", "trainer.test_freq=-1",
-       "trainer.stop_at_val_reward=0", "data.train_batch_size=1", "actor_rollout_ref.actor.optim.lr=0.003",
-       "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine", "data.train_files=" + (ws / "sft.jsonl").string(),
-       "data.val_files=" + (ws / "train.jsonl").string(), "actor_rollout_ref.model.path=" + (ws / "model").string()});
-  INFO(run.output);
-  REQUIRE(run.status == 0);
+  // copy the ~100-character call exactly (model seeds 1-3: 16 of 16 sampled calls right).
+  run_rlcore_ok({"sft", "--config", source + "/configs/grpo_tool_arithmetic_sft.yaml", tools, response_length,
+                 "trainer.default_local_dir=" + (ws / "sft").string(), "trainer.total_training_steps=150",
+                 "trainer.test_freq=-1", "trainer.stop_at_val_reward=0", "data.train_batch_size=1",
+                 "actor_rollout_ref.actor.optim.lr=0.003", "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine",
+                 "data.train_files=" + (ws / "sft.jsonl").string(), "data.val_files=" + (ws / "train.jsonl").string(),
+                 "actor_rollout_ref.model.path=" + (ws / "model").string()});
 
-  // Temperature 0.5: the calls are sampled, but a typo in the program is rare enough not to matter.
-  run = e2e::run_rlcore(
-      {"--config", source + "/configs/grpo_tool_arithmetic.yaml", tools, response_length,
-       "trainer.default_local_dir=" + (ws / "grpo").string(), "trainer.total_training_steps=1", "trainer.test_freq=-1",
-       "trainer.save_freq=-1", "trainer.val_before_train=false", "trainer.rollout_data_dir=" + (ws / "dump").string(),
-       "data.train_batch_size=4", "actor_rollout_ref.actor.ppo_mini_batch_size=4", "actor_rollout_ref.rollout.n=4",
-       "actor_rollout_ref.rollout.temperature=0.5", "reward.grader=tool_turn",
-       "data.train_files=" + (ws / "train.jsonl").string(), "data.val_files=" + (ws / "train.jsonl").string(),
-       "actor_rollout_ref.model.path=" + (ws / "sft/hf").string()});
-  INFO(run.output);
-  REQUIRE(run.status == 0);
+  // 4 prompts x 4 samples, at temperature 0.5: sampled, but a typo in the program is rare.
+  run_rlcore_ok({"--config", source + "/configs/grpo_tool_arithmetic.yaml", tools, response_length,
+                 "trainer.default_local_dir=" + (ws / "grpo").string(), "trainer.total_training_steps=1",
+                 "trainer.test_freq=-1", "trainer.save_freq=-1", "trainer.val_before_train=false",
+                 "trainer.rollout_data_dir=" + (ws / "dump").string(), "data.train_batch_size=4",
+                 "actor_rollout_ref.actor.ppo_mini_batch_size=4", "actor_rollout_ref.rollout.n=4",
+                 "actor_rollout_ref.rollout.temperature=0.5", "reward.grader=tool_turn",
+                 "data.train_files=" + (ws / "train.jsonl").string(), "data.val_files=" + (ws / "train.jsonl").string(),
+                 "actor_rollout_ref.model.path=" + (ws / "sft/hf").string()});
   const auto metrics = e2e::read_metrics((ws / "grpo").string());
   REQUIRE(metrics.count(1) == 1);
   CHECK(metrics.at(1).at("agent/tool_call_rate") >= 0.9);   // 1.0 when measured
@@ -121,7 +124,7 @@ TEST_CASE("GRPO trajectories call the python tool, which runs their code as nobo
     CHECK(call.tool_text == kSandboxOutput);
     ++exact_calls;
   }
-  CHECK(trajectories == 4 * 4);
+  CHECK(trajectories == 16);
   CHECK(exact_calls >= 0.9 * trajectories);  // 16 of 16 when measured
   fs::remove_all(ws);
 }
