@@ -43,7 +43,12 @@ std::vector<std::string> bubblewrap_argv(const BubblewrapPlan& plan) {
   for (const std::string& path : plan.read_only) argv.insert(argv.end(), {"--ro-bind", path, path});
   argv.insert(argv.end(), {"--proc", "/proc", "--dev", "/dev"});
   argv.insert(argv.end(), {"--size", std::to_string(plan.shm_bytes), "--tmpfs", "/dev/shm"});
-  argv.insert(argv.end(), {"--bind", plan.scratch, plan.scratch, "--chdir", plan.scratch});
+  argv.insert(argv.end(), {"--size", std::to_string(plan.scratch_bytes), "--tmpfs", plan.scratch});
+  for (const std::string& name : plan.scratch_files) {
+    const std::string file = plan.scratch + "/" + name;
+    argv.insert(argv.end(), {"--ro-bind", file, file});
+  }
+  argv.insert(argv.end(), {"--chdir", plan.scratch});
   argv.insert(argv.end(), {"--remount-ro", "/dev", "--remount-ro", "/"});
   if (plan.seccomp_fd >= 0) argv.insert(argv.end(), {"--seccomp", std::to_string(plan.seccomp_fd)});
   argv.push_back("--");

@@ -14,8 +14,13 @@ namespace rlcore::tools {
 struct BubblewrapPlan {
   std::string bubblewrap;  // the bwrap executable
   std::vector<std::string>
-      read_only;                     // host paths shown read-only at the same place, besides /usr and /etc's few files
-  std::string scratch;               // bound read-write at the same path; the working directory
+      read_only;  // host paths shown read-only at the same place, besides /usr and /etc's few files
+  // The working directory: a tmpfs of scratch_bytes at the host directory's path (counted in the
+  // call's memory, gone with it: nothing the code writes reaches the host's disk), into which the
+  // files the host directory holds (the program) are bound read-only.
+  std::string scratch;
+  std::vector<std::string> scratch_files;  // names of the files in it
+  int64_t scratch_bytes = 256 << 20;
   int seccomp_fd = -1;               // the BPF program (seccomp_filter.h), open in the process that execs bwrap
   int64_t shm_bytes = 64 << 20;      // the size of its private /dev/shm
   std::vector<std::string> command;  // argv, argv[0] an absolute path

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -99,6 +100,18 @@ void make_directories(const fs::path& directory) {
   }
 }
 
+// Removes the empty call cgroups (call-<pid>-<n>) of processes that are gone: left by a run that was
+// killed before its calls could remove theirs.
+void remove_stale_calls(const fs::path& directory) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(directory, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name.rfind("call-", 0) != 0) continue;
+    const pid_t owner = static_cast<pid_t>(std::strtol(name.c_str() + 5, nullptr, 10));
+    if (owner > 0 && ::kill(owner, 0) != 0 && errno == ESRCH) ::rmdir(entry.path().c_str());
+  }
+}
+
 // v2: the controllers reach `relative`'s children only when each cgroup from the mount down enables them
 // for its children; one write per level of those not enabled yet.
 void enable_controllers(const fs::path& mount, const fs::path& relative, const std::vector<std::string>& controllers) {
@@ -148,6 +161,7 @@ CgroupParent CgroupParent::find(const std::string& relative_path, const std::str
       if (mount == hierarchies.v1.end()) continue;
       const fs::path directory = fs::path(mount->second) / relative;
       make_directories(directory);
+      remove_stale_calls(directory);
       parent.directories_.push_back({directory.string(), {controller}});
     }
     return parent;
@@ -171,6 +185,7 @@ CgroupParent CgroupParent::find(const std::string& relative_path, const std::str
   parent.unified_ = true;
   const fs::path directory = fs::path(hierarchies.v2) / relative;
   make_directories(directory);
+  remove_stale_calls(directory);
   enable_controllers(hierarchies.v2, relative, controllers);
   parent.directories_.push_back({directory.string(), controllers});
   return parent;

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <filesystem>
 
 #include "bubblewrap.h"
 #include "rlcore/error.h"
@@ -257,7 +258,12 @@ SandboxResult Sandbox::run(const std::vector<std::string>& argv, const std::stri
     bubblewrap.read_only = isolation_->read_only;
     bubblewrap.scratch = scratch_dir;
     bubblewrap.seccomp_fd = kSeccompFd;
-    bubblewrap.shm_bytes = std::min<int64_t>(limits.memory_mb << 20, 64 << 20);
+    // Both tmpfs count in the call's memory; half of it for files leaves the interpreter room.
+    bubblewrap.scratch_bytes = (limits.memory_mb << 20) / 2;
+    bubblewrap.shm_bytes = std::min<int64_t>((limits.memory_mb << 20) / 4, 64 << 20);
+    for (const auto& entry : std::filesystem::directory_iterator(scratch_dir)) {
+      if (entry.is_regular_file()) bubblewrap.scratch_files.push_back(entry.path().filename().string());
+    }
     bubblewrap.command = argv;
     args = bubblewrap_argv(bubblewrap);
   }

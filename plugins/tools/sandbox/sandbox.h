@@ -58,8 +58,10 @@ class Sandbox {
   // The uid and gid the program runs as when that is not this process's (root drops to nobody).
   std::optional<std::pair<uid_t, gid_t>> drops_to() const;
 
-  // Runs argv (argv[0] an absolute path) in `scratch_dir`, an existing directory the program's
-  // uid may write, its only writable place. Throws rlcore::IoError when it cannot start.
+  // Runs argv (argv[0] an absolute path) in `scratch_dir`, an existing directory the program's uid
+  // may read. Isolated, the program sees there a tmpfs of half of memory_mb, its only writable
+  // place, with the directory's files read-only in it; otherwise it writes the directory itself.
+  // Throws rlcore::IoError when it cannot start.
   SandboxResult run(const std::vector<std::string>& argv, const std::string& scratch_dir,
                     const SandboxLimits& limits) const;
 

@@ -2,7 +2,8 @@
 // temporary directory (this machine's kernel mounts v1 controllers, so the
 // isolation tests exercise v1 for real; clusters mostly run v2): which
 // hierarchy each limit goes to, the controllers v2 must enable from the mount
-// down, and the refusal where a controller is missing.
+// down, the refusal where a controller is missing, and the clean-up of what
+// killed runs left.
 #include <catch2/catch.hpp>
 
 #include "../../../common/error_of.h"
@@ -88,7 +89,14 @@ TEST_CASE("cgroup v1: each limit in its controller's hierarchy", "[sandbox][cgro
                           {(cgroupfs.root() / "memory").string(), "cgroup", "rw,memory"},
                           {(cgroupfs.root() / "cpu,cpuacct").string(), "cgroup", "rw,cpu,cpuacct"},
                           {(cgroupfs.root() / "unified").string(), "cgroup2", "rw"}});
+  // Left by runs that were killed: an empty call cgroup of a process that is gone, one of a live process.
+  const fs::path stale = cgroupfs.root() / "pids/rlcore-sandbox/call-999999999-0";
+  const fs::path live = cgroupfs.root() / ("pids/rlcore-sandbox/call-" + std::to_string(::getpid()) + "-99");
+  fs::create_directories(stale);
+  fs::create_directories(live);
   const CgroupParent parent = CgroupParent::find("", mountinfo);
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(live));
   CHECK_FALSE(parent.unified());
   REQUIRE(parent.directories().size() == 3);
   const CallCgroup call(parent, CgroupLimits{20, 64 << 20, 2.0});

@@ -30,7 +30,6 @@ TEST_CASE("a call's processes are bounded by its cgroup, as root too", "[sandbox
     options.max_processes = 8;
     options.timeout_s = 20;
     json results{{"sandboxed", sandboxed(code, options)}};
-    options.max_processes = 64;  // the control's RLIMIT_NPROC would bind nobody; root it does not
     results["control"] = unisolated(code, options);
     return results;
   });
@@ -60,7 +59,6 @@ TEST_CASE("a call's memory is bounded as a whole, not only per process", "[sandb
   const json reply = as_user(user, [&](PythonToolOptions options) {
     options.memory_mb = 256;
     json results{{"sandboxed", sandboxed(code, options)}};
-    options.max_processes = 64;  // the control's RLIMIT_NPROC counts every process of nobody's
     results["control"] = unisolated(code, options);
     return results;
   });
@@ -72,7 +70,7 @@ TEST_CASE("a call's memory is bounded as a whole, not only per process", "[sandb
   CHECK_THAT(text_of(reply["control"]), Catch::StartsWith("completed 3"));
 }
 
-TEST_CASE("file size, open files and CPU bandwidth are bounded", "[sandbox][limits]") {
+TEST_CASE("file size, open files, CPU bandwidth and the scratch directory's size are bounded", "[sandbox][limits]") {
   const User user = GENERATE(User::root, User::nobody);
   INFO("as " << name_of(user));
   const std::string code =
@@ -99,7 +97,14 @@ TEST_CASE("file size, open files and CPU bandwidth are bounded", "[sandbox][limi
       "        os._exit(0)\n"
       "    children.append(pid)\n"
       "for pid in children: os.waitpid(pid, 0)\n"
-      "print('cpu %.2f' % os.times().children_user)\n";
+      "print('cpu %.2f' % os.times().children_user)\n"
+      "files = 0\n"
+      "try:\n"
+      "    while True:\n"
+      "        open('fill%d' % files, 'wb').write(b'x' * (512 << 10))\n"
+      "        files += 1\n"
+      "except OSError as e:\n"
+      "    print('scratch full', e.errno, files // 2)\n";
   const json reply = as_user(user, [&](PythonToolOptions options) {
     options.file_size_mb = 1;
     options.max_open_files = 64;
@@ -114,6 +119,8 @@ TEST_CASE("file size, open files and CPU bandwidth are bounded", "[sandbox][limi
   // Two processes spinning for 1 s of wall clock on a quarter of a core: about 0.25 s of CPU, never 2.
   const double cpu = std::stod(inside.substr(inside.find("cpu ") + 4));
   CHECK(cpu < 0.6);
+  // The scratch directory is a tmpfs of half the call's memory (512 MiB): never the host's disk.
+  CHECK_THAT(inside, Catch::Contains("scratch full 28 25"));  // ENOSPC after 250-255 MiB
 }
 
 TEST_CASE("calls beside a fork bomb and a memory hog still complete", "[sandbox][limits]") {
