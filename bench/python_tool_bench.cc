@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -53,7 +54,7 @@ void bare_interpreter(const std::string& python) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   const int calls = argc > 1 ? std::stoi(argv[1]) : 50;
   rlcore::tools::PythonToolOptions options;
   options.python = argc > 2 ? argv[2] : "/usr/bin/python3";
@@ -71,4 +72,7 @@ int main(int argc, char** argv) {
   std::printf("| %-24s | %9.1f | %6.1f | %6.1f | %20.1f |\n", "python tool (sandboxed)", sandboxed.median_ms,
               sandboxed.min_ms, sandboxed.max_ms, sandboxed.median_ms - bare.median_ms);
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_python_tool: %s\n", e.what());
+  return 1;
 }
