@@ -32,8 +32,8 @@ constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWUSER, CLONE_
 
 }  // namespace
 
-const std::vector<std::string>& denied_system_calls() {
-  static const std::vector<std::string> calls = {
+std::vector<SystemCall> denied_system_calls() {
+  static const char* const kNames[] = {
       // mounts and the filesystem tree
       "mount", "umount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
       "open_tree", "mount_setattr",
@@ -50,6 +50,11 @@ const std::vector<std::string>& denied_system_calls() {
       "io_uring_enter", "io_uring_register", "fanotify_init",
       // the machine's identity and clocks
       "sethostname", "setdomainname", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex"};
+  std::vector<SystemCall> calls;
+  for (const char* name : kNames) {
+    const int number = seccomp_syscall_resolve_name(name);
+    if (number >= 0) calls.push_back({name, number});  // negative: not a call of this architecture
+  }
   return calls;
 }
 
@@ -57,10 +62,8 @@ std::string seccomp_filter_program() {
   Filter filter(seccomp_init(SCMP_ACT_ALLOW), &seccomp_release);
   if (!filter) throw IoError("python tool: seccomp filter: seccomp_init failed");
   const uint32_t refuse = SCMP_ACT_ERRNO(EPERM);
-  for (const std::string& name : denied_system_calls()) {
-    const int number = seccomp_syscall_resolve_name(name.c_str());
-    if (number == __NR_SCMP_ERROR) continue;  // not a call of this architecture
-    check(seccomp_rule_add(filter.get(), refuse, number, 0), name);
+  for (const SystemCall& call : denied_system_calls()) {
+    check(seccomp_rule_add(filter.get(), refuse, call.number, 0), call.name);
   }
   for (const unsigned long flag : kNamespaceFlags) {
     check(seccomp_rule_add(filter.get(), refuse, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)), "clone");

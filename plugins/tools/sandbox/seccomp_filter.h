@@ -8,8 +8,13 @@
 
 namespace rlcore::tools {
 
-// The calls refused whatever their arguments (those this architecture lacks are skipped).
-const std::vector<std::string>& denied_system_calls();
+struct SystemCall {
+  std::string name;
+  int number;  // on this architecture
+};
+
+// The calls refused whatever their arguments, those this architecture has.
+std::vector<SystemCall> denied_system_calls();
 
 // The filter as a BPF program (struct sock_filter[]), ready to be written to the fd bubblewrap reads.
 // Denied besides the list: clone with any namespace flag, ioctl(TIOCSTI / TIOCLINUX), and clone3

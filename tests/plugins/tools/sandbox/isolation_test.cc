@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "../../../common/error_of.h"
+#include "sandbox/seccomp_filter.h"
 #include "sandbox_testing.h"
 
 extern char** environ;
@@ -410,4 +411,34 @@ TEST_CASE("where the isolation cannot be set up the tool refuses to start and na
                PythonTool tool(options);
              }),
              Catch::Contains("cgroup_parent") && Catch::Contains("../escape"));
+}
+
+TEST_CASE("every call of the deny list is refused, whatever its arguments", "[sandbox][isolation]") {
+  // Inside only: the probes above are the control that the filter, not the kernel, refuses them. Each
+  // call gets -1 for every argument, which even unfiltered does nothing in the sandbox (bad pointers,
+  // descriptors and flags; no capability of the host's), while personality(-1) and settimeofday(NULL)
+  // would succeed unfiltered.
+  const User user = GENERATE(User::root, User::nobody);
+  INFO("as " << name_of(user));
+  std::string code =
+      "import ctypes\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "libc.syscall.restype = ctypes.c_long\n"
+      "calls = {";
+  const auto denied = rlcore::tools::denied_system_calls();
+  REQUIRE(denied.size() >= 50);
+  for (const auto& call : denied) code += "'" + call.name + "': " + std::to_string(call.number) + ", ";
+  code +=
+      "}\n"
+      "for name, number in calls.items():\n"
+      "    ctypes.set_errno(0)\n"
+      "    arguments = [ctypes.c_long(-1)] * 6\n"
+      "    if name == 'settimeofday': arguments = [None, None]\n"
+      "    result = libc.syscall(ctypes.c_long(number), *arguments)\n"
+      "    if result != -1 or ctypes.get_errno() != 1: print('not refused', name, result, ctypes.get_errno())\n"
+      "print('checked', len(calls))\n";
+  const json reply = as_user(user, [&](const PythonToolOptions& options) {
+    return json{{"sandboxed", sandboxed(code, options)}};
+  });
+  CHECK(text_of(reply["sandboxed"]) == "checked " + std::to_string(denied.size()) + "\n");
 }
