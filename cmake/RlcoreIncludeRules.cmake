@@ -96,7 +96,7 @@ endfunction()
 
 # Within the core: rlcore_check_core_layering(<what> <folder> <other folder>...)
 # fails when a source under <folder> includes a private header of an <other
-# folder> of core/src ("trainer/plan.h"): the worker roles never reach into the
+# folder> of core/src ("trainer/batch_plan.h"): the worker roles never reach into the
 # controller, whose side of the contract they only see in workers/.
 function(rlcore_check_core_layering what folder)
   file(GLOB_RECURSE sources "${folder}/*.cc" "${folder}/*.h")

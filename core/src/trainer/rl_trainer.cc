@@ -33,7 +33,7 @@
 #include "trainer/generation.h"
 #include "workers/losses.h"
 #include "workers/parallel.h"
-#include "trainer/plan.h"
+#include "trainer/batch_plan.h"
 #include "trainer/reward_model.h"
 #include "trainer/rewards.h"
 #include "trainer/seqlen_balancing.h"
@@ -57,7 +57,7 @@ using Clock = std::chrono::steady_clock;
 // drives (DAPO's extra batches, ReMax's greedy baselines) would meet the
 // pool's background generation; fully_async streams single-turn requests on
 // rollout ranks of their own.
-void check_async_mode(const config::RunConfig& config, const trainer::TrainPlan& plan) {
+void check_async_mode(const config::RunConfig& config, const trainer::BatchPlan& plan) {
   const std::string& mode = config.async_training.mode;
   if (config.async_training.max_staleness >= 0 && mode != "fully_async") {
     throw ConfigError("async_training.max_staleness applies to async_training.mode: fully_async (" +
@@ -137,7 +137,7 @@ struct RlTrainer::Impl {
   std::shared_ptr<const agent::AgentLoop> agent_loop;  // null unless multi_turn.enable
   data::Dataset train_set;
   data::Dataset val_set;
-  trainer::TrainPlan plan;
+  trainer::BatchPlan plan;
   std::unique_ptr<data::EpochSampler> sampler;
   std::shared_ptr<AdvantageEstimator> estimator;
   std::unique_ptr<KlController> kl_controller;
@@ -173,7 +173,7 @@ struct RlTrainer::Impl {
     trainer::check_agent_names(val_set, "data.val_files");
     const bool critic = trainer::uses_critic(config, components);
     const auto [actor_workers, critic_workers] = trainer::TrainerWorkers::data_parallel_sizes(config, critic);
-    plan = trainer::make_train_plan(config, components, train_set.size(), actor_workers, critic_workers);
+    plan = trainer::make_batch_plan(config, components, train_set.size(), actor_workers, critic_workers);
     check_async_mode(config, plan);
     sampler = std::make_unique<data::EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle,
                                                    config.data.seed);

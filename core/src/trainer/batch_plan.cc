@@ -1,5 +1,5 @@
-// How a run's batch sizes relate (see trainer/plan.h and docs/trainer.md).
-#include "trainer/plan.h"
+// How a run's batch sizes relate (see trainer/batch_plan.h and docs/trainer.md).
+#include "trainer/batch_plan.h"
 
 #include "rlcore/core/config/run_config.h"
 #include "rlcore/core/trainer/trainer_config.h"
@@ -51,11 +51,11 @@ bool uses_critic(const config::RunConfig& config, const Registry& components) {
   return estimator_needs(config, components).values;
 }
 
-TrainPlan make_train_plan(const config::RunConfig& config, const Registry& components, int64_t train_size,
+BatchPlan make_batch_plan(const config::RunConfig& config, const Registry& components, int64_t train_size,
                           int64_t actor_workers, int64_t critic_workers) {
   const auto& actor = config.actor_rollout_ref.actor;
   const auto& rollout = config.actor_rollout_ref.rollout;
-  TrainPlan plan;
+  BatchPlan plan;
   plan.needs = estimator_needs(config, components);
   if (plan.needs.values && critic_workers == 0) {
     throw ConfigError("algorithm.adv_estimator '" + config.algorithm.adv_estimator +

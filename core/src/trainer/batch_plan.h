@@ -12,7 +12,7 @@
 
 namespace rlcore::trainer {
 
-struct TrainPlan {
+struct BatchPlan {
   int64_t prompts_per_step = 0;       // data.train_batch_size
   int64_t responses_per_step = 0;     // x rollout.n
   int64_t actor_workers = 1;          // the actor pool's dp size
@@ -30,7 +30,7 @@ struct TrainPlan {
 // `train_size`: examples in the training set; `actor_workers` / `critic_workers`:
 // the sizes of the pools hosting those roles (critic_workers 0: no critic pool).
 // Throws ConfigError naming every key involved when the sizes do not fit.
-TrainPlan make_train_plan(const config::RunConfig& config, const Registry& components, int64_t train_size,
+BatchPlan make_batch_plan(const config::RunConfig& config, const Registry& components, int64_t train_size,
                           int64_t actor_workers, int64_t critic_workers);
 
 // Whether this config runs a critic (critic.enable, or auto: the estimator needs values).
