@@ -189,15 +189,17 @@ rollout: {nnodes: 1, n_gpus_per_node: 2}
 TEST_CASE("partial rollouts: responses in flight at a sync finish under the new weights, each token tagged",
           "[e2e][async]") {
   const std::string ws = e2e::make_workspace("fully_async_partial", 32);
-  // One decode step per call, a sync every step and a budget the 6 steps never spend: the pool is always
-  // generating, so every sync lands mid-response.
+  // One decode step per call and a sync every step. The first sync comes after one step's training; by then
+  // the pool (8 prompts in flight) is still far from its budget of (1 + 10) x 8 prompts, so responses are in
+  // flight. A rollout faster than the trainer queues ready groups ahead of them, but they are among the
+  // budget's 88 prompts, so the trainer has taken them by step 88 / 8 + 1 = 12 whatever the machine's load.
   const std::string config = e2e::write_config(ws, "fa", std::string(e2e::kQuickGrpo) + R"(
 async_training: {mode: fully_async, staleness_threshold: 10.0, trigger_parameter_sync_step: 1, partial_rollout: true,
                  decode_steps_per_call: 1}
 rollout: {nnodes: 1, n_gpus_per_node: 1}
 )");
   const e2e::RunResult run =
-      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=6", "data.max_response_length=48"});
+      e2e::run_rlcore({"--config", config, "trainer.total_training_steps=12", "data.max_response_length=48"});
   INFO(run.output);
   REQUIRE(run.status == 0);
   const auto metrics = e2e::read_metrics(ws + "/fa");
