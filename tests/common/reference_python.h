@@ -62,7 +62,8 @@ class ReferenceDriver {
   Result run(const std::string& script, const std::vector<std::string>& args) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (pid_ < 0) start();
-    std::string request = std::to_string(2 + args.size() + environment_size()) + " " + std::to_string(args.size()) + "\n";
+    std::string request =
+        std::to_string(2 + args.size() + environment_size()) + " " + std::to_string(args.size()) + "\n";
     auto field = [&request](const std::string& text) { request += std::to_string(text.size()) + "\n" + text; };
     field(std::filesystem::current_path().string());
     field(script);

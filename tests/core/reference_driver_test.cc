@@ -30,8 +30,7 @@ fs::path scratch() {
 
 }  // namespace
 
-TEST_CASE("a script in the driver sees its argv, environment, directory and own folder on sys.path",
-          "[reference]") {
+TEST_CASE("a script in the driver sees its argv, environment, directory and own folder on sys.path", "[reference]") {
   const fs::path dir = scratch();
   std::ofstream(dir / "sibling_module.py") << "VALUE = 'from the sibling'\n";
   const std::string script = write_script(dir, "show.py", R"(import os, sys
