@@ -72,35 +72,55 @@ const std::map<std::string, std::string> kPathCheckpointFile = {
     {"grpo_lora_arithmetic.yaml", "actor/lora_adapter/adapter_config.json"},
 };
 
-// Overrides that keep a config's two steps short on the tiny model.
+// Overrides that keep a config's two steps short on the tiny model: only the path is exercised
+// here (the learning runs are the quickstart's and the e2e tests'), so the batches shrink.
 const std::map<std::string, std::vector<std::string>> kShortRun = {
     {"grpo_gsm8k_style.yaml", {"data.max_response_length=8"}},
     // A random model scores 0 on arithmetic, so dynamic sampling would drop every group: the
     // test grader's reward (the share of lowercase letters) varies within a group.
     {"dapo_arithmetic.yaml", {"reward.grader=lowercase_fraction"}},
+    {"grpo_tool_arithmetic.yaml",
+     {"data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.rollout.n=2"}},
+    {"grpo_tool_arithmetic_sft.yaml", {"data.train_batch_size=16"}},
+    {"grpo_fully_async.yaml", {"data.train_batch_size=16", "actor_rollout_ref.actor.ppo_mini_batch_size=16"}},
+    {"grpo_one_step_off.yaml", {"data.train_batch_size=16", "actor_rollout_ref.actor.ppo_mini_batch_size=16"}},
+    {"ppo_arithmetic.yaml", {"data.train_batch_size=16", "actor_rollout_ref.actor.ppo_mini_batch_size=8"}},
+};
+
+// The runs' shared inputs, made once per process: Catch runs the test case again for each config's
+// section, and the tiny models and task data are the same for all of them.
+struct Workspace {
+  fs::path dir;
+  std::string data_dir, tool_data_dir;
+
+  Workspace() : dir(e2e::make_workspace("configs", 8)) {
+    data_dir = (dir / "data").string();
+    make({"data", "make", "--task", "arithmetic", "--seed", "1", "--val", "16", "--out", data_dir});
+    tool_data_dir = (dir / "tool_data").string();
+    make({"data", "make", "--task", "arithmetic-tool", "--seed", "1", "--val", "16", "--train", "512", "--out",
+          tool_data_dir});
+    for (const auto& [config, arch] : kModelArch) {
+      make({"model", "init", "--arch", arch, "--size", "tiny", "--seed", "1", "--out",
+            (dir / ("model_" + arch)).string()});
+    }
+  }
+  ~Workspace() { fs::remove_all(dir); }
+
+  static void make(const std::vector<std::string>& args) {
+    const e2e::RunResult made = e2e::run_rlcore(args);
+    INFO(made.output);
+    REQUIRE(made.status == 0);
+  }
 };
 
 }  // namespace
 
 TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
   ::unsetenv("TENSORBOARD_DIR");  // the runs write events under their own run directories
-  const fs::path workspace = fs::path(e2e::make_workspace("configs", 8));
-  const std::string data_dir = (workspace / "data").string();
-  const e2e::RunResult data =
-      e2e::run_rlcore({"data", "make", "--task", "arithmetic", "--seed", "1", "--val", "16", "--out", data_dir});
-  INFO(data.output);
-  REQUIRE(data.status == 0);
-  const std::string tool_data_dir = (workspace / "tool_data").string();
-  const e2e::RunResult tool_data = e2e::run_rlcore({"data", "make", "--task", "arithmetic-tool", "--seed", "1", "--val",
-                                                    "16", "--train", "512", "--out", tool_data_dir});
-  INFO(tool_data.output);
-  REQUIRE(tool_data.status == 0);
-  for (const auto& [config, arch] : kModelArch) {
-    const e2e::RunResult init = e2e::run_rlcore({"model", "init", "--arch", arch, "--size", "tiny", "--seed", "1",
-                                                 "--out", (workspace / ("model_" + arch)).string()});
-    INFO(init.output);
-    REQUIRE(init.status == 0);
-  }
+  static const Workspace shared;
+  const fs::path& workspace = shared.dir;
+  const std::string& data_dir = shared.data_dir;
+  const std::string& tool_data_dir = shared.tool_data_dir;
 
   std::vector<fs::path> configs;
   for (const auto& entry : fs::directory_iterator(fs::path(rlcore_test::source_dir()) / "configs")) {
@@ -147,7 +167,7 @@ TEST_CASE("every config in configs/ runs two steps", "[e2e][configs]") {
       if (kPathCheckpointFile.count(name))
         CHECK(fs::exists(fs::path(run_dir) / "checkpoints/global_step_2" / kPathCheckpointFile.at(name)));
       check_tensorboard_matches(run_dir, metrics);
+      fs::remove_all(run_dir);
     }
   }
-  fs::remove_all(workspace);
 }
