@@ -101,13 +101,13 @@ actor_rollout_ref:
 }
 
 TEST_CASE("weight_adaptor follows the actor's strategy unless set") {
-  CHECK(trainer::weight_adaptor_for(run_config("{}").actor_rollout_ref) == "identity");
-  CHECK(trainer::weight_adaptor_for(run_config("actor_rollout_ref: {actor: {strategy: megatron}}").actor_rollout_ref) ==
+  CHECK(config::weight_adaptor_for(run_config("{}").actor_rollout_ref) == "identity");
+  CHECK(config::weight_adaptor_for(run_config("actor_rollout_ref: {actor: {strategy: megatron}}").actor_rollout_ref) ==
         "megatron");
-  CHECK(trainer::weight_adaptor_for(run_config(R"(
+  CHECK(config::weight_adaptor_for(run_config(R"(
 actor_rollout_ref:
   actor: {strategy: megatron}
   hybrid_engine: {weight_adaptor: custom}
 )")
-                                        .actor_rollout_ref) == "custom");
+                                       .actor_rollout_ref) == "custom");
 }
