@@ -10,8 +10,7 @@ OptionsSchema<PolicyLossSection> policy_loss_schema() {
   OptionsSchema<PolicyLossSection> schema;
   schema
       .key("loss_mode", &PolicyLossSection::loss_mode,
-           "Policy loss (a registered policy_loss: vanilla, gspo, clip_cov, kl_cov, cispo, gpg, geo_mean); its options "
-           "live here too.")
+           "Policy loss (a registered policy_loss, listed under allowed); its options live here too.")
       .other_keys_to(&PolicyLossSection::options);
   return schema;
 }

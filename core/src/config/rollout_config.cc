@@ -38,7 +38,7 @@ OptionsSchema<RolloutConfig> rollout_schema() {
            "Token budget with log_prob_use_dynamic_bsz.", at_least(1))
       .section("val_kwargs", &RolloutConfig::val_kwargs, val_kwargs_schema())
       .key("sharding_manager", &RolloutConfig::sharding_manager,
-           "How weights move between actor and rollout (a registered sharding_manager: bucketed | naive).")
+           "How weights move between actor and rollout (a registered sharding_manager).")
       .section("multi_turn", &RolloutConfig::multi_turn, agent::multi_turn_schema())
       .section("agent", &RolloutConfig::agent, agent::agent_section_schema())
       .section("checkpoint_engine", &RolloutConfig::checkpoint_engine, checkpoint_engine_schema())

@@ -1,6 +1,7 @@
 // The actor pool's parallel layout: a model-parallel trainer gets the mesh
 // {dp, pp, tp}, a TP rollout alone {rollout_dp, rollout_tp}, the data-parallel
 // size divides out tp x pp, and layouts the pool cannot hold name their keys.
+#include "rlcore/core/config/engine_options.h"
 #include "workers/parallel.h"
 #include "../../common/run_config_testing.h"
 
