@@ -95,18 +95,22 @@ function(rlcore_check_directory_include_rules what directory)
 endfunction()
 
 # Within the core: rlcore_check_core_layering(<what> <folder> <other folder>...)
-# fails when a source under <folder> includes a private header of an <other
-# folder> of core/src ("trainer/batch_plan.h"): the worker roles never reach into the
-# controller, whose side of the contract they only see in workers/.
+# fails when a source under <folder> includes a header of an <other folder> of
+# the core, private ("trainer/batch_plan.h", under core/src) or public
+# ("rlcore/core/trainer/rl_trainer.h", under core/include): the worker roles never
+# reach into the controller, whose side of the contract they only see in workers/,
+# and the config floor, which both read, reaches into neither.
 function(rlcore_check_core_layering what folder)
   file(GLOB_RECURSE sources "${folder}/*.cc" "${folder}/*.h")
   set(problems)
   foreach(source IN LISTS sources)
-    file(STRINGS "${source}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+    file(STRINGS "${source}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<]")
     foreach(line IN LISTS includes)
       foreach(other IN LISTS ARGN)
-        if(line MATCHES "\"${other}/")
+        if(line MATCHES "[\"<]${other}/")
           list(APPEND problems "${source}: includes ${other}/..., which ${what} may not")
+        elseif(line MATCHES "[\"<]rlcore/core/${other}/")
+          list(APPEND problems "${source}: includes rlcore/core/${other}/..., which ${what} may not")
         endif()
       endforeach()
     endforeach()

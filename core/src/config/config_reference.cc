@@ -1,9 +1,11 @@
 // Renders the declared keys of the core and of every registered component.
 #include "rlcore/core/config/config_reference.h"
 
+#include <map>
 #include <sstream>
 
 #include "rlcore/core/config/run_config.h"
+#include "rlcore/string_join.h"
 
 namespace rlcore::config {
 namespace {
@@ -14,8 +16,25 @@ struct Section {
   std::vector<KeySpec> keys;
 };
 
+// Core keys whose value names a registered component: the reference lists
+// the registry's names, so no hand-kept list falls behind the registry.
+const std::map<std::string, std::string> kComponentKeys = {
+    {"actor_rollout_ref.actor.policy_loss.loss_mode", "policy_loss"},
+    {"actor_rollout_ref.rollout.sharding_manager", "sharding_manager"}};
+
+std::vector<KeySpec> core_keys(const Registry& registry) {
+  std::vector<KeySpec> keys = run_config_schema().keys();
+  for (KeySpec& key : keys) {
+    const auto kind = kComponentKeys.find(key.name);
+    if (kind == kComponentKeys.end() || !key.constraint.empty()) continue;
+    const std::vector<std::string> names = registry.names(kind->second);
+    if (!names.empty()) key.constraint = "registered: " + join(names);
+  }
+  return keys;
+}
+
 std::vector<Section> sections(const Registry& registry) {
-  std::vector<Section> result = {{"core", "", run_config_schema().keys()}};
+  std::vector<Section> result = {{"core", "", core_keys(registry)}};
   for (const ComponentEntry* entry : registry.all()) {
     std::string title = entry->kind + " '" + entry->name + "' (plugin " + entry->origin.plugin + ")";
     if (!entry->doc.empty()) title += ": " + entry->doc;

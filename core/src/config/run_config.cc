@@ -4,115 +4,26 @@
 #include <algorithm>
 
 #include "config/verl_keys.h"
-#include "rlcore/core/metrics/metrics.h"
+#include "rlcore/core/config/engine_options.h"
 #include "rlcore/capabilities.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
-#include "rlcore/rollout_correction.h"
 #include "rlcore/string_join.h"
 
 namespace rlcore::config {
 
 const OptionsSchema<RunConfig>& run_config_schema() {
   static const OptionsSchema<RunConfig> schema = [] {
-    OptionsSchema<TrainerConfig> trainer;
-    trainer.key("project_name", &TrainerConfig::project_name, "Project name; part of the default run directory.")
-        .key("experiment_name", &TrainerConfig::experiment_name, "Experiment name; part of the default run directory.")
-        .key("default_local_dir", &TrainerConfig::default_local_dir,
-             "Run directory for metrics.jsonl and checkpoints (empty: runs/<project_name>/<experiment_name>).")
-        .key("logger", &TrainerConfig::logger,
-             "Metrics sinks: console (one line per step), jsonl (metrics.jsonl), tensorboard (event files in "
-             "$TENSORBOARD_DIR, else <run dir>/tensorboard).",
-             one_of(metrics::metrics_sink_names()))
-        .key("log_level", &TrainerConfig::log_level, "Log level.",
-             one_of({"trace", "debug", "info", "warn", "error", "off"}))
-        .key("total_epochs", &TrainerConfig::total_epochs, "Passes over the training set.", at_least(1))
-        .key("total_training_steps", &TrainerConfig::total_training_steps,
-             "Steps to train; 0: total_epochs x (prompts / data.train_batch_size).", at_least(0))
-        .key("test_freq", &TrainerConfig::test_freq, "Validate every N steps and after the last; -1: never.")
-        .key("save_freq", &TrainerConfig::save_freq, "Checkpoint every N steps and after the last; -1: never.")
-        .key("val_before_train", &TrainerConfig::val_before_train, "Validate once before the first step.")
-        .key("val_only", &TrainerConfig::val_only,
-             "Validate once (whatever val_before_train says) and stop without training, e.g. to score an exported "
-             "checkpoint with the rule graders.")
-        .key("stop_at_val_reward", &TrainerConfig::stop_at_val_reward,
-             "Stop (and save, export) after the first validation whose val-core reward, averaged over data "
-             "sources, is at least this; 0: never. SFT uses it to stop at a chosen warm-start accuracy.",
-             at_least(0))
-        .key("balance_batch", &TrainerConfig::balance_batch,
-             "Reorder each step's batch so every data-parallel rank of the actor gets about the same work (verl's "
-             "sequence-length balancing: Karmarkar-Karp over 24576 x tokens + tokens^2 per row), reported as "
-             "global_seqlen/*; the rows' order changes which rows share a rank and a mini-batch, not the loss.")
-        .key("resume_mode", &TrainerConfig::resume_mode,
-             "auto: continue from the latest checkpoint in the run directory; disable: start fresh; "
-             "resume_path: from trainer.resume_from_path.",
-             one_of({"auto", "disable", "resume_path"}))
-        .key("resume_from_path", &TrainerConfig::resume_from_path,
-             "A global_step_N checkpoint directory (resume_mode: resume_path).")
-        .key("max_ckpt_to_keep", &TrainerConfig::max_ckpt_to_keep, "Checkpoints kept (oldest removed); 0: all.",
-             at_least(0))
-        .key("rollout_data_dir", &TrainerConfig::rollout_data_dir,
-             "Write each step's responses to <dir>/<step>.jsonl (input, output, gts, score, step and the reward "
-             "extras, one line per response); empty: off.")
-        .key("validation_data_dir", &TrainerConfig::validation_data_dir,
-             "Write each validation's responses to <dir>/<step>.jsonl (the same fields; step 0: before "
-             "training); empty: off.")
-        .key("device", &TrainerConfig::device,
-             "Device of every worker's engines: cuda (each worker binds cuda:<its local rank>), cpu, or auto "
-             "(cuda when this build has CUDA and a GPU is visible, else cpu). See docs/launch.md.",
-             one_of({"auto", "cpu", "cuda"}))
-        .key("nnodes", &TrainerConfig::nnodes,
-             "Nodes of the default pool 'global'; the same number as runtime.nnodes: set either (docs/launch.md).",
-             at_least(1))
-        .key("n_gpus_per_node", &TrainerConfig::n_gpus_per_node,
-             "Workers (one device each) per node of the default pool 'global'; the same number as "
-             "runtime.n_workers_per_node: set either (docs/launch.md).",
-             at_least(1));
-    OptionsSchema<OverlongBufferConfig> overlong;
-    overlong
-        .key("enable", &OverlongBufferConfig::enable,
-             "DAPO's overlong shaping: penalize responses that reach into the last `len` tokens of "
-             "data.max_response_length.")
-        .key("len", &OverlongBufferConfig::len, "Length of the buffer, in tokens (> 0 when enabled).", at_least(0))
-        .key("penalty_factor", &OverlongBufferConfig::penalty_factor,
-             "Penalty of a response that uses the whole buffer.", at_least(0))
-        .key("log", &OverlongBufferConfig::log, "Also report overlong_reward and overlong (critic/score_extra/*).");
-    OptionsSchema<RewardModelConfig> reward_model;
-    reward_model
-        .key("enable", &RewardModelConfig::enable,
-             "Score responses with a reward model (a sequence-classification checkpoint) instead of, or besides, "
-             "the rule graders (docs/reward-model.md).")
-        .key("model_path", &RewardModelConfig::model_path,
-             "HF checkpoint of the reward model: *ForSequenceClassification with one label (a `score` head).")
-        .key("strategy", &RewardModelConfig::strategy, "Train engine that runs its forward (frozen).")
-        .key("micro_batch_size_per_gpu", &RewardModelConfig::micro_batch_size_per_gpu,
-             "Responses per forward on one worker; 0: all at once.", at_least(0))
-        .key("combine", &RewardModelConfig::combine,
-             "replace: the model's score is the reward and the rule graders are not asked (verl); add: the rule "
-             "grade plus the model's score.",
-             one_of({"replace", "add"}));
-    OptionsSchema<RewardConfig> reward;
-    reward
-        .key("grader", &RewardConfig::grader,
-             "Grader for every sample, or 'auto' to pick one by each sample's data_source (verl's "
-             "default_compute_score).")
-        .subtree("graders", &RewardConfig::graders, "Options per grader: reward.graders.<name>.<key> (see below).")
-        .section("overlong_buffer", &RewardConfig::overlong_buffer, overlong)
-        .subtree("custom_reward_function", &RewardConfig::custom_reward_function,
-                 "verl's custom reward function: a Python file's compute_score run in a subprocess; path set: it "
-                 "scores every sample instead of reward.grader. Keys: path, name, python, timeout_s, reward_kwargs "
-                 "(docs/custom-rewards.md).")
-        .section("reward_model", &RewardConfig::reward_model, reward_model);
     OptionsSchema<RunConfig> root;
-    root.section("trainer", &RunConfig::trainer, trainer)
+    root.section("trainer", &RunConfig::trainer, trainer_schema())
         .section("data", &RunConfig::data, data::data_config_schema())
-        .section("actor_rollout_ref", &RunConfig::actor_rollout_ref, trainer::actor_rollout_ref_schema())
-        .section("critic", &RunConfig::critic, trainer::critic_schema())
-        .section("algorithm", &RunConfig::algorithm, trainer::algorithm_schema())
-        .section("reward", &RunConfig::reward, reward)
+        .section("actor_rollout_ref", &RunConfig::actor_rollout_ref, actor_rollout_ref_schema())
+        .section("critic", &RunConfig::critic, critic_schema())
+        .section("algorithm", &RunConfig::algorithm, algorithm_schema())
+        .section("reward", &RunConfig::reward, reward_schema())
         .section("runtime", &RunConfig::runtime, runtime::runtime_config_schema())
-        .section("async_training", &RunConfig::async_training, trainer::async_training_schema())
-        .section("rollout", &RunConfig::rollout, trainer::rollout_pool_schema());
+        .section("async_training", &RunConfig::async_training, async_training_schema())
+        .section("rollout", &RunConfig::rollout, rollout_pool_schema());
     return root;
   }();
   return schema;
@@ -121,11 +32,6 @@ const OptionsSchema<RunConfig>& run_config_schema() {
 std::string RunConfig::run_dir() const {
   if (!trainer.default_local_dir.empty()) return trainer.default_local_dir;
   return "runs/" + trainer.project_name + "/" + trainer.experiment_name;
-}
-
-bool custom_reward_function_enabled(const RewardConfig& config) {
-  const ConfigNode path = config.custom_reward_function["path"];
-  return path.defined() && path.is_scalar() && !path.as<std::string>().empty();
 }
 
 std::string component_options_path(const std::string& kind, const std::string& name) {
@@ -249,15 +155,14 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
                         "' capability; see `rlcore plugins`); use actor_rollout_ref.actor.strategy=fsdp");
     }
     component(registry, "train_engine", arr.actor.strategy, "actor_rollout_ref.actor.strategy")
-        .validate(trainer::actor_engine_options(arr));
+        .validate(actor_engine_options(arr));
     component(registry, "train_engine", arr.ref.strategy, "actor_rollout_ref.ref.strategy")
-        .validate(trainer::ref_engine_options(arr));
+        .validate(ref_engine_options(arr));
     component(registry, "inference_engine", arr.rollout.name, "actor_rollout_ref.rollout.name")
         .validate(arr.rollout.engine_options);
     component(registry, "sharding_manager", arr.rollout.sharding_manager, "actor_rollout_ref.rollout.sharding_manager")
         .validate(arr.hybrid_engine.options);
-    component(registry, "weight_adaptor", trainer::weight_adaptor_for(arr),
-              "actor_rollout_ref.hybrid_engine.weight_adaptor")
+    component(registry, "weight_adaptor", weight_adaptor_for(arr), "actor_rollout_ref.hybrid_engine.weight_adaptor")
         .validate(ConfigNode());
     component(registry, "offloader", arr.hybrid_engine.offloader, "actor_rollout_ref.hybrid_engine.offloader")
         .validate(ConfigNode());
@@ -272,7 +177,7 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
   }
   if (tree.has("critic")) {
     component(registry, "train_engine", config.critic.strategy, "critic.strategy")
-        .validate(trainer::critic_engine_options(config.critic));
+        .validate(critic_engine_options(config.critic));
   }
   if (tree.has("algorithm")) {
     component(registry, "advantage_estimator", config.algorithm.adv_estimator, "algorithm.adv_estimator")
@@ -361,18 +266,26 @@ void validate_overlong_buffer(const ConfigNode& tree, const RunConfig& config) {
   }
 }
 
-// Rollout correction settings verl would refuse mid-run are refused here.
-void validate_rollout_correction(const RunConfig& config) {
-  const trainer::RolloutCorrectionSection& section = config.algorithm.rollout_correction;
-  if (section.bypass_mode) {
-    throw ConfigError(
-        "algorithm.rollout_correction.bypass_mode: rlcore has no bypass mode (the trainer always recomputes "
-        "old log-probs); use rollout_is / rollout_rs, which correct against the rollout's log-probs");
-  }
-  validate_rollout_correction_config(section.settings(), "algorithm.rollout_correction");
-}
-
 }  // namespace
+
+void validate(const RunConfig& config) {
+  validate(config.algorithm);
+  validate(config.async_training);
+  // What the asynchronous modes cannot run: generation that the step itself
+  // drives (DAPO's extra batches) would meet the pool's background generation;
+  // fully_async streams single-turn requests.
+  const std::string& mode = config.async_training.mode;
+  if (mode == "sync") return;
+  const std::string prefix = "async_training.mode: " + mode + " does not run ";
+  if (config.algorithm.filter_groups.enable) {
+    throw ConfigError(prefix +
+                      "algorithm.filter_groups (DAPO's dynamic sampling generates more batches within a "
+                      "step); use async_training.mode: sync");
+  }
+  if (mode == "fully_async" && config.actor_rollout_ref.rollout.multi_turn.enable) {
+    throw ConfigError(prefix + "actor_rollout_ref.rollout.multi_turn (the agent loop); use one_step_off or sync");
+  }
+}
 
 ResolvedConfig resolve_config(const Registry& registry, const std::string& config_file,
                               const std::vector<std::string>& overrides) {
@@ -390,7 +303,7 @@ ResolvedConfig resolve_config(const Registry& registry, const std::string& confi
   validate_graders(registry, resolved.config);
   validate_overlong_buffer(resolved.tree, resolved.config);
   validate_reward_model(registry, resolved.config);
-  validate_rollout_correction(resolved.config);
+  validate(resolved.config);
   validate_trainer_components(registry, resolved.tree, resolved.config);
   fill_defaults(resolved.tree, run_config_schema().keys());
   return resolved;

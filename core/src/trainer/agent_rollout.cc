@@ -19,7 +19,7 @@ bool uses_tools(const std::string& agent_name) { return agent_name == agent::kTo
 
 std::shared_ptr<const agent::AgentLoop> make_agent_loop(const config::RunConfig& config, const Registry& registry,
                                                         const Tokenizer& tokenizer) {
-  const RolloutConfig& rollout = config.actor_rollout_ref.rollout;
+  const config::RolloutConfig& rollout = config.actor_rollout_ref.rollout;
   const agent::MultiTurnConfig& multi_turn = rollout.multi_turn;
   if (!multi_turn.enable) return nullptr;
   const std::string prefix = "actor_rollout_ref.rollout.";

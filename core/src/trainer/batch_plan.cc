@@ -2,7 +2,6 @@
 #include "trainer/batch_plan.h"
 
 #include "rlcore/core/config/run_config.h"
-#include "rlcore/core/trainer/trainer_config.h"
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
@@ -72,6 +71,7 @@ BatchPlan make_batch_plan(const config::RunConfig& config, const Registry& compo
   plan.critic_workers = critic_workers;
   plan.response_length = config.data.max_response_length;
   plan.use_ref = actor.use_kl_loss || config.algorithm.use_kl_in_reward;
+  plan.actor_epochs = actor.ppo_epochs;
   check_mini_batches("actor_rollout_ref.actor", plan.prompts_per_step, actor.ppo_mini_batch_size, rollout.n,
                      actor_workers, actor.ppo_micro_batch_size_per_gpu,
                      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", &plan.actor_mini_batch_rows);

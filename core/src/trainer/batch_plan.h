@@ -19,7 +19,8 @@ struct BatchPlan {
   int64_t critic_workers = 0;         // 0: no critic
   int64_t actor_mini_batch_rows = 0;  // responses per actor optimizer step on one worker
   int64_t critic_mini_batch_rows = 0;
-  int64_t critic_epochs = 1;
+  int64_t actor_epochs = 1;   // actor.ppo_epochs
+  int64_t critic_epochs = 1;  // critic.ppo_epochs, 0 there: the actor's
   int64_t steps_per_epoch = 0;
   int64_t total_steps = 0;
   int64_t response_length = 0;  // data.max_response_length: the rollout's max_tokens

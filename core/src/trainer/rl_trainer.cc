@@ -53,41 +53,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What the asynchronous modes cannot run: generation that the step itself
-// drives (DAPO's extra batches, ReMax's greedy baselines) would meet the
-// pool's background generation; fully_async streams single-turn requests on
-// rollout ranks of their own.
+// What the asynchronous modes cannot run beyond config::validate's rules: the
+// step's own generation that only the estimator reveals (ReMax's greedy
+// baselines) would meet the pool's background generation; fully_async streams
+// on rollout ranks of their own, not a tensor-parallel group.
 void check_async_mode(const config::RunConfig& config, const trainer::BatchPlan& plan) {
   const std::string& mode = config.async_training.mode;
-  if (config.async_training.max_staleness >= 0 && mode != "fully_async") {
-    throw ConfigError("async_training.max_staleness applies to async_training.mode: fully_async (" +
-                      (mode == "sync" ? std::string("sync trains on policy")
-                                      : "one_step_off trains on batches exactly one update stale") +
-                      ")");
-  }
   if (mode == "sync") return;
-  const int64_t sync_every = config.async_training.trigger_parameter_sync_step;
-  if (config.async_training.max_staleness >= 0 && config.async_training.max_staleness < sync_every - 1) {
-    // Between syncs the pool's weights fall up to sync_every - 1 updates behind the trainer's:
-    // every group would be dropped and the run would never reach its next sync.
-    throw ConfigError("async_training.max_staleness " + std::to_string(config.async_training.max_staleness) +
-                      " is below trigger_parameter_sync_step - 1 (" + std::to_string(sync_every - 1) +
-                      "): samples are that stale between syncs, so every group would be dropped");
-  }
   const std::string prefix = "async_training.mode: " + mode + " does not run ";
-  if (config.algorithm.filter_groups.enable) {
-    throw ConfigError(prefix +
-                      "algorithm.filter_groups (DAPO's dynamic sampling generates more batches within a "
-                      "step); use async_training.mode: sync");
-  }
   if (plan.needs.reward_baselines) {
     throw ConfigError(prefix + "algorithm.adv_estimator " + config.algorithm.adv_estimator +
                       " (its greedy baselines are generated within the step); use async_training.mode: sync");
   }
   if (mode != "fully_async") return;
-  if (config.actor_rollout_ref.rollout.multi_turn.enable) {
-    throw ConfigError(prefix + "actor_rollout_ref.rollout.multi_turn (the agent loop); use one_step_off or sync");
-  }
   if (workers::actor_parallelism(config.actor_rollout_ref).rollout_tp > 1) {
     throw ConfigError(prefix +
                       "a tensor-parallel rollout (actor_rollout_ref.rollout.tensor_model_parallel_size); "
@@ -290,7 +268,7 @@ struct RlTrainer::Impl {
   // DAPO: drops the groups whose responses all have the same filter metric and
   // generates from further prompts until a step's worth of groups remains.
   trainer::ScoredRollout keep_informative_groups(trainer::ScoredRollout first, StepMetrics& metrics) {
-    const FilterGroupsConfig& filter = config.algorithm.filter_groups;
+    const config::FilterGroupsConfig& filter = config.algorithm.filter_groups;
     std::vector<trainer::ScoredRollout> parts;
     int64_t groups = 0;
     int64_t batches = 0;
@@ -428,9 +406,9 @@ struct RlTrainer::Impl {
       if (replay) actor_columns.push_back(columns::kRoutedExperts);
       const auto start = Clock::now();
       std::vector<std::future<runtime::CallOutput>> updates;
-      updates.push_back(workers::call(workers->actor(), workers::actor_methods::kUpdateActor,
-                                      batch.select(with_engine_columns(actor_columns)),
-                                      workers::UpdateActorArgs{plan.actor_mini_batch_rows, temperature, replay}));
+      updates.push_back(workers::call(
+          workers->actor(), workers::actor_methods::kUpdateActor, batch.select(with_engine_columns(actor_columns)),
+          workers::UpdateActorArgs{plan.actor_mini_batch_rows, plan.actor_epochs, temperature, replay}));
       if (critic_update) updates.push_back(std::move(*critic_update));
       const std::vector<runtime::CallOutput> outputs = runtime::wait_all(updates);
       workers::reply_of(workers::actor_methods::kUpdateActor, outputs[0].replies.front())
@@ -720,21 +698,16 @@ struct RlTrainer::Impl {
   // data.train_batch_size groups to finish; every trigger_parameter_sync_step
   // steps the actor's weights go to the pool.
   void run_fully_async(FitSummary& summary) {
-    const AsyncTrainingConfig& async = config.async_training;
+    const config::AsyncTrainingConfig& async = config.async_training;
     StepMetrics ignored;
     rollout_pool->sync(step, ignored);  // a resumed run's weights
-    trainer::StreamingSettings settings;
-    settings.prompts_per_step = plan.prompts_per_step;
-    settings.n = config.actor_rollout_ref.rollout.n;
-    settings.sync_every = async.trigger_parameter_sync_step;
-    settings.staleness_threshold = async.staleness_threshold;
-    settings.partial_rollout = async.partial_rollout;
-    settings.decode_steps_per_call = async.decode_steps_per_call;
-    settings.max_staleness = async.max_staleness;
-    settings.sampling = train_sampling(step);  // its seed unused: a seed per request
-    settings.seed = config.data.seed * 1000003 + step;
-    settings.limits = limits;
-    trainer::StreamingRollout stream(*rollout_pool, train_set, *sampler, settings);
+    trainer::StreamRequests requests;
+    requests.prompts_per_step = plan.prompts_per_step;
+    requests.n = config.actor_rollout_ref.rollout.n;
+    requests.sampling = train_sampling(step);  // its seed unused: a seed per request
+    requests.seed = config.data.seed * 1000003 + step;
+    requests.limits = limits;
+    trainer::StreamingRollout stream(*rollout_pool, train_set, *sampler, async, std::move(requests));
     streaming = &stream;
     struct Detach {  // checkpoints read the stream's data order only while it runs
       trainer::StreamingRollout*& pointer;

@@ -24,10 +24,10 @@ constexpr int64_t kSeedStride = 7919;  // a prime: request seeds far apart from 
 }  // namespace
 
 StreamingRollout::StreamingRollout(RolloutPool& pool, const data::Dataset& data, data::EpochSampler& sampler,
-                                   StreamingSettings settings)
-    : pool_(pool), data_(data), sampler_(sampler), settings_(std::move(settings)) {
-  const double window = static_cast<double>(settings_.sync_every * settings_.prompts_per_step);
-  window_budget_ = static_cast<int64_t>(std::ceil((1.0 + settings_.staleness_threshold) * window - 1e-9));
+                                   const config::AsyncTrainingConfig& async, StreamRequests requests)
+    : pool_(pool), data_(data), sampler_(sampler), async_(async), requests_(std::move(requests)) {
+  const double window = static_cast<double>(async_.trigger_parameter_sync_step * requests_.prompts_per_step);
+  window_budget_ = static_cast<int64_t>(std::ceil((1.0 + async_.staleness_threshold) * window - 1e-9));
   budget_left_ = window_budget_;
   producer_ = std::thread([this] { produce(); });
 }
@@ -43,7 +43,7 @@ StreamingRollout::~StreamingRollout() {
 
 bool StreamingRollout::can_submit() const {
   return !stop_ && !draining_ && !hold_ && budget_left_ > 0 &&
-         static_cast<int64_t>(in_flight_.size()) < settings_.prompts_per_step;
+         static_cast<int64_t>(in_flight_.size()) < requests_.prompts_per_step;
 }
 
 std::vector<Batch> StreamingRollout::new_requests() {
@@ -66,11 +66,11 @@ std::vector<Batch> StreamingRollout::new_requests() {
     undrawn_.pop_front();
     // A prompt's samples go to one rank, where they share its prefill.
     const auto rank = static_cast<size_t>(next_rank_++ % ranks);
-    for (int64_t j = 0; j < settings_.n; ++j) {
-      const int64_t request = prompt * settings_.n + j;
+    for (int64_t j = 0; j < requests_.n; ++j) {
+      const int64_t request = prompt * requests_.n + j;
       prompts[rank].push_back(pending.group.example->prompt_ids);
       ids[rank].push_back(request);
-      seeds[rank].push_back(settings_.seed * 1000003 + request * kSeedStride);
+      seeds[rank].push_back(requests_.seed * 1000003 + request * kSeedStride);
     }
     in_flight_[prompt] = std::move(pending);
     --budget_left_;
@@ -78,7 +78,7 @@ std::vector<Batch> StreamingRollout::new_requests() {
   std::vector<Batch> inputs(static_cast<size_t>(ranks));
   for (size_t rank = 0; rank < inputs.size(); ++rank) {
     if (prompts[rank].empty()) continue;
-    inputs[rank] = workers::make_prompt_batch(prompts[rank], settings_.limits.pad_token_id);
+    inputs[rank] = workers::make_prompt_batch(prompts[rank], requests_.limits.pad_token_id);
     inputs[rank].set(workers::kRequestId, at::tensor(ids[rank], at::kLong));
     inputs[rank].set(workers::kRequestSeed, at::tensor(seeds[rank], at::kLong));
   }
@@ -90,11 +90,11 @@ void StreamingRollout::collect(const runtime::CallOutput& output) {
     for (workers::StreamReply::Finished& done :
          workers::StreamReply::from_reply(reply.batch, workers::reply_of(workers::rollout_methods::kStream, reply))
              .finished) {
-      const int64_t prompt = done.id / settings_.n;
+      const int64_t prompt = done.id / requests_.n;
       const auto found = in_flight_.find(prompt);
       if (found == in_flight_.end()) continue;  // not ours (cannot happen: ids are unique per run)
       found->second.group.samples.push_back(StreamedSample{std::move(done.tokens), done.stopped});
-      if (static_cast<int64_t>(found->second.group.samples.size()) < settings_.n) continue;
+      if (static_cast<int64_t>(found->second.group.samples.size()) < requests_.n) continue;
       ready_.push_back(std::move(found->second.group));
       ready_draws_.push_back(found->second.draw);
       in_flight_.erase(found);
@@ -113,9 +113,9 @@ void StreamingRollout::produce() {
   std::unique_lock<std::mutex> lock(mutex_);
   try {
     const workers::StreamArgs arguments{
-        settings_.sampling,
-        {settings_.limits.max_tokens, settings_.limits.stop_token_ids, settings_.limits.pad_token_id},
-        settings_.decode_steps_per_call};
+        requests_.sampling,
+        {requests_.limits.max_tokens, requests_.limits.stop_token_ids, requests_.limits.pad_token_id},
+        async_.decode_steps_per_call};
     while (!stop_) {
       if (hold_ || (draining_ && in_flight_.empty())) {
         park_until([this] { return stop_ || !(hold_ || (draining_ && in_flight_.empty())); }, lock);
@@ -144,10 +144,10 @@ void StreamingRollout::produce() {
 }
 
 bool StreamingRollout::too_stale(const StreamedGroup& group, int64_t version) const {
-  if (settings_.max_staleness < 0) return false;
+  if (async_.max_staleness < 0) return false;
   for (const StreamedSample& sample : group.samples) {
     for (const int64_t sampled_by : sample.tokens.weight_versions) {
-      if (version - sampled_by > settings_.max_staleness) return true;
+      if (version - sampled_by > async_.max_staleness) return true;
     }
   }
   return false;
@@ -158,7 +158,7 @@ std::vector<StreamedGroup> StreamingRollout::take(int64_t version, StepMetrics& 
   const auto start = Clock::now();
   std::vector<StreamedGroup> groups;
   int64_t dropped_samples = 0;
-  while (static_cast<int64_t>(groups.size()) < settings_.prompts_per_step) {
+  while (static_cast<int64_t>(groups.size()) < requests_.prompts_per_step) {
     changed_.wait(lock, [this] { return failure_ || !ready_.empty(); });
     if (failure_) std::rethrow_exception(failure_);
     StreamedGroup group = std::move(ready_.front());
@@ -183,7 +183,7 @@ std::vector<StreamedGroup> StreamingRollout::take(int64_t version, StepMetrics& 
 
 void StreamingRollout::sync(int64_t version, StepMetrics& metrics) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (settings_.partial_rollout) {
+  if (async_.partial_rollout) {
     hold_ = true;
   } else {
     draining_ = true;

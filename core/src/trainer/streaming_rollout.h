@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rlcore/core/config/async_training_config.h"
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/core/data/sampler.h"
 #include "rlcore/generation_request.h"
@@ -33,14 +34,11 @@
 
 namespace rlcore::trainer {
 
-struct StreamingSettings {
+// What the requests are, beside the schedule async_training sets: the
+// step's prompts, samples per prompt and how they are sampled.
+struct StreamRequests {
   int64_t prompts_per_step = 1;
-  int64_t n = 1;           // samples per prompt
-  int64_t sync_every = 1;  // trigger_parameter_sync_step
-  double staleness_threshold = 0.0;
-  bool partial_rollout = false;
-  int64_t decode_steps_per_call = 16;
-  int64_t max_staleness = -1;  // drop a group with a token staler than this at take(); -1: none
+  int64_t n = 1;               // samples per prompt (rollout.n)
   workers::Sampling sampling;  // temperature, top_k, top_p (the seeds are per request)
   int64_t seed = 0;            // the requests' seeds derive from it
   GenerationLimits limits;
@@ -60,9 +58,11 @@ struct StreamedGroup {
 
 class StreamingRollout {
  public:
-  // Starts producing with the weights the pool has.
+  // Starts producing with the weights the pool has, on the schedule of
+  // `async` (trigger_parameter_sync_step, staleness_threshold, partial_rollout,
+  // decode_steps_per_call, max_staleness).
   StreamingRollout(RolloutPool& pool, const data::Dataset& data, data::EpochSampler& sampler,
-                   StreamingSettings settings);
+                   const config::AsyncTrainingConfig& async, StreamRequests requests);
   // Stops the producer (requests in flight are left to the pool's shutdown).
   ~StreamingRollout();
   StreamingRollout(const StreamingRollout&) = delete;
@@ -108,7 +108,8 @@ class StreamingRollout {
   RolloutPool& pool_;
   const data::Dataset& data_;
   data::EpochSampler& sampler_;
-  StreamingSettings settings_;
+  config::AsyncTrainingConfig async_;
+  StreamRequests requests_;
   int64_t window_budget_;
 
   std::mutex mutex_;

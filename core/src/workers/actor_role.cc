@@ -10,7 +10,7 @@
 #include "rlcore/capabilities.h"
 #include "rlcore/comm_context.h"
 #include "rlcore/core/workers/roles.h"
-#include "rlcore/core/trainer/trainer_config.h"
+#include "rlcore/core/config/engine_options.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
@@ -37,15 +37,15 @@ class ActorRolloutRef {
       : context_(context), device_(worker_device(context)) {
     const ConfigNode tree = role_config(context);
     const ConfigNode section = tree["actor_rollout_ref"];
-    config_ = trainer::actor_rollout_ref_schema().parse(section);
+    config_ = config::actor_rollout_ref_schema().parse(section);
     const std::string model_path = context.options.value(role_options::kModelPath, config_.model.path);
     const int64_t total_steps = context.options.value(role_options::kTotalSteps, int64_t{0});
 
-    EngineRequest actor{config_.actor.strategy, trainer::actor_engine_options(config_), model_path};
+    EngineRequest actor{config_.actor.strategy, config::actor_engine_options(config_), model_path};
     actor.total_training_steps = total_steps;
     actor_ = make_train_engine(components, context, actor);
     if (context.options.value(role_options::kWithRef, false)) {
-      EngineRequest ref{config_.ref.strategy, trainer::ref_engine_options(config_), model_path};
+      EngineRequest ref{config_.ref.strategy, config::ref_engine_options(config_), model_path};
       ref.trainable = false;
       ref_ = make_train_engine(components, context, ref);
     }
@@ -122,7 +122,7 @@ class ActorRolloutRef {
 
  private:
   ActorLossSettings make_actor_loss(const Registry& components, const ConfigNode& actor_section) const {
-    const trainer::ActorConfig& actor = config_.actor;
+    const config::ActorConfig& actor = config_.actor;
     ActorLossSettings settings;
     settings.policy_loss_name = actor.policy_loss.loss_mode;
     settings.policy_loss = components.create<PolicyLoss>(actor.policy_loss.loss_mode, actor.policy_loss.options);
@@ -216,7 +216,7 @@ class ActorRolloutRef {
     ForwardOptions options;
     options.temperature = a.temperature;
     options.entropy = a.entropy;
-    const trainer::RolloutConfig& rollout = config_.rollout;
+    const config::RolloutConfig& rollout = config_.rollout;
     options.micro_batching = micro_batching(rollout.log_prob_micro_batch_size_per_gpu, rollout.log_prob_use_dynamic_bsz,
                                             rollout.log_prob_max_token_len_per_gpu);
     Batch out(batch.size());
@@ -244,7 +244,7 @@ class ActorRolloutRef {
     require(ref_ != nullptr, actor_methods::kComputeRefLogProb.qualified());
     ForwardOptions options;
     options.temperature = a.temperature;
-    const trainer::RefConfig& ref = config_.ref;
+    const config::RefConfig& ref = config_.ref;
     options.micro_batching = micro_batching(ref.log_prob_micro_batch_size_per_gpu, ref.log_prob_use_dynamic_bsz,
                                             ref.log_prob_max_token_len_per_gpu);
     Batch out(batch.size());
@@ -263,8 +263,8 @@ class ActorRolloutRef {
 
   Replied<UpdateReply> update_actor(const Batch& batch, const UpdateActorArgs& a) {
     const RoutingReplayScope routing(*actor_, config_.actor.strategy, a.replay_routing, false);
-    return {Batch(), run_updates(*actor_, batch, a.mini_batch_rows, config_.actor.ppo_epochs,
-                                 update_options(a.temperature), actor_loss(loss_))};
+    return {Batch(),
+            run_updates(*actor_, batch, a.mini_batch_rows, a.epochs, update_options(a.temperature), actor_loss(loss_))};
   }
 
   Replied<UpdateReply> sft_step(const Batch& batch) {
@@ -274,12 +274,12 @@ class ActorRolloutRef {
   // The train <-> rollout switch around every generate() call, with the
   // weight version set by the last sync_weights.
   void attach_sharding_manager(const Registry& components, const ComponentContext& context) {
-    const trainer::HybridEngineConfig& hybrid = config_.hybrid_engine;
+    const config::HybridEngineConfig& hybrid = config_.hybrid_engine;
     sharding_manager_ = components.create<ShardingManager>(config_.rollout.sharding_manager, hybrid.options, context);
     HybridEngines engines;
     engines.train = actor_;
     engines.rollout = rollout_;
-    engines.adaptor = components.create<WeightAdaptor>(trainer::weight_adaptor_for(config_), ConfigNode(), context);
+    engines.adaptor = components.create<WeightAdaptor>(config::weight_adaptor_for(config_), ConfigNode(), context);
     engines.offloader = components.create<Offloader>(hybrid.offloader, ConfigNode(), context);
     engines.layout = layout_;
     sharding_manager_->attach(std::move(engines));
@@ -318,7 +318,7 @@ class ActorRolloutRef {
 
   runtime::RoleContext context_;
   std::string device_;  // trainer.device as this worker resolved it ("cpu", "cuda:1")
-  trainer::ActorRolloutRefConfig config_;
+  config::ActorRolloutRefConfig config_;
   RolloutLayout layout_;
   std::unique_ptr<CommContext> rollout_comm_;  // the pool's groups, plus the rollout's TP group
   std::shared_ptr<TrainEngine> actor_;

@@ -1,6 +1,6 @@
 // The "critic" worker role: a train engine with a value head (verl's critic).
 #include "rlcore/core/workers/roles.h"
-#include "rlcore/core/trainer/trainer_config.h"
+#include "rlcore/core/config/engine_options.h"
 #include "workers/losses.h"
 #include "workers/worker_common.h"
 #include "workers/worker_contract.h"
@@ -12,12 +12,12 @@ class Critic {
  public:
   Critic(const Registry& components, const runtime::RoleContext& context) {
     const ConfigNode tree = role_config(context);
-    config_ = trainer::critic_schema().parse(tree["critic"]);
+    config_ = config::critic_schema().parse(tree["critic"]);
     const std::string actor_model = tree["actor_rollout_ref"]["model"]["path"].defined()
                                         ? tree["actor_rollout_ref"]["model"]["path"].as<std::string>()
                                         : std::string();
     EngineRequest request{
-        config_.strategy, trainer::critic_engine_options(config_),
+        config_.strategy, config::critic_engine_options(config_),
         config_.model.path.empty() ? context.options.value(role_options::kModelPath, actor_model) : config_.model.path};
     request.model_head = "value";
     request.total_training_steps = context.options.value(role_options::kTotalSteps, int64_t{0});
@@ -56,7 +56,7 @@ class Critic {
   }
 
  private:
-  trainer::CriticConfig config_;
+  config::CriticConfig config_;
   std::shared_ptr<TrainEngine> engine_;
 };
 

@@ -24,7 +24,7 @@ std::string layout_text(const ActorParallelism& p) {
 
 }  // namespace
 
-ActorParallelism actor_parallelism(const trainer::ActorRolloutRefConfig& config) {
+ActorParallelism actor_parallelism(const config::ActorRolloutRefConfig& config) {
   ActorParallelism p;
   const ConfigNode megatron = config.actor.engine_options["megatron"];
   if (megatron.defined()) {

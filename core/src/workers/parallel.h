@@ -9,7 +9,7 @@
 #include "rlcore/comm_context.h"
 #include "rlcore/core/runtime/dispatch.h"
 #include "rlcore/core/runtime/mesh.h"
-#include "rlcore/core/trainer/trainer_config.h"
+#include "rlcore/core/config/actor_rollout_ref_config.h"
 
 namespace rlcore::workers {
 
@@ -23,7 +23,7 @@ struct ActorParallelism {
   bool model_parallel() const { return train_tp * train_pp * train_ep > 1; }
 };
 
-ActorParallelism actor_parallelism(const trainer::ActorRolloutRefConfig& config);
+ActorParallelism actor_parallelism(const config::ActorRolloutRefConfig& config);
 
 // Data-parallel replicas of the trainer: pool size / (tp * pp * sp); ConfigError
 // naming the keys when that does not divide.

@@ -6,7 +6,7 @@
 
 #include "rlcore/capabilities.h"
 #include "rlcore/core/workers/roles.h"
-#include "rlcore/core/trainer/trainer_config.h"
+#include "rlcore/core/config/engine_options.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
 #include "rlcore/generation_request.h"
@@ -25,7 +25,7 @@ class StandaloneRollout {
  public:
   StandaloneRollout(const Registry& components, const runtime::RoleContext& context)
       : context_(context), device_(worker_device(context)) {
-    config_ = trainer::actor_rollout_ref_schema().parse(role_config(context)["actor_rollout_ref"]);
+    config_ = config::actor_rollout_ref_schema().parse(role_config(context)["actor_rollout_ref"]);
     ComponentContext engine_context;
     engine_context.device = device_;
     engine_context.model_path = context.options.value(role_options::kModelPath, config_.model.path);
@@ -34,7 +34,7 @@ class StandaloneRollout {
       engine_context.comm = comm_.get();
     }
     engine_ = components.create<InferenceEngine>(config_.rollout.name, config_.rollout.engine_options, engine_context);
-    adaptor_ = components.create<WeightAdaptor>(trainer::weight_adaptor_for(config_), ConfigNode(), engine_context);
+    adaptor_ = components.create<WeightAdaptor>(config::weight_adaptor_for(config_), ConfigNode(), engine_context);
     layout_ = rollout_layout(engine_context.comm);
   }
 
@@ -122,7 +122,7 @@ class StandaloneRollout {
 
   runtime::RoleContext context_;
   std::string device_;
-  trainer::ActorRolloutRefConfig config_;
+  config::ActorRolloutRefConfig config_;
   std::unique_ptr<CommContext> comm_;  // the pool's groups, plus the rollout's TP group
   std::shared_ptr<InferenceEngine> engine_;
   std::shared_ptr<WeightAdaptor> adaptor_;

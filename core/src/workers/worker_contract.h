@@ -110,11 +110,14 @@ struct LogProbArgs {  // compute_log_prob, compute_ref_log_prob
   NLOHMANN_DEFINE_TYPE_INTRUSIVE(LogProbArgs, temperature, entropy, replay_routing, record_routing)
 };
 
+// Both updates get their passes from the controller's batch plan, which
+// resolves critic.ppo_epochs' "0: the actor's" (trainer/batch_plan.h).
 struct UpdateActorArgs {
   int64_t mini_batch_rows = 0;
+  int64_t epochs = 1;
   double temperature = 1.0;
   bool replay_routing = false;  // replay the batch's routed_experts (routing replay)
-  NLOHMANN_DEFINE_TYPE_INTRUSIVE(UpdateActorArgs, mini_batch_rows, temperature, replay_routing)
+  NLOHMANN_DEFINE_TYPE_INTRUSIVE(UpdateActorArgs, mini_batch_rows, epochs, temperature, replay_routing)
 };
 
 struct UpdateCriticArgs {

@@ -1,5 +1,5 @@
 // resolve_config's cross-key rules: the default pool's size under verl's and
-// rlcore's names, and trainer.device checked before any worker starts.
+// rlcore's names, trainer.device checked before any worker starts, and validate(RunConfig).
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
@@ -78,4 +78,19 @@ TEST_CASE("trainer.device: auto by default, one of auto|cpu|cuda, cuda refused a
   const std::string message = config_error_of({"trainer.device=cuda"});
   CHECK_THAT(message, Catch::Contains("key trainer.device=cuda: this rlcore build has no CUDA"));
   CHECK_THAT(message, Catch::Contains("bash scripts/build.sh --cuda"));
+}
+
+TEST_CASE("validate(RunConfig): the sections' own checks and those across sections, before any worker starts",
+          "[config]") {
+  CHECK_THAT(config_error_of({"async_training.max_staleness=2"}),
+             Catch::Contains("async_training.max_staleness applies to async_training.mode: fully_async"));
+  CHECK_THAT(config_error_of({"async_training.mode=fully_async", "async_training.max_staleness=1"}),
+             Catch::Contains("async_training.max_staleness 1 is below trigger_parameter_sync_step - 1 (3)"));
+  CHECK_THAT(config_error_of({"async_training.mode=one_step_off", "algorithm.filter_groups.enable=true"}),
+             Catch::Contains("one_step_off does not run algorithm.filter_groups"));
+  CHECK_THAT(config_error_of({"async_training.mode=fully_async", "actor_rollout_ref.rollout.multi_turn.enable=true"}),
+             Catch::Contains("fully_async does not run actor_rollout_ref.rollout.multi_turn"));
+  CHECK_THAT(config_error_of({"algorithm.rollout_correction.bypass_mode=true"}),
+             Catch::Contains("algorithm.rollout_correction.bypass_mode: rlcore has no bypass mode"));
+  CHECK_NOTHROW(resolve({"async_training.mode=fully_async", "async_training.max_staleness=3"}));
 }

@@ -1,6 +1,7 @@
 // The actor pool's parallel layout: a model-parallel trainer gets the mesh
 // {dp, pp, tp}, a TP rollout alone {rollout_dp, rollout_tp}, the data-parallel
 // size divides out tp x pp, and layouts the pool cannot hold name their keys.
+#include "rlcore/core/config/engine_options.h"
 #include "workers/parallel.h"
 #include "../../common/run_config_testing.h"
 
@@ -101,13 +102,13 @@ actor_rollout_ref:
 }
 
 TEST_CASE("weight_adaptor follows the actor's strategy unless set") {
-  CHECK(trainer::weight_adaptor_for(run_config("{}").actor_rollout_ref) == "identity");
-  CHECK(trainer::weight_adaptor_for(run_config("actor_rollout_ref: {actor: {strategy: megatron}}").actor_rollout_ref) ==
+  CHECK(config::weight_adaptor_for(run_config("{}").actor_rollout_ref) == "identity");
+  CHECK(config::weight_adaptor_for(run_config("actor_rollout_ref: {actor: {strategy: megatron}}").actor_rollout_ref) ==
         "megatron");
-  CHECK(trainer::weight_adaptor_for(run_config(R"(
+  CHECK(config::weight_adaptor_for(run_config(R"(
 actor_rollout_ref:
   actor: {strategy: megatron}
   hybrid_engine: {weight_adaptor: custom}
 )")
-                                        .actor_rollout_ref) == "custom");
+                                       .actor_rollout_ref) == "custom");
 }
