@@ -7,12 +7,19 @@
 #include "train-common/engine_device.h"
 #include "rlcore/device.h"
 #include "rlcore/error.h"
+#include "rlcore/model/architecture.h"
 #include "rlcore/safetensors/safetensors.h"
 
 namespace rlcore::train_megatron {
 namespace {
 
 namespace mg = model::megatron;
+
+// Megatron's layout has no place for Gemma 2's sandwich norms, and its stage
+// model applies one attention mask to every layer (all sliding or none).
+bool megatron_builds(const model::Architecture& arch) {
+  return !arch.layers.gemma_norms && !arch.layers.per_layer_sliding;
+}
 
 void check_supported(const ComponentContext& context, const model::ModelConfig& config,
                      const MegatronConfigOptions& options) {
@@ -21,12 +28,9 @@ void check_supported(const ComponentContext& context, const model::ModelConfig& 
                       "' is not supported (the megatron engine has the causal-LM head only; use strategy fsdp for a "
                       "critic)");
   }
-  // Megatron's layout has no place for Gemma 2's sandwich norms, and its stage
-  // model applies one attention mask to every layer (all sliding or none).
-  if (config.model_type == "gemma2") {
-    throw ConfigError(
-        "megatron: model_type 'gemma2' is not supported by the megatron engine (llama, mistral, qwen2, "
-        "qwen3, qwen3_moe, mixtral, deepseek_v3); use strategy fsdp");
+  if (!megatron_builds(config.architecture())) {
+    throw ConfigError("megatron: model_type '" + config.model_type + "' is not supported by the megatron engine (" +
+                      model::architecture_names(megatron_builds) + "); use strategy fsdp");
   }
   try {
     mg::validate_parallel(config, options.tensor_model_parallel_size, options.pipeline_model_parallel_size);

@@ -28,7 +28,7 @@ model::SparseMoe StageModel::sparse_block(const LayerWeights& w) const {
   moe.gate.weight = w.router;
   moe.top_k = config_.num_experts_per_tok;
   moe.norm_topk_prob = config_.norm_topk_prob;
-  moe.style = config_.model_type == "mixtral" ? model::SparseMoe::Style::kMixtral : model::SparseMoe::Style::kQwen3Moe;
+  moe.style = config_.architecture().layers.moe_style;
   // [gate; up] and down as a gated MLP (views, so gradients reach the fused weights).
   const auto gated_mlp = [](const at::Tensor& fc1, const at::Tensor& fc2) {
     const int64_t rows = fc1.size(0) / 2;
@@ -39,8 +39,7 @@ model::SparseMoe StageModel::sparse_block(const LayerWeights& w) const {
     return mlp;
   };
   for (size_t e = 0; e < w.expert_fc1.size(); ++e) moe.experts.push_back(gated_mlp(w.expert_fc1[e], w.expert_fc2[e]));
-  if (config_.model_type == "deepseek_v3") {
-    moe.style = model::SparseMoe::Style::kDeepseekV3;
+  if (moe.style == model::MoeStyle::kDeepseekV3) {
     moe.e_score_correction_bias = w.router_bias;
     moe.n_group = config_.n_group;
     moe.topk_group = config_.topk_group;

@@ -443,13 +443,9 @@ void SparseMoe::collect(const std::string& prefix, ParameterSlots& out) {
     out.emplace_back(prefix + ".gate.e_score_correction_bias", &e_score_correction_bias);
   for (size_t e = 0; e < experts.size(); ++e) {
     const std::string expert = prefix + ".experts." + std::to_string(e);
-    if (style == Style::kMixtral) {
-      experts[e].gate_proj.collect(expert + ".w1", out);
-      experts[e].up_proj.collect(expert + ".w3", out);
-      experts[e].down_proj.collect(expert + ".w2", out);
-    } else {
-      experts[e].collect(expert, out);
-    }
+    experts[e].gate_proj.collect(expert + "." + names.gate_proj, out);
+    experts[e].up_proj.collect(expert + "." + names.up_proj, out);
+    experts[e].down_proj.collect(expert + "." + names.down_proj, out);
   }
   shared_experts.collect(prefix + ".shared_experts", out);
 }
@@ -620,8 +616,10 @@ DecoderLayer make_decoder_layer(const ModelConfig& c, const at::TensorOptions& o
       layer.moe.experts.push_back(make_mlp(c, c.moe_intermediate_size, options));
     layer.moe.top_k = c.num_experts_per_tok;
     layer.moe.norm_topk_prob = c.norm_topk_prob;
-    layer.moe.style = c.model_type == "mixtral" ? SparseMoe::Style::kMixtral : SparseMoe::Style::kQwen3Moe;
-    if (c.model_type == "deepseek_v3") add_deepseek_v3_routing(c, options, layer.moe);
+    const Architecture& arch = c.architecture();
+    layer.moe.style = arch.layers.moe_style;
+    layer.moe.names = arch.hf_moe_names;
+    if (layer.moe.style == MoeStyle::kDeepseekV3) add_deepseek_v3_routing(c, options, layer.moe);
   } else {
     layer.mlp = make_mlp(c, c.intermediate_size, options);
   }

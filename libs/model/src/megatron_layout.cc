@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "rlcore/error.h"
+#include "rlcore/model/architecture.h"
 
 namespace rlcore::model::megatron {
 namespace {
@@ -21,8 +22,10 @@ enum class Scope { kAnyLayer, kDense, kSparse, kExpert };
 
 // One Megatron parameter of a decoder layer (or of the model) and its HF sources.
 struct Entry {
-  const char* megatron;         // suffix after "decoder.layers.N." (experts: after "...local_experts.E.")
-  std::vector<const char*> hf;  // suffixes after "model.layers.N." (experts: after "<block>.experts.E.")
+  const char* megatron;  // suffix after "decoder.layers.N." (experts: after "...local_experts.E.")
+  // Suffixes after "model.layers.N." (experts: after "<block>.experts.E."), in
+  // Qwen's names: a sparse block's ("mlp.", gate_proj ...) are the architecture's (hf_suffix).
+  std::vector<const char*> hf;
   Fusion fusion;
   TpSplit split;
   bool (*present)(const ModelConfig&);
@@ -39,13 +42,11 @@ bool latent_q_proj(const ModelConfig& c) { return c.latent_attention() && !c.q_l
 bool latent_q_lora(const ModelConfig& c) { return c.latent_attention() && c.q_lora_rank.has_value(); }
 bool latent_q_lora_bias(const ModelConfig& c) { return latent_q_lora(c) && c.qkv_bias; }
 bool latent_kv_bias(const ModelConfig& c) { return c.latent_attention() && c.qkv_bias; }
-bool is_deepseek(const ModelConfig& c) { return c.model_type == "deepseek_v3"; }
-bool has_shared_experts(const ModelConfig& c) { return is_deepseek(c) && c.n_shared_experts > 0; }
+bool has_expert_bias(const ModelConfig& c) { return c.architecture().layers.moe_style == MoeStyle::kDeepseekV3; }
+bool has_shared_experts(const ModelConfig& c) { return c.n_shared_experts > 0; }
 bool has_o_proj_bias(const ModelConfig& c) { return c.o_proj_bias; }
 bool has_mlp_bias(const ModelConfig& c) { return c.mlp_bias; }
 bool untied(const ModelConfig& c) { return !c.tie_word_embeddings; }
-bool is_mixtral(const ModelConfig& c) { return c.model_type == "mixtral"; }
-bool is_qwen_moe(const ModelConfig& c) { return c.model_type != "mixtral"; }
 
 const std::vector<Entry>& layer_entries() {
   static const std::vector<Entry> entries = {
@@ -141,20 +142,14 @@ const std::vector<Entry>& layer_entries() {
       {"mlp.linear_fc2.bias", {"mlp.down_proj.bias"}, Fusion::kNone, TpSplit::kReplicated, has_mlp_bias, Scope::kDense},
       // A sparse layer's router and experts stay whole on every TP rank
       // (expert tensor parallel size 1): replicated.
-      {"mlp.router.weight", {"mlp.gate.weight"}, Fusion::kNone, TpSplit::kReplicated, is_qwen_moe, Scope::kSparse},
-      {"mlp.router.weight",
-       {"block_sparse_moe.gate.weight"},
-       Fusion::kNone,
-       TpSplit::kReplicated,
-       is_mixtral,
-       Scope::kSparse},
+      {"mlp.router.weight", {"mlp.gate.weight"}, Fusion::kNone, TpSplit::kReplicated, always, Scope::kSparse},
       // DeepSeek-V3: the router's score-correction bias (HF's buffer) and the
       // shared experts, whole on every TP rank like the routed ones.
       {"mlp.router.expert_bias",
        {"mlp.gate.e_score_correction_bias"},
        Fusion::kNone,
        TpSplit::kReplicated,
-       is_deepseek,
+       has_expert_bias,
        Scope::kSparse},
       {"mlp.shared_experts.linear_fc1.weight",
        {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"},
@@ -172,11 +167,9 @@ const std::vector<Entry>& layer_entries() {
        {"gate_proj.weight", "up_proj.weight"},
        Fusion::kFc1,
        TpSplit::kReplicated,
-       is_qwen_moe,
+       always,
        Scope::kExpert},
-      {"linear_fc2.weight", {"down_proj.weight"}, Fusion::kNone, TpSplit::kReplicated, is_qwen_moe, Scope::kExpert},
-      {"linear_fc1.weight", {"w1.weight", "w3.weight"}, Fusion::kFc1, TpSplit::kReplicated, is_mixtral, Scope::kExpert},
-      {"linear_fc2.weight", {"w2.weight"}, Fusion::kNone, TpSplit::kReplicated, is_mixtral, Scope::kExpert},
+      {"linear_fc2.weight", {"down_proj.weight"}, Fusion::kNone, TpSplit::kReplicated, always, Scope::kExpert},
   };
   return entries;
 }
@@ -220,7 +213,20 @@ bool in_layer(const ModelConfig& config, const Entry& entry, int64_t layer) {
 const std::string kMegatronExpertPrefix = "mlp.experts.local_experts.";
 
 std::string hf_expert_prefix(const ModelConfig& config) {
-  return std::string(is_mixtral(config) ? "block_sparse_moe" : "mlp") + ".experts.";
+  return std::string(config.architecture().hf_moe_names.block) + ".experts.";
+}
+
+// An entry's HF source `source` in the architecture's checkpoint names.
+std::string hf_suffix(const ModelConfig& config, const Entry& entry, size_t source) {
+  const std::string name = entry.hf[source];
+  if (entry.scope != Scope::kSparse && entry.scope != Scope::kExpert) return name;
+  const HfMoeNames& names = config.architecture().hf_moe_names;
+  const size_t dot = name.find('.');
+  const std::string stem = name.substr(0, dot), rest = name.substr(dot);
+  if (entry.scope == Scope::kSparse) return names.block + rest;  // stem: "mlp"
+  if (stem == "gate_proj") return names.gate_proj + rest;
+  if (stem == "up_proj") return names.up_proj + rest;
+  return names.down_proj + rest;
 }
 
 // "mlp.experts.local_experts.5.linear_fc1.weight" with that prefix -> {5, "linear_fc1.weight"}.
@@ -272,7 +278,8 @@ ResolvedHf resolve_hf(const ModelConfig& config, const std::string& hf_name) {
     for (const Entry& entry : layer_entries()) {
       if (!in_layer(config, entry, layer)) continue;
       for (size_t i = 0; i < entry.hf.size(); ++i) {
-        if (entry.scope == Scope::kExpert ? is_expert && rest == entry.hf[i] : suffix == entry.hf[i])
+        const std::string source = hf_suffix(config, entry, i);
+        if (entry.scope == Scope::kExpert ? is_expert && rest == source : suffix == source)
           return {{&entry, layer, entry.scope == Scope::kExpert ? expert : -1}, i};
       }
     }
@@ -291,8 +298,10 @@ std::string megatron_name(const Resolved& r) {
 std::string hf_name(const ModelConfig& config, const Resolved& r, size_t source) {
   if (r.layer < 0) return r.entry->hf[source];
   const std::string layer = kHfLayerPrefix + std::to_string(r.layer) + ".";
-  if (r.expert >= 0) return layer + hf_expert_prefix(config) + std::to_string(r.expert) + "." + r.entry->hf[source];
-  return layer + r.entry->hf[source];
+  if (r.expert >= 0) {
+    return layer + hf_expert_prefix(config) + std::to_string(r.expert) + "." + hf_suffix(config, *r.entry, source);
+  }
+  return layer + hf_suffix(config, *r.entry, source);
 }
 
 struct Dims {

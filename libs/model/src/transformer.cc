@@ -12,6 +12,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "rlcore/error.h"
+#include "rlcore/model/architecture.h"
 #include "rlcore/string_join.h"
 
 namespace rlcore::model {
@@ -32,11 +33,11 @@ void check_tokens(const char* what, const at::Tensor& tensor, const at::Tensor& 
   }
 }
 
-// DeepSeek-V3 checkpoints hold multi-token-prediction modules as layers after
-// the last one (model.layers.61.* in DeepSeek-V3); HF ignores them, so do we.
+// Some checkpoints (DeepSeek-V3's) hold multi-token-prediction modules as layers
+// after the last one (model.layers.61.* in DeepSeek-V3); HF ignores them, so do we.
 bool is_multi_token_prediction_layer(const ModelConfig& config, const std::string& name) {
   const std::string prefix = "model.layers.";
-  if (config.model_type != "deepseek_v3" || name.rfind(prefix, 0) != 0) return false;
+  if (!config.architecture().multi_token_prediction_layers || name.rfind(prefix, 0) != 0) return false;
   const size_t end = name.find('.', prefix.size());
   if (end == std::string::npos) return false;
   const std::string index = name.substr(prefix.size(), end - prefix.size());

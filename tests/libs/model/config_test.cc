@@ -6,6 +6,7 @@
 #include <string>
 
 #include "rlcore/error.h"
+#include "rlcore/model/architecture.h"
 #include "rlcore/model/config.h"
 #include "../../common/scratch_dir.h"
 #include "../../common/test_paths.h"
@@ -160,6 +161,17 @@ TEST_CASE("config errors name the field and the file", "[model]") {
                                                                              Catch::Contains("invalid JSON") &&
                                                                              Catch::Contains("number overflow"));
   CHECK_THROWS_AS(ModelConfig::from_file("/nonexistent/config.json"), rlcore::IoError);
+}
+
+TEST_CASE("each model_type is one registered architecture; an unknown one is refused with their names", "[model]") {
+  using rlcore::model::Architecture;
+  for (const Architecture& arch : rlcore::model::architectures()) {
+    CHECK(&rlcore::model::find_architecture(arch.model_type) == &arch);
+  }
+  CHECK(rlcore::model::architecture_names() == "deepseek_v3, gemma2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe");
+  CHECK_THROWS_WITH(rlcore::model::find_architecture("gpt2"),
+                    Catch::Contains("'gpt2'") && Catch::Contains("deepseek_v3, gemma2, llama"));
+  CHECK_THROWS_AS(rlcore::model::find_architecture("gpt2"), ConfigError);
 }
 
 TEST_CASE("other MoE and vision checkpoints are refused by their architectures field", "[model]") {

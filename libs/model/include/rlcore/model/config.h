@@ -12,8 +12,7 @@
 
 namespace rlcore::model {
 
-inline constexpr const char* kSupportedModelTypes =
-    "deepseek_v3, gemma2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe";
+struct Architecture;  // architecture.h
 
 // HF `rope_scaling` / `rope_parameters`: default, linear, llama3 and yarn;
 // others (dynamic, longrope) are a ConfigError naming the field.
@@ -40,7 +39,7 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string model_type;  // one of kSupportedModelTypes
+  std::string model_type;  // a registered architecture (architecture.h)
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -151,18 +150,20 @@ struct ModelConfig {
   // torch_dtype as a ScalarType (float32 / bfloat16 / float16).
   c10::ScalarType dtype() const;
 
+  // The registered architecture of model_type; throws ConfigError for an unknown one.
+  const Architecture& architecture() const;
+
   bool operator==(const ModelConfig& other) const;
   bool operator!=(const ModelConfig& other) const { return !(*this == other); }
 };
 
-// model_type is one of kSupportedModelTypes.
+// model_type names a registered architecture.
 bool is_supported_model_type(const std::string& model_type);
 
-// Named presets for `rlcore model init --arch ARCH --size SIZE`: arch is
-// llama|qwen2|qwen3|qwen3_moe|deepseek_v3, size is tiny (~1M params with a 1k vocab), 100m (~100M
-// with a 32k vocab) or 1b (~1B with a 32k vocab, Llama-3.2-1B shaped).
-// Embeddings are tied, as in the small Llama 3.2 / Qwen models.
-// Throws ConfigError for an unknown arch or size.
+// Named presets for `rlcore model init --arch ARCH --size SIZE`: arch is an
+// architecture with a preset (llama, qwen2, qwen3, qwen3_moe, deepseek_v3), size is tiny (~1M params with a 1k vocab),
+// 100m (~100M with a 32k vocab) or 1b (~1B with a 32k vocab, Llama-3.2-1B shaped). Embeddings are tied, as in the small
+// Llama 3.2 / Qwen models. Throws ConfigError for an unknown arch or size.
 ModelConfig preset(const std::string& arch, const std::string& size, int64_t vocab_size);
 
 }  // namespace rlcore::model

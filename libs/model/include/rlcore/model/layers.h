@@ -10,6 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "rlcore/model/architecture.h"
 #include "rlcore/model/config.h"
 
 namespace rlcore::model {
@@ -223,18 +224,17 @@ struct Mlp {
 // DeepSeek-V3 routes otherwise (sigmoid scores within the best groups, see
 // route()) and adds shared experts.
 struct SparseMoe {
-  // Where the families differ: Qwen3-MoE casts the weights to the hidden dtype
-  // before weighting and names the block "mlp" (experts' gate_proj, up_proj,
-  // down_proj); Mixtral weights in fp32 and names it "block_sparse_moe" (w1, w3, w2).
-  // DeepSeek-V3 ("mlp") routes by sigmoid scores within its best groups (route())
-  // and adds shared experts.
-  enum class Style { kQwen3Moe, kMixtral, kDeepseekV3 };
+  // Where the families differ (MoeStyle): Qwen3-MoE casts the weights to the
+  // hidden dtype before weighting; Mixtral weights in fp32. DeepSeek-V3 routes by
+  // sigmoid scores within its best groups (route()) and adds shared experts.
+  using Style = MoeStyle;
 
   Linear gate;  // the router: [num_experts, hidden], no bias
   std::vector<Mlp> experts;
   int64_t top_k = 0;
   bool norm_topk_prob = false;
   Style style = Style::kQwen3Moe;
+  HfMoeNames names;  // the block's and its experts' HF names (Mixtral: "block_sparse_moe", w1, w3, w2)
   // DeepSeek-V3 only. Its router, in fp32: scores = sigmoid(logits); each
   // token's choice among the experts of its topk_group best groups (a group
   // scores the sum of its best two scores + e_score_correction_bias) by
@@ -259,7 +259,7 @@ struct SparseMoe {
   // x [..., hidden] -> [..., hidden]; the routing goes to `record` when given.
   at::Tensor operator()(const at::Tensor& x, Routed* record = nullptr, const at::Tensor& replay = {}) const;
   // The block's name in a layer ("mlp", "block_sparse_moe").
-  const char* name() const { return style == Style::kMixtral ? "block_sparse_moe" : "mlp"; }
+  const char* name() const { return names.block; }
   // "gate.weight", "experts.<e>.gate_proj.weight" (Mixtral: "experts.<e>.w1.weight") ... after `prefix`;
   // DeepSeek-V3 also "gate.e_score_correction_bias" and "shared_experts.gate_proj.weight" ...
   void collect(const std::string& prefix, ParameterSlots& out);
