@@ -118,6 +118,40 @@ function(rlcore_check_core_layering what folder)
   rlcore_fail_on_include_problems(${problems})
 endfunction()
 
+# Between plugins: rlcore_check_plugin_floor(<what> <folder> <other plugin folder>...)
+# fails when a source under <folder> includes a header of an <other plugin folder>:
+# by its folder's name ("reward/json_lines_process.h", through plugins/ on the
+# include path), by a relative path ("../reward/..."), or by a path its public
+# include directory offers ("json_lines_process.h" from a linked rlcore_reward).
+# What several plugins share lives in a shared folder (plugins/common/,
+# plugins/train-common/), which is never an <other plugin folder>.
+function(rlcore_check_plugin_floor what folder)
+  file(GLOB_RECURSE sources "${folder}/*.cc" "${folder}/*.h" "${folder}/*.cu")
+  set(problems)
+  foreach(source IN LISTS sources)
+    get_filename_component(source_dir "${source}" DIRECTORY)
+    file(STRINGS "${source}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<][^\">]+[\">]")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*[\"<]([^\">]+)[\">].*" "\\1" path "${line}")
+      get_filename_component(beside "${source_dir}/${path}" ABSOLUTE)
+      string(FIND "${beside}/" "${folder}/" own_prefix)
+      if(EXISTS "${beside}" AND own_prefix EQUAL 0)
+        continue()  # its own header, beside it
+      endif()
+      string(REGEX REPLACE "^(\\.\\./)+" "" unrelative "${path}")
+      foreach(other IN LISTS ARGN)
+        get_filename_component(name "${other}" NAME)
+        if(unrelative MATCHES "^${name}/")
+          list(APPEND problems "${source}: includes ${unrelative}, a header of the plugin plugins/${name}, which ${what} may not")
+        elseif(path STREQUAL unrelative AND NOT EXISTS "${folder}/${path}" AND EXISTS "${other}/${path}")
+          list(APPEND problems "${source}: includes ${path}, a header of the plugin plugins/${name} (its include directory), which ${what} may not")
+        endif()
+      endforeach()
+    endforeach()
+  endforeach()
+  rlcore_fail_on_include_problems(${problems})
+endfunction()
+
 # Namespaces follow folders: rlcore_check_core_namespaces(<core dir>) fails when a
 # file of core/src/<folder>/ or core/include/rlcore/core/<folder>/ opens a
 # namespace of rlcore other than rlcore::<folder> (or one inside it); a block
@@ -144,6 +178,8 @@ endfunction()
 if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
   if(DEFINED NAMESPACES_OF)
     rlcore_check_core_namespaces("${NAMESPACES_OF}")
+  elseif(DEFINED OTHER_PLUGINS)
+    rlcore_check_plugin_floor("${WHAT}" "${FOLDER}" ${OTHER_PLUGINS})
   elseif(DEFINED FORBIDDEN)
     rlcore_check_core_layering("${WHAT}" "${FOLDER}" ${FORBIDDEN})
   else()

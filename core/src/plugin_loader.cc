@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #define BOOST_DLL_USE_STD_FS
@@ -135,7 +136,9 @@ void PluginLoader::load_file(const std::string& path) {
 
   // Stage the registration so a plugin that fails halfway leaves nothing behind.
   PluginOrigin origin{descriptor->name, descriptor->version, path};
-  Registry staging;
+  // Shared: the parallel sizes it declares stay its staging registry's to answer (below).
+  const auto staged_registry = std::make_shared<Registry>();
+  Registry& staging = *staged_registry;
   PluginRegistrar registrar(staging, origin);
   rlcore_register_error register_error{};
   if (descriptor->register_fn(&registrar, &register_error) != 0) {
@@ -154,6 +157,11 @@ void PluginLoader::load_file(const std::string& path) {
   for (const ComponentEntry* staged : staging.all()) {
     registry_.add(*staged);
     registry_.set_capabilities(staged->kind, staged->name, staging.capabilities(staged->kind, staged->name));
+    registry_.set_parallel_sizes(
+        staged->kind, staged->name,
+        [staged_registry, kind = staged->kind, name = staged->name](const ConfigNode& options) {
+          return staged_registry->parallel_sizes(kind, name, options);
+        });
   }
   loaded_.push_back({descriptor->name, descriptor->version, path});
 }

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <utility>
 
-#include "json_lines_process.h"
+#include "common/process/json_lines_process.h"
 #include "rlcore/error.h"
 
 namespace rlcore::reward {
@@ -139,7 +139,7 @@ std::vector<GradeResult> CustomFunctionGrader::grade_batch(const std::vector<Gra
   std::string reply;
   try {
     if (!process_ || !process_->running()) {
-      process_ = std::make_unique<JsonLinesProcess>(std::vector<std::string>{
+      process_ = std::make_unique<process::JsonLinesProcess>(std::vector<std::string>{
           options_.python, "-c", kCustomFunctionAdapter, options_.path, options_.name, options_.reward_kwargs.dump()});
     }
     const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_s * 1000.0));

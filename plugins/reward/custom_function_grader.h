@@ -13,9 +13,11 @@
 
 #include "rlcore/grader.h"
 
-namespace rlcore::reward {
-
+namespace rlcore::process {
 class JsonLinesProcess;
+}
+
+namespace rlcore::reward {
 
 struct CustomFunctionOptions {
   std::string path;                                         // the Python file; empty: the grader refuses to grade
@@ -52,7 +54,7 @@ class CustomFunctionGrader final : public Grader, public BatchGrader {
 
   CustomFunctionOptions options_;
   mutable std::mutex mutex_;  // one batch at a time through the pipe
-  mutable std::unique_ptr<JsonLinesProcess> process_;
+  mutable std::unique_ptr<process::JsonLinesProcess> process_;
   mutable int64_t next_batch_ = 0;
 };
 

@@ -2,7 +2,7 @@
 // and the JSON lines it speaks.
 #include "python_function_tool.h"
 
-#include "reward/json_lines_process.h"
+#include "common/process/json_lines_process.h"
 #include "rlcore/error.h"
 
 namespace rlcore::tools {
@@ -100,8 +100,8 @@ PythonFunctionTool::PythonFunctionTool(PythonFunctionOptions options) : options_
 
 PythonFunctionTool::~PythonFunctionTool() = default;
 
-std::unique_ptr<reward::JsonLinesProcess> PythonFunctionTool::start() const {
-  return std::make_unique<reward::JsonLinesProcess>(
+std::unique_ptr<process::JsonLinesProcess> PythonFunctionTool::start() const {
+  return std::make_unique<process::JsonLinesProcess>(
       std::vector<std::string>{options_.python, "-c", kFunctionAdapter, options_.path, options_.function});
 }
 

@@ -11,7 +11,7 @@
 
 #include "rlcore/tool.h"
 
-namespace rlcore::reward {
+namespace rlcore::process {
 class JsonLinesProcess;
 }
 
@@ -37,12 +37,12 @@ class PythonFunctionTool : public Tool {
   ToolResult call(const nlohmann::json& arguments, const ToolCallContext& context) const override;
 
  private:
-  std::unique_ptr<reward::JsonLinesProcess> start() const;
+  std::unique_ptr<process::JsonLinesProcess> start() const;
 
   PythonFunctionOptions options_;
   ToolSchema schema_;
   mutable std::mutex mutex_;  // one call at a time through the subprocess
-  mutable std::unique_ptr<reward::JsonLinesProcess> process_;
+  mutable std::unique_ptr<process::JsonLinesProcess> process_;
 };
 
 }  // namespace rlcore::tools

@@ -72,4 +72,10 @@ OptionsSchema<FsdpOptions> fsdp_options_schema() {
   return schema;
 }
 
+ParallelSizes fsdp_parallel_sizes(const FsdpOptions& options) {
+  ParallelSizes sizes;
+  sizes.sp = {options.ulysses_sequence_parallel_size, "ulysses_sequence_parallel_size"};
+  return sizes;
+}
+
 }  // namespace rlcore::train_fsdp

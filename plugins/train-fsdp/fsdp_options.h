@@ -9,6 +9,7 @@
 #include "lora_adapters.h"
 #include "train-common/optim_options.h"
 #include "rlcore/options.h"
+#include "rlcore/parallel_sizes.h"
 
 namespace rlcore::train_fsdp {
 
@@ -47,5 +48,8 @@ struct FsdpOptions {
 };
 
 OptionsSchema<FsdpOptions> fsdp_options_schema();
+
+// sp from ulysses_sequence_parallel_size, named for the core's layout errors.
+ParallelSizes fsdp_parallel_sizes(const FsdpOptions& options);
 
 }  // namespace rlcore::train_fsdp

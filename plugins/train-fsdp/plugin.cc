@@ -13,6 +13,7 @@ void register_engine(PluginRegistrar& registrar) {
       fsdp_options_schema(), [](const FsdpOptions& options, const ComponentContext& context) {
         return std::make_shared<FsdpEngine>(options, context);
       });
+  registrar.add_parallel_sizes<TrainEngine>("fsdp", fsdp_options_schema(), &fsdp_parallel_sizes);
 }
 
 }  // namespace

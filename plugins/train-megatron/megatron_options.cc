@@ -35,4 +35,12 @@ OptionsSchema<MegatronOptions> megatron_options_schema() {
   return schema;
 }
 
+ParallelSizes megatron_parallel_sizes(const MegatronOptions& options) {
+  ParallelSizes sizes;
+  sizes.tp = {options.megatron.tensor_model_parallel_size, "megatron.tensor_model_parallel_size"};
+  sizes.pp = {options.megatron.pipeline_model_parallel_size, "megatron.pipeline_model_parallel_size"};
+  sizes.ep = {options.megatron.expert_model_parallel_size, "megatron.expert_model_parallel_size"};
+  return sizes;
+}
+
 }  // namespace rlcore::train_megatron

@@ -7,6 +7,7 @@
 
 #include "train-common/optim_options.h"
 #include "rlcore/options.h"
+#include "rlcore/parallel_sizes.h"
 
 namespace rlcore::train_megatron {
 
@@ -30,5 +31,8 @@ struct MegatronOptions {
 };
 
 OptionsSchema<MegatronOptions> megatron_options_schema();
+
+// tp, pp and ep from the megatron.* keys, named for the core's layout errors.
+ParallelSizes megatron_parallel_sizes(const MegatronOptions& options);
 
 }  // namespace rlcore::train_megatron

@@ -14,6 +14,7 @@ void register_engine(PluginRegistrar& registrar) {
       megatron_options_schema(), [](const MegatronOptions& options, const ComponentContext& context) {
         return std::make_shared<MegatronEngine>(options, context);
       });
+  registrar.add_parallel_sizes<TrainEngine>("megatron", megatron_options_schema(), &megatron_parallel_sizes);
 }
 
 }  // namespace

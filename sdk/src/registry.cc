@@ -89,6 +89,18 @@ std::vector<std::string> Registry::capabilities(const std::string& kind, const s
   return it == capabilities_.end() ? std::vector<std::string>{} : it->second;
 }
 
+void Registry::set_parallel_sizes(const std::string& kind, const std::string& name, ParallelSizesOf sizes) {
+  get(kind, name);  // throws for an unregistered component
+  parallel_sizes_[{kind, name}] = std::move(sizes);
+}
+
+ParallelSizes Registry::parallel_sizes(const std::string& kind, const std::string& name,
+                                       const ConfigNode& options) const {
+  get(kind, name);  // throws for an unregistered component
+  auto it = parallel_sizes_.find({kind, name});
+  return it == parallel_sizes_.end() ? ParallelSizes{} : it->second(options);
+}
+
 PluginRegistrar::PluginRegistrar(Registry& registry, PluginOrigin origin)
     : registry_(registry), origin_(std::move(origin)) {}
 
@@ -100,6 +112,10 @@ void PluginRegistrar::add_entry(ComponentEntry entry) {
 void PluginRegistrar::add_capabilities(const std::string& kind, const std::string& name,
                                        std::vector<std::string> capabilities) {
   registry_.set_capabilities(kind, name, std::move(capabilities));
+}
+
+void PluginRegistrar::set_parallel_sizes(const std::string& kind, const std::string& name, ParallelSizesOf sizes) {
+  registry_.set_parallel_sizes(kind, name, std::move(sizes));
 }
 
 }  // namespace rlcore

@@ -57,7 +57,7 @@ using Clock = std::chrono::steady_clock;
 // step's own generation that only the estimator reveals (ReMax's greedy
 // baselines) would meet the pool's background generation; fully_async streams
 // on rollout ranks of their own, not a tensor-parallel group.
-void check_async_mode(const config::RunConfig& config, const trainer::BatchPlan& plan) {
+void check_async_mode(const config::RunConfig& config, const Registry& components, const trainer::BatchPlan& plan) {
   const std::string& mode = config.async_training.mode;
   if (mode == "sync") return;
   const std::string prefix = "async_training.mode: " + mode + " does not run ";
@@ -66,10 +66,9 @@ void check_async_mode(const config::RunConfig& config, const trainer::BatchPlan&
                       " (its greedy baselines are generated within the step); use async_training.mode: sync");
   }
   if (mode != "fully_async") return;
-  if (workers::actor_parallelism(config.actor_rollout_ref).rollout_tp > 1) {
-    throw ConfigError(prefix +
-                      "a tensor-parallel rollout (actor_rollout_ref.rollout.tensor_model_parallel_size); "
-                      "use one_step_off or sync");
+  const workers::ActorParallelism parallel = workers::actor_parallelism(config.actor_rollout_ref, components);
+  if (parallel.rollout_tp > 1) {
+    throw ConfigError(prefix + "a tensor-parallel rollout (" + parallel.rollout_tp_key + "); use one_step_off or sync");
   }
 }
 
@@ -150,9 +149,10 @@ struct RlTrainer::Impl {
     trainer::check_agent_names(train_set, "data.train_files");
     trainer::check_agent_names(val_set, "data.val_files");
     const bool critic = trainer::uses_critic(config, components);
-    const auto [actor_workers, critic_workers] = trainer::TrainerWorkers::data_parallel_sizes(config, critic);
+    const auto [actor_workers, critic_workers] =
+        trainer::TrainerWorkers::data_parallel_sizes(config, components, critic);
     plan = trainer::make_batch_plan(config, components, train_set.size(), actor_workers, critic_workers);
-    check_async_mode(config, plan);
+    check_async_mode(config, components, plan);
     sampler = std::make_unique<data::EpochSampler>(train_set.size(), plan.prompts_per_step, config.data.shuffle,
                                                    config.data.seed);
     estimator = components.create<AdvantageEstimator>(
@@ -181,7 +181,7 @@ struct RlTrainer::Impl {
     roles.total_training_steps = plan.total_steps;
     roles.standalone_rollout = config.async_training.mode != "sync";
     roles.rollout = !roles.standalone_rollout;
-    workers = std::make_unique<trainer::TrainerWorkers>(resolved, plugin_paths, roles);
+    workers = std::make_unique<trainer::TrainerWorkers>(resolved, components, plugin_paths, roles);
     if (roles.standalone_rollout) {
       const int64_t bucket_bytes = config.actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes
                                    << 20;

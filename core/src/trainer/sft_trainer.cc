@@ -56,7 +56,7 @@ class SftRun {
                                        chat_renderer_,
                                        trainer::demonstration_assembler(config_, tokenizer_, agent_loop_))),
         rewards_(components, config_.reward) {
-    const int64_t workers = trainer::TrainerWorkers::data_parallel_sizes(config_, false).first;
+    const int64_t workers = trainer::TrainerWorkers::data_parallel_sizes(config_, components, false).first;
     check_batch_sizes(config_, workers, train_set_.size());
     trainer::check_stop_rule(config_);
     trainer::check_run_dir_writable(config_.run_dir());
@@ -93,7 +93,7 @@ class SftRun {
     trainer::WorkerRoles roles;
     roles.rollout = validator_->enabled();  // generation only serves validation
     roles.total_training_steps = total_steps_;
-    workers_ = std::make_unique<trainer::TrainerWorkers>(resolved, plugin_paths, roles);
+    workers_ = std::make_unique<trainer::TrainerWorkers>(resolved, components, plugin_paths, roles);
   }
 
   SftSummary run() {

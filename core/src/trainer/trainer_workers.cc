@@ -41,8 +41,9 @@ const runtime::PoolSpec& pool_of(const std::vector<runtime::PoolSpec>& pools, co
 
 // The mesh the actor's layout needs (trainer/parallel.h); a mesh written in the
 // config is kept when it has the dimensions that layout needs.
-void set_actor_mesh(runtime::PoolSpec& pool, const config::RunConfig& config, bool rollout) {
-  workers::ActorParallelism parallel = workers::actor_parallelism(config.actor_rollout_ref);
+void set_actor_mesh(runtime::PoolSpec& pool, const config::RunConfig& config, const Registry& components,
+                    bool rollout) {
+  workers::ActorParallelism parallel = workers::actor_parallelism(config.actor_rollout_ref, components);
   if (!rollout) parallel.rollout_tp = 1;
   const runtime::MeshShape wanted = workers::actor_pool_mesh(parallel, pool.size());
   if (wanted.empty()) return;
@@ -62,9 +63,9 @@ void set_actor_mesh(runtime::PoolSpec& pool, const config::RunConfig& config, bo
 }
 
 // A standalone rollout pool's mesh: {rollout_dp, rollout_tp} for a TP rollout.
-void set_rollout_mesh(runtime::PoolSpec& pool, const config::RunConfig& config) {
+void set_rollout_mesh(runtime::PoolSpec& pool, const config::RunConfig& config, const Registry& components) {
   workers::ActorParallelism parallel;
-  parallel.rollout_tp = workers::actor_parallelism(config.actor_rollout_ref).rollout_tp;
+  parallel.rollout_tp = workers::actor_parallelism(config.actor_rollout_ref, components).rollout_tp;
   if (pool.mesh.empty()) pool.mesh = workers::actor_pool_mesh(parallel, pool.size());
 }
 
@@ -101,15 +102,16 @@ std::vector<runtime::PoolSpec> TrainerWorkers::pools(const config::RunConfig& co
   return pools;
 }
 
-std::pair<int64_t, int64_t> TrainerWorkers::data_parallel_sizes(const config::RunConfig& config, bool critic) {
+std::pair<int64_t, int64_t> TrainerWorkers::data_parallel_sizes(const config::RunConfig& config,
+                                                                const Registry& components, bool critic) {
   const std::vector<runtime::PoolSpec> pools = TrainerWorkers::pools(config, critic, false);
-  const int64_t actor_dp = workers::actor_data_parallel_size(workers::actor_parallelism(config.actor_rollout_ref),
-                                                             pool_of(pools, workers::kActorRole).size());
+  const int64_t actor_dp = workers::actor_data_parallel_size(
+      workers::actor_parallelism(config.actor_rollout_ref, components), pool_of(pools, workers::kActorRole).size());
   return {actor_dp, critic ? pool_of(pools, workers::kCriticRole).size() : 0};
 }
 
-TrainerWorkers::TrainerWorkers(const config::ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
-                               const WorkerRoles& roles) {
+TrainerWorkers::TrainerWorkers(const config::ResolvedConfig& resolved, const Registry& components,
+                               const std::vector<std::string>& plugin_paths, const WorkerRoles& roles) {
   nlohmann::json options = {{workers::role_options::kConfig, resolved.tree.to_yaml()},
                             {workers::role_options::kWithRef, roles.ref},
                             {workers::role_options::kWithRollout, roles.rollout},
@@ -118,9 +120,9 @@ TrainerWorkers::TrainerWorkers(const config::ResolvedConfig& resolved, const std
   std::vector<runtime::PoolSpec> pools = TrainerWorkers::pools(resolved.config, roles.critic, roles.standalone_rollout);
   for (auto& pool : pools) {
     for (auto& role : pool.roles) role.options = options;
-    if (&pool == &pool_of(pools, workers::kActorRole)) set_actor_mesh(pool, resolved.config, roles.rollout);
+    if (&pool == &pool_of(pools, workers::kActorRole)) set_actor_mesh(pool, resolved.config, components, roles.rollout);
     if (roles.standalone_rollout && &pool == &pool_of(pools, workers::kRolloutRole))
-      set_rollout_mesh(pool, resolved.config);
+      set_rollout_mesh(pool, resolved.config, components);
   }
   check_local_devices(resolved.config, pools);
   std::map<std::string, std::string> pool_of_role;

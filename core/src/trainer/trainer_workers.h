@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rlcore/core/config/run_config.h"
+#include "rlcore/registry.h"
 #include "rlcore/core/runtime/cluster.h"
 #include "workers/worker_contract.h"
 
@@ -26,8 +27,9 @@ class TrainerWorkers {
  public:
   // How many ways the config splits each role's rows, without starting
   // anything: {actor data-parallel size (its workers / (tp x pp)), critic
-  // workers (0 without a critic)}.
-  static std::pair<int64_t, int64_t> data_parallel_sizes(const config::RunConfig& config, bool critic);
+  // workers (0 without a critic)}; the engines' parallel sizes come from `components`.
+  static std::pair<int64_t, int64_t> data_parallel_sizes(const config::RunConfig& config, const Registry& components,
+                                                         bool critic);
 
   // The pools of a run: runtime.pools and "global" (runtime::resolve_pools), plus, with
   // a standalone rollout that no runtime pool hosts, the pool "rollout" of
@@ -35,8 +37,8 @@ class TrainerWorkers {
   static std::vector<runtime::PoolSpec> pools(const config::RunConfig& config, bool critic, bool standalone_rollout);
 
   // Starts the workers (local launcher) or waits for them (external).
-  TrainerWorkers(const config::ResolvedConfig& resolved, const std::vector<std::string>& plugin_paths,
-                 const WorkerRoles& roles);
+  TrainerWorkers(const config::ResolvedConfig& resolved, const Registry& components,
+                 const std::vector<std::string>& plugin_paths, const WorkerRoles& roles);
   ~TrainerWorkers();
 
   runtime::WorkerGroup& actor() { return *actor_; }

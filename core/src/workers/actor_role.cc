@@ -54,8 +54,8 @@ class ActorRolloutRef {
       rollout_context.device = device_;
       rollout_context.model_path = model_path;
       if (context.comm != nullptr) {
-        rollout_comm_ =
-            std::make_unique<CommContext>(rollout_comm(*context.comm, actor_parallelism(config_).rollout_tp));
+        rollout_comm_ = std::make_unique<CommContext>(
+            rollout_comm(*context.comm, rollout_tensor_parallel_size(config_, components)));
         rollout_context.comm = rollout_comm_.get();
       }
       rollout_ =

@@ -1,29 +1,44 @@
-// Private to the core: the actor pool's parallel layout. A model-parallel
-// train engine (train-megatron: megatron.tensor_model_parallel_size /
-// pipeline_model_parallel_size) and a tensor-parallel rollout decide the
-// pool's mesh, its data-parallel size and where each worker sits in it.
+// Private to the core: the actor pool's parallel layout. The parallel sizes the
+// actor's train engine and the rollout's inference engine declare for their
+// options (rlcore/parallel_sizes.h, through the registry) decide the pool's
+// mesh, its data-parallel size and where each worker sits in it.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "rlcore/comm_context.h"
+#include "rlcore/registry.h"
 #include "rlcore/core/runtime/dispatch.h"
 #include "rlcore/core/runtime/mesh.h"
 #include "rlcore/core/config/actor_rollout_ref_config.h"
 
 namespace rlcore::workers {
 
+// The sizes, and the config keys that set them (for the errors), e.g. train_tp from
+// actor_rollout_ref.actor.megatron.tensor_model_parallel_size with train-megatron.
 struct ActorParallelism {
-  int64_t train_tp = 1;    // actor.megatron.tensor_model_parallel_size
-  int64_t train_pp = 1;    // actor.megatron.pipeline_model_parallel_size
-  int64_t train_ep = 1;    // actor.megatron.expert_model_parallel_size
-  int64_t rollout_tp = 1;  // rollout.tensor_model_parallel_size
-  int64_t train_sp = 1;    // actor.ulysses_sequence_parallel_size
+  int64_t train_tp = 1;
+  int64_t train_pp = 1;
+  int64_t train_ep = 1;
+  int64_t rollout_tp = 1;
+  int64_t train_sp = 1;
+  std::string train_tp_key = "actor_rollout_ref.actor's tp";
+  std::string train_pp_key = "actor_rollout_ref.actor's pp";
+  std::string train_ep_key = "actor_rollout_ref.actor's ep";
+  std::string rollout_tp_key = "actor_rollout_ref.rollout's tp";
+  std::string train_sp_key = "actor_rollout_ref.actor's sp";
 
   bool model_parallel() const { return train_tp * train_pp * train_ep > 1; }
 };
 
-ActorParallelism actor_parallelism(const config::ActorRolloutRefConfig& config);
+// Asks the registry what the actor's train engine (config::actor_engine_options) and
+// the rollout's inference engine declare; ConfigError for sizes below 1 or a
+// sequence-parallel actor beside a model-parallel one or a TP rollout.
+ActorParallelism actor_parallelism(const config::ActorRolloutRefConfig& config, const Registry& registry);
+
+// The rollout's tensor-parallel size alone (its inference engine's declaration).
+int64_t rollout_tensor_parallel_size(const config::ActorRolloutRefConfig& config, const Registry& registry);
 
 // Data-parallel replicas of the trainer: pool size / (tp * pp * sp); ConfigError
 // naming the keys when that does not divide.

@@ -30,7 +30,8 @@ class StandaloneRollout {
     engine_context.device = device_;
     engine_context.model_path = context.options.value(role_options::kModelPath, config_.model.path);
     if (context.comm != nullptr) {
-      comm_ = std::make_unique<CommContext>(rollout_comm(*context.comm, actor_parallelism(config_).rollout_tp));
+      comm_ =
+          std::make_unique<CommContext>(rollout_comm(*context.comm, rollout_tensor_parallel_size(config_, components)));
       engine_context.comm = comm_.get();
     }
     engine_ = components.create<InferenceEngine>(config_.rollout.name, config_.rollout.engine_options, engine_context);

@@ -9,7 +9,7 @@
 
 // When to bump which: docs/plugin-abi.md; what each version changed: sdk/CHANGELOG.md.
 #define RLCORE_SDK_ABI_MAJOR 6  // 6: the model, tokenizer and safetensors libraries left the SDK (libs/)
-#define RLCORE_SDK_ABI_MINOR 1  // 6.1: routing replay capabilities, CommGroup::all_to_all
+#define RLCORE_SDK_ABI_MINOR 2  // 6.2: engines declare their parallel sizes (rlcore/parallel_sizes.h)
 
 // A plugin may target an older minor of this major: define
 // RLCORE_SDK_TARGET_ABI_MINOR before any rlcore header and the headers' inline

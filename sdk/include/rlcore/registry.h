@@ -15,6 +15,7 @@
 #include "rlcore/config_node.h"
 #include "rlcore/export.h"
 #include "rlcore/options.h"
+#include "rlcore/parallel_sizes.h"
 #include "rlcore/plugin_abi.h"
 
 namespace rlcore {
@@ -59,6 +60,9 @@ struct ComponentEntry {
   std::function<std::shared_ptr<void>(const ConfigNode& options, const ComponentContext& context)> factory;
 };
 
+// An engine's parallel sizes for its options (validated by its schema first).
+using ParallelSizesOf = std::function<ParallelSizes(const ConfigNode& options)>;
+
 class RLCORE_API Registry {
  public:
   // Throws PluginError on an unknown kind or a duplicate (kind, name), naming both origins.
@@ -76,6 +80,11 @@ class RLCORE_API Registry {
   void set_capabilities(const std::string& kind, const std::string& name, std::vector<std::string> capabilities);
   std::vector<std::string> capabilities(const std::string& kind, const std::string& name) const;
 
+  // SDK 6.2: the parallel sizes a registered component declares for `options` (every
+  // size 1 when it declares none, as a plugin built against 6.1 does).
+  void set_parallel_sizes(const std::string& kind, const std::string& name, ParallelSizesOf sizes);
+  ParallelSizes parallel_sizes(const std::string& kind, const std::string& name, const ConfigNode& options) const;
+
   // Creates the (Interface::kKind, name) component from its options subtree.
   template <class Interface>
   std::shared_ptr<Interface> create(const std::string& name, const ConfigNode& options = ConfigNode(),
@@ -88,6 +97,7 @@ class RLCORE_API Registry {
   // Beside the entries, not in ComponentEntry: plugins built against SDK 4.0
   // construct ComponentEntry with its 4.0 layout (see docs/plugin-abi.md).
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> capabilities_;
+  std::map<std::pair<std::string, std::string>, ParallelSizesOf> parallel_sizes_;  // likewise (6.2)
 };
 
 // What a plugin's register function receives: adds typed factories, all
@@ -126,11 +136,25 @@ class RLCORE_API PluginRegistrar {
     add_capabilities(kind, entry_name, capabilities_of<typename std::decay_t<typename Made::type>::element_type>());
   }
 
+#if RLCORE_SDK_TARGET_ABI_MINOR >= 2
+  // Declares how the (Interface::kKind, name) component, added above, splits its model
+  // over ranks: `sizes(const Options&)` returns its ParallelSizes, read from the options
+  // `schema` parses (the core asks before any worker starts; rlcore/parallel_sizes.h).
+  template <class Interface, class Options, class Sizes>
+  void add_parallel_sizes(const std::string& name, OptionsSchema<Options> schema, Sizes sizes) {
+    set_parallel_sizes(Interface::kKind, name,
+                       [schema = std::move(schema), sizes = std::move(sizes)](const ConfigNode& options) {
+                         return sizes(schema.parse(options));
+                       });
+  }
+#endif
+
   const PluginOrigin& origin() const { return origin_; }
 
  private:
   void add_entry(ComponentEntry entry);
   void add_capabilities(const std::string& kind, const std::string& name, std::vector<std::string> capabilities);
+  void set_parallel_sizes(const std::string& kind, const std::string& name, ParallelSizesOf sizes);
   Registry& registry_;
   PluginOrigin origin_;
 };

@@ -2,6 +2,9 @@
 // {dp, pp, tp}, a TP rollout alone {rollout_dp, rollout_tp}, the data-parallel
 // size divides out tp x pp, and layouts the pool cannot hold name their keys.
 #include "rlcore/core/config/engine_options.h"
+#include "rlcore/inference_engine.h"
+#include "rlcore/registry.h"
+#include "rlcore/train_engine.h"
 #include "workers/parallel.h"
 #include "../../common/run_config_testing.h"
 
@@ -12,8 +15,61 @@ using rlcore_test::run_config;
 
 namespace {
 
+// Stand-ins for the engines' declarations (rlcore/parallel_sizes.h), with their keys:
+// train-megatron's megatron.* sizes, train-fsdp's Ulysses size, infer-native's TP.
+struct MegatronSizes {
+  int64_t tp = 1, pp = 1, ep = 1;
+};
+struct MegatronKeys {
+  MegatronSizes megatron;
+};
+struct OneSize {
+  int64_t size = 1;
+};
+
+template <class Interface, class Options>
+void add_engine(PluginRegistrar& registrar, const std::string& name, const OptionsSchema<Options>& schema,
+                ParallelSizes (*sizes)(const Options&)) {
+  registrar.add<Interface>(name, "stand-in", schema, [](const Options&) { return std::shared_ptr<Interface>(); });
+  registrar.add_parallel_sizes<Interface>(name, schema, sizes);
+}
+
+Registry engines() {
+  Registry registry;
+  PluginRegistrar registrar(registry, PluginOrigin{"parallel_test", "0.0.0", ""});
+  OptionsSchema<MegatronSizes> megatron;
+  megatron.key("tensor_model_parallel_size", &MegatronSizes::tp, "TP")
+      .key("pipeline_model_parallel_size", &MegatronSizes::pp, "PP")
+      .key("expert_model_parallel_size", &MegatronSizes::ep, "EP");
+  OptionsSchema<MegatronKeys> megatron_keys;
+  megatron_keys.section("megatron", &MegatronKeys::megatron, megatron);
+  add_engine<TrainEngine>(
+      registrar, "megatron", megatron_keys, +[](const MegatronKeys& keys) {
+        ParallelSizes sizes;
+        sizes.tp = {keys.megatron.tp, "megatron.tensor_model_parallel_size"};
+        sizes.pp = {keys.megatron.pp, "megatron.pipeline_model_parallel_size"};
+        sizes.ep = {keys.megatron.ep, "megatron.expert_model_parallel_size"};
+        return sizes;
+      });
+  add_engine<TrainEngine>(
+      registrar, "fsdp", OptionsSchema<OneSize>().key("ulysses_sequence_parallel_size", &OneSize::size, "SP"),
+      +[](const OneSize& keys) {
+        ParallelSizes sizes;
+        sizes.sp = {keys.size, "ulysses_sequence_parallel_size"};
+        return sizes;
+      });
+  add_engine<InferenceEngine>(
+      registrar, "native", OptionsSchema<OneSize>().key("tensor_model_parallel_size", &OneSize::size, "TP"),
+      +[](const OneSize& keys) {
+        ParallelSizes sizes;
+        sizes.tp = {keys.size, "tensor_model_parallel_size"};
+        return sizes;
+      });
+  return registry;
+}
+
 workers::ActorParallelism parallelism(const std::string& yaml) {
-  return workers::actor_parallelism(run_config(yaml).actor_rollout_ref);
+  return workers::actor_parallelism(run_config(yaml).actor_rollout_ref, engines());
 }
 
 std::string mesh_text(const runtime::MeshShape& mesh) {
@@ -99,6 +155,18 @@ actor_rollout_ref:
   CHECK_THAT(error_of<ConfigError>([&] { workers::actor_pool_mesh(mismatch, 8); }),
              Catch::Contains("rollout.tensor_model_parallel_size (4) must be 1 or") &&
                  Catch::Contains("megatron.tensor_model_parallel_size (2)"));
+}
+
+TEST_CASE("an engine that declares no parallel sizes (a plugin built against SDK 6.1) runs with all of them 1") {
+  Registry registry;
+  PluginRegistrar registrar(registry, PluginOrigin{"parallel_test", "0.0.0", ""});
+  const auto none = [](const OneSize&) { return std::shared_ptr<TrainEngine>(); };
+  registrar.add<TrainEngine>("fsdp", "stand-in", OptionsSchema<OneSize>(), none);
+  registrar.add<InferenceEngine>("native", "stand-in", OptionsSchema<OneSize>(),
+                                 [](const OneSize&) { return std::shared_ptr<InferenceEngine>(); });
+  const workers::ActorParallelism p = workers::actor_parallelism(run_config("{}").actor_rollout_ref, registry);
+  CHECK(p.train_tp * p.train_pp * p.train_ep * p.train_sp * p.rollout_tp == 1);
+  CHECK(workers::actor_pool_mesh(p, 4).empty());
 }
 
 TEST_CASE("weight_adaptor follows the actor's strategy unless set") {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace rlcore::reward {
+namespace rlcore::process {
 
 class JsonLinesProcess {
  public:
@@ -46,4 +46,4 @@ class JsonLinesProcess {
   std::string stderr_tail_;
 };
 
-}  // namespace rlcore::reward
+}  // namespace rlcore::process

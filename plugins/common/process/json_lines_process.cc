@@ -18,7 +18,7 @@
 
 extern char** environ;
 
-namespace rlcore::reward {
+namespace rlcore::process {
 namespace {
 
 constexpr size_t kStderrTailBytes = 4096;
@@ -208,4 +208,4 @@ std::string JsonLinesProcess::terminate(bool kill_now) {
   return reaped > 0 ? describe_status(status) : "could not be reaped";
 }
 
-}  // namespace rlcore::reward
+}  // namespace rlcore::process
