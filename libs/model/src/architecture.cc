@@ -13,12 +13,11 @@ namespace {
 
 std::vector<Architecture> registered_architectures() {
   std::vector<Architecture> all = {
-      deepseek_v3_architecture(), gemma2_architecture(), llama_architecture(),  mistral_architecture(),
-      mixtral_architecture(),     qwen2_architecture(),  qwen3_architecture(),  qwen3_moe_architecture(),
+      deepseek_v3_architecture(), gemma2_architecture(), llama_architecture(), mistral_architecture(),
+      mixtral_architecture(),     qwen2_architecture(),  qwen3_architecture(), qwen3_moe_architecture(),
   };
-  std::sort(all.begin(), all.end(), [](const Architecture& a, const Architecture& b) {
-    return std::string(a.model_type) < b.model_type;
-  });
+  std::sort(all.begin(), all.end(),
+            [](const Architecture& a, const Architecture& b) { return std::string(a.model_type) < b.model_type; });
   std::set<std::string> seen;
   for (const Architecture& a : all) {
     if (!seen.insert(a.model_type).second) {

@@ -28,7 +28,7 @@ inline const json* find(const json& object, const std::string& key) {
 }
 
 inline int64_t get_int(const json& object, const std::string& key, const std::string& source,
-                std::optional<int64_t> fallback = std::nullopt) {
+                       std::optional<int64_t> fallback = std::nullopt) {
   const json* value = find(object, key);
   if (value == nullptr) {
     if (fallback) return *fallback;
@@ -53,7 +53,7 @@ inline bool get_bool(const json& object, const std::string& key, const std::stri
 }
 
 inline std::string get_string(const json& object, const std::string& key, const std::string& source,
-                       std::optional<std::string> fallback = std::nullopt) {
+                              std::optional<std::string> fallback = std::nullopt) {
   const json* value = find(object, key);
   if (value == nullptr) {
     if (fallback) return *fallback;
@@ -71,7 +71,7 @@ inline std::optional<int64_t> get_optional_int(const json& object, const std::st
 // HF config fields whose null means "off" while absence means the class
 // default (MistralConfig.sliding_window, Gemma2Config's softcapping).
 inline std::optional<double> get_nullable_double(const json& object, const std::string& key, const std::string& source,
-                                          std::optional<double> absent) {
+                                                 std::optional<double> absent) {
   const auto it = object.find(key);
   if (it == object.end()) return absent;
   if (it->is_null()) return std::nullopt;

@@ -22,8 +22,8 @@ Architecture qwen3_architecture();
 Architecture qwen3_moe_architecture();
 
 // mistral.cc: `sliding_window` (absent: `absent`, null: none), read and written.
-void read_mistral_sliding_window(const nlohmann::json& json, const std::string& source,
-                                 std::optional<int64_t> absent, ModelConfig& config);
+void read_mistral_sliding_window(const nlohmann::json& json, const std::string& source, std::optional<int64_t> absent,
+                                 ModelConfig& config);
 void write_mistral_keys(const ModelConfig& config, nlohmann::json& json);
 // qwen2.cc: the sliding-window keys Qwen2Config and its successors write (always off).
 void write_qwen2_keys(const ModelConfig& config, nlohmann::json& json);

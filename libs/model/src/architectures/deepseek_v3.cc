@@ -12,7 +12,8 @@ namespace {
 using namespace config_json;
 
 void parse_deepseek_v3(const json& j, const std::string& source, ModelConfig& c) {
-  // head_dim is read from qk_rope_head_dim (as HF sets it); a head_dim given beside it would size HF's rotary embedding instead (and fail there).
+  // head_dim is read from qk_rope_head_dim (as HF sets it); a head_dim given beside it would size HF's rotary embedding
+  // instead (and fail there).
   if (find(j, "head_dim") != nullptr && get_int(j, "head_dim", source) != c.head_dim) {
     fail(source, "head_dim", "must equal qk_rope_head_dim (" + std::to_string(c.head_dim) + ") for deepseek_v3");
   }
