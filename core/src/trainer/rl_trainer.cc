@@ -159,7 +159,7 @@ struct RlTrainer::Impl {
         config.algorithm.adv_estimator,
         config::estimator_options(components, config.algorithm.adv_estimator, config.algorithm.estimator_options));
     kl_controller = make_kl_controller(config.algorithm.kl_ctrl);
-    limits = trainer::generation_limits(tokenizer, plan.response_length);
+    limits = trainer::generation_limits(tokenizer, plan.response_length, config.actor_rollout_ref.rollout);
     limits.agent_loop = agent_loop;
     if (config.reward.reward_model.enable) {
       reward_model = std::make_unique<trainer::RewardModel>(config.reward.reward_model, tokenizer);
