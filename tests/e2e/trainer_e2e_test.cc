@@ -235,6 +235,29 @@ TEST_CASE("bad trainer configs fail before any worker starts, naming the keys") 
   CHECK_THAT(error_of({"trainer.stop_at_val_reward=0.5"}),
              Catch::Contains("trainer.stop_at_val_reward (0.500000) needs data.val_files"));
   CHECK_THAT(error_of({"trainer.val_only=true"}), Catch::Contains("trainer.val_only needs data.val_files"));
+  CHECK_THAT(error_of({"actor_rollout_ref.rollout.ignore_eos=true", "actor_rollout_ref.rollout.name=vllm_bridge",
+                       "actor_rollout_ref.rollout.server_url=http://127.0.0.1:9"}),
+             Catch::Contains("key actor_rollout_ref.rollout.ignore_eos: the inference engine 'vllm_bridge'"));
+  fs::remove_all(ws);
+}
+
+// verl's rollout.ignore_eos: no response stops at EOS, every one runs to max_response_length (the same
+// seeded run without it has responses that stop early).
+TEST_CASE("rollout.ignore_eos runs every response to max_response_length") {
+  const std::string ws = e2e::make_workspace("ignore_eos", 8);
+  const std::string config = e2e::write_config(ws, "ignore_eos", e2e::kQuickGrpo);
+  auto clip_ratio = [&](const std::string& ignore_eos) {
+    const e2e::RunResult run =
+        e2e::run_rlcore({"--config", config, "trainer.total_training_steps=1", "data.max_response_length=48",
+                         "actor_rollout_ref.rollout.ignore_eos=" + ignore_eos});
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+    const auto step = e2e::read_metrics(ws + "/ignore_eos").at(1);
+    if (ignore_eos == "true") CHECK(step.at("response_length/min") == 48);
+    return step.at("response_length/clip_ratio");
+  };
+  CHECK(clip_ratio("false") < 1.0);
+  CHECK(clip_ratio("true") == 1.0);
   fs::remove_all(ws);
 }
 

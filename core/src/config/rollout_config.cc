@@ -31,6 +31,9 @@ OptionsSchema<RolloutConfig> rollout_schema() {
            greater_than(0))
       .key("top_k", &RolloutConfig::top_k, "Top-k sampling (-1: off).")
       .key("top_p", &RolloutConfig::top_p, "Nucleus sampling.", in_range(0, 1))
+      .key("ignore_eos", &RolloutConfig::ignore_eos,
+           "Generation does not stop at the EOS token: every response (validation too) runs to "
+           "data.max_response_length (verl passes it to vLLM's SamplingParams). Not with vllm_bridge.")
       .key("log_prob_micro_batch_size_per_gpu", &RolloutConfig::log_prob_micro_batch_size_per_gpu,
            "Responses per forward when computing old log-probs on one worker; 0: all at once.", at_least(0))
       .key("log_prob_use_dynamic_bsz", &RolloutConfig::log_prob_use_dynamic_bsz, "Token-budget micro-batches.")

@@ -174,6 +174,14 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
                         ComputesSumPiSquared::kName + "' capability; see `rlcore plugins`)");
     }
     validate_routing_replay(registry, config, lacks);
+    // A vLLM / SGLang server stops at the model's EOS unless the request sets ignore_eos, which the bridge's
+    // requests cannot carry (the SDK's SamplingParams has only stop_token_ids): refused rather than ignored.
+    if (arr.rollout.ignore_eos && arr.rollout.name == "vllm_bridge") {
+      throw ConfigError(
+          "key actor_rollout_ref.rollout.ignore_eos: the inference engine 'vllm_bridge' cannot pass it to its "
+          "server (the server stops at the model's EOS whatever the bridge asks); use "
+          "actor_rollout_ref.rollout.name=native");
+    }
   }
   if (tree.has("critic")) {
     component(registry, "train_engine", config.critic.strategy, "critic.strategy")

@@ -10,10 +10,11 @@
 
 namespace rlcore::trainer {
 
-GenerationLimits generation_limits(const Tokenizer& tokenizer, int64_t max_tokens) {
+GenerationLimits generation_limits(const Tokenizer& tokenizer, int64_t max_tokens,
+                                   const config::RolloutConfig& rollout) {
   GenerationLimits limits;
   limits.max_tokens = max_tokens;
-  if (tokenizer.eos_token_id()) limits.stop_token_ids.push_back(*tokenizer.eos_token_id());
+  if (tokenizer.eos_token_id() && !rollout.ignore_eos) limits.stop_token_ids.push_back(*tokenizer.eos_token_id());
   limits.pad_token_id = tokenizer.pad_token_id().value_or(tokenizer.eos_token_id().value_or(0));
   return limits;
 }

@@ -13,6 +13,7 @@
 
 #include "rlcore/batch.h"
 #include "rlcore/core/agent/agent_loop.h"
+#include "rlcore/core/config/rollout_config.h"
 #include "rlcore/core/data/dataset.h"
 #include "rlcore/core/runtime/worker_group.h"
 #include "rlcore/generation_request.h"
@@ -52,8 +53,10 @@ struct GenerationLimits {
   std::shared_ptr<const agent::AgentLoop> agent_loop;
 };
 
-// max_tokens, the tokenizer's EOS as the stop token and its pad (else EOS, else 0) as padding.
-GenerationLimits generation_limits(const Tokenizer& tokenizer, int64_t max_tokens);
+// max_tokens, the tokenizer's EOS as the stop token (none with rollout.ignore_eos) and its pad (else EOS,
+// else 0) as padding.
+GenerationLimits generation_limits(const Tokenizer& tokenizer, int64_t max_tokens,
+                                   const config::RolloutConfig& rollout);
 
 // Adds the stats of another generate() call (an agent loop's next turn) to `into`.
 void add_generation_stats(GenerationStats& into, const GenerationStats& more);

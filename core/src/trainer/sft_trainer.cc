@@ -75,7 +75,8 @@ class SftRun {
                                       trainer::overlong_shaping(config_), nullptr,
                                       rollout.extra_info.empty() ? nullptr : &rollout.extra_info);
     };
-    trainer::GenerationLimits limits = trainer::generation_limits(tokenizer_, config_.data.max_response_length);
+    trainer::GenerationLimits limits =
+        trainer::generation_limits(tokenizer_, config_.data.max_response_length, config_.actor_rollout_ref.rollout);
     limits.agent_loop = agent_loop_;  // validates with tools when multi_turn.enable
     validator_ = std::make_unique<trainer::Validator>(config_, val_set_, tokenizer_, score, limits);
 

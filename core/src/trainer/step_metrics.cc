@@ -1,12 +1,17 @@
-// A step's data and throughput metrics (see trainer/step_metrics.h).
+// A step's metrics: data, throughput, weight sync, summed over ranks (see trainer/step_metrics.h).
 #include "trainer/step_metrics.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include <ATen/ATen.h>
 
+#include "rlcore/device.h"
+#include "rlcore/elapsed_seconds.h"
 #include "rlcore/metric_names.h"
 #include "rlcore/train_engine.h"
+#include "workers/worker_contract.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -111,6 +116,74 @@ void add_rollout_metrics(StepMetrics& metrics, const std::vector<GenerationStats
   metrics["rollout/joins"] += joins / ranks;
   metrics["rollout/running_max"] = std::max(metrics["rollout/running_max"], running_max);
   metrics["rollout/waiting_max"] = std::max(metrics["rollout/waiting_max"], waiting_max);
+}
+
+void add_score_extra_metrics(const std::map<std::string, std::vector<double>>& extras, StepMetrics& metrics) {
+  for (const auto& [name, column] : extras) {
+    double sum = 0;
+    int64_t count = 0;
+    for (double value : column) {
+      if (!std::isnan(value)) sum += value, ++count;
+    }
+    if (count > 0) metrics["critic/score_extra/" + name] = sum / static_cast<double>(count);
+  }
+}
+
+void add_weight_sync_metrics(const runtime::CallOutput& synced, StepMetrics& metrics) {
+  double to_rollout = 0, to_train = 0, bytes_moved = 0;
+  std::map<std::string, double> memory;  // the largest of each over the workers
+  double rss_min = std::numeric_limits<double>::infinity(), rss_max = 0, rss_sum = 0;
+  for (const auto& reply : synced.replies) {
+    const workers::SyncWeightsReply sync = workers::reply_of(workers::actor_methods::kSyncWeights, reply);
+    const auto rss = static_cast<double>(sync.rss_bytes);
+    rss_min = std::min(rss_min, rss);
+    rss_max = std::max(rss_max, rss);
+    rss_sum += rss;
+    metrics["memory/worker_rss_bytes/rank_" + std::to_string(reply.rank)] = rss;  // a leak in one rank
+    to_rollout = std::max(to_rollout, sync.swaps.to_rollout_s);
+    to_train = std::max(to_train, sync.swaps.to_train_s);
+    bytes_moved = std::max(bytes_moved, static_cast<double>(sync.swaps.bytes_moved));
+    const std::pair<const char*, int64_t> peaks[] = {{"planned_peak_bytes", sync.swaps.planned_peak_bytes},
+                                                     {"measured_peak_bytes", sync.swaps.measured_peak_bytes},
+                                                     {"allocated_bytes", sync.allocated_bytes},
+                                                     {"reserved_bytes", sync.reserved_bytes}};
+    for (const auto& [key, bytes] : peaks) memory[key] = std::max(memory[key], static_cast<double>(bytes));
+    for (const auto& [phase, seconds] : sync.swaps.phases) {
+      double& slot = metrics["timing_s/reshard_" + phase];
+      slot = std::max(slot, seconds);
+    }
+  }
+  metrics["timing_s/reshard_to_rollout"] = to_rollout;
+  metrics["timing_s/reshard_to_train"] = to_train;
+  metrics["perf/swap_GBps"] = to_rollout > 0 ? bytes_moved / to_rollout / 1e9 : 0.0;
+  metrics["perf/swap_bytes"] = bytes_moved;
+  metrics["memory/peak_swap_bytes"] = memory["measured_peak_bytes"];
+  metrics["memory/planned_peak_swap_bytes"] = memory["planned_peak_bytes"];
+  metrics["memory/allocated_bytes"] = memory["allocated_bytes"];
+  metrics["memory/reserved_bytes"] = memory["reserved_bytes"];
+  metrics["memory/worker_rss_bytes/max"] = rss_max;
+  metrics["memory/worker_rss_bytes/min"] = rss_min;
+  metrics["memory/worker_rss_bytes/mean"] = rss_sum / static_cast<double>(synced.replies.size());
+}
+
+void add_end_of_step_metrics(const Batch& batch, std::chrono::steady_clock::time_point step_start,
+                             int64_t actor_workers, StepMetrics& metrics) {
+  metrics["memory/controller_rss_bytes"] = static_cast<double>(process_rss_bytes());
+  metrics["perf/cpu_memory_used_gb"] = static_cast<double>(host_memory_used_bytes()) / (1 << 30);
+  const auto data = data_metrics(batch);
+  metrics.insert(data.begin(), data.end());
+  const auto variance = variance_proxy_metrics(
+      batch, metrics.count(metric_names::kActorGradNorm) ? &metrics.at(metric_names::kActorGradNorm) : nullptr);
+  metrics.insert(variance.begin(), variance.end());
+  metrics[metric_names::kTimingStep] = seconds_since(step_start);
+  const auto perf = throughput_metrics(batch, metrics[metric_names::kTimingStep], actor_workers);
+  metrics.insert(perf.begin(), perf.end());
+}
+
+void add_trainer_idle_ratio(StepMetrics& metrics) {
+  const double step_seconds = metrics[metric_names::kTimingStep];
+  metrics[metric_names::kTrainerIdleRatio] =
+      step_seconds > 0 ? metrics[metric_names::kTimingWaitPrevGen] / step_seconds : 0.0;
 }
 
 }  // namespace rlcore::trainer

@@ -2,12 +2,14 @@
 // (compute_data_metrics / compute_throughout_metrics in metric_utils.py).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "rlcore/batch.h"
+#include "rlcore/core/runtime/worker_group.h"
 #include "rlcore/generation_request.h"
 
 namespace rlcore::trainer {
@@ -42,5 +44,21 @@ StepMetrics throughput_metrics(const Batch& batch, double step_seconds, int64_t 
 // decode step), rollout/running_max, rollout/waiting_max (sequences queued
 // behind max_num_seqs), rollout/prefill_rows, rollout/joins.
 void add_rollout_metrics(StepMetrics& metrics, const std::vector<GenerationStats>& per_rank, double response_tokens);
+
+// critic/score_extra/<name>: the mean of each grader extra over the rows that have it (NaN: absent).
+void add_score_extra_metrics(const std::map<std::string, std::vector<double>>& extras, StepMetrics& metrics);
+
+// From the replies of the actor's sync_weights (one per rank; ranks swap in
+// lockstep, so the slowest rank's times and the largest peaks are reported):
+// timing_s/reshard_*, perf/swap_*, memory/* and each rank's resident memory.
+void add_weight_sync_metrics(const runtime::CallOutput& synced, StepMetrics& metrics);
+
+// The metrics that close a step: the controller's memory, data_metrics,
+// variance_proxy_metrics, timing_s/step (since `step_start`) and throughput_metrics.
+void add_end_of_step_metrics(const Batch& batch, std::chrono::steady_clock::time_point step_start,
+                             int64_t actor_workers, StepMetrics& metrics);
+
+// The asynchronous modes' trainer_idle_ratio: the step's wait for generation over timing_s/step.
+void add_trainer_idle_ratio(StepMetrics& metrics);
 
 }  // namespace rlcore::trainer

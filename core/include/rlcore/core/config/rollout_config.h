@@ -33,6 +33,7 @@ struct RolloutConfig {
   double temperature = 1.0;
   int64_t top_k = -1;
   double top_p = 1.0;
+  bool ignore_eos = false;  // verl's SamplingParams(ignore_eos): EOS is no stop token, responses run to the limit
   int64_t log_prob_micro_batch_size_per_gpu = 0;
   bool log_prob_use_dynamic_bsz = false;
   int64_t log_prob_max_token_len_per_gpu = 16384;
