@@ -71,9 +71,11 @@ export TORCH_FR_BUFFER_SIZE=0
 # ctest runs one test per core, and a test's processes share that core: one intra-op thread
 # each, and libgomp's idle threads sleep instead of spinning (spinning threads of two tests on
 # two cores made a multi-process e2e test 3-5 times slower than alone). A caller's setting wins.
+# The job count ignores them: nproc answers OMP_NUM_THREADS when it is set.
+jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
 start=$SECONDS
 cd "$build_dir"
-ctest --output-on-failure --no-tests=error -j "$(nproc)" "${selection[@]}"
+ctest --output-on-failure --no-tests=error -j "$jobs" "${selection[@]}"
 phase_done "$start" "tests of $build_dir"
