@@ -73,9 +73,9 @@ void add_greedy_baselines(RlRun& run, Batch& batch, const std::vector<const data
 // go to the policy loss, and the rollout_corr/ metrics (the off-policy gap)
 // are reported every step.
 void apply_rollout_correction(const config::RunConfig& config, Batch& batch, StepMetrics& metrics) {
-  const RolloutCorrectionResult corrected = compute_rollout_correction(
-      batch.tensor(columns::kOldLogProbs), batch.tensor(columns::kRolloutLogProbs),
-      batch.tensor(columns::kResponseMask), config.algorithm.rollout_correction.settings());
+  const RolloutCorrectionResult corrected =
+      compute_rollout_correction(batch.tensor(columns::kOldLogProbs), batch.tensor(columns::kRolloutLogProbs),
+                                 batch.tensor(columns::kResponseMask), config.algorithm.rollout_correction.settings());
   batch.set(columns::kResponseMask, corrected.response_mask);
   if (corrected.rollout_is_weights.defined()) batch.set(columns::kRolloutIsWeights, corrected.rollout_is_weights);
   metrics.insert(corrected.metrics.begin(), corrected.metrics.end());
@@ -108,7 +108,7 @@ RolloutWorkers RlRun::rollout_workers() const {
 int64_t RlRun::rollout_version() const { return rollout_pool ? rollout_pool->version() : step; }
 
 Rollout RlRun::generate(const std::vector<const data::Example*>& prompts, int64_t n,
-                       const workers::Sampling& sampling) {
+                        const workers::Sampling& sampling) {
   return trainer::generate_rollout(rollout_workers(), prompts, n, sampling, limits, rollout_version());
 }
 
