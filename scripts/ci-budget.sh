@@ -13,8 +13,9 @@ cd "$(dirname "$0")/.."
 
 # Compilations of a cold build per flavour (2026-11-28, unity batches of 16: 81, 76 and 83;
 # 392, 399 and 393 before unity builds).
-# CPU 91 since issue 53: rlcore_json_lines_process, the helper the reward and tools plugins share.
-declare -A ceiling=([cpu]=91 [cuda]=85 [sanitize]=95)
+# CPU 91 since issue 53: rlcore_json_lines_process, the helper the reward and tools plugins share;
+# 92: libs/model's one file per architecture (21 sources, a second unity batch).
+declare -A ceiling=([cpu]=92 [cuda]=85 [sanitize]=95)
 
 flavour_of() {
   local cache=$1/CMakeCache.txt
