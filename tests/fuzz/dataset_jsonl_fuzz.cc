@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const bool with_responses = pick & 1;
   const char* name = pick & 2 ? "data.json" : "data.jsonl";
   const std::string path = rlcore_fuzz::write_temp_file(name, rlcore_fuzz::as_text(data + 1, size - 1));
-  rlcore::data::DataConfig config;
+  rlcore::config::DataConfig config;
   config.max_prompt_length = 64;
   config.max_response_length = 32;
   static const char* const kTruncations[] = {"error", "left", "right", "error"};

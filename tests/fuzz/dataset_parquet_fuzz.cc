@@ -8,7 +8,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   static const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
   const std::string path = rlcore_fuzz::write_temp_file("data.parquet", rlcore_fuzz::as_text(data, size));
-  rlcore::data::DataConfig config;
+  rlcore::config::DataConfig config;
   config.max_prompt_length = 64;
   config.truncation = "left";
   rlcore_fuzz::expect_only_rlcore_errors("dataset_parquet", [&] {

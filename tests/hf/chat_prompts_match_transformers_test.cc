@@ -45,7 +45,7 @@ TEST_CASE("verl-style prompts through Qwen3's own template give transformers' id
   }
   for (const bool thinking : {false, true}) {
     SECTION(thinking ? "enable_thinking true" : "enable_thinking false") {
-      rlcore::data::DataConfig config;
+      rlcore::config::DataConfig config;
       config.max_prompt_length = 512;
       config.apply_chat_template_kwargs =
           rlcore::ConfigNode::parse(std::string("{enable_thinking: ") + (thinking ? "true" : "false") + "}", "test");

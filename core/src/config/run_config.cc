@@ -16,12 +16,12 @@ const OptionsSchema<RunConfig>& run_config_schema() {
   static const OptionsSchema<RunConfig> schema = [] {
     OptionsSchema<RunConfig> root;
     root.section("trainer", &RunConfig::trainer, trainer_schema())
-        .section("data", &RunConfig::data, data::data_config_schema())
+        .section("data", &RunConfig::data, data_config_schema())
         .section("actor_rollout_ref", &RunConfig::actor_rollout_ref, actor_rollout_ref_schema())
         .section("critic", &RunConfig::critic, critic_schema())
         .section("algorithm", &RunConfig::algorithm, algorithm_schema())
         .section("reward", &RunConfig::reward, reward_schema())
-        .section("runtime", &RunConfig::runtime, runtime::runtime_config_schema())
+        .section("runtime", &RunConfig::runtime, runtime_config_schema())
         .section("async_training", &RunConfig::async_training, async_training_schema())
         .section("rollout", &RunConfig::rollout, rollout_pool_schema());
     return root;

@@ -36,7 +36,7 @@ nlohmann::ordered_json yaml_to_json(const ConfigNode& node) {
 
 }  // namespace
 
-chat::ChatTemplateOptions data_chat_template_options(const DataConfig& config) {
+chat::ChatTemplateOptions data_chat_template_options(const config::DataConfig& config) {
   chat::ChatTemplateOptions options;
   options.add_generation_prompt = true;
   if (config.apply_chat_template_kwargs.defined() && !config.apply_chat_template_kwargs.is_null()) {
@@ -49,7 +49,7 @@ chat::ChatTemplateOptions data_chat_template_options(const DataConfig& config) {
   return options;
 }
 
-ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const DataConfig& config,
+ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const config::DataConfig& config,
                                       const nlohmann::ordered_json& tools) {
   std::optional<chat::ChatTemplate> chat_template = chat::ChatTemplate::from_checkpoint(model_dir);
   if (!chat_template) return {};

@@ -71,7 +71,8 @@ std::string read_data_source(const nlohmann::json& record, const std::string& wh
 // The record's prompt as chat messages for a chat template: a message list as
 // given (each an object with string role and content), a string as one user
 // message; data.system_prompt leads when the record has no system message.
-nlohmann::json prompt_messages(const nlohmann::json& record, const std::string& where, const DataConfig& config) {
+nlohmann::json prompt_messages(const nlohmann::json& record, const std::string& where,
+                               const config::DataConfig& config) {
   const auto it = record.find(config.prompt_key);
   if (it == record.end()) throw FormatError(where + ": missing key '" + config.prompt_key + "' (data.prompt_key)");
   nlohmann::json messages;
@@ -101,7 +102,7 @@ nlohmann::json prompt_messages(const nlohmann::json& record, const std::string& 
 
 class ExampleBuilder {
  public:
-  ExampleBuilder(const DataConfig& config, const Tokenizer& tokenizer, bool with_responses,
+  ExampleBuilder(const config::DataConfig& config, const Tokenizer& tokenizer, bool with_responses,
                  const ChatRenderer& chat_renderer, const ResponseAssembler& assembler)
       : config_(config),
         tokenizer_(tokenizer),
@@ -211,7 +212,7 @@ class ExampleBuilder {
     example.response_ids = std::move(ids);
   }
 
-  const DataConfig& config_;
+  const config::DataConfig& config_;
   const Tokenizer& tokenizer_;
   bool with_responses_;
   ResponseAssembler assembler_;  // empty: string responses only
@@ -223,8 +224,9 @@ class ExampleBuilder {
 
 Dataset::Dataset() : examples_(std::make_shared<const std::vector<Example>>()) {}
 
-Dataset Dataset::load(const std::vector<std::string>& files, const DataConfig& config, const Tokenizer& tokenizer,
-                      bool with_responses, const ChatRenderer& chat_renderer, const ResponseAssembler& assembler) {
+Dataset Dataset::load(const std::vector<std::string>& files, const config::DataConfig& config,
+                      const Tokenizer& tokenizer, bool with_responses, const ChatRenderer& chat_renderer,
+                      const ResponseAssembler& assembler) {
   if (files.empty()) throw ValueError("no dataset files given (data.train_files / data.val_files)");
   const ExampleBuilder builder(config, tokenizer, with_responses, chat_renderer, assembler);
   auto examples = std::make_shared<std::vector<Example>>();

@@ -2,6 +2,7 @@
 // environment, reaping, and escalating termination.
 #include "rlcore/core/runtime/local_launcher.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -71,6 +72,15 @@ pid_t spawn(const std::string& executable, std::vector<std::string> argv, std::v
   return pid;
 }
 
+// The cores this process may run on: its affinity mask (taskset, a cgroup's
+// cpuset, ctest's PROCESSOR_AFFINITY), which can be fewer than the host's.
+int64_t usable_cores() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (::sched_getaffinity(0, sizeof(mask), &mask) == 0 && CPU_COUNT(&mask) > 0) return CPU_COUNT(&mask);
+  return static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 }  // namespace
 
 std::string default_worker_executable() {
@@ -93,8 +103,12 @@ std::string describe_wait_status(int status) {
 
 int64_t threads_for_worker(int64_t threads_per_worker, int64_t nworkers) {
   if (threads_per_worker > 0) return threads_per_worker;
-  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max<int64_t>(1, cores / std::max<int64_t>(1, nworkers));
+  if (const char* inherited = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    const long threads = std::strtol(inherited, &end, 10);
+    if (end != inherited && *end == '\0' && threads > 0) return threads;
+  }
+  return std::max<int64_t>(1, usable_cores() / std::max<int64_t>(1, nworkers));
 }
 
 struct LocalLauncher::Impl {

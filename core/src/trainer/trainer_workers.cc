@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rlcore/core/runtime/runtime_config.h"
+#include "rlcore/core/config/runtime_config.h"
 #include "rlcore/device.h"
 #include "rlcore/core/workers/roles.h"
 #include "rlcore/error.h"
@@ -86,7 +86,7 @@ void check_local_devices(const config::RunConfig& config, const std::vector<runt
 std::vector<runtime::PoolSpec> TrainerWorkers::pools(const config::RunConfig& config, bool critic,
                                                      bool standalone_rollout) {
   std::vector<runtime::PoolSpec> pools =
-      runtime::resolve_pools(config.runtime, role_specs(config, critic, standalone_rollout));
+      config::resolve_pools(config.runtime, role_specs(config, critic, standalone_rollout));
   if (!standalone_rollout || pools.front().name != "global") return pools;
   std::vector<runtime::RoleSpec>& global = pools.front().roles;
   const auto rollout = std::find_if(global.begin(), global.end(),
@@ -129,7 +129,7 @@ TrainerWorkers::TrainerWorkers(const config::ResolvedConfig& resolved, const Reg
   for (const auto& pool : pools) {
     for (const auto& spec : pool.roles) pool_of_role[spec.name] = pool.name;
   }
-  runtime::ClusterOptions cluster = runtime::cluster_options(resolved.config.runtime, std::move(pools));
+  runtime::ClusterOptions cluster = config::cluster_options(resolved.config.runtime, std::move(pools));
   cluster.device = resolved.config.trainer.device;
   for (const auto& path : plugin_paths) {
     cluster.worker_args.push_back("--plugins");

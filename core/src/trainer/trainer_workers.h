@@ -31,7 +31,7 @@ class TrainerWorkers {
   static std::pair<int64_t, int64_t> data_parallel_sizes(const config::RunConfig& config, const Registry& components,
                                                          bool critic);
 
-  // The pools of a run: runtime.pools and "global" (runtime::resolve_pools), plus, with
+  // The pools of a run: runtime.pools and "global" (config::resolve_pools), plus, with
   // a standalone rollout that no runtime pool hosts, the pool "rollout" of
   // rollout.n_gpus_per_node x rollout.nnodes workers.
   static std::vector<runtime::PoolSpec> pools(const config::RunConfig& config, bool critic, bool standalone_rollout);

@@ -136,7 +136,7 @@ TEST_CASE("written files load as RL and SFT datasets with short prompts", "[arit
   CHECK(count_lines(files.sft) == 3000);
 
   const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
-  rlcore::data::DataConfig config;
+  rlcore::config::DataConfig config;
   config.prompt_template = "plain";
   config.max_prompt_length = 6;  // digits are single tokens, as are "+" and "="
   const auto plain = rlcore::data::Dataset::load({files.val}, config, tokenizer, false);
@@ -202,7 +202,7 @@ TEST_CASE("the tool variant: verl's agent layout, a share of calculator demonstr
   settings.response_length = 200;
   auto loop = std::make_shared<rlcore::agent::AgentLoop>(
       settings, tokenizer, rlcore::chat::ChatTemplate::from_string(chat_ml), rlcore::agent::ToolSet());
-  rlcore::data::DataConfig config;
+  rlcore::config::DataConfig config;
   config.max_prompt_length = 32;
   config.max_response_length = 200;
   const auto assembler = [loop](const nlohmann::json& prompt, const nlohmann::json& response) {

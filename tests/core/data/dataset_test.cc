@@ -10,7 +10,7 @@
 
 using rlcore_test::error_of;
 
-using rlcore::data::DataConfig;
+using rlcore::config::DataConfig;
 using rlcore::data::Dataset;
 
 namespace {
@@ -231,7 +231,7 @@ TEST_CASE("SFT responses are tokenized with eos and cut on the right", "[data]")
 
 TEST_CASE("the data schema takes a path or a list of paths and checks values", "[data]") {
   const auto parse = [](const std::string& yaml) {
-    return rlcore::data::data_config_schema().parse(rlcore::ConfigNode::parse(yaml, "test")["data"]);
+    return rlcore::config::data_config_schema().parse(rlcore::ConfigNode::parse(yaml, "test")["data"]);
   };
   const DataConfig one = parse("data: {train_files: a.jsonl, val_files: [b.jsonl, c.json], truncation: left}");
   CHECK(one.train_files == std::vector<std::string>{"a.jsonl"});

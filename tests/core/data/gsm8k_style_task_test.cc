@@ -138,7 +138,7 @@ TEST_CASE("gsm8k-style: the files have verl's GSM8K parquet schema and load as a
   CHECK(read["rows"] == json(data.train));
 
   const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
-  rlcore::data::DataConfig config;
+  rlcore::config::DataConfig config;
   config.max_prompt_length = 1024;
   const auto test = rlcore::data::Dataset::load({files.test}, config, tokenizer, false);
   REQUIRE(test.size() == 100);

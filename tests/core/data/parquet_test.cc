@@ -156,7 +156,7 @@ TEST_CASE("a parquet dataset in verl's layout loads like its JSONL twin", "[data
   const std::string twin = dir.write("verl_rows.jsonl", jsonl);
 
   const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
-  rlcore::data::DataConfig config;
+  rlcore::config::DataConfig config;
   config.max_prompt_length = 256;
   const auto from_parquet =
       rlcore::data::Dataset::load({(dir.path() / "verl_rows.parquet").string()}, config, tokenizer, false);
@@ -198,7 +198,7 @@ TEST_CASE(
   rlcore::data::parquet::write_records(path, records, options);
   const std::string twin = dir.write("agent.jsonl", jsonl);
   const rlcore::Tokenizer tokenizer = rlcore::make_builtin_tokenizer();
-  rlcore::data::DataConfig config;
+  rlcore::config::DataConfig config;
   const auto from_parquet = rlcore::data::Dataset::load({path}, config, tokenizer, false);
   const auto from_jsonl = rlcore::data::Dataset::load({twin}, config, tokenizer, false);
   REQUIRE(from_parquet.size() == 4);

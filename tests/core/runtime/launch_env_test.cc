@@ -1,7 +1,13 @@
-// Each launcher's environment (torchrun, Open MPI, Slurm, none) parsed into one runtime::LaunchEnv.
+// Each launcher's environment (torchrun, Open MPI, Slurm, none) parsed into one runtime::LaunchEnv,
+// and the intra-op thread count a worker is started with.
 #include "runtime_testing.h"
 
+#include <sched.h>
+
+#include <cstdlib>
+
 #include "rlcore/core/runtime/launch_env.h"
+#include "rlcore/core/runtime/local_launcher.h"
 #include "rlcore/core/runtime/worker.h"
 #include "rlcore/error.h"
 
@@ -116,4 +122,35 @@ TEST_CASE("a worker takes its secret and parent from the environment", "[runtime
                rlcore::runtime::worker_options_from_env(runtime::env_from_map({{"RLCORE_PARENT_PID", "me"}}));
              }),
              Catch::Contains("RLCORE_PARENT_PID"));
+}
+
+TEST_CASE("a worker's thread count: the key, else an inherited OMP_NUM_THREADS, else its cores / workers",
+          "[runtime][launch]") {
+  const char* saved = std::getenv("OMP_NUM_THREADS");
+  const std::string restore = saved ? saved : "";
+  cpu_set_t mask;
+  REQUIRE(::sched_getaffinity(0, sizeof(mask), &mask) == 0);
+  const int64_t cores = CPU_COUNT(&mask);
+
+  ::setenv("OMP_NUM_THREADS", "3", 1);
+  CHECK(runtime::threads_for_worker(5, 2) == 5);  // runtime.threads_per_worker wins
+  CHECK(runtime::threads_for_worker(0, 2) == 3);  // what rlcore was given, per worker, as torchrun does
+  ::setenv("OMP_NUM_THREADS", "many", 1);         // not a count: ignored
+  CHECK(runtime::threads_for_worker(0, 1) == cores);
+  ::unsetenv("OMP_NUM_THREADS");
+  CHECK(runtime::threads_for_worker(0, 1) == cores);
+  CHECK(runtime::threads_for_worker(0, cores * 4) == 1);
+  // Pinned to one core (taskset, a cpuset, ctest's PROCESSOR_AFFINITY), on a host with more.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &mask)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  REQUIRE(::sched_setaffinity(0, sizeof(one), &one) == 0);
+  CHECK(runtime::threads_for_worker(0, 1) == 1);
+  REQUIRE(::sched_setaffinity(0, sizeof(mask), &mask) == 0);
+  if (saved) ::setenv("OMP_NUM_THREADS", restore.c_str(), 1);
 }

@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "rlcore/config_node.h"
-#include "rlcore/core/data/dataset.h"
-#include "rlcore/core/runtime/runtime_config.h"
 #include "rlcore/core/config/actor_rollout_ref_config.h"
 #include "rlcore/core/config/algorithm_config.h"
 #include "rlcore/core/config/async_training_config.h"
 #include "rlcore/core/config/critic_config.h"
+#include "rlcore/core/config/data_config.h"
 #include "rlcore/core/config/reward_config.h"
+#include "rlcore/core/config/runtime_config.h"
 #include "rlcore/core/config/trainer_config.h"
 #include "rlcore/export.h"
 #include "rlcore/options.h"
@@ -24,12 +24,12 @@ namespace rlcore::config {
 
 struct RunConfig {
   TrainerConfig trainer;
-  data::DataConfig data;
+  DataConfig data;
   ActorRolloutRefConfig actor_rollout_ref;
   CriticConfig critic;
   AlgorithmConfig algorithm;
   RewardConfig reward;
-  runtime::RuntimeConfig runtime;  // workers: launcher, control plane, resource pools
+  RuntimeConfig runtime;  // workers: launcher, control plane, resource pools
   AsyncTrainingConfig async_training;
   RolloutPoolConfig rollout;  // the standalone rollout pool (async_training.mode: one_step_off)
 

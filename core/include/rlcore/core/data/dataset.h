@@ -13,33 +13,12 @@
 
 #include "rlcore/config_node.h"
 #include "rlcore/core/chat/chat_template.h"
+#include "rlcore/core/config/data_config.h"
 #include "rlcore/export.h"
 #include "rlcore/options.h"
 #include "rlcore/tokenizer/tokenizer.h"
 
 namespace rlcore::data {
-
-// The `data` config section, with verl's key names and defaults.
-struct DataConfig {
-  std::vector<std::string> train_files;   // data.train_files: a path or a list (jsonl or json array)
-  std::vector<std::string> val_files;     // data.val_files
-  std::string prompt_key = "prompt";      // a string, or a chat message list [{role, content}, ...]
-  std::string response_key = "response";  // SFT only: a string
-  int64_t max_prompt_length = 512;        // tokens after the template
-  int64_t max_response_length = 512;      // SFT: longer responses are truncated (right)
-  int64_t train_batch_size = 1024;        // prompts per step
-  int64_t val_batch_size = 0;             // 0: whole val set in one batch
-  std::string truncation = "error";       // error | left | right  (prompts over max_prompt_length)
-  bool filter_overlong_prompts = false;   // drop instead of truncating/erroring
-  bool shuffle = true;
-  int64_t seed = 1;
-  std::string prompt_template = "chat";  // chat | plain  (rlcore/tokenizer/prompt_template.h)
-  std::string system_prompt;             // chat only
-  // Render prompts with the checkpoint's own chat_template when it has one
-  // (verl's default); prompt_template's ChatML is the fallback.
-  bool apply_chat_template = true;
-  ConfigNode apply_chat_template_kwargs;  // extra template variables, e.g. {enable_thinking: false}
-};
 
 // Renders a chat-message list [{role, content}, ...] into the prompt text,
 // generation prompt included: the checkpoint's chat template (see the trainers).
@@ -57,18 +36,14 @@ using ResponseAssembler =
 
 // data.apply_chat_template_kwargs as template options (generation prompt on).
 // Throws ConfigError when they are not a map.
-RLCORE_API chat::ChatTemplateOptions data_chat_template_options(const DataConfig& config);
+RLCORE_API chat::ChatTemplateOptions data_chat_template_options(const config::DataConfig& config);
 
 // The chat template of the checkpoint in `model_dir` (rlcore/core/chat/chat_template.h)
 // with data.apply_chat_template_kwargs, generation prompt on, and `tools` (the
 // agent loop's tool schemas, or null); empty when the checkpoint has none.
 // Throws chat::ChatTemplateError / FormatError naming the file.
-RLCORE_API ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const DataConfig& config,
+RLCORE_API ChatRenderer checkpoint_chat_renderer(const std::string& model_dir, const config::DataConfig& config,
                                                  const nlohmann::ordered_json& tools = nullptr);
-
-// For the trainer's config (a `section("data", ...)`); train_files/val_files accept a
-// single path as well as a list.
-RLCORE_API const OptionsSchema<DataConfig>& data_config_schema();
 
 struct Example {
   std::vector<int32_t> prompt_ids;          // template applied, tokenized, truncated
@@ -93,8 +68,8 @@ class RLCORE_API Dataset {
   // With a `chat_renderer`, data.apply_chat_template and prompt_template "chat",
   // prompts are rendered by it (a string prompt as one user message) instead of ChatML.
   // With `assembler` (SFT), a response may be a list of chat messages.
-  static Dataset load(const std::vector<std::string>& files, const DataConfig& config, const Tokenizer& tokenizer,
-                      bool with_responses, const ChatRenderer& chat_renderer = {},
+  static Dataset load(const std::vector<std::string>& files, const config::DataConfig& config,
+                      const Tokenizer& tokenizer, bool with_responses, const ChatRenderer& chat_renderer = {},
                       const ResponseAssembler& assembler = {});
 
   Dataset();

@@ -27,7 +27,7 @@ struct LocalLaunchOptions {
   std::string secret;      // handed over in RLCORE_SECRET, never on the command line
   int64_t nworkers = 1;
   // Intra-op threads per worker (at::set_num_threads, OMP_NUM_THREADS);
-  // 0: this host's cores divided by nworkers, at least 1.
+  // 0: threads_for_worker's default.
   int64_t threads_per_worker = 0;
   // Extra environment for every worker.
   std::map<std::string, std::string> env;
@@ -42,7 +42,10 @@ struct ExitedWorker {
 
 RLCORE_API std::string default_worker_executable();
 RLCORE_API std::string describe_wait_status(int status);
-// The intra-op thread count for one of `nworkers` workers on this host.
+// The intra-op thread count for one of `nworkers` workers on this host:
+// threads_per_worker when > 0, else an inherited OMP_NUM_THREADS (each worker
+// gets what one process was given, as torchrun does), else the cores this
+// process may run on (its affinity mask) divided by nworkers, at least 1.
 RLCORE_API int64_t threads_for_worker(int64_t threads_per_worker, int64_t nworkers);
 
 // Spawns from the calling thread: workers ask the kernel for SIGKILL when the

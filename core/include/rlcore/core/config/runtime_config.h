@@ -17,7 +17,7 @@
 #include "rlcore/export.h"
 #include "rlcore/options.h"
 
-namespace rlcore::runtime {
+namespace rlcore::config {
 
 struct RuntimeConfig {
   std::string launcher = "local";
@@ -54,10 +54,11 @@ RLCORE_API const OptionsSchema<PoolConfig>& pool_config_schema();
 // The pools of a run that uses `roles`: each pool in runtime.pools hosts the
 // roles it lists; every other role goes to the pool "global" of
 // [n_workers_per_node] * nnodes workers. Throws ConfigError naming the key.
-RLCORE_API std::vector<PoolSpec> resolve_pools(const RuntimeConfig& config, const std::vector<RoleSpec>& roles);
+RLCORE_API std::vector<runtime::PoolSpec> resolve_pools(const RuntimeConfig& config,
+                                                        const std::vector<runtime::RoleSpec>& roles);
 
 // Cluster options from the config (the secret comes from RLCORE_SECRET for the
 // external launcher, and is generated for the local one).
-RLCORE_API ClusterOptions cluster_options(const RuntimeConfig& config, std::vector<PoolSpec> pools);
+RLCORE_API runtime::ClusterOptions cluster_options(const RuntimeConfig& config, std::vector<runtime::PoolSpec> pools);
 
-}  // namespace rlcore::runtime
+}  // namespace rlcore::config

@@ -1,5 +1,6 @@
-// The runtime config schema and its translation into ClusterOptions.
-#include "rlcore/core/runtime/runtime_config.h"
+// The `runtime` config section: its schema, and its translation into the
+// runtime's pools and ClusterOptions.
+#include "rlcore/core/config/runtime_config.h"
 
 #include <map>
 #include <set>
@@ -7,7 +8,7 @@
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
-namespace rlcore::runtime {
+namespace rlcore::config {
 
 const OptionsSchema<RuntimeConfig>& runtime_config_schema() {
   static const OptionsSchema<RuntimeConfig> schema = [] {
@@ -46,7 +47,9 @@ const OptionsSchema<RuntimeConfig>& runtime_config_schema() {
              "Host tensors always use gloo (docs/gpu.md).",
              one_of({"nccl", "gloo"}))
         .key("threads_per_worker", &RuntimeConfig::threads_per_worker,
-             "Intra-op CPU threads per worker (0: this host's cores / workers on it).", at_least(0))
+             "Intra-op CPU threads per worker (0: $OMP_NUM_THREADS when rlcore inherits it, else the cores rlcore may "
+             "run on / workers on this host).",
+             at_least(0))
         .key("nnodes", &RuntimeConfig::nnodes,
              "Nodes of the default pool 'global'; the same number as trainer.nnodes (verl's name): set either "
              "(docs/launch.md).",
@@ -78,31 +81,31 @@ const OptionsSchema<PoolConfig>& pool_config_schema() {
 
 namespace {
 
-MeshShape parse_mesh(const ConfigNode& node) {
-  MeshShape mesh;
+runtime::MeshShape parse_mesh(const ConfigNode& node) {
+  runtime::MeshShape mesh;
   if (!node.defined() || node.is_null()) return mesh;
   for (const auto& name : node.keys()) {
     const int64_t size = node[name].as<int64_t>();
     if (size < 1) throw ConfigError("key " + node[name].describe() + " must be >= 1, got " + std::to_string(size));
-    mesh.push_back(MeshDim{name, size});
+    mesh.push_back(runtime::MeshDim{name, size});
   }
   return mesh;
 }
 
 }  // namespace
 
-std::vector<PoolSpec> resolve_pools(const RuntimeConfig& config, const std::vector<RoleSpec>& roles) {
-  std::map<std::string, RoleSpec> by_name;
+std::vector<runtime::PoolSpec> resolve_pools(const RuntimeConfig& config, const std::vector<runtime::RoleSpec>& roles) {
+  std::map<std::string, runtime::RoleSpec> by_name;
   for (const auto& role : roles) by_name[role.name] = role;
   const std::string role_names = join(roles, ", ", [](const auto& role) { return role.name; });
-  std::vector<PoolSpec> pools;
+  std::vector<runtime::PoolSpec> pools;
   std::set<std::string> placed;
   if (config.pools.defined() && !config.pools.is_null()) {
     for (const auto& name : config.pools.keys()) {
       const ConfigNode node = config.pools[name];
       if (name == "global") throw ConfigError("key " + node.describe() + ": 'global' is the default pool's name");
       const PoolConfig parsed = pool_config_schema().parse(node);
-      PoolSpec pool;
+      runtime::PoolSpec pool;
       pool.name = name;
       pool.nodes = parsed.nodes;
       pool.threads_per_worker = parsed.threads_per_worker > 0 ? parsed.threads_per_worker : config.threads_per_worker;
@@ -120,14 +123,14 @@ std::vector<PoolSpec> resolve_pools(const RuntimeConfig& config, const std::vect
         pool.roles.push_back(it->second);
       }
       try {
-        validate_mesh(pool.mesh, pool.size());
+        runtime::validate_mesh(pool.mesh, pool.size());
       } catch (const ValueError& e) {
         throw ConfigError("key " + node.describe() + ": " + e.what());
       }
       pools.push_back(std::move(pool));
     }
   }
-  PoolSpec global;
+  runtime::PoolSpec global;
   global.nodes.assign(static_cast<std::size_t>(config.nnodes), config.n_workers_per_node);
   global.threads_per_worker = config.threads_per_worker;
   for (const auto& role : roles) {
@@ -137,10 +140,10 @@ std::vector<PoolSpec> resolve_pools(const RuntimeConfig& config, const std::vect
   return pools;
 }
 
-ClusterOptions cluster_options(const RuntimeConfig& config, std::vector<PoolSpec> pools) {
+runtime::ClusterOptions cluster_options(const RuntimeConfig& config, std::vector<runtime::PoolSpec> pools) {
   using std::chrono::milliseconds;
   auto ms = [](double seconds) { return milliseconds(static_cast<int64_t>(seconds * 1000)); };
-  ClusterOptions options;
+  runtime::ClusterOptions options;
   options.launcher = config.launcher;
   options.bind_host = config.host;
   options.port = static_cast<int>(config.port);
@@ -159,4 +162,4 @@ ClusterOptions cluster_options(const RuntimeConfig& config, std::vector<PoolSpec
   return options;
 }
 
-}  // namespace rlcore::runtime
+}  // namespace rlcore::config

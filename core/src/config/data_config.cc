@@ -1,9 +1,9 @@
 // The `data` config section's schema (verl's key names and defaults).
-#include "rlcore/core/data/dataset.h"
+#include "rlcore/core/config/data_config.h"
 
 #include "rlcore/tokenizer/prompt_template.h"
 
-namespace rlcore::data {
+namespace rlcore::config {
 
 const OptionsSchema<DataConfig>& data_config_schema() {
   static const OptionsSchema<DataConfig> schema = [] {
@@ -43,4 +43,4 @@ const OptionsSchema<DataConfig>& data_config_schema() {
   return schema;
 }
 
-}  // namespace rlcore::data
+}  // namespace rlcore::config
