@@ -1,9 +1,14 @@
 // The calculator task's configs at a reduced size (docs/agent-loop.md#the-calculator-task): a tiny
-// model, SFT on demonstrations half of which call the calculator (150 steps of 32, where the
-// shipped recipe takes about 350 of 128), then multi-turn GRPO through the agent loop, rewarded (test-only
-// grader tool_turn) for a tool turn as the reward function sees it in extra_info.__num_turns__.
-// The model learns to reach for the tool: the tool-call rate and the reward rise in training and in
-// greedy validation. The full task's accuracy rows (3 seeds) are in the doc.
+// model, SFT on demonstrations 70% of which call the calculator (100 steps of 32, where the shipped
+// recipe takes about 350 of 128 at a 50% share), then multi-turn GRPO through the agent loop, rewarded
+// (test-only grader tool_turn) for a tool turn as the reward function sees it in
+// extra_info.__num_turns__. The model learns to reach for the tool: the tool-call rate and the reward
+// rise in training, and greedy validation calls it. The full task's accuracy rows (3 seeds) are in the doc.
+//
+// Where the sampled call rate starts differs with the machine's kernels and the workers' thread
+// count (the same seed trains a little differently, and short SFT amplifies it): 0.77 with one thread
+// per worker and 0.57 with two on the 2-core AVX2 CI machine, 0.37 where the test was first
+// written. So the rise is asserted as a share of the gap to 1, from a start that calls the tool at all.
 #include "e2e_testing.h"
 
 #include <filesystem>
@@ -23,12 +28,12 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
       {"model", "init", "--arch", "qwen2", "--size", "tiny", "--seed", "1", "--out", (ws / "tool_model").string()});
   REQUIRE(run.status == 0);
   run = e2e::run_rlcore({"data", "make", "--task", "arithmetic-tool", "--seed", "1", "--train", "8000", "--val", "64",
-                         "--sft-tool-share", "0.5", "--out", data});
+                         "--sft-tool-share", "0.7", "--out", data});
   INFO(run.output);
   REQUIRE(run.status == 0);
 
   run = e2e::run_rlcore({"sft", "--config", source + "/configs/grpo_tool_arithmetic_sft.yaml", tools,
-                         "trainer.default_local_dir=" + (ws / "sft").string(), "trainer.total_training_steps=150",
+                         "trainer.default_local_dir=" + (ws / "sft").string(), "trainer.total_training_steps=100",
                          "trainer.test_freq=-1", "trainer.stop_at_val_reward=0", "data.train_batch_size=32",
                          "actor_rollout_ref.actor.optim.lr=0.005", "data.train_files=" + data + "/sft.jsonl",
                          "data.val_files=" + data + "/val.jsonl",
@@ -49,7 +54,8 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
   REQUIRE(metrics.count(12) == 1);
   const double calls_first = e2e::mean_over_steps(metrics, "agent/tool_call_rate", 1, 3);
   const double calls_last = e2e::mean_over_steps(metrics, "agent/tool_call_rate", 10, 12);
-  CHECK(calls_last > calls_first + 0.2);  // 0.37 -> 0.87 when measured
+  REQUIRE(calls_first > 0.05);  // SFT taught the call: RL has groups with and without one to compare
+  CHECK(calls_last - calls_first >= 0.5 * (1.0 - calls_first));  // 0.77 -> 0.96 and 0.57 -> 0.91 when measured
   // The reward is the tool turn, read from extra_info.__num_turns__: it follows the call rate exactly.
   CHECK(e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12) == Approx(calls_last));
   // Greedy validation through the agent loop calls the tool (it may already before RL).
