@@ -5,7 +5,7 @@
 # other than rlcore::Error fails the run, naming the target and printing the path
 # of the input that did it (kept in build-sanitize/fuzz-artifacts/).
 #
-#   bash scripts/fuzz.sh [--seconds N] [TARGET...]   default: 20 s each (what CI runs), every target
+#   bash scripts/fuzz.sh [--seconds N] [TARGET...]   default: 20 s each (CI runs 10), every target
 #
 # Targets: config safetensors control_frames tokenizer_json serve_requests dataset_jsonl dataset_parquet.
 # New inputs the fuzzers find interesting go to build-sanitize/fuzz-corpus/<target>;
