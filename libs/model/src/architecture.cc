@@ -1,5 +1,5 @@
-// The architecture registry: the explicit list of the families rlcore builds
-// (one file each under architectures/), found by model_type.
+// The architecture registry: the families rlcore builds (one file each under
+// architectures/, listed by the build), found by model_type.
 #include "rlcore/model/architecture.h"
 
 #include <algorithm>
@@ -12,10 +12,7 @@ namespace rlcore::model {
 namespace {
 
 std::vector<Architecture> registered_architectures() {
-  std::vector<Architecture> all = {
-      deepseek_v3_architecture(), gemma2_architecture(), llama_architecture(), mistral_architecture(),
-      mixtral_architecture(),     qwen2_architecture(),  qwen3_architecture(), qwen3_moe_architecture(),
-  };
+  std::vector<Architecture> all = architecture_files();
   std::sort(all.begin(), all.end(),
             [](const Architecture& a, const Architecture& b) { return std::string(a.model_type) < b.model_type; });
   std::set<std::string> seen;

@@ -2,8 +2,10 @@
 // HF-compatible output and the size presets.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "rlcore/error.h"
 #include "rlcore/model/architecture.h"
@@ -172,6 +174,20 @@ TEST_CASE("each model_type is one registered architecture; an unknown one is ref
   CHECK_THROWS_WITH(rlcore::model::find_architecture("gpt2"),
                     Catch::Contains("'gpt2'") && Catch::Contains("deepseek_v3, gemma2, llama"));
   CHECK_THROWS_AS(rlcore::model::find_architecture("gpt2"), ConfigError);
+}
+
+TEST_CASE("every file under libs/model/src/architectures/ is registered, with its name as the model_type", "[model]") {
+  // The build generates the list from the files: a family is one file, with nothing to add elsewhere.
+  std::vector<std::string> families;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(rlcore_test::source_dir() + "/libs/model/src/architectures")) {
+    if (entry.path().extension() == ".cc") families.push_back(entry.path().stem().string());
+  }
+  REQUIRE(families.size() == rlcore::model::architectures().size());
+  for (const std::string& family : families) {
+    INFO(family << ".cc");
+    CHECK(rlcore::model::lookup_architecture(family) != nullptr);
+  }
 }
 
 TEST_CASE("other MoE and vision checkpoints are refused by their architectures field", "[model]") {

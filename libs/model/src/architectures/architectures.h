@@ -1,10 +1,11 @@
-// The registered architectures, one file each (architecture.cc lists them), and
-// the pieces a family built on another one reuses.
+// The registered architectures, one file each (the build lists them), and the
+// pieces a family built on another one reuses.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -12,14 +13,10 @@
 
 namespace rlcore::model {
 
-Architecture deepseek_v3_architecture();
-Architecture gemma2_architecture();
-Architecture llama_architecture();
-Architecture mistral_architecture();
-Architecture mixtral_architecture();
-Architecture qwen2_architecture();
-Architecture qwen3_architecture();
-Architecture qwen3_moe_architecture();
+// Every file here, <family>.cc, defines `Architecture <family>_architecture()`;
+// the build lists them (libs/CMakeLists.txt generates architecture_files.cc),
+// so a new family is one new file.
+std::vector<Architecture> architecture_files();
 
 // mistral.cc: `sliding_window` (absent: `absent`, null: none), read and written.
 void read_mistral_sliding_window(const nlohmann::json& json, const std::string& source, std::optional<int64_t> absent,
