@@ -1,6 +1,7 @@
 // Helpers of the end-to-end trainer tests (see e2e_testing.h).
 #include "e2e_testing.h"
 #include "../common/test_paths.h"
+#include "rlcore/core/checkpoint_init.h"
 
 #include <unistd.h>
 
@@ -53,10 +54,14 @@ std::string make_workspace(const std::string& name, int prompts) {
   const fs::path dir = fs::temp_directory_path() / ("rlcore_e2e_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const RunResult init = run_rlcore(
-      {"model", "init", "--arch", "qwen2", "--size", "tiny", "--seed", "3", "--out", (dir / "model").string()});
-  INFO(init.output);
-  REQUIRE(init.status == 0);
+  // In this process (`rlcore model init` does the same): a process of its own would cost a second of
+  // start-up (libtorch and its libraries) for each of the suite's 50-odd workspaces.
+  rlcore::ModelInitOptions init;
+  init.arch = "qwen2";
+  init.size = "tiny";
+  init.seed = 3;
+  init.out = dir / "model";
+  rlcore::init_random_checkpoint(init);
   std::ofstream data(dir / "prompts.jsonl");
   for (int i = 0; i < prompts; ++i) {
     const nlohmann::json record = {{"data_source", "letters"},

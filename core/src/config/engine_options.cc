@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlcore/error.h"
+#include "rlcore/registry.h"
 
 namespace rlcore::config {
 namespace {
@@ -65,9 +66,9 @@ ConfigNode actor_engine_options(const ActorRolloutRefConfig& config) {
   return options;
 }
 
-std::string weight_adaptor_for(const ActorRolloutRefConfig& config) {
+std::string weight_adaptor_for(const ActorRolloutRefConfig& config, const Registry& registry) {
   if (!config.hybrid_engine.weight_adaptor.empty()) return config.hybrid_engine.weight_adaptor;
-  return config.actor.strategy == "megatron" ? "megatron" : "identity";
+  return registry.find("weight_adaptor", config.actor.strategy) ? config.actor.strategy : "identity";
 }
 
 }  // namespace rlcore::config

@@ -162,7 +162,8 @@ void validate_trainer_components(const Registry& registry, const ConfigNode& tre
         .validate(arr.rollout.engine_options);
     component(registry, "sharding_manager", arr.rollout.sharding_manager, "actor_rollout_ref.rollout.sharding_manager")
         .validate(arr.hybrid_engine.options);
-    component(registry, "weight_adaptor", weight_adaptor_for(arr), "actor_rollout_ref.hybrid_engine.weight_adaptor")
+    component(registry, "weight_adaptor", weight_adaptor_for(arr, registry),
+              "actor_rollout_ref.hybrid_engine.weight_adaptor")
         .validate(ConfigNode());
     component(registry, "offloader", arr.hybrid_engine.offloader, "actor_rollout_ref.hybrid_engine.offloader")
         .validate(ConfigNode());

@@ -279,7 +279,8 @@ class ActorRolloutRef {
     HybridEngines engines;
     engines.train = actor_;
     engines.rollout = rollout_;
-    engines.adaptor = components.create<WeightAdaptor>(config::weight_adaptor_for(config_), ConfigNode(), context);
+    engines.adaptor =
+        components.create<WeightAdaptor>(config::weight_adaptor_for(config_, components), ConfigNode(), context);
     engines.offloader = components.create<Offloader>(hybrid.offloader, ConfigNode(), context);
     engines.layout = layout_;
     sharding_manager_->attach(std::move(engines));

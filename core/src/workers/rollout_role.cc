@@ -35,7 +35,8 @@ class StandaloneRollout {
       engine_context.comm = comm_.get();
     }
     engine_ = components.create<InferenceEngine>(config_.rollout.name, config_.rollout.engine_options, engine_context);
-    adaptor_ = components.create<WeightAdaptor>(config::weight_adaptor_for(config_), ConfigNode(), engine_context);
+    adaptor_ =
+        components.create<WeightAdaptor>(config::weight_adaptor_for(config_, components), ConfigNode(), engine_context);
     layout_ = rollout_layout(engine_context.comm);
   }
 

@@ -5,6 +5,7 @@
 #include "rlcore/inference_engine.h"
 #include "rlcore/registry.h"
 #include "rlcore/train_engine.h"
+#include "rlcore/weight_adaptor.h"
 #include "workers/parallel.h"
 #include "../../common/run_config_testing.h"
 
@@ -169,14 +170,21 @@ TEST_CASE("an engine that declares no parallel sizes (a plugin built against SDK
   CHECK(workers::actor_pool_mesh(p, 4).empty());
 }
 
-TEST_CASE("weight_adaptor follows the actor's strategy unless set") {
-  CHECK(config::weight_adaptor_for(run_config("{}").actor_rollout_ref) == "identity");
-  CHECK(config::weight_adaptor_for(run_config("actor_rollout_ref: {actor: {strategy: megatron}}").actor_rollout_ref) ==
-        "megatron");
+TEST_CASE("weight_adaptor: the one named like the actor's engine when registered, else identity, unless set") {
+  Registry registry;
+  PluginRegistrar registrar(registry, PluginOrigin{"parallel_test", "0.0.0", ""});
+  const auto none = [](const OneSize&) { return std::shared_ptr<WeightAdaptor>(); };
+  registrar.add<WeightAdaptor>("identity", "stand-in", OptionsSchema<OneSize>(), none);
+  CHECK(config::weight_adaptor_for(run_config("{}").actor_rollout_ref, registry) == "identity");
+  const auto megatron = run_config("actor_rollout_ref: {actor: {strategy: megatron}}").actor_rollout_ref;
+  CHECK(config::weight_adaptor_for(megatron, registry) == "identity");  // no adaptor of its name yet
+  registrar.add<WeightAdaptor>("megatron", "stand-in", OptionsSchema<OneSize>(), none);
+  CHECK(config::weight_adaptor_for(megatron, registry) == "megatron");
   CHECK(config::weight_adaptor_for(run_config(R"(
 actor_rollout_ref:
   actor: {strategy: megatron}
   hybrid_engine: {weight_adaptor: custom}
 )")
-                                       .actor_rollout_ref) == "custom");
+                                       .actor_rollout_ref,
+                                   registry) == "custom");
 }

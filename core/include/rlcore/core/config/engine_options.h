@@ -9,6 +9,7 @@
 #include "rlcore/core/config/actor_rollout_ref_config.h"
 #include "rlcore/core/config/critic_config.h"
 #include "rlcore/export.h"
+#include "rlcore/registry.h"
 
 namespace rlcore::config {
 
@@ -26,8 +27,9 @@ RLCORE_API ConfigNode ref_engine_options(const ActorRolloutRefConfig& config);
 RLCORE_API ConfigNode critic_engine_options(const CriticConfig& config);
 
 // The weight adaptor the hybrid engine uses: hybrid_engine.weight_adaptor when
-// set, else the one matching the actor's layout (megatron for the megatron
-// strategy, identity for HF-named trainers such as fsdp).
-RLCORE_API std::string weight_adaptor_for(const ActorRolloutRefConfig& config);
+// set, else the one registered under the actor's engine name (a train engine
+// whose tensors are not HF-named ships an adaptor of its own name, as megatron
+// does), else identity (HF-named trainers such as fsdp).
+RLCORE_API std::string weight_adaptor_for(const ActorRolloutRefConfig& config, const Registry& registry);
 
 }  // namespace rlcore::config
