@@ -7,7 +7,8 @@ OptionsSchema<HybridEngineConfig> hybrid_engine_schema() {
   OptionsSchema<HybridEngineConfig> schema;
   schema
       .key("weight_adaptor", &HybridEngineConfig::weight_adaptor,
-           "Actor -> rollout layout (a weight_adaptor); empty: megatron for actor.strategy megatron, else identity.")
+           "Actor -> rollout layout (a weight_adaptor); empty: the one named like actor.strategy when a plugin "
+           "registers it (megatron), else identity.")
       .key("offloader", &HybridEngineConfig::offloader, "Moves actor state to host during rollout (an offloader).")
       .other_keys_to(&HybridEngineConfig::options);
   return schema;
