@@ -15,6 +15,11 @@ using namespace fsdp_test;
 namespace {
 
 constexpr double kTolerance = 2e-5;
+// A value head's parameters after Adam steps, 1 rank against 2: the gradients' summation order
+// differs, and Adam can turn a near-zero gradient's rounding into up to a full step. Measured 2.0e-5
+// and 2.3e-5 with libtorch 2.11 on a 2-core AVX2 EPYC (under 2e-5 with Debian's 1.13, and on the
+// machine the tolerance was first set on).
+constexpr double kCriticTolerance = 4e-5;
 
 struct Run {
   fs::path out;
@@ -51,8 +56,8 @@ Suite& suite() {
   return instance;
 }
 
-void check_same_training(const Run& reference, const Run& run, size_t steps) {
-  CHECK(max_abs_diff(reference.params(), run.params()) < kTolerance);
+void check_same_training(const Run& reference, const Run& run, size_t steps, double tolerance = kTolerance) {
+  CHECK(max_abs_diff(reference.params(), run.params()) < tolerance);
   // Outputs inherit the parameters' differences scaled by their own size (a value head's
   // outputs are not O(1) like log-probs).
   const at::Tensor expected = reference.outputs();
@@ -162,7 +167,7 @@ TEST_CASE("Ulysses sequence parallelism trains like 1 rank and halves the activa
   SECTION("a critic (value head), sp=2") {
     const Run critic = s.run(1, {"--scenario", "train", "--steps", "2", "--head", "value"});
     const Run split = s.run(2, {"--scenario", "train", "--steps", "2", "--head", "value", "--sp", "2"});
-    CHECK(max_abs_diff(critic.params(), split.params()) < kTolerance);
+    CHECK(max_abs_diff(critic.params(), split.params()) < kCriticTolerance);
     const at::Tensor expected = critic.outputs();
     CHECK((gathered_outputs(split.out, 2, "out", 2) - expected).abs().max().item<double>() <
           kTolerance * std::max(1.0, expected.abs().max().item<double>()));
@@ -184,7 +189,7 @@ TEST_CASE("a critic (value head from an LM checkpoint) trains the same on 1 and 
   Suite& s = suite();
   const Run one = s.run(1, {"--scenario", "train", "--steps", "2", "--head", "value"});
   const Run two = s.run(2, {"--scenario", "train", "--steps", "2", "--head", "value", "--micro", "1"});
-  check_same_training(one, two, 2);
+  check_same_training(one, two, 2, kCriticTolerance);
   const auto params = two.params();
   CHECK(params.back().first == "score.bias");
 }
