@@ -6,7 +6,13 @@
 
 namespace faults {
 
-// Runs every phase x action of the matrix with `workers` workers (Catch checks).
-void check_every_phase(int workers);
+// Which cells of the phase x action matrix a run covers.
+enum class Cells {
+  kEvery,           // every phase with every action (and `kill` twice)
+  kKillAndOneMore,  // every phase killed once, and each phase one of the other actions in turn
+};
+
+// Runs the `cells` of the matrix with `workers` workers (Catch checks).
+void check_every_phase(int workers, Cells cells);
 
 }  // namespace faults

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 TEST_CASE("a worker that dies or hangs in any phase is named first, with two workers", "[faults]") {
-  faults::check_every_phase(2);
+  faults::check_every_phase(2, faults::Cells::kEvery);
 }
 
 // A collective writing to a peer that has just died meets a broken pipe. The
