@@ -59,7 +59,9 @@ struct Suite {
     args.insert(args.begin(), {"--model", model_dir});
     Run result;
     result.out = work.path() / ("run_" + std::to_string(runs.size()));
-    result.ranks = run_ranks(world, result.out, args, std::chrono::seconds(120), hybrid_runner());
+    // Fresh processes: the runs' measured peaks are the resident memory of the process.
+    result.ranks =
+        run_ranks(world, result.out, args, std::chrono::seconds(120), hybrid_runner(), RankProcesses::kFresh);
     return runs.emplace(key, result).first->second;
   }
   TempDir model;
