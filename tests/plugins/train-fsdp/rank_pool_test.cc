@@ -16,10 +16,13 @@ TEST_CASE("a pooled rank runner answers each scenario's exit code and serves the
   const auto scenario = [&](const std::string& name, const std::string& run) {
     fs::create_directories(work.path() / run);
     return [&, name, run](int64_t) {
-      return std::vector<std::string>{"--rank",     "0",         "--world",  "1",
+      return std::vector<std::string>{"--rank",     "0",
+                                      "--world",    "1",
                                       "--port",     std::to_string(store.port()),
-                                      "--prefix",   run,         "--out",    (work.path() / run).string(),
-                                      "--model",    model.str(), "--scenario", name,
+                                      "--prefix",   run,
+                                      "--out",      (work.path() / run).string(),
+                                      "--model",    model.str(),
+                                      "--scenario", name,
                                       "--steps",    "1"};
     };
   };
