@@ -76,10 +76,11 @@ constexpr int kRankRunnerStatusFd = 3;
 
 // `<runner> --serve`: one scenario per line of stdin (a JSON array of the
 // arguments a fresh process would get), its exit code written to
-// kRankRunnerStatusFd, until stdin ends. A scenario starts from the random
-// state a fresh process starts from, so a result does not depend on what the
-// process ran before; what else a scenario sets for the process (the thread
-// count) every scenario sets the same way.
+// kRankRunnerStatusFd, until stdin ends. Every scenario starts from the same
+// random state (libtorch's default seed; a fresh process's generator is seeded
+// at random), so a result does not depend on what the process ran before; what
+// else a scenario sets for the process (the thread count) every scenario sets
+// the same way.
 inline int serve_rank_scenarios(const std::string& runner, const std::function<int(const RunnerArgs&)>& run) {
   std::string line;
   while (std::getline(std::cin, line)) {

@@ -8,6 +8,8 @@
 //                    [--micro N] [--dynamic TOKENS] [--dtype float32|bfloat16] [--head lm|value]
 //                    [--reduce-dtype float32|bfloat16] [--checkpointing 1|0] [--lora-rank R]
 //                    [--remove-padding 1|0] [--sp N]
+//   fsdp_rank_runner --scenario draw --out DIR: draws from the default CPU generator, unseeded
+//                    (rank_pool_test: every pooled scenario starts from the same random state)
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -82,6 +84,10 @@ Snapshot snapshot(const train_fsdp::FsdpEngine& engine) {
 int run(const std::map<std::string, std::string>& args) {
   at::set_num_threads(1);
   const std::string scenario = arg(args, "scenario");
+  if (scenario == "draw") {
+    save_safetensors(fs::path(arg(args, "out")) / "draw.safetensors", {{"draw", at::rand({8})}});
+    return 0;
+  }
   const int64_t rank = std::stoll(arg(args, "rank"));
   const int64_t world = std::stoll(arg(args, "world"));
   const fs::path out_dir = arg(args, "out");
