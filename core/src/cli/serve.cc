@@ -1,6 +1,7 @@
 // `rlcore serve`: an OpenAI/vLLM-compatible HTTP server over any
 // inference_engine plugin, until SIGINT or SIGTERM.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -38,11 +39,16 @@ struct ServeArgs {
   std::string device = "cpu";
   int64_t threads = 0;  // 0: every core of this machine
   bool dev_mode = false;
+  double request_timeout_s = 0;
+  double keep_alive_timeout_s = 5;
 };
 
 // Where the signal handler writes; a handler can reach nothing but a global,
 // and only on_stop_signal reads this one.
 int g_stop_pipe = -1;
+
+// Below this many open files the banner says how many clients can connect.
+constexpr rlim_t kOpenFilesWanted = 4096;
 
 void on_stop_signal(int signal) {
   const auto byte = static_cast<unsigned char>(signal);
@@ -98,6 +104,20 @@ class StopSignals {
   struct sigaction previous_term_ {};
 };
 
+// Raises this process's open-file limit to its hard limit (stock Debian's soft
+// limit is 1024: a server would refuse clients past about a thousand). Returns
+// the limit now in force.
+rlim_t raise_open_file_limit() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  if (limit.rlim_cur < limit.rlim_max) {
+    struct rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) return raised.rlim_cur;
+  }
+  return limit.rlim_cur;
+}
+
 // The engine's max_model_len option when it declares one, else the model's.
 // A value the user set is checked against the model; the engine's default is
 // clamped to it. Either way the engine is told the value the server checks.
@@ -149,6 +169,10 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
       "served-model-name", po::value(&serve.served_model_name), "model id clients send (default: --model)")(
       "device", po::value(&serve.device), "auto | cpu | cuda | cuda:N (default cpu)")(
       "threads", po::value(&serve.threads), "intra-op threads of the engine's CPU kernels (default: every core)")(
+      "request-timeout-s", po::value(&serve.request_timeout_s),
+      "abort a completion still running after this many seconds and answer 504 (default 0: no deadline)")(
+      "keep-alive-timeout-s", po::value(&serve.keep_alive_timeout_s),
+      "close an idle keep-alive connection after this many seconds (default 5, as vLLM's uvicorn)")(
       "dev-mode", po::bool_switch(&serve.dev_mode),
       "also serve the routes RL trainers use on vLLM (VLLM_SERVER_DEV_MODE=1) and SGLang: sleep/wake_up, "
       "pause/resume, reload weights from disk, weight version (docs/serve.md)");
@@ -169,6 +193,12 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
     throw ConfigError("--port must be in [0, 65535], got " + std::to_string(serve.port));
   }
   if (serve.threads < 0) throw ConfigError("--threads must be >= 0, got " + std::to_string(serve.threads));
+  if (!(serve.request_timeout_s >= 0)) {
+    throw ConfigError("--request-timeout-s must be >= 0, got " + std::to_string(serve.request_timeout_s));
+  }
+  if (!(serve.keep_alive_timeout_s > 0)) {
+    throw ConfigError("--keep-alive-timeout-s must be > 0, got " + std::to_string(serve.keep_alive_timeout_s));
+  }
   if (serve.api_key.empty()) {
     if (const char* key = std::getenv("RLCORE_API_KEY")) serve.api_key = key;
   }
@@ -204,6 +234,9 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
   auto api = std::make_shared<serve::OpenAiApi>(
       std::move(engine), serve::load_served_model(serve.model_dir, serve.served_model_name, max_model_len));
   serve::ServerOptions server_options{serve.api_key};
+  server_options.request_timeout_s = serve.request_timeout_s;
+  server_options.keep_alive_timeout_s = serve.keep_alive_timeout_s;
+  const rlim_t open_files = raise_open_file_limit();
   if (serve.dev_mode) server_options.dev_mode = std::make_shared<serve::DevModeApi>(api, serve.model_dir);
   serve::Server server(api, server_options);
   const int port = server.bind(serve.host, serve.port);
@@ -212,8 +245,12 @@ int run_command_serve(const std::vector<std::string>& args, CommandIo io) {
                  serve.host);
   }
   io.out << "rlcore serve: model '" << api->model().name << "' (engine " << serve.engine << ", max_model_len "
-         << max_model_len << ", " << threads << " threads) listening on http://" << serve.host << ":" << port
-         << std::endl;
+         << max_model_len << ", " << threads << " threads, open files " << open_files << ") listening on http://"
+         << serve.host << ":" << port << std::endl;
+  if (open_files < kOpenFilesWanted) {
+    io.out << "rlcore serve: the open-file limit is " << open_files << " (hard limit; `ulimit -Hn` raises it): about "
+           << open_files - 32 << " clients at once can connect" << std::endl;
+  }
 
   const StopSignals stop_signals;
   std::thread waiter([&] {

@@ -3,7 +3,6 @@
 #include "rlcore/core/serve/api.h"
 
 #include <ctime>
-#include <shared_mutex>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include "rlcore/core/serve/responses.h"
 #include "rlcore/core/serve/stream.h"
 #include "serve/answer.h"
+#include "serve/deferred_answer.h"
 #include "serve/request_driver.h"
 #include "rlcore/error.h"
 
@@ -36,7 +36,7 @@ void OpenAiApi::with_engine(const std::function<void(InferenceEngine&)>& use) {
     driver_->run_on_stepping_thread([&] { use(*engine_); });
     return;
   }
-  std::unique_lock<std::shared_mutex> lock(engine_mutex_);
+  const OwnedEngineUse owned(engine_use_);
   if (driver_) {
     driver_->run_on_stepping_thread([&] { use(*engine_); });
   } else {
@@ -67,18 +67,26 @@ ApiResponse OpenAiApi::completions(const std::string& body) {
     const PreparedCompletion prepared = prepare_completion(request, model_);
     const std::string id = make_completion_id();
     const auto created = static_cast<int64_t>(std::time(nullptr));
-    if (request.stream && driver_) {
-      return live_stream("/v1/completions", id, request, prepared, [this, id, created](const auto& r, const auto& p) {
-        return completion_stream_encoder(r, p, model_, id, created);
-      });
+    if (driver_) {
+      DeferredAnswer::EncoderFactory encoder;
+      if (request.stream) {
+        encoder = [this, id, created](const auto& r, const auto& p) {
+          return completion_stream_encoder(r, p, model_, id, created);
+        };
+      }
+      return deferred_answer(
+          "/v1/completions", id, request, prepared, std::move(encoder),
+          [this, request, prepared, id, created](const GenerationOutput& output) {
+            return json_text(build_completion_response(request, prepared, output, model_, id, created));
+          });
     }
     const GateTicket ticket(gate_);  // a paused server refuses (503) before a stream begins
     if (request.stream) {
       return answer_stream("/v1/completions", [&] {
-        return build_completion_stream(request, prepared, generate(prepared, id), model_, id, created);
+        return build_completion_stream(request, prepared, generate(prepared), model_, id, created);
       });
     }
-    return ok(build_completion_response(request, prepared, generate(prepared, id), model_, id, created));
+    return ok(build_completion_response(request, prepared, generate(prepared), model_, id, created));
   });
 }
 
@@ -92,59 +100,45 @@ ApiResponse OpenAiApi::chat_completions(const std::string& body) {
     const PreparedCompletion prepared = prepare_completion(request.completion, model_);
     const std::string id = make_chat_completion_id();
     const auto created = static_cast<int64_t>(std::time(nullptr));
-    if (request.completion.stream && driver_) {
-      return live_stream(
-          "/v1/chat/completions", id, request.completion, prepared,
-          [this, id, created](const auto& r, const auto&) { return chat_stream_encoder(r, model_, id, created); });
+    if (driver_) {
+      DeferredAnswer::EncoderFactory encoder;
+      if (request.completion.stream) {
+        encoder = [this, id, created](const auto& r, const auto&) {
+          return chat_stream_encoder(r, model_, id, created);
+        };
+      }
+      return deferred_answer("/v1/chat/completions", id, request.completion, prepared, std::move(encoder),
+                             [this, request, prepared, id, created](const GenerationOutput& output) {
+                               return json_text(build_chat_response(request, prepared, output, model_, id, created));
+                             });
     }
     const GateTicket ticket(gate_);
     if (request.completion.stream) {
       return answer_stream("/v1/chat/completions", [&] {
-        return build_chat_stream(request, prepared, generate(prepared, id), model_, id, created);
+        return build_chat_stream(request, prepared, generate(prepared), model_, id, created);
       });
     }
-    return ok(build_chat_response(request, prepared, generate(prepared, id), model_, id, created));
+    return ok(build_chat_response(request, prepared, generate(prepared), model_, id, created));
   });
 }
 
-GenerationOutput OpenAiApi::generate(const PreparedCompletion& prepared, const std::string& id) {
-  if (driver_) {
-    std::shared_lock<std::shared_mutex> lock(engine_mutex_);
-    return driver_->generate(prepared.prompt_token_ids, prepared.sampling, {}, id);
-  }
-  std::unique_lock<std::shared_mutex> lock(engine_mutex_);
+GenerationOutput OpenAiApi::generate(const PreparedCompletion& prepared) {
+  const OwnedEngineUse owned(engine_use_);
   return engine_->generate(prepared.prompt_token_ids, prepared.sampling);
 }
 
-ApiResponse OpenAiApi::live_stream(const char* route, const std::string& id, CompletionRequest request,
-                                   PreparedCompletion prepared, EncoderFactory encoder) {
-  // Held until the last event is written: a paused server refuses (503) before the stream begins.
-  auto ticket = std::make_shared<GateTicket>(gate_);
-  auto engine = std::make_shared<std::shared_lock<std::shared_mutex>>(engine_mutex_);
-  auto state =
-      std::make_shared<std::pair<CompletionRequest, PreparedCompletion>>(std::move(request), std::move(prepared));
+ApiResponse OpenAiApi::deferred_answer(const char* route, const std::string& id, CompletionRequest request,
+                                       PreparedCompletion prepared, EncoderFactory encoder, BodyBuilder build) {
+  // Held until the generation ends: a paused server refuses (503) before it begins.
+  std::vector<std::shared_ptr<void>> held{std::make_shared<GateTicket>(gate_),
+                                          std::make_shared<SharedEngineUse>(engine_use_)};
+  auto answer = std::make_shared<DeferredAnswer>(route, std::move(request), std::move(prepared), model_,
+                                                 std::move(encoder), std::move(build), std::move(held));
+  // Started here, so a refusal (a full queue: 503) is the request's answer.
+  driver_->start(answer->prepared().prompt_token_ids, answer->prepared().sampling, answer->listener(), id);
   ApiResponse response;
-  response.live = [this, route, id, ticket, engine, state,
-                   encoder = std::move(encoder)](const std::function<bool(const std::string&)>& write) {
-    const auto& [request, prepared] = *state;
-    LiveStream stream(encoder(request, prepared), request, prepared, model_);
-    bool open = true;
-    for (const std::string& event : stream.begin()) open = open && write(event);
-    try {
-      driver_->generate(
-          prepared.prompt_token_ids, prepared.sampling,
-          [&](const RequestDriver::Token& token) {
-            open = open && write(stream.token(token.sample, token.id, token.logprob, token.finish));
-            return open;  // false: the client has gone, its requests are aborted
-          },
-          id);
-    } catch (...) {
-      const ApiResponse failure =
-          answer(route, []() -> ApiResponse { std::rethrow_exception(std::current_exception()); });
-      for (const std::string& event : stream_error_events(failure.body)) open = open && write(event);
-      return;
-    }
-    for (const std::string& event : stream.end()) open = open && write(event);
+  response.deferred = [this, answer, id](std::shared_ptr<ResponseSink> sink) {
+    answer->attach(std::move(sink), [this, id] { driver_->abort_tag(id); });
   };
   return response;
 }

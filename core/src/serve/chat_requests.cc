@@ -10,6 +10,7 @@ namespace {
 using Ordered = nlohmann::ordered_json;
 
 Ordered parse_ordered_object(const std::string& text) {
+  check_json_depth(text);
   Ordered body;
   try {
     body = Ordered::parse(text);
@@ -64,6 +65,27 @@ ChatPrompt read_chat_prompt(const Ordered& body) {
   return prompt;
 }
 
+// vLLM's checks of top_logprobs (ChatCompletionRequest.check_logprobs, then
+// the engine's max_logprobs).
+void check_top_logprobs(const Ordered& body, bool logprobs, const RequestLimits& limits) {
+  const auto it = body.find("top_logprobs");
+  if (it == body.end() || it->is_null()) return;
+  if (!it->is_number_integer()) {
+    throw bad_request("top_logprobs must be an integer, got " + it->dump() + ".", "top_logprobs");
+  }
+  const auto top = it->get<int64_t>();
+  if (top < -1) throw bad_request("`top_logprobs` must be a positive value or -1.", "top_logprobs");
+  if (top != 0 && !logprobs) {
+    throw bad_request("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
+  }
+  if (top == -1 || top > limits.max_logprobs) {
+    throw bad_request("Requested sample logprobs of " +
+                          (top == -1 ? std::string("-1 (the whole vocabulary)") : std::to_string(top)) +
+                          ", which is greater than max allowed: " + std::to_string(limits.max_logprobs),
+                      "top_logprobs");
+  }
+}
+
 }  // namespace
 
 ChatPrompt parse_chat_prompt(const std::string& text) { return read_chat_prompt(parse_ordered_object(text)); }
@@ -89,7 +111,9 @@ ChatRequest parse_chat_request(const std::string& text, const RequestLimits& lim
   if (body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null()) {
     completion["max_tokens"] = body["max_completion_tokens"];
   }
-  if (read_flag(body, "logprobs", false)) completion["logprobs"] = 0;
+  const bool logprobs = read_flag(body, "logprobs", false);
+  check_top_logprobs(body, logprobs, limits);
+  if (logprobs) completion["logprobs"] = 0;
   request.completion = parse_completion_request(completion, limits);
   request.completion.prompts.clear();
   request.completion.add_special_tokens = request.prompt.add_special_tokens;

@@ -1,7 +1,9 @@
 // The stepping thread of RequestDriver and the calls waiting on it.
 #include "serve/request_driver.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <unordered_map>
 #include <optional>
 
@@ -23,11 +25,8 @@ int64_t sample_seed(int64_t seed, size_t k) {
 struct RequestDriver::Call {
   std::vector<std::optional<RequestOutput>> outputs;
   size_t remaining = 0;
-  std::string error;  // set when stepping failed
-  bool streaming = false;
   std::string tag;
-  std::deque<Token> arrived;  // streamed tokens not yet handed to on_token
-  std::condition_variable changed;
+  Listener listener;
 };
 
 RequestDriver::RequestDriver(GeneratesRequests& engine) : engine_(engine), thread_([this] { run(); }) {}
@@ -42,19 +41,19 @@ RequestDriver::~RequestDriver() {
   fail_all("rlcore serve is shutting down");
 }
 
-GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>& prompts,
-                                         const SamplingParams& sampling,
-                                         const std::function<bool(const Token&)>& on_token, const std::string& tag) {
-  Call call;
-  call.tag = tag;
+void RequestDriver::start(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling,
+                          Listener listener, const std::string& tag) {
+  auto call = std::make_shared<Call>();
+  call->tag = tag;
+  call->listener = std::move(listener);
   const size_t count = prompts.size() * static_cast<size_t>(sampling.n);
-  call.outputs.resize(count);
-  call.remaining = count;
-  call.streaming = static_cast<bool>(on_token);
+  call->outputs.resize(count);
+  call->remaining = count;
   std::vector<GenerationRequest> requests(count);
   std::vector<std::string> ids;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) throw Error("rlcore serve is shutting down");
     for (size_t k = 0; k < count; ++k) {
       GenerationRequest& r = requests[k];
       r.id = "serve-" + std::to_string(next_id_++);
@@ -62,7 +61,7 @@ GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>
       r.sampling = sampling;
       r.sampling.n = 1;
       if (sampling.seed >= 0) r.sampling.seed = sample_seed(sampling.seed, k);
-      owners_[r.id] = Owner{&call, k, r};
+      owners_[r.id] = Owner{call, k, r};
       ids.push_back(r.id);
     }
   }
@@ -75,37 +74,61 @@ GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>
     for (const std::string& id : ids) owners_.erase(id);
     throw;
   }
-  std::unique_lock<std::mutex> lock(mutex_);
   work_.notify_all();
-  bool listening = call.streaming;
-  while (true) {
-    call.changed.wait(lock, [&] { return !call.arrived.empty() || call.remaining == 0 || !call.error.empty(); });
-    if (!call.error.empty()) throw Error(call.error);
+}
+
+GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>& prompts,
+                                         const SamplingParams& sampling,
+                                         const std::function<bool(const Token&)>& on_token, const std::string& tag) {
+  // The callbacks queue what arrives; this thread hands it on, so on_token runs here.
+  struct Waiting {
+    std::mutex mutex;
+    std::condition_variable changed;
     std::deque<Token> arrived;
-    arrived.swap(call.arrived);
+    std::optional<GenerationOutput> output;
+    std::optional<std::string> error;
+  };
+  auto waiting = std::make_shared<Waiting>();
+  Listener listener;
+  if (on_token) {
+    listener.on_token = [waiting](const Token& token) {
+      std::lock_guard<std::mutex> lock(waiting->mutex);
+      waiting->arrived.push_back(token);
+      waiting->changed.notify_all();
+    };
+  }
+  listener.on_done = [waiting](GenerationOutput output) {
+    std::lock_guard<std::mutex> lock(waiting->mutex);
+    waiting->output = std::move(output);
+    waiting->changed.notify_all();
+  };
+  listener.on_error = [waiting](const std::string& error) {
+    std::lock_guard<std::mutex> lock(waiting->mutex);
+    waiting->error = error;
+    waiting->changed.notify_all();
+  };
+  const std::string call_tag = tag.empty() ? "call-" + std::to_string(next_call_++) : tag;
+  start(prompts, sampling, std::move(listener), call_tag);
+  std::unique_lock<std::mutex> lock(waiting->mutex);
+  bool listening = static_cast<bool>(on_token);
+  while (true) {
+    waiting->changed.wait(lock, [&] { return !waiting->arrived.empty() || waiting->output || waiting->error; });
+    if (waiting->error) throw Error(*waiting->error);
+    std::deque<Token> arrived;
+    arrived.swap(waiting->arrived);
     if (listening && !arrived.empty()) {
       lock.unlock();
       for (const Token& token : arrived) {
         if (!on_token(token)) {
           listening = false;  // the listener has gone: stop the rest
-          abort_ids(ids);
+          abort_tag(call_tag);
           break;
         }
       }
       lock.lock();
     }
-    if (call.remaining == 0 && call.arrived.empty()) break;
+    if (waiting->output && waiting->arrived.empty()) return std::move(*waiting->output);
   }
-
-  GenerationOutput out;
-  for (std::optional<RequestOutput>& output : call.outputs) {
-    for (int64_t version : output->generated.weight_versions)
-      out.weight_version = std::max(out.weight_version, version);
-    out.token_ids.push_back(std::move(output->generated.token_ids));
-    out.logprobs.push_back(std::move(output->generated.logprobs));
-    out.finish_reasons.push_back(output->finish_reason);
-  }
-  return out;
 }
 
 void RequestDriver::run_on_stepping_thread(const std::function<void()>& task) {
@@ -162,8 +185,12 @@ void RequestDriver::restart_in_flight() {
       engine_.submit(request);
     } catch (const std::exception&) {
       // Refused now (the engine changed under it): the caller gets what it had, as an abort.
-      std::lock_guard<std::mutex> lock(mutex_);
-      deliver_locked(std::move(*out));
+      std::shared_ptr<Call> done;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done = deliver_locked(std::move(*out));
+      }
+      if (done) finish(*done);
     }
   }
 }
@@ -193,28 +220,47 @@ void RequestDriver::abort_ids(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) {
     std::optional<RequestOutput> out = engine_.abort(id);
     if (!out) continue;  // finished meanwhile (or never known): the stepping thread delivers it
-    std::lock_guard<std::mutex> lock(mutex_);
-    deliver_locked(std::move(*out));
+    std::shared_ptr<Call> done;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done = deliver_locked(std::move(*out));
+    }
+    if (done) finish(*done);
   }
 }
 
-void RequestDriver::deliver_locked(RequestOutput out) {
+std::shared_ptr<RequestDriver::Call> RequestDriver::deliver_locked(RequestOutput out) {
   auto owner = owners_.find(out.id);
-  if (owner == owners_.end()) return;
-  Call* call = owner->second.call;
+  if (owner == owners_.end()) return nullptr;
+  std::shared_ptr<Call> call = std::move(owner->second.call);
   const size_t index = owner->second.index;
   owners_.erase(owner);
   call->outputs[index] = std::move(out);
-  if (--call->remaining == 0) call->changed.notify_all();
+  return --call->remaining == 0 ? call : nullptr;
+}
+
+void RequestDriver::finish(Call& call) {
+  GenerationOutput out;
+  for (std::optional<RequestOutput>& output : call.outputs) {
+    for (int64_t version : output->generated.weight_versions)
+      out.weight_version = std::max(out.weight_version, version);
+    out.token_ids.push_back(std::move(output->generated.token_ids));
+    out.logprobs.push_back(std::move(output->generated.logprobs));
+    out.finish_reasons.push_back(output->finish_reason);
+  }
+  call.listener.on_done(std::move(out));
 }
 
 void RequestDriver::fail_all(const std::string& why) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [id, owner] : owners_) {
-    owner.call->error = why;
-    owner.call->changed.notify_all();
+  std::vector<std::shared_ptr<Call>> failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [id, owner] : owners_) {
+      if (std::find(failed.begin(), failed.end(), owner.call) == failed.end()) failed.push_back(owner.call);
+    }
+    owners_.clear();
   }
-  owners_.clear();
+  for (const auto& call : failed) call->listener.on_error(why);
 }
 
 void RequestDriver::run() {
@@ -240,24 +286,31 @@ void RequestDriver::run() {
       fail_all(std::string("generation failed: ") + e.what());
       continue;
     }
-    std::unique_lock<std::mutex> lock(mutex_);
-    std::unordered_map<std::string, FinishReason> finishing;
-    for (const RequestOutput& finished : out.finished) finishing.emplace(finished.id, finished.finish_reason);
-    for (const TokenDelta& delta : out.deltas) {
-      auto owner = owners_.find(delta.id);
-      if (owner == owners_.end() || !owner->second.call->streaming) continue;
-      Call* call = owner->second.call;
-      for (size_t t = 0; t < delta.tokens.size(); ++t) {
-        Token token{owner->second.index, delta.tokens.token_ids[t], delta.tokens.logprobs[t], std::nullopt};
-        auto finish = finishing.find(delta.id);
-        if (t + 1 == delta.tokens.size() && finish != finishing.end()) token.finish = finish->second;
-        call->arrived.push_back(token);
+    std::vector<std::pair<std::shared_ptr<Call>, Token>> arrived;
+    std::vector<std::shared_ptr<Call>> done;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      std::unordered_map<std::string, FinishReason> finishing;
+      for (const RequestOutput& finished : out.finished) finishing.emplace(finished.id, finished.finish_reason);
+      for (const TokenDelta& delta : out.deltas) {
+        auto owner = owners_.find(delta.id);
+        if (owner == owners_.end() || !owner->second.call->listener.on_token) continue;
+        for (size_t t = 0; t < delta.tokens.size(); ++t) {
+          Token token{owner->second.index, delta.tokens.token_ids[t], delta.tokens.logprobs[t], std::nullopt};
+          auto finish = finishing.find(delta.id);
+          if (t + 1 == delta.tokens.size() && finish != finishing.end()) token.finish = finish->second;
+          arrived.emplace_back(owner->second.call, token);
+        }
       }
-      call->changed.notify_all();
+      for (RequestOutput& finished : out.finished) {
+        if (auto call = deliver_locked(std::move(finished))) done.push_back(std::move(call));
+      }
+      // Owners registered but not yet submitted: wait briefly instead of spinning.
+      if (out.deltas.empty() && !owners_.empty() && !frozen_) work_.wait_for(lock, std::chrono::milliseconds(1));
     }
-    for (RequestOutput& finished : out.finished) deliver_locked(std::move(finished));
-    // Owners registered but not yet submitted: wait briefly instead of spinning.
-    if (out.deltas.empty() && !owners_.empty() && !frozen_) work_.wait_for(lock, std::chrono::milliseconds(1));
+    // Outside the lock: a listener may start or abort calls.
+    for (const auto& [call, token] : arrived) call->listener.on_token(token);
+    for (const auto& call : done) finish(*call);
   }
 }
 

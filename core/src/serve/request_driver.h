@@ -1,7 +1,9 @@
 // RequestDriver: how concurrent HTTP requests of `rlcore serve` share decode
-// steps. Handler threads submit their prompts as requests of the engine's
-// GeneratesRequests capability and wait; one thread steps the engine while
-// any request is unfinished, so requests join and leave one running batch.
+// steps. Prompts are submitted as requests of the engine's GeneratesRequests
+// capability; one thread steps the engine while any request is unfinished, so
+// requests join and leave one running batch. start() returns at once and
+// hands tokens and the answer to callbacks (the event-driven server: no
+// thread waits per request); generate() waits for them.
 //
 // The stepping thread is the only thread that runs the engine's kernels (the
 // dev-mode routes' reloads and sleeps run on it too, run_on_stepping_thread):
@@ -12,12 +14,14 @@
 // slower on 2 cores). `rlcore serve` loads the engine on a thread that ends.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -45,6 +49,21 @@ class RequestDriver {
     float logprob = 0;
     std::optional<FinishReason> finish;
   };
+
+  // What start() reports, each on the stepping thread or on the thread that
+  // aborts the call: tokens as they arrive (in order within a sample), then
+  // exactly one of on_done (every sample finished or aborted) and on_error
+  // (stepping the engine failed, or the driver stopped).
+  struct Listener {
+    std::function<void(const Token&)> on_token;  // may be empty
+    std::function<void(GenerationOutput)> on_done;
+    std::function<void(const std::string& error)> on_error;
+  };
+  // Submits prompts x n requests and returns; throws what submit() throws
+  // (ValueError, OverloadedError) with none of them left running, and then
+  // calls nothing. `tag` names the call for abort_tag().
+  void start(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling, Listener listener,
+             const std::string& tag = "");
 
   // prompts x n requests (each sample of a seeded call on a stream of its own), waited
   // for; prompt-major, as InferenceEngine::generate. `on_token`, when given,
@@ -80,7 +99,7 @@ class RequestDriver {
  private:
   struct Call;
   struct Owner {
-    Call* call = nullptr;
+    std::shared_ptr<Call> call;
     size_t index = 0;           // in the call's outputs
     GenerationRequest request;  // as submitted, for a restart
   };
@@ -88,8 +107,10 @@ class RequestDriver {
   void restart_in_flight();
   void fail_all(const std::string& why);
   void abort_ids(const std::vector<std::string>& ids);
-  // Hands `out` to the call that owns its id, if any; mutex_ held.
-  void deliver_locked(RequestOutput out);
+  // Hands `out` to the call that owns its id, if any; returns the call when
+  // that was its last output (to be finished once mutex_ is released). mutex_ held.
+  std::shared_ptr<Call> deliver_locked(RequestOutput out);
+  static void finish(Call& call);
 
   GeneratesRequests& engine_;
   mutable std::mutex mutex_;
@@ -97,6 +118,7 @@ class RequestDriver {
   std::map<std::string, Owner> owners_;           // request id -> its call, output index and request
   std::deque<std::packaged_task<void()>> tasks_;  // run_on_stepping_thread's, in order
   int64_t next_id_ = 0;
+  std::atomic<int64_t> next_call_{0};  // generate()'s tags when it is given none
   bool stop_ = false;
   bool frozen_ = false;
   std::thread thread_;

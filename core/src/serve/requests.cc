@@ -225,7 +225,31 @@ std::vector<PromptInput> read_prompts(const json& body, int64_t max_prompts) {
 
 }  // namespace
 
+void check_json_depth(const std::string& body) {
+  int64_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw bad_request("The request body nests JSON deeper than " + std::to_string(kMaxJsonDepth) + " levels.");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
 json parse_json_object(const std::string& body) {
+  check_json_depth(body);
   json parsed;
   try {
     parsed = json::parse(body);

@@ -343,7 +343,7 @@ TEST_CASE("binding a port in use is an IoError naming the address", "[serve][ser
   Server second(api);
   const std::string address = "127.0.0.1:" + std::to_string(server.port());
   CHECK(rlcore_test::error_of<rlcore::IoError>([&] { second.bind("127.0.0.1", server.port()); }) ==
-        "rlcore serve: cannot listen on " + address);
+        "rlcore serve: cannot listen on " + address + ": Address already in use");
 }
 
 TEST_CASE("bytes that are not UTF-8 in a prompt still get a JSON answer (found by fuzz_serve_requests)",

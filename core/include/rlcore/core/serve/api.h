@@ -1,16 +1,18 @@
 // The routes of `rlcore serve` without HTTP: request body in, status and JSON
 // body out. With an engine that has the GeneratesRequests capability,
-// concurrent completions share its decode steps (RequestDriver); otherwise
-// generation is serialised onto the engine. Everything else runs concurrently.
+// concurrent completions share its decode steps (RequestDriver) and are
+// answered later, through a ResponseSink, without a thread waiting for them;
+// otherwise generation is serialised onto the engine and the call waits for it.
+// Everything else runs concurrently.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <vector>
 
+#include "rlcore/core/serve/engine_use.h"
 #include "rlcore/core/serve/generation_gate.h"
 #include "rlcore/core/serve/requests.h"
 #include "rlcore/core/serve/served_model.h"
@@ -19,16 +21,35 @@
 
 namespace rlcore::serve {
 
+// Where an answer produced later goes; every call is safe from any thread.
+class RLCORE_API ResponseSink {
+ public:
+  virtual ~ResponseSink();
+  // The whole answer, a JSON body (ends it).
+  virtual void reply(int status, std::string body) = 0;
+  // One server-sent event of a 200 text/event-stream answer, written as it comes.
+  virtual void event(std::string event) = 0;
+  // The stream's end.
+  virtual void end_events() = 0;
+  // `cancel` runs once if the answer will not be read: the client has gone,
+  // or its deadline passed. At once when that happened already.
+  virtual void on_cancel(std::function<void()> cancel) = 0;
+};
+
 struct ApiResponse {
   int status = 200;
   std::string body;  // JSON text ("" for /health)
   // A streamed answer (`"stream": true`): server-sent events, sent in order
   // as text/event-stream instead of `body`.
   std::vector<std::string> events;
-  // A streamed answer produced while it is sent: `live(write)` writes each
-  // event as it is ready; write returns false once the client has gone.
-  std::function<void(const std::function<bool(const std::string&)>& write)> live;
+  // An answer produced later: `deferred(sink)` returns at once, and the
+  // answer (a reply, or events then their end) goes to the sink.
+  std::function<void(std::shared_ptr<ResponseSink>)> deferred;
 };
+
+// A deferred answer waited for on this thread (tests, fuzzers, callers
+// without an event loop): what `response` holds otherwise.
+RLCORE_API ApiResponse settle(ApiResponse response);
 
 class RLCORE_API OpenAiApi {
  public:
@@ -68,21 +89,23 @@ class RLCORE_API OpenAiApi {
   GenerationGate& gate() { return gate_; }
 
  private:
-  // One generation, with the engine to itself.
-  GenerationOutput generate(const PreparedCompletion& prepared, const std::string& id);
-  // A streamed answer whose events are sent as the engine samples the tokens
-  // (the engine runs requests); `encoder(request, prepared)` shapes the route's chunks.
+  // One generation, with the engine to itself (an engine that does not run requests).
+  GenerationOutput generate(const PreparedCompletion& prepared);
+  // An answer the engine's requests produce (it runs requests): streamed,
+  // each event sent as its token is sampled (`encoder(request, prepared)`
+  // shapes the route's chunks), or whole (`build(output)` its body).
   using EncoderFactory =
       std::function<std::unique_ptr<class StreamEncoder>(const CompletionRequest&, const PreparedCompletion&)>;
-  ApiResponse live_stream(const char* route, const std::string& id, CompletionRequest request,
-                          PreparedCompletion prepared, EncoderFactory encoder);
+  using BodyBuilder = std::function<std::string(const GenerationOutput&)>;
+  ApiResponse deferred_answer(const char* route, const std::string& id, CompletionRequest request,
+                              PreparedCompletion prepared, EncoderFactory encoder, BodyBuilder build);
 
   std::shared_ptr<InferenceEngine> engine_;
   ServedModel model_;
   RequestLimits limits_;
-  // Generations hold it shared with a RequestDriver (they share decode steps),
-  // exclusive without one; with_engine() holds it exclusive.
-  std::shared_mutex engine_mutex_;
+  // Generations share it with a RequestDriver (they share decode steps),
+  // own it without one; with_engine() owns it.
+  EngineUse engine_use_;
   std::unique_ptr<class RequestDriver> driver_;  // when the engine has GeneratesRequests
   GenerationGate gate_;
 };

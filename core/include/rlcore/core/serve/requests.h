@@ -64,7 +64,12 @@ struct RequestLimits {
   int64_t max_logprobs = 20;  // vLLM's default --max-logprobs
 };
 
-// The body as a JSON object; malformed JSON or another JSON type is a 400.
+// Deeper nesting in a request body is a 400 before it is parsed.
+inline constexpr int64_t kMaxJsonDepth = 128;
+RLCORE_API void check_json_depth(const std::string& body);
+
+// The body as a JSON object; malformed JSON, another JSON type or nesting
+// deeper than kMaxJsonDepth is a 400.
 RLCORE_API nlohmann::json parse_json_object(const std::string& body);
 
 RLCORE_API CompletionRequest parse_completion_request(const nlohmann::json& body, const RequestLimits& limits = {});

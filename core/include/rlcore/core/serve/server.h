@@ -1,6 +1,9 @@
-// Server: the HTTP side of `rlcore serve` (cpp-httplib, kept out of this
-// header): routes, bearer-token auth, body-size limit, error objects for
-// 401/404/413, and a clean stop from another thread.
+// Server: the HTTP side of `rlcore serve`, event-driven (Boost.Beast on
+// Boost.Asio, kept out of this header): connections are multiplexed on a few
+// I/O threads, and answers the engine's requests produce are written as they
+// come, so thousands of clients cost no thread each. Routes, bearer-token
+// auth, body-size limit, keep-alive and pipelining, error objects for
+// 401/404/413/504, a per-request deadline, and a clean stop from another thread.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +21,13 @@ struct ServerOptions {
   std::size_t max_body_bytes = 4 * 1024 * 1024;  // larger bodies get 413
   // Set: the dev-mode routes (vLLM's VLLM_SERVER_DEV_MODE=1 and SGLang's) are served too.
   std::shared_ptr<DevModeApi> dev_mode;
+  // > 0: a completion still running after this many seconds is aborted and
+  // answered 504 (a stream: an error event, then [DONE]).
+  double request_timeout_s = 0;
+  // An idle keep-alive connection is closed after this long (uvicorn's, so vLLM's, default).
+  double keep_alive_timeout_s = 5;
+  int io_threads = 2;       // threads that read, parse and write every connection
+  int handler_threads = 8;  // threads for calls that may wait (reloads, a paused server)
 };
 
 class RLCORE_API Server {
@@ -31,7 +41,8 @@ class RLCORE_API Server {
   // Throws IoError naming host:port when the address cannot be bound.
   int bind(const std::string& host, int port);
   // Answers requests on the bound socket until stop(); returns false when the
-  // accept loop failed rather than being stopped.
+  // accept loop failed rather than being stopped. Answers in flight at stop()
+  // are finished first.
   bool serve();
   // Makes serve() return; safe from any thread, before or during serve().
   void stop();
