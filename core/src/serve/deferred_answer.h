@@ -58,8 +58,8 @@ class DeferredAnswer : public std::enable_shared_from_this<DeferredAnswer> {
   std::unique_ptr<LiveStream> stream_;  // streams only
   bool ended_ = false;
   std::shared_ptr<ResponseSink> sink_;
-  std::vector<std::string> early_events_;              // before attach()
-  bool early_end_ = false;                             // the stream ended before attach()
+  std::vector<std::string> early_events_;  // before attach()
+  bool early_end_ = false;                 // the stream ended before attach()
   std::optional<std::pair<int, std::string>> early_reply_;
   std::vector<std::shared_ptr<void>> held_;
 };

@@ -90,9 +90,8 @@ class ConnectionSink : public ResponseSink {
   }
   void on_cancel(std::function<void()> cancel) override {
     auto shared_cancel = std::make_shared<std::function<void()>>(std::move(cancel));
-    const bool posted = post([serial = serial_, shared_cancel](HttpConnection& c) {
-      c.sink_on_cancel(serial, std::move(*shared_cancel));
-    });
+    const bool posted = post(
+        [serial = serial_, shared_cancel](HttpConnection& c) { c.sink_on_cancel(serial, std::move(*shared_cancel)); });
     if (!posted) (*shared_cancel)();  // nobody will read the answer
   }
 
@@ -153,8 +152,9 @@ void HttpConnection::read_header() {
   parser_->body_limit(shared_->options.max_body_bytes);
   reading_ = true;
   if (!answering_) arm_idle_timer();
-  http::async_read_header(socket_, buffer_, *parser_,
-                          [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_header(ec); });
+  http::async_read_header(
+      socket_, buffer_, *parser_,
+      [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_header(ec); });
 }
 
 void HttpConnection::on_header(boost::system::error_code ec) {
@@ -188,20 +188,20 @@ void HttpConnection::on_header(boost::system::error_code ec) {
   if (header[http::field::expect] == "100-continue" && !answering_ && out_.empty()) {
     write("HTTP/1.1 100 Continue\r\n\r\n");
   }
-  http::async_read(socket_, buffer_, *parser_,
-                   [self = shared_from_this(), item = std::move(item)](boost::system::error_code ec,
-                                                                      std::size_t) mutable {
-                     self->reading_ = false;
-                     if (ec == http::error::body_limit) {
-                       item.keep_alive = false;
-                       item.fixed = error_answer(413, too_large(self->shared_->options.max_body_bytes));
-                       return self->incoming(std::move(item));
-                     }
-                     if (ec) return self->on_read_failed(ec);
-                     item.keep_alive = self->parser_->keep_alive();
-                     item.request.body = std::move(self->parser_->get().body());
-                     self->incoming(std::move(item));
-                   });
+  http::async_read(
+      socket_, buffer_, *parser_,
+      [self = shared_from_this(), item = std::move(item)](boost::system::error_code ec, std::size_t) mutable {
+        self->reading_ = false;
+        if (ec == http::error::body_limit) {
+          item.keep_alive = false;
+          item.fixed = error_answer(413, too_large(self->shared_->options.max_body_bytes));
+          return self->incoming(std::move(item));
+        }
+        if (ec) return self->on_read_failed(ec);
+        item.keep_alive = self->parser_->keep_alive();
+        item.request.body = std::move(self->parser_->get().body());
+        self->incoming(std::move(item));
+      });
 }
 
 void HttpConnection::on_read_failed(boost::system::error_code ec) {
@@ -230,8 +230,29 @@ void HttpConnection::incoming(Incoming item) {
     return;
   }
   const bool keep_alive = item.keep_alive;
+  const bool routed = !item.fixed;
   dispatch(std::move(item));
-  if (keep_alive) read_header();  // also how a client that goes is noticed
+  // A read stays pending while the answer runs: how a client that goes is noticed.
+  if (keep_alive) {
+    read_header();
+  } else if (routed) {
+    watch_for_hangup();
+  }
+}
+
+void HttpConnection::watch_for_hangup() {
+  if (closed_ || reading_) return;
+  reading_ = true;
+  auto scratch = std::make_shared<std::array<char, 4096>>();
+  socket_.async_read_some(
+      net::buffer(*scratch), [self = shared_from_this(), scratch](boost::system::error_code ec, std::size_t) {
+        self->reading_ = false;
+        if (!ec) return self->watch_for_hangup();  // bytes after "Connection: close" are not read as requests
+        if (self->answering_ && !self->closed_) {
+          self->cancel_answer();
+          self->close();
+        }
+      });
 }
 
 // ---- answering ----
@@ -260,9 +281,8 @@ void HttpConnection::dispatch(Incoming item) {
   if (route->kind == Routes::Kind::kInline) return answer(serial, call_route(*route, item.request));
   net::post(*shared_->handlers, [self = shared_from_this(), serial, route, request = std::move(item.request)] {
     ApiResponse response = call_route(*route, request);
-    net::post(self->executor(), [self, serial, response = std::move(response)]() mutable {
-      self->answer(serial, std::move(response));
-    });
+    net::post(self->executor(),
+              [self, serial, response = std::move(response)]() mutable { self->answer(serial, std::move(response)); });
   });
 }
 
@@ -381,10 +401,7 @@ void HttpConnection::finish_answer() {
   if (queued_) {
     Incoming next = std::move(*queued_);
     queued_.reset();
-    const bool keep_alive = next.keep_alive;
-    dispatch(std::move(next));
-    if (keep_alive) read_header();
-    return;
+    return incoming(std::move(next));
   }
   if (reading_) {
     arm_idle_timer();  // the read ahead now waits for a next request
@@ -420,6 +437,7 @@ void HttpConnection::write_next() {
   net::async_write(socket_, net::buffer(out_.front()),
                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
                      self->writing_ = false;
+                     if (self->closed_) return;
                      if (ec) {
                        if (self->answering_) self->cancel_answer();
                        self->close();
@@ -449,18 +467,18 @@ void HttpConnection::drain_and_close() {
 
 void HttpConnection::drain() {
   auto scratch = std::make_shared<std::array<char, 16 * 1024>>();
-  socket_.async_read_some(net::buffer(*scratch), [self = shared_from_this(), scratch](boost::system::error_code ec,
-                                                                                         std::size_t) {
-    if (ec) return self->close();
-    self->drain();
-  });
+  socket_.async_read_some(net::buffer(*scratch),
+                          [self = shared_from_this(), scratch](boost::system::error_code ec, std::size_t) {
+                            if (ec) return self->close();
+                            self->drain();
+                          });
 }
 
 void HttpConnection::close() {
   if (closed_) return;
   closed_ = true;
   auto self = std::move(owner_);
-  out_.clear();
+  if (!writing_) out_.clear();  // else the write in flight still reads its buffer
   idle_timer_.cancel();
   deadline_timer_.cancel();
   boost::system::error_code ignored;

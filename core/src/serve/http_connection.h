@@ -75,6 +75,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void on_body(boost::system::error_code ec);
   void on_read_failed(boost::system::error_code ec);
   void incoming(Incoming item);
+  void watch_for_hangup();
   void dispatch(Incoming item);
   void answer(uint64_t serial, ApiResponse response);
   void on_deadline(uint64_t serial);

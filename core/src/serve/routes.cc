@@ -18,8 +18,7 @@ std::string percent_decode(const std::string& text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '+') {
       out += ' ';
-    } else if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
-               hex_value(text[i + 2]) >= 0) {
+    } else if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
       out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
       i += 2;
     } else {
@@ -59,20 +58,23 @@ std::multimap<std::string, std::string> parse_query(const std::string& query) {
 Routes::Routes(std::shared_ptr<OpenAiApi> api, std::shared_ptr<DevModeApi> dev_mode)
     : api_(std::move(api)), dev_mode_(std::move(dev_mode)) {
   OpenAiApi& openai = *api_;
-  add("POST", "/v1/completions", Kind::kGeneration, [&openai](const HttpRequest& req) { return openai.completions(req.body); });
+  add("POST", "/v1/completions", Kind::kGeneration,
+      [&openai](const HttpRequest& req) { return openai.completions(req.body); });
   add("POST", "/v1/chat/completions", Kind::kGeneration,
       [&openai](const HttpRequest& req) { return openai.chat_completions(req.body); });
   add("GET", "/v1/models", Kind::kInline, [&openai](const HttpRequest&) { return openai.models(); });
   add("GET", "/health", Kind::kInline, [](const HttpRequest&) { return ApiResponse{200, ""}; });
   add("GET", "/version", Kind::kInline, [&openai](const HttpRequest&) { return openai.version(); });
   add("POST", "/tokenize", Kind::kBlocking, [&openai](const HttpRequest& req) { return openai.tokenize(req.body); });
-  add("POST", "/detokenize", Kind::kBlocking, [&openai](const HttpRequest& req) { return openai.detokenize(req.body); });
+  add("POST", "/detokenize", Kind::kBlocking,
+      [&openai](const HttpRequest& req) { return openai.detokenize(req.body); });
   if (dev_mode_) add_dev_routes(*dev_mode_);
 }
 
 void Routes::add_dev_routes(DevModeApi& dev) {
   // vLLM (VLLM_SERVER_DEV_MODE=1).
-  add("POST", "/sleep", Kind::kBlocking, [&dev](const HttpRequest& req) { return dev.sleep(query_value(req, "level", "1")); });
+  add("POST", "/sleep", Kind::kBlocking,
+      [&dev](const HttpRequest& req) { return dev.sleep(query_value(req, "level", "1")); });
   add("POST", "/wake_up", Kind::kBlocking, [&dev](const HttpRequest& req) {
     std::vector<std::string> tags;
     const auto [first, last] = req.query.equal_range("tags");
@@ -86,12 +88,14 @@ void Routes::add_dev_routes(DevModeApi& dev) {
   });
   add("POST", "/resume", Kind::kBlocking, [&dev](const HttpRequest&) { return dev.resume(); });
   add("GET", "/is_paused", Kind::kInline, [&dev](const HttpRequest&) { return dev.is_paused(); });
-  add("POST", "/collective_rpc", Kind::kBlocking, [&dev](const HttpRequest& req) { return dev.collective_rpc(req.body); });
+  add("POST", "/collective_rpc", Kind::kBlocking,
+      [&dev](const HttpRequest& req) { return dev.collective_rpc(req.body); });
   add("POST", "/update_weight_version", Kind::kBlocking,
       [&dev](const HttpRequest& req) { return dev.update_weight_version(req.body); });
   add("GET", "/weight_info", Kind::kInline, [&dev](const HttpRequest&) { return dev.weight_info(); });
   // SGLang.
-  add("POST", "/abort_request", Kind::kBlocking, [&dev](const HttpRequest& req) { return dev.abort_request(req.body); });
+  add("POST", "/abort_request", Kind::kBlocking,
+      [&dev](const HttpRequest& req) { return dev.abort_request(req.body); });
   add("POST", "/update_weights_from_disk", Kind::kBlocking,
       [&dev](const HttpRequest& req) { return dev.update_weights_from_disk(req.body); });
   add("POST", "/release_memory_occupation", Kind::kBlocking,

@@ -16,7 +16,7 @@ namespace rlcore::serve {
 
 struct HttpRequest {
   std::string method;
-  std::string path;                              // without the query
+  std::string path;                               // without the query
   std::multimap<std::string, std::string> query;  // decoded, in order
   std::string body;
 };

@@ -102,7 +102,17 @@ TEST_CASE("chat requests a template or the server cannot serve are 400s naming w
             "continue_final_message"},
            {R"({"messages": [{"role": "user", "content": "x"}], "n": 0})", "n must be at least 1"},
            {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": [1]})", "chat_template_kwargs"},
-           {"{not json", "not valid JSON"}}) {
+           {"{not json", "not valid JSON"},
+           {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 1000000})",
+            "Requested sample logprobs of 1000000, which is greater than max allowed: 20"},
+           {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": -1})",
+            "Requested sample logprobs of -1 (the whole vocabulary)"},
+           {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": -2})",
+            "`top_logprobs` must be a positive value or -1."},
+           {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})",
+            "when using `top_logprobs`, `logprobs` must be set to true."},
+           {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": "3"})",
+            "top_logprobs must be an integer"}}) {
     INFO(body);
     answer = api->chat_completions(body);
     CHECK(answer.status == 400);

@@ -268,7 +268,7 @@ TEST_CASE("the rlcore serve command answers with auth and stops cleanly on SIGTE
                "max_num_seqs=8", "max_model_len=0", "--threads", "1", "--log-level", "warn"});
   const std::string banner = child.read_until("\n");
   REQUIRE_THAT(banner, Catch::Contains("listening on http://127.0.0.1:"));
-  CHECK_THAT(banner, Catch::Contains("model 'tiny-llama' (engine native, max_model_len 2048, 1 threads)"));
+  CHECK_THAT(banner, Catch::Contains("model 'tiny-llama' (engine native, max_model_len 2048, 1 threads, open files "));
   const int port = std::stoi(banner.substr(banner.rfind(':') + 1));
 
   httplib::Client client("127.0.0.1", port);

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "rlcore/error.h"
@@ -193,4 +194,55 @@ TEST_CASE("frozen, the driver takes no step but still runs tasks; thawed, the re
     // Recomputing restarts the request from its 3 tokens (an abort, then a resubmission resuming them).
     CHECK(engine.resumed_sizes() == (recompute ? std::vector<size_t>{0, 3} : std::vector<size_t>{0}));
   }
+}
+
+TEST_CASE("start() returns at once; tokens, then the answer, reach the listener with no thread waiting",
+          "[serve][driver]") {
+  rlcore_test::ScriptedRequests engine;
+  RequestDriver driver(engine);
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int32_t> tokens_heard;
+  std::optional<rlcore::GenerationOutput> answer;
+  bool errored = false;
+  RequestDriver::Listener listener;
+  listener.on_token = [&](const RequestDriver::Token& token) {
+    std::lock_guard<std::mutex> lock(mutex);
+    tokens_heard.push_back(token.id);
+  };
+  listener.on_done = [&](rlcore::GenerationOutput output) {
+    std::lock_guard<std::mutex> lock(mutex);
+    CHECK(tokens_heard.size() == 4);  // every token before the answer
+    answer = std::move(output);
+    changed.notify_all();
+  };
+  listener.on_error = [&](const std::string&) { errored = true; };
+  driver.start({{30}}, tokens(4), listener, "cmpl-a");
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    REQUIRE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return answer.has_value(); }));
+  }
+  CHECK(tokens_heard == std::vector<int32_t>{30, 31, 32, 33});
+  CHECK(answer->token_ids[0] == tokens_heard);
+  CHECK_FALSE(errored);
+
+  // A refused submit throws from start() and calls nothing.
+  bool called = false;
+  RequestDriver::Listener refused;
+  refused.on_done = [&](rlcore::GenerationOutput) { called = true; };
+  refused.on_error = [&](const std::string&) { called = true; };
+  CHECK_THROWS_AS(driver.start({{999}}, tokens(2), refused, "cmpl-b"), rlcore::OverloadedError);
+  CHECK_FALSE(called);
+
+  // abort_tag() ends a started call: its answer arrives with finish reason abort.
+  std::promise<rlcore::GenerationOutput> aborted;
+  RequestDriver::Listener endless;
+  endless.on_done = [&](rlcore::GenerationOutput output) { aborted.set_value(std::move(output)); };
+  endless.on_error = [&](const std::string&) {};
+  driver.start({{1}}, tokens(100000000), endless, "cmpl-c");
+  CHECK(driver.abort_tag("cmpl-c") == 1);
+  auto done = aborted.get_future();
+  REQUIRE(done.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(done.get().finish_reasons[0] == FinishReason::kAbort);
+  CHECK(engine.load().running == 0);
 }

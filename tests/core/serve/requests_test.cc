@@ -265,6 +265,28 @@ TEST_CASE("request bodies must be JSON objects", "[serve][requests]") {
   CHECK(parse_json_object(R"({"prompt": "x"})")["prompt"] == "x");
 }
 
+TEST_CASE("JSON nested deeper than the bound is a 400 before it is parsed", "[serve][requests]") {
+  using rlcore::serve::kMaxJsonDepth;
+  using rlcore::serve::parse_json_object;
+  const auto nested = [](int64_t depth) {
+    return R"({"prompt": "x", "user": )" + std::string(static_cast<size_t>(depth - 1), '[') +
+           std::string(static_cast<size_t>(depth - 1), ']') + "}";
+  };
+  try {
+    parse_json_object(nested(kMaxJsonDepth + 1));
+    FAIL("accepted");
+  } catch (const ApiError& e) {
+    CHECK(e.status() == 400);
+    CHECK(std::string(e.what()) == "The request body nests JSON deeper than 128 levels.");
+  }
+  // A million brackets: refused by the count, not by the parser's stack.
+  CHECK_THROWS_AS(parse_json_object(nested(1000000)), ApiError);
+  // Brackets inside strings (and escaped quotes) are text, not nesting.
+  const std::string text = std::string(R"({"prompt": "\"[[[)") + std::string(500, '[') + "\"}";
+  CHECK_NOTHROW(parse_json_object(text));
+  CHECK_NOTHROW(parse_json_object(nested(kMaxJsonDepth)));
+}
+
 TEST_CASE("tokenize and detokenize requests", "[serve][requests]") {
   using rlcore::serve::parse_detokenize_request;
   using rlcore::serve::parse_tokenize_request;
