@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -41,6 +42,7 @@ struct NativeEngineOptions {
 
 class NativeEngine final : public InferenceEngine,
                            public GeneratesRequests,
+                           public ReportsLogprobs,
                            public ReportsGenerationStats,
                            public RecordsRouting,
                            public AdoptsWeights,
@@ -76,6 +78,13 @@ class NativeEngine final : public InferenceEngine,
   StepOutput step() override;
   std::optional<RequestOutput> abort(const std::string& id) override;
   GenerationLoad load() const override;
+
+  // ReportsLogprobs (native_logprobs.cc). The top log-probs are taken from
+  // the distribution each token is sampled from, in the same step; a
+  // sequence is scored by one full forward, as the trainer computes log-probs.
+  void submit_with_top_logprobs(GenerationRequest request, int64_t top_logprobs) override;
+  std::vector<TopLogprobs> take_top_logprobs(const std::string& id) override;
+  std::vector<PositionLogprobs> score_tokens(const std::vector<int32_t>& ids, int64_t top_logprobs) override;
 
   // This rank's shard shapes (tp_shard_shape) under their HF names.
   std::vector<WeightMeta> weight_meta() const override;
@@ -129,6 +138,10 @@ class NativeEngine final : public InferenceEngine,
   void check_ready(const char* call) const;
   SchedulerOptions scheduler_options() const;
   uint64_t request_seed(int64_t seed);  // `seed`, or a drawn one for -1
+  void submit_locked(GenerationRequest request, int64_t top_logprobs);
+  // A finished or aborted sequence as its output; what it recorded of its
+  // top log-probs waits in finished_top_ until taken.
+  RequestOutput take_output(Sequence& seq);
 
   // One call at a time (e.g. `rlcore serve` threads), granted in arrival
   // order so that step() called back to back cannot starve submit().
@@ -148,6 +161,7 @@ class NativeEngine final : public InferenceEngine,
   std::set<std::string> not_loaded_;  // parameters not reloaded since wake_up()
   at::Generator request_seeds_;       // draws the seed of each unseeded request
   std::unique_ptr<Scheduler> requests_;
+  std::map<std::string, std::vector<TopLogprobs>> finished_top_;  // by request id, not yet taken
   bool record_routing_ = false;
   std::vector<at::Tensor> routing_;  // the last generate()'s, per output  // the GeneratesRequests queue and batch
 };

@@ -7,22 +7,24 @@
 #include "rlcore/error.h"
 
 namespace rlcore::infer_native {
-namespace {
 
-RequestOutput output_of(Sequence& seq) {
+RequestOutput NativeEngine::take_output(Sequence& seq) {
   RequestOutput out;
   out.id = seq.id;
   out.generated = std::move(seq.generated);
   out.finish_reason = seq.finish_reason;
   out.prompt_tokens = seq.prompt_tokens;
   out.seed = static_cast<int64_t>(seq.seed);
+  if (seq.top_logprobs > 0) finished_top_[seq.id] = std::move(seq.top);
   return out;
 }
 
-}  // namespace
-
 void NativeEngine::submit(GenerationRequest request) {
   std::lock_guard<FifoMutex> lock(mutex_);
+  submit_locked(std::move(request), 0);
+}
+
+void NativeEngine::submit_locked(GenerationRequest request, int64_t top_logprobs) {
   check_ready("submit()");
   if (tp_group_) {
     throw ValueError("infer-native: request-level generation with tensor_model_parallel_size " +
@@ -51,6 +53,8 @@ void NativeEngine::submit(GenerationRequest request) {
     for (size_t i = 0; i < request.resumed.size(); ++i) seq->rng.uniform();
   }
   seq->generated = std::move(request.resumed);
+  seq->top_logprobs = top_logprobs;
+  finished_top_.erase(seq->id);  // an earlier request's of the same id, never taken
   requests_->add(std::move(seq));
 }
 
@@ -68,7 +72,7 @@ StepOutput NativeEngine::step() {
     delta.tokens.weight_versions.push_back(seq->generated.weight_versions.back());
     out.deltas.push_back(std::move(delta));
   }
-  for (auto& seq : step.finished) out.finished.push_back(output_of(*seq));
+  for (auto& seq : step.finished) out.finished.push_back(take_output(*seq));
   return out;
 }
 
@@ -77,7 +81,7 @@ std::optional<RequestOutput> NativeEngine::abort(const std::string& id) {
   std::unique_ptr<Sequence> seq = requests_->remove(id);
   if (!seq) return std::nullopt;
   seq->finish_reason = FinishReason::kAbort;
-  return output_of(*seq);
+  return take_output(*seq);
 }
 
 GenerationLoad NativeEngine::load() const {

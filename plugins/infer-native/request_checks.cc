@@ -67,4 +67,20 @@ void check_request(const GenerationRequest& request, int64_t vocab_size, int64_t
   }
 }
 
+void check_top_logprobs(int64_t top_logprobs, int64_t at_least, int64_t vocab_size, const std::string& which) {
+  if (top_logprobs < at_least || top_logprobs > vocab_size) {
+    throw ValueError(which + ": top_logprobs must be in [" + std::to_string(at_least) + ", " +
+                     std::to_string(vocab_size) + "] (the vocabulary), got " + std::to_string(top_logprobs));
+  }
+}
+
+void check_scored_ids(const std::vector<int32_t>& ids, int64_t vocab_size, int64_t max_model_len) {
+  if (ids.empty()) throw ValueError("score_tokens(): the sequence is empty");
+  if (static_cast<int64_t>(ids.size()) > max_model_len) {
+    throw ValueError("score_tokens(): the sequence has " + std::to_string(ids.size()) +
+                     " tokens, more than max_model_len " + std::to_string(max_model_len));
+  }
+  check_ids(ids, vocab_size, "score_tokens()");
+}
+
 }  // namespace rlcore::infer_native

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "rlcore/generation_request.h"
@@ -18,5 +19,12 @@ void check_prompts(const std::vector<std::vector<int32_t>>& prompts, int64_t voc
 // different lengths or already at max_tokens, or prompt + max_tokens past
 // max_model_len (a request is refused rather than cut short).
 void check_request(const GenerationRequest& request, int64_t vocab_size, int64_t max_model_len);
+
+// ValueError naming `which`: a count of top log-probs outside [at_least, vocab_size].
+void check_top_logprobs(int64_t top_logprobs, int64_t at_least, int64_t vocab_size, const std::string& which);
+
+// ValueError for a sequence to score: empty, an id outside [0, vocab_size), or
+// longer than max_model_len.
+void check_scored_ids(const std::vector<int32_t>& ids, int64_t vocab_size, int64_t max_model_len);
 
 }  // namespace rlcore::infer_native

@@ -1,6 +1,7 @@
 // Greedy and filtered (top-k / top-p) sampling by inverse CDF, in fp32.
 #include "sampling.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -55,12 +56,21 @@ double SequenceRng::uniform() {
   return static_cast<double>(generator_.get<at::CPUGeneratorImpl>()->random64() >> 11) * 0x1.0p-53;
 }
 
-SampledTokens sample_tokens(const at::Tensor& logits, const SamplingParams& params, const at::Tensor& uniforms) {
+SampledTokens sample_tokens(const at::Tensor& logits, const SamplingParams& params, const at::Tensor& uniforms,
+                            int64_t top_logprobs) {
   const at::Tensor logits32 = logits.to(at::kFloat);
   SampledTokens out;
+  auto keep_top = [&out, top_logprobs](const at::Tensor& logprobs) {
+    if (top_logprobs <= 0) return;
+    auto [values, indices] = logprobs.topk(std::min(top_logprobs, logprobs.size(-1)), -1);
+    out.top_logprobs = values;
+    out.top_tokens = indices;
+  };
   if (is_greedy(params)) {
+    const at::Tensor logprobs = at::log_softmax(logits32, -1);
     out.tokens = logits32.argmax(-1);
-    out.logprobs = at::log_softmax(logits32, -1).gather(-1, out.tokens.unsqueeze(-1)).squeeze(-1);
+    out.logprobs = logprobs.gather(-1, out.tokens.unsqueeze(-1)).squeeze(-1);
+    keep_top(logprobs);
     return out;
   }
   const at::Tensor scaled = logits32 / params.temperature;
@@ -84,6 +94,7 @@ SampledTokens sample_tokens(const at::Tensor& logits, const SamplingParams& para
                                         at::nextafter(total, at::zeros_like(total)));
   out.tokens = at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(vocab - 1);
   out.logprobs = logprobs.gather(-1, out.tokens.unsqueeze(-1)).squeeze(-1);
+  keep_top(logprobs);
   return out;
 }
 

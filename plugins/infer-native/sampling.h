@@ -32,12 +32,17 @@ class SequenceRng {
 struct SampledTokens {
   at::Tensor tokens;    // [B] int64
   at::Tensor logprobs;  // [B] float32
+  // With top_logprobs K > 0: the K most likely tokens of each row's
+  // distribution (the log-probs' own), [B, K] int64 and float32, most likely first.
+  at::Tensor top_tokens;
+  at::Tensor top_logprobs;
 };
 
 // logits [B, V] (any float dtype). `uniforms` [B] float64 in [0, 1), one per
 // row, drives the inverse-CDF draw; unused (may be undefined) when greedy.
 // Log-probs are log_softmax(logits / temperature) in fp32 over the full
 // vocabulary (temperature 1 when greedy): top-k / top-p shape only the draw.
-SampledTokens sample_tokens(const at::Tensor& logits, const SamplingParams& params, const at::Tensor& uniforms);
+SampledTokens sample_tokens(const at::Tensor& logits, const SamplingParams& params, const at::Tensor& uniforms,
+                            int64_t top_logprobs = 0);
 
 }  // namespace rlcore::infer_native

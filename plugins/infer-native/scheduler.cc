@@ -47,8 +47,30 @@ bool same_draw(const SamplingParams& a, const SamplingParams& b) {
   return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p;
 }
 
+// Appends to each sequence of `rows` at `index` (the rows of `sampled`, in
+// order) the most likely tokens it asked for.
+void record_top(const SampledTokens& sampled, const std::vector<std::unique_ptr<Sequence>>& rows,
+                const std::vector<int64_t>& index) {
+  if (!sampled.top_tokens.defined()) return;
+  const at::Tensor tokens = sampled.top_tokens.to(at::kCPU).contiguous();
+  const at::Tensor logprobs = sampled.top_logprobs.to(at::kCPU).contiguous();
+  const int64_t width = tokens.size(1);
+  for (size_t i = 0; i < index.size(); ++i) {
+    Sequence& seq = *rows[static_cast<size_t>(index[i])];
+    if (seq.top_logprobs <= 0) continue;
+    const int64_t k = std::min(seq.top_logprobs, width);
+    const int64_t* ids = tokens.data_ptr<int64_t>() + static_cast<int64_t>(i) * width;
+    const float* values = logprobs.data_ptr<float>() + static_cast<int64_t>(i) * width;
+    TopLogprobs top;
+    top.token_ids.assign(ids, ids + k);
+    top.logprobs.assign(values, values + k);
+    seq.top.push_back(std::move(top));
+  }
+}
+
 // One token per row, each row drawn with its own sequence's parameters and
-// random stream (rows of equal parameters in one call; a left row gets 0).
+// random stream (rows of equal parameters in one call; a left row gets 0);
+// rows that ask for them record their most likely tokens.
 SampledTokens sample_rows(const at::Tensor& logits, const std::vector<std::unique_ptr<Sequence>>& rows) {
   const auto batch = static_cast<int64_t>(rows.size());
   at::Tensor uniforms = at::zeros({batch}, at::kDouble);
@@ -56,6 +78,7 @@ SampledTokens sample_rows(const at::Tensor& logits, const std::vector<std::uniqu
   // A left row or a greedy one draws nothing: every sequence's stream stays its own.
   std::vector<std::vector<int64_t>> groups;
   std::vector<const SamplingParams*> group_params;
+  std::vector<int64_t> group_top;  // the most top log-probs a row of the group asks for
   for (int64_t r = 0; r < batch; ++r) {
     if (!rows[r]) continue;
     const SamplingParams& params = rows[r]->sampling;
@@ -65,18 +88,23 @@ SampledTokens sample_rows(const at::Tensor& logits, const std::vector<std::uniqu
     if (g == groups.size()) {
       groups.emplace_back();
       group_params.push_back(&params);
+      group_top.push_back(0);
     }
     groups[g].push_back(r);
+    group_top[g] = std::max(group_top[g], rows[r]->top_logprobs);
   }
   if (groups.size() == 1 && static_cast<int64_t>(groups[0].size()) == batch) {
-    return sample_tokens(logits, *group_params[0], uniforms);
+    SampledTokens out = sample_tokens(logits, *group_params[0], uniforms, group_top[0]);
+    record_top(out, rows, groups[0]);
+    return out;
   }
   SampledTokens out{at::zeros({batch}, logits.options().dtype(at::kLong)),
                     at::zeros({batch}, logits.options().dtype(at::kFloat))};
   for (size_t g = 0; g < groups.size(); ++g) {
     const at::Tensor index = index_tensor(groups[g], logits.device());
-    const SampledTokens part =
-        sample_tokens(logits.index_select(0, index), *group_params[g], uniforms.index_select(0, index.cpu()));
+    const SampledTokens part = sample_tokens(logits.index_select(0, index), *group_params[g],
+                                             uniforms.index_select(0, index.cpu()), group_top[g]);
+    record_top(part, rows, groups[g]);
     out.tokens.index_copy_(0, index, part.tokens);
     out.logprobs.index_copy_(0, index, part.logprobs);
   }
@@ -103,9 +131,13 @@ void Scheduler::add(std::unique_ptr<Sequence> sequence) { waiting_.push_back(std
 
 DecodeStats Scheduler::take_stats() { return std::exchange(stats_, DecodeStats()); }
 
-bool Scheduler::contains(const std::string& id) const {
+bool Scheduler::contains(const std::string& id) const { return find(id) != nullptr; }
+
+Sequence* Scheduler::find(const std::string& id) const {
   auto is = [&id](const std::unique_ptr<Sequence>& seq) { return seq && seq->id == id; };
-  return std::any_of(waiting_.begin(), waiting_.end(), is) || std::any_of(rows_.begin(), rows_.end(), is);
+  if (auto it = std::find_if(waiting_.begin(), waiting_.end(), is); it != waiting_.end()) return it->get();
+  if (auto it = std::find_if(rows_.begin(), rows_.end(), is); it != rows_.end()) return it->get();
+  return nullptr;
 }
 
 void Scheduler::reset_batch() {

@@ -57,6 +57,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> remove_all();
 
   bool contains(const std::string& id) const;
+  Sequence* find(const std::string& id) const;  // waiting or running; null if neither
   int64_t running() const { return live_; }
   int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
   bool idle() const { return live_ == 0 && waiting_.empty(); }

@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "rlcore/capabilities.h"
 #include "rlcore/generation_request.h"
 #include "rlcore/inference_engine.h"
 #include "sampling.h"
@@ -36,6 +37,10 @@ struct Sequence {
   GeneratedTokens generated;
   int64_t prompt_tokens = 0;  // of `prefill`, the prompt's (the rest are resumed tokens)
   FinishReason finish_reason = FinishReason::kLength;
+  // ReportsLogprobs: how many of the most likely tokens each sampled token
+  // records (0: none), and what it recorded, not yet taken.
+  int64_t top_logprobs = 0;
+  std::vector<TopLogprobs> top;
   // When the scheduler records routing: [tokens, sparse layers, top_k] pieces,
   // the prefill's first, then one per token fed back.
   std::vector<at::Tensor> routed;

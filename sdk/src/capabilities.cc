@@ -19,6 +19,7 @@ GeneratesRequests::~GeneratesRequests() = default;
 ReportsGenerationStats::~ReportsGenerationStats() = default;
 RecordsRouting::~RecordsRouting() = default;
 ReplaysRouting::~ReplaysRouting() = default;
+ReportsLogprobs::~ReportsLogprobs() = default;
 
 const std::vector<std::string>& capability_names() {
   static const std::vector<std::string> names = {
@@ -26,7 +27,8 @@ const std::vector<std::string>& capability_names() {
       PipelineParallel::kName,       OffloadsState::kName,      Sleeps::kName,
       RemoteGeneration::kName,       BoundedSwapMemory::kName,  ComputesSumPiSquared::kName,
       TrainsLowRankAdapters::kName,  GathersIntoBuffers::kName, GeneratesRequests::kName,
-      ReportsGenerationStats::kName, RecordsRouting::kName,     ReplaysRouting::kName};
+      ReportsGenerationStats::kName, RecordsRouting::kName,     ReplaysRouting::kName,
+      ReportsLogprobs::kName};
   return names;
 }
 

@@ -17,6 +17,21 @@
 #include "rlcore/error.h"
 
 namespace rlcore::serve {
+namespace {
+
+// An engine without request-level generation reports each sampled token's
+// log-prob and nothing more.
+void refuse_reported_logprobs(const PreparedCompletion& prepared) {
+  const char* field = prepared.top_logprobs > 0       ? "logprobs"
+                      : prepared.prompt_logprobs >= 0 ? "prompt_logprobs"
+                                                      : nullptr;
+  if (field == nullptr) return;
+  throw bad_request(std::string("the served engine reports only the sampled token's log-prob: ") + field +
+                        " needs an engine that reports log-probs (infer-native).",
+                    field);
+}
+
+}  // namespace
 
 std::string error_text(int status, const std::string& type, const std::string& message) {
   return json_text(error_body(status, type, message));
@@ -76,10 +91,11 @@ ApiResponse OpenAiApi::completions(const std::string& body) {
       }
       return deferred_answer(
           "/v1/completions", id, request, prepared, std::move(encoder),
-          [this, request, prepared, id, created](const GenerationOutput& output) {
-            return json_text(build_completion_response(request, prepared, output, model_, id, created));
+          [this, request, prepared, id, created](const GenerationOutput& output, const ReportedLogprobs& reported) {
+            return json_text(build_completion_response(request, prepared, output, model_, id, created, reported));
           });
     }
+    refuse_reported_logprobs(prepared);
     const GateTicket ticket(gate_);  // a paused server refuses (503) before a stream begins
     if (request.stream) {
       return answer_stream("/v1/completions", [&] {
@@ -107,11 +123,13 @@ ApiResponse OpenAiApi::chat_completions(const std::string& body) {
           return chat_stream_encoder(r, model_, id, created);
         };
       }
-      return deferred_answer("/v1/chat/completions", id, request.completion, prepared, std::move(encoder),
-                             [this, request, prepared, id, created](const GenerationOutput& output) {
-                               return json_text(build_chat_response(request, prepared, output, model_, id, created));
-                             });
+      return deferred_answer(
+          "/v1/chat/completions", id, request.completion, prepared, std::move(encoder),
+          [this, request, prepared, id, created](const GenerationOutput& output, const ReportedLogprobs& reported) {
+            return json_text(build_chat_response(request, prepared, output, model_, id, created, reported));
+          });
     }
+    refuse_reported_logprobs(prepared);
     const GateTicket ticket(gate_);
     if (request.completion.stream) {
       return answer_stream("/v1/chat/completions", [&] {
@@ -134,8 +152,15 @@ ApiResponse OpenAiApi::deferred_answer(const char* route, const std::string& id,
                                           std::make_shared<SharedEngineUse>(engine_use_)};
   auto answer = std::make_shared<DeferredAnswer>(route, std::move(request), std::move(prepared), model_,
                                                  std::move(encoder), std::move(build), std::move(held));
+  const PreparedCompletion& ready = answer->prepared();
+  if (ready.prompt_logprobs >= 0) {
+    std::vector<std::vector<PositionLogprobs>> scores;
+    for (const auto& prompt : ready.prompt_token_ids)
+      scores.push_back(driver_->score_tokens(prompt, ready.prompt_logprobs));
+    answer->set_prompt_logprobs(std::move(scores));
+  }
   // Started here, so a refusal (a full queue: 503) is the request's answer.
-  driver_->start(answer->prepared().prompt_token_ids, answer->prepared().sampling, answer->listener(), id);
+  driver_->start(ready.prompt_token_ids, ready.sampling, answer->listener(), id, ready.top_logprobs);
   ApiResponse response;
   response.deferred = [this, answer, id](std::shared_ptr<ResponseSink> sink) {
     answer->attach(std::move(sink), [this, id] { driver_->abort_tag(id); });

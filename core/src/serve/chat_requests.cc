@@ -111,9 +111,15 @@ ChatRequest parse_chat_request(const std::string& text, const RequestLimits& lim
   if (body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null()) {
     completion["max_tokens"] = body["max_completion_tokens"];
   }
+  // Chat's echo repeats the last message, not the prompt: not served.
+  if (read_flag(body, "echo", false)) throw bad_request("echo=true is not supported by rlcore serve.", "echo");
+  completion.erase("echo");
   const bool logprobs = read_flag(body, "logprobs", false);
   check_top_logprobs(body, logprobs, limits);
-  if (logprobs) completion["logprobs"] = 0;
+  if (logprobs) {
+    const auto top = body.find("top_logprobs");
+    completion["logprobs"] = top == body.end() || top->is_null() ? int64_t{0} : top->get<int64_t>();
+  }
   request.completion = parse_completion_request(completion, limits);
   request.completion.prompts.clear();
   request.completion.add_special_tokens = request.prompt.add_special_tokens;

@@ -9,21 +9,9 @@ namespace {
 
 using nlohmann::json;
 
-// vLLM's ChatCompletionLogProbs: the sampled token only (top_logprobs empty, as for top_logprobs=0).
-json chat_logprobs(const std::vector<int32_t>& ids, const std::vector<float>& logprobs, const ServedModel& model,
-                   bool as_token_ids) {
-  const json completion = completion_logprobs(ids, logprobs, model, as_token_ids);
-  json content = json::array();
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const std::string token = completion["tokens"][i];
-    json bytes = json::array();
-    for (const unsigned char c : token) bytes.push_back(static_cast<int>(c));
-    content.push_back({{"token", token},
-                       {"logprob", completion["token_logprobs"][i]},
-                       {"bytes", bytes},
-                       {"top_logprobs", json::array()}});
-  }
-  return {{"content", content}};
+const std::vector<TopLogprobs>& no_top() {
+  static const std::vector<TopLogprobs> none;
+  return none;
 }
 
 }  // namespace
@@ -31,9 +19,18 @@ json chat_logprobs(const std::vector<int32_t>& ids, const std::vector<float>& lo
 std::string make_chat_completion_id() { return random_request_id("chatcmpl-"); }
 
 json build_chat_response(const ChatRequest& request, const PreparedCompletion& prepared, const GenerationOutput& output,
-                         const ServedModel& model, const std::string& id, int64_t created) {
+                         const ServedModel& model, const std::string& id, int64_t created,
+                         const ReportedLogprobs& reported) {
   check_output_shape(prepared, output);
   const CompletionRequest& options = request.completion;
+  json prompt_logprobs = nullptr;
+  if (options.prompt_logprobs) {
+    const auto& prompt = prepared.prompt_token_ids.front();
+    if (reported.prompt.empty() || reported.prompt.front().size() + 1 != prompt.size()) {
+      throw Error("the engine did not report the log-probs of the prompt");
+    }
+    prompt_logprobs = prompt_logprobs_json(prompt, reported.prompt.front(), *options.prompt_logprobs, model);
+  }
   json choices = json::array();
   for (std::size_t k = 0; k < output.token_ids.size(); ++k) {
     const auto& ids = output.token_ids[k];
@@ -47,14 +44,16 @@ json build_chat_response(const ChatRequest& request, const PreparedCompletion& p
         {"function_call", nullptr},
         {"tool_calls", json::array()},
         {"reasoning_content", nullptr}};
-    choices.push_back({{"index", k},
-                       {"message", message},
-                       {"logprobs", options.logprobs ? chat_logprobs(ids, output.logprobs[k], model,
-                                                                     options.return_tokens_as_token_ids)
-                                                     : json(nullptr)},
-                       {"finish_reason", finish_reason_name(finish)},
-                       {"stop_reason", stop_reason(options, model, ids, finish)},
-                       {"token_ids", options.return_token_ids ? json(ids) : json(nullptr)}});
+    choices.push_back(
+        {{"index", k},
+         {"message", message},
+         {"logprobs", options.logprobs
+                          ? chat_logprobs(ids, output.logprobs[k], model, options.return_tokens_as_token_ids,
+                                          prepared.top_logprobs, k < reported.top.size() ? reported.top[k] : no_top())
+                          : json(nullptr)},
+         {"finish_reason", finish_reason_name(finish)},
+         {"stop_reason", stop_reason(options, model, ids, finish)},
+         {"token_ids", options.return_token_ids ? json(ids) : json(nullptr)}});
   }
   return {{"id", id},
           {"object", "chat.completion"},
@@ -64,7 +63,7 @@ json build_chat_response(const ChatRequest& request, const PreparedCompletion& p
           {"service_tier", nullptr},
           {"system_fingerprint", nullptr},
           {"usage", usage_of(prepared, output)},
-          {"prompt_logprobs", nullptr},
+          {"prompt_logprobs", prompt_logprobs},
           {"prompt_token_ids", options.return_token_ids ? json(prepared.prompt_token_ids.front()) : json(nullptr)}};
 }
 
@@ -87,11 +86,13 @@ class ChatEncoder final : public StreamEncoder {
     return events;
   }
 
-  std::string token(std::size_t k, const std::vector<int32_t>& ids, float logprob, const std::string& text,
-                    std::optional<FinishReason> finish) override {
+  std::string token(std::size_t k, const std::vector<int32_t>& ids, float logprob, const TopLogprobs& top,
+                    const std::string& text, std::optional<FinishReason> finish) override {
     json logprobs = nullptr;
-    if (options_.logprobs)
-      logprobs = chat_logprobs({ids.back()}, {logprob}, model_, options_.return_tokens_as_token_ids);
+    if (options_.logprobs) {
+      logprobs = chat_logprobs({ids.back()}, {logprob}, model_, options_.return_tokens_as_token_ids,
+                               std::max<int64_t>(*options_.logprobs, 0), {top});
+    }
     return sse_event(
         chunk(json::array({{{"index", k},
                             {"delta", {{"content", text}}},

@@ -19,6 +19,18 @@ bool contains(const std::vector<Id>& ids, Id id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
+double clamped(float logprob) { return std::max<double>(logprob, kMinLogprob); }
+
+// The first `k` (id, log-prob) pairs of `top`, most likely first; none for null.
+std::vector<std::pair<int32_t, float>> first_of(const TopLogprobs* top, int64_t k) {
+  std::vector<std::pair<int32_t, float>> out;
+  if (top == nullptr) return out;
+  const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(std::max<int64_t>(k, 0)),
+                                                  std::min(top->token_ids.size(), top->logprobs.size()));
+  for (std::size_t i = 0; i < count; ++i) out.emplace_back(top->token_ids[i], top->logprobs[i]);
+  return out;
+}
+
 std::string token_string(const Tokenizer& tokenizer, int32_t id, bool as_token_id) {
   const std::string placeholder = "token_id:" + std::to_string(id);
   if (as_token_id || !is_known(tokenizer, id)) return placeholder;
@@ -52,24 +64,96 @@ int64_t code_points(const std::string& text) {
   return std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
 }
 
-json completion_logprobs(const std::vector<int32_t>& ids, const std::vector<float>& logprobs, const ServedModel& model,
-                         bool as_token_ids, int64_t initial_text_offset) {
-  json text_offset = json::array(), token_logprobs = json::array(), tokens = json::array(),
-       top_logprobs = json::array();
-  int64_t offset = initial_text_offset;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const std::string token = token_string(model.tokenizer, ids[i], as_token_ids);
-    const double logprob = std::max<double>(logprobs[i], kMinLogprob);
-    text_offset.push_back(offset);
-    token_logprobs.push_back(logprob);
-    tokens.push_back(token);
-    top_logprobs.push_back(json{{token, logprob}});
-    offset += code_points(token);
+CompletionLogprobs::CompletionLogprobs(const ServedModel& model, bool as_token_ids, int64_t k,
+                                       int64_t initial_text_offset)
+    : model_(model),
+      as_token_ids_(as_token_ids),
+      k_(k),
+      offset_(initial_text_offset),
+      text_offset_(json::array()),
+      token_logprobs_(json::array()),
+      tokens_(json::array()),
+      top_logprobs_(json::array()) {}
+
+void CompletionLogprobs::add(int32_t id, float logprob, const TopLogprobs* top) {
+  const std::string token = token_string(model_.tokenizer, id, as_token_ids_);
+  json alternatives = {{token, clamped(logprob)}};
+  for (const auto& [other, other_logprob] : first_of(top, k_)) {
+    alternatives.emplace(token_string(model_.tokenizer, other, as_token_ids_), clamped(other_logprob));
   }
-  return {{"text_offset", text_offset},
-          {"token_logprobs", token_logprobs},
-          {"tokens", tokens},
-          {"top_logprobs", top_logprobs}};
+  text_offset_.push_back(offset_);
+  token_logprobs_.push_back(clamped(logprob));
+  tokens_.push_back(token);
+  top_logprobs_.push_back(std::move(alternatives));
+  offset_ += code_points(token);
+}
+
+void CompletionLogprobs::add_unscored(int32_t id) {
+  const std::string token = token_string(model_.tokenizer, id, as_token_ids_);
+  text_offset_.push_back(offset_);
+  token_logprobs_.push_back(nullptr);
+  tokens_.push_back(token);
+  top_logprobs_.push_back(nullptr);
+  offset_ += code_points(token);
+}
+
+json CompletionLogprobs::to_json() const {
+  return {{"text_offset", text_offset_},
+          {"token_logprobs", token_logprobs_},
+          {"tokens", tokens_},
+          {"top_logprobs", top_logprobs_}};
+}
+
+json completion_logprobs(const std::vector<int32_t>& ids, const std::vector<float>& logprobs, const ServedModel& model,
+                         bool as_token_ids, int64_t k, const std::vector<TopLogprobs>& top,
+                         int64_t initial_text_offset) {
+  CompletionLogprobs out(model, as_token_ids, k, initial_text_offset);
+  for (std::size_t i = 0; i < ids.size(); ++i) out.add(ids[i], logprobs[i], i < top.size() ? &top[i] : nullptr);
+  return out.to_json();
+}
+
+json prompt_logprobs_json(const std::vector<int32_t>& prompt, const std::vector<PositionLogprobs>& scores, int64_t k,
+                          const ServedModel& model) {
+  auto entry = [&model](int32_t id, float logprob, int64_t rank) {
+    return json{{"logprob", clamped(logprob)},
+                {"rank", rank},
+                {"decoded_token", token_string(model.tokenizer, id, /*as_token_id=*/false)}};
+  };
+  json out = json::array({nullptr});
+  for (std::size_t i = 0; i < scores.size() && i + 1 < prompt.size(); ++i) {
+    const PositionLogprobs& score = scores[i];
+    json position = {{std::to_string(prompt[i + 1]), entry(prompt[i + 1], score.logprob, score.rank)}};
+    int64_t rank = 1;
+    for (const auto& [other, other_logprob] : first_of(&score.top, k)) {
+      position.emplace(std::to_string(other), entry(other, other_logprob, rank++));
+    }
+    out.push_back(std::move(position));
+  }
+  return out;
+}
+
+json chat_logprobs(const std::vector<int32_t>& ids, const std::vector<float>& logprobs, const ServedModel& model,
+                   bool as_token_ids, int64_t k, const std::vector<TopLogprobs>& top) {
+  auto entry = [&](int32_t id, float logprob) {
+    const std::string token = token_string(model.tokenizer, id, as_token_ids);
+    json bytes = json::array();
+    for (const unsigned char c : token) bytes.push_back(static_cast<int>(c));
+    return json{{"token", token}, {"logprob", clamped(logprob)}, {"bytes", bytes}};
+  };
+  json content = json::array();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    json token = entry(ids[i], logprobs[i]);
+    // As vLLM: the sampled token first, then the most likely others, k in all.
+    json alternatives = json::array();
+    if (k > 0) alternatives.push_back(token);
+    for (const auto& [other, other_logprob] : first_of(i < top.size() ? &top[i] : nullptr, k)) {
+      if (static_cast<int64_t>(alternatives.size()) >= k) break;
+      if (other != ids[i]) alternatives.push_back(entry(other, other_logprob));
+    }
+    token["top_logprobs"] = std::move(alternatives);
+    content.push_back(std::move(token));
+  }
+  return {{"content", content}};
 }
 
 json stop_reason(const CompletionRequest& request, const ServedModel& model, const std::vector<int32_t>& ids,

@@ -20,14 +20,14 @@ class CompletionEncoder final : public StreamEncoder {
     return {};
   }
 
-  std::string token(std::size_t k, const std::vector<int32_t>& ids, float logprob, const std::string& text,
-                    std::optional<FinishReason> finish) override {
+  std::string token(std::size_t k, const std::vector<int32_t>& ids, float logprob, const TopLogprobs& top,
+                    const std::string& text, std::optional<FinishReason> finish) override {
     const std::vector<int32_t> token_id = {ids.back()};
     const std::size_t position = ids.size() - 1;
     json logprobs = nullptr;
     if (request_.logprobs) {
-      logprobs =
-          completion_logprobs(token_id, {logprob}, model_, request_.return_tokens_as_token_ids, text_offsets_[k]);
+      logprobs = completion_logprobs(token_id, {logprob}, model_, request_.return_tokens_as_token_ids,
+                                     prepared_.top_logprobs, {top}, text_offsets_[k]);
     }
     text_offsets_[k] += code_points(text);
     const auto n = static_cast<std::size_t>(prepared_.sampling.n);

@@ -26,7 +26,7 @@ RequestDriver::Listener DeferredAnswer::listener() {
   auto self = shared_from_this();
   RequestDriver::Listener listener;
   if (stream_) listener.on_token = [self](const RequestDriver::Token& token) { self->on_token(token); };
-  listener.on_done = [self](const GenerationOutput& output) { self->on_done(output); };
+  listener.on_done = [self](RequestDriver::CallOutput output) { self->on_done(std::move(output)); };
   listener.on_error = [self](const std::string& error) { self->on_error(error); };
   return listener;
 }
@@ -48,10 +48,14 @@ void DeferredAnswer::attach(std::shared_ptr<ResponseSink> sink, std::function<vo
 void DeferredAnswer::on_token(const RequestDriver::Token& token) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (ended_) return;  // an abort on another thread ended it first
-  send_event(stream_->token(token.sample, token.id, token.logprob, token.finish));
+  send_event(stream_->token(token.sample, token.id, token.logprob, token.top, token.finish));
 }
 
-void DeferredAnswer::on_done(const GenerationOutput& output) {
+void DeferredAnswer::set_prompt_logprobs(std::vector<std::vector<PositionLogprobs>> scores) {
+  prompt_logprobs_ = std::move(scores);
+}
+
+void DeferredAnswer::on_done(RequestDriver::CallOutput output) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (ended_) return;
   if (stream_) {
@@ -59,7 +63,8 @@ void DeferredAnswer::on_done(const GenerationOutput& output) {
     send_end();
     return;
   }
-  const ApiResponse whole = answer(route_, [&] { return ApiResponse{200, build_(output)}; });
+  ReportedLogprobs reported{std::move(output.top_logprobs), std::move(prompt_logprobs_)};
+  const ApiResponse whole = answer(route_, [&] { return ApiResponse{200, build_(output.generation, reported)}; });
   send_reply(whole.status, whole.body);
 }
 

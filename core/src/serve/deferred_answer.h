@@ -25,7 +25,7 @@ class DeferredAnswer : public std::enable_shared_from_this<DeferredAnswer> {
  public:
   using EncoderFactory =
       std::function<std::unique_ptr<StreamEncoder>(const CompletionRequest&, const PreparedCompletion&)>;
-  using BodyBuilder = std::function<std::string(const GenerationOutput&)>;
+  using BodyBuilder = std::function<std::string(const GenerationOutput&, const ReportedLogprobs&)>;
 
   // `encoder` set: a stream; else `build(output)` is the whole body. `held`
   // (the gate ticket, the engine use) is released when the answer ends.
@@ -34,6 +34,8 @@ class DeferredAnswer : public std::enable_shared_from_this<DeferredAnswer> {
 
   // The driver's callbacks; a stream's first events are made here.
   RequestDriver::Listener listener();
+  // The prompts' log-probs for the whole answer (before the requests start).
+  void set_prompt_logprobs(std::vector<std::vector<PositionLogprobs>> scores);
   // From now on the answer goes to `sink` (what came before, first); `cancel`
   // runs when the sink is told the answer will not be read.
   void attach(std::shared_ptr<ResponseSink> sink, std::function<void()> cancel);
@@ -43,7 +45,7 @@ class DeferredAnswer : public std::enable_shared_from_this<DeferredAnswer> {
 
  private:
   void on_token(const RequestDriver::Token& token);
-  void on_done(const GenerationOutput& output);
+  void on_done(RequestDriver::CallOutput output);
   void on_error(const std::string& error);
   // mutex_ held.
   void send_event(std::string event);
@@ -54,6 +56,7 @@ class DeferredAnswer : public std::enable_shared_from_this<DeferredAnswer> {
   CompletionRequest request_;
   PreparedCompletion prepared_;
   BodyBuilder build_;
+  std::vector<std::vector<PositionLogprobs>> prompt_logprobs_;
   std::mutex mutex_;
   std::unique_ptr<LiveStream> stream_;  // streams only
   bool ended_ = false;

@@ -279,7 +279,8 @@ void HttpConnection::dispatch(Incoming item) {
     });
   }
   if (route->kind == Routes::Kind::kInline) return answer(serial, call_route(*route, item.request));
-  net::post(*shared_->handlers, [self = shared_from_this(), serial, route, request = std::move(item.request)] {
+  auto& pool = route->kind == Routes::Kind::kGeneration ? *shared_->completions : *shared_->handlers;
+  net::post(pool, [self = shared_from_this(), serial, route, request = std::move(item.request)] {
     ApiResponse response = call_route(*route, request);
     net::post(self->executor(),
               [self, serial, response = std::move(response)]() mutable { self->answer(serial, std::move(response)); });

@@ -33,6 +33,10 @@ namespace rlcore::serve {
 struct ServerShared {
   const Routes* routes = nullptr;
   ServerOptions options;
+  // Completions, which a paused server holds (vLLM's /pause?mode=keep), and
+  // every other call that may wait: apart, so /resume never queues behind
+  // the completions it would release.
+  boost::asio::thread_pool* completions = nullptr;
   boost::asio::thread_pool* handlers = nullptr;
   std::mutex posting_mutex;
   bool posting = true;

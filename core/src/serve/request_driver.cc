@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <unordered_map>
 #include <optional>
+#include <unordered_map>
 
 #include "rlcore/error.h"
 
@@ -27,9 +27,12 @@ struct RequestDriver::Call {
   size_t remaining = 0;
   std::string tag;
   Listener listener;
+  int64_t top_logprobs = 0;
+  std::vector<std::vector<TopLogprobs>> top;  // per output, as taken
 };
 
-RequestDriver::RequestDriver(GeneratesRequests& engine) : engine_(engine), thread_([this] { run(); }) {}
+RequestDriver::RequestDriver(GeneratesRequests& engine)
+    : engine_(engine), logprobs_(capability<ReportsLogprobs>(engine)), thread_([this] { run(); }) {}
 
 RequestDriver::~RequestDriver() {
   {
@@ -42,12 +45,17 @@ RequestDriver::~RequestDriver() {
 }
 
 void RequestDriver::start(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling,
-                          Listener listener, const std::string& tag) {
+                          Listener listener, const std::string& tag, int64_t top_logprobs) {
+  if (top_logprobs > 0 && !logprobs_) {
+    throw ValueError("this engine reports only the sampled token's log-prob, not the most likely tokens");
+  }
   auto call = std::make_shared<Call>();
   call->tag = tag;
   call->listener = std::move(listener);
+  call->top_logprobs = std::max<int64_t>(top_logprobs, 0);
   const size_t count = prompts.size() * static_cast<size_t>(sampling.n);
   call->outputs.resize(count);
+  if (call->top_logprobs > 0) call->top.resize(count);
   call->remaining = count;
   std::vector<GenerationRequest> requests(count);
   std::vector<std::string> ids;
@@ -67,7 +75,7 @@ void RequestDriver::start(const std::vector<std::vector<int32_t>>& prompts, cons
   }
   size_t submitted = 0;
   try {
-    for (; submitted < count; ++submitted) engine_.submit(requests[submitted]);
+    for (; submitted < count; ++submitted) submit(requests[submitted], call->top_logprobs);
   } catch (...) {
     for (size_t k = 0; k < submitted; ++k) engine_.abort(requests[k].id);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -75,6 +83,21 @@ void RequestDriver::start(const std::vector<std::vector<int32_t>>& prompts, cons
     throw;
   }
   work_.notify_all();
+}
+
+void RequestDriver::submit(const GenerationRequest& request, int64_t top_logprobs) {
+  if (top_logprobs > 0) {
+    logprobs_->submit_with_top_logprobs(request, top_logprobs);
+  } else {
+    engine_.submit(request);
+  }
+}
+
+std::vector<PositionLogprobs> RequestDriver::score_tokens(const std::vector<int32_t>& ids, int64_t top_logprobs) {
+  if (!logprobs_) throw ValueError("this engine reports only the sampled token's log-prob, not a prompt's");
+  std::vector<PositionLogprobs> scores;
+  run_on_stepping_thread([&] { scores = logprobs_->score_tokens(ids, top_logprobs); });
+  return scores;
 }
 
 GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>& prompts,
@@ -97,9 +120,9 @@ GenerationOutput RequestDriver::generate(const std::vector<std::vector<int32_t>>
       waiting->changed.notify_all();
     };
   }
-  listener.on_done = [waiting](GenerationOutput output) {
+  listener.on_done = [waiting](CallOutput output) {
     std::lock_guard<std::mutex> lock(waiting->mutex);
-    waiting->output = std::move(output);
+    waiting->output = std::move(output.generation);
     waiting->changed.notify_all();
   };
   listener.on_error = [waiting](const std::string& error) {
@@ -171,18 +194,18 @@ bool RequestDriver::frozen() const {
 }
 
 void RequestDriver::restart_in_flight() {
-  std::vector<GenerationRequest> requests;
+  std::vector<std::pair<GenerationRequest, int64_t>> requests;  // and its top log-probs
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [id, owner] : owners_) requests.push_back(owner.request);
+    for (const auto& [id, owner] : owners_) requests.emplace_back(owner.request, owner.call->top_logprobs);
   }
-  for (GenerationRequest& request : requests) {
+  for (auto& [request, top_logprobs] : requests) {
     std::optional<RequestOutput> out = engine_.abort(request.id);
     if (!out) continue;                 // not submitted yet, or aborted by its client meanwhile
     request.sampling.seed = out->seed;  // the stream it drew from, continued
     request.resumed = out->generated;
     try {
-      engine_.submit(request);
+      submit(request, top_logprobs);
     } catch (const std::exception&) {
       // Refused now (the engine changed under it): the caller gets what it had, as an abort.
       std::shared_ptr<Call> done;
@@ -219,10 +242,16 @@ size_t RequestDriver::abort_tag(const std::string& tag) {
 void RequestDriver::abort_ids(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) {
     std::optional<RequestOutput> out = engine_.abort(id);
-    if (!out) continue;  // finished meanwhile (or never known): the stepping thread delivers it
+    if (!out) continue;            // finished meanwhile (or never known): the stepping thread delivers it
+    std::vector<TopLogprobs> top;  // of the tokens sampled since the last step's delivery
+    if (logprobs_) top = logprobs_->take_top_logprobs(id);
     std::shared_ptr<Call> done;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      if (auto owner = owners_.find(id); owner != owners_.end() && owner->second.call->top_logprobs > 0) {
+        auto& kept = owner->second.call->top[owner->second.index];
+        for (TopLogprobs& entry : top) kept.push_back(std::move(entry));
+      }
       done = deliver_locked(std::move(*out));
     }
     if (done) finish(*done);
@@ -240,15 +269,32 @@ std::shared_ptr<RequestDriver::Call> RequestDriver::deliver_locked(RequestOutput
 }
 
 void RequestDriver::finish(Call& call) {
-  GenerationOutput out;
+  CallOutput out;
+  GenerationOutput& generation = out.generation;
   for (std::optional<RequestOutput>& output : call.outputs) {
     for (int64_t version : output->generated.weight_versions)
-      out.weight_version = std::max(out.weight_version, version);
-    out.token_ids.push_back(std::move(output->generated.token_ids));
-    out.logprobs.push_back(std::move(output->generated.logprobs));
-    out.finish_reasons.push_back(output->finish_reason);
+      generation.weight_version = std::max(generation.weight_version, version);
+    generation.token_ids.push_back(std::move(output->generated.token_ids));
+    generation.logprobs.push_back(std::move(output->generated.logprobs));
+    generation.finish_reasons.push_back(output->finish_reason);
   }
+  out.top_logprobs = std::move(call.top);
   call.listener.on_done(std::move(out));
+}
+
+std::map<std::string, std::vector<TopLogprobs>> RequestDriver::take_top(const std::vector<TokenDelta>& deltas) {
+  std::map<std::string, std::vector<TopLogprobs>> taken;
+  if (!logprobs_) return taken;
+  std::vector<std::string> asking;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const TokenDelta& delta : deltas) {
+      auto owner = owners_.find(delta.id);
+      if (owner != owners_.end() && owner->second.call->top_logprobs > 0) asking.push_back(delta.id);
+    }
+  }
+  for (const std::string& id : asking) taken[id] = logprobs_->take_top_logprobs(id);
+  return taken;
 }
 
 void RequestDriver::fail_all(const std::string& why) {
@@ -286,6 +332,7 @@ void RequestDriver::run() {
       fail_all(std::string("generation failed: ") + e.what());
       continue;
     }
+    std::map<std::string, std::vector<TopLogprobs>> top = take_top(out.deltas);
     std::vector<std::pair<std::shared_ptr<Call>, Token>> arrived;
     std::vector<std::shared_ptr<Call>> done;
     {
@@ -294,12 +341,23 @@ void RequestDriver::run() {
       for (const RequestOutput& finished : out.finished) finishing.emplace(finished.id, finished.finish_reason);
       for (const TokenDelta& delta : out.deltas) {
         auto owner = owners_.find(delta.id);
-        if (owner == owners_.end() || !owner->second.call->listener.on_token) continue;
+        if (owner == owners_.end()) continue;
+        Call& call = *owner->second.call;
+        const size_t index = owner->second.index;
+        std::vector<TopLogprobs>* taken = nullptr;
+        if (auto it = top.find(delta.id); it != top.end() && it->second.size() == delta.tokens.size()) {
+          taken = &it->second;
+        }
         for (size_t t = 0; t < delta.tokens.size(); ++t) {
-          Token token{owner->second.index, delta.tokens.token_ids[t], delta.tokens.logprobs[t], std::nullopt};
+          if (!call.listener.on_token) break;
+          Token token{index, delta.tokens.token_ids[t], delta.tokens.logprobs[t], std::nullopt, {}};
+          if (taken) token.top = (*taken)[t];
           auto finish = finishing.find(delta.id);
           if (t + 1 == delta.tokens.size() && finish != finishing.end()) token.finish = finish->second;
-          arrived.emplace_back(owner->second.call, token);
+          arrived.emplace_back(owner->second.call, std::move(token));
+        }
+        if (taken) {
+          for (TopLogprobs& entry : *taken) call.top[index].push_back(std::move(entry));
         }
       }
       for (RequestOutput& finished : out.finished) {

@@ -48,6 +48,14 @@ class RequestDriver {
     int32_t id = 0;
     float logprob = 0;
     std::optional<FinishReason> finish;
+    TopLogprobs top;  // the most likely tokens where they were asked for (start's top_logprobs)
+  };
+
+  // A call's outputs, prompt-major, and with them, where they were asked for,
+  // each sampled token's most likely tokens (top_logprobs[sample][token]).
+  struct CallOutput {
+    GenerationOutput generation;
+    std::vector<std::vector<TopLogprobs>> top_logprobs;
   };
 
   // What start() reports, each on the stepping thread or on the thread that
@@ -56,14 +64,22 @@ class RequestDriver {
   // (stepping the engine failed, or the driver stopped).
   struct Listener {
     std::function<void(const Token&)> on_token;  // may be empty
-    std::function<void(GenerationOutput)> on_done;
+    std::function<void(CallOutput)> on_done;
     std::function<void(const std::string& error)> on_error;
   };
   // Submits prompts x n requests and returns; throws what submit() throws
   // (ValueError, OverloadedError) with none of them left running, and then
-  // calls nothing. `tag` names the call for abort_tag().
+  // calls nothing. `tag` names the call for abort_tag(). `top_logprobs` > 0:
+  // every token comes with that many most likely tokens (ValueError when the
+  // engine cannot report them: supports_logprobs()).
   void start(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& sampling, Listener listener,
-             const std::string& tag = "");
+             const std::string& tag = "", int64_t top_logprobs = 0);
+
+  // Whether the engine reports log-probs beyond the sampled token's (ReportsLogprobs).
+  bool supports_logprobs() const { return logprobs_ != nullptr; }
+  // ReportsLogprobs::score_tokens on the stepping thread, between two steps;
+  // waits for it (never call it from a listener). ValueError without the capability.
+  std::vector<PositionLogprobs> score_tokens(const std::vector<int32_t>& ids, int64_t top_logprobs);
 
   // prompts x n requests (each sample of a seeded call on a stream of its own), waited
   // for; prompt-major, as InferenceEngine::generate. `on_token`, when given,
@@ -103,6 +119,10 @@ class RequestDriver {
     size_t index = 0;           // in the call's outputs
     GenerationRequest request;  // as submitted, for a restart
   };
+  void submit(const GenerationRequest& request, int64_t top_logprobs);
+  // The most likely tokens that the requests of `deltas` which asked for them
+  // recorded, by request id (taken from the engine; mutex_ not held).
+  std::map<std::string, std::vector<TopLogprobs>> take_top(const std::vector<TokenDelta>& deltas);
   void run();
   void restart_in_flight();
   void fail_all(const std::string& why);
@@ -113,6 +133,7 @@ class RequestDriver {
   static void finish(Call& call);
 
   GeneratesRequests& engine_;
+  ReportsLogprobs* logprobs_ = nullptr;  // the engine's, when it has the capability
   mutable std::mutex mutex_;
   std::condition_variable work_;
   std::map<std::string, Owner> owners_;           // request id -> its call, output index and request

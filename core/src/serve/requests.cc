@@ -126,7 +126,6 @@ struct UnsupportedField {
   bool (*is_default)(const json&);
 };
 constexpr UnsupportedField kUnsupportedCompletionFields[] = {
-    {"echo", is_false},
     {"best_of", is_one},
     {"suffix", never},
     {"stop", is_empty},
@@ -138,7 +137,6 @@ constexpr UnsupportedField kUnsupportedCompletionFields[] = {
     {"min_tokens", is_zero},
     {"logit_bias", is_empty},
     {"use_beam_search", is_false},
-    {"prompt_logprobs", never},
     {"logprob_token_ids", never},
     {"allowed_token_ids", never},
     {"bad_words", is_empty},
@@ -151,6 +149,24 @@ constexpr UnsupportedField kUnsupportedCompletionFields[] = {
     {"guided_choice", never},
     {"guided_grammar", never},
 };
+
+// vLLM's checks of prompt_logprobs (CompletionRequest.check_logprobs, then the
+// engine's max_logprobs); stream is read first.
+void read_prompt_logprobs(const json& body, const RequestLimits& limits, CompletionRequest& request) {
+  request.prompt_logprobs = optional_integer(body, "prompt_logprobs");
+  if (!request.prompt_logprobs) return;
+  const int64_t top = *request.prompt_logprobs;
+  if (top < -1) throw bad_request("`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs");
+  if (request.stream) {
+    throw bad_request("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
+  }
+  if (top == -1 || top > limits.max_logprobs) {
+    throw bad_request("Requested prompt logprobs of " +
+                          (top == -1 ? std::string("-1 (the whole vocabulary)") : std::to_string(top)) +
+                          ", which is greater than max allowed: " + std::to_string(limits.max_logprobs),
+                      "prompt_logprobs");
+  }
+}
 
 void reject_unsupported(const json& body) {
   for (const auto& unsupported : kUnsupportedCompletionFields) {
@@ -307,10 +323,19 @@ CompletionRequest parse_completion_request(const json& body, const RequestLimits
     throw bad_request("logprobs must be a non-negative integer or -1, got " + std::to_string(*request.logprobs) + ".",
                       "logprobs");
   }
-  if (request.logprobs && *request.logprobs > limits.max_logprobs) {
-    throw bad_request("Requested sample logprobs of " + std::to_string(*request.logprobs) +
-                          ", which is greater than max allowed: " + std::to_string(limits.max_logprobs),
-                      "logprobs");
+  // -1 asks for the whole vocabulary, past any max_logprobs rlcore serve takes.
+  if (request.logprobs && (*request.logprobs == -1 || *request.logprobs > limits.max_logprobs)) {
+    throw bad_request(
+        "Requested sample logprobs of " +
+            (*request.logprobs == -1 ? std::string("-1 (the whole vocabulary)") : std::to_string(*request.logprobs)) +
+            ", which is greater than max allowed: " + std::to_string(limits.max_logprobs),
+        "logprobs");
+  }
+  read_stream_fields(body, request);
+  read_prompt_logprobs(body, limits, request);
+  read_bool(body, "echo", request.echo);
+  if (request.echo && request.stream) {
+    throw bad_request("echo=true is not supported with stream=true by rlcore serve.", "echo");
   }
 
   read_bool(body, "ignore_eos", request.ignore_eos);
@@ -319,7 +344,6 @@ CompletionRequest parse_completion_request(const json& body, const RequestLimits
   read_bool(body, "include_stop_str_in_output", request.include_stop_str_in_output);
   read_bool(body, "return_token_ids", request.return_token_ids);
   read_bool(body, "return_tokens_as_token_ids", request.return_tokens_as_token_ids);
-  read_stream_fields(body, request);
   return request;
 }
 

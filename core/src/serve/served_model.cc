@@ -94,6 +94,11 @@ PreparedCompletion prepare_completion(const CompletionRequest& request, const Se
   if (!request.ignore_eos) {
     for (const int32_t eos : model.eos_token_ids) add_unique(sampling.stop_token_ids, eos);
   }
+  prepared.top_logprobs = std::max<int64_t>(request.logprobs.value_or(0), 0);
+  prepared.prompt_logprobs = request.prompt_logprobs.value_or(-1);
+  if (request.echo && request.logprobs) {
+    prepared.prompt_logprobs = std::max(prepared.prompt_logprobs, prepared.top_logprobs);
+  }
   return prepared;
 }
 

@@ -36,9 +36,11 @@ struct Server::Impl {
         shared(std::make_shared<ServerShared>()),
         acceptor(net::make_strand(io)),
         retry_timer(acceptor.get_executor()),
+        completions(static_cast<std::size_t>(std::max(1, options.handler_threads))),
         handlers(static_cast<std::size_t>(std::max(1, options.handler_threads))) {
     shared->routes = &routes;
     shared->options = options;
+    shared->completions = &completions;
     shared->handlers = &handlers;
     shared->on_last_closed = [this] { net::post(acceptor.get_executor(), [this] { work.reset(); }); };
   }
@@ -48,7 +50,8 @@ struct Server::Impl {
       std::lock_guard<std::mutex> lock(shared->posting_mutex);
       shared->posting = false;
     }
-    handlers.join();  // what the pool runs refers to the routes
+    completions.join();  // what the pools run refers to the routes
+    handlers.join();
     std::lock_guard<std::mutex> lock(connections_mutex);
     for (const auto& weak : connections) {
       if (auto connection = weak.lock()) connection->abandon();
@@ -71,7 +74,9 @@ struct Server::Impl {
   std::atomic<bool> stop_requested{false};
   std::atomic<bool> serving{false};
   bool failed = false;
-  net::thread_pool handlers;  // last: joined before anything it uses goes
+  // Last: joined before anything they use goes.
+  net::thread_pool completions;
+  net::thread_pool handlers;
 };
 
 void Server::Impl::accept() {

@@ -101,7 +101,8 @@ std::vector<std::string> encode_stream(StreamEncoder& encoder, const CompletionR
   for (const StreamedToken& token : streamed_tokens(output, shown, model.tokenizer, request.skip_special_tokens)) {
     const auto& ids = output.token_ids[token.sample];
     const std::vector<int32_t> so_far(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(token.position) + 1);
-    events.push_back(encoder.token(token.sample, so_far, output.logprobs[token.sample][token.position], token.text,
+    events.push_back(encoder.token(token.sample, so_far, output.logprobs[token.sample][token.position], TopLogprobs{},
+                                   token.text,
                                    token.last ? std::optional(output.finish_reasons[token.sample]) : std::nullopt));
   }
   for (std::string& event : encoder.end(usage_of(prepared, output))) events.push_back(std::move(event));
@@ -118,13 +119,14 @@ LiveStream::LiveStream(std::unique_ptr<StreamEncoder> encoder, const CompletionR
 
 std::vector<std::string> LiveStream::begin() { return encoder_->begin(ids_.size()); }
 
-std::string LiveStream::token(std::size_t sample, int32_t id, float logprob, std::optional<FinishReason> finish) {
+std::string LiveStream::token(std::size_t sample, int32_t id, float logprob, const TopLogprobs& top,
+                              std::optional<FinishReason> finish) {
   std::vector<int32_t>& ids = ids_.at(sample);
   ids.push_back(id);
   const std::vector<int32_t> shown = text_token_ids(request_, ids, finish.value_or(FinishReason::kLength));
   const std::string text =
       text_delta(model_.tokenizer, shown, finish.has_value(), emitted_[sample], request_.skip_special_tokens);
-  return encoder_->token(sample, ids, logprob, text, finish);
+  return encoder_->token(sample, ids, logprob, top, text, finish);
 }
 
 std::vector<std::string> LiveStream::end() {

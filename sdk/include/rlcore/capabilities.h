@@ -229,6 +229,41 @@ class RLCORE_API ReplaysRouting {
   virtual at::Tensor take_routing() = 0;
 };
 
+// The most likely tokens at one position, most likely first, with their log-probs.
+struct TopLogprobs {
+  std::vector<int32_t> token_ids;
+  std::vector<float> logprobs;
+};
+
+// The log-prob a model gives one token of a sequence, against every token before it.
+struct PositionLogprobs {
+  float logprob = 0;
+  int64_t rank = 0;  // 1: the most likely token there
+  TopLogprobs top;
+};
+
+// Inference engine with request-level generation (SDK 6.3): log-probs beyond
+// the sampled token's, for vLLM's `logprobs` / `top_logprobs` /
+// `prompt_logprobs` and Tinker's compute_logprobs.
+class RLCORE_API ReportsLogprobs {
+ public:
+  static constexpr const char* kName = "logprobs";
+  virtual ~ReportsLogprobs();
+  // GeneratesRequests::submit, and every token the request samples also
+  // records the `top_logprobs` (>= 1) most likely tokens of the distribution it
+  // was drawn from (the one its GeneratedTokens log-prob is from).
+  virtual void submit_with_top_logprobs(GenerationRequest request, int64_t top_logprobs) = 0;
+  // What request `id` recorded since the last take, one entry per sampled
+  // token in order (resumed tokens have none). A finished or aborted request's
+  // are kept until taken; empty for an unknown id.
+  virtual std::vector<TopLogprobs> take_top_logprobs(const std::string& id) = 0;
+  // For each position i in [1, ids.size()): log p(ids[i] | ids[0, i)) under
+  // the model's own distribution (temperature 1, nothing filtered), its rank
+  // there and the `top_logprobs` (>= 0) most likely tokens. Throws ValueError
+  // for an empty or out-of-vocabulary sequence, or one past max_model_len.
+  virtual std::vector<PositionLogprobs> score_tokens(const std::vector<int32_t>& ids, int64_t top_logprobs) = 0;
+};
+
 // The capability interface `Capability` of `component`, or null when it has none.
 template <class Capability, class Component>
 Capability* capability(Component& component) {
@@ -268,6 +303,9 @@ std::vector<std::string> capabilities_of() {
   add(std::is_base_of_v<ReportsGenerationStats, T>, ReportsGenerationStats::kName);
   add(std::is_base_of_v<RecordsRouting, T>, RecordsRouting::kName);
   add(std::is_base_of_v<ReplaysRouting, T>, ReplaysRouting::kName);
+#if RLCORE_SDK_TARGET_ABI_MINOR >= 3
+  add(std::is_base_of_v<ReportsLogprobs, T>, ReportsLogprobs::kName);
+#endif
   return names;
 }
 

@@ -112,7 +112,15 @@ TEST_CASE("chat requests a template or the server cannot serve are 400s naming w
            {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})",
             "when using `top_logprobs`, `logprobs` must be set to true."},
            {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": "3"})",
-            "top_logprobs must be an integer"}}) {
+            "top_logprobs must be an integer"},
+           {R"({"messages": [{"role": "user", "content": "x"}], "echo": true})",
+            "echo=true is not supported by rlcore serve."},
+           // The scripted engine reports only the sampled token's log-prob.
+           {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 2})",
+            "the served engine reports only the sampled token's log-prob: logprobs needs an engine that reports "
+            "log-probs (infer-native)."},
+           {R"({"messages": [{"role": "user", "content": "x"}], "prompt_logprobs": 0})",
+            "prompt_logprobs needs an engine that reports log-probs"}}) {
     INFO(body);
     answer = api->chat_completions(body);
     CHECK(answer.status == 400);

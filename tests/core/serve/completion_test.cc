@@ -202,6 +202,57 @@ TEST_CASE("build_completion_response: logprobs as vLLM's CompletionLogProbs", "[
   CHECK(logprobs["top_logprobs"][1] == json{{as_id1, -9999.0}});
 }
 
+TEST_CASE("build_completion_response: the most likely tokens, echo and prompt_logprobs as vLLM",
+          "[serve][completion]") {
+  const auto model = test_model();
+  const int32_t a = model.tokenizer.encode("a").at(0), b = model.tokenizer.encode("b").at(0),
+                c = model.tokenizer.encode("c").at(0);
+  auto text = [&](int32_t id) { return model.tokenizer.decode(std::vector<int32_t>{id}); };
+  GenerationOutput output;
+  output.token_ids = {{b, c}};
+  output.logprobs = {{-0.5f, -1.5f}};
+  output.finish_reasons = {FinishReason::kLength};
+  ReportedLogprobs reported;
+  // Sampled b (also the most likely there), then c (second after a).
+  reported.top = {{rlcore::TopLogprobs{{b, a}, {-0.5f, -1.0f}}, rlcore::TopLogprobs{{a, c}, {-0.25f, -1.5f}}}};
+  // The prompt [a, b, a]: b after a (rank 2), a after b (rank 1).
+  reported.prompt = {{rlcore::PositionLogprobs{-2.0f, 2, {{c, b}, {-0.125f, -2.0f}}},
+                      rlcore::PositionLogprobs{-0.375f, 1, {{a, c}, {-0.375f, -3.0f}}}}};
+
+  auto request = request_of(R"({"prompt": [0], "logprobs": 2})");
+  request.prompts = {PromptInput{std::nullopt, {a, b, a}}};
+  auto prepared = prepare_completion(request, model);
+  json choice = build_completion_response(request, prepared, output, model, "id", 0, reported)["choices"][0];
+  CHECK(choice["logprobs"]["token_logprobs"] == json{-0.5, -1.5});
+  CHECK(choice["logprobs"]["top_logprobs"][0] == json{{text(b), -0.5}, {text(a), -1.0}});
+  CHECK(choice["logprobs"]["top_logprobs"][1] == json{{text(c), -1.5}, {text(a), -0.25}});
+  CHECK(choice["prompt_logprobs"].is_null());
+
+  // lm-eval's loglikelihood request: echo with logprobs puts the prompt's first.
+  request = request_of(R"({"prompt": [0], "logprobs": 1, "echo": true, "prompt_logprobs": 2})");
+  request.prompts = {PromptInput{std::nullopt, {a, b, a}}};
+  prepared = prepare_completion(request, model);
+  CHECK(prepared.prompt_logprobs == 2);
+  choice = build_completion_response(request, prepared, output, model, "id", 0, reported)["choices"][0];
+  CHECK(choice["text"] == text(a) + text(b) + text(a) + text(b) + text(c));
+  CHECK(choice["logprobs"]["tokens"] == json{text(a), text(b), text(a), text(b), text(c)});
+  CHECK(choice["logprobs"]["token_logprobs"] == json{nullptr, -2.0, -0.375, -0.5, -1.5});
+  CHECK(choice["logprobs"]["top_logprobs"][0].is_null());
+  CHECK(choice["logprobs"]["top_logprobs"][1] == json{{text(b), -2.0}, {text(c), -0.125}});
+  CHECK(choice["logprobs"]["top_logprobs"][4] == json{{text(c), -1.5}, {text(a), -0.25}});
+  const json& prompt = choice["prompt_logprobs"];
+  REQUIRE(prompt.size() == 3);
+  CHECK(prompt[0].is_null());
+  CHECK(prompt[1][std::to_string(b)] == json{{"logprob", -2.0}, {"rank", 2}, {"decoded_token", text(b)}});
+  CHECK(prompt[1][std::to_string(c)] == json{{"logprob", -0.125}, {"rank", 1}, {"decoded_token", text(c)}});
+  CHECK(prompt[2].size() == 2);  // a is both the prompt's token and the most likely
+  CHECK(prompt[2][std::to_string(a)]["logprob"] == -0.375);
+
+  // Not what the engine reported: an engine fault, not the request's.
+  CHECK_THROWS_AS(build_completion_response(request, prepared, output, model, "id", 0, ReportedLogprobs{}),
+                  rlcore::Error);
+}
+
 TEST_CASE("text_offset counts code points, as Python's len", "[serve][completion]") {
   const auto model = test_model();
   const auto e_acute = model.tokenizer.encode("é");  // two bytes, maybe two tokens

@@ -150,8 +150,9 @@ class PacedServer {
 
 std::string post_request(const std::string& path, const json& body) {
   const std::string text = body.dump();
-  return "POST " + path + " HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(text.size()) + "\r\n\r\n" + text;
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(text.size()) +
+         "\r\n\r\n" + text;
 }
 
 void send_all(int fd, const std::string& bytes) {
@@ -300,8 +301,7 @@ TEST_CASE("256 clients at once, a quarter leaving mid-stream: the rest are answe
   CHECK(server.engine().load().waiting == 0);
 }
 
-TEST_CASE("a non-streamed request whose client leaves is aborted at once, not run to its end",
-          "[serve][concurrency]") {
+TEST_CASE("a non-streamed request whose client leaves is aborted at once, not run to its end", "[serve][concurrency]") {
   PacedServer server;
   const int fd = rlcore_test::connect_loopback(server.port());
   send_all(fd, post_request("/v1/completions", {{"prompt", {50}}, {"max_tokens", 10000000}}));
@@ -317,10 +317,8 @@ TEST_CASE("keep-alive and pipelining: answers come back in order on one connecti
   // Three requests in one write: a completion, the models, a streamed completion.
   send_all(fd, post_request("/v1/completions", {{"prompt", {60}}, {"max_tokens", 5}, {"return_token_ids", true}}) +
                    "GET /v1/models HTTP/1.1\r\nHost: test\r\n\r\n" +
-                   post_request("/v1/completions", {{"prompt", {70}},
-                                                    {"max_tokens", 3},
-                                                    {"stream", true},
-                                                    {"return_token_ids", true}}));
+                   post_request("/v1/completions",
+                                {{"prompt", {70}}, {"max_tokens", 3}, {"stream", true}, {"return_token_ids", true}}));
   std::string pending;
   const HttpAnswer first = read_answer(fd, pending);
   REQUIRE(first.status == 200);

@@ -170,6 +170,76 @@ TEST_CASE("the openai client chats through the checkpoint's template, whole and 
   CHECK(answers["whole_usage"]["prompt_tokens"] == answers["tokenize_ids"].size());
 }
 
+TEST_CASE("native engine: the most likely tokens, echo and the prompt's log-probs", "[serve][native][logprobs]") {
+  NativeServer server;
+  const std::vector<int32_t> prompt = server.model().tokenizer.encode("Question: 1 + 2");
+  const json request = {{"prompt", "Question: 1 + 2"}, {"max_tokens", 4}, {"temperature", 0},
+                        {"ignore_eos", true},          {"logprobs", 3},   {"echo", true},
+                        {"prompt_logprobs", 2}};
+  const json choice = server.post("/v1/completions", request)["choices"][0];
+  CHECK(choice["text"].get<std::string>().rfind("Question: 1 + 2", 0) == 0);
+  const json& logprobs = choice["logprobs"];
+  REQUIRE(logprobs["tokens"].size() == prompt.size() + 4);
+  CHECK(logprobs["token_logprobs"][0].is_null());
+  CHECK(logprobs["top_logprobs"][0].is_null());
+  const json& prompt_logprobs = choice["prompt_logprobs"];
+  REQUIRE(prompt_logprobs.size() == prompt.size());
+  CHECK(prompt_logprobs[0].is_null());
+  for (std::size_t t = 1; t < logprobs["tokens"].size(); ++t) {
+    INFO("token " << t);
+    const double logprob = logprobs["token_logprobs"][t];
+    const json& top = logprobs["top_logprobs"][t];
+    CHECK(top.size() >= 3);
+    CHECK(top.size() <= 4);  // the token itself, when not among the 3 most likely
+    CHECK(top[logprobs["tokens"][t].get<std::string>()] == logprob);
+    double best = -1e9;
+    for (const auto& [token, value] : top.items()) best = std::max(best, value.get<double>());
+    if (t >= prompt.size()) {
+      CHECK(logprob == best);  // greedy: the sampled token is the most likely
+    } else {
+      // The prompt's tokens, as echo and as prompt_logprobs, agree.
+      const json& entry = prompt_logprobs[t][std::to_string(prompt[t])];
+      CHECK(entry["logprob"] == logprob);
+      CHECK(entry["rank"].get<int64_t>() >= 1);
+      CHECK(prompt_logprobs[t].size() >= 2);
+    }
+  }
+
+  // Streamed: each chunk carries its token's most likely tokens, as the whole answer does.
+  json streamed = {{"prompt", "Question: 1 + 2"}, {"max_tokens", 4}, {"temperature", 0},
+                   {"ignore_eos", true},          {"logprobs", 3},   {"stream", true}};
+  httplib::Client client("127.0.0.1", server.port());
+  auto result = client.Post("/v1/completions", streamed.dump(), "application/json");
+  REQUIRE(result);
+  REQUIRE(result->status == 200);
+  std::vector<json> chunks;
+  std::istringstream lines(result->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("data: {", 0) == 0) chunks.push_back(json::parse(line.substr(6)));
+  }
+  REQUIRE(chunks.size() == 4);
+  for (std::size_t t = 0; t < 4; ++t) {
+    CHECK(chunks[t]["choices"][0]["logprobs"]["top_logprobs"][0] == logprobs["top_logprobs"][prompt.size() + t]);
+  }
+
+  // Chat: top_logprobs lists the sampled token first, then the others, 3 in all.
+  const json chat = server.post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                                                         {"max_tokens", 3},
+                                                         {"temperature", 0},
+                                                         {"logprobs", true},
+                                                         {"top_logprobs", 3},
+                                                         {"prompt_logprobs", 1}});
+  const json& content = chat["choices"][0]["logprobs"]["content"];
+  REQUIRE(content.size() >= 1);
+  for (const json& token : content) {
+    REQUIRE(token["top_logprobs"].size() == 3);
+    CHECK(token["top_logprobs"][0]["token"] == token["token"]);
+    CHECK(token["top_logprobs"][0]["logprob"] == token["logprob"]);
+    CHECK(token["top_logprobs"][1]["logprob"].get<double>() >= token["top_logprobs"][2]["logprob"].get<double>());
+  }
+  CHECK(chat["prompt_logprobs"].size() == chat["usage"]["prompt_tokens"].get<std::size_t>());
+}
+
 TEST_CASE("native engine: n samples per prompt come back prompt-major and seeded", "[serve][native]") {
   NativeServer server;
   const json request = {{"prompt", {{5, 6, 7}, {8, 9}}},

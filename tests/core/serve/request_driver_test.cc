@@ -210,10 +210,10 @@ TEST_CASE("start() returns at once; tokens, then the answer, reach the listener 
     std::lock_guard<std::mutex> lock(mutex);
     tokens_heard.push_back(token.id);
   };
-  listener.on_done = [&](rlcore::GenerationOutput output) {
+  listener.on_done = [&](RequestDriver::CallOutput output) {
     std::lock_guard<std::mutex> lock(mutex);
     CHECK(tokens_heard.size() == 4);  // every token before the answer
-    answer = std::move(output);
+    answer = std::move(output.generation);
     changed.notify_all();
   };
   listener.on_error = [&](const std::string&) { errored = true; };
@@ -229,7 +229,7 @@ TEST_CASE("start() returns at once; tokens, then the answer, reach the listener 
   // A refused submit throws from start() and calls nothing.
   bool called = false;
   RequestDriver::Listener refused;
-  refused.on_done = [&](rlcore::GenerationOutput) { called = true; };
+  refused.on_done = [&](RequestDriver::CallOutput) { called = true; };
   refused.on_error = [&](const std::string&) { called = true; };
   CHECK_THROWS_AS(driver.start({{999}}, tokens(2), refused, "cmpl-b"), rlcore::OverloadedError);
   CHECK_FALSE(called);
@@ -237,7 +237,7 @@ TEST_CASE("start() returns at once; tokens, then the answer, reach the listener 
   // abort_tag() ends a started call: its answer arrives with finish reason abort.
   std::promise<rlcore::GenerationOutput> aborted;
   RequestDriver::Listener endless;
-  endless.on_done = [&](rlcore::GenerationOutput output) { aborted.set_value(std::move(output)); };
+  endless.on_done = [&](RequestDriver::CallOutput output) { aborted.set_value(std::move(output.generation)); };
   endless.on_error = [&](const std::string&) {};
   driver.start({{1}}, tokens(100000000), endless, "cmpl-c");
   CHECK(driver.abort_tag("cmpl-c") == 1);

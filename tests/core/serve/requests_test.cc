@@ -212,9 +212,21 @@ TEST_CASE("out-of-range values are 400s with vLLM's wording", "[serve][requests]
       {R"({"prompt": "x", "logprobs": -2})", "logprobs must be a non-negative integer or -1, got -2.", "logprobs"},
       {R"({"prompt": "x", "logprobs": 21})", "Requested sample logprobs of 21, which is greater than max allowed: 20",
        "logprobs"},
+      {R"({"prompt": "x", "logprobs": -1})",
+       "Requested sample logprobs of -1 (the whole vocabulary), which is greater than max allowed: 20", "logprobs"},
+      {R"({"prompt": "x", "prompt_logprobs": -2})", "`prompt_logprobs` must be a positive value or -1.",
+       "prompt_logprobs"},
+      {R"({"prompt": "x", "prompt_logprobs": 21})",
+       "Requested prompt logprobs of 21, which is greater than max allowed: 20", "prompt_logprobs"},
+      {R"({"prompt": "x", "prompt_logprobs": 1, "stream": true})",
+       "`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs"},
+      {R"({"prompt": "x", "echo": true, "stream": true})",
+       "echo=true is not supported with stream=true by rlcore serve.", "echo"},
   });
   // The edges that are allowed.
-  CHECK(parse(R"({"prompt": "x", "n": 128, "top_p": 1, "top_k": 1, "logprobs": -1})").n == 128);
+  CHECK(parse(R"({"prompt": "x", "n": 128, "top_p": 1, "top_k": 1, "logprobs": 0})").n == 128);
+  CHECK(parse(R"({"prompt": "x", "prompt_logprobs": 20})").prompt_logprobs == 20);
+  CHECK(parse(R"({"prompt": "x", "echo": true})").echo);
   CHECK(parse(R"({"prompt": "x", "logprobs": 20})").logprobs == 20);
   CHECK(parse(R"({"prompt": "x", "top_k": -1})").top_k == -1);
 }
@@ -225,7 +237,6 @@ TEST_CASE("options rlcore does not implement are refused unless at their default
        "Stream options can only be defined when `stream=True`.", "stream_options"},
       {R"({"prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": true}})",
        "stream_options.continuous_usage_stats=true is not supported by rlcore serve.", "stream_options"},
-      {R"({"prompt": "x", "echo": true})", "echo=true is not supported by rlcore serve.", "echo"},
       {R"({"prompt": "x", "stop": ["\n"]})", "stop=[\"\\n\"] is not supported by rlcore serve.", "stop"},
       {R"({"prompt": "x", "stop": "END"})", "stop=\"END\" is not supported by rlcore serve.", "stop"},
       {R"({"prompt": "x", "best_of": 2})", "best_of=2 is not supported by rlcore serve.", "best_of"},

@@ -328,7 +328,7 @@ TEST_CASE("a live stream fed token by token sends the events of the finished ans
       for (std::size_t k = 0; k < output.token_ids.size(); ++k) {
         if (t >= output.token_ids[k].size()) continue;
         const bool last = t + 1 == output.token_ids[k].size();
-        events.push_back(live.token(k, output.token_ids[k][t], output.logprobs[k][t],
+        events.push_back(live.token(k, output.token_ids[k][t], output.logprobs[k][t], rlcore::TopLogprobs{},
                                     last ? std::optional(output.finish_reasons[k]) : std::nullopt));
       }
     }

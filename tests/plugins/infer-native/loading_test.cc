@@ -102,7 +102,7 @@ TEST_CASE("the infer-native plugin loads through the PluginLoader and generates"
   CHECK(entry.keys.size() == 9);
   CHECK(registry.capabilities(rlcore::InferenceEngine::kKind, "native") ==
         std::vector<std::string>{"adopts_weights", "tensor_parallel", "sleep", "requests", "generation_stats",
-                                 "records_routing"});
+                                 "records_routing", "logprobs"});
 
   Fixture fixture;
   rlcore::ComponentContext context;

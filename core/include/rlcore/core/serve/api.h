@@ -96,7 +96,7 @@ class RLCORE_API OpenAiApi {
   // shapes the route's chunks), or whole (`build(output)` its body).
   using EncoderFactory =
       std::function<std::unique_ptr<class StreamEncoder>(const CompletionRequest&, const PreparedCompletion&)>;
-  using BodyBuilder = std::function<std::string(const GenerationOutput&)>;
+  using BodyBuilder = std::function<std::string(const GenerationOutput&, const ReportedLogprobs&)>;
   ApiResponse deferred_answer(const char* route, const std::string& id, CompletionRequest request,
                               PreparedCompletion prepared, EncoderFactory encoder, BodyBuilder build);
 

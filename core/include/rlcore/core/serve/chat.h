@@ -50,7 +50,8 @@ RLCORE_API std::string make_chat_completion_id();
 // vLLM's chat.completion object and its chat.completion.chunk stream.
 RLCORE_API nlohmann::json build_chat_response(const ChatRequest& request, const PreparedCompletion& prepared,
                                               const GenerationOutput& output, const ServedModel& model,
-                                              const std::string& id, int64_t created);
+                                              const std::string& id, int64_t created,
+                                              const ReportedLogprobs& reported = {});
 RLCORE_API std::vector<std::string> build_chat_stream(const ChatRequest& request, const PreparedCompletion& prepared,
                                                       const GenerationOutput& output, const ServedModel& model,
                                                       const std::string& id, int64_t created);

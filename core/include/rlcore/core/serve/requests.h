@@ -31,7 +31,12 @@ struct CompletionRequest {
   int64_t top_k = -1;  // 0 in the request also means disabled
   std::optional<int64_t> seed;
   std::vector<int64_t> stop_token_ids;
+  // The sampled token's log-prob and this many most likely tokens at each position.
   std::optional<int64_t> logprobs;
+  // vLLM's prompt_logprobs: each prompt token's log-prob and this many most likely tokens there.
+  std::optional<int64_t> prompt_logprobs;
+  // The prompt's text before the completion's; with logprobs, the prompt's log-probs first.
+  bool echo = false;
   bool ignore_eos = false;
   bool add_special_tokens = true;
   bool skip_special_tokens = true;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "rlcore/capabilities.h"
 #include "rlcore/core/serve/requests.h"
 #include "rlcore/export.h"
 #include "rlcore/inference_engine.h"
@@ -45,6 +46,18 @@ RLCORE_API std::vector<int32_t> tokenize(const std::string& text, bool add_speci
 struct PreparedCompletion {
   std::vector<std::vector<int32_t>> prompt_token_ids;
   SamplingParams sampling;
+  int64_t top_logprobs = 0;      // most likely tokens per sampled token (the request's logprobs)
+  int64_t prompt_logprobs = -1;  // most likely tokens per prompt token; -1: the prompt is not scored
+};
+
+// What the engine reports beyond each sampled token's log-prob
+// (ReportsLogprobs), where the request asks for it.
+struct ReportedLogprobs {
+  // [sample][token]: the most likely tokens where each token was sampled
+  // (shorter where an aborted sample's last ones were not reported).
+  std::vector<std::vector<TopLogprobs>> top;
+  // [prompt][position - 1]: each prompt token after the first.
+  std::vector<std::vector<PositionLogprobs>> prompt;
 };
 
 // Tokenizes the prompts and checks them against the model: token ids within

@@ -70,9 +70,10 @@ class RLCORE_API StreamEncoder {
   // The events before any token (chat: every choice announces the assistant role).
   virtual std::vector<std::string> begin(std::size_t samples) = 0;
   // The event of token ids.back() of sample `sample` (ids: the sample's ids so
-  // far), the text it adds, and on the sample's last token its finish reason.
-  virtual std::string token(std::size_t sample, const std::vector<int32_t>& ids, float logprob, const std::string& text,
-                            std::optional<FinishReason> finish) = 0;
+  // far), its log-prob and most likely alternatives (`top`, empty where not
+  // asked), the text it adds, and on the sample's last token its finish reason.
+  virtual std::string token(std::size_t sample, const std::vector<int32_t>& ids, float logprob, const TopLogprobs& top,
+                            const std::string& text, std::optional<FinishReason> finish) = 0;
   // With include_usage a chunk with no choices carrying `usage`; then [DONE].
   virtual std::vector<std::string> end(const nlohmann::json& usage) = 0;
 };
@@ -91,7 +92,8 @@ class RLCORE_API LiveStream {
   LiveStream(std::unique_ptr<StreamEncoder> encoder, const CompletionRequest& request,
              const PreparedCompletion& prepared, const ServedModel& model);
   std::vector<std::string> begin();
-  std::string token(std::size_t sample, int32_t id, float logprob, std::optional<FinishReason> finish);
+  std::string token(std::size_t sample, int32_t id, float logprob, const TopLogprobs& top,
+                    std::optional<FinishReason> finish);
   std::vector<std::string> end();  // usage from what arrived
 
  private:
