@@ -26,90 +26,19 @@ using nlohmann::json;
 
 namespace {
 
-// Every running request gets one token a step, (prompt[0] + position % 32),
-// and finishes at max_tokens; a step takes 1 ms, as a small model's decode
-// would. A prompt starting with 99 is refused as a full queue would be.
-class PacedEngine : public rlcore::InferenceEngine, public rlcore::GeneratesRequests {
+// The scripted engine (a token a step, prompt[0] + its position) whose steps
+// take 1 ms, as a small model's decode would. A prompt starting with 99 is
+// refused as a full queue would be.
+class PacedEngine : public rlcore_test::ScriptedRequests {
  public:
-  rlcore::GenerationOutput generate(const std::vector<std::vector<int32_t>>&, const rlcore::SamplingParams&) override {
-    throw rlcore::Error("PacedEngine: generate() is not used when an engine runs requests");
-  }
-  std::vector<rlcore::WeightMeta> weight_meta() const override { return {}; }
-  void load_weights(const rlcore::NamedTensorList&, int64_t) override {}
-  int64_t weight_version() const override { return 0; }
-  void sleep() override {}
-  void wake_up() override {}
-
   void submit(rlcore::GenerationRequest request) override {
-    std::lock_guard<std::mutex> lock(mutex_);
     if (request.prompt_ids.at(0) == 99) throw rlcore::OverloadedError("the waiting queue is full");
-    running_.emplace(request.id, Running{request, {}});
+    ScriptedRequests::submit(std::move(request));
   }
-
   rlcore::StepOutput step() override {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::lock_guard<std::mutex> lock(mutex_);
-    rlcore::StepOutput out;
-    for (auto it = running_.begin(); it != running_.end();) {
-      Running& r = it->second;
-      const auto token = static_cast<int32_t>(r.request.prompt_ids[0] + r.tokens.size() % 32);
-      r.tokens.token_ids.push_back(token);
-      r.tokens.logprobs.push_back(-0.5f);
-      r.tokens.weight_versions.push_back(0);
-      rlcore::TokenDelta delta;
-      delta.id = it->first;
-      delta.tokens.token_ids = {token};
-      delta.tokens.logprobs = {-0.5f};
-      delta.tokens.weight_versions = {0};
-      out.deltas.push_back(std::move(delta));
-      if (static_cast<int64_t>(r.tokens.size()) >= r.request.sampling.max_tokens) {
-        out.finished.push_back(output(it->first, r, rlcore::FinishReason::kLength));
-        it = running_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    return out;
+    return ScriptedRequests::step();
   }
-
-  std::optional<rlcore::RequestOutput> abort(const std::string& id) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = running_.find(id);
-    if (it == running_.end()) return std::nullopt;
-    rlcore::RequestOutput out = output(id, it->second, rlcore::FinishReason::kAbort);
-    running_.erase(it);
-    ++aborted_;
-    return out;
-  }
-
-  rlcore::GenerationLoad load() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    rlcore::GenerationLoad load;
-    load.running = static_cast<int64_t>(running_.size());
-    return load;
-  }
-
-  size_t aborted() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return aborted_;
-  }
-
- private:
-  struct Running {
-    rlcore::GenerationRequest request;
-    rlcore::GeneratedTokens tokens;
-  };
-  static rlcore::RequestOutput output(const std::string& id, const Running& r, rlcore::FinishReason reason) {
-    rlcore::RequestOutput out;
-    out.id = id;
-    out.generated = r.tokens;
-    out.finish_reason = reason;
-    return out;
-  }
-
-  mutable std::mutex mutex_;
-  std::map<std::string, Running> running_;
-  size_t aborted_ = 0;
 };
 
 // A server over the paced engine whose model takes prompts of any length.
@@ -238,7 +167,7 @@ std::vector<int32_t> answered_ids(const HttpAnswer& answer, bool streamed) {
 
 std::vector<int32_t> expected_ids(int32_t base, int32_t count) {
   std::vector<int32_t> ids;
-  for (int32_t i = 0; i < count; ++i) ids.push_back(base + i % 32);
+  for (int32_t i = 0; i < count; ++i) ids.push_back(base + i);
   return ids;
 }
 

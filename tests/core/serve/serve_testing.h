@@ -279,6 +279,10 @@ class ScriptedRequests : public rlcore::InferenceEngine, public rlcore::Generate
     std::lock_guard<std::mutex> lock(mutex_);
     return most_running_;
   }
+  size_t aborted() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return aborted_;
+  }
   std::vector<int64_t> seeds() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return seeds_;
