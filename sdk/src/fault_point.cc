@@ -16,7 +16,7 @@
 namespace rlcore {
 namespace {
 
-enum class FaultAction { kKill, kSegv, kExit3, kHang, kBrokenPipe };
+enum class FaultAction { kKill, kSegv, kExit3, kHang, kBrokenPipe, kTerm, kTermGroup };
 
 struct FaultSpec {
   std::string point;
@@ -32,7 +32,10 @@ FaultAction parse_action(const std::string& text, const std::string& spec) {
   if (text == "exit3") return FaultAction::kExit3;
   if (text == "hang") return FaultAction::kHang;
   if (text == "pipe") return FaultAction::kBrokenPipe;
-  throw ConfigError("RLCORE_FAULT='" + spec + "': unknown action '" + text + "' (kill, segv, exit3, hang or pipe)");
+  if (text == "term") return FaultAction::kTerm;
+  if (text == "term_group") return FaultAction::kTermGroup;
+  throw ConfigError("RLCORE_FAULT='" + spec + "': unknown action '" + text +
+                    "' (kill, segv, exit3, hang, pipe, term or term_group)");
 }
 
 FaultSpec parse_spec(const std::string& spec) {
@@ -68,7 +71,8 @@ std::string this_process() {
   return rank ? rank : "?";
 }
 
-[[noreturn]] void act(const FaultSpec& spec) {
+// Ends or stops the process, except for the signals a process may handle (term, term_group).
+void act(const FaultSpec& spec) {
   const std::string line = "rlcore fault injection: " + spec.action_name + " at " + spec.point + " on " +
                            (this_process() == "controller" ? "the controller" : "rank " + this_process()) + " (pid " +
                            std::to_string(::getpid()) + ")\n";
@@ -85,6 +89,12 @@ std::string this_process() {
       std::_Exit(3);
     case FaultAction::kHang:
       for (;;) ::raise(SIGSTOP);
+    case FaultAction::kTerm:
+      ::raise(SIGTERM);
+      return;
+    case FaultAction::kTermGroup:
+      ::kill(0, SIGTERM);
+      return;
     case FaultAction::kBrokenPipe: {
       int ends[2];
       if (::pipe(ends) != 0) throw IoError("fault injection: pipe() failed: " + std::string(std::strerror(errno)));

@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "cli/commands.h"
+#include "rlcore/core/runtime/preemption.h"
 #include "rlcore/core/trainer/rl_trainer.h"
 
 namespace rlcore::cli {
@@ -21,8 +22,22 @@ void print_validation(std::ostream& out, const std::string& label, const std::ma
 
 int run_command_train(const std::vector<std::string>& args, CommandIo io) {
   const ConfiguredRun run = configure_run(args, "rlcore --config FILE [--plugins PATH]... [key=value ...]");
-  trainer::RlTrainer trainer(run.session->registry(), run.resolved, run.common.plugin_paths, io.out);
-  const trainer::FitSummary summary = trainer.fit();
+  const config::TrainerConfig& settings = run.resolved.config.trainer;
+  // From before the workers start: a signal then stops the run at its first step boundary.
+  const runtime::PreemptionWatch preemption(
+      runtime::on_preempt_from_name(settings.on_preempt),
+      std::chrono::milliseconds(static_cast<int64_t>(settings.preempt_grace_s * 1000.0)));
+  trainer::FitSummary summary;
+  {
+    trainer::RlTrainer trainer(run.session->registry(), run.resolved, run.common.plugin_paths, io.out);
+    summary = trainer.fit();
+  }  // the workers stop here
+  if (!summary.preempted_by.empty()) {
+    io.out << "\nrlcore: preempted by " << summary.preempted_by << " after step " << summary.steps
+           << (summary.last_checkpoint.empty() ? "" : "; resume from " + summary.last_checkpoint) << "; exit status "
+           << runtime::kExitPreempted << " (EX_TEMPFAIL: requeue the job to continue)\n";
+    return runtime::kExitPreempted;
+  }
 
   io.out << "\nrlcore: trained " << summary.steps - summary.resumed_from << " steps"
          << (summary.resumed_from > 0 ? " (resumed at step " + std::to_string(summary.resumed_from) + ")" : "") << "\n";

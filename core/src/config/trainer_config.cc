@@ -48,6 +48,17 @@ OptionsSchema<TrainerConfig> trainer_schema() {
       .key("validation_data_dir", &TrainerConfig::validation_data_dir,
            "Write each validation's responses to <dir>/<step>.jsonl (the same fields; step 0: before "
            "training); empty: off.")
+      .key("on_preempt", &TrainerConfig::on_preempt,
+           "What the first SIGTERM or SIGINT does (a preemption: Slurm's --signal, Kubernetes' termination): "
+           "checkpoint: finish the current step, save a checkpoint that resumes exactly, stop the workers and "
+           "exit with status 75 (EX_TEMPFAIL: requeue); exit: abandon the step and exit with 75 at once. A "
+           "second signal exits at once (docs/launch.md#preemption).",
+           one_of({"checkpoint", "exit"}))
+      .key("preempt_grace_s", &TrainerConfig::preempt_grace_s,
+           "Seconds after the signal within which on_preempt: checkpoint must have saved; past them the run "
+           "exits with 75 without it (the previous checkpoint still resumes). Keep it below the scheduler's "
+           "grace (Kubernetes' terminationGracePeriodSeconds, the lead time of Slurm's --signal).",
+           at_least(0.1))
       .key("device", &TrainerConfig::device,
            "Device of every worker's engines: cuda (each worker binds cuda:<its local rank>), cpu, or auto "
            "(cuda when this build has CUDA and a GPU is visible, else cpu). See docs/launch.md.",

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -218,9 +219,14 @@ void LocalLauncher::kill(int64_t rank) {
 void LocalLauncher::terminate(std::chrono::milliseconds grace) {
   impl_->reap();
   if (!impl_->any_running()) return;
+  // A worker notes its first SIGTERM and waits for the controller
+  // (runtime/preemption.h); the second ends it.
   impl_->signal_running(SIGTERM);
   impl_->signal_running(SIGCONT);  // a stopped worker handles SIGTERM only once continued
-  if (wait_all(grace)) return;
+  const auto noted = std::min(grace, std::chrono::milliseconds(100));
+  if (wait_all(noted)) return;
+  impl_->signal_running(SIGTERM);
+  if (wait_all(grace - noted)) return;
   spdlog::warn("local launcher: workers still running {} ms after SIGTERM; sending SIGKILL", grace.count());
   impl_->signal_running(SIGKILL);
   // SIGKILL cannot be ignored; the bound only guards against a kernel stuck in D state.

@@ -19,6 +19,7 @@
 #include "rlcore/core/runtime/errors.h"
 #include "rlcore/core/runtime/local_launcher.h"
 #include "rlcore/core/runtime/mesh.h"
+#include "rlcore/core/runtime/preemption.h"
 #include "rlcore/core/runtime/process_groups.h"
 #include "rlcore/core/runtime/secret.h"
 #include "rlcore/device.h"
@@ -193,13 +194,16 @@ int run_worker(const WorkerOptions& options, const RoleRegistry& registry) {
   // kill this worker too with SIGPIPE: two deaths by signal at once would leave
   // the controller unable to tell which worker died first.
   ::signal(SIGPIPE, SIG_IGN);
+  const std::string me = "worker rank " + std::to_string(options.launch.rank);
+  // `srun` and a terminal's Ctrl-C signal every task: the controller decides
+  // (a preemption checkpoint needs this worker), and its going away ends this one.
+  ignore_first_termination_signal(me);
   ControlClientOptions client_options;
   client_options.endpoint = options.controller;
   client_options.secret = options.secret;
   client_options.connect_timeout = options.connect_timeout;
   client_options.self = PeerInfo{options.launch.rank, options.launch.world_size, options.launch.local_rank,
                                  options.host.empty() ? this_host() : options.host, static_cast<int64_t>(::getpid())};
-  const std::string me = "worker rank " + std::to_string(options.launch.rank);
   ControlClient client(client_options, [me](const std::string& reason) {
     // The executor may be stuck in a method or a collective: leave without it.
     const bool stuck = reason.find("shutdown grace") != std::string::npos;

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "rlcore/elapsed_seconds.h"
+#include "rlcore/fault_point.h"
 #include "rlcore/metric_names.h"
 #include "rlcore/rl_functional.h"
 #include "rlcore/rollout_correction.h"
@@ -139,6 +140,7 @@ ScoredRollout RlRun::generate_and_score(const std::vector<int64_t>& indices, int
   auto start = Clock::now();
   scored.rollout = generate(prompts, config.actor_rollout_ref.rollout.n, train_sampling(for_step, gen_batch));
   metrics[metric_names::kTimingGen] += seconds_since(start);
+  fault_point("trainer.generated");
   trainer::add_rollout_metrics(metrics, scored.rollout.engine_stats,
                                scored.rollout.batch.tensor(columns::kResponseMask).sum().item<double>());
   for (const auto& [name, value] : scored.rollout.agent_metrics) metrics[name] = value;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 
+#include "rlcore/core/runtime/preemption.h"
 #include "rlcore/elapsed_seconds.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
@@ -208,12 +209,21 @@ bool RlRun::finish_step(StepMetrics& metrics, FitSummary& summary, const std::fu
     summary.last_validation = validation;
     stop = trainer::reached_stop_reward(config.trainer, validation);
   }
-  if (due(config.trainer.save_freq, step, plan.total_steps) || (stop && config.trainer.save_freq > 0)) {
+  const std::string preempted_by = runtime::PreemptionWatch::requested_name();
+  const bool preempt_checkpoint = !preempted_by.empty() && config.trainer.on_preempt == "checkpoint";
+  if (due(config.trainer.save_freq, step, plan.total_steps) || (stop && config.trainer.save_freq > 0) ||
+      preempt_checkpoint) {
     const auto start = Clock::now();
     summary.last_checkpoint = save_checkpoint();
     metrics["timing_s/save_checkpoint"] = seconds_since(start);
   }
   logger.log(step, metrics);
+  if (!preempted_by.empty()) {
+    summary.preempted_by = preempted_by;
+    out << "rlcore: " << preempted_by << ": stopped after step " << step
+        << (preempt_checkpoint ? ", checkpointed in " + summary.last_checkpoint : std::string()) << "\n";
+    return true;
+  }
   if (stop) {
     out << "rlcore: validation reward reached trainer.stop_at_val_reward (" << config.trainer.stop_at_val_reward
         << ") at step " << step << "; stopping\n";

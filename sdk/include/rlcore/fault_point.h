@@ -8,7 +8,9 @@
 // `hang` (stops itself with SIGSTOP, so only its silence gives it away) or
 // `pipe` (writes to a pipe whose reader is gone, as a collective does when its
 // peer has died: SIGPIPE kills a process that does not ignore it, and one that
-// does throws IoError). <who>
+// does throws IoError), `term` (sends itself SIGTERM and goes on, as a
+// preempted process is signalled) or `term_group` (SIGTERM to its whole process
+// group, as `srun` signals every task; run the command under `setsid -w`). <who>
 // is a worker rank (its RANK) or `controller`; without it, any process. Before
 // acting the process writes one line to stderr naming the point, rank and pid.
 // Unset, a fault point costs one branch.

@@ -47,7 +47,7 @@ TEST_CASE("rlcore plugins lists each in-tree engine's capabilities", "[cli]") {
   CHECK_THAT(result.out, Catch::Contains("CAPABILITIES"));
   const std::pair<const char*, const char*> expected[] = {
       {"inference_engine +native +infer-native",
-       "adopts_weights,tensor_parallel,sleep,requests,generation_stats,records_routing"},
+       "adopts_weights,tensor_parallel,sleep,requests,generation_stats,records_routing,logprobs"},
       {"inference_engine +vllm_bridge +infer-vllm-bridge", "sleep,remote"},
       {"train_engine +fsdp +train-fsdp",
        "data_parallel,offload,sum_pi_squared,low_rank_adapters,gather_into_buffer,routing_replay"},

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 
 namespace faults {
 
-RlcoreProcess::RlcoreProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
+RlcoreProcess::RlcoreProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
+                             bool own_group) {
   std::vector<std::string> argv = {rlcore_test::rlcore_executable()};
   argv.insert(argv.end(), args.begin(), args.end());
   for (const std::string& dir : {rlcore_test::plugin_build_dir(), rlcore_test::e2e_plugin_dir()}) {
@@ -43,7 +44,14 @@ RlcoreProcess::RlcoreProcess(const std::vector<std::string>& args, const std::ve
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  const int error = posix_spawn(&pid_, argv[0].c_str(), &actions, nullptr, argp.data(), envp.data());
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  if (own_group) {
+    posix_spawnattr_setpgroup(&attributes, 0);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  }
+  const int error = posix_spawn(&pid_, argv[0].c_str(), &actions, &attributes, argp.data(), envp.data());
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   ::close(pipe_fds[1]);
   fd_ = pipe_fds[0];

@@ -17,7 +17,10 @@ class RlcoreProcess {
  public:
   // Starts build/bin/rlcore `args` (plus the e2e plugin directories) with
   // `extra_env` ("NAME=value") added, stdout and stderr into one pipe.
-  RlcoreProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env);
+  // `own_group`: rlcore leads a process group of its own, which its local
+  // workers join, so kill(-pid(), ...) signals every task as `srun` does.
+  RlcoreProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
+                bool own_group = false);
   ~RlcoreProcess();  // SIGKILL if still running
   RlcoreProcess(const RlcoreProcess&) = delete;
   RlcoreProcess& operator=(const RlcoreProcess&) = delete;

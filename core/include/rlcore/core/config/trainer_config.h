@@ -32,6 +32,9 @@ struct TrainerConfig {
   std::string rollout_data_dir;      // "": off; else each step's responses as <dir>/<step>.jsonl
   std::string validation_data_dir;   // "": off; else each validation's responses as <dir>/<step>.jsonl
   std::string device = "auto";       // auto | cpu | cuda: each worker binds cuda:<its local rank>
+  // On the first SIGTERM or SIGINT: checkpoint (finish the step, save, exit 75) or exit (at once, 75).
+  std::string on_preempt = "checkpoint";
+  double preempt_grace_s = 30.0;  // the checkpoint's deadline after the signal
   // The default pool's size, verl's names for runtime.nnodes / runtime.n_workers_per_node:
   // resolve_config makes each pair equal (one set: it wins; both set and different: an error).
   int64_t nnodes = 1;

@@ -26,6 +26,7 @@ struct FitSummary {
   std::string run_dir;
   std::string last_checkpoint;  // empty when none was saved
   std::string metrics_file;     // empty without the jsonl logger
+  std::string preempted_by;     // "SIGTERM" / "SIGINT" when a signal stopped the run (runtime/preemption.h)
 };
 
 class RLCORE_API RlTrainer {
