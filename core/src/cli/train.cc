@@ -33,9 +33,16 @@ int run_command_train(const std::vector<std::string>& args, CommandIo io) {
     summary = trainer.fit();
   }  // the workers stop here
   if (!summary.preempted_by.empty()) {
-    io.out << "\nrlcore: preempted by " << summary.preempted_by << " after step " << summary.steps
-           << (summary.last_checkpoint.empty() ? "" : "; resume from " + summary.last_checkpoint) << "; exit status "
-           << runtime::kExitPreempted << " (EX_TEMPFAIL: requeue the job to continue)\n";
+    std::string resume;
+    if (!summary.last_checkpoint.empty()) {
+      resume = "; resume from " + summary.last_checkpoint;
+      // The shipped configs start afresh (resume_mode: disable): a requeued job must say auto.
+      if (settings.resume_mode != "auto") {
+        resume += " (the same command with trainer.resume_mode=auto; this run has " + settings.resume_mode + ")";
+      }
+    }
+    io.out << "\nrlcore: preempted by " << summary.preempted_by << " after step " << summary.steps << resume
+           << "; exit status " << runtime::kExitPreempted << " (EX_TEMPFAIL: requeue the job to continue)\n";
     return runtime::kExitPreempted;
   }
 
