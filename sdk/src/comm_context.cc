@@ -5,7 +5,9 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/version.h>
 
+#include "collective_ledger_internal.h"
 #include "rlcore/error.h"
 #include "rlcore/string_join.h"
 
@@ -17,16 +19,25 @@ struct CommGroup::Impl {
   std::vector<int64_t> ranks;
   int64_t rank = 0;
   std::string device_backend;
+  std::shared_ptr<detail::LedgerEntry> ledger;  // null without a backend
 };
 
 namespace {
 
-// Waits for `work`; a backend's failure (a peer gone, NCCL's watchdog timeout)
-// becomes an IoError naming the group, this rank and the collective.
-void wait_for(const c10::intrusive_ptr<c10d::Work>& work, const CommGroup& group, const char* collective) {
+// Issues a collective and waits for it, numbered in the collective ledger. A
+// backend's failure (a peer gone, a timeout) becomes an IoError naming the
+// group, this rank and the collective; over NCCL the group's communicators are
+// aborted first (ncclCommAbort), so no kernel of this rank keeps waiting.
+template <typename Issue>
+void run_collective(const CommGroup& group, detail::LedgerEntry& ledger, const char* collective, Issue issue) {
+  detail::CollectiveInFlight in_flight(ledger, group.name(), collective);
   try {
-    work->wait();
+    issue()->wait();
   } catch (const std::exception& e) {
+    in_flight.failed();
+#if TORCH_VERSION_MAJOR >= 2
+    if (group.device_backend() == "nccl") group.backend().abort();
+#endif
     throw IoError(std::string(collective) + " over group '" + group.name() + "' failed on its rank " +
                   std::to_string(group.rank()) + " (pool rank " + std::to_string(group.ranks()[group.rank()]) +
                   "): " + e.what());
@@ -48,6 +59,7 @@ CommGroup::CommGroup(std::string name, const c10::intrusive_ptr<c10d::ProcessGro
   impl->ranks = std::move(ranks);
   impl->rank = rank;
   impl->device_backend = std::move(device_backend);
+  if (impl->backend) impl->ledger = detail::ledger_entry(impl->backend.get(), impl->name, impl->ranks, impl->rank);
   impl_ = std::move(impl);
 }
 
@@ -81,7 +93,7 @@ CommGroup CommGroup::renamed(std::string name) const {
 void CommGroup::all_reduce(at::Tensor& tensor) const {
   if (size() == 1 && !impl_->backend) return;
   std::vector<at::Tensor> tensors{tensor};
-  wait_for(backend().allreduce(tensors), *this, "all_reduce");
+  run_collective(*this, *impl_->ledger, "all_reduce", [&] { return backend().allreduce(tensors); });
 }
 
 void CommGroup::broadcast(at::Tensor& tensor, int64_t root) const {
@@ -93,7 +105,7 @@ void CommGroup::broadcast(at::Tensor& tensor, int64_t root) const {
   std::vector<at::Tensor> tensors{tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  wait_for(backend().broadcast(tensors, options), *this, "broadcast");
+  run_collective(*this, *impl_->ledger, "broadcast", [&] { return backend().broadcast(tensors, options); });
 }
 
 std::vector<at::Tensor> CommGroup::all_gather(const at::Tensor& tensor) const {
@@ -101,7 +113,7 @@ std::vector<at::Tensor> CommGroup::all_gather(const at::Tensor& tensor) const {
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int64_t i = 0; i < size(); ++i) outputs[0].push_back(at::empty_like(tensor));
   std::vector<at::Tensor> inputs{tensor.contiguous()};
-  wait_for(backend().allgather(outputs, inputs), *this, "all_gather");
+  run_collective(*this, *impl_->ledger, "all_gather", [&] { return backend().allgather(outputs, inputs); });
   return outputs[0];
 }
 
@@ -120,13 +132,13 @@ void CommGroup::all_gather_into(const at::Tensor& input, at::Tensor& output) con
     return;
   }
   if (in.is_cuda() && impl_->device_backend == "nccl") {
-    wait_for(backend()._allgather_base(output, in), *this, "all_gather");
+    run_collective(*this, *impl_->ledger, "all_gather", [&] { return backend()._allgather_base(output, in); });
     return;
   }
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int64_t i = 0; i < size(); ++i) outputs[0].push_back(output.narrow(0, i * in.numel(), in.numel()));
   std::vector<at::Tensor> inputs{in};
-  wait_for(backend().allgather(outputs, inputs), *this, "all_gather");
+  run_collective(*this, *impl_->ledger, "all_gather", [&] { return backend().allgather(outputs, inputs); });
 }
 
 void CommGroup::reduce_scatter(const at::Tensor& input, at::Tensor& output) const {
@@ -142,7 +154,7 @@ void CommGroup::reduce_scatter(const at::Tensor& input, at::Tensor& output) cons
   }
   if (input.is_cuda() && impl_->device_backend == "nccl") {
     at::Tensor in = input.contiguous();
-    wait_for(backend()._reduce_scatter_base(output, in), *this, "reduce_scatter");
+    run_collective(*this, *impl_->ledger, "reduce_scatter", [&] { return backend()._reduce_scatter_base(output, in); });
     return;
   }
   at::Tensor sum = input.clone();
@@ -172,13 +184,13 @@ at::Tensor CommGroup::all_to_all(const at::Tensor& input, const std::vector<int6
   if (as_half) in = in.view(at::kHalf);
   at::Tensor out = at::empty(shape, in.options());
   std::vector<int64_t> send = send_rows, recv = recv_rows;
-  wait_for(backend().alltoall_base(out, in, recv, send), *this, "all_to_all");
+  run_collective(*this, *impl_->ledger, "all_to_all", [&] { return backend().alltoall_base(out, in, recv, send); });
   return as_half ? out.view(input.scalar_type()) : out;
 }
 
 void CommGroup::barrier() const {
   if (size() == 1 && !impl_->backend) return;
-  wait_for(backend().barrier(), *this, "barrier");
+  run_collective(*this, *impl_->ledger, "barrier", [&] { return backend().barrier(); });
 }
 
 CommContext::CommContext(int64_t rank, int64_t world_size, int64_t local_rank,

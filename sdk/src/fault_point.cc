@@ -5,18 +5,20 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "rlcore/error.h"
 
 namespace rlcore {
 namespace {
 
-enum class FaultAction { kKill, kSegv, kExit3, kHang, kBrokenPipe, kTerm, kTermGroup };
+enum class FaultAction { kKill, kSegv, kExit3, kHang, kStall, kBrokenPipe, kTerm, kTermGroup };
 
 struct FaultSpec {
   std::string point;
@@ -31,11 +33,12 @@ FaultAction parse_action(const std::string& text, const std::string& spec) {
   if (text == "segv") return FaultAction::kSegv;
   if (text == "exit3") return FaultAction::kExit3;
   if (text == "hang") return FaultAction::kHang;
+  if (text == "stall") return FaultAction::kStall;
   if (text == "pipe") return FaultAction::kBrokenPipe;
   if (text == "term") return FaultAction::kTerm;
   if (text == "term_group") return FaultAction::kTermGroup;
   throw ConfigError("RLCORE_FAULT='" + spec + "': unknown action '" + text +
-                    "' (kill, segv, exit3, hang, pipe, term or term_group)");
+                    "' (kill, segv, exit3, hang, stall, pipe, term or term_group)");
 }
 
 FaultSpec parse_spec(const std::string& spec) {
@@ -89,6 +92,8 @@ void act(const FaultSpec& spec) {
       std::_Exit(3);
     case FaultAction::kHang:
       for (;;) ::raise(SIGSTOP);
+    case FaultAction::kStall:
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
     case FaultAction::kTerm:
       ::raise(SIGTERM);
       return;

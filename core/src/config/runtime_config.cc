@@ -40,7 +40,8 @@ const OptionsSchema<RuntimeConfig>& runtime_config_schema() {
              "Create c10d process groups for each pool and its mesh dimensions (gloo for host tensors, "
              "runtime.device_backend for CUDA tensors).")
         .key("collective_timeout_s", &RuntimeConfig::collective_timeout_s,
-             "Timeout of the rendezvous and of each collective (NCCL's watchdog aborts a collective past it).",
+             "Timeout of the rendezvous and of each collective (NCCL's watchdog aborts a collective past it); "
+             "the run's error then names the ranks that reached the collective and those that did not.",
              greater_than(0))
         .key("device_backend", &RuntimeConfig::device_backend,
              "Collectives on CUDA tensors: nccl, or gloo for several workers sharing one GPU (NCCL refuses that). "

@@ -3,16 +3,22 @@
 // of its tensors).
 #include "nccl_backend.h"
 
+#include <cstdlib>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 namespace rlcore::device {
 
 void add_nccl_backend(c10d::ProcessGroup& group, const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                       std::chrono::milliseconds timeout, const std::string& name) {
+  // NCCL's watchdog ends a collective that exceeds `timeout`. CleanUpOnly (2):
+  // it aborts the group's communicators (ncclCommAbort) and fails the rank's
+  // work, but keeps the process, so the worker reports the error and the
+  // controller names the ranks (docs/launch.md#hung-collectives). libtorch's
+  // default (3) tears the process down, and the controller would only see a
+  // lost worker: a rank that did reach the collective. A user's setting wins.
+  ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0);
   auto options = c10d::ProcessGroupNCCL::Options::create();
-  // With async error handling (TORCH_NCCL_ASYNC_ERROR_HANDLING, on by default),
-  // NCCL's watchdog aborts a collective that exceeds this timeout, so a dead or
-  // stuck peer becomes an error in wait() instead of a hang.
   options->timeout = timeout;
   options->group_name = name;
   auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);

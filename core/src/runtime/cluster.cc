@@ -151,6 +151,8 @@ struct Cluster::Impl {
     const std::string& type = message.type();
     if (type == "reply") {
       state->on_reply(peer, std::move(message));
+    } else if (type == "probe_reply") {
+      state->on_probe_reply(peer, message.header);
     } else if (type == "ready") {
       if (!message.header["ok"].get<bool>()) {
         const WorkerAddress worker{peer.rank, peer.host, peer.pid};
@@ -232,6 +234,10 @@ struct Cluster::Impl {
       for (int64_t r = 0; r < options.pools[i].size(); ++r) state->first_rank_of[first_rank[i] + r] = first_rank[i];
     }
     state->call_timeout = options.call_timeout;
+    state->end_worker = [this](int64_t rank) {
+      std::lock_guard<std::mutex> lock(launcher_mutex);
+      if (launcher) launcher->kill(rank);
+    };
     std::string secret = options.secret;
     if (secret.empty() && options.launcher == "external") {
       const char* env = std::getenv(kSecretEnv);

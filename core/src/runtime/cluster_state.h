@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <future>
 #include <map>
@@ -17,6 +18,7 @@
 #include "rlcore/core/runtime/dispatch.h"
 #include "rlcore/core/runtime/errors.h"
 #include "rlcore/core/runtime/worker_group.h"
+#include "runtime/collective_inquiry.h"
 
 namespace rlcore::runtime::detail {
 
@@ -39,6 +41,9 @@ struct PendingCall {
   std::optional<std::string> held_error;
   WorkerAddress held_worker;
   Clock::time_point report_at;
+  // The held error is a collective's failure: reported with who reached it,
+  // once every worker answered the probe (or at report_at).
+  bool held_in_collective = false;
 };
 
 // How long a failed rank's error waits for the death of another rank of the
@@ -58,14 +63,25 @@ struct ClusterState {
   std::map<int64_t, PeerInfo> peers;         // by global rank: every hello admitted
   std::map<int64_t, nlohmann::json> ready;   // by global rank
   std::map<int64_t, int64_t> first_rank_of;  // global rank -> first global rank of its pool
+  std::optional<CollectiveInquiry> inquiry;  // the run's first failed collective
+  // Ends a worker stuck short of a failed collective (the local launcher kills it).
+  std::function<void(int64_t global_rank)> end_worker;
 
   // Records the run's first failure and fails every call in flight with it.
   void fail(const WorkerAddress& worker, const std::string& message);
   void on_reply(const PeerInfo& peer, Envelope reply);
+  void on_probe_reply(const PeerInfo& peer, const nlohmann::json& header);
   // Fails calls whose deadline has passed.
   void expire_calls();
   // Takes every call in flight (for shutdown).
   std::vector<std::shared_ptr<PendingCall>> take_calls();
+
+ private:
+  // Fails `call` with its held error (and who reached its failed collective);
+  // returns the workers to end. Called with `mutex` held.
+  std::vector<int64_t> report_held(PendingCall& call);
+  void end_workers(const std::vector<int64_t>& global_ranks);
+  void send_probes(const std::set<int64_t>& global_ranks);
 };
 
 // Assembles a call's output from its replies per its dispatch mode.

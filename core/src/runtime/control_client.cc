@@ -67,6 +67,14 @@ struct ControlClient::Impl {
       changed.notify_all();
       return;
     }
+    if (type == "probe") {
+      lock.unlock();
+      nlohmann::json answer = control_header("probe_reply");
+      answer["id"] = header["id"];
+      answer["state"] = options.probe ? options.probe() : nlohmann::json::object();
+      loop->post(detail::to_frames(answer, nullptr));
+      return;
+    }
     if (type != "call") {
       spdlog::warn("control plane: dropped an unexpected '{}' message from the controller", type);
       return;

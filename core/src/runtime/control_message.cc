@@ -98,7 +98,9 @@ void validate_type_fields(const json& header, const std::string& type) {
     require_int(header, "id", 1, kMaxId);
     require_bool(header, "ok");
     if (!header["ok"].get<bool>()) require_string(header, "error", 64 * 1024);
-  } else if (type != "heartbeat" && type != "shutdown" && type != "bye") {
+  } else if (type == "probe_reply") {
+    require_object(header, "state");
+  } else if (type != "heartbeat" && type != "probe" && type != "shutdown" && type != "bye") {
     fail(header, "unknown message type");
   }
 }

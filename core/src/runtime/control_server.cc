@@ -165,7 +165,7 @@ struct ControlServer::Impl {
   void deliver(const PeerInfo& peer, const nlohmann::json& header, Frames& frames) {
     const std::string& type = header["type"].get_ref<const std::string&>();
     if (type == "heartbeat") return;
-    if (type != "ready" && type != "reply" && type != "bye") {
+    if (type != "ready" && type != "reply" && type != "bye" && type != "probe_reply") {
       {
         std::lock_guard<std::mutex> lock(mutex);
         ++stats.dropped_messages;

@@ -26,6 +26,7 @@
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
 #include "rlcore/string_join.h"
+#include "runtime/worker_activity.h"
 
 namespace rlcore::runtime {
 
@@ -58,7 +59,8 @@ struct Hosted {
   }
 };
 
-void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& options, const RoleRegistry& registry) {
+void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& options, const RoleRegistry& registry,
+           detail::WorkerActivity& activity) {
   const int64_t rank = setup.at("pool_rank").get<int64_t>();
   const int64_t size = setup.at("pool_size").get<int64_t>();
   const std::string pool = setup.at("pool").get<std::string>();
@@ -86,7 +88,8 @@ void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& opt
     groups.mesh = mesh;
     if (device.is_cuda()) groups.device_backend = store.value("device_backend", std::string("nccl"));
     hosted.comm = make_comm_context(groups);
-    hosted.join_group = [groups](const std::string& name, int64_t group_rank, int64_t group_size) {
+    hosted.join_group = [groups, &activity](const std::string& name, int64_t group_rank, int64_t group_size) {
+      activity.joined_shared_group(name);
       return join_shared_group(groups, name, group_rank, group_size);
     };
   }
@@ -202,6 +205,8 @@ int run_worker(const WorkerOptions& options, const RoleRegistry& registry) {
   client_options.endpoint = options.controller;
   client_options.secret = options.secret;
   client_options.connect_timeout = options.connect_timeout;
+  detail::WorkerActivity activity;
+  client_options.probe = [&activity] { return activity.probe(); };
   client_options.self = PeerInfo{options.launch.rank, options.launch.world_size, options.launch.local_rank,
                                  options.host.empty() ? this_host() : options.host, static_cast<int64_t>(::getpid())};
   ControlClient client(client_options, [me](const std::string& reason) {
@@ -223,9 +228,10 @@ int run_worker(const WorkerOptions& options, const RoleRegistry& registry) {
     return kWorkerExitControllerLost;
   }
 
+  activity.set_pool(welcome.setup.value("pool", std::string()));
   Hosted hosted;
   try {
-    build(hosted, welcome.setup, options, registry);
+    build(hosted, welcome.setup, options, registry, activity);
   } catch (const std::exception& e) {
     spdlog::error("{}: setup failed: {}", me, e.what());
     Envelope failed{control_header("ready"), Batch()};
@@ -242,7 +248,15 @@ int run_worker(const WorkerOptions& options, const RoleRegistry& registry) {
     std::optional<Envelope> message = client.receive(std::chrono::milliseconds(200));
     if (!message) continue;  // liveness is the I/O thread's job
     if (message->type() == "shutdown") break;
-    client.send(run_call(hosted.table, *message));
+    activity.method_started(message->header.value("method", std::string()));
+    Envelope reply = run_call(hosted.table, *message);
+    activity.method_ended();
+    // A method that failed in a collective says which, so the controller can ask who reached it.
+    if (!reply.header["ok"].get<bool>()) {
+      nlohmann::json collective = activity.failed_collective();
+      if (!collective.is_null()) reply.header["collective"] = std::move(collective);
+    }
+    client.send(reply);
   }
   client.send(Envelope{control_header("bye"), Batch()});
   client.close(std::chrono::milliseconds(2000));

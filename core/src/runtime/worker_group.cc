@@ -40,17 +40,47 @@ void ClusterState::fail(const WorkerAddress& worker, const std::string& message)
   }
 }
 
-namespace {
-
-void report_held_error(PendingCall& call) {
-  call.promise.set_exception(std::make_exception_ptr(RemoteCallError(call.held_worker, call.method, *call.held_error)));
+std::vector<int64_t> ClusterState::report_held(PendingCall& call) {
+  std::string message = *call.held_error;
+  std::vector<int64_t> stuck;
+  if (call.held_in_collective && inquiry) {
+    InquiryFinding finding = describe(*inquiry, peers);
+    message += "; " + finding.text;
+    stuck = std::move(finding.stuck);
+    if (!stuck.empty() && !failure) {
+      // The stuck workers are ended next: their deaths are this failure's consequence.
+      failure = "method '" + call.method + "' on pool '" + call.pool + "': " + message;
+      failed_worker = call.held_worker;
+    }
+  }
+  call.promise.set_exception(std::make_exception_ptr(RemoteCallError(call.held_worker, call.method, message)));
+  return stuck;
 }
 
-}  // namespace
+void ClusterState::end_workers(const std::vector<int64_t>& global_ranks) {
+  for (int64_t rank : global_ranks) {
+    spdlog::warn("control plane: ending worker rank {}, stuck short of a failed collective", rank);
+    if (end_worker) end_worker(rank);
+  }
+}
+
+void ClusterState::send_probes(const std::set<int64_t>& global_ranks) {
+  nlohmann::json probe = control_header("probe");
+  probe["id"] = 0;
+  for (int64_t rank : global_ranks) {
+    try {
+      server->send_encoded(rank, probe, nullptr);
+    } catch (const std::exception&) {
+      // Gone already: it stays unanswered, and the report says so.
+    }
+  }
+}
 
 void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
   const uint64_t id = reply.header["id"].get<uint64_t>();
   std::shared_ptr<PendingCall> call;
+  std::set<int64_t> to_probe;
+  std::vector<int64_t> to_end;
   bool done = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -71,18 +101,35 @@ void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
                          worker.describe_in_pool(rank) + ": " + reply.header["error"].get<std::string>();
       call->held_worker = worker;
       call->report_at = Clock::now() + kDeathGrace;
+      const auto collective = reply.header.find("collective");
+      if (collective != reply.header.end() && collective->is_object()) {
+        call->held_in_collective = true;
+        if (!inquiry) {
+          inquiry.emplace();
+          inquiry->failed = *collective;
+          inquiry->reported_by = peer.rank;
+          inquiry->reporter_first_rank = first_rank_of[peer.rank];
+          for (const auto& [global, info] : peers) inquiry->asked.insert(global);
+          to_probe = inquiry->asked;
+        }
+      }
     }
     if (call->held_error) {
-      // Everyone answered: nobody of this call died, so the first error stands.
-      if (!call->waiting.empty()) return;
-      calls.erase(it);
-      report_held_error(*call);
-      return;
+      // Everyone answered: nobody of this call died, so the first error stands,
+      // once the workers said how far they got in its collective.
+      const bool inquiring = call->held_in_collective && inquiry && !inquiry->complete();
+      if (call->waiting.empty() && !inquiring) {
+        calls.erase(it);
+        to_end = report_held(*call);
+      }
+    } else {
+      call->replies[rank] = RankReply{rank, reply.header.value("value", nlohmann::json()), std::move(reply.batch)};
+      done = call->waiting.empty();
+      if (done) calls.erase(it);
     }
-    call->replies[rank] = RankReply{rank, reply.header.value("value", nlohmann::json()), std::move(reply.batch)};
-    done = call->waiting.empty();
-    if (done) calls.erase(it);
   }
+  send_probes(to_probe);
+  end_workers(to_end);
   if (!done) return;
   try {
     call->promise.set_value(assemble(*call));
@@ -91,15 +138,27 @@ void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
   }
 }
 
+void ClusterState::on_probe_reply(const PeerInfo& peer, const nlohmann::json& header) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!inquiry || !inquiry->asked.count(peer.rank)) return;
+  inquiry->answers[peer.rank] = header.value("state", nlohmann::json::object());
+  if (!inquiry->complete()) return;
+  // Every worker answered, so none is dead: no death to wait for before reporting.
+  for (auto& [id, call] : calls) {
+    if (call->held_in_collective) call->report_at = Clock::now();
+  }
+}
+
 void ClusterState::expire_calls() {
   std::vector<std::shared_ptr<PendingCall>> expired;
-  std::vector<std::shared_ptr<PendingCall>> held;
+  std::vector<int64_t> to_end;
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto now = Clock::now();
     for (auto it = calls.begin(); it != calls.end();) {
       if (it->second->held_error && now >= it->second->report_at) {
-        held.push_back(it->second);
+        const auto stuck = report_held(*it->second);
+        to_end.insert(to_end.end(), stuck.begin(), stuck.end());
         it = calls.erase(it);
       } else if (it->second->deadline && now >= *it->second->deadline) {
         expired.push_back(it->second);
@@ -109,7 +168,7 @@ void ClusterState::expire_calls() {
       }
     }
   }
-  for (auto& call : held) report_held_error(*call);
+  end_workers(to_end);
   for (auto& call : expired) {
     call->promise.set_exception(
         std::make_exception_ptr(TimeoutError("call '" + call->method + "' on pool '" + call->pool +

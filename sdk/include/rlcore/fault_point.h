@@ -5,7 +5,9 @@
 //
 // The process that reaches <point> for the <hit>-th time (default 1) does
 // <action>: `kill` (SIGKILL), `segv` (SIGSEGV), `exit3` (exits with code 3),
-// `hang` (stops itself with SIGSTOP, so only its silence gives it away) or
+// `hang` (stops itself with SIGSTOP, so only its silence gives it away),
+// `stall` (the thread that reached the point sleeps for good while the process
+// stays responsive: a rank stuck before a collective its peers wait in),
 // `pipe` (writes to a pipe whose reader is gone, as a collective does when its
 // peer has died: SIGPIPE kills a process that does not ignore it, and one that
 // does throws IoError), `term` (sends itself SIGTERM and goes on, as a

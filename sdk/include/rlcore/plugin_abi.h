@@ -9,7 +9,7 @@
 
 // When to bump which: docs/plugin-abi.md; what each version changed: sdk/CHANGELOG.md.
 #define RLCORE_SDK_ABI_MAJOR 6  // 6: the model, tokenizer and safetensors libraries left the SDK (libs/)
-#define RLCORE_SDK_ABI_MINOR 3  // 6.3: engines report top-k and prompt log-probs (ReportsLogprobs)
+#define RLCORE_SDK_ABI_MINOR 4  // 6.4: the collective ledger (which collective each group last started)
 
 // A plugin may target an older minor of this major: define
 // RLCORE_SDK_TARGET_ABI_MINOR before any rlcore header and the headers' inline

@@ -107,6 +107,12 @@ bool RlcoreProcess::finish(std::chrono::milliseconds limit) {
   return true;
 }
 
+std::string RlcoreProcess::error_line() const {
+  const auto at = output_.find("rlcore: error: ");
+  if (at == std::string::npos) return "";
+  return output_.substr(at, output_.find('\n', at) - at);
+}
+
 std::optional<Clock::time_point> RlcoreProcess::seen_at(const std::string& text) const {
   const auto at = output_.find(text);
   if (at == std::string::npos) return std::nullopt;

@@ -38,6 +38,8 @@ class RlcoreProcess {
   std::optional<Clock::time_point> exited_at() const { return exited_at_; }
   // When the output first held `text`.
   std::optional<Clock::time_point> seen_at(const std::string& text) const;
+  // The line of the run's error ("rlcore: error: ..."); empty if there is none.
+  std::string error_line() const;
 
  private:
   void pump(std::chrono::milliseconds wait);

@@ -75,9 +75,8 @@ void check_fault(const std::string& config, const std::string& val_files, int wo
   CHECK(fault_line[1] == std::to_string(victim));
   const std::string victim_pid = fault_line[2];
   // The first worker the error names is the victim, with its pid and how it died.
-  const auto error_at = run.output().find("rlcore: error: ");
-  REQUIRE(error_at != std::string::npos);
-  const std::string error = run.output().substr(error_at, run.output().find('\n', error_at) - error_at);
+  const std::string error = run.error_line();
+  REQUIRE_FALSE(error.empty());
   CHECK_THAT(error, Catch::StartsWith("rlcore: error: call '" + std::string(phase.method) + "'"));
   std::smatch first;
   REQUIRE(

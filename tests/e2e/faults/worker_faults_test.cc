@@ -25,9 +25,8 @@ TEST_CASE("a worker's write to a dead reader fails its method instead of killing
   REQUIRE(finished);
   CHECK(run.exit_status() == 1);
   REQUIRE_THAT(run.output(), Catch::Contains("fault injection: pipe at actor.generate on rank 1"));
-  const auto error_at = run.output().find("rlcore: error: ");
-  REQUIRE(error_at != std::string::npos);
-  const std::string error = run.output().substr(error_at, run.output().find('\n', error_at) - error_at);
+  const std::string error = run.error_line();
+  REQUIRE_FALSE(error.empty());
   CHECK_THAT(error, Catch::Contains("'actor.generate'") && Catch::Contains("rank 1") &&
                         Catch::Contains("write to a pipe whose reader is gone: Broken pipe"));
   CHECK_THAT(run.output(), !Catch::Contains("signal 13"));

@@ -23,6 +23,9 @@ struct ControlClientOptions {
   // Bound on the wait for the controller's welcome.
   std::chrono::milliseconds connect_timeout{60000};
   MessageLimits limits;
+  // Answers the controller's "probe" on the I/O thread, while the main thread
+  // may be stuck in a method or a collective (null: answered with {}).
+  std::function<nlohmann::json()> probe;
 };
 
 // What the controller answered to hello.
