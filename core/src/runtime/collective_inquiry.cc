@@ -11,7 +11,7 @@ namespace {
 
 // One member of the group, by its rank in the group.
 struct Member {
-  int64_t global_rank = -1;            // -1: no worker answered for this group rank
+  int64_t global_rank = -1;                // -1: no worker answered for this group rank
   const nlohmann::json* record = nullptr;  // its ledger entry for the group; null: none
   const nlohmann::json* state = nullptr;   // its whole answer; null: it did not answer
 };
@@ -55,7 +55,9 @@ std::string why_not(const Member& member) {
     const auto& record = *member.record;
     text = "its last collective on the group was #" + std::to_string(record.at("started").get<int64_t>()) + " (" +
            record.at("op").get<std::string>() + ", " +
-           (record.at("running").get<bool>() ? "still running" : record.at("failed").get<bool>() ? "failed" : "done") +
+           (record.at("running").get<bool>()  ? "still running"
+            : record.at("failed").get<bool>() ? "failed"
+                                              : "done") +
            ")";
   }
   const auto& state = *member.state;
@@ -109,8 +111,8 @@ InquiryFinding describe(const CollectiveInquiry& inquiry, const std::map<int64_t
   std::vector<std::string> reached, missing;
   InquiryFinding finding;
   for (const auto& [group_rank, member] : members) {
-    const std::string who = member.global_rank >= 0 ? name_of(member.global_rank, peers)
-                                                    : "group rank " + std::to_string(group_rank);
+    const std::string who =
+        member.global_rank >= 0 ? name_of(member.global_rank, peers) : "group rank " + std::to_string(group_rank);
     if (started(member) >= number) {
       reached.push_back(who);
       continue;

@@ -18,17 +18,17 @@
 namespace rlcore::runtime::detail {
 
 struct CollectiveInquiry {
-  nlohmann::json failed;      // {"key", "group", "number", "op"} as the failing worker reported it
-  int64_t reported_by = -1;   // its global rank
-  int64_t reporter_first_rank = 0;  // the first global rank of its pool
-  std::set<int64_t> asked;    // global ranks probed
+  nlohmann::json failed;                      // {"key", "group", "number", "op"} as the failing worker reported it
+  int64_t reported_by = -1;                   // its global rank
+  int64_t reporter_first_rank = 0;            // the first global rank of its pool
+  std::set<int64_t> asked;                    // global ranks probed
   std::map<int64_t, nlohmann::json> answers;  // global rank -> its probe state
 
   bool complete() const { return answers.size() >= asked.size(); }
 };
 
 struct InquiryFinding {
-  std::string text;            // "collective #12 (all_reduce) over group 'world' of pool 'actor' was reached by ...; not by ..."
+  std::string text;  // "collective #12 (all_reduce) over group 'world' of pool 'actor' was reached by ...; not by ..."
   std::vector<int64_t> stuck;  // global ranks that never reached it and are running a method
 };
 

@@ -90,7 +90,7 @@ TEST_CASE("a failed collective is reported by who reached it and who did not, an
   const std::map<int64_t, runtime::PeerInfo> peers = {
       {2, {2, 5, 0, "node1", 100}}, {3, {3, 5, 1, "node1", 101}}, {4, {4, 5, 2, "node2", 102}}};
   const auto record = [](const std::string& key, int64_t rank, int64_t size, int64_t started, bool running,
-                          const std::string& op = "all_reduce", bool failed = false) {
+                         const std::string& op = "all_reduce", bool failed = false) {
     return nlohmann::json{{"key", key},         {"group", key.substr(key.find('/') + 1, 5)},
                           {"rank", rank},       {"size", size},
                           {"started", started}, {"op", op},

@@ -25,10 +25,10 @@ TEST_CASE("a collective hung on one rank ends the run within the timeout, naming
   {
     // Rank 1 stalls as the update starts (its I/O thread still answers);
     // rank 0 goes on into the update's first collective and waits there.
-    faults::RlcoreProcess run({"--config", config, "trainer.total_training_steps=1",
-                               "runtime.collective_timeout_s=" + std::to_string(kTimeoutS),
-                               "trainer.default_local_dir=" + ws + "/run"},
-                              {"RLCORE_FAULT=actor.update_actor:stall@1"});
+    faults::RlcoreProcess run(
+        {"--config", config, "trainer.total_training_steps=1",
+         "runtime.collective_timeout_s=" + std::to_string(kTimeoutS), "trainer.default_local_dir=" + ws + "/run"},
+        {"RLCORE_FAULT=actor.update_actor:stall@1"});
     REQUIRE(run.finish(120s));
     INFO(run.output());
     CHECK(run.exit_status() == 1);

@@ -86,7 +86,8 @@ TEST_CASE("a worker killed in any phase of the asynchronous loops is named first
     INFO(run.output());
     CHECK(run.exit_status() == 1);
     std::smatch fault_line;
-    REQUIRE(std::regex_search(run.output(), fault_line, std::regex(R"(fault injection: kill at \S+ on rank (\d+) \(pid (\d+)\))")));
+    REQUIRE(std::regex_search(run.output(), fault_line,
+                              std::regex(R"(fault injection: kill at \S+ on rank (\d+) \(pid (\d+)\))")));
     const std::string error = run.error_line();
     REQUIRE_FALSE(error.empty());
     // The first worker the error names is the victim, with its pid.
@@ -128,6 +129,19 @@ TEST_CASE("SIGTERM to every process in any phase of the three loops: a checkpoin
     CHECK(step >= 1);
     CHECK(fs::exists(ws + "/" + name + "/checkpoints/global_step_" + std::to_string(step) + "/trainer_state.json"));
     CHECK(faults::children_left_after(5s).empty());
+    if (std::string(cell.point) == "rollout.stream") {
+      // fully_async resumes from the checkpoint's data order and weights, and finishes the run.
+      std::vector<std::string> resumed_args = three_steps(config, ws + "/" + name);
+      resumed_args.push_back("trainer.resume_mode=auto");
+      const e2e::RunResult resumed = e2e::run_rlcore(resumed_args);
+      INFO(resumed.output);
+      CHECK(resumed.status == 0);
+      CHECK_THAT(resumed.output,
+                 Catch::Contains("resumed from") && Catch::Contains("(step " + std::to_string(step) + ")"));
+      const auto metrics = e2e::read_metrics(ws + "/" + name);
+      CHECK(metrics.count(3) == 1);
+      CHECK(fs::exists(ws + "/" + name + "/checkpoints/global_step_3/trainer_state.json"));
+    }
   }
   fs::remove_all(ws);
 }
