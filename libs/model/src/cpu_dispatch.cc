@@ -14,8 +14,8 @@ namespace rlcore::model {
 namespace {
 
 // Process-wide by nature: the CPU and the kernels are shared by every model.
-std::array<std::atomic<int64_t>, 3> avx512_calls{};
-std::array<std::atomic<int64_t>, 3> aten_calls{};
+std::array<std::atomic<int64_t>, 4> avx512_calls{};
+std::array<std::atomic<int64_t>, 4> aten_calls{};
 
 std::size_t slot(CpuKernel kernel) { return static_cast<std::size_t>(kernel); }
 
@@ -70,13 +70,16 @@ std::string describe_cpu_kernels() {
   for (const auto& [kernel, name, needs] :
        {std::tuple{CpuKernel::kGemvFloat, "fp32 GEMV", "avx512f+avx512bw"},
         std::tuple{CpuKernel::kGemvBFloat16, "bf16 GEMV", "avx512f+avx512bw+avx512_bf16"},
-        std::tuple{CpuKernel::kDecodeAttention, "decode attention", "avx512f+avx512bw"}}) {
+        std::tuple{CpuKernel::kDecodeAttention, "decode attention", "avx512f+avx512bw"},
+        std::tuple{CpuKernel::kExactLinear, "exact linear", "avx512f+avx512bw"}}) {
     if (!line.empty()) line += ", ";
     line += name;
     if (cpu_kernel_path(kernel) == CpuKernelPath::kAvx512) {
       line += " AVX-512";
     } else {
-      line += generic_cpu_kernels() ? std::string(" ATen (generic forced)") : std::string(" ATen (no ") + needs + ")";
+      // The exact linear layer's generic path is its portable recipe, not an ATen op.
+      const std::string generic = kernel == CpuKernel::kExactLinear ? " portable" : " ATen";
+      line += generic_cpu_kernels() ? generic + " (generic forced)" : generic + " (no " + needs + ")";
     }
   }
   return line;

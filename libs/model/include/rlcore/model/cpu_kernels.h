@@ -17,7 +17,7 @@ struct CpuKernelSupport {
 };
 CpuKernelSupport cpu_kernel_support();
 
-enum class CpuKernel { kGemvFloat, kGemvBFloat16, kDecodeAttention };
+enum class CpuKernel { kGemvFloat, kGemvBFloat16, kDecodeAttention, kExactLinear };  // exact_linear.h
 enum class CpuKernelPath { kAvx512, kAten };
 
 // The path a call whose inputs the kernel accepts takes now: AVX-512 where the
