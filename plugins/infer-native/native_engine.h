@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,9 @@ class NativeEngine final : public InferenceEngine,
                            public TensorParallel,
                            public Sleeps {
  public:
+  // A caller that never takes a finished request's top log-probs (its client
+  // left) must not grow the engine: the oldest untaken are dropped past this.
+  static constexpr std::size_t kFinishedTopKept = 4096;
   // Loads the checkpoint at context.model_path onto context.device (this
   // rank's tensor-parallel shard when tensor_model_parallel_size > 1: the
   // group is context.comm's kRolloutTpGroup, of exactly that size). Throws
@@ -162,6 +166,7 @@ class NativeEngine final : public InferenceEngine,
   at::Generator request_seeds_;       // draws the seed of each unseeded request
   std::unique_ptr<Scheduler> requests_;
   std::map<std::string, std::vector<TopLogprobs>> finished_top_;  // by request id, not yet taken
+  std::deque<std::string> finished_top_order_;  // finished_top_'s ids, oldest first (kept at most kFinishedTopKept)
   bool record_routing_ = false;
   std::vector<at::Tensor> routing_;  // the last generate()'s, per output  // the GeneratesRequests queue and batch
 };

@@ -51,8 +51,10 @@ std::vector<PositionLogprobs> NativeEngine::score_tokens(const std::vector<int32
   const at::Tensor logprobs = at::log_softmax(logits.to(at::kFloat), -1);
   const at::Tensor next = input.narrow(0, 1, positions).to(device).unsqueeze(-1);
   const at::Tensor chosen = logprobs.gather(-1, next);
-  const at::Tensor rank = ((logprobs > chosen).sum(-1) + 1).cpu();
-  const at::Tensor chosen_cpu = chosen.squeeze(-1).cpu();
+  const at::Tensor rank = ((logprobs > chosen).sum(-1) + 1).to(at::kLong).cpu().contiguous();
+  const at::Tensor chosen_cpu = chosen.squeeze(-1).cpu().contiguous();
+  const auto chosen_at = chosen_cpu.accessor<float, 1>();
+  const auto rank_at = rank.accessor<int64_t, 1>();
   at::Tensor top_ids, top_values;
   if (top_logprobs > 0) {
     auto [values, indices] = logprobs.topk(top_logprobs, -1);
@@ -62,8 +64,8 @@ std::vector<PositionLogprobs> NativeEngine::score_tokens(const std::vector<int32
   out.resize(static_cast<size_t>(positions));
   for (int64_t p = 0; p < positions; ++p) {
     PositionLogprobs& position = out[static_cast<size_t>(p)];
-    position.logprob = chosen_cpu[p].item<float>();
-    position.rank = rank[p].item<int64_t>();
+    position.logprob = chosen_at[p];
+    position.rank = rank_at[p];
     if (top_logprobs > 0) {
       const int64_t* row_ids = top_ids.data_ptr<int64_t>() + p * top_logprobs;
       const float* row_values = top_values.data_ptr<float>() + p * top_logprobs;

@@ -15,7 +15,13 @@ RequestOutput NativeEngine::take_output(Sequence& seq) {
   out.finish_reason = seq.finish_reason;
   out.prompt_tokens = seq.prompt_tokens;
   out.seed = static_cast<int64_t>(seq.seed);
-  if (seq.top_logprobs > 0) finished_top_[seq.id] = std::move(seq.top);
+  if (seq.top_logprobs > 0) {
+    if (finished_top_.insert_or_assign(seq.id, std::move(seq.top)).second) finished_top_order_.push_back(seq.id);
+    while (finished_top_order_.size() > kFinishedTopKept) {
+      finished_top_.erase(finished_top_order_.front());
+      finished_top_order_.pop_front();
+    }
+  }
   return out;
 }
 

@@ -333,3 +333,24 @@ TEST_CASE("static batching gives the same responses in more steps", "[infer-nati
   CHECK(continuous_stats.joins > 0);
   CHECK(batched_stats.joins == 0);
 }
+
+TEST_CASE("top log-probs nobody takes are kept for the newest requests only", "[infer-native][requests]") {
+  Fixture fixture("qwen3");
+  NativeEngine engine = make_engine(fixture.dir.path());
+  SamplingParams greedy;
+  greedy.max_tokens = 1;
+  const auto kept = static_cast<int64_t>(NativeEngine::kFinishedTopKept);
+  int64_t submitted = 0;
+  // A client that leaves never takes its request's top log-probs.
+  const auto done = drain(engine, [&](int64_t) {
+    for (int i = 0; i < 512 && submitted < kept + 8; ++i, ++submitted) {
+      engine.submit_with_top_logprobs(request("r" + std::to_string(submitted), prompt_of(3, submitted), greedy), 2);
+    }
+    return submitted < kept + 8;
+  });
+  CHECK(static_cast<int64_t>(done.size()) == kept + 8);
+  CHECK(engine.take_top_logprobs("r0").empty());  // the oldest were dropped
+  CHECK(engine.take_top_logprobs("r7").empty());
+  CHECK(engine.take_top_logprobs("r8").size() == 1);  // the newest kept: one token's
+  CHECK(engine.take_top_logprobs("r" + std::to_string(kept + 7)).size() == 1);
+}
