@@ -49,6 +49,10 @@ OptionsSchema<RolloutConfig> rollout_schema() {
            "The rollout records the experts each token was routed to (the routed_experts column), for "
            "actor.router_replay.mode R3 and the training/rollout_routing_mismatch metric; the inference engine must "
            "have the records_routing capability (infer-native). Single-turn synchronous rollouts only.")
+      .key("exact_logprobs", &RolloutConfig::exact_logprobs,
+           "The rollout and the trainer run the model's batch-invariant forward (fp32 on the CPU), so the "
+           "rollout's log-probs equal the trainer's old log-probs bit for bit (training/rollout_probs_diff_max 0). "
+           "Not in verl. What it covers: docs/exact-logprobs.md.")
       .other_keys_to(&RolloutConfig::engine_options);
   return schema;
 }

@@ -14,6 +14,7 @@
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
+#include "rlcore/model/exact_forward.h"
 #include "rlcore/inference_engine.h"
 #include "rlcore/sharding_manager.h"
 #include "workers/losses.h"
@@ -38,6 +39,8 @@ class ActorRolloutRef {
     const ConfigNode tree = role_config(context);
     const ConfigNode section = tree["actor_rollout_ref"];
     config_ = config::actor_rollout_ref_schema().parse(section);
+    // Before any engine: the trainer's forward and the rollout's both read it.
+    model::set_exact_forward(config_.rollout.exact_logprobs);
     const std::string model_path = context.options.value(role_options::kModelPath, config_.model.path);
     const int64_t total_steps = context.options.value(role_options::kTotalSteps, int64_t{0});
 

@@ -9,6 +9,7 @@
 #include "rlcore/core/config/engine_options.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
+#include "rlcore/model/exact_forward.h"
 #include "rlcore/generation_request.h"
 #include "rlcore/inference_engine.h"
 #include "workers/parallel.h"
@@ -26,6 +27,7 @@ class StandaloneRollout {
   StandaloneRollout(const Registry& components, const runtime::RoleContext& context)
       : context_(context), device_(worker_device(context)) {
     config_ = config::actor_rollout_ref_schema().parse(role_config(context)["actor_rollout_ref"]);
+    model::set_exact_forward(config_.rollout.exact_logprobs);
     ComponentContext engine_context;
     engine_context.device = device_;
     engine_context.model_path = context.options.value(role_options::kModelPath, config_.model.path);

@@ -6,31 +6,23 @@
 #endif
 
 #include <algorithm>
-#include <cmath>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
 #include "cpu_dispatch.h"
+#include "exact_recipe.h"
 #include "rlcore/error.h"
 
 namespace rlcore::model {
 namespace {
 
-constexpr int64_t kLanes = 16;
+using exact::kLanes;
 // Rows of x kept hot while a thread's weight rows pass over them (64 rows of a
 // 3072-wide input: 768 KB, in L2).
 constexpr int64_t kRowBlock = 64;
 // Weight bytes a parallel task reads at least (see gemv.cc).
 constexpr int64_t kBytesPerTask = int64_t{1} << 20;
-
-// The recipe's lane sum: l + 8, then + 4, + 2, + 1.
-float sum_lanes(float lanes[kLanes]) {
-  for (int64_t width = kLanes / 2; width >= 1; width /= 2) {
-    for (int64_t l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
-  }
-  return lanes[0];
-}
 
 // The recipe, one output element at a time.
 void portable_rows(const float* x, const float* w, const float* bias, float* y, int64_t rows, int64_t in, int64_t out,
@@ -38,10 +30,7 @@ void portable_rows(const float* x, const float* w, const float* bias, float* y, 
   for (int64_t m = 0; m < rows; ++m) {
     const float* xr = x + m * in;
     for (int64_t o = begin; o < end; ++o) {
-      const float* wr = w + o * in;
-      float lanes[kLanes] = {};
-      for (int64_t k = 0; k < in; ++k) lanes[k % kLanes] = std::fma(wr[k], xr[k], lanes[k % kLanes]);
-      float sum = sum_lanes(lanes);
+      float sum = exact::dot(w + o * in, xr, in);
       if (bias != nullptr) sum = sum + bias[o];
       y[m * out + o] = sum;
     }

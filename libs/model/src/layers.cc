@@ -14,6 +14,8 @@
 #include "cpu_kernels.h"
 #include "fused_attention.h"
 #include "gemv.h"
+#include "rlcore/model/exact_forward.h"
+#include "rlcore/model/exact_linear.h"
 #include "rlcore/model/kv_cache.h"
 
 namespace rlcore::model {
@@ -55,7 +57,7 @@ std::vector<at::Tensor> project(std::initializer_list<const Linear*> linears, co
     for (const Linear* linear : linears) out.push_back((*linear)(x));
     return out;
   }
-  at::Tensor y = cpu::gemv(x, fused, {});
+  at::Tensor y = takes_exact_path(x, fused) ? exact_linear(x, fused) : cpu::gemv(x, fused, {});
   if (!y.defined()) y = at::linear(x, fused);
   int64_t start = 0;
   for (const Linear* linear : linears) {
@@ -69,6 +71,7 @@ std::vector<at::Tensor> project(std::initializer_list<const Linear*> linears, co
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   if (forward_override) return forward_override(*this, x);
+  if (takes_exact_path(x, weight)) return exact_linear(x, weight, bias);
   if (at::Tensor y = cpu::gemv(x, weight, bias); y.defined()) return y;  // decode rows
   return at::linear(x, weight, bias);
 }
@@ -83,6 +86,11 @@ at::Tensor RmsNorm::operator()(const at::Tensor& x) const {
     const at::Tensor xf = x.to(at::kFloat);
     return (xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps) * (1.0 + weight.to(at::kFloat)))
         .to(x.scalar_type());
+  }
+  // The exact forward takes the row-by-row loop in the trainer too, whose weight requires grad.
+  if (takes_exact_path(x, weight)) {
+    if (at::Tensor rows = cpu::rms_norm(x.contiguous().detach(), weight.contiguous().detach(), eps); rows.defined())
+      return rows;
   }
   if (at::Tensor fused = cpu::rms_norm(x, weight, eps); fused.defined()) return fused;
   const at::Tensor xf = x.to(at::kFloat);
@@ -208,6 +216,7 @@ std::pair<at::Tensor, at::Tensor> append_to_cache(const ForwardContext& ctx, int
 
 at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocked,
                              double scaling, double softcap) {
+  if (softcap == 0.0 && takes_exact_path(q, k)) return exact_attention(q, k, v, blocked, scaling);
   if (softcap == 0.0) {  // the fused kernels have no soft-capping
     if (at::Tensor fused = cpu::decode_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
     if (at::Tensor fused = fused_grouped_attention(q, k, v, blocked, scaling); fused.defined()) return fused;

@@ -1,16 +1,21 @@
-// The batch-invariant linear layer (rlcore/model/exact_linear.h): a row's
-// output has the same bits whether it is computed alone, in a batch of 1..64
-// rows, at another place in the batch, with another thread count, or by the
-// portable recipe instead of the AVX-512 kernel; and it is a linear layer
-// (close to at::linear).
+// The batch-invariant kernels (rlcore/model/exact_linear.h, exact_forward.h):
+// a row's linear output has the same bits whether it is computed alone, in a
+// batch of 1..64 rows, at another place in the batch, with another thread
+// count, or by the portable recipe instead of the AVX-512 kernel; a query's
+// attention has the same bits in a prefill, a decode step against a cache and
+// a padded batch; both stay close to the ATen ops they replace.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+
+#include <cmath>
 
 #include <catch2/catch.hpp>
 
 #include "rlcore/error.h"
 #include "rlcore/model/cpu_kernels.h"
+#include "rlcore/model/exact_forward.h"
 #include "rlcore/model/exact_linear.h"
+#include "rlcore/model/layers.h"
 
 using namespace rlcore::model;
 
@@ -82,4 +87,44 @@ TEST_CASE("exact_linear refuses what it does not compute", "[model][exact]") {
   CHECK_THROWS_AS(exact_linear(at::randn({2, 7}), weight), rlcore::ValueError);
   CHECK_THROWS_AS(exact_linear(at::randn({2, 8}), weight, at::randn({5})), rlcore::ValueError);
   CHECK(exact_linear(at::randn({0, 8}), weight).sizes() == at::IntArrayRef({0, 4}));
+}
+
+TEST_CASE("exact_attention: a query's output has the same bits in a prefill, a decode step and a padded batch",
+          "[model][exact]") {
+  at::manual_seed(5);
+  const int64_t heads = 4, kv_heads = 2, len = 9, dim = 19;  // 19: a lane tail in every score
+  const double scaling = 1.0 / std::sqrt(static_cast<double>(dim));
+  const at::Tensor q = at::randn({1, heads, len, dim});
+  const at::Tensor k = at::randn({1, kv_heads, len, dim});
+  const at::Tensor v = at::randn({1, kv_heads, len, dim});
+  const at::Tensor causal = at::ones({len, len}, at::kBool).triu(1).view({1, 1, len, len});
+  const at::Tensor prefill = exact_attention(q, k, v, causal, scaling);  // [1, len, heads * dim]
+  CHECK(at::allclose(prefill, grouped_attention(q, k, v, causal, scaling, 0.0), 1e-5, 1e-5));
+
+  // Decode: query t against a 12-slot cache holding keys 0..t, the later slots hidden (and full of garbage).
+  const int64_t slots = 12;
+  at::Tensor cache_k = at::randn({1, kv_heads, slots, dim});
+  at::Tensor cache_v = at::randn({1, kv_heads, slots, dim});
+  cache_k.narrow(2, 0, len).copy_(k);
+  cache_v.narrow(2, 0, len).copy_(v);
+  for (int64_t t = 0; t < len; ++t) {
+    INFO("decode step at position " << t);
+    const at::Tensor hidden = (at::arange(slots) > t).view({1, 1, 1, slots});
+    const at::Tensor step = exact_attention(q.narrow(2, t, 1), cache_k, cache_v, hidden, scaling);
+    CHECK(same_bits(step.select(1, 0), prefill.select(1, t)));
+  }
+
+  // A padded batch: the sequence left-padded by 3 beside another one.
+  const int64_t padded = len + 3;
+  at::Tensor bq = at::randn({2, heads, padded, dim});
+  at::Tensor bk = at::randn({2, kv_heads, padded, dim});
+  at::Tensor bv = at::randn({2, kv_heads, padded, dim});
+  bq[1].narrow(1, 3, len).copy_(q[0]);
+  bk[1].narrow(1, 3, len).copy_(k[0]);
+  bv[1].narrow(1, 3, len).copy_(v[0]);
+  at::Tensor blocked = at::ones({padded, padded}, at::kBool).triu(1).view({1, 1, padded, padded}).repeat({2, 1, 1, 1});
+  blocked[1].narrow(-1, 0, 3).fill_(true);  // the padding keys
+  const at::Tensor batch = exact_attention(bq, bk, bv, blocked, scaling);
+  CHECK(same_bits(batch[1].narrow(0, 3, len), prefill[0]));
+  CHECK(batch[1].narrow(0, 0, 3).abs().sum().item<float>() == 0.0f);  // padding queries see no key: zeros
 }

@@ -43,6 +43,7 @@ struct RolloutConfig {
   agent::AgentSection agent;
   CheckpointEngineConfig checkpoint_engine;
   bool enable_rollout_routing_replay = false;  // the rollout records each token's experts (routed_experts)
+  bool exact_logprobs = false;                 // the batch-invariant forward in both engines (docs/exact-logprobs.md)
   ConfigNode engine_options;                   // the inference engine's keys (dtype, max_num_seqs, ...)
 };
 
