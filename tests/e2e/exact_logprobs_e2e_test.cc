@@ -3,8 +3,12 @@
 // trainer's old log-probs bit for bit on every step of a GRPO run: n = 8
 // samples per prompt from one shared prefill, continuous batching with joins,
 // and the trainer's batch packed (use_remove_padding, the default) or padded.
+// The update's forward (with autograd) is exact too: with one mini-batch a
+// step, PPO's ratio is exactly 1 (actor/ppo_kl 0, no clipping) while the
+// weights do move.
 #include "e2e_testing.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace fs = std::filesystem;
@@ -13,7 +17,7 @@ TEST_CASE("exact_logprobs: the rollout's log-probs equal the trainer's on every 
   const std::string ws = e2e::make_workspace("exact_logprobs", 16);
   const std::string config = e2e::write_config(ws, "exact", R"(
 actor_rollout_ref:
-  actor: {ppo_mini_batch_size: 8}
+  actor: {ppo_mini_batch_size: 8}  # the whole batch: one optimizer step a step
   rollout: {n: 8, exact_logprobs: true}
 algorithm: {adv_estimator: grpo}
 )");
@@ -26,12 +30,18 @@ algorithm: {adv_estimator: grpo}
     INFO(run.output);
     REQUIRE(run.status == 0);
     const auto metrics = e2e::read_metrics(dir);
+    double largest_grad_norm = 0.0;
     for (int64_t step = 1; step <= 3; ++step) {
       INFO("step " << step);
       REQUIRE(metrics.count(step) == 1);
-      CHECK(metrics.at(step).at("training/rollout_probs_diff_max") == 0.0);
-      CHECK(metrics.at(step).at("training/rollout_probs_diff_mean") == 0.0);
+      const auto& at = metrics.at(step);
+      CHECK(at.at("training/rollout_probs_diff_max") == 0.0);
+      CHECK(at.at("training/rollout_probs_diff_mean") == 0.0);
+      CHECK(at.at("actor/ppo_kl") == 0.0);
+      CHECK(at.at("actor/pg_clipfrac") == 0.0);
+      largest_grad_norm = std::max(largest_grad_norm, at.at("actor/grad_norm"));
     }
+    CHECK(largest_grad_norm > 0.0);  // the ratio stayed 1 while the policy learned
   }
   fs::remove_all(ws);
 }

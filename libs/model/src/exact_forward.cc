@@ -8,7 +8,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <ATen/core/grad_mode.h>
 
 #include "exact_recipe.h"
 
@@ -21,7 +20,9 @@ constexpr const char* kExactForwardEnv = "RLCORE_EXACT_FORWARD";
 
 // This library is linked statically into the core and into each engine plugin,
 // so each has its own statics: the environment is what they share.
-void set_exact_forward(bool exact) { ::setenv(kExactForwardEnv, exact ? "1" : "0", /*overwrite=*/1); }
+void set_exact_forward(bool exact) {
+  if (exact != exact_forward()) ::setenv(kExactForwardEnv, exact ? "1" : "0", /*overwrite=*/1);
+}
 
 bool exact_forward() {
   const char* value = std::getenv(kExactForwardEnv);
@@ -33,8 +34,7 @@ bool takes_exact_path(const at::Tensor& x, const at::Tensor& weight) {
   const auto float_on_cpu = [](const at::Tensor& t) {
     return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kFloat;
   };
-  const bool needs_gradient = at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad());
-  return float_on_cpu(x) && float_on_cpu(weight) && !needs_gradient;
+  return float_on_cpu(x) && float_on_cpu(weight);
 }
 
 at::Tensor exact_attention(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,

@@ -15,6 +15,7 @@
 #include "fused_attention.h"
 #include "gemv.h"
 #include "rlcore/model/exact_forward.h"
+#include "exact_autograd.h"
 #include "rlcore/model/exact_linear.h"
 #include "rlcore/model/kv_cache.h"
 
@@ -71,7 +72,7 @@ std::vector<at::Tensor> project(std::initializer_list<const Linear*> linears, co
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   if (forward_override) return forward_override(*this, x);
-  if (takes_exact_path(x, weight)) return exact_linear(x, weight, bias);
+  if (takes_exact_path(x, weight)) return exact_linear_trainable(x, weight, bias);
   if (at::Tensor y = cpu::gemv(x, weight, bias); y.defined()) return y;  // decode rows
   return at::linear(x, weight, bias);
 }
@@ -88,10 +89,7 @@ at::Tensor RmsNorm::operator()(const at::Tensor& x) const {
         .to(x.scalar_type());
   }
   // The exact forward takes the row-by-row loop in the trainer too, whose weight requires grad.
-  if (takes_exact_path(x, weight)) {
-    if (at::Tensor rows = cpu::rms_norm(x.contiguous().detach(), weight.contiguous().detach(), eps); rows.defined())
-      return rows;
-  }
+  if (takes_exact_path(x, weight) && x.numel() > 0) return exact_rms_norm_trainable(x, weight, eps);
   if (at::Tensor fused = cpu::rms_norm(x, weight, eps); fused.defined()) return fused;
   const at::Tensor xf = x.to(at::kFloat);
   if (!without_autograd(x, weight)) {
@@ -216,11 +214,16 @@ std::pair<at::Tensor, at::Tensor> append_to_cache(const ForwardContext& ctx, int
 
 at::Tensor grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocked,
                              double scaling, double softcap) {
-  if (softcap == 0.0 && takes_exact_path(q, k)) return exact_attention(q, k, v, blocked, scaling);
+  if (softcap == 0.0 && takes_exact_path(q, k)) return exact_attention_trainable(q, k, v, blocked, scaling);
   if (softcap == 0.0) {  // the fused kernels have no soft-capping
     if (at::Tensor fused = cpu::decode_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
     if (at::Tensor fused = fused_grouped_attention(q, k, v, blocked, scaling); fused.defined()) return fused;
   }
+  return aten_grouped_attention(q, k, v, blocked, scaling, softcap);
+}
+
+at::Tensor aten_grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                  const at::Tensor& blocked, double scaling, double softcap) {
   const int64_t batch = q.size(0);
   const int64_t num_heads = q.size(1);
   const int64_t len = q.size(2);

@@ -128,3 +128,60 @@ TEST_CASE("exact_attention: a query's output has the same bits in a prefill, a d
   CHECK(same_bits(batch[1].narrow(0, 3, len), prefill[0]));
   CHECK(batch[1].narrow(0, 0, 3).abs().sum().item<float>() == 0.0f);  // padding queries see no key: zeros
 }
+
+TEST_CASE("the exact forward under autograd: the no-grad forward's bits, ATen's gradients", "[model][exact]") {
+  at::manual_seed(3);
+  const ScopedExactForward exact;
+  Linear linear;
+  linear.weight = at::randn({6, 20}).requires_grad_(true);
+  linear.bias = at::randn({6}).requires_grad_(true);
+  Linear plain;
+  plain.weight = linear.weight.detach().clone().requires_grad_(true);
+  plain.bias = linear.bias.detach().clone().requires_grad_(true);
+  RmsNorm norm;
+  norm.weight = at::rand({20}).requires_grad_(true);
+  const at::Tensor x = at::randn({3, 5, 20}).requires_grad_(true);
+  const at::Tensor y = linear(norm(x));
+  at::Tensor no_grad_y;
+  {
+    const at::NoGradGuard no_grad;
+    no_grad_y = linear(norm(x));
+  }
+  CHECK(same_bits(y.detach(), no_grad_y));
+  y.square().sum().backward();
+  const at::Tensor grad_w = linear.weight.grad().clone(), grad_x = x.grad().clone();
+  x.grad().zero_();
+  {
+    const ScopedExactForward off(false);
+    plain(norm(x)).square().sum().backward();
+  }
+  CHECK(at::allclose(grad_w, plain.weight.grad(), 1e-4, 1e-5));
+  CHECK(at::allclose(linear.bias.grad(), plain.bias.grad(), 1e-4, 1e-5));
+  CHECK(at::allclose(grad_x, x.grad(), 1e-4, 1e-5));
+  // Without a bias (as in Llama).
+  Linear unbiased;
+  unbiased.weight = linear.weight;
+  const at::Tensor z = unbiased(x);
+  CHECK(same_bits(z.detach(), exact_linear(x.detach(), linear.weight.detach())));
+  x.grad().zero_();
+  z.sum().backward();
+  CHECK(at::allclose(x.grad(), linear.weight.detach().sum(0).expand({3, 5, 20}), 1e-5, 1e-5));
+
+  // Attention: the same with a causal mask, gradients to q, k and v.
+  const at::Tensor q = at::randn({1, 2, 5, 8}).requires_grad_(true);
+  const at::Tensor k = at::randn({1, 1, 5, 8}).requires_grad_(true);
+  const at::Tensor v = at::randn({1, 1, 5, 8}).requires_grad_(true);
+  const at::Tensor causal = at::ones({5, 5}, at::kBool).triu(1).view({1, 1, 5, 5});
+  const at::Tensor out = grouped_attention(q, k, v, causal, 0.35, 0.0);
+  CHECK(same_bits(out.detach(), exact_attention(q.detach(), k.detach(), v.detach(), causal, 0.35)));
+  out.sum().backward();
+  const at::Tensor grad_q = q.grad().clone(), grad_k = k.grad().clone(), grad_v = v.grad().clone();
+  q.grad().zero_(), k.grad().zero_(), v.grad().zero_();
+  {
+    const ScopedExactForward off(false);
+    grouped_attention(q, k, v, causal, 0.35, 0.0).sum().backward();
+  }
+  CHECK(at::allclose(grad_q, q.grad(), 1e-4, 1e-5));
+  CHECK(at::allclose(grad_k, k.grad(), 1e-4, 1e-5));
+  CHECK(at::allclose(grad_v, v.grad(), 1e-4, 1e-5));
+}

@@ -1,13 +1,12 @@
 // The exact forward (docs/exact-logprobs.md): while it is on, every fp32 CPU
-// forward that needs no gradient runs its linear layers, RMSNorm and attention
-// through batch-invariant kernels, so a token's logits have the same bits in
-// the rollout's prefill, its decode steps against the KV cache, and the
-// trainer's forward over the whole padded or packed batch. Set from
+// forward runs its linear layers, RMSNorm and attention through batch-invariant
+// kernels, so a token's logits have the same bits in the rollout's prefill, its
+// decode steps against the KV cache, and the trainer's forward over the whole
+// padded or packed batch, with autograd or without (the backward is ATen's). Set from
 // actor_rollout_ref.rollout.exact_logprobs in each worker. Process-wide,
 // through the environment (RLCORE_EXACT_FORWARD=1), which the core and the
-// engine plugins, each with its own copy of this library, all read. Not covered yet: bf16, CUDA, a
-// forward with autograd, tensor-parallel linears (their override wins),
-// soft-capped attention, MoE routing.
+// engine plugins, each with its own copy of this library, all read. Not covered yet: bf16, CUDA,
+// tensor-parallel linears (their override wins), soft-capped attention, MoE.
 #pragma once
 
 #include <ATen/core/Tensor.h>
