@@ -11,6 +11,7 @@
 #include "rlcore/rl_functional.h"
 #include "rlcore/rollout_correction.h"
 #include "trainer/generation_dump.h"
+#include "trainer/rollout_probs.h"
 #include "trainer/rl_run.h"
 #include "trainer/seqlen_balancing.h"
 #include "workers/sequences.h"
@@ -25,19 +26,6 @@ const std::vector<std::string> kEngineColumns = {columns::kInputIds, columns::kA
 std::vector<std::string> with_engine_columns(std::vector<std::string> extra) {
   extra.insert(extra.end(), kEngineColumns.begin(), kEngineColumns.end());
   return extra;
-}
-
-// verl's training/rollout_probs_diff_*: how far the rollout engine's token
-// probabilities are from the trainer's for the same tokens (a mismatch
-// makes the update off-policy without anyone noticing).
-void add_rollout_probs_diff(const Batch& batch, StepMetrics& metrics) {
-  const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
-  const at::Tensor diff = (batch.tensor(columns::kRolloutLogProbs).exp() - batch.tensor(columns::kOldLogProbs).exp())
-                              .abs()
-                              .masked_select(mask);
-  if (diff.numel() == 0) return;
-  metrics["training/rollout_probs_diff_max"] = diff.max().item<double>();
-  metrics["training/rollout_probs_diff_mean"] = diff.mean().item<double>();
 }
 
 // How often the trainer's old-log-prob pass routed a token to other experts
@@ -220,7 +208,7 @@ StepMetrics RlRun::train_on(ScoredRollout scored, StepMetrics metrics, Clock::ti
   if (replay_mode == "R3") batch.set(columns::kRoutedExperts, *rollout_routing);
   metrics[metric_names::kActorEntropy] =
       masked_mean(batch.tensor(columns::kEntropys), batch.tensor(columns::kResponseMask)).item<double>();
-  add_rollout_probs_diff(batch, metrics);
+  add_rollout_probs_diff(batch, metrics, config.trainer.check_exact_logprobs, step + 1);
 
   timed("adv", [&] { compute_advantages(*this, batch, metrics); });
 

@@ -35,6 +35,8 @@ struct TrainerConfig {
   // On the first SIGTERM or SIGINT: checkpoint (finish the step, save, exit 75) or exit (at once, 75).
   std::string on_preempt = "checkpoint";
   double preempt_grace_s = 30.0;  // the checkpoint's deadline after the signal
+  // With rollout.exact_logprobs: end the run at the first token whose rollout and trainer log-probs differ.
+  bool check_exact_logprobs = false;
   // The default pool's size, verl's names for runtime.nnodes / runtime.n_workers_per_node:
   // resolve_config makes each pair equal (one set: it wins; both set and different: an error).
   int64_t nnodes = 1;

@@ -1,0 +1,50 @@
+// The rollout's log-probs against the trainer's (trainer/rollout_probs.h):
+// verl's probability differences, the count of tokens that differ at all, and
+// trainer.check_exact_logprobs naming the first one.
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+
+#include "rlcore/batch.h"
+#include "rlcore/columns.h"
+#include "rlcore/error.h"
+#include "trainer/rollout_probs.h"
+
+using namespace rlcore;
+
+namespace {
+
+Batch two_samples(const at::Tensor& rollout, const at::Tensor& trainer) {
+  Batch batch(2);
+  batch.set(columns::kResponseMask, at::tensor({1, 1, 1, 1, 1, 0}, at::kLong).view({2, 3}));
+  batch.set(columns::kRolloutLogProbs, rollout);
+  batch.set(columns::kOldLogProbs, trainer);
+  batch.set(columns::kUid, at::tensor({7, 9}, at::kLong));
+  return batch;
+}
+
+}  // namespace
+
+TEST_CASE("rollout vs trainer log-probs: differences, mismatches, and the exact check", "[trainer][exact]") {
+  const at::Tensor trainer = at::tensor({-1.0f, -2.0f, -0.5f, -0.25f, -3.0f, -4.0f}).view({2, 3});
+  SECTION("equal on every response token (the masked one may differ): zero, and the check passes") {
+    at::Tensor rollout = trainer.clone();
+    rollout[1][2] = -9.0f;  // outside the response mask
+    trainer::StepMetrics metrics;
+    trainer::add_rollout_probs_diff(two_samples(rollout, trainer), metrics, /*check_exact=*/true, 4);
+    CHECK(metrics.at("training/rollout_probs_diff_max") == 0.0);
+    CHECK(metrics.at("training/rollout_logprob_mismatches") == 0.0);
+  }
+  SECTION("one token differs by one ulp: counted, and the check names it") {
+    at::Tensor rollout = trainer.clone();
+    rollout[1][1] = std::nextafter(-3.0f, 0.0f);
+    trainer::StepMetrics metrics;
+    trainer::add_rollout_probs_diff(two_samples(rollout, trainer), metrics, /*check_exact=*/false, 4);
+    CHECK(metrics.at("training/rollout_logprob_mismatches") == 1.0);
+    CHECK(metrics.at("training/rollout_probs_diff_max") > 0.0);
+    CHECK_THROWS_WITH(trainer::add_rollout_probs_diff(two_samples(rollout, trainer), metrics, true, 4),
+                      Catch::Contains("trainer.check_exact_logprobs: step 4, sample 1 (prompt uid 9), response "
+                                      "token 1: the rollout's log-prob -2.99999976 is not the trainer's -3 (1 of "
+                                      "the step's response tokens differ)"));
+  }
+}
