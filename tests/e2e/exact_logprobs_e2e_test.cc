@@ -6,13 +6,26 @@
 // trainer.check_exact_logprobs would end the run at the first token that differs.
 // The update's forward (with autograd) is exact too: with one mini-batch a
 // step, PPO's ratio is exactly 1 (actor/ppo_kl 0, no clipping) while the
-// weights do move.
+// weights do move. Two runs of the same config end on the same weights, bit
+// for bit.
 #include "e2e_testing.h"
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 namespace fs = std::filesystem;
+
+namespace exact_logprobs_e2e {
+
+std::string bytes_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace exact_logprobs_e2e
 
 TEST_CASE("exact_logprobs: the rollout's log-probs equal the trainer's on every step", "[e2e][exact]") {
   const std::string ws = e2e::make_workspace("exact_logprobs", 16);
@@ -22,12 +35,14 @@ actor_rollout_ref:
   rollout: {n: 8, exact_logprobs: true}
 algorithm: {adv_estimator: grpo}
 )");
-  for (const char* padding : {"true", "false"}) {
-    INFO("use_remove_padding " << padding);
-    const std::string dir = ws + "/run_" + padding;
-    const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=3",
-                                                "trainer.default_local_dir=" + dir, "trainer.check_exact_logprobs=true",
-                                                std::string("actor_rollout_ref.model.use_remove_padding=") + padding});
+  for (const std::string name : {"packed", "padded", "packed_again"}) {
+    INFO(name);
+    const std::string dir = ws + "/" + name;
+    const std::string packed = name == "padded" ? "false" : "true";
+    const e2e::RunResult run =
+        e2e::run_rlcore({"--config", config, "trainer.total_training_steps=3", "trainer.save_freq=3",
+                         "trainer.default_local_dir=" + dir, "trainer.check_exact_logprobs=true",
+                         "actor_rollout_ref.model.use_remove_padding=" + packed});
     INFO(run.output);
     REQUIRE(run.status == 0);
     const auto metrics = e2e::read_metrics(dir);
@@ -45,5 +60,17 @@ algorithm: {adv_estimator: grpo}
     }
     CHECK(largest_grad_norm > 0.0);  // the ratio stayed 1 while the policy learned
   }
+  // The same config and seed twice: the same weights and optimizer state, bit for bit.
+  std::size_t compared = 0;
+  const fs::path first = fs::path(ws) / "packed/checkpoints/global_step_3/actor";
+  for (const auto& entry : fs::recursive_directory_iterator(first)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".safetensors") continue;
+    const fs::path again =
+        fs::path(ws) / "packed_again/checkpoints/global_step_3/actor" / fs::relative(entry.path(), first);
+    INFO(entry.path());
+    CHECK(exact_logprobs_e2e::bytes_of(entry.path()) == exact_logprobs_e2e::bytes_of(again));
+    ++compared;
+  }
+  CHECK(compared > 0);
   fs::remove_all(ws);
 }

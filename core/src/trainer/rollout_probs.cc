@@ -27,7 +27,8 @@ void add_rollout_probs_diff(const Batch& batch, StepMetrics& metrics, bool check
   std::ostringstream message;
   message.precision(9);
   message << "trainer.check_exact_logprobs: step " << step << ", sample " << row;
-  if (batch.contains(columns::kUid)) message << " (prompt uid " << batch.tensor(columns::kUid)[row].item<int64_t>() << ")";
+  if (batch.contains(columns::kUid))
+    message << " (prompt uid " << batch.tensor(columns::kUid)[row].item<int64_t>() << ")";
   message << ", response token " << token << ": the rollout's log-prob " << rollout[row][token].item<float>()
           << " is not the trainer's " << trainer[row][token].item<float>() << " (" << mismatches
           << " of the step's response tokens differ)";
