@@ -65,7 +65,12 @@ RLCORE_AVX512 void tile(const float* x, const float* w, const float* bias, float
         k + kLanes <= in ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (in - k)) - 1);
     __m512 wv[O];
     RLCORE_UNROLL
-    for (int j = 0; j < O; ++j) wv[j] = _mm512_maskz_loadu_ps(mask, w + (o + j) * in + k);
+    for (int j = 0; j < O; ++j) {
+      const float* at = w + (o + j) * in + k;
+      // The next tile's weights, while these are used: the prefetcher alone keeps too few streams in flight.
+      _mm_prefetch(reinterpret_cast<const char*>(at + O * in), _MM_HINT_T0);
+      wv[j] = _mm512_maskz_loadu_ps(mask, at);
+    }
     RLCORE_UNROLL
     for (int r = 0; r < M; ++r) {
       const __m512 xv = _mm512_maskz_loadu_ps(mask, x + (m + r) * in + k);
@@ -82,28 +87,41 @@ RLCORE_AVX512 void tile(const float* x, const float* w, const float* bias, float
   }
 }
 
-// Outputs [begin, end) for `rows` rows of M (and the rows left over, fewer).
+// Outputs per tile for M rows: enough independent accumulators (M x O) to
+// hide the FMA latency, few enough to stay in the 32 registers.
+constexpr int outputs_per_tile(int rows) { return rows == 1 ? 8 : rows == 2 ? 6 : rows <= 4 ? 4 : 3; }
+
+// Rows [m, m + M) against outputs [begin, end).
 template <int M>
 RLCORE_AVX512 void tile_outputs(const float* x, const float* w, const float* bias, float* y, int64_t in, int64_t out,
                                 int64_t m, int64_t begin, int64_t end) {
-  // Enough independent accumulators to hide the FMA latency: 8 with one row, 16 with more.
-  constexpr int O = M == 1 ? 8 : 4;
+  constexpr int O = outputs_per_tile(M);
   int64_t o = begin;
   for (; o + O <= end; o += O) tile<M, O>(x, w, bias, y, in, out, m, o);
   for (; o < end; ++o) tile<M, 1>(x, w, bias, y, in, out, m, o);
 }
 
+using TileOutputs = void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
+                             int64_t);
+
+// Up to eight rows share each weight load: a decode step of eight sequences
+// streams the weights once, as the GEMV does.
+constexpr int64_t kRowsPerTile = 8;
+constexpr TileOutputs kTileOutputs[kRowsPerTile + 1] = {nullptr,         tile_outputs<1>, tile_outputs<2>,
+                                                        tile_outputs<3>, tile_outputs<4>, tile_outputs<5>,
+                                                        tile_outputs<6>, tile_outputs<7>, tile_outputs<8>};
+
 RLCORE_AVX512 void avx512_rows(const float* x, const float* w, const float* bias, float* y, int64_t rows, int64_t in,
                                int64_t out, int64_t begin, int64_t end) {
+  // A slice's weight rows stay in L2 while the block's rows pass them (96: a multiple of every tile's outputs).
+  constexpr int64_t kOutputSlice = 96;
   for (int64_t block = 0; block < rows; block += kRowBlock) {
     const int64_t block_end = std::min(rows, block + kRowBlock);
-    // Each weight tile stays in L1 while the block's rows pass it, four at a time.
-    constexpr int64_t kOutputSlice = 64;
     for (int64_t slice = begin; slice < end; slice += kOutputSlice) {
       const int64_t slice_end = std::min(end, slice + kOutputSlice);
-      int64_t m = block;
-      for (; m + 4 <= block_end; m += 4) tile_outputs<4>(x, w, bias, y, in, out, m, slice, slice_end);
-      for (; m < block_end; ++m) tile_outputs<1>(x, w, bias, y, in, out, m, slice, slice_end);
+      for (int64_t m = block; m < block_end; m += kRowsPerTile) {
+        kTileOutputs[std::min(kRowsPerTile, block_end - m)](x, w, bias, y, in, out, m, slice, slice_end);
+      }
     }
   }
 }
