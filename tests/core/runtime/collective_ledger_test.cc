@@ -37,7 +37,7 @@ TEST_CASE("each group's collectives are numbered as they start, and marked when 
     options.prefix = "test/ledger";
     options.rank = rank;
     options.world_size = 2;
-    options.timeout = 1500ms;
+    options.timeout = 3000ms;
     std::unique_ptr<CommContext> comm = runtime::make_comm_context(options);
     at::Tensor value = at::ones({1});
     comm->world().all_reduce(value);
@@ -63,21 +63,20 @@ TEST_CASE("each group's collectives are numbered as they start, and marked when 
   };
   auto first = std::async(std::launch::async, run_rank, 0);
   auto second = std::async(std::launch::async, run_rank, 1);
-  // While rank 0 waits in its broadcast, the ledger says so (as a worker's I/O thread reads it).
-  std::optional<CollectiveRecord> waiting;
-  for (int i = 0; i < 100 && !(waiting && waiting->running); ++i) {
-    std::this_thread::sleep_for(10ms);
+  // While rank 0 waits in its broadcast, the ledger says so (as a worker's I/O thread reads it);
+  // rank 1 is past its barrier, waiting for nothing.
+  std::optional<CollectiveRecord> waiting, other;
+  const auto settled = [&] { return waiting && waiting->running && waiting->started == 3 && other && !other->running; };
+  for (int i = 0; i < 1000 && !settled(); ++i) {
+    std::this_thread::sleep_for(2ms);
     waiting = world_record(0);
+    other = world_record(1);
   }
-  REQUIRE(waiting);
-  CHECK(waiting->running);
-  CHECK(waiting->started == 3);
+  REQUIRE(settled());
+  CHECK(waiting->op == "broadcast");
   CHECK(waiting->ranks == std::vector<int64_t>{0, 1});
-  const auto other = world_record(1);
-  REQUIRE(other);
   CHECK(other->started == 2);  // all_reduce, barrier: it never reached #3
   CHECK(other->op == "barrier");
-  CHECK_FALSE(other->running);
   REQUIRE(first.wait_for(60s) == std::future_status::ready);
   REQUIRE(second.wait_for(60s) == std::future_status::ready);
   CHECK_THAT(first.get(), Catch::Contains("broadcast over group 'world' failed on its rank 0 (pool rank 0)"));
