@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <boost/program_options.hpp>
 
 #include "rlcore/model/cpu_kernels.h"

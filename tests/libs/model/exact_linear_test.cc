@@ -6,6 +6,7 @@
 // a padded batch; both stay close to the ATen ops they replace.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 
