@@ -44,7 +44,13 @@ std::vector<int64_t> ClusterState::report_held(PendingCall& call) {
   std::string message = *call.held_error;
   std::vector<int64_t> stuck;
   if (call.held_in_collective && inquiry) {
-    InquiryFinding finding = describe(*inquiry, peers);
+    // On the control plane's I/O thread: an answer that cannot be read must not take the thread down.
+    InquiryFinding finding;
+    try {
+      finding = describe(*inquiry, peers);
+    } catch (const std::exception& e) {
+      finding.text = std::string("the workers' answers about the collective could not be read: ") + e.what();
+    }
     message += "; " + finding.text;
     stuck = std::move(finding.stuck);
     if (!stuck.empty() && !failure) {

@@ -147,4 +147,10 @@ TEST_CASE("a failed collective is reported by who reached it and who did not, an
           "never started a collective on the group, and it is in 'rollout.receive_weights' since 4.0 s");
     CHECK(finding.stuck == std::vector<int64_t>{4});
   }
+  SECTION("an answer without the fields it needs is an error, which the controller reports instead") {
+    CollectiveInquiry inquiry;
+    inquiry.failed = {{"key", "shared/bridge"}, {"group", "bridge"}, {"number", 2}, {"op", "broadcast"}};
+    inquiry.answers[2] = {{"groups", {{{"key", "shared/bridge"}, {"rank", 0}}}}};
+    CHECK_THROWS(runtime::detail::describe(inquiry, peers));
+  }
 }
