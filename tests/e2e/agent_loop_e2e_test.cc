@@ -47,8 +47,8 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
 
   run = e2e::run_rlcore({"--config", source + "/configs/grpo_tool_arithmetic.yaml", tools,
                          "trainer.default_local_dir=" + (ws / "grpo").string(), "trainer.total_training_steps=12",
-                         "trainer.test_freq=12", "trainer.save_freq=-1", "data.train_batch_size=16",
-                         "actor_rollout_ref.actor.ppo_mini_batch_size=16", "actor_rollout_ref.actor.optim.lr=0.0003",
+                         "trainer.test_freq=12", "trainer.save_freq=-1", "data.train_batch_size=8",
+                         "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.optim.lr=0.0003",
                          "reward.grader=tool_turn", "data.train_files=" + data + "/train.jsonl",
                          "data.val_files=" + data + "/val.jsonl",
                          "actor_rollout_ref.model.path=" + (ws / "sft/hf").string()});
@@ -60,7 +60,9 @@ TEST_CASE("multi-turn GRPO with the calculator: the tool-call rate rises", "[e2e
   const double calls_first = e2e::mean_over_steps(metrics, "agent/tool_call_rate", 1, 3);
   const double calls_last = e2e::mean_over_steps(metrics, "agent/tool_call_rate", 10, 12);
   REQUIRE(calls_first > 0.05);  // SFT taught the call: RL has groups with and without one to compare
-  CHECK(calls_last - calls_first >= 0.5 * (1.0 - calls_first));  // 0.44 -> 0.84 when measured
+  // Batches of 8 prompts x 8 samples: 0.46 -> 0.83, 0.41 -> 0.81, 0.51 -> 0.84 with data seeds 1, 2, 3
+  // (batches of 16, twice the time: 0.44 -> 0.84).
+  CHECK(calls_last - calls_first >= 0.5 * (1.0 - calls_first));
   // The reward is the tool turn, read from extra_info.__num_turns__: it follows the call rate exactly.
   CHECK(e2e::mean_over_steps(metrics, "critic/score/mean", 10, 12) == Approx(calls_last));
   // Greedy validation through the agent loop calls the tool (it may already before RL).
