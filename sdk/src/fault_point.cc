@@ -67,11 +67,14 @@ FaultSpec parse_spec(const std::string& spec) {
   return parsed;
 }
 
-// Workers are started with RLCORE_CONTROLLER (the address to dial) and RANK.
+// Workers are started with RLCORE_CONTROLLER (the address to dial) and RANK;
+// the local launcher's replacements of a lost worker also with RLCORE_INCARNATION.
 std::string this_process() {
   if (std::getenv("RLCORE_CONTROLLER") == nullptr) return "controller";
   const char* rank = std::getenv("RANK");
-  return rank ? rank : "?";
+  const char* incarnation = std::getenv("RLCORE_INCARNATION");
+  const std::string name = rank ? rank : "?";
+  return incarnation && *incarnation && std::string(incarnation) != "0" ? name + "." + incarnation : name;
 }
 
 // Ends or stops the process, except for the signals a process may handle (term, term_group).

@@ -30,7 +30,18 @@ OptionsSchema<AsyncTrainingConfig> async_training_schema() {
            "fully_async (rlcore's key, prime-rl's max_off_policy_steps): a prompt with a sample token sampled more "
            "than this many updates before the step is dropped, not trained on (async/stale_dropped), and the pool "
            "starts another in its place; -1: none, the staleness budget alone bounds staleness (the producer waits).",
-           at_least(-1));
+           at_least(-1))
+      .key("on_rollout_failure", &AsyncTrainingConfig::on_rollout_failure,
+           "fully_async (rlcore's key): fail: a lost rollout worker ends the run, naming it; restart: the run goes on "
+           "generating on the other rollout workers while a replacement comes up (the local launcher starts it; an "
+           "external launcher must start one within rejoin_timeout_s), which gets the actor's current weights at the "
+           "next sync; the lost worker's unfinished requests are resubmitted (async/lost_requests). Needs rollout "
+           "tensor_model_parallel_size 1 (docs/async.md#faults).",
+           one_of({"fail", "restart"}))
+      .key("rejoin_timeout_s", &AsyncTrainingConfig::rejoin_timeout_s,
+           "fully_async with on_rollout_failure restart (rlcore's key): seconds a lost rollout worker's replacement "
+           "may take to connect and set up before the run ends.",
+           greater_than(0));
   return schema;
 }
 
@@ -46,6 +57,16 @@ OptionsSchema<RolloutPoolConfig> rollout_pool_schema() {
 
 void validate(const AsyncTrainingConfig& config) {
   const std::string& mode = config.mode;
+  if (config.on_rollout_failure == "restart" && mode != "fully_async") {
+    throw ConfigError(
+        "async_training.on_rollout_failure: restart replaces a worker of the standalone rollout pool of "
+        "async_training.mode fully_async; in mode " +
+        mode +
+        (mode == "sync" ? std::string(" the rollout runs on the actor's workers (the hybrid engine): a lost one is a "
+                                      "lost trainer rank, which ends the run")
+                        : std::string(" every step's generation is one call across the pool, which a lost worker "
+                                      "fails")));
+  }
   if (config.max_staleness >= 0 && mode != "fully_async") {
     throw ConfigError("async_training.max_staleness applies to async_training.mode: fully_async (" +
                       (mode == "sync" ? std::string("sync trains on policy")

@@ -118,6 +118,8 @@ struct Cluster::Impl {
       setup["store"] = {{"prefix", "rlcore/" + pool.name},
                         {"timeout_ms", options.collective_timeout.count()},
                         {"device_backend", options.device_backend}};
+      // A replacement could not join the pool's groups once its peers are past them.
+      if (pool.replaceable) setup["store"]["pool_groups"] = false;
       if (store->file().empty()) {
         setup["store"]["host"] = advertise_host;
         setup["store"]["port"] = store->port();
@@ -137,9 +139,14 @@ struct Cluster::Impl {
     {
       std::lock_guard<std::mutex> lock(state->mutex);
       if (state->closing) throw Error("the run is shutting down");
-      if (state->peers.count(peer.rank)) {
+      if (state->peers.count(peer.rank) && !state->lost.count(peer.rank)) {
         throw ConfigError("rank " + std::to_string(peer.rank) +
-                          " already joined this run; a run does not re-admit workers");
+                          " already joined this run; a run re-admits only the replacement of a lost worker of a "
+                          "replaceable pool (async_training.on_rollout_failure: restart)");
+      }
+      if (state->peers.count(peer.rank)) {
+        spdlog::info("controller: the replacement of worker rank {} connected (host {}, pid {})", peer.rank, peer.host,
+                     peer.pid);
       }
       state->peers[peer.rank] = peer;
       state->changed.notify_all();
@@ -162,6 +169,10 @@ struct Cluster::Impl {
       }
       std::lock_guard<std::mutex> lock(state->mutex);
       state->ready[peer.rank] = message.header;
+      if (state->lost.erase(peer.rank)) {
+        spdlog::warn("controller: worker rank {}{} replaced: pid {} on {} is set up", peer.rank,
+                     pool_rank_text(peer.rank), peer.pid, peer.host);
+      }
       state->changed.notify_all();
     } else if (type == "bye") {
       server->forget(peer.rank);
@@ -174,10 +185,41 @@ struct Cluster::Impl {
     }
   }
 
+  // " of pool 'rollout', its rank 1" when the run has several pools.
+  std::string pool_rank_text(int64_t global_rank) const {
+    if (options.pools.size() <= 1 || global_rank < 0) return "";
+    const std::size_t index = pool_of(global_rank);
+    return " of pool '" + options.pools[index].name + "', its rank " + std::to_string(global_rank - first_rank[index]);
+  }
+
+  // A lost worker of a replaceable pool: the run goes on without it while a replacement comes up.
+  void replace(const WorkerAddress& worker, const std::string& message) {
+    if (!state->lose(worker, message)) return;
+    std::lock_guard<std::mutex> lock(launcher_mutex);
+    if (!launcher) {
+      spdlog::warn("{}; waiting up to {} s for its replacement to connect (async_training.on_rollout_failure: restart)",
+                   message, std::chrono::duration_cast<std::chrono::seconds>(options.rejoin_timeout).count());
+      return;
+    }
+    spdlog::warn("{}; starting a replacement (async_training.on_rollout_failure: restart)", message);
+    try {
+      launcher->restart(worker.rank);
+    } catch (const std::exception& e) {
+      state->fail(worker, message + "; its replacement could not be started: " + e.what());
+    }
+  }
+
   void on_lost(const PeerInfo& peer, const std::string& reason) {
+    bool replaceable = false;
     {
       std::lock_guard<std::mutex> lock(state->mutex);
       if (state->closing) return;
+      replaceable = state->replaceable.count(peer.rank) > 0;
+    }
+    if (replaceable) {
+      const WorkerAddress worker{peer.rank, peer.host, peer.pid};
+      replace(worker, "worker " + worker.describe() + pool_rank_text(peer.rank) + " was lost: " + reason);
+      return;
     }
     {
       // A hung worker is ended now: its peers, waiting on it in a collective,
@@ -188,12 +230,7 @@ struct Cluster::Impl {
     }
     const WorkerAddress worker{peer.rank, peer.host, peer.pid};
     // With several pools, which one lost it ("rank 0 ... of pool 'rollout'").
-    std::string where;
-    if (options.pools.size() > 1 && peer.rank >= 0) {
-      const std::size_t index = pool_of(peer.rank);
-      where = " of pool '" + options.pools[index].name + "', its rank " + std::to_string(peer.rank - first_rank[index]);
-    }
-    state->fail(worker, "worker " + worker.describe() + where + " was lost: " + reason);
+    state->fail(worker, "worker " + worker.describe() + pool_rank_text(peer.rank) + " was lost: " + reason);
   }
 
   void on_tick() {
@@ -231,9 +268,13 @@ struct Cluster::Impl {
       world_size += pool.size();
     }
     for (std::size_t i = 0; i < options.pools.size(); ++i) {
-      for (int64_t r = 0; r < options.pools[i].size(); ++r) state->first_rank_of[first_rank[i] + r] = first_rank[i];
+      for (int64_t r = 0; r < options.pools[i].size(); ++r) {
+        state->first_rank_of[first_rank[i] + r] = first_rank[i];
+        if (options.pools[i].replaceable) state->replaceable.insert(first_rank[i] + r);
+      }
     }
     state->call_timeout = options.call_timeout;
+    state->rejoin_timeout = options.rejoin_timeout;
     state->end_worker = [this](int64_t rank) {
       std::lock_guard<std::mutex> lock(launcher_mutex);
       if (launcher) launcher->kill(rank);

@@ -44,6 +44,14 @@ struct PendingCall {
   // The held error is a collective's failure: reported with who reached it,
   // once every worker answered the probe (or at report_at).
   bool held_in_collective = false;
+  std::set<int64_t> lost;  // pool ranks of a replaceable pool lost while it ran (all_to_all)
+};
+
+// A lost worker of a replaceable pool, until its replacement is set up.
+struct LostWorker {
+  WorkerAddress worker;
+  std::string reason;
+  Clock::time_point rejoin_by;
 };
 
 // How long a failed rank's error waits for the death of another rank of the
@@ -66,12 +74,21 @@ struct ClusterState {
   std::optional<CollectiveInquiry> inquiry;  // the run's first failed collective
   // Ends a worker stuck short of a failed collective (the local launcher kills it).
   std::function<void(int64_t global_rank)> end_worker;
+  std::set<int64_t> replaceable;  // global ranks of replaceable pools
+  std::chrono::milliseconds rejoin_timeout{0};
+  std::map<int64_t, LostWorker> lost;      // by global rank
+  std::map<int64_t, int64_t> incarnation;  // global rank -> times its worker was lost
 
   // Records the run's first failure and fails every call in flight with it.
   void fail(const WorkerAddress& worker, const std::string& message);
+  // A worker of a replaceable pool is lost: only the calls waiting on it fail,
+  // and all_to_all calls end with the other ranks' replies (CallOutput::lost_ranks).
+  // False when the run has failed or the worker was already counted lost.
+  bool lose(const WorkerAddress& worker, const std::string& message);
   void on_reply(const PeerInfo& peer, Envelope reply);
   void on_probe_reply(const PeerInfo& peer, const nlohmann::json& header);
-  // Fails calls whose deadline has passed.
+  // Fails calls whose deadline has passed, and the run when a lost worker's
+  // replacement is late.
   void expire_calls();
   // Takes every call in flight (for shutdown).
   std::vector<std::shared_ptr<PendingCall>> take_calls();

@@ -66,6 +66,10 @@ void register_diag(const RoleContext& context, RoleMethods& methods) {
     std::this_thread::sleep_for(std::chrono::duration<double>(args.value("seconds", 0.0)));
     return MethodResult{Batch(), {{"rank", context.rank}}};
   });
+  methods.add("sleep_each", DispatchMode::kAllToAll, [context](const Batch&, const nlohmann::json& args) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(args.value("seconds", 0.0)));
+    return MethodResult{Batch(), {{"rank", context.rank}, {"pid", static_cast<int64_t>(::getpid())}}};
+  });
   methods.add("fail", DispatchMode::kOneToAll, [context](const Batch&, const nlohmann::json& args) {
     const auto ranks = args.value("ranks", std::vector<int64_t>{});
     if (ranks.empty() || std::find(ranks.begin(), ranks.end(), context.rank) != ranks.end()) {

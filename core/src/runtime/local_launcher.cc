@@ -117,6 +117,7 @@ struct LocalLauncher::Impl {
   mutable std::mutex mutex;
   std::vector<pid_t> pids;
   std::vector<bool> running;
+  std::vector<int64_t> restarts;  // per rank
 
   // Reaps ended workers; with `block`, waits for `rank` specifically.
   std::vector<ExitedWorker> reap() {
@@ -143,6 +144,43 @@ struct LocalLauncher::Impl {
     return false;
   }
 
+  // Starts rank `rank`'s worker process (its pid replaces the previous one's).
+  void spawn_rank(int64_t rank, int64_t threads) {
+    std::map<std::string, std::string> env = options.env;
+    env["RANK"] = std::to_string(rank);
+    env["WORLD_SIZE"] = std::to_string(options.nworkers);
+    env["LOCAL_RANK"] = std::to_string(rank);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(options.nworkers);
+    env["RLCORE_CONTROLLER"] = options.controller;
+    env[kSecretEnv] = options.secret;
+    env["RLCORE_PARENT_PID"] = std::to_string(::getpid());
+    env["RLCORE_NUM_THREADS"] = std::to_string(threads);
+    env["OMP_NUM_THREADS"] = std::to_string(threads);
+    env["OPENBLAS_NUM_THREADS"] = std::to_string(threads);
+    // libgomp's threads otherwise spin between parallel regions, fighting
+    // OpenBLAS's own thread pool for the same cores (measured: 5 s -> 0.3 s
+    // per SFT step of the tiny model on 2 cores). A user's setting wins.
+    if (!std::getenv("OMP_WAIT_POLICY") && !options.env.count("OMP_WAIT_POLICY")) env["OMP_WAIT_POLICY"] = "PASSIVE";
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      // rlcore/fault_point.h: a replacement is `<rank>.<k>` to fault injection.
+      env["RLCORE_INCARNATION"] = std::to_string(rank < static_cast<int64_t>(restarts.size()) ? restarts[rank] : 0);
+    }
+    std::vector<std::string> argv = {options.executable};
+    argv.insert(argv.end(), options.args.begin(), options.args.end());
+    const pid_t pid = spawn(options.executable, std::move(argv), child_environment(env));
+    std::lock_guard<std::mutex> lock(mutex);
+    if (rank == static_cast<int64_t>(pids.size())) {
+      pids.push_back(pid);
+      running.push_back(true);
+      restarts.push_back(0);
+    } else {
+      pids[rank] = pid;
+      running[rank] = true;
+    }
+    spdlog::debug("local launcher: started worker rank {} as pid {}", rank, pid);
+  }
+
   void signal_running(int signal) {
     std::lock_guard<std::mutex> lock(mutex);
     for (std::size_t rank = 0; rank < pids.size(); ++rank) {
@@ -159,33 +197,12 @@ LocalLauncher::LocalLauncher(LocalLaunchOptions options) : impl_(std::make_uniqu
   const LocalLaunchOptions& o = impl_->options;
   const int64_t threads = threads_for_worker(o.threads_per_worker, o.nworkers);
   for (int64_t rank = 0; rank < o.nworkers; ++rank) {
-    std::map<std::string, std::string> env = o.env;
-    env["RANK"] = std::to_string(rank);
-    env["WORLD_SIZE"] = std::to_string(o.nworkers);
-    env["LOCAL_RANK"] = std::to_string(rank);
-    env["LOCAL_WORLD_SIZE"] = std::to_string(o.nworkers);
-    env["RLCORE_CONTROLLER"] = o.controller;
-    env[kSecretEnv] = o.secret;
-    env["RLCORE_PARENT_PID"] = std::to_string(::getpid());
-    env["RLCORE_NUM_THREADS"] = std::to_string(threads);
-    env["OMP_NUM_THREADS"] = std::to_string(threads);
-    env["OPENBLAS_NUM_THREADS"] = std::to_string(threads);
-    // libgomp's threads otherwise spin between parallel regions, fighting
-    // OpenBLAS's own thread pool for the same cores (measured: 5 s -> 0.3 s
-    // per SFT step of the tiny model on 2 cores). A user's setting wins.
-    if (!std::getenv("OMP_WAIT_POLICY") && !o.env.count("OMP_WAIT_POLICY")) env["OMP_WAIT_POLICY"] = "PASSIVE";
-    std::vector<std::string> argv = {o.executable};
-    argv.insert(argv.end(), o.args.begin(), o.args.end());
     try {
-      const pid_t pid = spawn(o.executable, std::move(argv), child_environment(env));
-      std::lock_guard<std::mutex> lock(impl_->mutex);
-      impl_->pids.push_back(pid);
-      impl_->running.push_back(true);
+      impl_->spawn_rank(rank, threads);
     } catch (...) {
       terminate(std::chrono::milliseconds(1000));
       throw;
     }
-    spdlog::debug("local launcher: started worker rank {} as pid {}", rank, impl_->pids.back());
   }
 }
 
@@ -214,6 +231,25 @@ void LocalLauncher::kill(int64_t rank) {
   if (rank >= 0 && rank < static_cast<int64_t>(impl_->pids.size()) && impl_->running[rank]) {
     ::kill(impl_->pids[rank], SIGKILL);
   }
+}
+
+void LocalLauncher::restart(int64_t rank) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (rank < 0 || rank >= static_cast<int64_t>(impl_->pids.size())) {
+      throw ValueError("LocalLauncher::restart: no worker rank " + std::to_string(rank));
+    }
+    if (impl_->running[rank]) {
+      // Reaped here, so that poll() never reports the old process after its replacement started.
+      ::kill(impl_->pids[rank], SIGKILL);
+      int status = 0;
+      ::waitpid(impl_->pids[rank], &status, 0);
+      impl_->running[rank] = false;
+    }
+    ++impl_->restarts[rank];
+  }
+  const LocalLaunchOptions& o = impl_->options;
+  impl_->spawn_rank(rank, threads_for_worker(o.threads_per_worker, o.nworkers));
 }
 
 void LocalLauncher::terminate(std::chrono::milliseconds grace) {

@@ -25,6 +25,7 @@
 #include "rlcore/device.h"
 #include "rlcore/error.h"
 #include "rlcore/fault_point.h"
+#include "rlcore/fault_point.h"
 #include "rlcore/string_join.h"
 #include "runtime/worker_activity.h"
 
@@ -61,6 +62,7 @@ struct Hosted {
 
 void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& options, const RoleRegistry& registry,
            detail::WorkerActivity& activity) {
+  fault_point("worker.setup");
   const int64_t rank = setup.at("pool_rank").get<int64_t>();
   const int64_t size = setup.at("pool_size").get<int64_t>();
   const std::string pool = setup.at("pool").get<std::string>();
@@ -87,7 +89,8 @@ void build(Hosted& hosted, const nlohmann::json& setup, const WorkerOptions& opt
     groups.local_rank = options.launch.local_rank;
     groups.mesh = mesh;
     if (device.is_cuda()) groups.device_backend = store.value("device_backend", std::string("nccl"));
-    hosted.comm = make_comm_context(groups);
+    // A replaceable pool's workers have shared groups only (runtime/cluster.h).
+    if (store.value("pool_groups", true)) hosted.comm = make_comm_context(groups);
     hosted.join_group = [groups, &activity](const std::string& name, int64_t group_rank, int64_t group_size) {
       activity.joined_shared_group(name);
       return join_shared_group(groups, name, group_rank, group_size);

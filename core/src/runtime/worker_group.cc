@@ -2,6 +2,9 @@
 // get the same Batch), reply matching and assembly.
 #include "rlcore/core/runtime/worker_group.h"
 
+#include <optional>
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 #include "rlcore/error.h"
@@ -38,6 +41,52 @@ void ClusterState::fail(const WorkerAddress& worker, const std::string& message)
     call->promise.set_exception(std::make_exception_ptr(WorkerLostError(
         worker, "call '" + call->method + "' on pool '" + call->pool + "' failed: " + message + collateral)));
   }
+}
+
+bool ClusterState::lose(const WorkerAddress& worker, const std::string& message) {
+  std::vector<std::shared_ptr<PendingCall>> failed, completed;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (failure || closing || lost.count(worker.rank)) return false;
+    lost[worker.rank] = LostWorker{worker, message, Clock::now() + rejoin_timeout};
+    ++incarnation[worker.rank];
+    ready.erase(worker.rank);
+    const int64_t pool_rank = worker.rank - first_rank_of[worker.rank];
+    for (auto it = calls.begin(); it != calls.end();) {
+      PendingCall& call = *it->second;
+      const bool waits_on_it = pool_rank < static_cast<int64_t>(call.workers.size()) &&
+                               call.workers[pool_rank].rank == worker.rank && call.waiting.count(pool_rank) > 0;
+      if (!waits_on_it) {
+        ++it;
+        continue;
+      }
+      if (call.mode == DispatchMode::kAllToAll && !call.held_error) {
+        call.waiting.erase(pool_rank);
+        call.lost.insert(pool_rank);
+        if (!call.waiting.empty()) {
+          ++it;
+          continue;
+        }
+        completed.push_back(it->second);
+      } else {
+        failed.push_back(it->second);
+      }
+      it = calls.erase(it);
+    }
+    changed.notify_all();
+  }
+  for (auto& call : failed) {
+    call->promise.set_exception(std::make_exception_ptr(
+        WorkerLostError(worker, "call '" + call->method + "' on pool '" + call->pool + "' failed: " + message)));
+  }
+  for (auto& call : completed) {
+    try {
+      call->promise.set_value(assemble(*call));
+    } catch (const std::exception&) {
+      call->promise.set_exception(std::current_exception());
+    }
+  }
+  return true;
 }
 
 std::vector<int64_t> ClusterState::report_held(PendingCall& call) {
@@ -158,9 +207,13 @@ void ClusterState::on_probe_reply(const PeerInfo& peer, const nlohmann::json& he
 void ClusterState::expire_calls() {
   std::vector<std::shared_ptr<PendingCall>> expired;
   std::vector<int64_t> to_end;
+  std::optional<LostWorker> not_replaced;
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto now = Clock::now();
+    for (const auto& [rank, gone] : lost) {
+      if (now >= gone.rejoin_by && !failure) not_replaced = gone;
+    }
     for (auto it = calls.begin(); it != calls.end();) {
       if (it->second->held_error && now >= it->second->report_at) {
         const auto stuck = report_held(*it->second);
@@ -175,6 +228,12 @@ void ClusterState::expire_calls() {
     }
   }
   end_workers(to_end);
+  if (not_replaced) {
+    fail(not_replaced->worker,
+         not_replaced->reason + "; no replacement was set up within the rejoin timeout (" +
+             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(rejoin_timeout).count()) +
+             " s, async_training.rejoin_timeout_s)");
+  }
   for (auto& call : expired) {
     call->promise.set_exception(
         std::make_exception_ptr(TimeoutError("call '" + call->method + "' on pool '" + call->pool +
@@ -193,7 +252,9 @@ std::vector<std::shared_ptr<PendingCall>> ClusterState::take_calls() {
 CallOutput assemble(PendingCall& call) {
   CallOutput output;
   std::vector<Batch> kept;
+  output.lost_ranks.assign(call.lost.begin(), call.lost.end());
   for (int64_t rank : call.plan.collect) {
+    if (call.lost.count(rank)) continue;
     RankReply& reply = call.replies.at(rank);
     if (call.mode == DispatchMode::kOneToAll || call.mode == DispatchMode::kAllToAll) {
       output.replies.push_back(std::move(reply));
@@ -218,6 +279,30 @@ CallOutput assemble(PendingCall& call) {
 }  // namespace detail
 
 using detail::PendingCall;
+
+namespace {
+
+// Narrows a one_to_all or all_to_all plan to `ranks`.
+void only_ranks(DispatchPlan& plan, DispatchMode mode, const std::vector<int64_t>& ranks, const std::string& method) {
+  if (mode != DispatchMode::kOneToAll && mode != DispatchMode::kAllToAll) {
+    throw ValueError("method '" + method + "' is " + to_string(mode) +
+                     ": only one_to_all and all_to_all methods run on chosen ranks");
+  }
+  const std::set<int64_t> chosen(ranks.begin(), ranks.end());
+  DispatchPlan narrowed;
+  for (std::size_t i = 0; i < plan.targets.size(); ++i) {
+    if (!chosen.count(plan.targets[i])) continue;
+    narrowed.targets.push_back(plan.targets[i]);
+    narrowed.inputs.push_back(std::move(plan.inputs[i]));
+  }
+  for (int64_t rank : plan.collect) {
+    if (chosen.count(rank)) narrowed.collect.push_back(rank);
+  }
+  if (narrowed.targets.empty()) throw ValueError("method '" + method + "': none of the chosen ranks is in the pool");
+  plan = std::move(narrowed);
+}
+
+}  // namespace
 
 WorkerGroup::WorkerGroup(std::string pool, int64_t first_global_rank, std::vector<WorkerInfo> workers,
                          std::map<std::string, MethodInfo> methods, std::shared_ptr<detail::ClusterState> state)
@@ -261,18 +346,35 @@ std::future<CallOutput> WorkerGroup::dispatch(const std::string& method, const s
     call->method = method;
     call->mode = info.mode;
     call->plan = plan_dispatch(info.mode, inputs, size(), mesh);
-    for (const auto& worker : workers_)
-      call->workers.push_back(WorkerAddress{worker.global_rank, worker.host, worker.pid});
+    if (!options.ranks.empty()) only_ranks(call->plan, info.mode, options.ranks, method);
     call->waiting.insert(call->plan.targets.begin(), call->plan.targets.end());
 
     nlohmann::json header = control_header("call");
     header["method"] = method;
     header["args"] = args;
     ControlServer* server = nullptr;
+    std::set<int64_t> skip;  // lost ranks of an all_to_all call: not sent
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
       if (state_->failure) throw WorkerLostError(state_->failed_worker, "the run has failed: " + *state_->failure);
       if (state_->closing) throw Error("the cluster is shutting down");
+      for (const auto& worker : workers_) {  // a replaced worker has a new pid
+        const auto peer = state_->peers.find(worker.global_rank);
+        call->workers.push_back(peer == state_->peers.end()
+                                    ? WorkerAddress{worker.global_rank, worker.host, worker.pid}
+                                    : WorkerAddress{worker.global_rank, peer->second.host, peer->second.pid});
+      }
+      for (int64_t rank : call->plan.targets) {
+        const auto gone = state_->lost.find(first_global_rank_ + rank);
+        if (gone == state_->lost.end()) continue;
+        if (info.mode != DispatchMode::kAllToAll) {
+          throw WorkerLostError(gone->second.worker, "call '" + method + "' on pool '" + pool_ + "': its rank " +
+                                                         std::to_string(rank) + " is lost and not yet replaced");
+        }
+        call->waiting.erase(rank);  // all_to_all goes on without it (CallOutput::lost_ranks)
+        call->lost.insert(rank);
+      }
+      skip = call->lost;
       call->id = state_->next_id++;
       const auto timeout = options.timeout.count() > 0 ? options.timeout : state_->call_timeout;
       if (timeout.count() > 0) call->deadline = detail::Clock::now() + timeout;
@@ -287,18 +389,25 @@ std::future<CallOutput> WorkerGroup::dispatch(const std::string& method, const s
       const Batch& input = call->plan.inputs[i];
       const int64_t rank = call->plan.targets[i];
       const int64_t global = first_global_rank_ + rank;
-      if (!input.has_size()) {
-        server->send_encoded(global, header, nullptr);
-        continue;
+      if (skip.count(rank)) continue;
+      const WireMessage* payload = nullptr;
+      if (input.has_size()) {
+        const int64_t share = info.mode == DispatchMode::kOneToAll      ? 0
+                              : info.mode == DispatchMode::kMeshCompute ? mesh[rank].dp_rank
+                                                                        : static_cast<int64_t>(i);
+        auto it = encoded.find(share);
+        if (it == encoded.end()) it = encoded.emplace(share, encode_batch(input)).first;
+        payload = &it->second;
       }
-      const int64_t share = info.mode == DispatchMode::kOneToAll      ? 0
-                            : info.mode == DispatchMode::kMeshCompute ? mesh[rank].dp_rank
-                                                                      : static_cast<int64_t>(i);
-      auto it = encoded.find(share);
-      if (it == encoded.end()) it = encoded.emplace(share, encode_batch(input)).first;
-      server->send_encoded(global, header, &it->second);
+      try {
+        server->send_encoded(global, header, payload);
+      } catch (const WorkerLostError&) {
+        // Gone since the check above; a replaceable pool's all_to_all call goes on without it.
+        if (info.mode != DispatchMode::kAllToAll || !replaceable(global)) throw;
+      }
     }
     call->plan.inputs.clear();
+    complete_if_answered(call);
   } catch (...) {
     bool registered = false;
     {
@@ -309,6 +418,52 @@ std::future<CallOutput> WorkerGroup::dispatch(const std::string& method, const s
     if (registered) call->promise.set_exception(std::current_exception());
   }
   return future;
+}
+
+bool WorkerGroup::replaceable(int64_t global_rank) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->replaceable.count(global_rank) > 0;
+}
+
+void WorkerGroup::complete_if_answered(const std::shared_ptr<detail::PendingCall>& call) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (!call->waiting.empty() || state_->calls.erase(call->id) == 0) return;
+  }
+  try {
+    call->promise.set_value(detail::assemble(*call));
+  } catch (const std::exception&) {
+    call->promise.set_exception(std::current_exception());
+  }
+}
+
+std::vector<int64_t> WorkerGroup::lost_ranks() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::vector<int64_t> ranks;
+  for (const auto& [global, gone] : state_->lost) {
+    const int64_t rank = global - first_global_rank_;
+    if (rank >= 0 && rank < size()) ranks.push_back(rank);
+  }
+  return ranks;
+}
+
+int64_t WorkerGroup::incarnation(int64_t rank) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  const auto found = state_->incarnation.find(first_global_rank_ + rank);
+  return found == state_->incarnation.end() ? 0 : found->second;
+}
+
+void WorkerGroup::await_replacements() const {
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  const auto any_lost = [this] {
+    for (const auto& [global, gone] : state_->lost) {
+      if (global >= first_global_rank_ && global < first_global_rank_ + size()) return true;
+    }
+    return false;
+  };
+  state_->changed.wait(lock, [&] { return state_->failure || state_->closing || !any_lost(); });
+  if (state_->failure) throw WorkerLostError(state_->failed_worker, "the run has failed: " + *state_->failure);
+  if (state_->closing) throw Error("the cluster is shutting down");
 }
 
 std::vector<CallOutput> wait_all(std::vector<std::future<CallOutput>>& futures) {

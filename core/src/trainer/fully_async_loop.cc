@@ -45,7 +45,7 @@ void run_fully_async_loop(RlRun& run, FitSummary& summary) {
     add_trainer_idle_ratio(metrics);
     metrics[metric_names::kRollouterIdleRatio] = step_seconds > 0 ? std::min(1.0, rollout_idle / step_seconds) : 0.0;
     stop = run.finish_step(
-        metrics, summary, [&] { stream.quiesce(); }, [&] { stream.resume(); });
+        metrics, summary, [&] { stream.quiesce(run.step); }, [&] { stream.resume(); });
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
 
 #include "rlcore/columns.h"
 #include "rlcore/elapsed_seconds.h"
@@ -46,11 +47,29 @@ bool StreamingRollout::can_submit() const {
          static_cast<int64_t>(in_flight_.size()) < requests_.prompts_per_step;
 }
 
-std::vector<Batch> StreamingRollout::new_requests() {
-  const int64_t ranks = pool_.workers().group.size();
-  std::vector<std::vector<std::vector<int32_t>>> prompts(static_cast<size_t>(ranks));
-  std::vector<std::vector<int64_t>> ids(static_cast<size_t>(ranks));
-  std::vector<std::vector<int64_t>> seeds(static_cast<size_t>(ranks));
+std::vector<Batch> StreamingRollout::new_requests(const std::vector<int64_t>& serving) {
+  const runtime::WorkerGroup& group = pool_.workers().group;
+  const auto ranks = static_cast<size_t>(group.size());
+  std::vector<std::vector<std::vector<int32_t>>> prompts(ranks);
+  std::vector<std::vector<int64_t>> ids(ranks);
+  std::vector<std::vector<int64_t>> seeds(ranks);
+  // A prompt's samples go to one rank, where they share its prefill.
+  const auto assign = [&](int64_t prompt, Pending& pending) {
+    pending.rank = serving[static_cast<size_t>(next_rank_++) % serving.size()];
+    pending.incarnation = group.incarnation(pending.rank);
+    const auto rank = static_cast<size_t>(pending.rank);
+    for (int64_t j = 0; j < requests_.n; ++j) {
+      if (pending.finished[static_cast<size_t>(j)]) continue;
+      const int64_t request = prompt * requests_.n + j;
+      prompts[rank].push_back(pending.group.example->prompt_ids);
+      ids[rank].push_back(request);
+      seeds[rank].push_back(requests_.seed * 1000003 + request * kSeedStride);
+    }
+  };
+  for (; !resubmit_.empty(); resubmit_.pop_front()) {
+    const auto found = in_flight_.find(resubmit_.front());
+    if (found != in_flight_.end()) assign(found->first, found->second);
+  }
   while (can_submit()) {
     if (undrawn_.empty()) {
       Draw draw{sampler_.state(), 0};
@@ -63,19 +82,13 @@ std::vector<Batch> StreamingRollout::new_requests() {
     Pending pending;
     pending.draw = next_draw_ - 1;
     pending.group.example = &data_.at(undrawn_.front());
+    pending.finished.assign(static_cast<size_t>(requests_.n), false);
     undrawn_.pop_front();
-    // A prompt's samples go to one rank, where they share its prefill.
-    const auto rank = static_cast<size_t>(next_rank_++ % ranks);
-    for (int64_t j = 0; j < requests_.n; ++j) {
-      const int64_t request = prompt * requests_.n + j;
-      prompts[rank].push_back(pending.group.example->prompt_ids);
-      ids[rank].push_back(request);
-      seeds[rank].push_back(requests_.seed * 1000003 + request * kSeedStride);
-    }
+    assign(prompt, pending);
     in_flight_[prompt] = std::move(pending);
     --budget_left_;
   }
-  std::vector<Batch> inputs(static_cast<size_t>(ranks));
+  std::vector<Batch> inputs(ranks);
   for (size_t rank = 0; rank < inputs.size(); ++rank) {
     if (prompts[rank].empty()) continue;
     inputs[rank] = workers::make_prompt_batch(prompts[rank], requests_.limits.pad_token_id);
@@ -83,6 +96,25 @@ std::vector<Batch> StreamingRollout::new_requests() {
     inputs[rank].set(workers::kRequestSeed, at::tensor(seeds[rank], at::kLong));
   }
   return inputs;
+}
+
+void StreamingRollout::reclaim_lost(const std::vector<int64_t>& serving) {
+  const runtime::WorkerGroup& group = pool_.workers().group;
+  std::map<int64_t, int64_t> lost_per_rank;
+  for (auto& [prompt, pending] : in_flight_) {
+    if (pending.rank < 0) continue;  // queued for resubmission
+    const bool serves = std::find(serving.begin(), serving.end(), pending.rank) != serving.end() &&
+                        group.incarnation(pending.rank) == pending.incarnation;
+    if (serves) continue;
+    lost_per_rank[pending.rank] += std::count(pending.finished.begin(), pending.finished.end(), false);
+    pending.rank = -1;
+    resubmit_.push_back(prompt);
+  }
+  for (const auto& [rank, requests] : lost_per_rank) {
+    spdlog::warn("fully_async: rollout rank {} was lost with {} unfinished request(s); resubmitting them to {}", rank,
+                 requests, serving.empty() ? std::string("its replacement") : "the ranks that serve");
+    lost_requests_ += requests;
+  }
 }
 
 void StreamingRollout::collect(const runtime::CallOutput& output) {
@@ -93,6 +125,9 @@ void StreamingRollout::collect(const runtime::CallOutput& output) {
       const int64_t prompt = done.id / requests_.n;
       const auto found = in_flight_.find(prompt);
       if (found == in_flight_.end()) continue;  // not ours (cannot happen: ids are unique per run)
+      const auto sample = static_cast<size_t>(done.id % requests_.n);
+      if (found->second.finished[sample]) continue;  // a resubmitted request's first run (cannot happen)
+      found->second.finished[sample] = true;
       found->second.group.samples.push_back(StreamedSample{std::move(done.tokens), done.stopped});
       if (static_cast<int64_t>(found->second.group.samples.size()) < requests_.n) continue;
       ready_.push_back(std::move(found->second.group));
@@ -117,8 +152,17 @@ void StreamingRollout::produce() {
         {requests_.limits.max_tokens, requests_.limits.stop_token_ids, requests_.limits.pad_token_id},
         async_.decode_steps_per_call};
     while (!stop_) {
-      if (hold_ || (draining_ && in_flight_.empty())) {
-        park_until([this] { return stop_ || !(hold_ || (draining_ && in_flight_.empty())); }, lock);
+      const std::vector<int64_t> serving = pool_.serving();
+      no_rank_serves_ = serving.empty();
+      const auto parks = [this] { return hold_ || (draining_ && (in_flight_.empty() || no_rank_serves_)); };
+      if (parks()) {
+        park_until([&] { return stop_ || !parks(); }, lock);
+        continue;
+      }
+      reclaim_lost(serving);
+      if (no_rank_serves_) {  // the trainer syncs the replacement (take, sync, quiesce)
+        changed_.notify_all();
+        changed_.wait_for(lock, std::chrono::milliseconds(100));
         continue;
       }
       if (in_flight_.empty() && !can_submit()) {  // the budget is spent: wait for the next sync
@@ -127,11 +171,13 @@ void StreamingRollout::produce() {
         idle_seconds_ += seconds_since(start);
         continue;
       }
-      const std::vector<Batch> inputs = new_requests();
+      const std::vector<Batch> inputs = new_requests(serving);
       const RolloutWorkers workers = pool_.workers();
       lock.unlock();
+      runtime::CallOptions only_serving;
+      only_serving.ranks = serving;
       const runtime::CallOutput output =
-          workers::call_each(workers.group, workers::rollout_methods::kStream, inputs, arguments).get();
+          workers::call_each(workers.group, workers::rollout_methods::kStream, inputs, arguments, only_serving).get();
       lock.lock();
       collect(output);
       changed_.notify_all();
@@ -159,8 +205,14 @@ std::vector<StreamedGroup> StreamingRollout::take(int64_t version, StepMetrics& 
   std::vector<StreamedGroup> groups;
   int64_t dropped_samples = 0;
   while (static_cast<int64_t>(groups.size()) < requests_.prompts_per_step) {
-    changed_.wait(lock, [this] { return failure_ || !ready_.empty(); });
+    changed_.wait(lock, [this] { return failure_ || !ready_.empty() || no_rank_serves_; });
     if (failure_) std::rethrow_exception(failure_);
+    if (ready_.empty() && no_rank_serves_) {  // nothing can finish until a replacement has the weights
+      lock.unlock();
+      sync(version, metrics);
+      lock.lock();
+      continue;
+    }
     StreamedGroup group = std::move(ready_.front());
     ready_.pop_front();
     const auto draw = draws_.find(ready_draws_.front());
@@ -176,14 +228,18 @@ std::vector<StreamedGroup> StreamingRollout::take(int64_t version, StepMetrics& 
   }
   metrics[metric_names::kTimingWaitPrevGen] = seconds_since(start);
   metrics["async/stale_dropped"] = static_cast<double>(dropped_samples);
+  metrics["async/lost_requests"] = static_cast<double>(lost_requests_);
+  lost_requests_ = 0;
   metrics[metric_names::kRollouterIdleS] = idle_seconds_;
   idle_seconds_ = 0;
   return groups;
 }
 
 void StreamingRollout::sync(int64_t version, StepMetrics& metrics) {
+  const bool rejoin = pool_.has_down_ranks();
   std::unique_lock<std::mutex> lock(mutex_);
-  if (async_.partial_rollout) {
+  // Requests of a lost worker could not finish before the sync: hold them, as partial_rollout does.
+  if (async_.partial_rollout || rejoin) {
     hold_ = true;
   } else {
     draining_ = true;
@@ -199,10 +255,15 @@ void StreamingRollout::sync(int64_t version, StepMetrics& metrics) {
   budget_left_ = std::max<int64_t>(0, window_budget_ - outstanding);
   hold_ = false;
   draining_ = false;
+  no_rank_serves_ = false;  // every rank has the weights now
   changed_.notify_all();
 }
 
-void StreamingRollout::quiesce() {
+void StreamingRollout::quiesce(int64_t version) {
+  if (pool_.has_down_ranks()) {  // the validation generates on every rank, with one version of the weights
+    StepMetrics rejoin;
+    sync(version, rejoin);
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   draining_ = true;
   changed_.notify_all();

@@ -10,6 +10,12 @@
 // trained on. A sync either reaches the requests in flight at once, their
 // later tokens sampled by the new weights (partial_rollout), or waits until
 // they finish under the old ones. Every token keeps the version that sampled it.
+//
+// A rollout worker lost with async_training.on_rollout_failure: restart: the
+// producer goes on with the other ranks and resubmits the lost worker's
+// unfinished requests to them (same ids and seeds; async/lost_requests); its
+// replacement serves from the next sync on (RolloutPool::sync). With no rank
+// left, the trainer syncs as soon as the replacement is up.
 #pragma once
 
 #include <condition_variable>
@@ -81,8 +87,9 @@ class StreamingRollout {
   void sync(int64_t version, StepMetrics& metrics);
 
   // Lets the requests in flight finish and holds the producer, for a
-  // validation on the pool; resume() lets it go on.
-  void quiesce();
+  // validation on the pool (after syncing `version`, the actor's, to a
+  // replacement that has no weights yet); resume() lets it go on.
+  void quiesce(int64_t version);
   void resume();
 
   // The sampler as it was before the oldest prompt not yet taken was drawn.
@@ -96,12 +103,18 @@ class StreamingRollout {
   struct Pending {  // a prompt whose samples are in flight
     int64_t draw = 0;
     StreamedGroup group;
+    std::vector<bool> finished;  // per sample
+    int64_t rank = -1;           // the pool rank generating it
+    int64_t incarnation = 0;     // of that rank's worker
   };
 
   void produce();
   bool can_submit() const;
   bool too_stale(const StreamedGroup& group, int64_t version) const;
-  std::vector<Batch> new_requests();  // under the lock: the prompts the budget allows, per pool rank
+  // Under the lock: the requests to resubmit and the prompts the budget allows, per pool rank.
+  std::vector<Batch> new_requests(const std::vector<int64_t>& serving);
+  // Under the lock: the unfinished requests of prompts whose rank's worker was lost, to resubmit.
+  void reclaim_lost(const std::vector<int64_t>& serving);
   void collect(const runtime::CallOutput& output);
   void park_until(const std::function<bool()>& released, std::unique_lock<std::mutex>& lock);
 
@@ -118,6 +131,9 @@ class StreamingRollout {
   std::deque<StreamedGroup> ready_;       // finished groups, oldest first
   std::deque<int64_t> ready_draws_;       // the draw of each ready group
   std::deque<int64_t> undrawn_;           // indices of the current draw not yet started
+  std::deque<int64_t> resubmit_;          // prompts whose unfinished requests a lost worker had
+  int64_t lost_requests_ = 0;             // since the last take
+  bool no_rank_serves_ = false;           // every rank is lost or waits for the weights
   std::map<int64_t, Draw> draws_;         // draw id -> draw, while any of its prompts is untaken
   int64_t next_draw_ = 0;
   int64_t next_prompt_ = 0;

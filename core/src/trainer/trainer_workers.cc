@@ -10,6 +10,7 @@
 #include "rlcore/device.h"
 #include "rlcore/core/workers/roles.h"
 #include "rlcore/error.h"
+#include "rlcore/string_join.h"
 #include "rlcore/inference_engine.h"
 #include "workers/parallel.h"
 
@@ -69,6 +70,25 @@ void set_rollout_mesh(runtime::PoolSpec& pool, const config::RunConfig& config, 
   if (pool.mesh.empty()) pool.mesh = workers::actor_pool_mesh(parallel, pool.size());
 }
 
+// async_training.on_rollout_failure restart: the rollout pool's workers are
+// replaced one by one, so each must stand alone (no TP group, no other role).
+void make_rollout_pool_replaceable(runtime::PoolSpec& pool, const config::RunConfig& config,
+                                   const Registry& components) {
+  const int64_t tp = workers::actor_parallelism(config.actor_rollout_ref, components).rollout_tp;
+  if (tp != 1) {
+    throw ConfigError(
+        "async_training.on_rollout_failure: restart replaces one rollout worker at a time, which a "
+        "tensor-parallel group cannot survive; actor_rollout_ref.rollout.tensor_model_parallel_size is " +
+        std::to_string(tp) + " (set it to 1, or on_rollout_failure: fail)");
+  }
+  if (pool.roles.size() != 1) {
+    throw ConfigError("async_training.on_rollout_failure: restart needs the rollout role alone in its pool; pool '" +
+                      pool.name + "' hosts " +
+                      join(pool.roles, ", ", [](const runtime::RoleSpec& role) { return role.name; }));
+  }
+  pool.replaceable = true;
+}
+
 // Before the local launcher starts anything: one GPU per worker it would
 // start on this host (external launchers place workers on other hosts, which
 // each worker checks for itself).
@@ -121,8 +141,11 @@ TrainerWorkers::TrainerWorkers(const config::ResolvedConfig& resolved, const Reg
   for (auto& pool : pools) {
     for (auto& role : pool.roles) role.options = options;
     if (&pool == &pool_of(pools, workers::kActorRole)) set_actor_mesh(pool, resolved.config, components, roles.rollout);
-    if (roles.standalone_rollout && &pool == &pool_of(pools, workers::kRolloutRole))
+    if (roles.standalone_rollout && &pool == &pool_of(pools, workers::kRolloutRole)) {
       set_rollout_mesh(pool, resolved.config, components);
+      if (resolved.config.async_training.on_rollout_failure == "restart")
+        make_rollout_pool_replaceable(pool, resolved.config, components);
+    }
   }
   check_local_devices(resolved.config, pools);
   std::map<std::string, std::string> pool_of_role;
@@ -131,6 +154,8 @@ TrainerWorkers::TrainerWorkers(const config::ResolvedConfig& resolved, const Reg
   }
   runtime::ClusterOptions cluster = config::cluster_options(resolved.config.runtime, std::move(pools));
   cluster.device = resolved.config.trainer.device;
+  cluster.rejoin_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(resolved.config.async_training.rejoin_timeout_s * 1000));
   for (const auto& path : plugin_paths) {
     cluster.worker_args.push_back("--plugins");
     cluster.worker_args.push_back(path);

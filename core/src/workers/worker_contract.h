@@ -339,8 +339,9 @@ std::future<runtime::CallOutput> call(runtime::WorkerGroup& group, const Method<
 // ... (all_to_all: `inputs[i]` goes to rank i) ...
 template <typename A, typename R>
 std::future<runtime::CallOutput> call_each(runtime::WorkerGroup& group, const Method<A, R>& method,
-                                           const std::vector<Batch>& inputs, const A& args) {
-  return group.call_each(method.qualified(), inputs, nlohmann::json(args));
+                                           const std::vector<Batch>& inputs, const A& args,
+                                           runtime::CallOptions options = {}) {
+  return group.call_each(method.qualified(), inputs, nlohmann::json(args), options);
 }
 // ... and reads a rank's reply value.
 template <typename A, typename R>

@@ -13,7 +13,10 @@
 // does throws IoError), `term` (sends itself SIGTERM and goes on, as a
 // preempted process is signalled) or `term_group` (SIGTERM to its whole process
 // group, as `srun` signals every task; run the command under `setsid -w`). <who>
-// is a worker rank (its RANK) or `controller`; without it, any process. Before
+// is a worker rank (its RANK) or `controller`; without it, any process. The k-th
+// replacement of a lost worker (RLCORE_INCARNATION=k, the local launcher's) is
+// `<rank>.<k>`, so a fault aimed at a rank strikes the worker the run started
+// with, not its replacements. Before
 // acting the process writes one line to stderr naming the point, rank and pid.
 // Unset, a fault point costs one branch.
 #pragma once

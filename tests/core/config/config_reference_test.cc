@@ -95,6 +95,9 @@ bool needs_missing_hardware(const std::string& key, const std::string& choice) {
 
 // Overrides a choice needs beside it (a key whose value needs another key's).
 std::vector<std::string> companions(const std::string& key, const std::string& choice) {
+  if (key == "async_training.on_rollout_failure" && choice == "restart") {
+    return {"async_training.mode=fully_async", "rollout.n_gpus_per_node=2"};
+  }
   if (key == "actor_rollout_ref.actor.router_replay.mode" && choice == "R3") {
     return {"actor_rollout_ref.rollout.enable_rollout_routing_replay=true"};
   }

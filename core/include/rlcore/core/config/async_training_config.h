@@ -20,6 +20,8 @@ struct AsyncTrainingConfig {
   bool partial_rollout = true;              // a sync reaches requests in flight (else they finish first)
   int64_t decode_steps_per_call = 16;       // rlcore's: decode steps of each stream call (a sync waits at most that)
   int64_t max_staleness = -1;               // rlcore's: drop a prompt with a token staler than this; -1: none
+  std::string on_rollout_failure = "fail";  // rlcore's: fail | restart (replace a lost rollout worker)
+  double rejoin_timeout_s = 120;            // rlcore's: how long a replacement may take to be set up
 };
 
 // verl's top-level `rollout` section of its asynchronous recipes: the

@@ -36,6 +36,13 @@ struct RLCORE_API PoolSpec {
   std::vector<RoleSpec> roles;
   MeshShape mesh;                  // empty: {dp: size()}
   int64_t threads_per_worker = 0;  // 0: cores / workers on the host
+  // A lost worker of this pool is replaced instead of ending the run
+  // (async_training.on_rollout_failure: restart): the local launcher starts a
+  // new one, an external launcher has ClusterOptions::rejoin_timeout to connect
+  // one, and only the calls waiting on the lost worker fail (see
+  // WorkerGroup::lost_ranks). Its workers get no process groups of their own
+  // (a replacement could not join them), only shared ones (join_group).
+  bool replaceable = false;
 
   int64_t size() const;
 };
@@ -59,6 +66,9 @@ struct ClusterOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::minutes(2)};
   std::chrono::milliseconds call_timeout{0};  // 0: none (heartbeats still catch dead workers)
   std::chrono::milliseconds shutdown_grace{5000};
+  // How long a lost worker of a replaceable pool may take to be replaced (its
+  // replacement connected and set up) before the run fails.
+  std::chrono::milliseconds rejoin_timeout{std::chrono::minutes(2)};
   bool process_groups = true;
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(30)};
   // The workers' device (trainer.device: auto, cpu, cuda): each worker resolves

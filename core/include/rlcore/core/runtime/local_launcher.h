@@ -69,6 +69,9 @@ class RLCORE_API LocalLauncher {
   // SIGKILL to worker `rank` if it has not ended: a worker the run counts as
   // lost (silent past the heartbeat deadline) must not linger half alive.
   void kill(int64_t rank);
+  // Starts a new worker for `rank` (after killing and reaping the old one if it
+  // still runs): a lost worker of a replaceable pool (PoolSpec::replaceable).
+  void restart(int64_t rank);
   // SIGTERM to those still running, SIGKILL after `grace`, then reaps all of them.
   void terminate(std::chrono::milliseconds grace);
 

@@ -41,11 +41,16 @@ struct CallOutput {
   Batch batch;
   // The ranks that ran the method, in rank order (mesh_compute: collect ranks in dp order).
   std::vector<RankReply> replies;
+  // all_to_all on a replaceable pool: the ranks lost while the call ran, which
+  // have no reply (the others' replies are in `replies`).
+  std::vector<int64_t> lost_ranks;
 };
 
 struct CallOptions {
   // 0: the cluster's call timeout (which may be none).
   std::chrono::milliseconds timeout{0};
+  // one_to_all and all_to_all: only these ranks run the method (empty: every rank).
+  std::vector<int64_t> ranks;
 };
 
 struct MethodInfo {
@@ -55,7 +60,8 @@ struct MethodInfo {
 
 namespace detail {
 struct ClusterState;
-}
+struct PendingCall;
+}  // namespace detail
 
 class RLCORE_API WorkerGroup {
  public:
@@ -74,12 +80,24 @@ class RLCORE_API WorkerGroup {
   std::future<CallOutput> call_each(const std::string& method, const std::vector<Batch>& inputs,
                                     const nlohmann::json& args = nlohmann::json::object(), CallOptions options = {});
 
+  // A replaceable pool (PoolSpec::replaceable): the ranks whose worker was lost
+  // and whose replacement is not yet set up, and how many times each rank's
+  // worker has been lost (0: the worker the run started with).
+  std::vector<int64_t> lost_ranks() const;
+  int64_t incarnation(int64_t rank) const;
+  // Waits until no rank is lost. Throws WorkerLostError when the run fails
+  // meanwhile (a replacement that did not join within the rejoin timeout).
+  void await_replacements() const;
+
  private:
   friend class Cluster;
   WorkerGroup(std::string pool, int64_t first_global_rank, std::vector<WorkerInfo> workers,
               std::map<std::string, MethodInfo> methods, std::shared_ptr<detail::ClusterState> state);
   std::future<CallOutput> dispatch(const std::string& method, const std::vector<Batch>& inputs,
                                    const nlohmann::json& args, CallOptions options, bool each);
+  bool replaceable(int64_t global_rank) const;
+  // Settles `call` when no rank is left to answer (every target of an all_to_all call lost).
+  void complete_if_answered(const std::shared_ptr<detail::PendingCall>& call);
 
   std::string pool_;
   int64_t first_global_rank_;

@@ -1,0 +1,135 @@
+// A replaceable pool (PoolSpec::replaceable, async_training.on_rollout_failure:
+// restart) over real processes: a lost worker fails only the calls that wait on
+// it, an all_to_all call ends with the others' replies, the local launcher
+// starts a replacement that the run re-admits, and a replacement that never
+// comes ends the run after the rejoin timeout, naming the lost worker.
+#include "runtime_testing.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+
+#include "rlcore/core/runtime/cluster.h"
+#include "rlcore/core/runtime/errors.h"
+
+using namespace std::chrono_literals;
+using namespace rlcore;
+using rlcore_test::eventually;
+
+namespace replaceable_pool {
+
+runtime::ClusterOptions replaceable_cluster(std::chrono::milliseconds rejoin_timeout) {
+  runtime::ClusterOptions options;
+  options.worker_executable = rlcore_test::rlcore_executable();
+  options.worker_args = {"--log-level", "off"};
+  options.heartbeat_interval = 200ms;
+  options.heartbeat_timeout = 3s;
+  options.connect_timeout = 60s;
+  options.call_timeout = 60s;
+  options.shutdown_grace = 2s;
+  options.rejoin_timeout = rejoin_timeout;
+  runtime::PoolSpec pool;
+  pool.nodes = {2};
+  pool.roles = {runtime::RoleSpec{"diag", "diag", nlohmann::json::object()}};
+  pool.threads_per_worker = 1;
+  pool.replaceable = true;
+  options.pools = {pool};
+  return options;
+}
+
+bool worker_process_gone(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, WNOHANG);
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+int64_t pid_of(runtime::WorkerGroup& group, int64_t rank) {
+  const runtime::CallOutput info = group.call("diag.info").get();
+  return info.replies.at(static_cast<size_t>(rank)).value.at("pid").get<int64_t>();
+}
+
+}  // namespace replaceable_pool
+
+using namespace replaceable_pool;
+
+TEST_CASE("a replaceable pool goes on without a lost worker and re-admits its replacement", "[runtime][liveness]") {
+  std::vector<int64_t> pids;
+  {
+    runtime::Cluster cluster(replaceable_cluster(60s));
+    runtime::WorkerGroup& group = cluster.group("global");
+    // The pool has no process groups of its own: a replacement could not join them.
+    CHECK(group.call("diag.info").get().replies.at(0).value.at("groups").empty());
+    const int64_t first = pid_of(group, 1);
+    pids.push_back(pid_of(group, 0));
+    pids.push_back(first);
+
+    // all_to_all: rank 1 dies mid-call; the call ends with rank 0's reply and names rank 1 lost.
+    auto each = group.call_each("diag.sleep_each", {Batch(), Batch()}, {{"seconds", 1.5}});
+    std::this_thread::sleep_for(300ms);
+    REQUIRE(::kill(static_cast<pid_t>(first), SIGKILL) == 0);
+    REQUIRE(each.wait_for(15s) == std::future_status::ready);
+    const runtime::CallOutput output = each.get();
+    REQUIRE(output.replies.size() == 1);
+    CHECK(output.replies.at(0).rank == 0);
+    CHECK(output.lost_ranks == std::vector<int64_t>{1});
+    CHECK_FALSE(cluster.failure());
+
+    // The local launcher started a replacement, which the run re-admits.
+    group.await_replacements();
+    CHECK(group.lost_ranks().empty());
+    CHECK(group.incarnation(1) == 1);
+    CHECK(group.incarnation(0) == 0);
+    const int64_t second = pid_of(group, 1);
+    CHECK(second != first);
+    pids.push_back(second);
+
+    // one_to_all: the call that waited on the lost worker fails, naming it; the run goes on.
+    auto one = group.call("diag.sleep", Batch(), {{"seconds", 1.5}});
+    std::this_thread::sleep_for(300ms);
+    REQUIRE(::kill(static_cast<pid_t>(second), SIGKILL) == 0);
+    REQUIRE(one.wait_for(15s) == std::future_status::ready);
+    try {
+      one.get();
+      FAIL("the call survived its worker");
+    } catch (const runtime::WorkerLostError& e) {
+      CHECK(e.worker().rank == 1);
+      CHECK(e.worker().pid == second);
+      CHECK_THAT(std::string(e.what()), Catch::Contains("killed by signal 9"));
+    }
+    CHECK_FALSE(cluster.failure());
+    group.await_replacements();
+    CHECK(group.incarnation(1) == 2);
+    pids.push_back(pid_of(group, 1));
+
+    // Chosen ranks only.
+    runtime::CallOptions only_first;
+    only_first.ranks = {0};
+    const runtime::CallOutput chosen =
+        group.call_each("diag.sleep_each", {Batch(), Batch()}, {{"seconds", 0.0}}, only_first).get();
+    REQUIRE(chosen.replies.size() == 1);
+    CHECK(chosen.replies.at(0).rank == 0);
+    only_first.ranks = {5};
+    CHECK_THAT(rlcore_test::error_of<ValueError>(
+                   [&] { group.call_each("diag.sleep_each", {Batch(), Batch()}, nlohmann::json::object(), only_first).get(); }),
+               Catch::Contains("none of the chosen ranks"));
+    cluster.shutdown();
+  }
+  for (int64_t pid : pids) CHECK(worker_process_gone(static_cast<pid_t>(pid)));
+}
+
+TEST_CASE("a lost worker whose replacement is not set up in time ends the run, naming it", "[runtime][liveness]") {
+  runtime::ClusterOptions options = replaceable_cluster(2s);
+  // The first replacement of rank 1 (fault injection's `1.1`) dies while it sets up.
+  options.worker_env["RLCORE_FAULT"] = "worker.setup:exit3@1.1";
+  runtime::Cluster cluster(options);
+  runtime::WorkerGroup& group = cluster.group("global");
+  const int64_t first = pid_of(group, 1);
+  REQUIRE(::kill(static_cast<pid_t>(first), SIGKILL) == 0);
+  REQUIRE(eventually([&] { return cluster.failure().has_value(); }, 20s));
+  CHECK_THAT(*cluster.failure(), Catch::Contains("worker rank 1") &&
+                                     Catch::Contains("pid " + std::to_string(first)) &&
+                                     Catch::Contains("no replacement was set up within the rejoin timeout (2 s"));
+  CHECK_THAT(rlcore_test::error_of<runtime::WorkerLostError>([&] { group.await_replacements(); }),
+             Catch::Contains("no replacement was set up"));
+}
