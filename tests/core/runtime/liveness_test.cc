@@ -39,24 +39,6 @@ bool process_gone(pid_t pid) {
   return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
-runtime::ClusterOptions small_cluster(int64_t workers) {
-  runtime::ClusterOptions options;
-  options.worker_executable = rlcore_test::rlcore_executable();
-  options.worker_args = {"--log-level", "off"};
-  options.heartbeat_interval = 200ms;
-  options.heartbeat_timeout = 3s;
-  options.connect_timeout = 60s;
-  options.call_timeout = 60s;
-  options.shutdown_grace = 2s;
-  options.process_groups = false;
-  runtime::PoolSpec pool;
-  pool.nodes = {workers};
-  pool.roles = {runtime::RoleSpec{"diag", "diag", nlohmann::json::object()}};
-  pool.threads_per_worker = 1;
-  options.pools = {pool};
-  return options;
-}
-
 // Spawns `argv` with extra environment; stdout into a pipe when `out_fd` is given.
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, int* out_fd) {
   std::vector<std::string> env;
@@ -106,7 +88,7 @@ TEST_CASE("a worker killed mid-call is reported with rank, host and pid, and no 
           "[runtime][liveness]") {
   std::vector<pid_t> pids;
   {
-    runtime::ClusterOptions options = small_cluster(2);
+    runtime::ClusterOptions options = rlcore_test::diag_cluster(2);
     options.transport = "ipc";
     runtime::Cluster cluster(options);
     REQUIRE_THAT(cluster.endpoint(), Catch::StartsWith("ipc://"));
@@ -149,7 +131,7 @@ TEST_CASE("the dead worker is named first, not the survivor whose collective it 
   const int64_t victim_rank = workers - 2;  // rank 0 of two, rank 2 of four
   for (int trial = 0; trial < (fault.signal == SIGSTOP ? 1 : 3); ++trial) {
     INFO("signal " << fault.signal << ", " << workers << " workers, trial " << trial);
-    runtime::ClusterOptions options = small_cluster(workers);
+    runtime::ClusterOptions options = rlcore_test::diag_cluster(workers);
     options.process_groups = true;
     runtime::Cluster cluster(options);
     runtime::WorkerGroup& group = cluster.group("global");
@@ -178,7 +160,7 @@ TEST_CASE("the dead worker is named first, not the survivor whose collective it 
 }
 
 TEST_CASE("a worker that fails to set up stops the start naming it", "[runtime][liveness]") {
-  runtime::ClusterOptions options = small_cluster(2);
+  runtime::ClusterOptions options = rlcore_test::diag_cluster(2);
   options.pools[0].roles.push_back(runtime::RoleSpec{"critic", "no_such_role", nlohmann::json::object()});
   CHECK_THAT(error_of<runtime::WorkerLostError>([&] { runtime::Cluster cluster(options); }),
              Catch::Contains("failed to set up") && Catch::Contains("no role type 'no_such_role'"));

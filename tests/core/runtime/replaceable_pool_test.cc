@@ -19,22 +19,12 @@ using rlcore_test::eventually;
 
 namespace replaceable_pool {
 
+// Two diag workers, replaceable, with the process groups a run has (the pool gets none of its own).
 runtime::ClusterOptions replaceable_cluster(std::chrono::milliseconds rejoin_timeout) {
-  runtime::ClusterOptions options;
-  options.worker_executable = rlcore_test::rlcore_executable();
-  options.worker_args = {"--log-level", "off"};
-  options.heartbeat_interval = 200ms;
-  options.heartbeat_timeout = 3s;
-  options.connect_timeout = 60s;
-  options.call_timeout = 60s;
-  options.shutdown_grace = 2s;
+  runtime::ClusterOptions options = rlcore_test::diag_cluster(2);
+  options.process_groups = true;
   options.rejoin_timeout = rejoin_timeout;
-  runtime::PoolSpec pool;
-  pool.nodes = {2};
-  pool.roles = {runtime::RoleSpec{"diag", "diag", nlohmann::json::object()}};
-  pool.threads_per_worker = 1;
-  pool.replaceable = true;
-  options.pools = {pool};
+  options.pools.front().replaceable = true;
   return options;
 }
 
