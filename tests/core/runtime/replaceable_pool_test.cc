@@ -5,13 +5,19 @@
 // comes ends the run after the rejoin timeout, naming the lost worker.
 #include "runtime_testing.h"
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 
 #include "rlcore/core/runtime/cluster.h"
 #include "rlcore/core/runtime/errors.h"
+#include "rlcore/core/runtime/local_launcher.h"
+#include "rlcore/core/runtime/secret.h"
 
 using namespace std::chrono_literals;
 using namespace rlcore;
@@ -37,6 +43,20 @@ bool worker_process_gone(pid_t pid) {
 int64_t pid_of(runtime::WorkerGroup& group, int64_t rank) {
   const runtime::CallOutput info = group.call("diag.info").get();
   return info.replies.at(static_cast<size_t>(rank)).value.at("pid").get<int64_t>();
+}
+
+// A TCP port nothing listens on now.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  socklen_t length = sizeof(address);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
 }
 
 }  // namespace replaceable_pool
@@ -100,8 +120,9 @@ TEST_CASE("a replaceable pool goes on without a lost worker and re-admits its re
     REQUIRE(chosen.replies.size() == 1);
     CHECK(chosen.replies.at(0).rank == 0);
     only_first.ranks = {5};
-    CHECK_THAT(rlcore_test::error_of<ValueError>(
-                   [&] { group.call_each("diag.sleep_each", {Batch(), Batch()}, nlohmann::json::object(), only_first).get(); }),
+    CHECK_THAT(rlcore_test::error_of<ValueError>([&] {
+                 group.call_each("diag.sleep_each", {Batch(), Batch()}, nlohmann::json::object(), only_first).get();
+               }),
                Catch::Contains("none of the chosen ranks"));
     cluster.shutdown();
   }
@@ -117,9 +138,44 @@ TEST_CASE("a lost worker whose replacement is not set up in time ends the run, n
   const int64_t first = pid_of(group, 1);
   REQUIRE(::kill(static_cast<pid_t>(first), SIGKILL) == 0);
   REQUIRE(eventually([&] { return cluster.failure().has_value(); }, 20s));
-  CHECK_THAT(*cluster.failure(), Catch::Contains("worker rank 1") &&
-                                     Catch::Contains("pid " + std::to_string(first)) &&
+  CHECK_THAT(*cluster.failure(), Catch::Contains("worker rank 1") && Catch::Contains("pid " + std::to_string(first)) &&
                                      Catch::Contains("no replacement was set up within the rejoin timeout (2 s"));
   CHECK_THAT(rlcore_test::error_of<runtime::WorkerLostError>([&] { group.await_replacements(); }),
              Catch::Contains("no replacement was set up"));
+}
+
+TEST_CASE("under an external launcher the run waits for the lost worker's replacement to connect",
+          "[runtime][liveness]") {
+  runtime::ClusterOptions options = replaceable_cluster(60s);
+  options.launcher = "external";
+  options.port = free_port();
+  options.secret = runtime::generate_secret();
+  std::unique_ptr<runtime::Cluster> cluster;
+  std::thread controller([&] { cluster = std::make_unique<runtime::Cluster>(options); });
+  // The cluster manager's side: it starts the workers (and, below, the replacement) itself.
+  runtime::LocalLaunchOptions manager;
+  manager.executable = rlcore_test::rlcore_executable();
+  manager.args = {"worker", "--log-level", "off"};
+  manager.controller = "tcp://127.0.0.1:" + std::to_string(options.port);
+  manager.secret = options.secret;
+  manager.nworkers = 2;
+  manager.threads_per_worker = 1;
+  runtime::LocalLauncher workers(manager);
+  controller.join();
+  REQUIRE(cluster);
+  runtime::WorkerGroup& group = cluster->group("global");
+  const int64_t first = pid_of(group, 1);
+
+  workers.kill(1);
+  REQUIRE(eventually([&] { return group.lost_ranks() == std::vector<int64_t>{1}; }, 15s));
+  std::this_thread::sleep_for(500ms);
+  CHECK(group.lost_ranks() == std::vector<int64_t>{1});  // nobody starts one for it
+  CHECK_FALSE(cluster->failure());
+  workers.restart(1);  // with the run's secret, as at the start
+  group.await_replacements();
+  CHECK(group.incarnation(1) == 1);
+  CHECK(pid_of(group, 1) != first);
+  CHECK(pid_of(group, 1) == workers.pids().at(1));
+  cluster->shutdown();
+  CHECK(workers.wait_all(10s));
 }
