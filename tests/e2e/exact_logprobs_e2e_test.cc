@@ -74,3 +74,46 @@ algorithm: {adv_estimator: grpo}
   CHECK(compared > 0);
   fs::remove_all(ws);
 }
+
+// The asynchronous modes: a row's tokens were sampled by the pool's weights of
+// some version, so each step compares the rows that the trainer's own version
+// sampled whole (training/rollout_logprob_compared): one_step_off's first step
+// (its batch comes from the checkpoint's weights, as does the trainer's first
+// pass), and fully_async's rows started after the sync that brought the
+// trainer's version. Those are equal bit for bit, across the weight transfer.
+TEST_CASE("exact_logprobs in the asynchronous modes: each version's rows equal that version's trainer log-probs",
+          "[e2e][exact][async]") {
+  const std::string ws = e2e::make_workspace("exact_logprobs_async", 32);
+  const std::string exact = R"(
+actor_rollout_ref:
+  actor: {ppo_mini_batch_size: 8}
+  rollout: {n: 4, exact_logprobs: true}
+algorithm: {adv_estimator: grpo}
+rollout: {nnodes: 1, n_gpus_per_node: 1}
+)";
+  const std::string one_step_off =
+      e2e::write_config(ws, "one_step_off", exact + "async_training: {mode: one_step_off}\n");
+  const std::string fully_async = e2e::write_config(
+      ws, "fully_async",
+      exact +
+          "async_training: {mode: fully_async, trigger_parameter_sync_step: 1, staleness_threshold: 1.0,\n"
+          "                 partial_rollout: false}\n");
+  for (const auto& [name, config] : {std::pair{"one_step_off", one_step_off}, std::pair{"fully_async", fully_async}}) {
+    INFO(name);
+    const e2e::RunResult run = e2e::run_rlcore({"--config", config, "trainer.total_training_steps=4",
+                                                "trainer.check_exact_logprobs=true", "runtime.n_workers_per_node=1"});
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+    const auto metrics = e2e::read_metrics(ws + "/" + name);
+    double compared = 0;
+    for (int64_t step = 1; step <= 4; ++step) {
+      INFO("step " << step);
+      REQUIRE(metrics.count(step) == 1);
+      CHECK(metrics.at(step).at("training/rollout_logprob_mismatches") == 0.0);
+      compared += metrics.at(step).at("training/rollout_logprob_compared");
+    }
+    CHECK(compared > 0);
+    if (std::string(name) == "one_step_off") CHECK(metrics.at(1).at("training/rollout_probs_diff_max") == 0.0);
+  }
+  fs::remove_all(ws);
+}

@@ -285,10 +285,6 @@ void validate(const RunConfig& config) {
         "trainer.check_exact_logprobs needs actor_rollout_ref.rollout.exact_logprobs: true (without the exact "
         "forward the rollout's and the trainer's log-probs differ by rounding)");
   }
-  if (config.trainer.check_exact_logprobs && config.async_training.mode != "sync") {
-    throw ConfigError("trainer.check_exact_logprobs runs with async_training.mode: sync only (in " +
-                      config.async_training.mode + ", tokens come from older weights than the trainer's)");
-  }
   // What the asynchronous modes cannot run: generation that the step itself
   // drives (DAPO's extra batches) would meet the pool's background generation;
   // fully_async streams single-turn requests.

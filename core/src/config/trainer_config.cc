@@ -61,8 +61,9 @@ OptionsSchema<TrainerConfig> trainer_schema() {
            at_least(0.1))
       .key("check_exact_logprobs", &TrainerConfig::check_exact_logprobs,
            "End the run at the first response token whose rollout log-prob differs from the trainer's old "
-           "log-prob, naming the sample and the token. Needs actor_rollout_ref.rollout.exact_logprobs and "
-           "async_training.mode sync (docs/exact-logprobs.md). Not in verl.")
+           "log-prob, naming the sample and the token. Needs actor_rollout_ref.rollout.exact_logprobs; in the "
+           "asynchronous modes it checks the rows the trainer's weight version sampled whole "
+           "(training/rollout_logprob_compared, docs/exact-logprobs.md). Not in verl.")
       .key("device", &TrainerConfig::device,
            "Device of every worker's engines: cuda (each worker binds cuda:<its local rank>), cpu, or auto "
            "(cuda when this build has CUDA and a GPU is visible, else cpu). See docs/launch.md.",

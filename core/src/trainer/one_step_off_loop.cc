@@ -7,6 +7,7 @@
 #include "rlcore/elapsed_seconds.h"
 #include "rlcore/metric_names.h"
 #include "trainer/rl_run.h"
+#include "trainer/rollout_probs.h"
 
 namespace rlcore::trainer {
 namespace {
@@ -55,6 +56,8 @@ void run_one_step_off_loop(RlRun& run, FitSummary& summary) {
     metrics[metric_names::kAsyncStalenessMean] = staleness;
     metrics[metric_names::kAsyncStalenessMax] = staleness;
     metrics["async/weight_version"] = static_cast<double>(ready.weight_version);
+    Batch& generated = ready.scored.rollout.batch;
+    generated.set(kSampledByVersion, at::full({generated.size()}, ready.weight_version, at::kLong));
     run.rollout_pool->sync(run.step, metrics);
     if (run.step + 1 < run.plan.total_steps) pending = launch_rollout(run, run.step + 1);
     const auto rollout_idle_until = Clock::now();

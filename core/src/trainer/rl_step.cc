@@ -208,7 +208,7 @@ StepMetrics RlRun::train_on(ScoredRollout scored, StepMetrics metrics, Clock::ti
   if (replay_mode == "R3") batch.set(columns::kRoutedExperts, *rollout_routing);
   metrics[metric_names::kActorEntropy] =
       masked_mean(batch.tensor(columns::kEntropys), batch.tensor(columns::kResponseMask)).item<double>();
-  add_rollout_probs_diff(batch, metrics, config.trainer.check_exact_logprobs, step + 1);
+  add_rollout_probs_diff(batch, metrics, config.trainer.check_exact_logprobs, step + 1, step);
 
   timed("adv", [&] { compute_advantages(*this, batch, metrics); });
 

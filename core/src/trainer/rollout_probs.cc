@@ -10,7 +10,7 @@
 
 namespace rlcore::trainer {
 
-void add_rollout_probs_diff(const Batch& batch, StepMetrics& metrics, bool check_exact, int64_t step) {
+void add_rollout_probs_diff(const Batch& batch, StepMetrics& metrics, bool check_exact, int64_t step, int64_t version) {
   const at::Tensor mask = batch.tensor(columns::kResponseMask).to(at::kBool);
   const at::Tensor rollout = batch.tensor(columns::kRolloutLogProbs);
   const at::Tensor trainer = batch.tensor(columns::kOldLogProbs);
@@ -18,7 +18,12 @@ void add_rollout_probs_diff(const Batch& batch, StepMetrics& metrics, bool check
   if (diff.numel() == 0) return;
   metrics["training/rollout_probs_diff_max"] = diff.max().item<double>();
   metrics["training/rollout_probs_diff_mean"] = diff.mean().item<double>();
-  const at::Tensor mismatched = rollout.ne(trainer).logical_and(mask);
+  at::Tensor compared = mask;
+  if (batch.contains(kSampledByVersion)) {
+    compared = mask.logical_and(batch.tensor(kSampledByVersion).eq(version).unsqueeze(1));
+  }
+  metrics["training/rollout_logprob_compared"] = static_cast<double>(compared.sum().item<int64_t>());
+  const at::Tensor mismatched = rollout.ne(trainer).logical_and(compared);
   const int64_t mismatches = mismatched.sum().item<int64_t>();
   metrics["training/rollout_logprob_mismatches"] = static_cast<double>(mismatches);
   if (!check_exact || mismatches == 0) return;
@@ -30,8 +35,9 @@ void add_rollout_probs_diff(const Batch& batch, StepMetrics& metrics, bool check
   if (batch.contains(columns::kUid))
     message << " (prompt uid " << batch.tensor(columns::kUid)[row].item<int64_t>() << ")";
   message << ", response token " << token << ": the rollout's log-prob " << rollout[row][token].item<float>()
-          << " is not the trainer's " << trainer[row][token].item<float>() << " (" << mismatches
-          << " of the step's response tokens differ)";
+          << " is not the trainer's " << trainer[row][token].item<float>() << " (weights version " << version << "; "
+          << mismatches << " of the step's " << metrics["training/rollout_logprob_compared"]
+          << " compared response tokens differ)";
   throw Error(message.str());
 }
 

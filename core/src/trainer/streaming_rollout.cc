@@ -12,6 +12,7 @@
 #include "rlcore/columns.h"
 #include "rlcore/elapsed_seconds.h"
 #include "rlcore/metric_names.h"
+#include "trainer/rollout_probs.h"
 #include "workers/sequences.h"
 #include "workers/worker_contract.h"
 
@@ -290,6 +291,7 @@ Rollout streamed_rollout(const std::vector<StreamedGroup>& groups, int64_t step,
   std::vector<std::vector<int32_t>> prompts;
   workers::MaskedResponses responses;
   std::vector<int64_t> uid;
+  std::vector<int64_t> sampled_by;
   double staleness_sum = 0, staleness_max = 0, span_max = 0;
   int64_t partial = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -302,8 +304,12 @@ Rollout streamed_rollout(const std::vector<StreamedGroup>& groups, int64_t step,
       responses.stopped.push_back(sample.stopped);
       uid.push_back(static_cast<int64_t>(g));
       const auto& versions = sample.tokens.weight_versions;
-      if (versions.empty()) continue;
+      if (versions.empty()) {
+        sampled_by.push_back(-1);
+        continue;
+      }
       const auto [oldest, newest] = std::minmax_element(versions.begin(), versions.end());
+      sampled_by.push_back(*oldest == *newest ? *oldest : -1);
       const auto staleness = static_cast<double>(step - *oldest);
       staleness_sum += staleness;
       staleness_max = std::max(staleness_max, staleness);
@@ -313,6 +319,7 @@ Rollout streamed_rollout(const std::vector<StreamedGroup>& groups, int64_t step,
   }
   rollout.batch = workers::make_masked_sequence_batch(prompts, responses, limits.max_tokens, limits.pad_token_id);
   rollout.batch.set(columns::kUid, at::tensor(uid, at::kLong));
+  rollout.batch.set(kSampledByVersion, at::tensor(sampled_by, at::kLong));
   const auto samples = static_cast<double>(uid.size());
   metrics[metric_names::kAsyncStalenessMean] = staleness_sum / samples;
   metrics[metric_names::kAsyncStalenessMax] = staleness_max;

@@ -94,8 +94,8 @@ TEST_CASE("validate(RunConfig): the sections' own checks and those across sectio
              Catch::Contains("algorithm.rollout_correction.bypass_mode: rlcore has no bypass mode"));
   CHECK_THAT(config_error_of({"trainer.check_exact_logprobs=true"}),
              Catch::Contains("trainer.check_exact_logprobs needs actor_rollout_ref.rollout.exact_logprobs: true"));
-  CHECK_THAT(config_error_of({"trainer.check_exact_logprobs=true", "actor_rollout_ref.rollout.exact_logprobs=true",
-                              "async_training.mode=one_step_off"}),
-             Catch::Contains("trainer.check_exact_logprobs runs with async_training.mode: sync only"));
+  CHECK_THAT(config_error_of({"async_training.on_rollout_failure=restart"}),
+             Catch::Contains("async_training.on_rollout_failure: restart replaces a worker of the standalone rollout "
+                             "pool of async_training.mode fully_async; in mode sync"));
   CHECK_NOTHROW(resolve({"async_training.mode=fully_async", "async_training.max_staleness=3"}));
 }
