@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <functional>
 #include <cstdint>
+#include <exception>
 #include <future>
 #include <map>
 #include <memory>
@@ -44,7 +45,8 @@ struct PendingCall {
   // The held error is a collective's failure: reported with who reached it,
   // once every worker answered the probe (or at report_at).
   bool held_in_collective = false;
-  std::set<int64_t> lost;  // pool ranks of a replaceable pool lost while it ran (all_to_all)
+  std::exception_ptr report;  // the held error as reported, set on the promise once the stuck workers are ended
+  std::set<int64_t> lost;     // pool ranks of a replaceable pool lost while it ran (all_to_all)
 };
 
 // A lost worker of a replaceable pool, until its replacement is set up.
@@ -94,8 +96,8 @@ struct ClusterState {
   std::vector<std::shared_ptr<PendingCall>> take_calls();
 
  private:
-  // Fails `call` with its held error (and who reached its failed collective);
-  // returns the workers to end. Called with `mutex` held.
+  // Builds `call`'s report from its held error (and who reached its failed
+  // collective); returns the workers to end first. Called with `mutex` held.
   std::vector<int64_t> report_held(PendingCall& call);
   void end_workers(const std::vector<int64_t>& global_ranks);
   void send_probes(const std::set<int64_t>& global_ranks);

@@ -108,7 +108,7 @@ std::vector<int64_t> ClusterState::report_held(PendingCall& call) {
       failed_worker = call.held_worker;
     }
   }
-  call.promise.set_exception(std::make_exception_ptr(RemoteCallError(call.held_worker, call.method, message)));
+  call.report = std::make_exception_ptr(RemoteCallError(call.held_worker, call.method, message));
   return stuck;
 }
 
@@ -137,6 +137,7 @@ void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
   std::set<int64_t> to_probe;
   std::vector<int64_t> to_end;
   bool done = false;
+  bool reported = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = calls.find(id);
@@ -176,6 +177,7 @@ void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
       if (call->waiting.empty() && !inquiring) {
         calls.erase(it);
         to_end = report_held(*call);
+        reported = true;
       }
     } else {
       call->replies[rank] = RankReply{rank, reply.header.value("value", nlohmann::json()), std::move(reply.batch)};
@@ -184,7 +186,10 @@ void ClusterState::on_reply(const PeerInfo& peer, Envelope reply) {
     }
   }
   send_probes(to_probe);
+  // The stuck workers are ended before the caller learns of the failure: the
+  // caller then shuts the run down, and takes the launcher with it.
   end_workers(to_end);
+  if (reported) call->promise.set_exception(call->report);
   if (!done) return;
   try {
     call->promise.set_value(assemble(*call));
@@ -205,7 +210,7 @@ void ClusterState::on_probe_reply(const PeerInfo& peer, const nlohmann::json& he
 }
 
 void ClusterState::expire_calls() {
-  std::vector<std::shared_ptr<PendingCall>> expired;
+  std::vector<std::shared_ptr<PendingCall>> expired, reported;
   std::vector<int64_t> to_end;
   std::optional<LostWorker> not_replaced;
   {
@@ -218,6 +223,7 @@ void ClusterState::expire_calls() {
       if (it->second->held_error && now >= it->second->report_at) {
         const auto stuck = report_held(*it->second);
         to_end.insert(to_end.end(), stuck.begin(), stuck.end());
+        reported.push_back(it->second);
         it = calls.erase(it);
       } else if (it->second->deadline && now >= *it->second->deadline) {
         expired.push_back(it->second);
@@ -228,6 +234,7 @@ void ClusterState::expire_calls() {
     }
   }
   end_workers(to_end);
+  for (auto& call : reported) call->promise.set_exception(call->report);
   if (not_replaced) {
     fail(not_replaced->worker,
          not_replaced->reason + "; no replacement was set up within the rejoin timeout (" +
