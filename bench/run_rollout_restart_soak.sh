@@ -40,13 +40,8 @@ case "$out" in /*) ;; *) out=$PWD/$out ;; esac
 cd "$repo"
 [ -x "$build_dir/bin/rlcore" ] || { echo "restart soak: no $build_dir/bin/rlcore; build first (bash scripts/build.sh)" >&2; exit 1; }
 
-# A copy of the build, so that rebuilding during the soak cannot touch the running processes.
-rm -rf "$out"
-mkdir -p "$out/build/bin" "$out/build/lib" "$out/build/plugins"
-cp -a "$build_dir/bin/rlcore" "$out/build/bin/"
-cp -a "$build_dir"/lib/*.so* "$out/build/lib/"
-cp -a "$build_dir"/plugins/*.so "$out/build/plugins/"
-export LD_LIBRARY_PATH="$out/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source bench/copy_build.sh
+copy_build "$build_dir" "$out"
 rlcore=$out/build/bin/rlcore
 
 "$rlcore" model init --arch qwen2 --size tiny --seed 1 --out "$out/model" > /dev/null

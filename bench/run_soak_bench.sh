@@ -81,12 +81,7 @@ run_soak() {
     RLCORE_BUILD_DIR="$build_dir" bash scripts/build.sh rlcore rlcore-train-fsdp rlcore-infer-native rlcore-reward \
       rlcore-hybrid-engine
   fi
-  rm -rf "$out"
-  mkdir -p "$out/build/bin" "$out/build/lib" "$out/build/plugins"
-  cp -a "$build_dir/bin/rlcore" "$out/build/bin/"
-  cp -a "$build_dir"/lib/*.so* "$out/build/lib/"
-  cp -a "$build_dir"/plugins/*.so "$out/build/plugins/"
-  export LD_LIBRARY_PATH="$out/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  copy_build "$build_dir" "$out"
   local rlcore=$out/build/bin/rlcore
 
   "$rlcore" model init --arch qwen2 --size tiny --seed 1 --out "$out/model" > /dev/null
@@ -117,6 +112,7 @@ run_soak() {
 }
 
 cd "$repo"
+source bench/copy_build.sh
 [ "$report_only" = 1 ] || run_soak
 [ -f "$out/run.txt" ] || { echo "soak: $out has no finished run (run.txt)" >&2; exit 1; }
 read -r wall workers warmup < "$out/run.txt"
