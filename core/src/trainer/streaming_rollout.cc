@@ -101,11 +101,13 @@ std::vector<Batch> StreamingRollout::new_requests(const std::vector<int64_t>& se
 
 void StreamingRollout::reclaim_lost(const std::vector<int64_t>& serving) {
   const runtime::WorkerGroup& group = pool_.workers().group;
+  std::map<int64_t, int64_t> incarnation;  // per serving rank, read once per call rather than per prompt
+  for (int64_t rank : serving) incarnation[rank] = group.incarnation(rank);
   std::map<int64_t, int64_t> lost_per_rank;
   for (auto& [prompt, pending] : in_flight_) {
     if (pending.rank < 0) continue;  // queued for resubmission
-    const bool serves = std::find(serving.begin(), serving.end(), pending.rank) != serving.end() &&
-                        group.incarnation(pending.rank) == pending.incarnation;
+    const auto serves_now = incarnation.find(pending.rank);
+    const bool serves = serves_now != incarnation.end() && serves_now->second == pending.incarnation;
     if (serves) continue;
     lost_per_rank[pending.rank] += std::count(pending.finished.begin(), pending.finished.end(), false);
     pending.rank = -1;
